@@ -1,0 +1,119 @@
+/*
+ * gpuckpt: checkpoint a running process tree into an image stream.
+ */
+#include "config.h"
+
+#include <sys/types.h>
+
+#include <err.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "gpuckpt.h"
+#include "tool.h"
+
+static const struct option longopts[] = {
+	{ "compress",		required_argument,	NULL,	'c' },
+	{ "help",		no_argument,		NULL,	'h' },
+	{ "output",		required_argument,	NULL,	'o' },
+	{ "pid",		required_argument,	NULL,	'p' },
+	{ "leave-running",	no_argument,		NULL,	'R' },
+	{ "stop",		no_argument,		NULL,	's' },
+	{ "version",		no_argument,		NULL,	'V' },
+	{ "verbose",		no_argument,		NULL,	'v' },
+	{ NULL,			0,			NULL,	0 }
+};
+
+static _Noreturn void
+usage(int status)
+{
+	fprintf(status ? stderr : stdout,
+	    "usage: %s [-hRsVv] [-c zstd[:LEVEL]|none] [-o file] -p pid\n",
+	    getprogname());
+	exit(status);
+}
+
+/* Parses "zstd", "zstd:LEVEL" or "none" into a zstd level (0: none). */
+static int
+parse_compress(const char *s)
+{
+	const char	*errstr;
+	long long	 v;
+
+	if (strcmp(s, "none") == 0)
+		return 0;
+	if (strcmp(s, "zstd") == 0)
+		return 3;
+	if (strncmp(s, "zstd:", 5) == 0) {
+		v = strtonum(s + 5, 1, 19, &errstr);
+		if (errstr == NULL)
+			return (int)v;
+	}
+	warnx("invalid compression '%s': use zstd, zstd:1 to zstd:19 or none",
+	    s);
+	usage(2);
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct gck_ckpt_opts	 o;
+	struct gck_ctx		*ctx;
+	int			 ch, verbose = 0, r, after_set = 0;
+
+	memset(&o, 0, sizeof o);
+	o.level = 3;
+	o.after = GCK_AFTER_KILL;
+	o.outfd = STDOUT_FILENO;
+	while ((ch = getopt_long(argc, argv, "c:ho:p:RsVv", longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			o.level = parse_compress(optarg);
+			break;
+		case 'h':
+			usage(0);
+		case 'o':
+			o.output = strcmp(optarg, "-") == 0 ? NULL : optarg;
+			break;
+		case 'p':
+			o.pid = tool_pid(optarg);
+			break;
+		case 'R':
+		case 's':
+			if (after_set++) {
+				warnx("--leave-running and --stop exclude "
+				    "each other");
+				usage(2);
+			}
+			o.after = ch == 'R' ? GCK_AFTER_RUN : GCK_AFTER_STOP;
+			break;
+		case 'V':
+			tool_version();
+		case 'v':
+			verbose++;
+			break;
+		default:
+			usage(2);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc != 0 || o.pid == 0)
+		usage(2);
+	if (o.output == NULL && isatty(STDOUT_FILENO))
+		errx(1, "refusing to write an image to a terminal "
+		    "(use -o FILE or a pipe)");
+
+	tool_signals();
+	ctx = tool_ctx(verbose);
+	r = gck_checkpoint(ctx, &o);
+	if (r != GCK_OK)
+		warnx("%s", gck_error_string(ctx));
+	gck_ctx_free(ctx);
+	return r == GCK_OK ? 0 : 1;
+}

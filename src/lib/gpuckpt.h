@@ -1,0 +1,161 @@
+/*
+ * gpuckpt.h: the gpuckpt engine library.
+ *
+ * The library never prints and never exits.  Every entry point that can
+ * fail returns GCK_OK (0) or a negative GCK_* code, and leaves a one-line
+ * message on the context, readable with gck_error_string().
+ */
+#ifndef GPUCKPT_H
+#define GPUCKPT_H
+
+#include <sys/types.h>
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GCK_FORMAT_VERSION	1		/* image format written */
+#define GCK_PART_SIZE		(16u << 20)	/* default part size */
+#define GCK_PART_MAX		(64u << 20)	/* largest part a reader takes */
+#define GCK_META_MAX		(16u << 20)	/* largest manifest / trailer */
+#define GCK_ENTRIES_MAX		1000000		/* most entries in one image */
+
+#define GCK_OK		  0
+#define GCK_ESYS	(-1)	/* a system call failed, see gck_errno() */
+#define GCK_EFORMAT	(-2)	/* the stream is not a valid image */
+#define GCK_EVERSION	(-3)	/* the image is newer than this reader */
+#define GCK_ETRUNC	(-4)	/* the stream ended early */
+#define GCK_EUNSAFE	(-5)	/* an entry the reader refuses to use */
+#define GCK_ECRIU	(-6)	/* criu failed */
+#define GCK_EINTR	(-7)	/* interrupted by a signal */
+#define GCK_ENOPROC	(-8)	/* no such process */
+#define GCK_EBUSY	(-9)	/* a PID needed for restore is in use */
+#define GCK_EINVAL	(-10)	/* invalid argument */
+#define GCK_ENOMEM	(-11)	/* out of memory */
+#define GCK_ECORRUPT	(-12)	/* a checksum does not match */
+
+struct gck_ctx;
+struct gck_writer;
+struct gck_reader;
+struct gck_manifest;
+
+/* What happens to the tree once its image is complete. */
+enum gck_after {
+	GCK_AFTER_KILL = 0,	/* killed (a move) */
+	GCK_AFTER_RUN,		/* resumed (a snapshot) */
+	GCK_AFTER_STOP		/* left stopped */
+};
+
+struct gck_ckpt_opts {
+	pid_t		 pid;		/* root of the tree */
+	int		 level;		/* zstd level, 0 for no compression */
+	enum gck_after	 after;
+	size_t		 part_size;	/* 0 for GCK_PART_SIZE */
+	const char	*output;	/* path, or NULL to write to outfd */
+	int		 outfd;		/* used when output is NULL */
+	const char	*tmpdir;	/* staging area, NULL for $TMPDIR */
+};
+
+struct gck_restore_opts {
+	int		 infd;		/* the stream */
+	const char	*tmpdir;	/* staging area, NULL for $TMPDIR */
+	int		 pid_wait_ms;	/* how long to wait for busy PIDs */
+};
+
+struct gck_image_stats {
+	uint64_t	 entries;	/* entries read, trailer included */
+	uint64_t	 bytes;		/* bytes of entry data */
+	uint64_t	 stream_bytes;	/* tar bytes, before decompression */
+	int		 compressed;	/* 1 when the stream was zstd */
+};
+
+/*
+ * Context: carries the last error, the log sink and the interrupt flag.
+ * gck_ctx_new() returns NULL only when out of memory.
+ */
+struct gck_ctx	*gck_ctx_new(void);
+void		 gck_ctx_free(struct gck_ctx *);
+
+/* Returns the message of the last failure on ctx, or NULL. */
+const char	*gck_error_string(const struct gck_ctx *);
+/* Returns the GCK_* code of the last failure on ctx, GCK_OK if none. */
+int		 gck_error_code(const struct gck_ctx *);
+/* Returns the errno behind the last GCK_ESYS failure, or 0. */
+int		 gck_errno(const struct gck_ctx *);
+
+/* Log sink: level 1 is progress, 2 and more is debug. */
+void		 gck_set_log(struct gck_ctx *,
+		    void (*)(void *, int, const char *), void *, int);
+/*
+ * The caller's signal flag: when it becomes non-zero (the signal number),
+ * long operations stop at the next safe point and return GCK_EINTR.
+ */
+void		 gck_set_interrupt(struct gck_ctx *,
+		    volatile sig_atomic_t *);
+
+/* Returns the version string of the library, e.g. "0.1.0". */
+const char	*gck_version(void);
+
+/*
+ * Checkpoints the tree rooted at opts->pid into an image.  On any failure
+ * before the image is complete the tree is left running and no output
+ * file is left behind.  Returns GCK_OK or a GCK_* code.
+ */
+int		 gck_checkpoint(struct gck_ctx *, const struct gck_ckpt_opts *);
+
+/*
+ * Restores the image read from opts->infd; every entry is verified before
+ * any process runs.  On success *rootp is the restored root PID, running
+ * in a session of its own.  Returns GCK_OK or a GCK_* code; on failure no
+ * process is left behind.
+ */
+int		 gck_restore(struct gck_ctx *, const struct gck_restore_opts *,
+		    pid_t *);
+
+/*
+ * Image writer.  gck_writer_new() starts an image on fd with zstd at
+ * level (0: uncompressed).  Entries are added in order; gck_writer_finish()
+ * adds the trailer and flushes.  All return GCK_OK or a GCK_* code.
+ */
+int		 gck_writer_new(struct gck_ctx *, int, int, size_t,
+		    struct gck_writer **);
+int		 gck_writer_add(struct gck_writer *, const char *,
+		    const void *, size_t);
+int		 gck_writer_add_file(struct gck_writer *, const char *, int);
+int		 gck_writer_finish(struct gck_writer *);
+void		 gck_writer_free(struct gck_writer *);
+
+/*
+ * Image reader.  gck_reader_head() reads and checks the manifest, the
+ * first entry, and returns it parsed; it and the JSON text that
+ * gck_reader_manifest_text() returns stay valid until the reader is freed.
+ * gck_reader_extract() reads every other entry, verifies each against its
+ * digest, writes the CRIU files (reassembled from their parts) under
+ * dirfd (-1: verify only) and checks the trailer and the end of the
+ * stream.  Both return GCK_OK or a GCK_* code.
+ */
+int		 gck_reader_new(struct gck_ctx *, int, struct gck_reader **);
+int		 gck_reader_head(struct gck_reader *,
+		    const struct gck_manifest **);
+void		 gck_reader_manifest_text(const struct gck_reader *,
+		    const char **, size_t *);
+int		 gck_reader_extract(struct gck_reader *, int);
+void		 gck_reader_stats(const struct gck_reader *,
+		    struct gck_image_stats *);
+void		 gck_reader_free(struct gck_reader *);
+
+/*
+ * Manifest.  gck_manifest_parse() checks the JSON text against format v1
+ * and returns GCK_EVERSION for a newer format.  Accessors never fail.
+ */
+int		 gck_manifest_parse(struct gck_ctx *, const char *, size_t,
+		    struct gck_manifest **);
+int		 gck_manifest_format(const struct gck_manifest *);
+pid_t		 gck_manifest_root_pid(const struct gck_manifest *);
+size_t		 gck_manifest_nprocs(const struct gck_manifest *);
+pid_t		 gck_manifest_pid(const struct gck_manifest *, size_t);
+const char	*gck_manifest_comm(const struct gck_manifest *, size_t);
+int		 gck_manifest_shell_job(const struct gck_manifest *);
+void		 gck_manifest_free(struct gck_manifest *);
+
+#endif /* GPUCKPT_H */

@@ -1,0 +1,940 @@
+/*
+ * image.c: the image format, v1 (see gpuckpt-image(5)).
+ *
+ * A pax tar stream: gpuckpt.json first, the CRIU files (large ones split
+ * into parts), the gpuckpt.sums trailer last.  Every entry carries its
+ * XXH3-64 digest in a pax record, so a reader checks each part as it
+ * arrives; the trailer lists them all and so proves the stream complete
+ * and in order.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <search.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <jansson.h>
+#include <xxhash.h>
+
+#include "private.h"
+
+#define XATTR_DIGEST	"gpuckpt.xxh3"
+#define NAME_MANIFEST	"gpuckpt.json"
+#define NAME_TRAILER	"gpuckpt.sums"
+#define CRIU_PREFIX	"criu/"
+#define NAME_MAX_LEN	200
+#define FILES_MAX	65536
+#define READ_BUFSZ	(1u << 20)
+#define TAIL_SLACK	(1u << 16)
+
+struct seen {
+	char		*name;
+	uint64_t	 size;
+	uint64_t	 digest;
+};
+
+struct gck_writer {
+	struct gck_ctx	*ctx;
+	struct archive	*a;
+	struct gck_zout	*z;
+	json_t		*entries;
+	uint64_t	 count, bytes;
+	size_t		 part_size;
+	char		*buf;
+	time_t		 mtime;
+	int		 ioerr;
+};
+
+struct gck_reader {
+	struct gck_ctx		*ctx;
+	struct archive		*a;
+	struct gck_zin		*z;
+	char			*rbuf;		/* for libarchive */
+	char			*dbuf;		/* entry data */
+	char			*mtext;		/* manifest JSON */
+	size_t			 mlen;
+	struct gck_manifest	*m;
+	struct seen		*seen;
+	size_t			 nseen, capseen;
+	uint64_t		 bytes;
+	struct hsearch_data	 files;
+	int			 files_ok;
+	char			**fkeys;	/* keys of files */
+	size_t			 nfiles;
+	int			 ioerr;
+};
+
+static int	w_archive_error(struct gck_writer *);
+static int	r_archive_error(struct gck_reader *, int);
+static int	r_next(struct gck_reader *, struct archive_entry **);
+static int	r_check_entry(struct gck_reader *, struct archive_entry *,
+		    uint64_t, uint64_t *);
+static int	r_data(struct gck_reader *, const char *, uint64_t, int,
+		    char *, uint64_t);
+static int	r_record(struct gck_reader *, const char *, uint64_t,
+		    uint64_t);
+static int	r_trailer(struct gck_reader *, const char *, size_t);
+static int	r_finish(struct gck_reader *);
+static void	r_where(const struct gck_reader *, char *, size_t);
+static void	display_name(const char *, char *, size_t);
+static int	criu_name_ok(const char *);
+
+/* libarchive output callback: into the compression layer. */
+static la_ssize_t
+w_write_cb(struct archive *a, void *arg, const void *buf, size_t len)
+{
+	struct gck_writer	*w = arg;
+
+	if (gck_zout_write(w->z, buf, len) != GCK_OK) {
+		w->ioerr = 1;
+		return -1;
+	}
+	return (la_ssize_t)len;
+}
+
+static int
+w_archive_error(struct gck_writer *w)
+{
+	if (w->ioerr)
+		return w->ctx->code;
+	return gck_set_error(w->ctx, GCK_EFORMAT, "cannot write image: %s",
+	    archive_error_string(w->a));
+}
+
+/*
+ * Starts an image on fd, zstd-compressed at level (0: not compressed),
+ * files split into parts of part_size bytes (0: the default).  Returns
+ * GCK_OK with *wp set, or a code.
+ */
+int
+gck_writer_new(struct gck_ctx *ctx, int fd, int level, size_t part_size,
+    struct gck_writer **wp)
+{
+	struct gck_writer	*w = NULL;
+	int			 r;
+
+	*wp = NULL;
+	if (part_size == 0)
+		part_size = GCK_PART_SIZE;
+	if (part_size > GCK_PART_MAX) {
+		r = gck_set_error(ctx, GCK_EINVAL, "part size %zu is larger "
+		    "than %u bytes", part_size, GCK_PART_MAX);
+		goto out;
+	}
+	if ((w = calloc(1, sizeof *w)) == NULL ||
+	    (w->buf = malloc(part_size)) == NULL ||
+	    (w->entries = json_array()) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	w->ctx = ctx;
+	w->part_size = part_size;
+	w->mtime = time(NULL);
+	if ((r = gck_zout_new(ctx, fd, level, &w->z)) != GCK_OK)
+		goto out;
+	if ((w->a = archive_write_new()) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (archive_write_set_format_pax(w->a) != ARCHIVE_OK ||
+	    archive_write_set_format_option(w->a, "pax", "xattrheader",
+	    "SCHILY") != ARCHIVE_OK ||
+	    archive_write_set_bytes_per_block(w->a, GCK_TAR_RECORD) !=
+	    ARCHIVE_OK ||
+	    archive_write_open2(w->a, w, NULL, w_write_cb, NULL, NULL) !=
+	    ARCHIVE_OK) {
+		r = w_archive_error(w);
+		goto out;
+	}
+	*wp = w;
+	w = NULL;
+	r = GCK_OK;
+out:
+	gck_writer_free(w);
+	return r;
+}
+
+/*
+ * Adds one entry, name, holding len bytes of buf.  Returns GCK_OK or a
+ * code.
+ */
+int
+gck_writer_add(struct gck_writer *w, const char *name, const void *buf,
+    size_t len)
+{
+	struct archive_entry	*e = NULL;
+	char			 hex[17];
+	uint64_t		 d;
+	json_t			*o;
+	la_ssize_t		 n;
+	size_t			 off = 0;
+	int			 r;
+
+	if ((r = gck_check_interrupt(w->ctx)) != GCK_OK)
+		goto out;
+	d = XXH3_64bits(buf, len);
+	gck_hex64(d, hex);
+	if ((e = archive_entry_new()) == NULL) {
+		r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	archive_entry_set_pathname(e, name);
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0600);
+	archive_entry_set_size(e, (la_int64_t)len);
+	archive_entry_set_uid(e, 0);
+	archive_entry_set_gid(e, 0);
+	archive_entry_set_uname(e, "root");
+	archive_entry_set_gname(e, "root");
+	archive_entry_set_mtime(e, w->mtime, 0);
+	archive_entry_xattr_add_entry(e, XATTR_DIGEST, hex, 16);
+	if (archive_write_header(w->a, e) != ARCHIVE_OK) {
+		r = w_archive_error(w);
+		goto out;
+	}
+	while (off < len) {
+		n = archive_write_data(w->a, (const char *)buf + off,
+		    len - off);
+		if (n <= 0) {
+			r = w_archive_error(w);
+			goto out;
+		}
+		off += (size_t)n;
+	}
+	if (strcmp(name, NAME_TRAILER) != 0) {
+		o = json_pack("{s:s, s:I, s:s}", "name", name, "size",
+		    (json_int_t)len, "xxh3", hex);
+		if (o == NULL || json_array_append_new(w->entries, o) != 0) {
+			r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+			goto out;
+		}
+		w->count++;
+		w->bytes += len;
+	}
+	r = GCK_OK;
+out:
+	archive_entry_free(e);
+	return r;
+}
+
+/*
+ * Adds the CRIU image file open on fd as criu/name, split into parts
+ * criu/name.partNNNNN when larger than the part size.  Returns GCK_OK or
+ * a code.
+ */
+int
+gck_writer_add_file(struct gck_writer *w, const char *name, int fd)
+{
+	struct stat	 st;
+	char		 ename[NAME_MAX_LEN + 32];
+	uint64_t	 left;
+	ssize_t		 n;
+	unsigned	 part;
+	int		 r;
+
+	if (!criu_name_ok(name))
+		return gck_set_error(w->ctx, GCK_EINVAL,
+		    "cannot store '%s': not a CRIU image file name", name);
+	if (fstat(fd, &st) == -1)
+		return gck_set_syserr(w->ctx, errno, "cannot stat '%s': %s",
+		    name, strerror(errno));
+	left = (uint64_t)st.st_size;
+	if (left <= w->part_size) {
+		if ((n = gck_read_full(w->ctx, fd, w->buf, (size_t)left,
+		    name)) == -1)
+			return w->ctx->code;
+		if ((uint64_t)n != left)
+			return gck_set_error(w->ctx, GCK_ESYS,
+			    "'%s' shrank while being read", name);
+		snprintf(ename, sizeof ename, CRIU_PREFIX "%s", name);
+		return gck_writer_add(w, ename, w->buf, (size_t)n);
+	}
+	for (part = 0; left > 0; part++) {
+		size_t	want = left < w->part_size ? (size_t)left :
+		    w->part_size;
+
+		if (part > 99999)
+			return gck_set_error(w->ctx, GCK_EINVAL,
+			    "'%s' has too many parts", name);
+		if ((n = gck_read_full(w->ctx, fd, w->buf, want,
+		    name)) == -1)
+			return w->ctx->code;
+		if ((size_t)n != want)
+			return gck_set_error(w->ctx, GCK_ESYS,
+			    "'%s' shrank while being read", name);
+		snprintf(ename, sizeof ename, CRIU_PREFIX "%s.part%05u",
+		    name, part);
+		if ((r = gck_writer_add(w, ename, w->buf, want)) != GCK_OK)
+			return r;
+		left -= want;
+	}
+	return GCK_OK;
+}
+
+/*
+ * Adds the trailer, closes the tar stream and the compressed frame and
+ * writes everything out.  Returns GCK_OK or a code.
+ */
+int
+gck_writer_finish(struct gck_writer *w)
+{
+	json_t	*t = NULL;
+	char	*text = NULL;
+	int	 r;
+
+	t = json_pack("{s:i, s:O, s:I, s:I}", "format", GCK_FORMAT_VERSION,
+	    "entries", w->entries, "count", (json_int_t)w->count, "bytes",
+	    (json_int_t)w->bytes);
+	if (t == NULL || (text = json_dumps(t, JSON_COMPACT)) == NULL) {
+		r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((r = gck_writer_add(w, NAME_TRAILER, text, strlen(text))) !=
+	    GCK_OK)
+		goto out;
+	if (archive_write_close(w->a) != ARCHIVE_OK) {
+		r = w_archive_error(w);
+		goto out;
+	}
+	r = gck_zout_finish(w->z);
+out:
+	free(text);
+	json_decref(t);
+	return r;
+}
+
+void
+gck_writer_free(struct gck_writer *w)
+{
+	if (w == NULL)
+		return;
+	if (w->a != NULL)
+		archive_write_free(w->a);
+	gck_zout_free(w->z);
+	json_decref(w->entries);
+	free(w->buf);
+	free(w);
+}
+
+/* A CRIU file name: a plain name of [A-Za-z0-9._-], not starting '.'. */
+static int
+criu_name_ok(const char *s)
+{
+	size_t	i;
+
+	if (s[0] == '\0' || s[0] == '.' || strlen(s) > NAME_MAX_LEN)
+		return 0;
+	for (i = 0; s[i] != '\0'; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '.' &&
+		    s[i] != '_' && s[i] != '-')
+			return 0;
+	return 1;
+}
+
+/* libarchive input callback: from the decompression layer. */
+static la_ssize_t
+r_read_cb(struct archive *a, void *arg, const void **bufp)
+{
+	struct gck_reader	*r = arg;
+	ssize_t			 n;
+
+	*bufp = r->rbuf;
+	if ((n = gck_zin_read(r->z, r->rbuf, 1u << 16)) == -1) {
+		r->ioerr = 1;
+		return -1;
+	}
+	return n;
+}
+
+int
+gck_reader_new(struct gck_ctx *ctx, int fd, struct gck_reader **rp)
+{
+	struct gck_reader	*r = NULL;
+	int			 ret;
+
+	*rp = NULL;
+	if ((r = calloc(1, sizeof *r)) == NULL ||
+	    (r->rbuf = malloc(1u << 16)) == NULL ||
+	    (r->dbuf = malloc(READ_BUFSZ)) == NULL) {
+		ret = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	r->ctx = ctx;
+	if (hcreate_r(FILES_MAX * 2, &r->files) == 0) {
+		ret = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	r->files_ok = 1;
+	if ((r->fkeys = calloc(FILES_MAX, sizeof *r->fkeys)) == NULL) {
+		ret = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((ret = gck_zin_new(ctx, fd, &r->z)) != GCK_OK)
+		goto out;
+	if ((r->a = archive_read_new()) == NULL) {
+		ret = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	archive_read_support_format_tar(r->a);
+	*rp = r;
+	r = NULL;
+	ret = GCK_OK;
+out:
+	gck_reader_free(r);
+	return ret;
+}
+
+void
+gck_reader_free(struct gck_reader *r)
+{
+	size_t	i;
+
+	if (r == NULL)
+		return;
+	if (r->a != NULL)
+		archive_read_free(r->a);
+	gck_zin_free(r->z);
+	for (i = 0; i < r->nseen; i++)
+		free(r->seen[i].name);
+	free(r->seen);
+	if (r->files_ok)
+		hdestroy_r(&r->files);
+	for (i = 0; i < r->nfiles; i++)
+		free(r->fkeys[i]);
+	free(r->fkeys);
+	gck_manifest_free(r->m);
+	free(r->mtext);
+	free(r->rbuf);
+	free(r->dbuf);
+	free(r);
+}
+
+static void
+display_name(const char *name, char *buf, size_t len)
+{
+	const char	*p;
+	size_t		 l;
+
+	if (strncmp(name, CRIU_PREFIX, strlen(CRIU_PREFIX)) == 0)
+		name += strlen(CRIU_PREFIX);
+	l = strlen(name);
+	if (l > 10 && (p = name + l - 10, strncmp(p, ".part", 5) == 0))
+		snprintf(buf, len, "'%.*s' part %d", (int)(l - 10), name,
+		    atoi(p + 5));
+	else
+		snprintf(buf, len, "'%s'", name);
+}
+
+/* Says where the stream is: "after 'pages-1.img' part 12". */
+static void
+r_where(const struct gck_reader *r, char *buf, size_t len)
+{
+	char	d[NAME_MAX_LEN + 48];
+
+	if (r->nseen == 0) {
+		snprintf(buf, len, "at the start");
+		return;
+	}
+	display_name(r->seen[r->nseen - 1].name, d, sizeof d);
+	snprintf(buf, len, "after %s", d);
+}
+
+/* Turns a libarchive failure into our error, saying where. */
+static int
+r_archive_error(struct gck_reader *r, int during_data)
+{
+	char	where[NAME_MAX_LEN + 64];
+
+	r_where(r, where, sizeof where);
+	if (r->ioerr && r->ctx->code != GCK_ETRUNC)
+		return r->ctx->code;
+	if (gck_zin_total(r->z) == 0 && gck_zin_eof(r->z) &&
+	    !gck_zin_compressed(r->z))
+		return gck_set_error(r->ctx, GCK_EFORMAT, "empty input: no image");
+	if (r->ioerr || gck_zin_eof(r->z))
+		return gck_set_error(r->ctx, GCK_ETRUNC, "image truncated %s%s",
+		    where, during_data ? ": entry incomplete" : "");
+	if (gck_zin_total(r->z) == 0)
+		return gck_set_error(r->ctx, GCK_EFORMAT, "empty input: no image");
+	if (r->mtext == NULL)
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "not a gpuckpt image: %s", archive_error_string(r->a));
+	return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image %s: %s",
+	    where, archive_error_string(r->a));
+}
+
+/* Returns 0 with *ep, 1 at the end of the archive, or a code. */
+static int
+r_next(struct gck_reader *r, struct archive_entry **ep)
+{
+	int	ret;
+
+	if ((ret = gck_check_interrupt(r->ctx)) != GCK_OK)
+		return ret;
+	ret = archive_read_next_header(r->a, ep);
+	if (ret == ARCHIVE_EOF) {
+		if (gck_zin_total(r->z) == 0 && r->mtext == NULL)
+			return gck_set_error(r->ctx, GCK_EFORMAT,
+			    "empty input: no image");
+		return 1;
+	}
+	if (ret < ARCHIVE_WARN)
+		return r_archive_error(r, 0);
+	return 0;
+}
+
+/*
+ * Checks what the header of e says before its data is read: a regular
+ * file, a sane size, a digest.  Returns GCK_OK with *digestp or a code.
+ */
+static int
+r_check_entry(struct gck_reader *r, struct archive_entry *e, uint64_t max,
+    uint64_t *digestp)
+{
+	const char	*name = archive_entry_pathname(e), *xn;
+	const void	*xv;
+	char		 hex[17], *end;
+	size_t		 xl;
+	la_int64_t	 size;
+	int		 have = 0;
+
+	if (name == NULL)
+		name = "";
+	if (name[0] == '/')
+		return gck_set_error(r->ctx, GCK_EUNSAFE,
+		    "unsafe entry '%.200s': absolute path", name);
+	if (strcmp(name, "..") == 0 || strncmp(name, "../", 3) == 0 ||
+	    strstr(name, "/../") != NULL ||
+	    (strlen(name) >= 3 && strcmp(name + strlen(name) - 3,
+	    "/..") == 0))
+		return gck_set_error(r->ctx, GCK_EUNSAFE,
+		    "unsafe entry '%.200s': path with '..'", name);
+	if (archive_entry_hardlink(e) != NULL)
+		return gck_set_error(r->ctx, GCK_EUNSAFE,
+		    "unsafe entry '%.200s': hard link", name);
+	switch (archive_entry_filetype(e)) {
+	case AE_IFREG:
+		break;
+	case AE_IFLNK:
+		return gck_set_error(r->ctx, GCK_EUNSAFE,
+		    "unsafe entry '%.200s': symbolic link", name);
+	case AE_IFCHR:
+	case AE_IFBLK:
+		return gck_set_error(r->ctx, GCK_EUNSAFE,
+		    "unsafe entry '%.200s': device node", name);
+	case AE_IFIFO:
+		return gck_set_error(r->ctx, GCK_EUNSAFE,
+		    "unsafe entry '%.200s': fifo", name);
+	case AE_IFDIR:
+		return gck_set_error(r->ctx, GCK_EUNSAFE,
+		    "unsafe entry '%.200s': directory", name);
+	default:
+		return gck_set_error(r->ctx, GCK_EUNSAFE,
+		    "unsafe entry '%.200s': not a regular file", name);
+	}
+	size = archive_entry_size(e);
+	if (!archive_entry_size_is_set(e) || size < 0)
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "corrupt image: entry '%.200s' has no size", name);
+	if ((uint64_t)size > max)
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "entry '%.200s' too large (%lld bytes, limit %llu)", name,
+		    (long long)size, (unsigned long long)max);
+	archive_entry_xattr_reset(e);
+	while (archive_entry_xattr_next(e, &xn, &xv, &xl) == ARCHIVE_OK) {
+		if (strcmp(xn, XATTR_DIGEST) != 0 || xl != 16)
+			continue;
+		memcpy(hex, xv, 16);
+		hex[16] = '\0';
+		errno = 0;
+		*digestp = strtoull(hex, &end, 16);
+		if (*end == '\0' && errno == 0 && isxdigit((unsigned char)hex[0]))
+			have = 1;
+	}
+	if (!have)
+		return gck_set_error(r->ctx, GCK_ECORRUPT,
+		    "corrupt image: entry '%.200s' has no checksum", name);
+	return GCK_OK;
+}
+
+/*
+ * Reads the data of the current entry (size bytes): to fd if not -1, or
+ * into keep (which holds size bytes) if not NULL.  Checks it against
+ * digest.  Returns GCK_OK or a code.
+ */
+static int
+r_data(struct gck_reader *r, const char *name, uint64_t size, int fd,
+    char *keep, uint64_t digest)
+{
+	XXH3_state_t	*st = NULL;
+	char		 d[NAME_MAX_LEN + 48];
+	uint64_t	 got = 0;
+	la_ssize_t	 n;
+	int		 ret;
+
+	if ((st = XXH3_createState()) == NULL) {
+		ret = gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	XXH3_64bits_reset(st);
+	for (;;) {
+		n = archive_read_data(r->a, keep != NULL ? keep + got :
+		    r->dbuf, keep != NULL ? (size_t)(size - got) + 1 :
+		    READ_BUFSZ);
+		if (n < 0) {
+			ret = r_archive_error(r, 1);
+			goto out;
+		}
+		if (n == 0)
+			break;
+		if (got + (uint64_t)n > size) {
+			ret = gck_set_error(r->ctx, GCK_EFORMAT,
+			    "corrupt image: entry '%.200s' longer than "
+			    "declared", name);
+			goto out;
+		}
+		XXH3_64bits_update(st, keep != NULL ? keep + got : r->dbuf,
+		    (size_t)n);
+		if (fd != -1 && (ret = gck_write_all(r->ctx, fd, r->dbuf,
+		    (size_t)n, "a work file")) != GCK_OK)
+			goto out;
+		got += (uint64_t)n;
+		if ((ret = gck_check_interrupt(r->ctx)) != GCK_OK)
+			goto out;
+	}
+	if (got != size) {
+		char	where[NAME_MAX_LEN + 64];
+
+		r_where(r, where, sizeof where);
+		ret = gck_set_error(r->ctx, GCK_ETRUNC,
+		    "image truncated %s: entry incomplete", where);
+		goto out;
+	}
+	if (XXH3_64bits_digest(st) != digest) {
+		display_name(name, d, sizeof d);
+		ret = gck_set_error(r->ctx, GCK_ECORRUPT,
+		    "corrupt image: checksum mismatch in %s", d);
+		goto out;
+	}
+	ret = GCK_OK;
+out:
+	XXH3_freeState(st);
+	return ret;
+}
+
+static int
+r_record(struct gck_reader *r, const char *name, uint64_t size,
+    uint64_t digest)
+{
+	struct seen	*ns;
+
+	if (r->nseen == r->capseen) {
+		size_t	nc = r->capseen ? r->capseen * 2 : 256;
+
+		if ((ns = reallocarray(r->seen, nc, sizeof *ns)) == NULL)
+			return gck_set_error(r->ctx, GCK_ENOMEM,
+			    "out of memory");
+		r->seen = ns;
+		r->capseen = nc;
+	}
+	if ((r->seen[r->nseen].name = strdup(name)) == NULL)
+		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
+	r->seen[r->nseen].size = size;
+	r->seen[r->nseen].digest = digest;
+	r->nseen++;
+	r->bytes += size;
+	return GCK_OK;
+}
+
+/*
+ * Reads and checks the manifest, which must come first.  Returns GCK_OK
+ * with *mp set (owned by the reader) or a code.
+ */
+int
+gck_reader_head(struct gck_reader *r, const struct gck_manifest **mp)
+{
+	struct archive_entry	*e;
+	const char		*name;
+	uint64_t		 digest, size;
+	int			 ret, vret;
+
+	*mp = NULL;
+	if (archive_read_open2(r->a, r, NULL, r_read_cb, NULL, NULL) !=
+	    ARCHIVE_OK)
+		return r_archive_error(r, 0);
+	if ((ret = r_next(r, &e)) != 0) {
+		if (ret == 1)
+			return gck_set_error(r->ctx, GCK_EFORMAT,
+			    "not a gpuckpt image: no entries");
+		return ret;
+	}
+	name = archive_entry_pathname(e);
+	if (name == NULL || strcmp(name, NAME_MANIFEST) != 0)
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "not a gpuckpt image: first entry is '%.200s', not '"
+		    NAME_MANIFEST "'", name != NULL ? name : "");
+	if ((ret = r_check_entry(r, e, GCK_META_MAX, &digest)) != GCK_OK)
+		return ret;
+	size = (uint64_t)archive_entry_size(e);
+	if ((r->mtext = malloc((size_t)size + 2)) == NULL)
+		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
+	ret = r_data(r, name, size, -1, r->mtext, digest);
+	if (ret != GCK_OK && ret != GCK_ECORRUPT)
+		return ret;
+	r->mtext[size] = '\0';
+	r->mlen = (size_t)size;
+	/* A newer format is said first: its reader would know the rest. */
+	vret = gck_manifest_parse(r->ctx, r->mtext, r->mlen, &r->m);
+	if (vret == GCK_EVERSION)
+		return vret;
+	if (ret == GCK_ECORRUPT)
+		return gck_set_error(r->ctx, GCK_ECORRUPT,
+		    "corrupt image: checksum mismatch in '" NAME_MANIFEST "'");
+	if (vret != GCK_OK)
+		return vret;
+	if ((ret = r_record(r, name, size, digest)) != GCK_OK)
+		return ret;
+	*mp = r->m;
+	return GCK_OK;
+}
+
+void
+gck_reader_manifest_text(const struct gck_reader *r, const char **textp,
+    size_t *lenp)
+{
+	*textp = r->mtext;
+	*lenp = r->mlen;
+}
+
+static int
+r_trailer(struct gck_reader *r, const char *text, size_t len)
+{
+	json_t		*t = NULL, *es, *o;
+	json_error_t	 jerr;
+	const char	*name, *hex;
+	json_int_t	 size, count, bytes;
+	uint64_t	 d;
+	size_t		 i;
+	int		 fmt, ret;
+
+	if ((t = json_loadb(text, len, 0, &jerr)) == NULL ||
+	    json_unpack(t, "{s:i, s:o, s:I, s:I}", "format", &fmt,
+	    "entries", &es, "count", &count, "bytes", &bytes) != 0 ||
+	    !json_is_array(es)) {
+		ret = gck_set_error(r->ctx, GCK_EFORMAT,
+		    "corrupt image: unreadable checksum trailer");
+		goto out;
+	}
+	if (json_array_size(es) != r->nseen || (uint64_t)count != r->nseen ||
+	    (uint64_t)bytes != r->bytes) {
+		ret = gck_set_error(r->ctx, GCK_ECORRUPT, "corrupt image: "
+		    "trailer lists %zu entries (%lld bytes), the stream has "
+		    "%zu (%llu bytes)", json_array_size(es), (long long)bytes,
+		    r->nseen, (unsigned long long)r->bytes);
+		goto out;
+	}
+	json_array_foreach(es, i, o) {
+		if (json_unpack(o, "{s:s, s:I, s:s}", "name", &name, "size",
+		    &size, "xxh3", &hex) != 0 || strlen(hex) != 16 ||
+		    (d = strtoull(hex, NULL, 16), 0) ||
+		    strcmp(name, r->seen[i].name) != 0 ||
+		    (uint64_t)size != r->seen[i].size ||
+		    d != r->seen[i].digest) {
+			ret = gck_set_error(r->ctx, GCK_ECORRUPT,
+			    "corrupt image: trailer does not match entry %zu "
+			    "('%.200s')", i + 1, r->seen[i].name);
+			goto out;
+		}
+	}
+	ret = GCK_OK;
+out:
+	json_decref(t);
+	return ret;
+}
+
+/*
+ * After the trailer: the tar stream must end there, complete (a whole
+ * number of records, two zero blocks), with nothing after it.
+ */
+static int
+r_finish(struct gck_reader *r)
+{
+	struct archive_entry	*e;
+	char			 buf[4096];
+	uint64_t		 extra = 0;
+	ssize_t			 n;
+	int			 ret;
+
+	if ((ret = r_next(r, &e)) == 0)
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "corrupt image: entry '%.200s' after the trailer",
+		    archive_entry_pathname(e) != NULL ?
+		    archive_entry_pathname(e) : "");
+	if (ret != 1)
+		return ret;
+	while ((n = gck_zin_read(r->z, buf, sizeof buf)) > 0) {
+		extra += (uint64_t)n;
+		if (extra > TAIL_SLACK)
+			break;
+	}
+	if (n == -1)
+		return r->ctx->code;
+	if (extra > TAIL_SLACK || gck_zin_zero_tail(r->z) < 1024)
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "corrupt image: data after the end of the image");
+	if (gck_zin_total(r->z) % GCK_TAR_RECORD != 0)
+		return gck_set_error(r->ctx, GCK_ETRUNC,
+		    "image truncated after the trailer");
+	return GCK_OK;
+}
+
+/*
+ * Reads every entry after the manifest, writes the CRIU files under
+ * dirfd (-1: none), and checks the trailer and the end of the stream.
+ * Returns GCK_OK or a code.
+ */
+int
+gck_reader_extract(struct gck_reader *r, int dirfd)
+{
+	struct archive_entry	*e;
+	ENTRY			 item, *found;
+	char			 name[NAME_MAX_LEN + 32], file[NAME_MAX_LEN + 1];
+	char			 cur[NAME_MAX_LEN + 1] = "", where[300], *end;
+	char			*text = NULL;
+	const char		*n, *base;
+	uint64_t		 digest, size;
+	size_t			 bl;
+	long			 part;
+	int			 ret, fd = -1, nextpart = 0;
+
+	for (;;) {
+		if ((ret = r_next(r, &e)) == 1) {
+			r_where(r, where, sizeof where);
+			ret = gck_set_error(r->ctx, GCK_ETRUNC,
+			    "image truncated %s: no checksum trailer", where);
+			goto out;
+		}
+		if (ret != GCK_OK)
+			goto out;
+		if ((n = archive_entry_pathname(e)) == NULL)
+			n = "";
+		snprintf(name, sizeof name, "%s", n);
+		if (strcmp(name, NAME_TRAILER) == 0) {
+			if ((ret = r_check_entry(r, e, GCK_META_MAX,
+			    &digest)) != GCK_OK)
+				goto out;
+			size = (uint64_t)archive_entry_size(e);
+			if ((text = malloc((size_t)size + 1)) == NULL) {
+				ret = gck_set_error(r->ctx, GCK_ENOMEM,
+				    "out of memory");
+				goto out;
+			}
+			if ((ret = r_data(r, name, size, -1, text,
+			    digest)) != GCK_OK ||
+			    (ret = r_trailer(r, text, (size_t)size)) != GCK_OK)
+				goto out;
+			ret = r_finish(r);
+			goto out;
+		}
+		if ((ret = r_check_entry(r, e, GCK_PART_MAX, &digest)) !=
+		    GCK_OK)
+			goto out;
+		if (strcmp(name, NAME_MANIFEST) == 0) {
+			ret = gck_set_error(r->ctx, GCK_EFORMAT,
+			    "corrupt image: second manifest");
+			goto out;
+		}
+		if (strncmp(name, CRIU_PREFIX, strlen(CRIU_PREFIX)) != 0 ||
+		    !criu_name_ok(name + strlen(CRIU_PREFIX))) {
+			ret = gck_set_error(r->ctx, GCK_EUNSAFE,
+			    "unsafe entry '%.200s': unexpected name", name);
+			goto out;
+		}
+		if (r->nseen >= GCK_ENTRIES_MAX) {
+			ret = gck_set_error(r->ctx, GCK_EFORMAT,
+			    "corrupt image: more than %d entries",
+			    GCK_ENTRIES_MAX);
+			goto out;
+		}
+		base = name + strlen(CRIU_PREFIX);
+		bl = strlen(base);
+		part = -1;
+		if (bl > 10 && strncmp(base + bl - 10, ".part", 5) == 0) {
+			part = strtol(base + bl - 5, &end, 10);
+			if (*end != '\0' || !isdigit((unsigned char)
+			    base[bl - 5]))
+				part = -1;
+			else
+				bl -= 10;
+		}
+		snprintf(file, sizeof file, "%.*s", (int)bl, base);
+		if (part > 0) {
+			if (strcmp(file, cur) != 0 || part != nextpart) {
+				ret = gck_set_error(r->ctx, GCK_EFORMAT,
+				    "corrupt image: part %ld of '%s' out of "
+				    "order", part, file);
+				goto out;
+			}
+		} else {
+			if (fd != -1)
+				close(fd);
+			fd = -1;
+			item.key = file;
+			item.data = NULL;
+			if (hsearch_r(item, FIND, &found, &r->files) != 0) {
+				ret = gck_set_error(r->ctx, GCK_EFORMAT,
+				    "corrupt image: '%s' appears twice", file);
+				goto out;
+			}
+			if (r->nfiles >= FILES_MAX ||
+			    (item.key = strdup(file)) == NULL ||
+			    hsearch_r(item, ENTER, &found, &r->files) == 0) {
+				free(item.key);
+				ret = gck_set_error(r->ctx, GCK_EFORMAT,
+				    "corrupt image: too many files");
+				goto out;
+			}
+			r->fkeys[r->nfiles++] = item.key;
+			snprintf(cur, sizeof cur, "%s", file);
+			if (dirfd != -1 && (fd = openat(dirfd, file,
+			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+			    O_CLOEXEC, 0600)) == -1) {
+				ret = gck_set_syserr(r->ctx, errno,
+				    "cannot create work file '%s': %s", file,
+				    strerror(errno));
+				goto out;
+			}
+		}
+		nextpart = part >= 0 ? (int)part + 1 : -1;
+		size = (uint64_t)archive_entry_size(e);
+		if ((ret = r_data(r, name, size, fd, NULL, digest)) != GCK_OK ||
+		    (ret = r_record(r, name, size, digest)) != GCK_OK)
+			goto out;
+	}
+out:
+	if (fd != -1)
+		close(fd);
+	free(text);
+	return ret;
+}
+
+void
+gck_reader_stats(const struct gck_reader *r, struct gck_image_stats *st)
+{
+	st->entries = r->nseen + 1;	/* and the trailer */
+	st->bytes = r->bytes;
+	st->stream_bytes = gck_zin_total(r->z);
+	st->compressed = gck_zin_compressed(r->z);
+}

@@ -1,0 +1,306 @@
+/*
+ * manifest.c: gpuckpt.json, the first entry of an image.
+ */
+#include "config.h"
+
+#include <sys/types.h>
+#include <sys/utsname.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "private.h"
+
+#define MANIFEST_PROCS_MAX	65536
+
+struct mproc {
+	pid_t		 pid;
+	const char	*comm;
+};
+
+struct gck_manifest {
+	json_t		*root;
+	int		 format;
+	pid_t		 root_pid;
+	int		 shell_job;
+	struct mproc	*procs;
+	size_t		 n;
+};
+
+static json_t	*host_facts(void);
+static json_t	*cpu_flags(void);
+static json_t	*proc_json(const struct gck_proc *);
+
+/* The CPU features a restored process may depend on. */
+static json_t *
+cpu_flags(void)
+{
+	static const char *keep[] = { "fpu", "sse", "sse2", "sse3", "ssse3",
+	    "sse4_1", "sse4_2", "avx", "avx2", "avx512", "fma", "xsave",
+	    "xsaveopt", "xsavec", "xsaves", "aes", "bmi1", "bmi2", "pku",
+	    "amx", "sha_ni", "vaes", "f16c", "adx", "erms", "fsrm", NULL };
+	char	 line[8192], *s, *tok, *save = NULL;
+	json_t	*a;
+	FILE	*f;
+	size_t	 i;
+
+	if ((a = json_array()) == NULL)
+		return NULL;
+	if ((f = fopen("/proc/cpuinfo", "re")) == NULL)
+		return a;
+	while (fgets(line, sizeof line, f) != NULL) {
+		if (strncmp(line, "flags", 5) != 0 ||
+		    (s = strchr(line, ':')) == NULL)
+			continue;
+		for (tok = strtok_r(s + 1, " \n", &save); tok != NULL;
+		    tok = strtok_r(NULL, " \n", &save)) {
+			for (i = 0; keep[i] != NULL; i++) {
+				size_t	l = strlen(keep[i]);
+
+				if (strncmp(tok, keep[i], l) == 0 &&
+				    (tok[l] == '\0' || strcmp(keep[i],
+				    "avx512") == 0 || strcmp(keep[i],
+				    "amx") == 0)) {
+					json_array_append_new(a,
+					    json_string(tok));
+					break;
+				}
+			}
+		}
+		break;
+	}
+	fclose(f);
+	return a;
+}
+
+static json_t *
+host_facts(void)
+{
+	struct utsname	u;
+	char		host[256] = "";
+
+	gethostname(host, sizeof host - 1);
+	if (uname(&u) == -1)
+		memset(&u, 0, sizeof u);
+	return json_pack("{s:s, s:s, s:s, s:o}", "hostname", host,
+	    "kernel", u.release, "arch", u.machine, "cpu_flags",
+	    cpu_flags());
+}
+
+static json_t *
+proc_json(const struct gck_proc *p)
+{
+	json_t	*argv;
+	int	 i;
+
+	if ((argv = json_array()) == NULL)
+		return NULL;
+	for (i = 0; i < p->argc; i++)
+		json_array_append_new(argv, json_string(p->argv[i]));
+	return json_pack("{s:i, s:i, s:i, s:i, s:I, s:I, s:s, s:o, s:s?, "
+	    "s:i, s:{s:I, s:I, s:I, s:I, s:I}}",
+	    "pid", (int)p->pid, "ppid", (int)p->ppid, "pgid", (int)p->pgid,
+	    "sid", (int)p->sid, "uid", (json_int_t)p->uid,
+	    "gid", (json_int_t)p->gid, "comm", p->comm, "cmdline", argv,
+	    "cwd", p->cwd, "threads", p->threads, "memory",
+	    "vm_size", (json_int_t)p->vm_size, "vm_rss",
+	    (json_int_t)p->vm_rss, "rss_anon", (json_int_t)p->rss_anon,
+	    "rss_file", (json_int_t)p->rss_file, "rss_shmem",
+	    (json_int_t)p->rss_shmem);
+}
+
+/*
+ * Builds the manifest of a checkpoint of tree t.  Returns the JSON text
+ * (free it), or NULL with the error set.
+ */
+char *
+gck_manifest_build(struct gck_ctx *ctx, const struct gck_ptree *t,
+    const struct gck_ckpt_opts *o, const char *criu_version, int shell_job)
+{
+	static const char *after[] = { "kill", "running", "stopped" };
+	json_t		*m = NULL, *procs;
+	char		 created[32], *text = NULL;
+	time_t		 now = time(NULL);
+	struct tm	 tm;
+	size_t		 i;
+
+	gmtime_r(&now, &tm);
+	strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if ((procs = json_array()) == NULL)
+		goto out;
+	for (i = 0; i < t->n; i++)
+		if (json_array_append_new(procs,
+		    proc_json(&t->procs[i])) != 0) {
+			json_decref(procs);
+			goto out;
+		}
+	m = json_pack("{s:i, s:s, s:s, s:o, s:{s:s}, s:n, s:i, s:b, s:o, "
+	    "s:{s:s, s:i, s:s}, s:I}",
+	    "format", GCK_FORMAT_VERSION,
+	    "tool", "gpuckpt " PACKAGE_VERSION,
+	    "created", created,
+	    "host", host_facts(),
+	    "criu", "version", criu_version,
+	    "cuda",
+	    "root_pid", (int)t->procs[0].pid,
+	    "shell_job", shell_job,
+	    "processes", procs,
+	    "options", "compress", o->level > 0 ? "zstd" : "none",
+	    "level", o->level, "after", after[o->after],
+	    "part_size", (json_int_t)(o->part_size ? o->part_size :
+	    GCK_PART_SIZE));
+	if (m != NULL)
+		text = json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+out:
+	json_decref(m);
+	if (text == NULL)
+		gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	return text;
+}
+
+/*
+ * Parses and checks a manifest.  Returns GCK_OK with *mp set, GCK_EVERSION
+ * for a newer format, or GCK_EFORMAT.
+ */
+int
+gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
+    struct gck_manifest **mp)
+{
+	struct gck_manifest	*m = NULL;
+	json_error_t		 jerr;
+	json_t			*procs, *p;
+	json_int_t		 fmt, root, pid;
+	const char		*comm;
+	size_t			 i, j;
+	int			 shell = 0, r, found = 0;
+
+	*mp = NULL;
+	if ((m = calloc(1, sizeof *m)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((m->root = json_loadb(text, len, JSON_REJECT_DUPLICATES,
+	    &jerr)) == NULL || !json_is_object(m->root)) {
+		r = gck_set_error(ctx, GCK_EFORMAT, "not a gpuckpt image: "
+		    "manifest is not a JSON object");
+		goto out;
+	}
+	if (json_unpack(m->root, "{s:I}", "format", &fmt) != 0) {
+		r = gck_set_error(ctx, GCK_EFORMAT, "not a gpuckpt image: "
+		    "manifest has no format version");
+		goto out;
+	}
+	if (fmt > GCK_FORMAT_VERSION) {
+		r = gck_set_error(ctx, GCK_EVERSION, "image format version "
+		    "%lld is newer than this version supports (%d): "
+		    "upgrade gpuckpt", (long long)fmt, GCK_FORMAT_VERSION);
+		goto out;
+	}
+	if (fmt < 1) {
+		r = gck_set_error(ctx, GCK_EFORMAT, "not a gpuckpt image: "
+		    "bad format version %lld", (long long)fmt);
+		goto out;
+	}
+	if (json_unpack_ex(m->root, &jerr, 0, "{s:I, s?b, s:o}", "root_pid",
+	    &root, "shell_job", &shell, "processes", &procs) != 0 ||
+	    !json_is_array(procs) || json_array_size(procs) == 0 ||
+	    json_array_size(procs) > MANIFEST_PROCS_MAX ||
+	    root <= 0 || root > INT32_MAX) {
+		r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: bad "
+		    "process list in the manifest");
+		goto out;
+	}
+	m->format = (int)fmt;
+	m->root_pid = (pid_t)root;
+	m->shell_job = shell;
+	m->n = json_array_size(procs);
+	if ((m->procs = calloc(m->n, sizeof *m->procs)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	json_array_foreach(procs, i, p) {
+		comm = NULL;
+		if (json_unpack(p, "{s:I, s?s}", "pid", &pid, "comm",
+		    &comm) != 0 || pid <= 0 || pid > INT32_MAX) {
+			r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
+			    "bad process %zu in the manifest", i + 1);
+			goto out;
+		}
+		m->procs[i].pid = (pid_t)pid;
+		m->procs[i].comm = comm != NULL ? comm : "?";
+		if (pid == root)
+			found = 1;
+	}
+	/* Duplicates: n is small in practice; bounded above. */
+	for (i = 0; i < m->n && m->n <= 4096; i++)
+		for (j = i + 1; j < m->n; j++)
+			if (m->procs[i].pid == m->procs[j].pid) {
+				r = gck_set_error(ctx, GCK_EFORMAT,
+				    "corrupt image: pid %d twice in the "
+				    "manifest", (int)m->procs[i].pid);
+				goto out;
+			}
+	if (!found) {
+		r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: root "
+		    "pid %lld is not in the process list", (long long)root);
+		goto out;
+	}
+	*mp = m;
+	m = NULL;
+	r = GCK_OK;
+out:
+	gck_manifest_free(m);
+	return r;
+}
+
+int
+gck_manifest_format(const struct gck_manifest *m)
+{
+	return m->format;
+}
+
+pid_t
+gck_manifest_root_pid(const struct gck_manifest *m)
+{
+	return m->root_pid;
+}
+
+size_t
+gck_manifest_nprocs(const struct gck_manifest *m)
+{
+	return m->n;
+}
+
+pid_t
+gck_manifest_pid(const struct gck_manifest *m, size_t i)
+{
+	return i < m->n ? m->procs[i].pid : -1;
+}
+
+const char *
+gck_manifest_comm(const struct gck_manifest *m, size_t i)
+{
+	return i < m->n ? m->procs[i].comm : NULL;
+}
+
+int
+gck_manifest_shell_job(const struct gck_manifest *m)
+{
+	return m->shell_job;
+}
+
+void
+gck_manifest_free(struct gck_manifest *m)
+{
+	if (m == NULL)
+		return;
+	json_decref(m->root);
+	free(m->procs);
+	free(m);
+}

@@ -1,0 +1,316 @@
+/*
+ * proc.c: a process tree as /proc shows it.
+ */
+#include "config.h"
+
+#include <sys/types.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "private.h"
+
+#define PTREE_MAX	65536
+
+static int	proc_read(struct gck_proc *);
+static int	proc_children(pid_t, pid_t **, size_t *, size_t *);
+static void	proc_release(struct gck_proc *);
+
+static void
+proc_release(struct gck_proc *p)
+{
+	int	i;
+
+	free(p->cwd);
+	for (i = 0; i < p->argc; i++)
+		free(p->argv[i]);
+	free(p->argv);
+}
+
+static uint64_t
+status_kb(const char *status, const char *key)
+{
+	const char	*s;
+
+	if ((s = strstr(status, key)) == NULL)
+		return 0;
+	return strtoull(s + strlen(key), NULL, 10) * 1024;
+}
+
+/* Fills p from /proc/p->pid.  Returns 0, or -1 if the process is gone. */
+static int
+proc_read(struct gck_proc *p)
+{
+	char		 path[64], buf[8192], *s, **argv;
+	const char	*u;
+	int		 n, i, argc;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)p->pid);
+	if (gck_read_small_file(path, buf, sizeof buf) == -1)
+		return -1;
+	if ((s = strrchr(buf, ')')) == NULL)
+		return -1;
+	{
+		char	*o = strchr(buf, '(');
+		size_t	 l;
+
+		if (o == NULL || o > s)
+			return -1;
+		l = (size_t)(s - o - 1);
+		if (l >= sizeof p->comm)
+			l = sizeof p->comm - 1;
+		memcpy(p->comm, o + 1, l);
+		p->comm[l] = '\0';
+	}
+	{
+		long	f[20];
+		char	st;
+
+		if (sscanf(s + 2, "%c %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld "
+		    "%ld %ld %ld %ld %ld %ld %ld", &st, &f[0], &f[1], &f[2],
+		    &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9], &f[10],
+		    &f[11], &f[12], &f[13], &f[14], &f[15], &f[16]) != 18)
+			return -1;
+		p->state = st;
+		p->ppid = (pid_t)f[0];
+		p->pgid = (pid_t)f[1];
+		p->sid = (pid_t)f[2];
+		p->tty_nr = (int)f[3];
+		p->threads = (int)f[16];
+	}
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int)p->pid);
+	if (gck_read_small_file(path, buf, sizeof buf) == -1)
+		return -1;
+	if ((u = strstr(buf, "\nUid:")) != NULL)
+		p->uid = (uid_t)strtoul(u + 5, NULL, 10);
+	if ((u = strstr(buf, "\nGid:")) != NULL)
+		p->gid = (gid_t)strtoul(u + 5, NULL, 10);
+	p->vm_size = status_kb(buf, "\nVmSize:");
+	p->vm_rss = status_kb(buf, "\nVmRSS:");
+	p->rss_anon = status_kb(buf, "\nRssAnon:");
+	p->rss_file = status_kb(buf, "\nRssFile:");
+	p->rss_shmem = status_kb(buf, "\nRssShmem:");
+
+	snprintf(path, sizeof path, "/proc/%d/cwd", (int)p->pid);
+	if ((n = (int)readlink(path, buf, sizeof buf - 1)) >= 0) {
+		buf[n] = '\0';
+		p->cwd = strdup(buf);
+	}
+
+	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)p->pid);
+	if ((n = gck_read_small_file(path, buf, sizeof buf)) < 0)
+		n = 0;
+	for (argc = 0, i = 0; i < n; i++)
+		if (buf[i] == '\0')
+			argc++;
+	if (n > 0 && buf[n - 1] != '\0')
+		argc++;
+	if ((argv = calloc((size_t)argc + 1, sizeof *argv)) == NULL)
+		return -1;
+	for (i = 0, s = buf; i < argc; i++) {
+		argv[i] = strdup(s);
+		s += strlen(s) + 1;
+	}
+	p->argv = argv;
+	p->argc = argc;
+	return 0;
+}
+
+static int
+proc_children(pid_t pid, pid_t **list, size_t *n, size_t *cap)
+{
+	char		 path[64], buf[16384], *s, *e;
+	struct dirent	*de;
+	DIR		*d;
+	long		 v;
+
+	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	if ((d = opendir(path)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "/proc/%d/task/%.16s/children",
+		    (int)pid, de->d_name);
+		if (gck_read_small_file(path, buf, sizeof buf) == -1)
+			continue;
+		for (s = buf; *s != '\0'; s = e) {
+			v = strtol(s, &e, 10);
+			if (e == s)
+				break;
+			if (*n == *cap) {
+				pid_t	*nl;
+				size_t	 nc = *cap ? *cap * 2 : 64;
+
+				if (nc > PTREE_MAX ||
+				    (nl = reallocarray(*list, nc,
+				    sizeof *nl)) == NULL) {
+					closedir(d);
+					return -1;
+				}
+				*list = nl;
+				*cap = nc;
+			}
+			(*list)[(*n)++] = (pid_t)v;
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+/*
+ * Collects the tree rooted at root, root first, breadth first.  Returns
+ * GCK_OK or a code (GCK_ENOPROC when root does not exist).
+ */
+int
+gck_ptree_scan(struct gck_ctx *ctx, pid_t root, struct gck_ptree **tp)
+{
+	struct gck_ptree	*t = NULL;
+	pid_t			*pids = NULL;
+	size_t			 n = 0, cap = 0, i;
+	int			 r;
+
+	*tp = NULL;
+	if (root <= 0 || (kill(root, 0) == -1 && errno == ESRCH)) {
+		r = gck_set_error(ctx, GCK_ENOPROC,
+		    "cannot checkpoint pid %d: no such process", (int)root);
+		goto out;
+	}
+	if ((pids = calloc(64, sizeof *pids)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	cap = 64;
+	pids[n++] = root;
+	for (i = 0; i < n; i++) {
+		if (proc_children(pids[i], &pids, &n, &cap) == -1) {
+			r = gck_set_error(ctx, GCK_ENOMEM,
+			    "process tree of pid %d is too large", (int)root);
+			goto out;
+		}
+	}
+	if ((t = calloc(1, sizeof *t)) == NULL ||
+	    (t->procs = calloc(n, sizeof *t->procs)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		struct gck_proc	*p = &t->procs[t->n];
+
+		p->pid = pids[i];
+		if (proc_read(p) == -1) {
+			proc_release(p);
+			memset(p, 0, sizeof *p);
+			if (i == 0) {
+				r = gck_set_error(ctx, GCK_ENOPROC,
+				    "cannot checkpoint pid %d: "
+				    "no such process", (int)root);
+				goto out;
+			}
+			continue;	/* exited meanwhile */
+		}
+		if (p->state == 'Z' && i == 0) {
+			r = gck_set_error(ctx, GCK_ENOPROC,
+			    "cannot checkpoint pid %d: no such process "
+			    "(it is a zombie)", (int)root);
+			t->n++;
+			goto out;
+		}
+		t->n++;
+	}
+	*tp = t;
+	t = NULL;
+	r = GCK_OK;
+out:
+	free(pids);
+	gck_ptree_free(t);
+	return r;
+}
+
+void
+gck_ptree_free(struct gck_ptree *t)
+{
+	size_t	i;
+
+	if (t == NULL)
+		return;
+	for (i = 0; i < t->n; i++)
+		proc_release(&t->procs[i]);
+	free(t->procs);
+	free(t);
+}
+
+void
+gck_pids_signal(const pid_t *pids, size_t n, int sig)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		if (pids[i] > 0)
+			kill(pids[i], sig);
+}
+
+/* Returns the state letter of pid from /proc, or 0 if there is none. */
+char
+gck_pid_state(pid_t pid)
+{
+	char	path[64], buf[1024], *s;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if (gck_read_small_file(path, buf, sizeof buf) == -1)
+		return 0;
+	if ((s = strrchr(buf, ')')) == NULL || s[1] == '\0')
+		return 0;
+	return s[2];
+}
+
+/* Copies the comm of pid into buf.  Returns 0 or -1. */
+int
+gck_pid_comm(pid_t pid, char *buf, size_t len)
+{
+	char	path[64];
+	size_t	l;
+
+	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+	if (gck_read_small_file(path, buf, len) == -1)
+		return -1;
+	l = strlen(buf);
+	if (l > 0 && buf[l - 1] == '\n')
+		buf[l - 1] = '\0';
+	return 0;
+}
+
+/*
+ * Waits up to ms milliseconds for every pid to be gone or a zombie.
+ * Returns 0 when they are, -1 on timeout.
+ */
+int
+gck_pids_wait_dead(const pid_t *pids, size_t n, int ms)
+{
+	size_t	i;
+	char	st;
+	int	waited = 0, alive;
+
+	for (;;) {
+		alive = 0;
+		for (i = 0; i < n; i++) {
+			st = gck_pid_state(pids[i]);
+			if (st != 0 && st != 'Z' && st != 'X')
+				alive = 1;
+		}
+		if (!alive)
+			return 0;
+		if (waited >= ms)
+			return -1;
+		gck_msleep(10);
+		waited += 10;
+	}
+}

@@ -1,0 +1,135 @@
+/*
+ * restore.c: gck_restore(), the safety protocol of gpurestore.
+ *
+ * The whole stream is read and verified, trailer included, before CRIU
+ * sees any of it.  CRIU restores the tree stopped, in a session of its
+ * own; only when every process is there does the tree continue.  On any
+ * failure what was restored is killed and the work area removed.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "private.h"
+
+static int	pids_free(struct gck_ctx *, const struct gck_manifest *, int);
+
+/* Waits up to ms for the image's PIDs to be free on this host. */
+static int
+pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms)
+{
+	char	comm[64];
+	size_t	i;
+	int	waited = 0;
+	pid_t	pid;
+
+	for (i = 0; i < gck_manifest_nprocs(m); i++) {
+		pid = gck_manifest_pid(m, i);
+		while (gck_pid_state(pid) != 0) {
+			if (waited >= ms) {
+				if (gck_pid_comm(pid, comm, sizeof comm) == -1)
+					snprintf(comm, sizeof comm, "?");
+				return gck_set_error(ctx, GCK_EBUSY,
+				    "pid %d is in use on this host (by '%s'); "
+				    "the image's process '%s' needs it: stop "
+				    "that process or restore on another host",
+				    (int)pid, comm, gck_manifest_comm(m, i));
+			}
+			if (gck_check_interrupt(ctx) != GCK_OK)
+				return GCK_EINTR;
+			gck_msleep(20);
+			waited += 20;
+		}
+	}
+	return GCK_OK;
+}
+
+int
+gck_restore(struct gck_ctx *ctx, const struct gck_restore_opts *o,
+    pid_t *rootp)
+{
+	const struct gck_manifest	*m;
+	struct gck_reader		*rd = NULL;
+	char				*work = NULL, imgdir[PATH_MAX];
+	pid_t				*pids = NULL, root = -1;
+	size_t				 n = 0, i;
+	int				 r, dfd = -1, restored = 0;
+	char				 st;
+
+	*rootp = -1;
+	if ((r = gck_mkworkdir(ctx, o->tmpdir, &work)) != GCK_OK)
+		goto out;
+	snprintf(imgdir, sizeof imgdir, "%s/img", work);
+	if (mkdir(imgdir, 0700) == -1 || (dfd = open(imgdir,
+	    O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		r = gck_set_syserr(ctx, errno, "cannot make '%s': %s", imgdir,
+		    strerror(errno));
+		goto out;
+	}
+	if ((r = gck_reader_new(ctx, o->infd, &rd)) != GCK_OK ||
+	    (r = gck_reader_head(rd, &m)) != GCK_OK)
+		goto out;
+	gck_log(ctx, 1, "reading image of process tree %d",
+	    (int)gck_manifest_root_pid(m));
+	if ((r = gck_reader_extract(rd, dfd)) != GCK_OK)
+		goto out;
+	/* Everything is verified.  Now the host. */
+	n = gck_manifest_nprocs(m);
+	if ((pids = calloc(n, sizeof *pids)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		pids[i] = gck_manifest_pid(m, i);
+	if ((r = pids_free(ctx, m, o->pid_wait_ms)) != GCK_OK)
+		goto out;
+	gck_log(ctx, 1, "restoring process tree %d",
+	    (int)gck_manifest_root_pid(m));
+	if ((r = gck_criu_restore(ctx, work, imgdir,
+	    gck_manifest_shell_job(m), &root)) != GCK_OK)
+		goto out;
+	restored = 1;
+	if (root != gck_manifest_root_pid(m)) {
+		r = gck_set_error(ctx, GCK_ECRIU, "criu restored pid %d, "
+		    "not %d", (int)root, (int)gck_manifest_root_pid(m));
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		st = gck_pid_state(pids[i]);
+		if (st != 'T' && st != 't') {
+			r = gck_set_error(ctx, GCK_ECRIU, "restored process %d "
+			    "is not there or not stopped", (int)pids[i]);
+			goto out;
+		}
+	}
+	if ((r = gck_check_interrupt(ctx)) != GCK_OK)
+		goto out;
+	/* Every process is there: let the tree continue. */
+	gck_pids_signal(pids, n, SIGCONT);
+	restored = 0;
+	*rootp = root;
+	r = GCK_OK;
+out:
+	if (restored) {
+		gck_pids_signal(pids, n, SIGKILL);
+		gck_pids_signal(pids, n, SIGCONT);
+		gck_pids_wait_dead(pids, n, 5000);
+	}
+	if (dfd != -1)
+		close(dfd);
+	gck_reader_free(rd);
+	gck_rmtree(work);
+	free(work);
+	free(pids);
+	return r;
+}

@@ -1,0 +1,116 @@
+/*
+ * gpurestore: restore an image stream into running processes.
+ */
+#include "config.h"
+
+#include <sys/types.h>
+
+#include <err.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "gpuckpt.h"
+#include "tool.h"
+
+static const struct option longopts[] = {
+	{ "help",	no_argument,		NULL,	'h' },
+	{ "pidfile",	required_argument,	NULL,	'P' },
+	{ "version",	no_argument,		NULL,	'V' },
+	{ "verbose",	no_argument,		NULL,	'v' },
+	{ NULL,		0,			NULL,	0 }
+};
+
+static _Noreturn void
+usage(int status)
+{
+	fprintf(status ? stderr : stdout,
+	    "usage: %s [-hVv] [-P pidfile] [file | -]\n", getprogname());
+	exit(status);
+}
+
+/* Writes pid to path through a temporary name.  Returns 0 or -1. */
+static int
+write_pidfile(const char *path, pid_t pid)
+{
+	char	*tmp = NULL;
+	FILE	*f = NULL;
+	int	 fd, ok = 0;
+
+	if (asprintf(&tmp, "%s.tmp.XXXXXX", path) == -1)
+		return -1;
+	if ((fd = mkstemp(tmp)) != -1 && (f = fdopen(fd, "w")) != NULL) {
+		ok = fprintf(f, "%d\n", (int)pid) > 0;
+		ok = fclose(f) == 0 && ok;
+		ok = ok && rename(tmp, path) == 0;
+	} else if (fd != -1)
+		close(fd);
+	if (!ok)
+		unlink(tmp);
+	free(tmp);
+	return ok ? 0 : -1;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct gck_restore_opts	 o;
+	struct gck_ctx		*ctx;
+	const char		*pidfile = NULL;
+	pid_t			 root;
+	int			 ch, verbose = 0, r, fd = STDIN_FILENO;
+
+	memset(&o, 0, sizeof o);
+	o.pid_wait_ms = 10000;
+	while ((ch = getopt_long(argc, argv, "hP:Vv", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'h':
+			usage(0);
+		case 'P':
+			pidfile = optarg;
+			break;
+		case 'V':
+			tool_version();
+		case 'v':
+			verbose++;
+			break;
+		default:
+			usage(2);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc > 1)
+		usage(2);
+	if (argc == 1 && strcmp(argv[0], "-") != 0 &&
+	    (fd = open(argv[0], O_RDONLY | O_CLOEXEC)) == -1)
+		err(1, "cannot open '%s'", argv[0]);
+	if (fd == STDIN_FILENO && isatty(STDIN_FILENO))
+		errx(1, "refusing to read an image from a terminal");
+	o.infd = fd;
+
+	tool_signals();
+	ctx = tool_ctx(verbose);
+	r = gck_restore(ctx, &o, &root);
+	if (r != GCK_OK) {
+		warnx("%s", gck_error_string(ctx));
+		gck_ctx_free(ctx);
+		return 1;
+	}
+	gck_ctx_free(ctx);
+	r = 0;
+	if (pidfile != NULL && write_pidfile(pidfile, root) == -1) {
+		warn("process tree %d restored, but cannot write pid file "
+		    "'%s'", (int)root, pidfile);
+		r = 1;
+	}
+	printf("%d\n", (int)root);
+	if (fflush(stdout) == EOF)
+		r = 1;
+	return r;
+}

@@ -1,0 +1,79 @@
+/*
+ * tool.c: CLI glue every gpuckpt binary shares.
+ */
+#include "config.h"
+
+#include <sys/types.h>
+
+#include <err.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compat.h"
+#include "gpuckpt.h"
+#include "tool.h"
+
+volatile sig_atomic_t	tool_signal;
+
+static void
+tool_log(void *arg, int level, const char *msg)
+{
+	warnx("%s", msg);
+}
+
+struct gck_ctx *
+tool_ctx(int verbosity)
+{
+	struct gck_ctx	*ctx;
+
+	if ((ctx = gck_ctx_new()) == NULL)
+		errx(1, "out of memory");
+	gck_set_log(ctx, tool_log, NULL, verbosity);
+	gck_set_interrupt(ctx, &tool_signal);
+	return ctx;
+}
+
+static void
+on_signal(int sig)
+{
+	if (tool_signal == 0)
+		tool_signal = sig;
+}
+
+void
+tool_signals(void)
+{
+	struct sigaction	sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = 0;	/* no SA_RESTART: blocked writes return */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+pid_t
+tool_pid(const char *s)
+{
+	const char	*errstr;
+	long long	 v;
+
+	v = strtonum(s, 1, 0x3fffffff, &errstr);
+	if (errstr != NULL) {
+		warnx("invalid pid '%s': %s", s, errstr);
+		exit(2);
+	}
+	return (pid_t)v;
+}
+
+_Noreturn void
+tool_version(void)
+{
+	printf("%s (gpuckpt) %s\n", getprogname(), gck_version());
+	exit(0);
+}

@@ -1,0 +1,22 @@
+/*
+ * tool.h: what the gpuckpt binaries share: diagnostics, signals, numbers.
+ */
+#ifndef GCK_TOOL_H
+#define GCK_TOOL_H
+
+#include <signal.h>
+
+struct gck_ctx;
+
+extern volatile sig_atomic_t	tool_signal;
+
+/* Makes a context logging to stderr at verbosity; exits 1 if out of memory. */
+struct gck_ctx	*tool_ctx(int);
+/* Catches SIGINT, SIGTERM and SIGHUP into tool_signal; ignores SIGPIPE. */
+void		 tool_signals(void);
+/* Parses a PID; exits 2 with a message when it is not one. */
+pid_t		 tool_pid(const char *);
+/* Prints "PROG (gpuckpt) VERSION" and exits 0. */
+_Noreturn void	 tool_version(void);
+
+#endif /* GCK_TOOL_H */
