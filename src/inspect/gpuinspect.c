@@ -21,7 +21,7 @@ static const struct option longopts[] = {
 	{ "help",	no_argument,		NULL,	'h' },
 	{ "version",	no_argument,		NULL,	'V' },
 	{ "verbose",	no_argument,		NULL,	'v' },
-	{ "verify",	no_argument,		NULL,	'c' },
+	{ "verify",	no_argument,		NULL,	'C' },
 	{ NULL,		0,			NULL,	0 }
 };
 
@@ -29,7 +29,7 @@ static _Noreturn void
 usage(int status)
 {
 	fprintf(status ? stderr : stdout,
-	    "usage: %s [-chVv] [--verify] [file | -]\n", getprogname());
+	    "usage: %s [-hVv] [--verify] [file | -]\n", getprogname());
 	exit(status);
 }
 
@@ -45,9 +45,9 @@ main(int argc, char *argv[])
 	int				 ch, verbose = 0, verify = 0, r;
 	int				 fd = STDIN_FILENO;
 
-	while ((ch = getopt_long(argc, argv, "chVv", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "hVv", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 'c':
+		case 'C':
 			verify = 1;
 			break;
 		case 'h':

@@ -65,7 +65,7 @@ struct gck_restore_opts {
 struct gck_image_stats {
 	uint64_t	 entries;	/* entries read, trailer included */
 	uint64_t	 bytes;		/* bytes of entry data */
-	uint64_t	 stream_bytes;	/* tar bytes, before decompression */
+	uint64_t	 stream_bytes;	/* bytes of tar stream, decompressed */
 	int		 compressed;	/* 1 when the stream was zstd */
 };
 

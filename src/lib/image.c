@@ -74,6 +74,7 @@ struct gck_reader {
 	char			**fkeys;	/* keys of files */
 	size_t			 nfiles;
 	int			 ioerr;
+	uint64_t		 trailer_end;	/* tar offset, padded */
 };
 
 static int	w_archive_error(struct gck_writer *);
@@ -90,6 +91,7 @@ static int	r_finish(struct gck_reader *);
 static void	r_where(const struct gck_reader *, char *, size_t);
 static void	display_name(const char *, char *, size_t);
 static int	criu_name_ok(const char *);
+static const char *printable(const char *, char *, size_t);
 
 /* libarchive output callback: into the compression layer. */
 static la_ssize_t
@@ -328,6 +330,19 @@ gck_writer_free(struct gck_writer *w)
 	free(w);
 }
 
+/* Copies s into buf with control characters as '?'. */
+static const char *
+printable(const char *s, char *buf, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; s[i] != '\0' && i + 1 < len; i++)
+		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' :
+		    s[i];
+	buf[i] = '\0';
+	return buf;
+}
+
 /* A CRIU file name: a plain name of [A-Za-z0-9._-], not starting '.'. */
 static int
 criu_name_ok(const char *s)
@@ -503,54 +518,55 @@ static int
 r_check_entry(struct gck_reader *r, struct archive_entry *e, uint64_t max,
     uint64_t *digestp)
 {
-	const char	*name = archive_entry_pathname(e), *xn;
+	const char	*name = archive_entry_pathname(e), *xn, *shown;
 	const void	*xv;
-	char		 hex[17], *end;
+	char		 hex[17], *end, pbuf[201];
 	size_t		 xl;
 	la_int64_t	 size;
 	int		 have = 0;
 
 	if (name == NULL)
 		name = "";
+	shown = printable(name, pbuf, sizeof pbuf);
 	if (name[0] == '/')
 		return gck_set_error(r->ctx, GCK_EUNSAFE,
-		    "unsafe entry '%.200s': absolute path", name);
+		    "unsafe entry '%s': absolute path", shown);
 	if (strcmp(name, "..") == 0 || strncmp(name, "../", 3) == 0 ||
 	    strstr(name, "/../") != NULL ||
 	    (strlen(name) >= 3 && strcmp(name + strlen(name) - 3,
 	    "/..") == 0))
 		return gck_set_error(r->ctx, GCK_EUNSAFE,
-		    "unsafe entry '%.200s': path with '..'", name);
+		    "unsafe entry '%s': path with '..'", shown);
 	if (archive_entry_hardlink(e) != NULL)
 		return gck_set_error(r->ctx, GCK_EUNSAFE,
-		    "unsafe entry '%.200s': hard link", name);
+		    "unsafe entry '%s': hard link", shown);
 	switch (archive_entry_filetype(e)) {
 	case AE_IFREG:
 		break;
 	case AE_IFLNK:
 		return gck_set_error(r->ctx, GCK_EUNSAFE,
-		    "unsafe entry '%.200s': symbolic link", name);
+		    "unsafe entry '%s': symbolic link", shown);
 	case AE_IFCHR:
 	case AE_IFBLK:
 		return gck_set_error(r->ctx, GCK_EUNSAFE,
-		    "unsafe entry '%.200s': device node", name);
+		    "unsafe entry '%s': device node", shown);
 	case AE_IFIFO:
 		return gck_set_error(r->ctx, GCK_EUNSAFE,
-		    "unsafe entry '%.200s': fifo", name);
+		    "unsafe entry '%s': fifo", shown);
 	case AE_IFDIR:
 		return gck_set_error(r->ctx, GCK_EUNSAFE,
-		    "unsafe entry '%.200s': directory", name);
+		    "unsafe entry '%s': directory", shown);
 	default:
 		return gck_set_error(r->ctx, GCK_EUNSAFE,
-		    "unsafe entry '%.200s': not a regular file", name);
+		    "unsafe entry '%s': not a regular file", shown);
 	}
 	size = archive_entry_size(e);
 	if (!archive_entry_size_is_set(e) || size < 0)
 		return gck_set_error(r->ctx, GCK_EFORMAT,
-		    "corrupt image: entry '%.200s' has no size", name);
+		    "corrupt image: entry '%s' has no size", shown);
 	if ((uint64_t)size > max)
 		return gck_set_error(r->ctx, GCK_EFORMAT,
-		    "entry '%.200s' too large (%lld bytes, limit %llu)", name,
+		    "entry '%s' too large (%lld bytes, limit %llu)", shown,
 		    (long long)size, (unsigned long long)max);
 	archive_entry_xattr_reset(e);
 	while (archive_entry_xattr_next(e, &xn, &xv, &xl) == ARCHIVE_OK) {
@@ -565,7 +581,7 @@ r_check_entry(struct gck_reader *r, struct archive_entry *e, uint64_t max,
 	}
 	if (!have)
 		return gck_set_error(r->ctx, GCK_ECORRUPT,
-		    "corrupt image: entry '%.200s' has no checksum", name);
+		    "corrupt image: entry '%s' has no checksum", shown);
 	return GCK_OK;
 }
 
@@ -681,10 +697,14 @@ gck_reader_head(struct gck_reader *r, const struct gck_manifest **mp)
 		return ret;
 	}
 	name = archive_entry_pathname(e);
-	if (name == NULL || strcmp(name, NAME_MANIFEST) != 0)
+	if (name == NULL || strcmp(name, NAME_MANIFEST) != 0) {
+		char	pbuf[201];
+
 		return gck_set_error(r->ctx, GCK_EFORMAT,
-		    "not a gpuckpt image: first entry is '%.200s', not '"
-		    NAME_MANIFEST "'", name != NULL ? name : "");
+		    "not a gpuckpt image: first entry is '%s', not '"
+		    NAME_MANIFEST "'", printable(name != NULL ? name : "",
+		    pbuf, sizeof pbuf));
+	}
 	if ((ret = r_check_entry(r, e, GCK_META_MAX, &digest)) != GCK_OK)
 		return ret;
 	size = (uint64_t)archive_entry_size(e);
@@ -779,9 +799,9 @@ r_finish(struct gck_reader *r)
 
 	if ((ret = r_next(r, &e)) == 0)
 		return gck_set_error(r->ctx, GCK_EFORMAT,
-		    "corrupt image: entry '%.200s' after the trailer",
-		    archive_entry_pathname(e) != NULL ?
-		    archive_entry_pathname(e) : "");
+		    "corrupt image: entry '%s' after the trailer",
+		    printable(archive_entry_pathname(e) != NULL ?
+		    archive_entry_pathname(e) : "", buf, 201));
 	if (ret != 1)
 		return ret;
 	while ((n = gck_zin_read(r->z, buf, sizeof buf)) > 0) {
@@ -791,10 +811,12 @@ r_finish(struct gck_reader *r)
 	}
 	if (n == -1)
 		return r->ctx->code;
-	if (extra > TAIL_SLACK || gck_zin_zero_tail(r->z) < 1024)
+	if (extra > TAIL_SLACK || gck_zin_total(r->z) -
+	    gck_zin_zero_tail(r->z) > r->trailer_end)
 		return gck_set_error(r->ctx, GCK_EFORMAT,
 		    "corrupt image: data after the end of the image");
-	if (gck_zin_total(r->z) % GCK_TAR_RECORD != 0)
+	if (gck_zin_total(r->z) < r->trailer_end + 1024 ||
+	    gck_zin_total(r->z) % GCK_TAR_RECORD != 0)
 		return gck_set_error(r->ctx, GCK_ETRUNC,
 		    "image truncated after the trailer");
 	return GCK_OK;
@@ -845,6 +867,8 @@ gck_reader_extract(struct gck_reader *r, int dirfd)
 			    digest)) != GCK_OK ||
 			    (ret = r_trailer(r, text, (size_t)size)) != GCK_OK)
 				goto out;
+			r->trailer_end = ((uint64_t)archive_filter_bytes(r->a,
+			    0) + 511) / 512 * 512;
 			ret = r_finish(r);
 			goto out;
 		}
@@ -859,7 +883,8 @@ gck_reader_extract(struct gck_reader *r, int dirfd)
 		if (strncmp(name, CRIU_PREFIX, strlen(CRIU_PREFIX)) != 0 ||
 		    !criu_name_ok(name + strlen(CRIU_PREFIX))) {
 			ret = gck_set_error(r->ctx, GCK_EUNSAFE,
-			    "unsafe entry '%.200s': unexpected name", name);
+			    "unsafe entry '%s': unexpected name",
+			    printable(name, where, 201));
 			goto out;
 		}
 		if (r->nseen >= GCK_ENTRIES_MAX) {

@@ -30,7 +30,7 @@ static _Noreturn void
 usage(int status)
 {
 	fprintf(status ? stderr : stdout,
-	    "usage: %s [-hVv] [-P pidfile] [file | -]\n", getprogname());
+	    "usage: %s [-hVv] [--pidfile file] [file | -]\n", getprogname());
 	exit(status);
 }
 

@@ -1,0 +1,523 @@
+/*
+ * Unit tests for the manifest module: gck_manifest_parse() and the
+ * accessors.
+ */
+
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gpuckpt.h"
+
+/* One manifest the parser must refuse, and how. */
+struct bad_case {
+	const char	*json;
+	int		 code;
+	const char	*msg;		/* a substring of the message */
+};
+
+static int	setup_ctx(void **);
+static int	teardown_ctx(void **);
+static void	parse_ok(struct gck_ctx *, const char *,
+		    struct gck_manifest **);
+static void	check_bad(struct gck_ctx *, const struct bad_case *, size_t);
+static void	test_minimal(void **);
+static void	test_accessors(void **);
+static void	test_full_manifest(void **);
+static void	test_shell_job(void **);
+static void	test_length_bounded(void **);
+static void	test_reuse_ctx(void **);
+static void	test_newer_format(void **);
+static void	test_bad_format(void **);
+static void	test_missing_format(void **);
+static void	test_not_object(void **);
+static void	test_invalid_json(void **);
+static void	test_duplicate_key(void **);
+static void	test_root_not_listed(void **);
+static void	test_duplicate_pids(void **);
+static void	test_empty_processes(void **);
+static void	test_bad_process_list(void **);
+static void	test_bad_root_pid(void **);
+static void	test_bad_pid(void **);
+static void	test_free_null(void **);
+
+#define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
+
+/* A manifest as gpuckpt writes it, every key present. */
+static const char full_manifest[] =
+    "{\n"
+    "  \"format\": 1,\n"
+    "  \"tool\": \"gpuckpt 0.1.0\",\n"
+    "  \"created\": \"2025-01-02T03:04:05Z\",\n"
+    "  \"host\": {\n"
+    "    \"hostname\": \"node1\",\n"
+    "    \"kernel\": \"6.1.0-18-amd64\",\n"
+    "    \"arch\": \"x86_64\",\n"
+    "    \"cpu_flags\": [\"fpu\", \"sse\", \"avx2\"]\n"
+    "  },\n"
+    "  \"criu\": {\"version\": \"4.1.1\"},\n"
+    "  \"cuda\": null,\n"
+    "  \"root_pid\": 4242,\n"
+    "  \"shell_job\": false,\n"
+    "  \"processes\": [\n"
+    "    {\"pid\": 4242, \"ppid\": 1, \"pgid\": 4242, \"sid\": 4242,\n"
+    "     \"uid\": 0, \"gid\": 0, \"comm\": \"trainer\",\n"
+    "     \"cmdline\": [\"python3\", \"train.py\"], \"cwd\": \"/srv\",\n"
+    "     \"threads\": 4, \"memory\": {\"vm_size\": 1048576,\n"
+    "     \"vm_rss\": 65536, \"rss_anon\": 32768, \"rss_file\": 32768,\n"
+    "     \"rss_shmem\": 0}},\n"
+    "    {\"pid\": 4250, \"ppid\": 4242, \"pgid\": 4242, \"sid\": 4242,\n"
+    "     \"uid\": 0, \"gid\": 0, \"comm\": \"loader\",\n"
+    "     \"cmdline\": [], \"cwd\": \"/srv\", \"threads\": 1,\n"
+    "     \"memory\": {\"vm_size\": 0, \"vm_rss\": 0, \"rss_anon\": 0,\n"
+    "     \"rss_file\": 0, \"rss_shmem\": 0}}\n"
+    "  ],\n"
+    "  \"options\": {\"compress\": \"zstd\", \"level\": 3,"
+    " \"after\": \"kill\"},\n"
+    "  \"part_size\": 16777216\n"
+    "}\n";
+
+static int
+setup_ctx(void **state)
+{
+	struct gck_ctx	*ctx;
+
+	if ((ctx = gck_ctx_new()) == NULL)
+		return -1;
+	*state = ctx;
+	return 0;
+}
+
+static int
+teardown_ctx(void **state)
+{
+	gck_ctx_free(*state);
+	return 0;
+}
+
+/* Parses json, which must be accepted. */
+static void
+parse_ok(struct gck_ctx *ctx, const char *json, struct gck_manifest **mp)
+{
+	int	r;
+
+	*mp = NULL;
+	r = gck_manifest_parse(ctx, json, strlen(json), mp);
+	if (r != GCK_OK)
+		fail_msg("parse of %s: got %d (%s)", json, r,
+		    gck_error_string(ctx) != NULL ? gck_error_string(ctx) :
+		    "no message");
+	assert_non_null(*mp);
+}
+
+/* Parses each case, which must be refused with its code and message. */
+static void
+check_bad(struct gck_ctx *ctx, const struct bad_case *c, size_t n)
+{
+	struct gck_manifest	*m;
+	const char		*e;
+	size_t			 i;
+	int			 r;
+
+	for (i = 0; i < n; i++) {
+		/* Not NULL: the parser must reset it on failure. */
+		m = (struct gck_manifest *)(uintptr_t)1;
+		r = gck_manifest_parse(ctx, c[i].json, strlen(c[i].json),
+		    &m);
+		e = gck_error_string(ctx);
+		if (r != c[i].code)
+			fail_msg("%s: got %d (%s), want %d", c[i].json, r,
+			    e != NULL ? e : "no message", c[i].code);
+		if (m != NULL)
+			fail_msg("%s: manifest returned on failure",
+			    c[i].json);
+		if (gck_error_code(ctx) != c[i].code)
+			fail_msg("%s: gck_error_code %d, want %d", c[i].json,
+			    gck_error_code(ctx), c[i].code);
+		if (e == NULL || strstr(e, c[i].msg) == NULL)
+			fail_msg("%s: message '%s' lacks '%s'", c[i].json,
+			    e != NULL ? e : "(null)", c[i].msg);
+		if (strchr(e, '\n') != NULL)
+			fail_msg("%s: message '%s' is not one line",
+			    c[i].json, e);
+	}
+}
+
+static void
+test_minimal(void **state)
+{
+	struct gck_ctx		*ctx = *state;
+	struct gck_manifest	*m;
+
+	parse_ok(ctx, "{\"format\":1,\"root_pid\":7,"
+	    "\"processes\":[{\"pid\":7}]}", &m);
+	assert_int_equal(gck_manifest_format(m), 1);
+	assert_int_equal(gck_manifest_root_pid(m), 7);
+	assert_int_equal(gck_manifest_nprocs(m), 1);
+	assert_int_equal(gck_manifest_pid(m, 0), 7);
+	/* No comm: a placeholder, never NULL for a listed process. */
+	assert_string_equal(gck_manifest_comm(m, 0), "?");
+	assert_int_equal(gck_manifest_shell_job(m), 0);
+	assert_int_equal(gck_error_code(ctx), GCK_OK);
+	gck_manifest_free(m);
+}
+
+static void
+test_accessors(void **state)
+{
+	struct gck_ctx		*ctx = *state;
+	struct gck_manifest	*m;
+
+	parse_ok(ctx, "{\"format\":1,\"root_pid\":100,\"shell_job\":true,"
+	    "\"processes\":[{\"pid\":100,\"comm\":\"bash\"},"
+	    "{\"pid\":101,\"comm\":\"sleep\"},{\"pid\":2147483647,"
+	    "\"comm\":\"\"}]}", &m);
+	assert_int_equal(gck_manifest_format(m), 1);
+	assert_int_equal(gck_manifest_root_pid(m), 100);
+	assert_int_equal(gck_manifest_shell_job(m), 1);
+	assert_int_equal(gck_manifest_nprocs(m), 3);
+	assert_int_equal(gck_manifest_pid(m, 0), 100);
+	assert_int_equal(gck_manifest_pid(m, 1), 101);
+	assert_int_equal(gck_manifest_pid(m, 2), 2147483647);
+	assert_string_equal(gck_manifest_comm(m, 0), "bash");
+	assert_string_equal(gck_manifest_comm(m, 1), "sleep");
+	assert_string_equal(gck_manifest_comm(m, 2), "");
+	/* Out of range: accessors never fail, they say "none". */
+	assert_int_equal(gck_manifest_pid(m, 3), -1);
+	assert_null(gck_manifest_comm(m, 3));
+	assert_int_equal(gck_manifest_pid(m, (size_t)-1), -1);
+	assert_null(gck_manifest_comm(m, (size_t)-1));
+	gck_manifest_free(m);
+}
+
+static void
+test_full_manifest(void **state)
+{
+	struct gck_ctx		*ctx = *state;
+	struct gck_manifest	*m;
+
+	parse_ok(ctx, full_manifest, &m);
+	assert_int_equal(gck_manifest_format(m), 1);
+	assert_int_equal(gck_manifest_root_pid(m), 4242);
+	assert_int_equal(gck_manifest_shell_job(m), 0);
+	assert_int_equal(gck_manifest_nprocs(m), 2);
+	assert_int_equal(gck_manifest_pid(m, 1), 4250);
+	assert_string_equal(gck_manifest_comm(m, 0), "trainer");
+	assert_string_equal(gck_manifest_comm(m, 1), "loader");
+	gck_manifest_free(m);
+}
+
+static void
+test_shell_job(void **state)
+{
+	struct gck_ctx		*ctx = *state;
+	struct gck_manifest	*m;
+
+	parse_ok(ctx, "{\"format\":1,\"root_pid\":9,\"shell_job\":false,"
+	    "\"processes\":[{\"pid\":9}]}", &m);
+	assert_int_equal(gck_manifest_shell_job(m), 0);
+	gck_manifest_free(m);
+	parse_ok(ctx, "{\"shell_job\":true,\"processes\":[{\"pid\":9}],"
+	    "\"root_pid\":9,\"format\":1}", &m);
+	assert_int_equal(gck_manifest_shell_job(m), 1);
+	gck_manifest_free(m);
+}
+
+/* Only len bytes are parsed: the text need not end in a NUL. */
+static void
+test_length_bounded(void **state)
+{
+	struct gck_ctx		*ctx = *state;
+	struct gck_manifest	*m = NULL;
+	const char		*json = "{\"format\":1,\"root_pid\":3,"
+	    "\"processes\":[{\"pid\":3,\"comm\":\"init\"}]}";
+	char			*buf;
+	size_t			 len = strlen(json);
+
+	/* Copied without its NUL, followed by garbage. */
+	assert_non_null(buf = malloc(len + 8));
+	memcpy(buf, json, len);
+	memcpy(buf + len, "}}garbage", 8);
+	assert_int_equal(gck_manifest_parse(ctx, buf, len, &m), GCK_OK);
+	assert_non_null(m);
+	assert_int_equal(gck_manifest_root_pid(m), 3);
+	assert_string_equal(gck_manifest_comm(m, 0), "init");
+	gck_manifest_free(m);
+
+	/* One byte short is invalid JSON. */
+	assert_int_equal(gck_manifest_parse(ctx, buf, len - 1, &m),
+	    GCK_EFORMAT);
+	assert_null(m);
+	assert_non_null(strstr(gck_error_string(ctx), "not a gpuckpt image"));
+	free(buf);
+}
+
+/* A failure, then a success on the same context. */
+static void
+test_reuse_ctx(void **state)
+{
+	struct gck_ctx		*ctx = *state;
+	struct gck_manifest	*m = NULL;
+
+	assert_int_equal(gck_manifest_parse(ctx, "{}", 2, &m), GCK_EFORMAT);
+	assert_null(m);
+	parse_ok(ctx, "{\"format\":1,\"root_pid\":5,"
+	    "\"processes\":[{\"pid\":5}]}", &m);
+	assert_int_equal(gck_manifest_root_pid(m), 5);
+	gck_manifest_free(m);
+}
+
+static void
+test_newer_format(void **state)
+{
+	static const struct bad_case	c[] = {
+		{ "{\"format\":2,\"root_pid\":1,\"processes\":[{\"pid\":1}]}",
+		    GCK_EVERSION, "version 2 is newer" },
+		/* Newer is said first: a newer format may change the rest. */
+		{ "{\"format\":2}", GCK_EVERSION, "newer" },
+		{ "{\"format\":2,\"processes\":\"elsewhere\"}", GCK_EVERSION,
+		    "newer" },
+		{ "{\"format\":99,\"root_pid\":1,\"processes\":[]}",
+		    GCK_EVERSION, "version 99 is newer" },
+	};
+
+	check_bad(*state, c, NELEM(c));
+	assert_non_null(strstr(gck_error_string(*state), "(1)"));
+}
+
+static void
+test_bad_format(void **state)
+{
+	static const struct bad_case	c[] = {
+		{ "{\"format\":0,\"root_pid\":1,\"processes\":[{\"pid\":1}]}",
+		    GCK_EFORMAT, "bad format version 0" },
+		{ "{\"format\":-1,\"root_pid\":1,\"processes\":[{\"pid\":1}]}",
+		    GCK_EFORMAT, "bad format version -1" },
+	};
+
+	check_bad(*state, c, NELEM(c));
+}
+
+static void
+test_missing_format(void **state)
+{
+	static const struct bad_case	c[] = {
+		{ "{\"root_pid\":1,\"processes\":[{\"pid\":1}]}",
+		    GCK_EFORMAT, "no format version" },
+		{ "{}", GCK_EFORMAT, "no format version" },
+		{ "{\"format\":\"1\",\"root_pid\":1,"
+		    "\"processes\":[{\"pid\":1}]}",
+		    GCK_EFORMAT, "no format version" },
+		{ "{\"format\":null,\"root_pid\":1,"
+		    "\"processes\":[{\"pid\":1}]}",
+		    GCK_EFORMAT, "no format version" },
+		{ "{\"Format\":1,\"root_pid\":1,\"processes\":[{\"pid\":1}]}",
+		    GCK_EFORMAT, "no format version" },
+	};
+
+	check_bad(*state, c, NELEM(c));
+}
+
+static void
+test_not_object(void **state)
+{
+	static const struct bad_case	c[] = {
+		{ "[{\"format\":1}]", GCK_EFORMAT, "not a JSON object" },
+		{ "42", GCK_EFORMAT, "not a JSON object" },
+		{ "\"format\"", GCK_EFORMAT, "not a JSON object" },
+		{ "null", GCK_EFORMAT, "not a JSON object" },
+		{ "true", GCK_EFORMAT, "not a JSON object" },
+	};
+
+	check_bad(*state, c, NELEM(c));
+	assert_non_null(strstr(gck_error_string(*state),
+	    "not a gpuckpt image"));
+}
+
+static void
+test_invalid_json(void **state)
+{
+	static const struct bad_case	c[] = {
+		{ "", GCK_EFORMAT, "not a gpuckpt image" },
+		{ "{", GCK_EFORMAT, "not a gpuckpt image" },
+		{ "{\"format\":1,}", GCK_EFORMAT, "not a gpuckpt image" },
+		{ "{\"format\":1} {\"format\":1}", GCK_EFORMAT,
+		    "not a gpuckpt image" },
+		{ "{format:1}", GCK_EFORMAT, "not a gpuckpt image" },
+		{ "\x28\xb5\x2f\xfd garbage", GCK_EFORMAT,
+		    "not a gpuckpt image" },
+	};
+
+	check_bad(*state, c, NELEM(c));
+}
+
+static void
+test_duplicate_key(void **state)
+{
+	static const struct bad_case	c[] = {
+		{ "{\"format\":1,\"format\":1,\"root_pid\":1,"
+		    "\"processes\":[{\"pid\":1}]}",
+		    GCK_EFORMAT, "not a gpuckpt image" },
+		{ "{\"format\":1,\"root_pid\":1,\"root_pid\":2,"
+		    "\"processes\":[{\"pid\":1},{\"pid\":2}]}",
+		    GCK_EFORMAT, "not a gpuckpt image" },
+	};
+
+	check_bad(*state, c, NELEM(c));
+}
+
+static void
+test_root_not_listed(void **state)
+{
+	static const struct bad_case	c[] = {
+		{ "{\"format\":1,\"root_pid\":5,"
+		    "\"processes\":[{\"pid\":6},{\"pid\":7}]}",
+		    GCK_EFORMAT, "root pid 5 is not in the process list" },
+		{ "{\"format\":1,\"root_pid\":1,\"processes\":[{\"pid\":2}]}",
+		    GCK_EFORMAT, "root pid 1 is not in the process list" },
+	};
+
+	check_bad(*state, c, NELEM(c));
+}
+
+static void
+test_duplicate_pids(void **state)
+{
+	static const struct bad_case	c[] = {
+		{ "{\"format\":1,\"root_pid\":100,\"processes\":"
+		    "[{\"pid\":100},{\"pid\":101},{\"pid\":101}]}",
+		    GCK_EFORMAT, "pid 101 twice" },
+		{ "{\"format\":1,\"root_pid\":100,\"processes\":"
+		    "[{\"pid\":100,\"comm\":\"a\"},{\"pid\":100,"
+		    "\"comm\":\"b\"}]}",
+		    GCK_EFORMAT, "pid 100 twice" },
+	};
+
+	check_bad(*state, c, NELEM(c));
+}
+
+static void
+test_empty_processes(void **state)
+{
+	static const struct bad_case	c[] = {
+		{ "{\"format\":1,\"root_pid\":1,\"processes\":[]}",
+		    GCK_EFORMAT, "bad process list" },
+	};
+
+	check_bad(*state, c, NELEM(c));
+}
+
+static void
+test_bad_process_list(void **state)
+{
+	static const struct bad_case	c[] = {
+		{ "{\"format\":1,\"root_pid\":1}",
+		    GCK_EFORMAT, "bad process list" },
+		{ "{\"format\":1,\"root_pid\":1,\"processes\":{\"pid\":1}}",
+		    GCK_EFORMAT, "bad process list" },
+		{ "{\"format\":1,\"root_pid\":1,\"processes\":null}",
+		    GCK_EFORMAT, "bad process list" },
+		{ "{\"format\":1,\"root_pid\":1,\"shell_job\":\"yes\","
+		    "\"processes\":[{\"pid\":1}]}",
+		    GCK_EFORMAT, "bad process list" },
+	};
+
+	check_bad(*state, c, NELEM(c));
+}
+
+static void
+test_bad_root_pid(void **state)
+{
+	static const struct bad_case	c[] = {
+		{ "{\"format\":1,\"processes\":[{\"pid\":1}]}",
+		    GCK_EFORMAT, "bad process list" },
+		{ "{\"format\":1,\"root_pid\":0,\"processes\":[{\"pid\":1}]}",
+		    GCK_EFORMAT, "bad process list" },
+		{ "{\"format\":1,\"root_pid\":-1,"
+		    "\"processes\":[{\"pid\":1}]}",
+		    GCK_EFORMAT, "bad process list" },
+		{ "{\"format\":1,\"root_pid\":2147483648,"
+		    "\"processes\":[{\"pid\":1}]}",
+		    GCK_EFORMAT, "bad process list" },
+		{ "{\"format\":1,\"root_pid\":\"1\","
+		    "\"processes\":[{\"pid\":1}]}",
+		    GCK_EFORMAT, "bad process list" },
+		{ "{\"format\":1,\"root_pid\":1.0,"
+		    "\"processes\":[{\"pid\":1}]}",
+		    GCK_EFORMAT, "bad process list" },
+	};
+
+	check_bad(*state, c, NELEM(c));
+}
+
+static void
+test_bad_pid(void **state)
+{
+	static const struct bad_case	c[] = {
+		{ "{\"format\":1,\"root_pid\":1,"
+		    "\"processes\":[{\"pid\":1},{\"pid\":0}]}",
+		    GCK_EFORMAT, "bad process 2 in the manifest" },
+		{ "{\"format\":1,\"root_pid\":1,"
+		    "\"processes\":[{\"pid\":-5},{\"pid\":1}]}",
+		    GCK_EFORMAT, "bad process 1 in the manifest" },
+		{ "{\"format\":1,\"root_pid\":1,"
+		    "\"processes\":[{\"pid\":1},{\"comm\":\"x\"}]}",
+		    GCK_EFORMAT, "bad process 2" },
+		{ "{\"format\":1,\"root_pid\":1,"
+		    "\"processes\":[{\"pid\":1},{\"pid\":\"2\"}]}",
+		    GCK_EFORMAT, "bad process 2" },
+		{ "{\"format\":1,\"root_pid\":1,"
+		    "\"processes\":[{\"pid\":1},{\"pid\":4294967298}]}",
+		    GCK_EFORMAT, "bad process 2" },
+		{ "{\"format\":1,\"root_pid\":1,"
+		    "\"processes\":[{\"pid\":1},2]}",
+		    GCK_EFORMAT, "bad process 2" },
+		{ "{\"format\":1,\"root_pid\":1,"
+		    "\"processes\":[{\"pid\":1,\"comm\":7}]}",
+		    GCK_EFORMAT, "bad process 1" },
+	};
+
+	check_bad(*state, c, NELEM(c));
+}
+
+static void
+test_free_null(void **state)
+{
+	gck_manifest_free(NULL);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_minimal),
+		cmocka_unit_test(test_accessors),
+		cmocka_unit_test(test_full_manifest),
+		cmocka_unit_test(test_shell_job),
+		cmocka_unit_test(test_length_bounded),
+		cmocka_unit_test(test_reuse_ctx),
+		cmocka_unit_test(test_newer_format),
+		cmocka_unit_test(test_bad_format),
+		cmocka_unit_test(test_missing_format),
+		cmocka_unit_test(test_not_object),
+		cmocka_unit_test(test_invalid_json),
+		cmocka_unit_test(test_duplicate_key),
+		cmocka_unit_test(test_root_not_listed),
+		cmocka_unit_test(test_duplicate_pids),
+		cmocka_unit_test(test_empty_processes),
+		cmocka_unit_test(test_bad_process_list),
+		cmocka_unit_test(test_bad_root_pid),
+		cmocka_unit_test(test_bad_pid),
+		cmocka_unit_test(test_free_null),
+	};
+
+	return cmocka_run_group_tests(tests, setup_ctx, teardown_ctx);
+}
