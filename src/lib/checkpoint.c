@@ -199,6 +199,15 @@ gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 
 	if ((r = gck_ptree_scan(ctx, o->pid, &pre)) != GCK_OK)
 		goto out;
+	for (i = 0; i < pre->n; i++)
+		if (pre->procs[i].pid == getpid()) {
+			r = gck_set_error(ctx, GCK_EINVAL, "cannot checkpoint "
+			    "pid %d: the tree contains this gpuckpt (pid %d)",
+			    (int)o->pid, (int)getpid());
+			gck_ptree_free(pre);
+			pre = NULL;
+			goto out;
+		}
 	/*
 	 * A root that does not lead its own session, or has a controlling
 	 * terminal, belongs to a shell's job: CRIU must be told.
@@ -224,8 +233,18 @@ gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 	gck_log(ctx, 1, "dumping process tree %d (%zu processes)",
 	    (int)o->pid, pre->n);
 	if ((r = gck_criu_dump(ctx, o->pid, work, imgdir, shell_job)) !=
-	    GCK_OK)
+	    GCK_OK) {
+		/*
+		 * criu resumes the tree when it fails; should it have died
+		 * without doing so, resume what it stopped.
+		 */
+		for (i = 0; i < pre->n; i++)
+			if (pre->procs[i].state != 'T' &&
+			    pre->procs[i].state != 't' &&
+			    gck_pid_state(pre->procs[i].pid) == 'T')
+				kill(pre->procs[i].pid, SIGCONT);
 		goto out;
+	}
 	dumped = 1;
 	/* The tree is stopped now: this view of it is stable. */
 	if ((r = gck_ptree_scan(ctx, o->pid, &t)) != GCK_OK)

@@ -63,7 +63,7 @@ gck_restore(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	char				*work = NULL, imgdir[PATH_MAX];
 	pid_t				*pids = NULL, root = -1;
 	size_t				 n = 0, i;
-	int				 r, dfd = -1, restored = 0;
+	int				 r, dfd = -1, restored = 0, waited;
 	char				 st;
 
 	*rootp = -1;
@@ -104,12 +104,19 @@ gck_restore(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 		    "not %d", (int)root, (int)gck_manifest_root_pid(m));
 		goto out;
 	}
+	/* The stop criu leaves the tasks in may land a moment later. */
 	for (i = 0; i < n; i++) {
-		st = gck_pid_state(pids[i]);
-		if (st != 'T' && st != 't') {
-			r = gck_set_error(ctx, GCK_ECRIU, "restored process %d "
-			    "is not there or not stopped", (int)pids[i]);
-			goto out;
+		for (waited = 0; ; waited += 10) {
+			st = gck_pid_state(pids[i]);
+			if (st == 'T' || st == 't')
+				break;
+			if (st == 0 || st == 'Z' || waited >= 5000) {
+				r = gck_set_error(ctx, GCK_ECRIU, "restored "
+				    "process %d is %s", (int)pids[i], st == 0 ||
+				    st == 'Z' ? "not there" : "not stopped");
+				goto out;
+			}
+			gck_msleep(10);
 		}
 	}
 	if ((r = gck_check_interrupt(ctx)) != GCK_OK)

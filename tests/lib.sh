@@ -1,0 +1,272 @@
+# lib.sh -- a small TAP test library for the gpuckpt shell tests.
+#
+#	test_description='what this script covers'
+#	. "$GCK_SRCDIR/lib.sh"
+#	test_expect_success 'description' 'commands && more commands'
+#	test_done
+#
+# Each script runs in its own scratch directory under the build tree
+# ($TRASH, also $TMPDIR), removed when it exits.  Set GCK_KEEP=1 to keep it.
+# Under bash the commands of each test are traced into the test's log.
+
+: "${GCK_BINDIR:?GCK_BINDIR is not set: run the tests through make check}"
+: "${GCK_TESTDIR:?GCK_TESTDIR is not set: run the tests through make check}"
+GCKPT=$GCK_BINDIR/ckpt/gpuckpt
+GCKRESTORE=$GCK_BINDIR/restore/gpurestore
+GCKINSPECT=$GCK_BINDIR/inspect/gpuinspect
+WORKLOAD=$GCK_TESTDIR/workload
+test_count=0
+test_failed=0
+echo >&2 "${0##*/}: ${test_description:-}"
+
+TRASH=$(mktemp -d "$GCK_TESTDIR/trash.XXXXXX") || exit 1
+TMPDIR=$TRASH/tmp
+export TMPDIR
+mkdir "$TMPDIR" || exit 1
+test_cleanup() { :; }	# a script may redefine it
+trap 'test_cleanup; cd /; test -n "$GCK_KEEP" || rm -rf "$TRASH"' EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+cd "$TRASH" || exit 1
+
+# Under bash, trace into the log without touching what a test redirects.
+if test -n "$BASH_VERSION"; then
+	exec 4>&2
+	BASH_XTRACEFD=4
+fi
+
+test_expect_success() {
+	test_count=$((test_count + 1))
+	echo >&2 "expecting success of $test_count - $1"
+	{
+		test -n "$BASH_VERSION" && set -x
+		eval "$2"
+		_r=$?
+		{ set +x; } 2>/dev/null
+	} >&2
+	if test $_r -eq 0; then
+		echo "ok $test_count - $1"
+	else
+		test_failed=$((test_failed + 1))
+		echo "not ok $test_count - $1"
+		printf '%s\n' "$2" | sed 's/^/#	/'
+	fi
+}
+
+test_done() {
+	echo "1..$test_count"
+	test "$test_failed" -eq 0
+	exit
+}
+
+# Skips the whole script, or fails it where CI=true: CI provides CRIU,
+# root and sshd, so a missing one there is a broken setup, not a skip.
+test_skip_all() {
+	if test "$CI" = true; then
+		echo "not ok 1 - $1 (required when CI=true)"
+		echo "1..1"
+		exit 1
+	fi
+	echo "1..0 # SKIP $1"
+	exit 0
+}
+
+# Succeeds if the command fails in an orderly way: status 1..125.
+test_must_fail() {
+	"$@"
+	_st=$?
+	if test $_st -eq 0; then
+		echo >&2 "test_must_fail: '$*' succeeded"
+		return 1
+	elif test $_st -gt 125; then
+		echo >&2 "test_must_fail: '$*' died with status $_st"
+		return 1
+	fi
+	return 0
+}
+
+# test_status N command...: the command exits with status N.
+test_status() {
+	_want=$1
+	shift
+	"$@"
+	_st=$?
+	test $_st -eq "$_want" && return 0
+	echo >&2 "'$*' exited $_st, expected $_want"
+	return 1
+}
+
+test_cmp() {
+	diff -u "$1" "$2"
+}
+
+test_must_be_empty() {
+	test ! -s "$1" && return 0
+	echo >&2 "'$1' is not empty:"
+	cat >&2 "$1"
+	return 1
+}
+
+# test_line_count FILE N: FILE has exactly N lines.
+test_line_count() {
+	_n=$(wc -l <"$1")
+	test "$_n" -eq "$2" && return 0
+	echo >&2 "'$1' has $_n lines, expected $2:"
+	cat >&2 "$1"
+	return 1
+}
+
+# test_grep PATTERN FILE: like grep -e, but shows FILE when it fails.
+test_grep() {
+	grep -e "$1" "$2" >/dev/null && return 0
+	echo >&2 "no '$1' in '$2':"
+	cat >&2 "$2"
+	return 1
+}
+
+require_root() {
+	test "$(id -u)" -eq 0 || test_skip_all "not running as root"
+}
+
+require_criu() {
+	require_root
+	CRIU=${GCK_CRIU:-$(PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin \
+	    command -v criu)}
+	test -n "$CRIU" && test -x "$CRIU" || test_skip_all "criu not found"
+}
+
+require_python() {
+	command -v python3 >/dev/null || test_skip_all "python3 not found"
+}
+
+# wait_for_line FILE PATTERN [SECONDS]
+wait_for_line() {
+	_i=0
+	while ! grep -e "$2" "$1" >/dev/null 2>&1; do
+		_i=$((_i + 1))
+		if test $_i -gt $((${3:-30} * 10)); then
+			echo >&2 "timed out waiting for '$2' in '$1'"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+# proc_field PID N: field N of /proc/PID/stat (3 state, 4 ppid, 6 sid).
+proc_field() {
+	sed 's/.*) //' "/proc/$1/stat" 2>/dev/null |
+	    awk -v n="$2" '{ print $(n - 2) }'
+}
+
+# The process exists, is not a zombie and is not stopped.
+proc_running() {
+	_s=$(proc_field "$1" 3)
+	case $_s in
+	R|S|D)	return 0 ;;
+	esac
+	echo >&2 "process $1 is not running (state '$_s')"
+	return 1
+}
+
+proc_gone() {
+	test ! -d "/proc/$1" && return 0
+	echo >&2 "process $1 exists (state '$(proc_field "$1" 3)')"
+	return 1
+}
+
+# wait_gone PID: waits up to 10 seconds for PID to disappear.
+wait_gone() {
+	_i=0
+	while test -d "/proc/$1" && test $_i -lt 100; do
+		_i=$((_i + 1))
+		sleep 0.1
+	done
+	proc_gone "$1"
+}
+
+# wait_child PID [SECONDS]: waits for the background job PID, killing it
+# if it has not exited within SECONDS (default 30); returns its status.
+wait_child() {
+	_i=0
+	while test -d "/proc/$1" && test "$(proc_field "$1" 3)" != Z; do
+		_i=$((_i + 1))
+		if test $_i -gt $((${2:-30} * 10)); then
+			echo >&2 "process $1 did not exit: killing it"
+			kill -KILL "$1"
+			break
+		fi
+		sleep 0.1
+	done
+	wait "$1"
+}
+
+# start_workload NAME [workload options]: starts a workload in its own
+# session, reparented to the test's subreaper, and waits until it is
+# ready.  Sets WPID, WSUM, WCHILD and WSTATUS (its status file).
+start_workload() {
+	WSTATUS=$TRASH/$1.status
+	shift
+	rm -f "$WSTATUS"
+	(setsid "$WORKLOAD" -f "$WSTATUS" "$@" </dev/null >/dev/null 2>&1 &)
+	wait_for_line "$WSTATUS" '^ready ' 60 || return 1
+	WPID=$(sed -n 's/^ready pid=\([0-9]*\).*/\1/p' "$WSTATUS")
+	WSUM=$(sed -n 's/^ready .*sum=\([0-9a-f]*\).*/\1/p' "$WSTATUS")
+	WCHILD=$(sed -n 's/^ready .*child=\([0-9]*\).*/\1/p' "$WSTATUS")
+	test -n "$WPID" && test -n "$WSUM" && test -n "$WCHILD"
+}
+
+# verify_workload PID [STATUSFILE]: asks the workload to check itself.
+# Sets VCOUNTER and VTHREAD from its answer.
+verify_workload() {
+	_f=${2:-$WSTATUS}
+	_n=$(grep -c '^verify ' "$_f")
+	proc_running "$1" || return 1
+	kill -USR1 "$1" || return 1
+	_i=0
+	while test "$(grep -c '^verify ' "$_f")" -le "$_n"; do
+		_i=$((_i + 1))
+		if test $_i -gt 100; then
+			echo >&2 "workload $1 did not answer"
+			return 1
+		fi
+		sleep 0.1
+	done
+	_line=$(grep '^verify ' "$_f" | tail -n 1)
+	_sum=$(sed -n 's/^ready .*sum=\([0-9a-f]*\).*/\1/p' "$_f")
+	case $_line in
+	"verify ok sum=$_sum "*) ;;
+	*)	echo >&2 "workload $1: $_line (ready sum $_sum)"
+		return 1 ;;
+	esac
+	VCOUNTER=$(echo "$_line" | sed 's/.* counter=\([0-9]*\).*/\1/')
+	VTHREAD=$(echo "$_line" | sed 's/.* thread=\([0-9]*\).*/\1/')
+}
+
+# proc_descendants PID: the PIDs of all descendants of PID.
+proc_descendants() {
+	cat /proc/[0-9]*/stat 2>/dev/null | awk -v root="$1" '
+	{ pid = $1; sub(/.*\) /, ""); parent[pid] = $2 }
+	END {
+		n = 1; q[1] = root
+		for (i = 1; i <= n; i++)
+			for (p in parent)
+				if (parent[p] == q[i]) { q[++n] = p; print p }
+	}'
+}
+
+# kill_tree PID...: SIGKILLs each PID and its descendants and waits
+# until they are gone (reaped by us or by the subreaper).
+kill_tree() {
+	_all=
+	for _p in "$@"; do
+		_all="$_all $_p $(proc_descendants "$_p")"
+	done
+	kill -KILL $_all 2>/dev/null
+	for _p in $_all; do
+		wait "$_p" 2>/dev/null
+	done
+	for _p in $_all; do
+		wait_gone "$_p" || return 1
+	done
+}

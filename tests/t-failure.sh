@@ -1,0 +1,237 @@
+#!/bin/sh
+test_description='a failed checkpoint leaves the process tree running'
+. "$GCK_SRCDIR/lib.sh"
+
+require_criu
+require_python
+
+started=
+mnt=$TRASH/mnt
+test_cleanup() {
+	test -n "$started" && kill_tree $started >/dev/null 2>&1
+	mountpoint -q "$mnt" 2>/dev/null && umount "$mnt"
+	:
+}
+
+start() {
+	start_workload "$@" || return 1
+	started="$started $WPID"
+	WSTART=$(proc_field $WPID 22)
+}
+
+# nothing_lost ERRFILE MESSAGE: gpuckpt said MESSAGE in one line, and the
+# workload is the same process as before, running (not stopped), with its
+# state intact; no staging files are left.
+nothing_lost() {
+	test_line_count "$1" 1 &&
+	test_grep "^gpuckpt: .*$2" "$1" &&
+	test_grep "; process tree $WPID left running\$" "$1" &&
+	test "$(proc_field $WPID 22)" = "$WSTART" &&
+	proc_running $WPID &&
+	proc_running $WCHILD &&
+	verify_workload $WPID &&
+	test -z "$(ls -A "$TMPDIR")"
+}
+
+# streaming PID: waits until PID blocks writing to a pipe.
+streaming() {
+	_i=0
+	while :; do
+		case $(cat /proc/$1/wchan 2>/dev/null) in
+		*pipe_write*)	return 0 ;;
+		esac
+		test -d /proc/$1 || { echo >&2 "process $1 is gone"; return 1; }
+		_i=$((_i + 1))
+		if test $_i -gt 600; then
+			echo >&2 "process $1 never blocked on the pipe"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+test_expect_success 'start a 300 MiB workload' '
+	start big -m 300 &&
+	verify_workload $WPID
+'
+
+test_expect_success 'EPIPE: the reader exits after 1000 bytes' '
+	{ "$GCKPT" -p $WPID 2>err; echo $? >st; } | head -c 1000 >/dev/null &&
+	echo 1 >expect &&
+	test_cmp expect st &&
+	nothing_lost err "Broken pipe"
+'
+
+test_expect_success 'EPIPE: the reader reads nothing' '
+	{ "$GCKPT" -p $WPID 2>err; echo $? >st; } | true &&
+	echo 1 >expect &&
+	test_cmp expect st &&
+	nothing_lost err "Broken pipe"
+'
+
+test_expect_success 'ENOSPC on stdout (/dev/full)' '
+	test_status 1 "$GCKPT" -p $WPID >/dev/full 2>err &&
+	nothing_lost err "No space left on device"
+'
+
+test_expect_success 'ENOSPC on a full file system' '
+	mkdir "$mnt" &&
+	mount -t tmpfs -o size=1m tmpfs "$mnt" &&
+	echo old >"$mnt/old.gck" &&
+	test_status 1 "$GCKPT" -p $WPID -o "$mnt/img.gck" >out 2>err &&
+	test_must_be_empty out &&
+	nothing_lost err "No space left on device" &&
+	echo old.gck >expect &&
+	ls -A "$mnt" >actual &&
+	test_cmp expect actual
+'
+
+test_expect_success 'ENOSPC does not clobber an existing output file' '
+	test_status 1 "$GCKPT" -p $WPID -o "$mnt/old.gck" >out 2>err &&
+	nothing_lost err "No space left on device" &&
+	echo old >expect &&
+	test_cmp expect "$mnt/old.gck" &&
+	echo old.gck >expect &&
+	ls -A "$mnt" >actual &&
+	test_cmp expect actual &&
+	umount "$mnt"
+'
+
+for sig in INT TERM HUP; do
+	test_expect_success "SIG$sig while the image is streamed" '
+		rm -f fifo err &&
+		mkfifo fifo &&
+		{ sleep 600 <fifo & } &&
+		rpid=$! &&
+		{ env --default-signal=INT,TERM,HUP \
+		    "$GCKPT" -p $WPID -c none >fifo 2>err & } &&
+		gpid=$! &&
+		streaming $gpid
+		ok=$?
+		kill -s '$sig' $gpid
+		wait_child $gpid
+		st=$?
+		kill $rpid
+		wait $rpid
+		test $ok -eq 0 &&
+		test $st -eq 1 &&
+		nothing_lost err "interrupted by SIG'$sig'"
+	'
+done
+
+# A fake criu: runs the real one, then misbehaves as $1 says.
+fake_criu() {
+	cat >fakecriu <<-EOF
+	#!/bin/sh
+	case " \$* " in
+	*" dump "*)
+		case $1 in
+		fail-before)
+			echo "Error (criu/cr-dump.c:2184): injected failure" >&2
+			exit 1 ;;
+		fail-after)
+			"$CRIU" "\$@" || exit
+			echo "Error (criu/cr-dump.c:2184): injected failure" >&2
+			exit 1 ;;
+		slow)
+			"$CRIU" "\$@" || exit
+			exec sleep 10 ;;
+		esac ;;
+	esac
+	exec "$CRIU" "\$@"
+	EOF
+	chmod +x fakecriu
+}
+
+test_expect_success 'criu dump fails before touching the tree' '
+	fake_criu fail-before &&
+	test_status 1 env GCK_CRIU="$TRASH/fakecriu" \
+	    "$GCKPT" -p $WPID -o img.gck >out 2>err &&
+	test_must_be_empty out &&
+	nothing_lost err "criu dump" &&
+	test_grep "injected failure" err &&
+	test -z "$(ls -A | grep "^img\\.gck")"
+'
+
+test_expect_success 'criu dump fails after stopping the tree' '
+	fake_criu fail-after &&
+	test_status 1 env GCK_CRIU="$TRASH/fakecriu" \
+	    "$GCKPT" -p $WPID -o img.gck >out 2>err &&
+	test_must_be_empty out &&
+	nothing_lost err "criu dump" &&
+	test -z "$(ls -A | grep "^img\\.gck")"
+'
+
+test_expect_success 'SIGTERM while criu dump runs, with -o' '
+	fake_criu slow &&
+	{ GCK_CRIU=$TRASH/fakecriu \
+	    "$GCKPT" -p $WPID -o img.gck >out 2>err & } &&
+	gpid=$! &&
+	i=0 &&
+	while test "$(proc_field $WPID 3)" != T && test $i -lt 300; do
+		i=$((i + 1))
+		sleep 0.1
+	done &&
+	sleep 0.5 &&
+	kill -TERM $gpid
+	wait_child $gpid
+	st=$?
+	test $st -eq 1 &&
+	test_must_be_empty out &&
+	nothing_lost err "interrupted by SIGTERM" &&
+	test -z "$(ls -A | grep "^img\\.gck")"
+'
+
+test_expect_success 'criu cannot be run' '
+	test_status 1 env GCK_CRIU="$TRASH/no-such-criu" \
+	    "$GCKPT" -p $WPID -o img.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test "$(proc_field $WPID 22)" = "$WSTART" &&
+	proc_running $WPID &&
+	verify_workload $WPID &&
+	test -z "$(ls -A | grep "^img\\.gck")" &&
+	test -z "$(ls -A "$TMPDIR")"
+'
+
+test_expect_success 'a tree criu cannot dump (TCP connection)' '
+	kill_tree $WPID &&
+	(setsid python3 -c "
+import os, socket, sys, time
+l = socket.socket()
+l.bind((\"127.0.0.1\", 0))
+l.listen(1)
+c = socket.create_connection(l.getsockname())
+a, _ = l.accept()
+with open(\"tcp.pid.tmp\", \"w\") as f:
+    f.write(\"%d\\n\" % os.getpid())
+os.rename(\"tcp.pid.tmp\", \"tcp.pid\")
+while True:
+    time.sleep(1)
+" </dev/null >/dev/null 2>&1 &) &&
+	wait_for_line tcp.pid "^[0-9]" &&
+	WPID=$(cat tcp.pid) &&
+	started="$started $WPID" &&
+	WSTART=$(proc_field $WPID 22) &&
+	test_status 1 "$GCKPT" -p $WPID -o img.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpuckpt: criu dump" err &&
+	test_grep "; process tree $WPID left running\$" err &&
+	test "$(proc_field $WPID 22)" = "$WSTART" &&
+	proc_running $WPID &&
+	test -z "$(ls -A | grep "^img\\.gck")" &&
+	test -z "$(ls -A "$TMPDIR")"
+'
+
+test_expect_success 'a process that does not exist' '
+	kill_tree $WPID &&
+	test_status 1 "$GCKPT" -p $WPID -o img.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpuckpt: .*no such process" err &&
+	test -z "$(ls -A | grep "^img\\.gck")" &&
+	test -z "$(ls -A "$TMPDIR")"
+'
+
+test_done

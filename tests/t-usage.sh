@@ -1,0 +1,177 @@
+#!/bin/sh
+test_description='command lines, usage errors and refused input'
+. "$GCK_SRCDIR/lib.sh"
+
+for prog in ckpt/gpuckpt restore/gpurestore send/gpusend recv/gpurecv \
+    inspect/gpuinspect; do
+	name=${prog#*/}
+	bin=$GCK_BINDIR/$prog
+
+	for opt in --help -h; do
+		test_expect_success "$name $opt" "
+			test_status 0 '$bin' $opt >out 2>err &&
+			test_grep '^usage: $name ' out &&
+			test_must_be_empty err
+		"
+	done
+
+	for opt in --version -V; do
+		test_expect_success "$name $opt" "
+			test_status 0 '$bin' $opt >out 2>err &&
+			echo '$name (gpuckpt) 0.1.0' >expect &&
+			test_cmp expect out &&
+			test_must_be_empty err
+		"
+	done
+
+	test_expect_success "$name rejects an unknown option" "
+		test_status 2 '$bin' --no-such-option >out 2>err &&
+		test_grep '^usage: $name ' err &&
+		test_must_be_empty out
+	"
+done
+
+# A pid that existed a moment ago and is gone now.
+sh -c 'exit 0' &
+deadpid=$!
+wait $deadpid
+
+test_expect_success 'gpuckpt without -p' '
+	test_status 2 "$GCKPT" >out 2>err &&
+	test_grep "^usage: gpuckpt " err &&
+	test_must_be_empty out
+'
+
+for pid in abc 12x "" -5; do
+	test_expect_success "gpuckpt -p '$pid'" "
+		test_status 2 \"\$GCKPT\" -p '$pid' >out 2>err &&
+		test_grep '^gpuckpt: \\|^usage: ' err &&
+		test_must_be_empty out
+	"
+done
+
+for c in gzip zstd:0 zstd:20 zstd:abc zstd: zstd:3x "" none:1; do
+	test_expect_success "gpuckpt --compress='$c'" "
+		test_status 2 \"\$GCKPT\" --compress='$c' -p \$deadpid >out 2>err &&
+		test_grep '^gpuckpt: \\|^usage: ' err &&
+		test_must_be_empty out
+	"
+done
+
+test_expect_success 'gpuckpt -R and -s together' '
+	test_status 2 "$GCKPT" -R -s -p $deadpid >out 2>err &&
+	test_grep "^gpuckpt: \\|^usage: " err &&
+	test_must_be_empty out
+'
+
+test_expect_success 'gpuckpt --leave-running and --stop together' '
+	test_status 2 "$GCKPT" --leave-running --stop -p $deadpid >out 2>err &&
+	test_must_be_empty out
+'
+
+test_expect_success 'gpuckpt refuses an operand' '
+	test_status 2 "$GCKPT" -p $deadpid extra >out 2>err &&
+	test_must_be_empty out
+'
+
+test_expect_success 'gpuckpt -p of a process that does not exist' '
+	test_status 1 "$GCKPT" -p $deadpid -o img.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpuckpt: .*no such process" err &&
+	test ! -e img.gck &&
+	test -z "$(ls -A "$TMPDIR")"
+'
+
+test_expect_success 'gpuckpt -p of a missing process, to stdout' '
+	test_status 1 "$GCKPT" -p $deadpid >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpuckpt: .*no such process" err
+'
+
+if command -v script >/dev/null; then
+	test_expect_success 'gpuckpt refuses to write to a terminal' '
+		(setsid sh -c "echo \$\$ >sleep.pid; exec sleep 300" \
+		    </dev/null >/dev/null 2>&1 &) &&
+		wait_for_line sleep.pid "^[0-9]" &&
+		spid=$(cat sleep.pid) &&
+		script -qec "\"$GCKPT\" -p $spid" /dev/null \
+		    </dev/null >out 2>err
+		st=$?
+		kill_tree $spid
+		test $st -eq 1 &&
+		test_grep "gpuckpt: refusing to write an image to a terminal" \
+		    out
+	'
+else
+	test_expect_success 'script(1) for the terminal test' '
+		test "$CI" != true
+	'
+fi
+
+test_expect_success 'gpurestore of empty input' '
+	test_status 1 "$GCKRESTORE" </dev/null >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpurestore: empty input: no image" err
+'
+
+test_expect_success 'gpurestore - of empty input' '
+	test_status 1 "$GCKRESTORE" - </dev/null >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpurestore: empty input" err
+'
+
+test_expect_success 'gpurestore of an empty file' '
+	: >empty &&
+	test_status 1 "$GCKRESTORE" empty >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpurestore: empty input" err
+'
+
+test_expect_success 'gpurestore of a text file' '
+	test_status 1 "$GCKRESTORE" /etc/passwd >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpurestore: not a gpuckpt image" err
+'
+
+test_expect_success 'gpurestore of garbage on stdin' '
+	head -c 100000 /dev/urandom >garbage &&
+	test_status 1 "$GCKRESTORE" <garbage >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpurestore: not a gpuckpt image" err
+'
+
+test_expect_success 'gpurestore of a file that does not exist' '
+	test_status 1 "$GCKRESTORE" no-such-file >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpurestore: .*no-such-file" err
+'
+
+test_expect_success 'gpurestore with two operands' '
+	test_status 2 "$GCKRESTORE" a b >out 2>err &&
+	test_must_be_empty out
+'
+
+test_expect_success 'gpurestore left nothing in TMPDIR' '
+	test -z "$(ls -A "$TMPDIR")"
+'
+
+for name in gpusend gpurecv; do
+	prog=$GCK_BINDIR/${name#gpu}/$name
+	test_expect_success "$name is not implemented yet" "
+		test_status 1 '$prog' >out 2>err &&
+		test_must_be_empty out &&
+		test_grep '^$name: not implemented' err &&
+		test_status 1 '$prog' host >out 2>err &&
+		test_grep '^$name: not implemented' err
+	"
+done
+
+test_done

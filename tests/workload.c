@@ -1,0 +1,340 @@
+/*
+ * workload -- a process tree whose state can be checked after a
+ * checkpoint and restore.
+ *
+ * usage: workload [-m MiB] [-f statusfile]
+ *
+ * It fills MiB of memory (default 256) with a pseudo-random pattern
+ * and remembers its checksum, opens STATUSFILE.data and writes to it so
+ * that the file offset is known, forks a child that echoes bytes back
+ * over a pair of pipes, and runs a thread that counts every 10 ms while
+ * the main loop counts every 50 ms.  When ready it appends
+ *	ready pid=PID sum=HEX child=PID mib=N
+ * to STATUSFILE (default "workload.status").  On SIGUSR1 it checks the
+ * memory checksum, the file offset, a round trip through the child and
+ * that the thread still counts, and appends either
+ *	verify ok sum=HEX counter=N thread=N child=PID
+ * or "verify FAIL what".  The status file is opened for each line and
+ * written with one write(2), so it never stays open across a checkpoint.
+ * Descriptors other than 0, 1 and 2 that it inherits are closed first.
+ */
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <sys/types.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DATA_BYTES	12345
+
+static void	 child_loop(int, int);
+static uint64_t	 checksum(const uint64_t *, size_t);
+static void	 fill(uint64_t *, size_t, uint64_t);
+static void	 on_usr1(int);
+static void	 msleep(long);
+static void	 status(const char *, ...)
+		    __attribute__((__format__(__printf__, 1, 2)));
+static void	*ticker(void *);
+static void	 verify(void);
+
+static const char		*statusfile = "workload.status";
+static volatile sig_atomic_t	 want_verify;
+static atomic_ulong		 thread_ticks;
+static uint64_t			*mem;
+static size_t			 nwords;
+static uint64_t			 sum;
+static unsigned long		 counter;
+static int			 datafd = -1, tochild = -1, fromchild = -1;
+static off_t			 dataoff;
+static pid_t			 child;
+
+static void
+on_usr1(int sig)
+{
+	want_verify = 1;
+}
+
+static void
+msleep(long ms)
+{
+	struct timespec	ts;
+
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);	/* a signal may cut it short: fine */
+}
+
+static void
+status(const char *fmt, ...)
+{
+	char	buf[512];
+	va_list	ap;
+	int	fd, n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof buf - 2)
+		n = sizeof buf - 2;
+	buf[n++] = '\n';
+	if ((fd = open(statusfile, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+	    0644)) == -1)
+		return;
+	if (write(fd, buf, n) != n) {
+		/* nothing better to do: the test will time out */
+	}
+	close(fd);
+}
+
+static void
+fill(uint64_t *p, size_t n, uint64_t x)
+{
+	size_t	i;
+
+	if (x == 0)
+		x = 0x9e3779b97f4a7c15ULL;
+	for (i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		p[i] = x;
+	}
+}
+
+/* FNV-1a over 64-bit words. */
+static uint64_t
+checksum(const uint64_t *p, size_t n)
+{
+	uint64_t	h = 0xcbf29ce484222325ULL;
+	size_t		i;
+
+	for (i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static void *
+ticker(void *arg)
+{
+	for (;;) {
+		atomic_fetch_add(&thread_ticks, 1);
+		msleep(10);
+	}
+	return NULL;
+}
+
+/* The child: echo every byte from in back to out until EOF. */
+static void
+child_loop(int in, int out)
+{
+	char	buf[256];
+	ssize_t	n;
+
+	for (;;) {
+		n = read(in, buf, sizeof buf);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(0);
+		if (write(out, buf, n) != n)
+			_exit(1);
+	}
+}
+
+static void
+verify(void)
+{
+	struct pollfd	pfd;
+	char		nonce[32], back[32];
+	unsigned long	t0, t1;
+	uint64_t	now;
+	off_t		off;
+	size_t		len, got;
+	ssize_t		n;
+	int		waited;
+
+	if ((now = checksum(mem, nwords)) != sum) {
+		status("verify FAIL memory sum=%016" PRIx64 " expected=%016"
+		    PRIx64, now, sum);
+		return;
+	}
+	if ((off = lseek(datafd, 0, SEEK_CUR)) != dataoff) {
+		status("verify FAIL data offset %lld expected %lld",
+		    (long long)off, (long long)dataoff);
+		return;
+	}
+
+	len = (size_t)snprintf(nonce, sizeof nonce, "%lu.%ld.%lu", counter,
+	    (long)time(NULL), (unsigned long)random());
+	if (write(tochild, nonce, len) != (ssize_t)len) {
+		status("verify FAIL pipe write: %s", strerror(errno));
+		return;
+	}
+	for (got = 0, waited = 0; got < len && waited < 1000; ) {
+		pfd.fd = fromchild;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, 100) <= 0) {
+			waited += 100;
+			continue;
+		}
+		if ((n = read(fromchild, back + got, len - got)) <= 0) {
+			status("verify FAIL pipe read: %s",
+			    n == 0 ? "end of file" : strerror(errno));
+			return;
+		}
+		got += (size_t)n;
+	}
+	if (got != len || memcmp(nonce, back, len) != 0) {
+		status("verify FAIL pipe round trip (%zu of %zu bytes)",
+		    got, len);
+		return;
+	}
+
+	t0 = atomic_load(&thread_ticks);
+	msleep(100);
+	msleep(50);	/* in case a signal cut the first one short */
+	t1 = atomic_load(&thread_ticks);
+	if (t1 == t0) {
+		status("verify FAIL thread stopped at %lu", t0);
+		return;
+	}
+
+	status("verify ok sum=%016" PRIx64 " counter=%lu thread=%lu "
+	    "child=%ld", now, counter, t1, (long)child);
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct sigaction	 sa;
+	pthread_t		 th;
+	char			 datafile[4096], buf[DATA_BYTES];
+	unsigned long		 mib = 256;
+	char			*ep;
+	int			 ch, p1[2], p2[2];
+	size_t			 i;
+	struct timespec		 ts;
+
+	while ((ch = getopt(argc, argv, "f:m:")) != -1) {
+		switch (ch) {
+		case 'f':
+			statusfile = optarg;
+			break;
+		case 'm':
+			errno = 0;
+			mib = strtoul(optarg, &ep, 10);
+			if (errno || *ep != '\0' || mib == 0 || mib > 65536) {
+				fprintf(stderr, "workload: bad -m '%s'\n",
+				    optarg);
+				return 2;
+			}
+			break;
+		default:
+			fprintf(stderr,
+			    "usage: workload [-m MiB] [-f statusfile]\n");
+			return 2;
+		}
+	}
+
+	/*
+	 * Descriptors inherited from the test harness (log files, make's
+	 * jobserver pipes) are not part of the state under test.
+	 */
+	if (close_range(3, ~0U, 0) == -1)
+		for (i = 3; i < 1024; i++)
+			close((int)i);
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_usr1;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	srandom((unsigned)(getpid() ^ ts.tv_nsec));
+	snprintf(datafile, sizeof datafile, "%s.data", statusfile);
+	if ((datafd = open(datafile, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC,
+	    0644)) == -1) {
+		status("error cannot open '%s': %s", datafile,
+		    strerror(errno));
+		return 1;
+	}
+	for (i = 0; i < sizeof buf; i++)
+		buf[i] = (char)('a' + i % 26);
+	if (write(datafd, buf, sizeof buf) != (ssize_t)sizeof buf ||
+	    lseek(datafd, 1000, SEEK_SET) != 1000 ||
+	    write(datafd, "offset", 6) != 6) {
+		status("error cannot write '%s': %s", datafile,
+		    strerror(errno));
+		return 1;
+	}
+	dataoff = 1006;
+
+	if (pipe(p1) == -1 || pipe(p2) == -1) {
+		status("error pipe: %s", strerror(errno));
+		return 1;
+	}
+	switch (child = fork()) {
+	case -1:
+		status("error fork: %s", strerror(errno));
+		return 1;
+	case 0:
+		close(p1[1]);
+		close(p2[0]);
+		close(datafd);
+		prctl(PR_SET_NAME, "workload-echo", 0, 0, 0);
+		child_loop(p1[0], p2[1]);
+		_exit(0);
+	}
+	close(p1[0]);
+	close(p2[1]);
+	tochild = p1[1];
+	fromchild = p2[0];
+
+	/* After the fork, so that the child does not share the pages. */
+	nwords = (size_t)mib * 1024 * 1024 / sizeof *mem;
+	if ((mem = malloc(nwords * sizeof *mem)) == NULL) {
+		status("error cannot allocate %lu MiB", mib);
+		return 1;
+	}
+	fill(mem, nwords, ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_sec ^
+	    ((uint64_t)ts.tv_nsec << 16));
+	sum = checksum(mem, nwords);
+
+	if ((errno = pthread_create(&th, NULL, ticker, NULL)) != 0) {
+		status("error pthread_create: %s", strerror(errno));
+		return 1;
+	}
+
+	status("ready pid=%ld sum=%016" PRIx64 " child=%ld mib=%lu",
+	    (long)getpid(), sum, (long)child, mib);
+	for (;;) {
+		counter++;
+		if (want_verify) {
+			want_verify = 0;
+			verify();
+		}
+		msleep(50);
+	}
+}
