@@ -43,7 +43,7 @@ main(int argc, char *argv[])
 	const char			*text;
 	size_t				 len;
 	int				 ch, verbose = 0, verify = 0, r;
-	int				 fd = STDIN_FILENO;
+	int				 fd;
 
 	while ((ch = getopt_long(argc, argv, "hVv", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -65,9 +65,7 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (argc > 1)
 		usage(2);
-	if (argc == 1 && strcmp(argv[0], "-") != 0 &&
-	    (fd = open(argv[0], O_RDONLY | O_CLOEXEC)) == -1)
-		err(1, "cannot open '%s'", argv[0]);
+	fd = tool_open_image(argc == 1 ? argv[0] : NULL);
 
 	tool_signals();
 	ctx = tool_ctx(verbose);

@@ -36,6 +36,15 @@ struct gck_manifest {
 static json_t	*host_facts(void);
 static json_t	*cpu_flags(void);
 static json_t	*proc_json(const struct gck_proc *);
+static int	 pid_cmp(const void *, const void *);
+
+static int
+pid_cmp(const void *a, const void *b)
+{
+	pid_t	x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return x < y ? -1 : x > y;
+}
 
 /* The CPU features a restored process may depend on. */
 static json_t *
@@ -177,7 +186,8 @@ gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
 	json_t			*procs, *p;
 	json_int_t		 fmt, root, pid;
 	const char		*comm;
-	size_t			 i, j;
+	pid_t			*sorted = NULL;
+	size_t			 i;
 	int			 shell = 0, r, found = 0;
 
 	*mp = NULL;
@@ -237,15 +247,19 @@ gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
 		if (pid == root)
 			found = 1;
 	}
-	/* Duplicates: n is small in practice; bounded above. */
-	for (i = 0; i < m->n && m->n <= 4096; i++)
-		for (j = i + 1; j < m->n; j++)
-			if (m->procs[i].pid == m->procs[j].pid) {
-				r = gck_set_error(ctx, GCK_EFORMAT,
-				    "corrupt image: pid %d twice in the "
-				    "manifest", (int)m->procs[i].pid);
-				goto out;
-			}
+	if ((sorted = calloc(m->n, sizeof *sorted)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < m->n; i++)
+		sorted[i] = m->procs[i].pid;
+	qsort(sorted, m->n, sizeof *sorted, pid_cmp);
+	for (i = 1; i < m->n; i++)
+		if (sorted[i] == sorted[i - 1]) {
+			r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
+			    "pid %d twice in the manifest", (int)sorted[i]);
+			goto out;
+		}
 	if (!found) {
 		r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: root "
 		    "pid %lld is not in the process list", (long long)root);
@@ -255,6 +269,7 @@ gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
 	m = NULL;
 	r = GCK_OK;
 out:
+	free(sorted);
 	gck_manifest_free(m);
 	return r;
 }

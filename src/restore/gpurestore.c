@@ -63,7 +63,7 @@ main(int argc, char *argv[])
 	struct gck_ctx		*ctx;
 	const char		*pidfile = NULL;
 	pid_t			 root;
-	int			 ch, verbose = 0, r, fd = STDIN_FILENO;
+	int			 ch, verbose = 0, r;
 
 	memset(&o, 0, sizeof o);
 	o.pid_wait_ms = 10000;
@@ -87,12 +87,7 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (argc > 1)
 		usage(2);
-	if (argc == 1 && strcmp(argv[0], "-") != 0 &&
-	    (fd = open(argv[0], O_RDONLY | O_CLOEXEC)) == -1)
-		err(1, "cannot open '%s'", argv[0]);
-	if (fd == STDIN_FILENO && isatty(STDIN_FILENO))
-		errx(1, "refusing to read an image from a terminal");
-	o.infd = fd;
+	o.infd = tool_open_image(argc == 1 ? argv[0] : NULL);
 
 	tool_signals();
 	ctx = tool_ctx(verbose);

@@ -6,10 +6,12 @@
 #include <sys/types.h>
 
 #include <err.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compat.h"
 #include "gpuckpt.h"
@@ -69,6 +71,21 @@ tool_pid(const char *s)
 		exit(2);
 	}
 	return (pid_t)v;
+}
+
+int
+tool_open_image(const char *path)
+{
+	int	fd;
+
+	if (path == NULL || strcmp(path, "-") == 0) {
+		if (isatty(STDIN_FILENO))
+			errx(1, "refusing to read an image from a terminal");
+		return STDIN_FILENO;
+	}
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		err(1, "cannot open '%s'", path);
+	return fd;
 }
 
 _Noreturn void

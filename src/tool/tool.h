@@ -16,6 +16,12 @@ struct gck_ctx	*tool_ctx(int);
 void		 tool_signals(void);
 /* Parses a PID; exits 2 with a message when it is not one. */
 pid_t		 tool_pid(const char *);
+/*
+ * Opens the image to read: path, or standard input for NULL or "-".
+ * Exits 1 with a message when it cannot, or when standard input is a
+ * terminal.  Returns the descriptor.
+ */
+int		 tool_open_image(const char *);
 /* Prints "PROG (gpuckpt) VERSION" and exits 0. */
 _Noreturn void	 tool_version(void);
 
