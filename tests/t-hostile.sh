@@ -55,9 +55,8 @@ flip() {
 }
 
 # The offsets to damage.  For the zstd image any byte will do.  In the
-# plain tar only bytes that something covers count (header blocks, the
-# digest records, entry data): a flipped byte in the zero padding after
-# an entry changes nothing that matters.
+# plain tar: header blocks, the digest records, entry data, and the zero
+# padding after pax records, after entry data and at the end.
 offsets() {
 	python3 - "$@" <<'EOF'
 import re, sys
@@ -118,6 +117,12 @@ if kind == "flip":
         off += [e[3], e[3] + e[4] // 2, e[3] + e[4] - 1]
     off += spread(pages[3], pages[3] + pages[4], 3)
     off += [end - d for d in (64, 32, 2)]
+    for e in (first, inv, last):
+        if e[4] % 512:
+            off += [e[3] + e[4], e[3] + (e[4] + 511) // 512 * 512 - 1]
+        if e[0] is not None:
+            off += [e[2] - 1]
+    off += [n - 1, n - 600, n - 1500]
 else:
     off = [0, 1, 63, 100, 511, 512, 513, 1023, 1024]
     off += [e[0] if e[0] is not None else e[2] for e in entries[1:4]]

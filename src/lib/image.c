@@ -75,6 +75,8 @@ struct gck_reader {
 	size_t			 nfiles;
 	int			 ioerr;
 	uint64_t		 trailer_end;	/* tar offset, padded */
+	uint64_t		 entry_end;	/* tar offset after last entry */
+	uint64_t		 data_start;	/* tar offset of entry data */
 };
 
 static int	w_archive_error(struct gck_writer *);
@@ -91,6 +93,9 @@ static int	r_finish(struct gck_reader *);
 static void	r_where(const struct gck_reader *, char *, size_t);
 static void	display_name(const char *, char *, size_t);
 static int	criu_name_ok(const char *);
+static int	r_layout(struct gck_reader *);
+static int	r_padding(struct gck_reader *, uint64_t);
+static int	r_unverifiable(struct gck_reader *);
 static const char *printable(const char *, char *, size_t);
 
 /* libarchive output callback: into the compression layer. */
@@ -507,7 +512,78 @@ r_next(struct gck_reader *r, struct archive_entry **ep)
 	}
 	if (ret < ARCHIVE_WARN)
 		return r_archive_error(r, 0);
-	return 0;
+	return r_layout(r);
+}
+
+static int
+r_unverifiable(struct gck_reader *r)
+{
+	char	where[NAME_MAX_LEN + 64];
+
+	r_where(r, where, sizeof where);
+	return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image %s: "
+	    "unexpected tar layout", where);
+}
+
+/*
+ * Every byte of an uncompressed stream is accounted for: headers carry
+ * their checksums, data its digest, and the padding around them must be
+ * zero.  (A compressed stream is covered whole by its frame checksum.)
+ * Checks the headers of the entry just read: a ustar header, or a pax
+ * header, its records and zero padding, then a ustar header.
+ */
+static int
+r_layout(struct gck_reader *r)
+{
+	unsigned char	 h[512];
+	uint64_t	 p, ds, l, padded;
+	char		 size[13], *end;
+	int		 z;
+
+	p = (uint64_t)archive_read_header_position(r->a);
+	ds = (uint64_t)archive_filter_bytes(r->a, 0);
+	if (gck_zin_compressed(r->z)) {
+		r->data_start = ds;
+		return GCK_OK;
+	}
+	if (p != r->entry_end || ds < p + 512)
+		return r_unverifiable(r);
+	if (ds > p + 512) {
+		if (gck_zin_peek(r->z, p, h, sizeof h) == -1 || h[156] != 'x')
+			return r_unverifiable(r);
+		memcpy(size, h + 124, 12);
+		size[12] = '\0';
+		l = strtoull(size, &end, 8);
+		padded = (l + 511) / 512 * 512;
+		if (end == size || ds != p + 512 + padded + 512)
+			return r_unverifiable(r);
+		if ((z = gck_zin_zero_range(r->z, p + 512 + l,
+		    p + 512 + padded)) != 1)
+			return z == 0 ? gck_set_error(r->ctx, GCK_ECORRUPT,
+			    "corrupt image: non-zero padding in a header") :
+			    r_unverifiable(r);
+	}
+	r->data_start = ds;
+	return GCK_OK;
+}
+
+/* After the data of an entry of size bytes: its padding must be zero. */
+static int
+r_padding(struct gck_reader *r, uint64_t size)
+{
+	uint64_t	de = (uint64_t)archive_filter_bytes(r->a, 0);
+	int		z;
+
+	r->entry_end = de;
+	if (gck_zin_compressed(r->z))
+		return GCK_OK;
+	if (de < r->data_start + size)
+		return r_unverifiable(r);
+	if ((z = gck_zin_zero_range(r->z, r->data_start + size, de)) != 1)
+		return z == 0 ? gck_set_error(r->ctx, GCK_ECORRUPT,
+		    "corrupt image: non-zero padding after an entry") :
+		    r_unverifiable(r);
+	return GCK_OK;
 }
 
 /*
@@ -644,7 +720,7 @@ r_data(struct gck_reader *r, const char *name, uint64_t size, int fd,
 		    "corrupt image: checksum mismatch in %s", d);
 		goto out;
 	}
-	ret = GCK_OK;
+	ret = r_padding(r, size);
 out:
 	XXH3_freeState(st);
 	return ret;

@@ -91,6 +91,8 @@ int	gck_zin_compressed(const struct gck_zin *);
 uint64_t gck_zin_total(const struct gck_zin *);
 uint64_t gck_zin_zero_tail(const struct gck_zin *);
 int	gck_zin_eof(const struct gck_zin *);
+int	gck_zin_zero_range(const struct gck_zin *, uint64_t, uint64_t);
+int	gck_zin_peek(const struct gck_zin *, uint64_t, void *, size_t);
 void	gck_zin_free(struct gck_zin *);
 
 /* manifest.c */

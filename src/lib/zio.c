@@ -15,6 +15,7 @@
 #include "private.h"
 
 #define ZIO_BUFSZ	(1u << 17)
+#define ZIO_RING	(1u << 20)	/* recent bytes kept for checks */
 
 struct gck_zout {
 	struct gck_ctx	*ctx;
@@ -34,6 +35,7 @@ struct gck_zin {
 	size_t		 frame_left;	/* ZSTD_decompressStream's hint */
 	uint64_t	 total;		/* bytes handed out */
 	uint64_t	 nonzero_end;	/* offset after last non-zero byte */
+	char		*ring;		/* the last ZIO_RING bytes handed out */
 };
 
 int
@@ -168,14 +170,63 @@ zin_fill(struct gck_zin *z)
 static void
 zin_account(struct gck_zin *z, const char *p, size_t n)
 {
-	size_t	i;
+	size_t	i, at, k;
 
 	for (i = n; i > 0; i--)
 		if (p[i - 1] != 0) {
 			z->nonzero_end = z->total + i;
 			break;
 		}
+	if (z->ring != NULL) {
+		if (n > ZIO_RING) {
+			p += n - ZIO_RING;
+			z->total += n - ZIO_RING;
+			n = ZIO_RING;
+		}
+		at = (size_t)(z->total % ZIO_RING);
+		k = n < ZIO_RING - at ? n : ZIO_RING - at;
+		memcpy(z->ring + at, p, k);
+		memcpy(z->ring, p + k, n - k);
+	}
 	z->total += n;
+}
+
+/*
+ * Says whether the bytes [from, to) of the tar stream are all zero: 1 if
+ * they are, 0 if not, -1 if they are no longer (or not yet) at hand.
+ * Only uncompressed streams keep them; a compressed one answers 1, its
+ * frame checksum covering every byte.
+ */
+int
+gck_zin_zero_range(const struct gck_zin *z, uint64_t from, uint64_t to)
+{
+	uint64_t	o;
+
+	if (z->ring == NULL)
+		return 1;
+	if (to > z->total || from > to || z->total - from > ZIO_RING)
+		return -1;
+	for (o = from; o < to; o++)
+		if (z->ring[o % ZIO_RING] != 0)
+			return 0;
+	return 1;
+}
+
+/*
+ * Copies the bytes [from, from + len) of an uncompressed tar stream into
+ * buf.  Returns 0, or -1 if they are not at hand.
+ */
+int
+gck_zin_peek(const struct gck_zin *z, uint64_t from, void *buf, size_t len)
+{
+	size_t	i;
+
+	if (z->ring == NULL || from + len > z->total ||
+	    z->total - from > ZIO_RING)
+		return -1;
+	for (i = 0; i < len; i++)
+		((char *)buf)[i] = z->ring[(from + i) % ZIO_RING];
+	return 0;
 }
 
 /*
@@ -217,12 +268,13 @@ gck_zin_read(struct gck_zin *z, void *p, size_t len)
 		}
 		z->detected = 1;
 		if (z->len - z->pos >= 4 && memcmp(z->buf + z->pos, magic,
-		    4) == 0) {
-			if ((z->dctx = ZSTD_createDCtx()) == NULL) {
-				gck_set_error(z->ctx, GCK_ENOMEM,
-				    "out of memory");
-				return -1;
-			}
+		    4) == 0)
+			z->dctx = ZSTD_createDCtx();
+		else
+			z->ring = malloc(ZIO_RING);
+		if (z->dctx == NULL && z->ring == NULL) {
+			gck_set_error(z->ctx, GCK_ENOMEM, "out of memory");
+			return -1;
 		}
 	}
 	if (z->dctx == NULL) {
@@ -304,6 +356,7 @@ gck_zin_free(struct gck_zin *z)
 	if (z == NULL)
 		return;
 	ZSTD_freeDCtx(z->dctx);
+	free(z->ring);
 	free(z->buf);
 	free(z);
 }
