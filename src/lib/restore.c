@@ -24,19 +24,23 @@
 
 static int	pids_free(struct gck_ctx *, const struct gck_manifest *, int);
 
-/* Waits up to ms for the image's PIDs to be free on this host. */
+/*
+ * Checks that the image's PIDs are free on this host.  A zombie, such as
+ * the source tree gpuckpt has just killed on this same host and whose
+ * parent has yet to reap it, is waited for, up to ms.
+ */
 static int
 pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms)
 {
-	char	comm[64];
+	char	comm[64], st;
 	size_t	i;
 	int	waited = 0;
 	pid_t	pid;
 
 	for (i = 0; i < gck_manifest_nprocs(m); i++) {
 		pid = gck_manifest_pid(m, i);
-		while (gck_pid_state(pid) != 0) {
-			if (waited >= ms) {
+		while ((st = gck_pid_state(pid)) != 0) {
+			if (st != 'Z' || waited >= ms) {
 				if (gck_pid_comm(pid, comm, sizeof comm) == -1)
 					snprintf(comm, sizeof comm, "?");
 				return gck_set_error(ctx, GCK_EBUSY,
