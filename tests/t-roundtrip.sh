@@ -355,6 +355,27 @@ test_expect_success 'gpurestore puts it in a new session' '
 	test "$(proc_field $WPID 6)" != "$(proc_field $$ 6)"
 '
 
+test_expect_success 'a nohup-style job: a controlling terminal, stdio on files' '
+	kill_tree $WPID &&
+	WSTATUS=$TRASH/nohup.status &&
+	{ script -qec "sh -c '\''\"$WORKLOAD\" -m 16 -f \"$WSTATUS\" </dev/null >/dev/null 2>&1 & wait'\''" /dev/null \
+	    </dev/null >/dev/null 2>&1 & } &&
+	wait_for_line "$WSTATUS" "^ready " &&
+	WPID=$(sed -n "s/^ready pid=\([0-9]*\).*/\1/p" "$WSTATUS") &&
+	WCHILD=$(sed -n "s/^ready .*child=\([0-9]*\).*/\1/p" "$WSTATUS") &&
+	started="$started $WPID" &&
+	test "$(proc_field $WPID 7)" != 0 &&
+	test_status 0 "$GCKPT" -p $WPID -o nohup.gck 2>stderr &&
+	test_must_be_empty stderr &&
+	wait_gone $WPID &&
+	wait_gone $WCHILD &&
+	test_status 0 "$GCKRESTORE" nohup.gck >restore.out &&
+	echo $WPID >expect &&
+	test_cmp expect restore.out &&
+	restored_ok $WPID &&
+	test "$(proc_field $WPID 7)" = 0
+'
+
 test_expect_success 'nothing left in TMPDIR' '
 	kill_tree $WPID &&
 	test -z "$(ls -A "$TMPDIR")"

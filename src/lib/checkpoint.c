@@ -209,6 +209,26 @@ gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 			goto out;
 		}
 	/*
+	 * gpurestore restores detached, with no terminal to hand out: a
+	 * tree using a terminal could be dumped but never restored, so it
+	 * is refused before it is touched.
+	 */
+	for (i = 0; i < pre->n; i++) {
+		char	tty[256];
+		int	fd;
+
+		if ((fd = gck_pid_tty_fd(pre->procs[i].pid, tty,
+		    sizeof tty)) == -1)
+			continue;
+		r = gck_set_error(ctx, GCK_EINVAL, "cannot checkpoint pid %d: "
+		    "process %d ('%s') has terminal %s open on fd %d, which a "
+		    "restore could not give back (start the job with its "
+		    "input and output on files, e.g. nohup or setsid)",
+		    (int)o->pid, (int)pre->procs[i].pid, pre->procs[i].comm,
+		    tty, fd);
+		goto out;
+	}
+	/*
 	 * A root that does not lead its own session, or has a controlling
 	 * terminal, belongs to a shell's job: CRIU must be told.
 	 */

@@ -116,8 +116,9 @@ criu_run(struct gck_ctx *ctx, char *const argv[], const char *outpath,
 }
 
 /*
- * Finds the line of criu's log that says what went wrong: the last
- * "Error" line that is not the closing summary, else the last line.
+ * Finds the line of criu's log that says what went wrong: the first
+ * "Error" line before the closing summary (what follows it is cleanup),
+ * else the last line.
  */
 static void
 criu_log_error(const char *logpath, const char *outpath, char *buf,
@@ -141,8 +142,10 @@ criu_log_error(const char *logpath, const char *outpath, char *buf,
 			snprintf(last, sizeof last, "%s", line);
 			if ((s = strstr(line, "Error (")) == NULL)
 				continue;
-			if (strstr(s, "rlimit: Can't setup") != NULL ||
-			    strstr(s, "FAILED") != NULL)
+			if (strstr(s, "FAILED") != NULL)
+				break;
+			if (best[0] != '\0' ||
+			    strstr(s, "rlimit: Can't setup") != NULL)
 				continue;
 			if ((s = strstr(s, "): ")) != NULL)
 				s += 3;
@@ -268,6 +271,12 @@ gck_criu_restore(struct gck_ctx *ctx, const char *workdir,
 		return r;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		criu_log_error(logpath, outpath, why, sizeof why);
+		if (strstr(why, "tty") != NULL)
+			return gck_set_error(ctx, GCK_ECRIU, "criu restore "
+			    "failed: %s (the tree had a controlling terminal, "
+			    "which a detached restore cannot give it: start "
+			    "jobs to be moved without one, e.g. with setsid "
+			    "and their output in files)", why);
 		return gck_set_error(ctx, GCK_ECRIU, "criu restore failed: %s",
 		    why);
 	}

@@ -70,6 +70,7 @@ void	gck_pids_signal(const pid_t *, size_t, int);
 int	gck_pids_wait_dead(const pid_t *, size_t, int);
 char	gck_pid_state(pid_t);
 int	gck_pid_comm(pid_t, char *, size_t);
+int	gck_pid_tty_fd(pid_t, char *, size_t);
 
 /* criu.c */
 int	gck_criu_version(struct gck_ctx *, const char *, char *, size_t);

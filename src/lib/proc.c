@@ -258,6 +258,42 @@ gck_pids_signal(const pid_t *pids, size_t n, int sig)
 			kill(pids[i], sig);
 }
 
+/*
+ * Finds a descriptor of pid open on a terminal.  Returns its number with
+ * the terminal's path in buf, or -1 if there is none.
+ */
+int
+gck_pid_tty_fd(pid_t pid, char *buf, size_t len)
+{
+	struct dirent	*de;
+	char		 path[64], target[256];
+	DIR		*d;
+	ssize_t		 n;
+	int		 fd = -1;
+
+	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+	if ((d = opendir(path)) == NULL)
+		return -1;
+	while (fd == -1 && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "/proc/%d/fd/%.16s", (int)pid,
+		    de->d_name);
+		if ((n = readlink(path, target, sizeof target - 1)) <= 0)
+			continue;
+		target[n] = '\0';
+		if (strncmp(target, "/dev/pts/", 9) == 0 ||
+		    strncmp(target, "/dev/tty", 8) == 0 ||
+		    strcmp(target, "/dev/console") == 0 ||
+		    strcmp(target, "/dev/ptmx") == 0) {
+			fd = atoi(de->d_name);
+			snprintf(buf, len, "%s", target);
+		}
+	}
+	closedir(d);
+	return fd;
+}
+
 /* Returns the state letter of pid from /proc, or 0 if there is none. */
 char
 gck_pid_state(pid_t pid)
