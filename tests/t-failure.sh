@@ -119,6 +119,48 @@ for sig in INT TERM HUP; do
 	'
 done
 
+# wait_running PID: waits up to 10 s for PID to run (not be stopped).
+wait_running() {
+	_i=0
+	while test "$(proc_field $1 3)" = T && test $_i -lt 100; do
+		_i=$((_i + 1))
+		sleep 0.1
+	done
+	proc_running $1
+}
+
+test_expect_success 'SIGKILL to gpuckpt while the tree is stopped' '
+	rm -f err &&
+	{ "$GCKPT" -p $WPID -c none -o part.gck 2>err & } &&
+	gpid=$! &&
+	i=0 &&
+	while ! ls part.gck.tmp.* >/dev/null 2>&1 && test $i -lt 100; do
+		i=$((i + 1))
+		sleep 0.1
+	done &&
+	i=0 &&
+	while test "$(proc_field $WPID 3)" != T && test $i -lt 300; do
+		i=$((i + 1))
+		sleep 0.1
+	done &&
+	test "$(proc_field $WPID 3)" = T &&
+	kill -KILL $gpid
+	wait_child $gpid
+	st=$?
+	test $st -eq 137 &&
+	wait_running $WPID &&
+	test "$(proc_field $WPID 22)" = "$WSTART" &&
+	proc_running $WCHILD &&
+	verify_workload $WPID &&
+	i=0 &&
+	while test -n "$(ls -A "$TMPDIR")" && test $i -lt 100; do
+		i=$((i + 1))
+		sleep 0.1
+	done &&
+	test -z "$(ls -A "$TMPDIR")" &&
+	test -z "$(ls -A | grep "^part\\.gck")"
+'
+
 # A fake criu: runs the real one, then misbehaves as $1 says.
 fake_criu() {
 	cat >fakecriu <<-EOF

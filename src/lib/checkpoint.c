@@ -190,6 +190,7 @@ int
 gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 {
 	struct gck_ptree	*pre = NULL, *t = NULL;
+	struct gck_guard	*guard = NULL;
 	struct out		 out = { NULL, NULL, -1, 0 };
 	char			*work = NULL, *manifest = NULL;
 	char			 imgdir[PATH_MAX], criuver[64], msg[GCK_ERRMAX];
@@ -249,6 +250,9 @@ gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 		goto out;
 	if ((r = out_open(ctx, o, &out)) != GCK_OK)
 		goto out;
+	if ((r = gck_guard_start(ctx, o->pid, work, out.tmp, &guard)) !=
+	    GCK_OK)
+		goto out;
 
 	gck_log(ctx, 1, "dumping process tree %d (%zu processes)",
 	    (int)o->pid, pre->n);
@@ -293,6 +297,7 @@ gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 	 * The image is complete and flushed: dispose of the tree.  A signal
 	 * that arrives now comes too late to change that.
 	 */
+	gck_guard_intent(guard, "KRS"[o->after]);
 	switch (o->after) {
 	case GCK_AFTER_KILL:
 		gck_log(ctx, 1, "killing process tree %d", (int)o->pid);
@@ -330,6 +335,7 @@ out:
 		free(out.path);
 		free(out.tmp);
 	}
+	gck_guard_free(guard);
 	gck_rmtree(work);
 	free(work);
 	free(manifest);

@@ -79,6 +79,13 @@ int	gck_criu_dump(struct gck_ctx *, pid_t, const char *, const char *,
 int	gck_criu_restore(struct gck_ctx *, const char *, const char *, int,
 	    pid_t *);
 
+/* guard.c: resumes (or settles) the tree should gpuckpt be killed */
+struct gck_guard;
+int	gck_guard_start(struct gck_ctx *, pid_t, const char *, const char *,
+	    struct gck_guard **);
+void	gck_guard_intent(struct gck_guard *, char);
+void	gck_guard_free(struct gck_guard *);
+
 /* zio.c: the compression layer under the tar layer */
 struct gck_zout;
 struct gck_zin;

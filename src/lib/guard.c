@@ -1,0 +1,187 @@
+/*
+ * guard.c: a small process that outlives a killed gpuckpt.
+ *
+ * Signals gpuckpt can catch roll the checkpoint back; SIGKILL (the OOM
+ * killer, a batch system's last word) it cannot.  The guard, forked
+ * before the tree is touched, waits on a pipe: a final byte says all is
+ * settled; end of file without it says gpuckpt died, and the guard then
+ * finishes the job: it waits for criu to let go of the tree and resumes
+ * it, or, once the image was complete, carries out what was asked; and
+ * it removes the work directory and a partial output file.
+ */
+#include "config.h"
+
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "private.h"
+
+#define GUARD_CRIU_WAIT_MS	(30 * 60 * 1000)
+
+struct gck_guard {
+	pid_t	pid;
+	int	fd;
+};
+
+static _Noreturn void	guard_main(struct gck_ctx *, pid_t, int, const char *,
+			    const char *);
+static int		traced(pid_t);
+
+/* Returns 1 if pid is being traced (by criu), else 0. */
+static int
+traced(pid_t pid)
+{
+	char		 path[64], buf[4096];
+	const char	*s;
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	if (gck_read_small_file(path, buf, sizeof buf) == -1 ||
+	    (s = strstr(buf, "\nTracerPid:")) == NULL)
+		return 0;
+	return strtol(s + 11, NULL, 10) != 0;
+}
+
+static _Noreturn void
+guard_main(struct gck_ctx *ctx, pid_t root, int fd, const char *work,
+    const char *partial)
+{
+	struct gck_ptree	*t = NULL;
+	char			 c, intent = 0;
+	ssize_t			 n;
+	size_t			 i;
+	int			 waited;
+
+	for (;;) {
+		n = read(fd, &c, 1);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n != 1)
+			break;
+		if (c == 'D')
+			_exit(0);
+		intent = c;
+	}
+	/* gpuckpt is gone without settling the tree. */
+	for (waited = 0; traced(root) && waited < GUARD_CRIU_WAIT_MS;
+	    waited += 50)
+		gck_msleep(50);
+	if (intent == 0 && partial != NULL)
+		unlink(partial);
+	gck_rmtree(work);
+	if (gck_ptree_scan(ctx, root, &t) != GCK_OK)
+		_exit(0);
+	for (i = 0; i < t->n; i++) {
+		switch (intent) {
+		case 'K':
+			kill(t->procs[i].pid, SIGKILL);
+			break;
+		case 'S':
+			break;
+		default:	/* roll back, or resume as asked */
+			if (t->procs[i].state == 'T' ||
+			    t->procs[i].state == 't')
+				kill(t->procs[i].pid, SIGCONT);
+			break;
+		}
+	}
+	_exit(0);
+}
+
+/*
+ * Starts the guard of the tree rooted at root, with the work directory
+ * and the partial output file (or NULL) to remove.  Returns GCK_OK with
+ * *gp set, or a code.
+ */
+int
+gck_guard_start(struct gck_ctx *ctx, pid_t root, const char *work,
+    const char *partial, struct gck_guard **gp)
+{
+	struct gck_guard	*g;
+	int			 p[2], fd, i, max;
+	pid_t			 pid;
+
+	*gp = NULL;
+	if ((g = calloc(1, sizeof *g)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	if (pipe2(p, O_CLOEXEC) == -1) {
+		free(g);
+		return gck_set_syserr(ctx, errno, "cannot make a pipe: %s",
+		    strerror(errno));
+	}
+	if ((pid = fork()) == -1) {
+		int	oerrno = errno;
+
+		close(p[0]);
+		close(p[1]);
+		free(g);
+		return gck_set_syserr(ctx, oerrno, "cannot fork: %s",
+		    strerror(oerrno));
+	}
+	if (pid == 0) {
+		/* Out of the terminal's reach; holding nothing of ours. */
+		setpgid(0, 0);
+		signal(SIGINT, SIG_IGN);
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		signal(SIGPIPE, SIG_IGN);
+		max = (int)sysconf(_SC_OPEN_MAX);
+		if (max < 0 || max > 65536)
+			max = 65536;
+		for (i = 0; i < max; i++)
+			if (i != p[0])
+				close(i);
+		if ((fd = open("/dev/null", O_RDWR)) != -1) {
+			dup2(fd, 0);
+			dup2(fd, 1);
+			dup2(fd, 2);
+			if (fd > 2)
+				close(fd);
+		}
+		gck_set_interrupt(ctx, NULL);
+		guard_main(ctx, root, p[0], work, partial);
+	}
+	close(p[0]);
+	g->pid = pid;
+	g->fd = p[1];
+	*gp = g;
+	return GCK_OK;
+}
+
+/*
+ * Tells the guard what it is to do should gpuckpt die from now on:
+ * 'K' kill the tree, 'R' resume it, 'S' leave it stopped.
+ */
+void
+gck_guard_intent(struct gck_guard *g, char intent)
+{
+	ssize_t	n;
+
+	if (g == NULL)
+		return;
+	do
+		n = write(g->fd, &intent, 1);
+	while (n == -1 && errno == EINTR);
+}
+
+/* Tells the guard all is settled, and reaps it.  NULL is fine. */
+void
+gck_guard_free(struct gck_guard *g)
+{
+	int	status;
+
+	if (g == NULL)
+		return;
+	gck_guard_intent(g, 'D');
+	close(g->fd);
+	while (waitpid(g->pid, &status, 0) == -1 && errno == EINTR)
+		;
+	free(g);
+}
