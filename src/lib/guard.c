@@ -105,7 +105,7 @@ gck_guard_start(struct gck_ctx *ctx, pid_t root, const char *work,
     const char *partial, struct gck_guard **gp)
 {
 	struct gck_guard	*g;
-	int			 p[2], fd, i, max;
+	int			 p[2], fd;
 	pid_t			 pid;
 
 	*gp = NULL;
@@ -132,12 +132,9 @@ gck_guard_start(struct gck_ctx *ctx, pid_t root, const char *work,
 		signal(SIGTERM, SIG_IGN);
 		signal(SIGHUP, SIG_IGN);
 		signal(SIGPIPE, SIG_IGN);
-		max = (int)sysconf(_SC_OPEN_MAX);
-		if (max < 0 || max > 65536)
-			max = 65536;
-		for (i = 0; i < max; i++)
-			if (i != p[0])
-				close(i);
+		if (p[0] > 0)
+			close_range(0, (unsigned)p[0] - 1, 0);
+		close_range((unsigned)p[0] + 1, ~0u, 0);
 		if ((fd = open("/dev/null", O_RDWR)) != -1) {
 			dup2(fd, 0);
 			dup2(fd, 1);
