@@ -35,7 +35,7 @@ static int	out_open(struct gck_ctx *, const struct gck_ckpt_opts *,
 static int	out_commit(struct gck_ctx *, struct out *);
 static void	out_abort(struct out *);
 static int	stream_image(struct gck_ctx *, const struct gck_ckpt_opts *,
-		    const char *, const char *, int, int);
+		    const char *, const char *, int);
 static int	image_order(const struct dirent **, const struct dirent **);
 static int	image_rank(const char *);
 
@@ -145,7 +145,7 @@ regular_only(const struct dirent *d)
 
 static int
 stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
-    const char *manifest, const char *imgdir, int level, int fd)
+    const char *manifest, const char *imgdir, int fd)
 {
 	struct gck_writer	*w = NULL;
 	struct dirent		**names = NULL;
@@ -157,7 +157,8 @@ stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 		    strerror(errno));
 		goto out;
 	}
-	if ((r = gck_writer_new(ctx, fd, level, o->part_size, &w)) != GCK_OK)
+	if ((r = gck_writer_new(ctx, fd, o->level, o->part_size, &w)) !=
+	    GCK_OK)
 		goto out;
 	if ((r = gck_writer_add(w, "gpuckpt.json", manifest,
 	    strlen(manifest))) != GCK_OK)
@@ -287,8 +288,7 @@ gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 		goto out;
 	}
 	gck_log(ctx, 1, "writing image");
-	if ((r = stream_image(ctx, o, manifest, imgdir, o->level,
-	    out.fd)) != GCK_OK)
+	if ((r = stream_image(ctx, o, manifest, imgdir, out.fd)) != GCK_OK)
 		goto out;
 	if ((r = out_commit(ctx, &out)) != GCK_OK)
 		goto out;
