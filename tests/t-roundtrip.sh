@@ -327,14 +327,16 @@ test_expect_success 'gpuckpt -c zstd:1 and zstd:19' '
 test_expect_success 'a workload that is not a session leader' '
 	kill_tree $WPID &&
 	WSTATUS=$TRASH/job.status &&
-	("$WORKLOAD" -m 32 -f "$WSTATUS" </dev/null >/dev/null 2>&1 &) &&
+	setsid sh -c "\"\$1\" -m 32 -f \"\$2\" </dev/null >/dev/null 2>&1 &" \
+	    sh "$WORKLOAD" "$WSTATUS" &&
 	wait_for_line "$WSTATUS" "^ready " &&
 	WPID=$(sed -n "s/^ready pid=\\([0-9]*\\).*/\\1/p" "$WSTATUS") &&
 	WCHILD=$(sed -n "s/^ready .*child=\\([0-9]*\\).*/\\1/p" "$WSTATUS") &&
 	started="$started $WPID" &&
 	WSTART=$(proc_field $WPID 22) &&
-	test "$(proc_field $WPID 6)" = "$(proc_field $$ 6)" &&
-	test "$(proc_field $WPID 6)" != $WPID &&
+	WSID=$(proc_field $WPID 6) &&
+	test "$WSID" != 0 &&
+	test "$WSID" != $WPID &&
 	verify_workload $WPID
 '
 
@@ -352,7 +354,46 @@ test_expect_success 'gpurestore puts it in a new session' '
 	echo $WPID >expect &&
 	test_cmp expect restore.out &&
 	restored_ok $WPID &&
-	test "$(proc_field $WPID 6)" != "$(proc_field $$ 6)"
+	test "$(proc_field $WPID 6)" != "$WSID" &&
+	test "$(proc_field $WPID 6)" != 0
+'
+
+# In a new PID namespace whose first process was not made a session
+# leader, every process is in session 0: its leader is outside.
+cat >session0.sh <<'EOF2'
+"$1" -m 8 -f s0.status </dev/null >/dev/null 2>&1 &
+i=0
+until grep -q "^ready " s0.status 2>/dev/null; do
+	i=$((i + 1))
+	test $i -lt 600 || exit 1
+	sleep 0.1
+done
+pid=$(sed -n "s/^ready pid=\([0-9]*\).*/\1/p" s0.status)
+sed "s/.*) //" /proc/$pid/stat | cut -d" " -f4 >s0.sid
+"$2" -p $pid -o s0.gck 2>s0.err
+echo $? >s0.rc
+sed "s/.*) //" /proc/$pid/stat | cut -d" " -f1 >s0.state
+kill -USR1 $pid
+i=0
+until grep -q "^verify " s0.status; do
+	i=$((i + 1))
+	test $i -lt 100 || exit 1
+	sleep 0.1
+done
+EOF2
+
+test_expect_success 'a job in session 0 is refused before it is touched' '
+	unshare --pid --fork --mount-proc sh session0.sh "$WORKLOAD" "$GCKPT" &&
+	echo 0 >expect &&
+	test_cmp expect s0.sid &&
+	echo 1 >expect &&
+	test_cmp expect s0.rc &&
+	test_line_count s0.err 1 &&
+	test_grep "^gpuckpt: cannot checkpoint pid [0-9]*: process [0-9]* (.workload.) is in session 0 .*setsid" s0.err &&
+	test_grep "^[RS]\$" s0.state &&
+	test_grep "^verify ok " s0.status &&
+	test ! -e s0.gck &&
+	test -z "$(ls -A "$TMPDIR")"
 '
 
 test_expect_success 'a nohup-style job: a controlling terminal, stdio on files' '

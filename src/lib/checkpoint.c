@@ -231,6 +231,22 @@ gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 		goto out;
 	}
 	/*
+	 * Session 0 is the one a process has when no ancestor ever called
+	 * setsid() in this PID namespace (children of an init that never
+	 * did, or of a session leader outside the namespace).  CRIU cannot
+	 * record such a session, so say so before the tree is touched.
+	 */
+	for (i = 0; i < pre->n; i++) {
+		if (pre->procs[i].sid != 0)
+			continue;
+		r = gck_set_error(ctx, GCK_EINVAL, "cannot checkpoint pid %d: "
+		    "process %d ('%s') is in session 0 (its session leader "
+		    "is outside this PID namespace), which CRIU cannot "
+		    "record (start the job with setsid)",
+		    (int)o->pid, (int)pre->procs[i].pid, pre->procs[i].comm);
+		goto out;
+	}
+	/*
 	 * A root that does not lead its own session, or has a controlling
 	 * terminal, belongs to a shell's job: CRIU must be told.
 	 */
