@@ -38,6 +38,8 @@ static int	stream_image(struct gck_ctx *, const struct gck_ckpt_opts *,
 		    const char *, const char *, int);
 static int	image_order(const struct dirent **, const struct dirent **);
 static int	image_rank(const char *);
+static int	tree_restorable(struct gck_ctx *, const struct gck_ptree *,
+		    pid_t);
 
 static int
 out_open(struct gck_ctx *ctx, const struct gck_ckpt_opts *o, struct out *out)
@@ -187,6 +189,43 @@ out:
 	return r;
 }
 
+/*
+ * Refuses, before it is touched, a tree whose image could not be made or
+ * could never be restored:
+ * - gpurestore restores detached, with no terminal to hand out, so a
+ *   process with a terminal open could be dumped but never restored;
+ * - session 0 is the one a process has when no ancestor ever called
+ *   setsid() in this PID namespace (children of an init that never did,
+ *   or of a session leader outside the namespace), and CRIU cannot
+ *   record it.
+ */
+static int
+tree_restorable(struct gck_ctx *ctx, const struct gck_ptree *t, pid_t root)
+{
+	const struct gck_proc	*p;
+	char			 tty[256];
+	size_t			 i;
+	int			 fd;
+
+	for (i = 0; i < t->n; i++) {
+		p = &t->procs[i];
+		if ((fd = gck_pid_tty_fd(p->pid, tty, sizeof tty)) != -1)
+			return gck_set_error(ctx, GCK_EINVAL, "cannot "
+			    "checkpoint pid %d: process %d ('%s') has terminal "
+			    "%s open on fd %d, which a restore could not give "
+			    "back (start the job with its input and output on "
+			    "files, e.g. nohup or setsid)", (int)root,
+			    (int)p->pid, p->comm, tty, fd);
+		if (p->sid == 0)
+			return gck_set_error(ctx, GCK_EINVAL, "cannot "
+			    "checkpoint pid %d: process %d ('%s') is in session "
+			    "0 (its session leader is outside this PID "
+			    "namespace), which CRIU cannot record (start the "
+			    "job with setsid)", (int)root, (int)p->pid, p->comm);
+	}
+	return GCK_OK;
+}
+
 int
 gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 {
@@ -210,42 +249,8 @@ gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 			pre = NULL;
 			goto out;
 		}
-	/*
-	 * gpurestore restores detached, with no terminal to hand out: a
-	 * tree using a terminal could be dumped but never restored, so it
-	 * is refused before it is touched.
-	 */
-	for (i = 0; i < pre->n; i++) {
-		char	tty[256];
-		int	fd;
-
-		if ((fd = gck_pid_tty_fd(pre->procs[i].pid, tty,
-		    sizeof tty)) == -1)
-			continue;
-		r = gck_set_error(ctx, GCK_EINVAL, "cannot checkpoint pid %d: "
-		    "process %d ('%s') has terminal %s open on fd %d, which a "
-		    "restore could not give back (start the job with its "
-		    "input and output on files, e.g. nohup or setsid)",
-		    (int)o->pid, (int)pre->procs[i].pid, pre->procs[i].comm,
-		    tty, fd);
+	if ((r = tree_restorable(ctx, pre, o->pid)) != GCK_OK)
 		goto out;
-	}
-	/*
-	 * Session 0 is the one a process has when no ancestor ever called
-	 * setsid() in this PID namespace (children of an init that never
-	 * did, or of a session leader outside the namespace).  CRIU cannot
-	 * record such a session, so say so before the tree is touched.
-	 */
-	for (i = 0; i < pre->n; i++) {
-		if (pre->procs[i].sid != 0)
-			continue;
-		r = gck_set_error(ctx, GCK_EINVAL, "cannot checkpoint pid %d: "
-		    "process %d ('%s') is in session 0 (its session leader "
-		    "is outside this PID namespace), which CRIU cannot "
-		    "record (start the job with setsid)",
-		    (int)o->pid, (int)pre->procs[i].pid, pre->procs[i].comm);
-		goto out;
-	}
 	/*
 	 * A root that does not lead its own session, or has a controlling
 	 * terminal, belongs to a shell's job: CRIU must be told.
