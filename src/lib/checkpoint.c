@@ -282,12 +282,13 @@ gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 	    GCK_OK) {
 		/*
 		 * criu resumes the tree when it fails; should it have died
-		 * without doing so, resume what it stopped.
+		 * without doing so, or after leaving the tree stopped,
+		 * resume what it stopped.  The stop it leaves may still be
+		 * pending: SIGCONT discards it as well.
 		 */
 		for (i = 0; i < pre->n; i++)
 			if (pre->procs[i].state != 'T' &&
-			    pre->procs[i].state != 't' &&
-			    gck_pid_state(pre->procs[i].pid) == 'T')
+			    pre->procs[i].state != 't')
 				kill(pre->procs[i].pid, SIGCONT);
 		goto out;
 	}
