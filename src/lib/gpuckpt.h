@@ -33,6 +33,9 @@
 #define GCK_EINVAL	(-10)	/* invalid argument */
 #define GCK_ENOMEM	(-11)	/* out of memory */
 #define GCK_ECORRUPT	(-12)	/* a checksum does not match */
+#define GCK_ECUDA	(-13)	/* the CUDA driver is missing or failed */
+
+#define GCK_LOCK_TIMEOUT_MS	10000	/* default wait for a GPU lock */
 
 struct gck_ctx;
 struct gck_writer;
@@ -54,12 +57,14 @@ struct gck_ckpt_opts {
 	const char	*output;	/* path, or NULL to write to outfd */
 	int		 outfd;		/* used when output is NULL */
 	const char	*tmpdir;	/* staging area, NULL for $TMPDIR */
+	unsigned int	 lock_ms;	/* GPU lock timeout, 0 for none */
 };
 
 struct gck_restore_opts {
 	int		 infd;		/* the stream */
 	const char	*tmpdir;	/* staging area, NULL for $TMPDIR */
 	int		 pid_wait_ms;	/* how long to wait for busy PIDs */
+	const char	*gpu_map;	/* "SRC=DST,...", or NULL */
 };
 
 struct gck_image_stats {
@@ -113,6 +118,22 @@ int		 gck_restore(struct gck_ctx *, const struct gck_restore_opts *,
 		    pid_t *);
 
 /*
+ * Suspends the CUDA processes of the tree rooted at pid in place: their
+ * device memory moves into their host memory and their GPUs are freed,
+ * while they keep running on the CPU (their CUDA calls wait).  On
+ * failure every process is brought back to where it was.  *np is the
+ * number of processes suspended.
+ */
+int		 gck_suspend(struct gck_ctx *, pid_t, unsigned int, size_t *);
+
+/*
+ * Brings the suspended CUDA processes of the tree rooted at pid back
+ * onto GPUs, remapped by map ("SRC=DST,...", this host's GPUs by UUID
+ * or index) or onto the GPUs they had.  *np is the number resumed.
+ */
+int		 gck_resume(struct gck_ctx *, pid_t, const char *, size_t *);
+
+/*
  * Image writer.  gck_writer_new() starts an image on fd with zstd at
  * level (0: uncompressed).  Entries are added in order; gck_writer_finish()
  * adds the trailer and flushes.  All return GCK_OK or a GCK_* code.
@@ -156,6 +177,7 @@ size_t		 gck_manifest_nprocs(const struct gck_manifest *);
 pid_t		 gck_manifest_pid(const struct gck_manifest *, size_t);
 const char	*gck_manifest_comm(const struct gck_manifest *, size_t);
 int		 gck_manifest_shell_job(const struct gck_manifest *);
+size_t		 gck_manifest_cuda_nprocs(const struct gck_manifest *);
 void		 gck_manifest_free(struct gck_manifest *);
 
 #endif /* GPUCKPT_H */

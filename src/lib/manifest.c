@@ -7,6 +7,7 @@
 #include <sys/utsname.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,12 +32,15 @@ struct gck_manifest {
 	int		 shell_job;
 	struct mproc	*procs;
 	size_t		 n;
+	struct gck_mcuda *cuda;
 };
 
 static json_t	*host_facts(void);
 static json_t	*cpu_flags(void);
 static json_t	*proc_json(const struct gck_proc *);
 static int	 pid_cmp(const void *, const void *);
+static json_t	*cuda_json(const struct gck_cuda_facts *);
+static int	 cuda_parse(struct gck_ctx *, struct gck_manifest *, json_t *);
 
 static int
 pid_cmp(const void *a, const void *b)
@@ -125,12 +129,69 @@ proc_json(const struct gck_proc *p)
 }
 
 /*
+ * The GPU section: the driver, the GPUs the processes use, and what each
+ * process holds on each of them.
+ */
+static json_t *
+cuda_json(const struct gck_cuda_facts *cf)
+{
+	json_t		*c, *gpus, *procs, *pg, *p;
+	char		 cc[32];
+	uint64_t	 used = 0;
+	size_t		 i, g;
+
+	for (i = 0; i < cf->nprocs; i++)
+		used |= cf->procs[i].gpus;
+	if ((gpus = json_array()) == NULL || (procs = json_array()) == NULL) {
+		json_decref(gpus);
+		return NULL;
+	}
+	for (g = 0; g < cf->ngpus; g++) {
+		if (!(used & 1ULL << g))
+			continue;
+		snprintf(cc, sizeof cc, "%d.%d", cf->gpus[g].cc_major,
+		    cf->gpus[g].cc_minor);
+		json_array_append_new(gpus, json_pack("{s:i, s:s, s:s, s:s, "
+		    "s:I, s:s}", "index", cf->gpus[g].index, "uuid",
+		    cf->gpus[g].uuidstr, "name", cf->gpus[g].name,
+		    "compute_capability", cc, "memory",
+		    (json_int_t)cf->gpus[g].total, "pci_bus_id",
+		    cf->gpus[g].pci));
+	}
+	for (i = 0; i < cf->nprocs; i++) {
+		if ((pg = json_array()) == NULL)
+			break;
+		for (g = 0; g < cf->ngpus; g++) {
+			if (!(cf->procs[i].gpus & 1ULL << g))
+				continue;
+			json_array_append_new(pg, cf->procs[i].gpu_memory_known ?
+			    json_pack("{s:s, s:I}", "uuid", cf->gpus[g].uuidstr,
+			    "memory", (json_int_t)cf->procs[i].mem[g]) :
+			    json_pack("{s:s, s:n}", "uuid", cf->gpus[g].uuidstr,
+			    "memory"));
+		}
+		p = json_pack("{s:i, s:s, s:o}", "pid", (int)cf->procs[i].pid,
+		    "comm", cf->procs[i].comm, "gpus", pg);
+		json_array_append_new(procs, p);
+	}
+	c = json_pack("{s:i, s:s, s:s?, s:b, s:o, s:o}",
+	    "driver_version", cf->driver_version,
+	    "cuda_version", cf->cuda_version,
+	    "driver", cf->release,
+	    "nvml", cf->nvml,
+	    "gpus", gpus,
+	    "processes", procs);
+	return c;
+}
+
+/*
  * Builds the manifest of a checkpoint of tree t.  Returns the JSON text
  * (free it), or NULL with the error set.
  */
 char *
 gck_manifest_build(struct gck_ctx *ctx, const struct gck_ptree *t,
-    const struct gck_ckpt_opts *o, const char *criu_version, int shell_job)
+    const struct gck_ckpt_opts *o, const char *criu_version, int shell_job,
+    const struct gck_cuda_facts *cf)
 {
 	static const char *after[] = { "kill", "running", "stopped" };
 	json_t		*m = NULL, *procs;
@@ -149,14 +210,14 @@ gck_manifest_build(struct gck_ctx *ctx, const struct gck_ptree *t,
 			json_decref(procs);
 			goto out;
 		}
-	m = json_pack("{s:i, s:s, s:s, s:o, s:{s:s}, s:n, s:i, s:b, s:o, "
+	m = json_pack("{s:i, s:s, s:s, s:o, s:{s:s}, s:o?, s:i, s:b, s:o, "
 	    "s:{s:s, s:i, s:s}, s:I}",
 	    "format", GCK_FORMAT_VERSION,
 	    "tool", "gpuckpt " PACKAGE_VERSION,
 	    "created", created,
 	    "host", host_facts(),
 	    "criu", "version", criu_version,
-	    "cuda",
+	    "cuda", cf != NULL ? cuda_json(cf) : NULL,
 	    "root_pid", (int)t->procs[0].pid,
 	    "shell_job", shell_job,
 	    "processes", procs,
@@ -171,6 +232,114 @@ out:
 	if (text == NULL)
 		gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 	return text;
+}
+
+/*
+ * Parses and checks the GPU section: null (no CUDA process), or GPUs
+ * with well-formed, distinct UUIDs and processes of the tree that use
+ * only those GPUs.
+ */
+static int
+cuda_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *c)
+{
+	struct gck_mcuda	*mc;
+	struct gck_gpu		*g;
+	struct gck_mcproc	*cp;
+	json_t			*gpus, *procs, *e, *pg, *u;
+	json_int_t		 ver, idx, mem, pid;
+	const char		*uuid, *name, *cc, *pci, *comm;
+	size_t			 i, j, k;
+	int			 maj, min, n;
+
+	if (c == NULL || json_is_null(c))
+		return GCK_OK;
+	if ((mc = calloc(1, sizeof *mc)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	m->cuda = mc;
+	if (json_unpack(c, "{s:I, s:o, s:o}", "driver_version", &ver, "gpus",
+	    &gpus, "processes", &procs) != 0 || !json_is_array(gpus) ||
+	    !json_is_array(procs) || ver < 0 || ver > INT32_MAX ||
+	    json_array_size(gpus) > GCK_GPUS_MAX ||
+	    json_array_size(procs) > m->n)
+		return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: bad "
+		    "cuda section in the manifest");
+	mc->driver_version = (int)ver;
+	json_array_foreach(gpus, i, e) {
+		g = &mc->gpus[i];
+		n = 0;
+		if (json_unpack(e, "{s:I, s:s, s:s, s:s, s:I, s:s}", "index",
+		    &idx, "uuid", &uuid, "name", &name, "compute_capability",
+		    &cc, "memory", &mem, "pci_bus_id", &pci) != 0 ||
+		    idx < 0 || idx >= 4096 || mem < 0 ||
+		    gck_cuda_parse_uuid(uuid, g->uuid) == -1 ||
+		    strlen(name) >= sizeof g->name ||
+		    strlen(pci) >= sizeof g->pci ||
+		    sscanf(cc, "%d.%d%n", &maj, &min, &n) != 2 ||
+		    cc[n] != '\0' || maj < 0 || min < 0)
+			return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
+			    "bad GPU %zu in the manifest", i + 1);
+		for (j = 0; j < i; j++)
+			if (memcmp(mc->gpus[j].uuid, g->uuid, 16) == 0)
+				return gck_set_error(ctx, GCK_EFORMAT,
+				    "corrupt image: GPU %s twice in the "
+				    "manifest", uuid);
+		g->index = (int)idx;
+		snprintf(g->uuidstr, sizeof g->uuidstr, "%s", uuid);
+		snprintf(g->name, sizeof g->name, "%s", name);
+		snprintf(g->pci, sizeof g->pci, "%s", pci);
+		g->cc_major = maj;
+		g->cc_minor = min;
+		g->total = (uint64_t)mem;
+	}
+	mc->ngpus = json_array_size(gpus);
+	if ((mc->procs = calloc(json_array_size(procs) + 1,
+	    sizeof *mc->procs)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	json_array_foreach(procs, i, e) {
+		cp = &mc->procs[i];
+		if (json_unpack(e, "{s:I, s:s, s:o}", "pid", &pid, "comm",
+		    &comm, "gpus", &pg) != 0 || !json_is_array(pg))
+			return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
+			    "bad CUDA process %zu in the manifest", i + 1);
+		for (j = 0; j < m->n; j++)
+			if (m->procs[j].pid == pid)
+				break;
+		if (j == m->n)
+			return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
+			    "CUDA process %lld is not in the process list",
+			    (long long)pid);
+		for (k = 0; k < i; k++)
+			if (mc->procs[k].pid == pid)
+				return gck_set_error(ctx, GCK_EFORMAT,
+				    "corrupt image: CUDA process %lld twice "
+				    "in the manifest", (long long)pid);
+		cp->pid = (pid_t)pid;
+		cp->comm = m->procs[j].comm;
+		json_array_foreach(pg, j, u) {
+			json_t	*jm = NULL;
+
+			if (json_unpack(u, "{s:s, s:o}", "uuid", &uuid,
+			    "memory", &jm) != 0 ||
+			    !(json_is_null(jm) || (json_is_integer(jm) &&
+			    json_integer_value(jm) >= 0)))
+				return gck_set_error(ctx, GCK_EFORMAT,
+				    "corrupt image: bad GPU use of process "
+				    "%d in the manifest", (int)cp->pid);
+			for (k = 0; k < mc->ngpus; k++)
+				if (strcmp(mc->gpus[k].uuidstr, uuid) == 0)
+					break;
+			if (k == mc->ngpus || cp->gpus & 1ULL << k)
+				return gck_set_error(ctx, GCK_EFORMAT,
+				    "corrupt image: process %d uses GPU '%s', "
+				    "which the manifest does not list once",
+				    (int)cp->pid, uuid);
+			cp->gpus |= 1ULL << k;
+			cp->mem[k] = json_is_null(jm) ? -1 :
+			    (int64_t)json_integer_value(jm);
+		}
+	}
+	mc->nprocs = json_array_size(procs);
+	return GCK_OK;
 }
 
 /*
@@ -265,6 +434,9 @@ gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
 		    "pid %lld is not in the process list", (long long)root);
 		goto out;
 	}
+	if ((r = cuda_parse(ctx, m, json_object_get(m->root, "cuda"))) !=
+	    GCK_OK)
+		goto out;
 	*mp = m;
 	m = NULL;
 	r = GCK_OK;
@@ -310,12 +482,27 @@ gck_manifest_shell_job(const struct gck_manifest *m)
 	return m->shell_job;
 }
 
+const struct gck_mcuda *
+gck_manifest_cuda(const struct gck_manifest *m)
+{
+	return m->cuda;
+}
+
+size_t
+gck_manifest_cuda_nprocs(const struct gck_manifest *m)
+{
+	return m->cuda != NULL ? m->cuda->nprocs : 0;
+}
+
 void
 gck_manifest_free(struct gck_manifest *m)
 {
 	if (m == NULL)
 		return;
 	json_decref(m->root);
+	if (m->cuda != NULL)
+		free(m->cuda->procs);
+	free(m->cuda);
 	free(m->procs);
 	free(m);
 }

@@ -82,7 +82,7 @@ int	gck_criu_restore(struct gck_ctx *, const char *, const char *, int,
 /* guard.c: resumes (or settles) the tree should gpuckpt be killed */
 struct gck_guard;
 int	gck_guard_start(struct gck_ctx *, pid_t, const char *, const char *,
-	    struct gck_guard **);
+	    const struct gck_proc *, size_t, struct gck_guard **);
 void	gck_guard_intent(struct gck_guard *, char);
 void	gck_guard_free(struct gck_guard *);
 
@@ -103,8 +103,116 @@ int	gck_zin_zero_range(const struct gck_zin *, uint64_t, uint64_t);
 int	gck_zin_peek(const struct gck_zin *, uint64_t, void *, size_t);
 void	gck_zin_free(struct gck_zin *);
 
+/* cuda.c: the CUDA driver and NVML, loaded at run time */
+#define GCK_CUDA_CKPT_VERSION	12080	/* checkpoint API: r570, CUDA 12.8 */
+#define GCK_CUDA_REMAP_VERSION	13000	/* GPU remapping: r580, CUDA 13.0 */
+#define GCK_GPUS_MAX		64
+
+struct gck_cuda;
+
+struct gck_gpu {
+	int		 index;		/* driver ordinal on its host */
+	unsigned char	 uuid[16];
+	char		 uuidstr[48];	/* GPU-xxxxxxxx-... */
+	char		 name[128];
+	int		 cc_major, cc_minor;
+	uint64_t	 total;
+	int64_t		 free;		/* -1: unknown */
+	char		 pci[32];
+};
+
+enum gck_cstep {
+	GCK_CS_LOCK,
+	GCK_CS_CHECKPOINT,
+	GCK_CS_RESTORE,
+	GCK_CS_UNLOCK
+};
+
+/* A CUDA process and where the steps left it. */
+struct gck_cproc {
+	pid_t		 pid;
+	char		 comm[64];
+	int		 state;		/* CUprocessState last seen */
+	uint64_t	 gpus;		/* bit g: uses GPU g of the list */
+	int64_t		 mem[GCK_GPUS_MAX];	/* bytes on GPU g */
+	int		 gpu_memory_known;
+	unsigned char	 pairs[GCK_GPUS_MAX][2][16];	/* for restore */
+	unsigned int	 npairs;
+	enum gck_cstep	 step;		/* last step taken */
+	int		 cuerr;		/* its CUresult */
+	int		 failed;
+	int		 getstate;	/* the state could not be read */
+};
+
+int	gck_cuda_open(struct gck_ctx *, struct gck_cuda **);
+int	gck_cuda_init(struct gck_ctx *, struct gck_cuda *);
+void	gck_cuda_close(struct gck_cuda *);
+int	gck_cuda_version(const struct gck_cuda *);
+const char *gck_cuda_release(const struct gck_cuda *);
+int	gck_cuda_has_nvml(const struct gck_cuda *);
+void	gck_cuda_version_string(int, char *, size_t);
+const char *gck_cuda_errname(const struct gck_cuda *, int);
+const char *gck_cuda_state_name(int);
+int	gck_cuda_parse_uuid(const char *, unsigned char [16]);
+int	gck_cuda_probe(pid_t);
+int	gck_cuda_find(struct gck_ctx *, struct gck_cuda *,
+	    const struct gck_proc *, size_t, struct gck_cproc **, size_t *);
+int	gck_cuda_devices(struct gck_ctx *, struct gck_cuda *, int,
+	    struct gck_gpu **, size_t *);
+void	gck_cuda_usage(struct gck_cuda *, const struct gck_gpu *, size_t,
+	    struct gck_cproc *, size_t);
+int	gck_cuda_step(struct gck_ctx *, struct gck_cuda *, struct gck_cproc *,
+	    size_t, enum gck_cstep, unsigned int);
+size_t	gck_cuda_settle(struct gck_cuda *, struct gck_cproc *, size_t, char *,
+	    size_t);
+int	gck_cuda_get_state(struct gck_cuda *, pid_t, int *);
+
+/* checkpoint.c */
+int	gck_cuda_prepare(struct gck_ctx *, const char *, pid_t,
+	    const struct gck_proc *, size_t, struct gck_cuda **);
+int	gck_cuda_all_running(struct gck_ctx *, const char *,
+	    const struct gck_cproc *, size_t);
+int	gck_cuda_candidates(struct gck_ctx *, const struct gck_ptree *,
+	    struct gck_proc **, size_t *);
+
+/* The GPU section of a manifest, as parsed. */
+struct gck_mcproc {
+	pid_t		 pid;
+	const char	*comm;
+	uint64_t	 gpus;		/* bit g: uses gpus[g] */
+	int64_t		 mem[GCK_GPUS_MAX];	/* -1: unknown */
+};
+
+struct gck_mcuda {
+	int		 driver_version;
+	struct gck_gpu	 gpus[GCK_GPUS_MAX];
+	size_t		 ngpus;
+	struct gck_mcproc *procs;
+	size_t		 nprocs;
+};
+
+/* What the manifest records of the GPUs at checkpoint time. */
+struct gck_cuda_facts {
+	int			 driver_version;
+	const char		*cuda_version;	/* "13.0" */
+	const char		*release;	/* NVML's, or NULL */
+	int			 nvml;
+	const struct gck_gpu	*gpus;
+	size_t			 ngpus;
+	const struct gck_cproc	*procs;
+	size_t			 nprocs;
+};
+
+/* gpumap.c: where an image's GPUs go */
+int	gck_gpumap_plan(struct gck_ctx *, const struct gck_mcuda *,
+	    const struct gck_gpu *, size_t, const char *, int *, int *);
+int	gck_gpumap_host(struct gck_ctx *, const struct gck_gpu *, size_t,
+	    const char *, unsigned char [][2][16], unsigned int *);
+
 /* manifest.c */
 char	*gck_manifest_build(struct gck_ctx *, const struct gck_ptree *,
-	    const struct gck_ckpt_opts *, const char *, int);
+	    const struct gck_ckpt_opts *, const char *, int,
+	    const struct gck_cuda_facts *);
+const struct gck_mcuda *gck_manifest_cuda(const struct gck_manifest *);
 
 #endif /* GCK_PRIVATE_H */
