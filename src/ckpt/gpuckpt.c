@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <err.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,10 +20,12 @@
 static const struct option longopts[] = {
 	{ "compress",		required_argument,	NULL,	'c' },
 	{ "help",		no_argument,		NULL,	'h' },
+	{ "lock-timeout",	required_argument,	NULL,	'L' },
 	{ "output",		required_argument,	NULL,	'o' },
 	{ "pid",		required_argument,	NULL,	'p' },
 	{ "leave-running",	no_argument,		NULL,	'R' },
 	{ "stop",		no_argument,		NULL,	's' },
+	{ "suspend",		no_argument,		NULL,	'S' },
 	{ "version",		no_argument,		NULL,	'V' },
 	{ "verbose",		no_argument,		NULL,	'v' },
 	{ NULL,			0,			NULL,	0 }
@@ -32,8 +35,10 @@ static _Noreturn void
 usage(int status)
 {
 	fprintf(status ? stderr : stdout,
-	    "usage: %s [-hRsVv] [-c zstd[:LEVEL]|none] [-o file] -p pid\n",
-	    getprogname());
+	    "usage: %s [-hRsVv] [-c zstd[:LEVEL]|none] [--lock-timeout seconds]\n"
+	    "               [-o file] -p pid\n"
+	    "       %s --suspend [-v] [--lock-timeout seconds] -p pid\n",
+	    getprogname(), getprogname());
 	exit(status);
 }
 
@@ -58,14 +63,34 @@ parse_compress(const char *s)
 	usage(2);
 }
 
+/* Parses a lock timeout in seconds ("10", "2.5", "0" for none) into ms. */
+static unsigned int
+parse_timeout(const char *s)
+{
+	char	*end;
+	double	 v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || *end != '\0' || errno != 0 || !(v >= 0) || v > 3600) {
+		warnx("invalid lock timeout '%s': use seconds, from 0 (none) "
+		    "to 3600", s);
+		usage(2);
+	}
+	return (unsigned int)(v * 1000 + 0.5);
+}
+
 int
 main(int argc, char *argv[])
 {
 	struct gck_ckpt_opts	 o;
 	struct gck_ctx		*ctx;
 	int			 ch, verbose = 0, r, after_set = 0;
+	int			 suspend = 0, image_opts = 0;
+	size_t			 n;
 
 	memset(&o, 0, sizeof o);
+	o.lock_ms = GCK_LOCK_TIMEOUT_MS;
 	o.level = 3;
 	o.after = GCK_AFTER_KILL;
 	o.outfd = STDOUT_FILENO;
@@ -74,11 +99,16 @@ main(int argc, char *argv[])
 		switch (ch) {
 		case 'c':
 			o.level = parse_compress(optarg);
+			image_opts++;
 			break;
 		case 'h':
 			usage(0);
+		case 'L':
+			o.lock_ms = parse_timeout(optarg);
+			break;
 		case 'o':
 			o.output = strcmp(optarg, "-") == 0 ? NULL : optarg;
+			image_opts++;
 			break;
 		case 'p':
 			o.pid = tool_pid(optarg);
@@ -91,6 +121,10 @@ main(int argc, char *argv[])
 				usage(2);
 			}
 			o.after = ch == 'R' ? GCK_AFTER_RUN : GCK_AFTER_STOP;
+			image_opts++;
+			break;
+		case 'S':
+			suspend = 1;
 			break;
 		case 'V':
 			tool_version();
@@ -105,6 +139,18 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (argc != 0 || o.pid == 0)
 		usage(2);
+	if (suspend && image_opts) {
+		warnx("--suspend makes no image: it takes no -c, -o, -R or -s");
+		usage(2);
+	}
+	if (suspend) {
+		tool_signals();
+		ctx = tool_ctx(verbose);
+		if ((r = gck_suspend(ctx, o.pid, o.lock_ms, &n)) != GCK_OK)
+			warnx("%s", gck_error_string(ctx));
+		gck_ctx_free(ctx);
+		return r == GCK_OK ? 0 : 1;
+	}
 	if (o.output == NULL && isatty(STDOUT_FILENO))
 		errx(1, "refusing to write an image to a terminal "
 		    "(use -o FILE or a pipe)");

@@ -226,17 +226,108 @@ tree_restorable(struct gck_ctx *ctx, const struct gck_ptree *t, pid_t root)
 	return GCK_OK;
 }
 
+/*
+ * Collects the processes of t that have the CUDA driver or an NVIDIA
+ * device mapped: those the driver may hold GPU state for.
+ */
+int
+gck_cuda_candidates(struct gck_ctx *ctx, const struct gck_ptree *t,
+    struct gck_proc **candp, size_t *np)
+{
+	struct gck_proc	*cand;
+	size_t		 i, n = 0;
+
+	*candp = NULL;
+	*np = 0;
+	if ((cand = calloc(t->n, sizeof *cand)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	for (i = 0; i < t->n; i++)
+		if (gck_cuda_probe(t->procs[i].pid)) {
+			cand[n] = t->procs[i];
+			cand[n].cwd = NULL;
+			cand[n].argv = NULL;
+			cand[n].argc = 0;
+			n++;
+		}
+	if (n == 0) {
+		free(cand);
+		return GCK_OK;
+	}
+	*candp = cand;
+	*np = n;
+	return GCK_OK;
+}
+
+/*
+ * Loads the driver for the CUDA processes of a tree, and refuses what
+ * the driver could not take: a stopped CUDA process cannot be locked or
+ * checkpointed, since its CUDA restore thread must run.
+ */
+int
+gck_cuda_prepare(struct gck_ctx *ctx, const char *what, pid_t root,
+    const struct gck_proc *cand, size_t ncand, struct gck_cuda **cup)
+{
+	char	msg[GCK_ERRMAX];
+	size_t	i;
+	int	r;
+
+	*cup = NULL;
+	if (ncand == 0)
+		return GCK_OK;
+	for (i = 0; i < ncand; i++)
+		if (cand[i].state == 'T' || cand[i].state == 't')
+			return gck_set_error(ctx, GCK_EINVAL, "cannot %s pid %d: "
+			    "CUDA process %d ('%s') is stopped, and its CUDA "
+			    "restore thread must run (continue it with kill "
+			    "-CONT %d)", what, (int)root, (int)cand[i].pid,
+			    cand[i].comm, (int)cand[i].pid);
+	if ((r = gck_cuda_open(ctx, cup)) != GCK_OK) {
+		snprintf(msg, sizeof msg, "%s", ctx->msg);
+		return gck_set_error(ctx, r, "cannot %s pid %d: process %d "
+		    "('%s') uses CUDA, but %s", what, (int)root,
+		    (int)cand[0].pid, cand[0].comm, msg);
+	}
+	return GCK_OK;
+}
+
+/* Refuses CUDA processes that are not RUNNING: someone else has them. */
+int
+gck_cuda_all_running(struct gck_ctx *ctx, const char *what,
+    const struct gck_cproc *cp, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		if (cp[i].state == 0)	/* CU_PROCESS_STATE_RUNNING */
+			continue;
+		return gck_set_error(ctx, GCK_EINVAL, "cannot %s process %d "
+		    "('%s'): its CUDA state is %s%s", what, (int)cp[i].pid,
+		    cp[i].comm, gck_cuda_state_name(cp[i].state),
+		    cp[i].state == 2 ? " (suspended: bring it back with "
+		    "gpurestore --resume first)" : cp[i].state == 1 ?
+		    " (another checkpoint holds it)" : "");
+	}
+	return GCK_OK;
+}
+
 int
 gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 {
 	struct gck_ptree	*pre = NULL, *t = NULL;
 	struct gck_guard	*guard = NULL;
+	struct gck_proc		*cand = NULL;
+	struct gck_cuda		*cu = NULL;
+	struct gck_cproc	*cp = NULL;
+	struct gck_gpu		*gpus = NULL;
+	struct gck_cuda_facts	 cf;
 	struct out		 out = { NULL, NULL, -1, 0 };
 	char			*work = NULL, *manifest = NULL;
 	char			 imgdir[PATH_MAX], criuver[64], msg[GCK_ERRMAX];
 	pid_t			*pids = NULL;
-	size_t			 npids = 0, i;
-	int			 r, shell_job, dumped = 0;
+	size_t			 npids = 0, i, ncand = 0, ncp = 0, ngpus = 0;
+	size_t			 nbad;
+	int			 r, shell_job, dumped = 0, gpu_touched = 0;
+	char			 cudaver[16], why[GCK_ERRMAX];
 
 	if ((r = gck_ptree_scan(ctx, o->pid, &pre)) != GCK_OK)
 		goto out;
@@ -250,6 +341,10 @@ gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 			goto out;
 		}
 	if ((r = tree_restorable(ctx, pre, o->pid)) != GCK_OK)
+		goto out;
+	if ((r = gck_cuda_candidates(ctx, pre, &cand, &ncand)) != GCK_OK ||
+	    (r = gck_cuda_prepare(ctx, "checkpoint", o->pid, cand, ncand,
+	    &cu)) != GCK_OK)
 		goto out;
 	/*
 	 * A root that does not lead its own session, or has a controlling
@@ -272,9 +367,36 @@ gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 		goto out;
 	if ((r = out_open(ctx, o, &out)) != GCK_OK)
 		goto out;
-	if ((r = gck_guard_start(ctx, o->pid, work, out.tmp, &guard)) !=
-	    GCK_OK)
+	if ((r = gck_guard_start(ctx, o->pid, work, out.tmp, cand, ncand,
+	    &guard)) != GCK_OK)
 		goto out;
+
+	/*
+	 * The GPU first, while the tree runs: the lock lets the CUDA work
+	 * already submitted finish and blocks any more; the checkpoint
+	 * moves device memory into each process's host memory, where CRIU
+	 * finds it, and releases the GPUs.
+	 */
+	if (cu != NULL) {
+		if ((r = gck_cuda_init(ctx, cu)) != GCK_OK ||
+		    (r = gck_cuda_find(ctx, cu, cand, ncand, &cp, &ncp)) !=
+		    GCK_OK || (r = gck_cuda_all_running(ctx, "checkpoint", cp,
+		    ncp)) != GCK_OK)
+			goto out;
+	}
+	if (ncp > 0) {
+		if ((r = gck_cuda_devices(ctx, cu, 0, &gpus, &ngpus)) != GCK_OK)
+			goto out;
+		gpu_touched = 1;
+		if ((r = gck_cuda_step(ctx, cu, cp, ncp, GCK_CS_LOCK,
+		    o->lock_ms)) != GCK_OK ||
+		    (r = gck_check_interrupt(ctx)) != GCK_OK)
+			goto out;
+		gck_cuda_usage(cu, gpus, ngpus, cp, ncp);
+		if ((r = gck_cuda_step(ctx, cu, cp, ncp, GCK_CS_CHECKPOINT,
+		    0)) != GCK_OK || (r = gck_check_interrupt(ctx)) != GCK_OK)
+			goto out;
+	}
 
 	gck_log(ctx, 1, "dumping process tree %d (%zu processes)",
 	    (int)o->pid, pre->n);
@@ -304,8 +426,21 @@ gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 		pids[npids++] = t->procs[i].pid;
 	if ((r = gck_check_interrupt(ctx)) != GCK_OK)
 		goto out;
+	if (ncp > 0) {
+		memset(&cf, 0, sizeof cf);
+		cf.driver_version = gck_cuda_version(cu);
+		snprintf(cudaver, sizeof cudaver, "%d.%d", cf.driver_version /
+		    1000, cf.driver_version % 1000 / 10);
+		cf.cuda_version = cudaver;
+		cf.release = gck_cuda_release(cu);
+		cf.nvml = gck_cuda_has_nvml(cu);
+		cf.gpus = gpus;
+		cf.ngpus = ngpus;
+		cf.procs = cp;
+		cf.nprocs = ncp;
+	}
 	if ((manifest = gck_manifest_build(ctx, t, o, criuver,
-	    shell_job)) == NULL) {
+	    shell_job, ncp > 0 ? &cf : NULL)) == NULL) {
 		r = ctx->code;
 		goto out;
 	}
@@ -332,11 +467,21 @@ gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 		break;
 	case GCK_AFTER_RUN:
 		gck_pids_signal(pids, npids, SIGCONT);
+		if (gpu_touched && gck_cuda_settle(cu, cp, ncp, why,
+		    sizeof why) > 0) {
+			/* The image stands; out_abort() leaves it be. */
+			dumped = gpu_touched = 0;
+			r = gck_set_error(ctx, GCK_ECUDA, "the image is "
+			    "complete, but a process could not get its GPU "
+			    "back: %s", why);
+			goto out;
+		}
 		break;
 	case GCK_AFTER_STOP:
 		break;
 	}
 	dumped = 0;
+	gpu_touched = 0;
 	r = GCK_OK;
 out:
 	if (r != GCK_OK) {
@@ -345,12 +490,20 @@ out:
 			/* Roll back: the tree runs on as if nothing happened. */
 			gck_pids_signal(pids, npids, SIGCONT);
 		}
+		/* Its restore threads running again, the GPU comes back. */
+		nbad = gpu_touched ? gck_cuda_settle(cu, cp, ncp, why,
+		    sizeof why) : 0;
 		if (r != GCK_ENOPROC && pre != NULL) {
 			int	oerrno = ctx->oerrno;
 
 			snprintf(msg, sizeof msg, "%s", ctx->msg);
-			gck_set_error(ctx, r, "%s; process tree %d left running",
-			    msg, (int)o->pid);
+			if (nbad > 0)
+				gck_set_error(ctx, r, "%s; process tree %d "
+				    "left running, but %s", msg, (int)o->pid,
+				    why);
+			else
+				gck_set_error(ctx, r, "%s; process tree %d left "
+				    "running", msg, (int)o->pid);
 			ctx->oerrno = oerrno;
 		}
 	} else {
@@ -358,6 +511,10 @@ out:
 		free(out.tmp);
 	}
 	gck_guard_free(guard);
+	gck_cuda_close(cu);
+	free(cp);
+	free(gpus);
+	free(cand);
 	gck_rmtree(work);
 	free(work);
 	free(manifest);

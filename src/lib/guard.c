@@ -6,8 +6,9 @@
  * before the tree is touched, waits on a pipe: a final byte says all is
  * settled; end of file without it says gpuckpt died, and the guard then
  * finishes the job: it waits for criu to let go of the tree and resumes
- * it, or, once the image was complete, carries out what was asked; and
- * it removes the work directory and a partial output file.
+ * it (and brings its CUDA processes back onto their GPUs), or, once the
+ * image was complete, carries out what was asked; and it removes the
+ * work directory and a partial output file.
  */
 #include "config.h"
 
@@ -32,7 +33,9 @@ struct gck_guard {
 };
 
 static _Noreturn void	guard_main(struct gck_ctx *, pid_t, int, const char *,
-			    const char *);
+			    const char *, const struct gck_proc *, size_t);
+static void		guard_gpu(struct gck_ctx *, const struct gck_proc *,
+			    size_t);
 static int		traced(pid_t);
 
 /* Returns 1 if pid is being traced (by criu), else 0. */
@@ -49,9 +52,30 @@ traced(pid_t pid)
 	return strtol(s + 11, NULL, 10) != 0;
 }
 
+/*
+ * Brings the CUDA processes back onto their GPUs, through a driver of
+ * its own: the guard was forked before gpuckpt initialized one.
+ */
+static void
+guard_gpu(struct gck_ctx *ctx, const struct gck_proc *cand, size_t ncand)
+{
+	struct gck_cuda		*cu = NULL;
+	struct gck_cproc	*cp = NULL;
+	size_t			 ncp = 0;
+	char			 why[GCK_ERRMAX];
+
+	if (ncand == 0 || gck_cuda_open(ctx, &cu) != GCK_OK)
+		return;
+	if (gck_cuda_init(ctx, cu) == GCK_OK &&
+	    gck_cuda_find(ctx, cu, cand, ncand, &cp, &ncp) == GCK_OK)
+		gck_cuda_settle(cu, cp, ncp, why, sizeof why);
+	free(cp);
+	gck_cuda_close(cu);
+}
+
 static _Noreturn void
 guard_main(struct gck_ctx *ctx, pid_t root, int fd, const char *work,
-    const char *partial)
+    const char *partial, const struct gck_proc *cand, size_t ncand)
 {
 	struct gck_ptree	*t = NULL;
 	char			 c, intent = 0;
@@ -92,17 +116,21 @@ guard_main(struct gck_ctx *ctx, pid_t root, int fd, const char *work,
 			break;
 		}
 	}
+	if (intent != 'K' && intent != 'S')
+		guard_gpu(ctx, cand, ncand);
 	_exit(0);
 }
 
 /*
  * Starts the guard of the tree rooted at root, with the work directory
- * and the partial output file (or NULL) to remove.  Returns GCK_OK with
- * *gp set, or a code.
+ * and the partial output file (or NULL) to remove, and the processes
+ * whose GPU state it is to bring back.  Returns GCK_OK with *gp set, or
+ * a code.
  */
 int
 gck_guard_start(struct gck_ctx *ctx, pid_t root, const char *work,
-    const char *partial, struct gck_guard **gp)
+    const char *partial, const struct gck_proc *cand, size_t ncand,
+    struct gck_guard **gp)
 {
 	struct gck_guard	*g;
 	int			 p[2], fd;
@@ -143,7 +171,7 @@ gck_guard_start(struct gck_ctx *ctx, pid_t root, const char *work,
 				close(fd);
 		}
 		gck_set_interrupt(ctx, NULL);
-		guard_main(ctx, root, p[0], work, partial);
+		guard_main(ctx, root, p[0], work, partial, cand, ncand);
 	}
 	close(p[0]);
 	g->pid = pid;

@@ -23,6 +23,92 @@
 #include "private.h"
 
 static int	pids_free(struct gck_ctx *, const struct gck_manifest *, int);
+static int	gpu_preflight(struct gck_ctx *, const struct gck_manifest *,
+		    const char *, struct gck_cuda **, struct gck_cproc **,
+		    size_t *);
+
+/*
+ * Checks, before anything is touched, that this host can take the
+ * image's GPU state: a driver new enough, and for each of the image's
+ * GPUs one of the same chip with room enough, as mapped.  Returns with
+ * the processes to restore and the GPU pairs each needs.
+ */
+static int
+gpu_preflight(struct gck_ctx *ctx, const struct gck_manifest *m,
+    const char *map, struct gck_cuda **cup, struct gck_cproc **cpp,
+    size_t *np)
+{
+	const struct gck_mcuda	*mc = gck_manifest_cuda(m);
+	struct gck_gpu		*host = NULL;
+	struct gck_cproc	*cp = NULL;
+	char			 msg[GCK_ERRMAX], ver[32];
+	int			 dst[GCK_GPUS_MAX], remap = 0, r;
+	size_t			 nhost = 0, i, g;
+
+	*cup = NULL;
+	*cpp = NULL;
+	*np = 0;
+	if (mc == NULL || mc->nprocs == 0) {
+		if (map != NULL)
+			return gck_set_error(ctx, GCK_EINVAL, "a GPU map was "
+			    "given, but the image has no CUDA process");
+		return GCK_OK;
+	}
+	if ((r = gck_cuda_open(ctx, cup)) != GCK_OK) {
+		snprintf(msg, sizeof msg, "%s", ctx->msg);
+		return gck_set_error(ctx, r, "cannot restore: the image's "
+		    "process %d ('%s') uses CUDA, but %s", (int)mc->procs[0].pid,
+		    mc->procs[0].comm, msg);
+	}
+	if ((r = gck_cuda_init(ctx, *cup)) != GCK_OK ||
+	    (r = gck_cuda_devices(ctx, *cup, 1, &host, &nhost)) != GCK_OK)
+		goto out;
+	if ((r = gck_gpumap_plan(ctx, mc, host, nhost, map, dst, &remap)) !=
+	    GCK_OK)
+		goto out;
+	if (remap && gck_cuda_version(*cup) < GCK_CUDA_REMAP_VERSION) {
+		gck_cuda_version_string(gck_cuda_version(*cup), ver,
+		    sizeof ver);
+		for (g = 0; g < mc->ngpus; g++)
+			if (memcmp(mc->gpus[g].uuid, host[dst[g]].uuid, 16) !=
+			    0)
+				break;
+		r = gck_set_error(ctx, GCK_ECUDA, "cannot restore: GPU %s "
+		    "must be remapped (to %s), which needs NVIDIA driver r580 "
+		    "(CUDA 13.0) or newer; this driver is %s",
+		    mc->gpus[g].uuidstr, host[dst[g]].uuidstr, ver);
+		goto out;
+	}
+	if ((cp = calloc(mc->nprocs, sizeof *cp)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < mc->nprocs; i++) {
+		cp[i].pid = mc->procs[i].pid;
+		snprintf(cp[i].comm, sizeof cp[i].comm, "%s",
+		    mc->procs[i].comm);
+		for (g = 0; remap && g < mc->ngpus; g++) {
+			if (!(mc->procs[i].gpus & 1ULL << g))
+				continue;
+			memcpy(cp[i].pairs[cp[i].npairs][0], mc->gpus[g].uuid,
+			    16);
+			memcpy(cp[i].pairs[cp[i].npairs][1], host[dst[g]].uuid,
+			    16);
+			cp[i].npairs++;
+			gck_log(ctx, 1, "process %d: GPU %s -> %s",
+			    (int)cp[i].pid, mc->gpus[g].uuidstr,
+			    host[dst[g]].uuidstr);
+		}
+	}
+	*cpp = cp;
+	*np = mc->nprocs;
+	cp = NULL;
+	r = GCK_OK;
+out:
+	free(cp);
+	free(host);
+	return r;
+}
 
 /*
  * Checks that the image's PIDs are free on this host.  A zombie, such as
@@ -64,6 +150,9 @@ gck_restore(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 {
 	const struct gck_manifest	*m;
 	struct gck_reader		*rd = NULL;
+	struct gck_cuda			*cu = NULL;
+	struct gck_cproc		*cp = NULL;
+	size_t				 ncp = 0;
 	char				*work = NULL, imgdir[PATH_MAX];
 	pid_t				*pids = NULL, root = -1;
 	size_t				 n = 0, i;
@@ -82,6 +171,8 @@ gck_restore(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	}
 	if ((r = gck_reader_new(ctx, o->infd, &rd)) != GCK_OK ||
 	    (r = gck_reader_head(rd, &m)) != GCK_OK)
+		goto out;
+	if ((r = gpu_preflight(ctx, m, o->gpu_map, &cu, &cp, &ncp)) != GCK_OK)
 		goto out;
 	gck_log(ctx, 1, "reading image of process tree %d",
 	    (int)gck_manifest_root_pid(m));
@@ -125,20 +216,38 @@ gck_restore(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	}
 	if ((r = gck_check_interrupt(ctx)) != GCK_OK)
 		goto out;
-	/* Every process is there: let the tree continue. */
+	/*
+	 * Every process is there: let the tree continue.  Its CUDA
+	 * processes stay locked, their CUDA calls waiting, while their
+	 * restore threads bring the device memory back; should that fail,
+	 * the tree is killed.
+	 */
 	gck_pids_signal(pids, n, SIGCONT);
+	if ((r = gck_cuda_step(ctx, cu, cp, ncp, GCK_CS_RESTORE, 0)) !=
+	    GCK_OK || (r = gck_cuda_step(ctx, cu, cp, ncp, GCK_CS_UNLOCK, 0)) !=
+	    GCK_OK)
+		goto out;
 	restored = 0;
 	*rootp = root;
 	r = GCK_OK;
 out:
 	if (restored) {
+		char	msg[GCK_ERRMAX];
+		int	oerrno = ctx->oerrno;
+
 		gck_pids_signal(pids, n, SIGKILL);
 		gck_pids_signal(pids, n, SIGCONT);
 		gck_pids_wait_dead(pids, n, 5000);
+		snprintf(msg, sizeof msg, "%s", ctx->msg);
+		gck_set_error(ctx, r, "%s; the restored process tree %d was "
+		    "killed", msg, (int)gck_manifest_root_pid(m));
+		ctx->oerrno = oerrno;
 	}
 	if (dfd != -1)
 		close(dfd);
 	gck_reader_free(rd);
+	gck_cuda_close(cu);
+	free(cp);
 	gck_rmtree(work);
 	free(work);
 	free(pids);

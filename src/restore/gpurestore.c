@@ -19,8 +19,11 @@
 #include "tool.h"
 
 static const struct option longopts[] = {
+	{ "gpu-map",	required_argument,	NULL,	'G' },
 	{ "help",	no_argument,		NULL,	'h' },
+	{ "pid",	required_argument,	NULL,	'p' },
 	{ "pidfile",	required_argument,	NULL,	'P' },
+	{ "resume",	no_argument,		NULL,	'U' },
 	{ "version",	no_argument,		NULL,	'V' },
 	{ "verbose",	no_argument,		NULL,	'v' },
 	{ NULL,		0,			NULL,	0 }
@@ -30,7 +33,10 @@ static _Noreturn void
 usage(int status)
 {
 	fprintf(status ? stderr : stdout,
-	    "usage: %s [-hVv] [--pidfile file] [file | -]\n", getprogname());
+	    "usage: %s [-hVv] [--gpu-map src=dst[,...]] [--pidfile file] "
+	    "[file | -]\n"
+	    "       %s --resume [-v] [--gpu-map src=dst[,...]] -p pid\n",
+	    getprogname(), getprogname());
 	exit(status);
 }
 
@@ -62,15 +68,25 @@ main(int argc, char *argv[])
 	struct gck_restore_opts	 o;
 	struct gck_ctx		*ctx;
 	const char		*pidfile = NULL;
-	pid_t			 root;
-	int			 ch, verbose = 0, r;
+	pid_t			 root, pid = 0;
+	size_t			 n;
+	int			 ch, verbose = 0, r, resume = 0;
 
 	memset(&o, 0, sizeof o);
 	o.pid_wait_ms = 10000;
-	while ((ch = getopt_long(argc, argv, "hP:Vv", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "hp:P:Vv", longopts, NULL)) != -1) {
 		switch (ch) {
+		case 'G':
+			o.gpu_map = optarg;
+			break;
 		case 'h':
 			usage(0);
+		case 'p':
+			pid = tool_pid(optarg);
+			break;
+		case 'U':
+			resume = 1;
+			break;
 		case 'P':
 			pidfile = optarg;
 			break;
@@ -85,8 +101,25 @@ main(int argc, char *argv[])
 	}
 	argc -= optind;
 	argv += optind;
+	if (resume) {
+		if (argc != 0 || pid == 0 || pidfile != NULL) {
+			warnx("--resume takes -p pid, no image and no "
+			    "--pidfile");
+			usage(2);
+		}
+		tool_signals();
+		ctx = tool_ctx(verbose);
+		if ((r = gck_resume(ctx, pid, o.gpu_map, &n)) != GCK_OK)
+			warnx("%s", gck_error_string(ctx));
+		gck_ctx_free(ctx);
+		return r == GCK_OK ? 0 : 1;
+	}
 	if (argc > 1)
 		usage(2);
+	if (pid != 0) {
+		warnx("-p is for --resume: an image says its own processes");
+		usage(2);
+	}
 	o.infd = tool_open_image(argc == 1 ? argv[0] : NULL);
 
 	tool_signals();
