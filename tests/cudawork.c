@@ -1,0 +1,633 @@
+/*
+ * cudawork -- a tree of CUDA processes whose device memory can be
+ * checked after a checkpoint and restore.
+ *
+ * usage: cudawork [-n nproc] [-m MiB] [-d devlist] -f statusfile
+ *
+ * It forks nproc - 1 children (default 1 process in all) before it
+ * touches CUDA.  Then each process loads libcuda.so.1, takes device
+ * devlist[i % n] (a comma list of ordinals, default "0") for process i,
+ * the root being 0, allocates MiB (default 8) of device memory, fills it
+ * from the host with a pattern seeded by its PID and remembers its
+ * checksum, and allocates an 8-byte device counter that it reads,
+ * increments and writes back every 10 ms: the counter stops while the
+ * process is locked or checkpointed.  When all are ready the root
+ * appends
+ *	ready pid=PID sum=HEX child=PID|0 mib=N nproc=N devs=UUID[,UUID...]
+ * to statusfile, sum being the xor of the checksums and devs the GPU of
+ * each process, root first.  On SIGUSR1 each process reads its memory
+ * back and checks the checksum, checks that the counter holds what it
+ * last wrote and that it moves on from the previous check, and looks
+ * up the GPU its context is on now; the root then appends
+ *	verify ok sum=HEX counter=N thread=N child=PID|0 devs=UUID[,...]
+ * (counter and thread: the root's counter) or "verify FAIL pid PID:
+ * what".  A process that cannot start makes the root append "error pid
+ * PID: what" and exit 1.  The status file is opened for each line and
+ * written with one write(2).  Descriptors other than 0, 1 and 2 that it
+ * inherits are closed first; the root and the children talk over pipes
+ * made before the fork, open for their whole life.
+ */
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <sys/types.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stddef.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda.h>
+
+#define CHUNK		(1024 * 1024)
+#define MAXPROC		64
+#define UUIDLEN		41
+#define LINELEN		4096
+#define ANSWER_MS	10000
+
+struct cuda {
+	CUresult	(*Init)(unsigned int);
+	CUresult	(*DeviceGet)(CUdevice *, int);
+	CUresult	(*DeviceGetUuid)(CUuuid *, CUdevice);
+	CUresult	(*PrimaryCtxRetain)(CUcontext *, CUdevice);
+	CUresult	(*CtxSetCurrent)(CUcontext);
+	CUresult	(*CtxGetDevice)(CUdevice *);
+	CUresult	(*MemAlloc)(CUdeviceptr *, size_t);
+	CUresult	(*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+	CUresult	(*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+	CUresult	(*GetErrorName)(CUresult, const char **);
+};
+
+static _Noreturn void	 usage(void);
+static void		 on_usr1(int);
+static void		 msleep(long);
+static void		 status(const char *, ...)
+			    __attribute__((__format__(__printf__, 1, 2)));
+static void		 failed(const char *, ...)
+			    __attribute__((__format__(__printf__, 1, 2)));
+static const char	*cuname(CUresult);
+static uint64_t		 hash(uint64_t, const uint64_t *, size_t);
+static int		 cuda_load(void);
+static int		 device_uuid(char *);
+static int		 cuda_start(int, unsigned long);
+static void		 step(void);
+static int		 check(char *, size_t);
+static int		 put_line(int, const char *);
+static int		 get_line(int, char *, size_t, int);
+static _Noreturn void	 child_main(int, int, int, unsigned long);
+static void		 verify(void);
+
+static struct cuda		 cu;
+static const char		*statusfile;
+static volatile sig_atomic_t	 want_verify;
+static CUdeviceptr		 dbuf, dctr;
+static size_t			 nbytes;
+static uint64_t			 sum;		/* of the pattern written */
+static uint64_t			 shadow;	/* the counter last written */
+static uint64_t			 lastver;	/* at the last check */
+static char			 failure[256];	/* the first CUDA failure */
+static uint64_t			 chunk[CHUNK / sizeof(uint64_t)];
+static int			 nproc = 1;
+static int			 tochild[MAXPROC], fromchild[MAXPROC];
+static pid_t			 kids[MAXPROC];
+static unsigned long		 vseq;
+
+static _Noreturn void
+usage(void)
+{
+	fprintf(stderr, "usage: cudawork [-n nproc] [-m MiB] [-d devlist] "
+	    "-f statusfile\n");
+	exit(2);
+}
+
+static void
+on_usr1(int sig)
+{
+	want_verify = 1;
+}
+
+static void
+msleep(long ms)
+{
+	struct timespec	ts;
+
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);	/* a signal may cut it short: fine */
+}
+
+static void
+status(const char *fmt, ...)
+{
+	char	buf[LINELEN];
+	va_list	ap;
+	int	fd, n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof buf - 2)
+		n = sizeof buf - 2;
+	buf[n++] = '\n';
+	if ((fd = open(statusfile, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+	    0644)) == -1)
+		return;
+	if (write(fd, buf, n) != n) {
+		/* nothing better to do: the test will time out */
+	}
+	close(fd);
+}
+
+/* Keeps the first failure of this process for the next check. */
+static void
+failed(const char *fmt, ...)
+{
+	va_list	ap;
+
+	if (failure[0] != '\0')
+		return;
+	va_start(ap, fmt);
+	vsnprintf(failure, sizeof failure, fmt, ap);
+	va_end(ap);
+}
+
+static const char *
+cuname(CUresult r)
+{
+	const char	*s = NULL;
+
+	if (cu.GetErrorName == NULL || cu.GetErrorName(r, &s) != CUDA_SUCCESS ||
+	    s == NULL)
+		return "unknown CUresult";
+	return s;
+}
+
+/* FNV-1a over 64-bit words, going on from h. */
+static uint64_t
+hash(uint64_t h, const uint64_t *p, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static int
+cuda_load(void)
+{
+	static const struct {
+		const char	*name;
+		size_t		 off;
+	} syms[] = {
+#define SYM(n, f)	{ n, offsetof(struct cuda, f) }
+		SYM("cuInit", Init),
+		SYM("cuDeviceGet", DeviceGet),
+		SYM("cuDeviceGetUuid_v2", DeviceGetUuid),
+		SYM("cuDevicePrimaryCtxRetain", PrimaryCtxRetain),
+		SYM("cuCtxSetCurrent", CtxSetCurrent),
+		SYM("cuCtxGetDevice", CtxGetDevice),
+		SYM("cuMemAlloc_v2", MemAlloc),
+		SYM("cuMemcpyHtoD_v2", MemcpyHtoD),
+		SYM("cuMemcpyDtoH_v2", MemcpyDtoH),
+		SYM("cuGetErrorName", GetErrorName),
+#undef SYM
+	};
+	size_t	 i;
+	void	*h, *fn;
+
+	if ((h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) == NULL) {
+		failed("cannot load libcuda.so.1: %s", dlerror());
+		return -1;
+	}
+	for (i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+		if ((fn = dlsym(h, syms[i].name)) == NULL) {
+			failed("libcuda.so.1 lacks %s", syms[i].name);
+			return -1;
+		}
+		*(void **)((char *)&cu + syms[i].off) = fn;
+	}
+	return 0;
+}
+
+/* The UUID of the GPU the current context is on now. */
+static int
+device_uuid(char *s)
+{
+	const unsigned char	*u;
+	CUuuid			 uuid;
+	CUdevice		 dev;
+	CUresult		 r;
+
+	if ((r = cu.CtxGetDevice(&dev)) != CUDA_SUCCESS) {
+		failed("cuCtxGetDevice: %s", cuname(r));
+		return -1;
+	}
+	if ((r = cu.DeviceGetUuid(&uuid, dev)) != CUDA_SUCCESS) {
+		failed("cuDeviceGetUuid: %s", cuname(r));
+		return -1;
+	}
+	u = (const unsigned char *)uuid.bytes;
+	snprintf(s, UUIDLEN, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-"
+	    "%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4],
+	    u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+	    u[15]);
+	return 0;
+}
+
+static int
+cuda_start(int ordinal, unsigned long mib)
+{
+	CUcontext	ctx;
+	CUdevice	dev;
+	CUresult	r;
+	uint64_t	x, zero = 0;
+	size_t		off, i;
+
+	if (cuda_load() == -1)
+		return -1;
+	if ((r = cu.Init(0)) != CUDA_SUCCESS) {
+		failed("cuInit: %s", cuname(r));
+		return -1;
+	}
+	if ((r = cu.DeviceGet(&dev, ordinal)) != CUDA_SUCCESS) {
+		failed("cuDeviceGet %d: %s", ordinal, cuname(r));
+		return -1;
+	}
+	if ((r = cu.PrimaryCtxRetain(&ctx, dev)) != CUDA_SUCCESS ||
+	    (r = cu.CtxSetCurrent(ctx)) != CUDA_SUCCESS) {
+		failed("context on device %d: %s", ordinal, cuname(r));
+		return -1;
+	}
+	nbytes = (size_t)mib * 1024 * 1024;
+	if ((r = cu.MemAlloc(&dbuf, nbytes)) != CUDA_SUCCESS) {
+		failed("cuMemAlloc %lu MiB: %s", mib, cuname(r));
+		return -1;
+	}
+	x = ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15ULL;
+	sum = 0xcbf29ce484222325ULL;
+	for (off = 0; off < nbytes; off += CHUNK) {
+		for (i = 0; i < CHUNK / sizeof(uint64_t); i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			chunk[i] = x;
+		}
+		sum = hash(sum, chunk, CHUNK / sizeof(uint64_t));
+		if ((r = cu.MemcpyHtoD(dbuf + off, chunk, CHUNK)) !=
+		    CUDA_SUCCESS) {
+			failed("cuMemcpyHtoD: %s", cuname(r));
+			return -1;
+		}
+	}
+	if ((r = cu.MemAlloc(&dctr, sizeof zero)) != CUDA_SUCCESS ||
+	    (r = cu.MemcpyHtoD(dctr, &zero, sizeof zero)) != CUDA_SUCCESS) {
+		failed("the counter: %s", cuname(r));
+		return -1;
+	}
+	step();
+	return failure[0] != '\0' ? -1 : 0;
+}
+
+/* Counter: device to host, plus one, back to the device. */
+static void
+step(void)
+{
+	uint64_t	v;
+	CUresult	r;
+
+	if ((r = cu.MemcpyDtoH(&v, dctr, sizeof v)) != CUDA_SUCCESS) {
+		failed("cuMemcpyDtoH: %s", cuname(r));
+		return;
+	}
+	if (v != shadow) {
+		failed("counter %" PRIu64 ", last written %" PRIu64, v,
+		    shadow);
+		return;
+	}
+	v++;
+	if ((r = cu.MemcpyHtoD(dctr, &v, sizeof v)) != CUDA_SUCCESS) {
+		failed("cuMemcpyHtoD: %s", cuname(r));
+		return;
+	}
+	shadow = v;
+}
+
+/*
+ * Checks this process: "ok SUM COUNTER UUID" or "FAIL pid PID: what"
+ * into out.  A counter that has not moved since the previous check is
+ * stepped once, so that the check also proves the process can go on.
+ */
+static int
+check(char *out, size_t len)
+{
+	char		uuid[UUIDLEN];
+	uint64_t	v = 0, h = 0xcbf29ce484222325ULL;
+	CUresult	r;
+	size_t		off;
+
+	if (failure[0] == '\0' && (r = cu.MemcpyDtoH(&v, dctr, sizeof v)) !=
+	    CUDA_SUCCESS)
+		failed("cuMemcpyDtoH: %s", cuname(r));
+	if (failure[0] == '\0' && v != shadow)
+		failed("counter %" PRIu64 ", last written %" PRIu64, v,
+		    shadow);
+	if (failure[0] == '\0' && v <= lastver) {
+		step();
+		v = shadow;
+	}
+	for (off = 0; failure[0] == '\0' && off < nbytes; off += CHUNK) {
+		if ((r = cu.MemcpyDtoH(chunk, dbuf + off, CHUNK)) !=
+		    CUDA_SUCCESS)
+			failed("cuMemcpyDtoH: %s", cuname(r));
+		else
+			h = hash(h, chunk, CHUNK / sizeof(uint64_t));
+	}
+	if (failure[0] == '\0' && h != sum)
+		failed("memory sum=%016" PRIx64 " expected=%016" PRIx64, h,
+		    sum);
+	if (failure[0] == '\0' && device_uuid(uuid) == 0 &&
+	    failure[0] == '\0') {
+		lastver = v;
+		snprintf(out, len, "ok %016" PRIx64 " %" PRIu64 " %s", h, v,
+		    uuid);
+		return 0;
+	}
+	snprintf(out, len, "FAIL pid %ld: %s", (long)getpid(), failure);
+	return -1;
+}
+
+/* One line, one write(2). */
+static int
+put_line(int fd, const char *s)
+{
+	char	buf[LINELEN];
+	int	n;
+
+	n = snprintf(buf, sizeof buf, "%s\n", s);
+	if (n < 0 || (size_t)n >= sizeof buf)
+		return -1;
+	return write(fd, buf, (size_t)n) == n ? 0 : -1;
+}
+
+/* Reads one line, a byte at a time, waiting timeout_ms at most. */
+static int
+get_line(int fd, char *buf, size_t len, int timeout_ms)
+{
+	struct pollfd	pfd;
+	size_t		n = 0;
+	ssize_t		r;
+	int		waited = 0;
+
+	while (n + 1 < len) {
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, 100) <= 0) {
+			waited += 100;
+			if (waited >= timeout_ms)
+				return -1;
+			continue;
+		}
+		if ((r = read(fd, buf + n, 1)) == -1 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		if (buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = '\0';
+	return 0;
+}
+
+/*
+ * A child: says "ready PID SUM UUID" (or "error what"), then answers
+ * each request "SEQ" with "SEQ " and its check, until the root is gone.
+ */
+static _Noreturn void
+child_main(int ordinal, int in, int out, unsigned long mib)
+{
+	struct pollfd	pfd;
+	char		line[LINELEN], req[64], uuid[UUIDLEN];
+
+	if (cuda_start(ordinal, mib) == -1 || device_uuid(uuid) == -1) {
+		snprintf(line, sizeof line, "error pid %ld: %s",
+		    (long)getpid(), failure);
+		put_line(out, line);
+		_exit(1);
+	}
+	snprintf(line, sizeof line, "ready %ld %016" PRIx64 " %s",
+	    (long)getpid(), sum, uuid);
+	if (put_line(out, line) == -1)
+		_exit(1);
+	for (;;) {
+		pfd.fd = in;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, 10) > 0) {
+			if (get_line(in, req, sizeof req, 1000) == -1)
+				_exit(0);
+			snprintf(line, sizeof line, "%s ", req);
+			check(line + strlen(line), sizeof line - strlen(line));
+			if (put_line(out, line) == -1)
+				_exit(0);
+		}
+		step();
+	}
+}
+
+/* The root asks every child, checks itself, and writes the verdict. */
+static void
+verify(void)
+{
+	char		 line[LINELEN], mine[LINELEN], devs[MAXPROC * UUIDLEN];
+	char		 seq[32], *p, *e;
+	uint64_t	 total, h, counter;
+	size_t		 n;
+	int		 i;
+
+	vseq++;
+	snprintf(seq, sizeof seq, "%lu", vseq);
+	for (i = 1; i < nproc; i++)
+		put_line(tochild[i], seq);
+	if (check(mine, sizeof mine) == -1) {
+		status("verify %s", mine);
+		return;
+	}
+	/* "ok SUM COUNTER UUID" */
+	total = strtoull(mine + 3, &p, 16);
+	counter = strtoull(p, &p, 10);
+	snprintf(devs, sizeof devs, "%s", p + 1);
+	for (i = 1; i < nproc; i++) {
+		n = strlen(seq);
+		do {
+			if (get_line(fromchild[i], line, sizeof line,
+			    ANSWER_MS) == -1) {
+				status("verify FAIL pid %ld: no answer",
+				    (long)kids[i]);
+				return;
+			}
+		} while (strncmp(line, seq, n) != 0 || line[n] != ' ');
+		p = line + n + 1;
+		if (strncmp(p, "ok ", 3) != 0) {
+			status("verify %s", p);
+			return;
+		}
+		h = strtoull(p + 3, &e, 16);
+		strtoull(e, &e, 10);
+		total ^= h;
+		snprintf(devs + strlen(devs), sizeof devs - strlen(devs), ",%s",
+		    e + 1);
+	}
+	status("verify ok sum=%016" PRIx64 " counter=%" PRIu64 " thread=%"
+	    PRIu64 " child=%ld devs=%s", total, counter, counter,
+	    (long)(nproc > 1 ? kids[1] : 0), devs);
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct sigaction	 sa;
+	char			 line[LINELEN], devs[MAXPROC * UUIDLEN];
+	char			*ep, *p;
+	unsigned long		 mib = 8, v;
+	uint64_t		 total;
+	int			 ch, i, j, ndev = 0, dev[MAXPROC];
+	int			 p1[MAXPROC][2], p2[MAXPROC][2];
+	long			 n;
+
+	while ((ch = getopt(argc, argv, "d:f:m:n:")) != -1) {
+		switch (ch) {
+		case 'd':
+			ndev = 0;
+			for (p = optarg; ; p = ep + 1) {
+				errno = 0;
+				v = strtoul(p, &ep, 10);
+				if (errno || ep == p || v > 1024 ||
+				    ndev == MAXPROC ||
+				    (*ep != ',' && *ep != '\0'))
+					usage();
+				dev[ndev++] = (int)v;
+				if (*ep == '\0')
+					break;
+			}
+			break;
+		case 'f':
+			statusfile = optarg;
+			break;
+		case 'm':
+			errno = 0;
+			mib = strtoul(optarg, &ep, 10);
+			if (errno || *ep != '\0' || mib == 0 || mib > 65536)
+				usage();
+			break;
+		case 'n':
+			errno = 0;
+			n = strtol(optarg, &ep, 10);
+			if (errno || *ep != '\0' || n < 1 || n > MAXPROC)
+				usage();
+			nproc = (int)n;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (statusfile == NULL || optind != argc)
+		usage();
+	if (ndev == 0)
+		dev[ndev++] = 0;
+
+	/*
+	 * Descriptors inherited from the test harness (log files, make's
+	 * jobserver pipes) are not part of the state under test.
+	 */
+	if (close_range(3, ~0U, 0) == -1)
+		for (i = 3; i < 1024; i++)
+			close(i);
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_usr1;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	for (i = 1; i < nproc; i++)
+		if (pipe(p1[i]) == -1 || pipe(p2[i]) == -1) {
+			status("error pid %ld: pipe: %s", (long)getpid(),
+			    strerror(errno));
+			return 1;
+		}
+	for (i = 1; i < nproc; i++) {
+		switch (kids[i] = fork()) {
+		case -1:
+			status("error pid %ld: fork: %s", (long)getpid(),
+			    strerror(errno));
+			return 1;
+		case 0:
+			signal(SIGUSR1, SIG_IGN);
+			for (j = 1; j < nproc; j++) {
+				if (j != i) {
+					close(p1[j][0]);
+					close(p2[j][1]);
+				}
+				close(p1[j][1]);
+				close(p2[j][0]);
+			}
+			child_main(dev[i % ndev], p1[i][0], p2[i][1], mib);
+		}
+	}
+	for (i = 1; i < nproc; i++) {
+		close(p1[i][0]);
+		close(p2[i][1]);
+		tochild[i] = p1[i][1];
+		fromchild[i] = p2[i][0];
+	}
+
+	if (cuda_start(dev[0], mib) == -1 || device_uuid(devs) == -1) {
+		status("error pid %ld: %s", (long)getpid(), failure);
+		return 1;
+	}
+	total = sum;
+	for (i = 1; i < nproc; i++) {
+		if (get_line(fromchild[i], line, sizeof line, 60000) == -1) {
+			status("error pid %ld: no word from child %ld",
+			    (long)getpid(), (long)kids[i]);
+			return 1;
+		}
+		/* "ready PID SUM UUID" */
+		if (strncmp(line, "ready ", 6) != 0) {
+			status("%s", line);
+			return 1;
+		}
+		strtol(line + 6, &p, 10);
+		total ^= strtoull(p, &p, 16);
+		snprintf(devs + strlen(devs), sizeof devs - strlen(devs), ",%s",
+		    p + 1);
+	}
+	status("ready pid=%ld sum=%016" PRIx64 " child=%ld mib=%lu nproc=%d "
+	    "devs=%s", (long)getpid(), total, (long)(nproc > 1 ? kids[1] : 0),
+	    mib, nproc, devs);
+	for (;;) {
+		step();
+		if (want_verify) {
+			want_verify = 0;
+			verify();
+		}
+		msleep(10);
+	}
+}

@@ -1,0 +1,2301 @@
+/*
+ * fakecuda.c -- a stand-in for NVIDIA's libcuda.so.1 in the tests.
+ *
+ * It exports the driver API entry points that gpuckpt and the test
+ * workloads use, with cuda.h's names and signatures, and keeps its
+ * state in plain files under the directory named by FAKECUDA_DIR
+ * (without it cuInit() fails with CUDA_ERROR_NO_DEVICE):
+ *
+ *	gpus		one GPU a line, ordinal = line order, read afresh
+ *			at each use; blank, "#" and malformed lines are
+ *			skipped.  Same chip: same NAME and MAJOR.MINOR.
+ *			UUID MAJOR.MINOR TOTAL_BYTES PCI_BUS_ID NAME...
+ *	driver		"VERSION RELEASE", default "13000 580.65.06".
+ *			Below 12080 cuGetProcAddress() does not find the
+ *			checkpoint API and its functions fail with
+ *			CUDA_ERROR_NOT_SUPPORTED; below 13000 a restore
+ *			with GPU pairs fails with CUDA_ERROR_NOT_SUPPORTED.
+ *	mem/UUID/PID	the device memory PID holds on GPU UUID: a GPU's
+ *			used memory is the sum of the sizes of the files
+ *			of live processes.
+ *	proc/PID/	a CUDA process: state (RUNNING, LOCKED,
+ *			CHECKPOINTED or FAILED), tid (its restore thread),
+ *			req and ack (see below), lock (callers queue on it).
+ *	inject/ACTION.PID, inject/ACTION
+ *			read when ACTION (lock, checkpoint, restore or
+ *			unlock) runs in PID, the first found wins:
+ *			"ERRORNAME [FAILED]" makes the action fail with
+ *			that error (an unknown name: CUDA_ERROR_UNKNOWN)
+ *			without doing anything, and FAILED puts the process
+ *			in the FAILED state; "hang" makes a lock wait its
+ *			timeout and fail with CUDA_ERROR_NOT_READY, and any
+ *			other action wait until its caller gives up.  Only
+ *			an action allowed in the present state gets there.
+ *	delay/ACTION	milliseconds that ACTION sleeps before its work.
+ *	log		one line per action, with one write(2):
+ *			ACTION PID START_NS END_NS RESULT STATE [PAIRS]
+ *			(CLOCK_MONOTONIC; a restore adds its OLD=NEW pairs).
+ *
+ * Device memory is real memory: a file in mem/ mapped shared at fixed
+ * addresses inside a range reserved at cuInit().  A checkpoint copies
+ * it into the process's heap, puts an inaccessible reservation back and
+ * removes the file, so that a process image taken then (by CRIU) holds
+ * the contents and nothing refers to the file; a restore maps a new file
+ * at the same addresses and copies the contents back.  Outside of a call
+ * the process holds no descriptor into FAKECUDA_DIR.
+ *
+ * As in the real driver, only the process itself changes its state, in
+ * its restore thread.  cuCheckpointProcess{Lock,Checkpoint,Restore,
+ * Unlock}() called in another process write proc/PID/req,
+ *	SEQ ACTION DEADLINE_NS [TIMEOUT_MS | OLDUUID=NEWUUID ...]
+ * and wait for proc/PID/ack, "SEQ CODE NAME".  The restore thread looks
+ * for req every millisecond, takes it away, and does the action unless
+ * the deadline has passed.  A caller that has waited long enough (a
+ * lock: its timeout and 2 s, or FAKECUDA_CALL_TIMEOUT_MS, default 10 s,
+ * with no timeout; other actions: FAKECUDA_CALL_TIMEOUT_MS) withdraws
+ * its request and fails with CUDA_ERROR_TIMEOUT: a stopped process
+ * answers nothing.  In the FAILED state every action fails with
+ * CUDA_ERROR_ILLEGAL_STATE and every application call with
+ * CUDA_ERROR_UNKNOWN.  A process forked from one that called cuInit()
+ * cannot use the driver: every call fails with
+ * CUDA_ERROR_NOT_INITIALIZED, cuInit() included.
+ */
+
+#include "config.h"
+
+#include <sys/types.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda.h>
+
+/*
+ * cuda.h maps these names to their newer versions; the driver exports
+ * the old ones too.
+ */
+#undef cuDeviceGetUuid
+#undef cuGetProcAddress
+CUresult CUDAAPI cuDeviceGetUuid(CUuuid *, CUdevice);
+CUresult CUDAAPI cuGetProcAddress(const char *, void **, int, cuuint64_t);
+
+#define MAXGPUS		64
+#define MAXCTX		16
+#define MAXPAIRS	64
+#define STACKDEPTH	16
+#define UUIDLEN		41		/* "GPU-" 8-4-4-4-12, NUL */
+#define PDIRLEN		(PATH_MAX - 64)	/* proc/PID, with room for a name */
+#define VA_BYTES	((size_t)64 << 30)
+#define VA_ALIGN	((uintptr_t)2 << 20)
+#define DEF_VERSION	13000
+#define CKPT_VERSION	12080		/* the checkpoint API */
+#define REMAP_VERSION	13000		/* restore with GPU pairs */
+#define CALL_TIMEOUT_MS	10000
+#define LOCK_SLACK_MS	2000
+#define MS		1000000ULL	/* ns */
+
+struct gpu {
+	unsigned char	 uuid[16];
+	char		 uuidstr[UUIDLEN];
+	int		 major, minor;
+	unsigned long long total;
+	char		 pci[32];
+	char		 name[256];
+};
+
+struct alloc {
+	uintptr_t	 va;
+	size_t		 len;		/* mapped: req rounded to pages */
+	size_t		 req;		/* asked for */
+	off_t		 off;		/* in the memory file */
+	void		*save;		/* the contents while checkpointed */
+};
+
+struct CUctx_st {
+	int		 used;
+	int		 refs;
+	struct gpu	 gpu;		/* where it lives now */
+	struct alloc	*allocs;	/* sorted by off */
+	size_t		 nallocs, allocsz;
+	off_t		 fsize;
+};
+
+struct pair {
+	unsigned char	 from[16], to[16];
+};
+
+struct inject {
+	CUresult	 r;
+	int		 failed;
+	int		 hang;
+};
+
+static const struct cuerr {
+	CUresult	 code;
+	const char	*name;
+	const char	*text;
+} cuerrs[] = {
+#define E(c, t)	{ c, #c, t }
+	E(CUDA_SUCCESS, "no error"),
+	E(CUDA_ERROR_INVALID_VALUE, "invalid argument"),
+	E(CUDA_ERROR_OUT_OF_MEMORY, "out of memory"),
+	E(CUDA_ERROR_NOT_INITIALIZED, "initialization error"),
+	E(CUDA_ERROR_DEINITIALIZED, "driver shutting down"),
+	E(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected"),
+	E(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"),
+	E(CUDA_ERROR_DEVICE_UNAVAILABLE,
+	    "CUDA-capable device(s) is/are busy or unavailable"),
+	E(CUDA_ERROR_INVALID_CONTEXT, "invalid device context"),
+	E(CUDA_ERROR_ECC_UNCORRECTABLE, "uncorrectable ECC error encountered"),
+	E(CUDA_ERROR_OPERATING_SYSTEM,
+	    "OS call failed or operation not supported on this OS"),
+	E(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle"),
+	E(CUDA_ERROR_ILLEGAL_STATE,
+	    "the operation cannot be performed in the present state"),
+	E(CUDA_ERROR_NOT_FOUND, "named symbol not found"),
+	E(CUDA_ERROR_NOT_READY, "device not ready"),
+	E(CUDA_ERROR_ILLEGAL_ADDRESS,
+	    "an illegal memory access was encountered"),
+	E(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure"),
+	E(CUDA_ERROR_NOT_PERMITTED, "operation not permitted"),
+	E(CUDA_ERROR_NOT_SUPPORTED, "operation not supported"),
+	E(CUDA_ERROR_SYSTEM_NOT_READY, "system not yet initialized"),
+	E(CUDA_ERROR_TIMEOUT, "wait operation timed out"),
+	E(CUDA_ERROR_UNKNOWN, "unknown error"),
+#undef E
+};
+
+static const char *const state_words[] = {
+	"RUNNING", "LOCKED", "CHECKPOINTED", "FAILED"
+};
+
+static int		 msleep(unsigned int);
+static uint64_t		 now_ns(void);
+static int		 pid_alive(pid_t);
+static char		*next_word(char **);
+static int		 uuid_parse(const char *, unsigned char *);
+static void		 uuid_format(const unsigned char *, char *);
+static int		 gpu_parse(char *, struct gpu *);
+static int		 gpus_scan(const char *, int, const unsigned char *,
+			    struct gpu *, int *);
+static int		 gpu_get(int, const unsigned char *, struct gpu *);
+static int		 driver_read(const char *);
+static const char	*fake_dir(void);
+static int		 driver_version(void);
+static unsigned long long mem_used(const char *, const char *);
+static int		 mkdirs(const char *, ...)
+			    __attribute__((__format__(__printf__, 1, 2)));
+static int		 write_atomic(const char *, const char *, const char *);
+static int		 read_small(const char *, char *, size_t);
+static int		 pid_stopped(pid_t);
+static const struct cuerr *err_lookup(CUresult);
+static CUresult		 err_byname(const char *);
+static const char	*err_name(CUresult);
+static int		 ready(void);
+static CUresult		 enter(void);
+static void		 leave(void);
+static struct CUctx_st	*cur_ctx(void);
+static int		 ctx_valid(CUcontext);
+static int		 mem_path(char *, size_t, const struct gpu *);
+static int		 unmap_to_reserve(uintptr_t, size_t);
+static void		 ctx_destroy(struct CUctx_st *);
+static struct alloc	*alloc_find(uintptr_t, size_t);
+static void		 state_set(CUprocessState);
+static void		 proc_files(void);
+static void		 cond_wait_until(uint64_t);
+static struct inject	 inject_read(const char *);
+static void		 delay_read(const char *);
+static void		 log_action(const char *, uint64_t, uint64_t, CUresult,
+			    const char *);
+static CUresult		 act_hang(uint64_t);
+static CUresult		 act_lock(unsigned int, uint64_t);
+static CUresult		 act_checkpoint(uint64_t);
+static CUresult		 act_restore(const struct pair *, size_t, uint64_t);
+static CUresult		 act_unlock(uint64_t);
+static int		 pairs_parse(char *, struct pair *, size_t *);
+static void		 request_handle(const char *);
+static void		*restore_thread(void *);
+static CUresult		 tool_check(int, char *, size_t);
+static CUresult		 tool_call(int, const char *, const char *,
+			    unsigned long);
+static unsigned long	 call_timeout(void);
+static CUresult		 getproc(const char *, void **, int,
+			    CUdriverProcAddressQueryResult *);
+static void		 fakecuda_fini(void) __attribute__((destructor));
+
+/*
+ * The process's side.  mtx guards state, locking, active and exiting;
+ * api serializes the bodies of application calls, which run only while
+ * the state is RUNNING, and the restore thread changes contexts and
+ * mappings only once no call is active.
+ */
+static struct {
+	pthread_mutex_t	 mtx;
+	pthread_cond_t	 cv;
+	pthread_mutex_t	 api;
+	int		 inited;
+	pid_t		 pid;
+	pid_t		 tid;
+	char		*dir;
+	CUprocessState	 state;
+	int		 locking;
+	int		 active;
+	int		 exiting;
+	uintptr_t	 va_next, va_end;
+	struct CUctx_st	 ctx[MAXCTX];
+} fc = {
+	.mtx = PTHREAD_MUTEX_INITIALIZER,
+	.api = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static _Thread_local struct CUctx_st	*ctxstack[STACKDEPTH];
+static _Thread_local int		 ctxdepth;
+static atomic_uint			 callseq;
+
+static int
+msleep(unsigned int ms)
+{
+	struct timespec	ts;
+
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	return nanosleep(&ts, NULL);
+}
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* A zombie counts as alive: its PID is still taken. */
+static int
+pid_alive(pid_t pid)
+{
+	return kill(pid, 0) == 0 || errno != ESRCH;
+}
+
+/* Returns 1 if pid is stopped (by a signal or a tracer). */
+static int
+pid_stopped(pid_t pid)
+{
+	char	path[64], buf[512], *p;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if (read_small(path, buf, sizeof buf) == -1 ||
+	    (p = strrchr(buf, ')')) == NULL)
+		return 0;
+	return p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+}
+
+/* Cuts the next blank-separated word off *pp; NULL at the end. */
+static char *
+next_word(char **pp)
+{
+	char	*p = *pp, *w;
+
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	if (*p == '\0') {
+		*pp = p;
+		return NULL;
+	}
+	w = p;
+	while (*p != '\0' && *p != ' ' && *p != '\t' && *p != '\n' &&
+	    *p != '\r')
+		p++;
+	if (*p != '\0')
+		*p++ = '\0';
+	*pp = p;
+	return w;
+}
+
+/* "GPU-" and 8-4-4-4-12 hex digits: the 16 bytes in order. */
+static int
+uuid_parse(const char *s, unsigned char *u)
+{
+	size_t	i, n = 0;
+	int	hi, lo;
+
+	if (strncmp(s, "GPU-", 4) != 0 || strlen(s) != UUIDLEN - 1)
+		return -1;
+	s += 4;
+	for (i = 0; i < 36; ) {
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (s[i] != '-')
+				return -1;
+			i++;
+			continue;
+		}
+		if (!isxdigit((unsigned char)s[i]) ||
+		    !isxdigit((unsigned char)s[i + 1]))
+			return -1;
+		hi = isdigit((unsigned char)s[i]) ? s[i] - '0' :
+		    tolower((unsigned char)s[i]) - 'a' + 10;
+		lo = isdigit((unsigned char)s[i + 1]) ? s[i + 1] - '0' :
+		    tolower((unsigned char)s[i + 1]) - 'a' + 10;
+		u[n++] = (unsigned char)(hi << 4 | lo);
+		i += 2;
+	}
+	return 0;
+}
+
+static void
+uuid_format(const unsigned char *u, char *s)
+{
+	snprintf(s, UUIDLEN, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-"
+	    "%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4],
+	    u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+	    u[15]);
+}
+
+/* One line of gpus; -1 for a blank, comment or malformed line. */
+static int
+gpu_parse(char *line, struct gpu *g)
+{
+	char		*p = line, *uuid, *cc, *total, *pci, *e;
+	size_t		 n;
+
+	memset(g, 0, sizeof *g);
+	if ((uuid = next_word(&p)) == NULL || *uuid == '#' ||
+	    (cc = next_word(&p)) == NULL || (total = next_word(&p)) == NULL ||
+	    (pci = next_word(&p)) == NULL)
+		return -1;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	n = strcspn(p, "\r\n");
+	while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+		n--;
+	if (n == 0 || n >= sizeof g->name || strlen(pci) >= sizeof g->pci)
+		return -1;
+	memcpy(g->name, p, n);
+	g->name[n] = '\0';
+	if (uuid_parse(uuid, g->uuid) == -1)
+		return -1;
+	uuid_format(g->uuid, g->uuidstr);
+	if (sscanf(cc, "%d.%d", &g->major, &g->minor) != 2)
+		return -1;
+	errno = 0;
+	g->total = strtoull(total, &e, 10);
+	if (errno != 0 || *e != '\0')
+		return -1;
+	strcpy(g->pci, pci);
+	return 0;
+}
+
+/*
+ * Reads dir/gpus afresh and returns how many GPUs it lists.  When
+ * ordinal is not -1 or uuid not NULL, the GPU found that way is copied
+ * to *g and its ordinal to *ordp (-1 when there is none).
+ */
+static int
+gpus_scan(const char *dir, int ordinal, const unsigned char *uuid,
+    struct gpu *g, int *ordp)
+{
+	struct gpu	 cur;
+	char		 path[PATH_MAX], line[1024];
+	FILE		*f;
+	int		 n = 0;
+
+	if (ordp != NULL)
+		*ordp = -1;
+	if (dir == NULL)
+		return 0;
+	snprintf(path, sizeof path, "%s/gpus", dir);
+	if ((f = fopen(path, "re")) == NULL)
+		return 0;
+	while (n < MAXGPUS && fgets(line, sizeof line, f) != NULL) {
+		if (gpu_parse(line, &cur) == -1)
+			continue;
+		if (ordp != NULL && *ordp == -1 && (n == ordinal ||
+		    (uuid != NULL && memcmp(uuid, cur.uuid, 16) == 0))) {
+			*g = cur;
+			*ordp = n;
+		}
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* The GPU of that ordinal, or with that UUID: returns its ordinal or -1. */
+static int
+gpu_get(int ordinal, const unsigned char *uuid, struct gpu *g)
+{
+	int	ord;
+
+	gpus_scan(fc.dir, ordinal, uuid, g, &ord);
+	return ord;
+}
+
+/* The first word of dir/driver, the driver's CUDA version. */
+static int
+driver_read(const char *dir)
+{
+	char	 path[PATH_MAX], buf[256], *p = buf, *v, *e;
+	long	 n;
+
+	if (dir == NULL)
+		return DEF_VERSION;
+	snprintf(path, sizeof path, "%s/driver", dir);
+	if (read_small(path, buf, sizeof buf) == -1 ||
+	    (v = next_word(&p)) == NULL)
+		return DEF_VERSION;
+	n = strtol(v, &e, 10);
+	return *e == '\0' && n > 0 && n < INT_MAX ? (int)n : DEF_VERSION;
+}
+
+static const char *
+fake_dir(void)
+{
+	const char	*d;
+
+	if (fc.inited)
+		return fc.dir;
+	d = getenv("FAKECUDA_DIR");
+	return d != NULL && *d != '\0' ? d : NULL;
+}
+
+static int
+driver_version(void)
+{
+	return driver_read(fake_dir());
+}
+
+/*
+ * The memory in use on a GPU: the sizes of the files in mem/UUID/ of
+ * the processes still alive (a killed process frees its memory).
+ */
+static unsigned long long
+mem_used(const char *dir, const char *uuidstr)
+{
+	struct dirent		*de;
+	struct stat		 st;
+	char			 path[PATH_MAX], *e;
+	unsigned long long	 used = 0;
+	DIR			*d;
+	long			 pid;
+
+	snprintf(path, sizeof path, "%s/mem/%s", dir, uuidstr);
+	if ((d = opendir(path)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		pid = strtol(de->d_name, &e, 10);
+		if (*e != '\0' || pid <= 0 || !pid_alive((pid_t)pid))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, 0) == 0)
+			used += (unsigned long long)st.st_size;
+	}
+	closedir(d);
+	return used;
+}
+
+/* Creates the directory the format names, and its parents. */
+static int
+mkdirs(const char *fmt, ...)
+{
+	char	path[PATH_MAX], *p;
+	va_list	ap;
+	int	n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(path, sizeof path, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof path)
+		return -1;
+	for (p = path + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) == -1 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(path, 0755) == -1 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+/* Writes path.tmp-suffix and renames it to path. */
+static int
+write_atomic(const char *path, const char *suffix, const char *text)
+{
+	char	tmp[PATH_MAX];
+	size_t	len = strlen(text);
+	int	fd, r = -1;
+
+	snprintf(tmp, sizeof tmp, "%s.tmp%s", path, suffix);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	    0644)) == -1)
+		return -1;
+	if (write(fd, text, len) == (ssize_t)len)
+		r = 0;
+	if (close(fd) == -1)
+		r = -1;
+	if (r == 0 && rename(tmp, path) == -1)
+		r = -1;
+	if (r == -1)
+		unlink(tmp);
+	return r;
+}
+
+/* Reads a small file whole, NUL-terminated. */
+static int
+read_small(const char *path, char *buf, size_t len)
+{
+	ssize_t	n;
+	int	fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
+static const struct cuerr *
+err_lookup(CUresult r)
+{
+	size_t	i;
+
+	for (i = 0; i < sizeof cuerrs / sizeof cuerrs[0]; i++)
+		if (cuerrs[i].code == r)
+			return &cuerrs[i];
+	return NULL;
+}
+
+/* A name that is not known reads as CUDA_ERROR_UNKNOWN. */
+static CUresult
+err_byname(const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < sizeof cuerrs / sizeof cuerrs[0]; i++)
+		if (strcmp(cuerrs[i].name, name) == 0)
+			return cuerrs[i].code;
+	return CUDA_ERROR_UNKNOWN;
+}
+
+static const char *
+err_name(CUresult r)
+{
+	const struct cuerr	*e = err_lookup(r);
+
+	return e != NULL ? e->name : "CUDA_ERROR_UNKNOWN";
+}
+
+/* The driver is initialized in this process (not in a forked copy). */
+static int
+ready(void)
+{
+	return fc.inited && fc.pid == getpid();
+}
+
+/*
+ * Every application call starts here: it waits while the process is
+ * locked or checkpointed, and fails at once in the FAILED state.
+ */
+static CUresult
+enter(void)
+{
+	CUresult	r = CUDA_SUCCESS;
+
+	if (!ready())
+		return CUDA_ERROR_NOT_INITIALIZED;
+	pthread_mutex_lock(&fc.mtx);
+	while (fc.state != CU_PROCESS_STATE_FAILED &&
+	    (fc.state != CU_PROCESS_STATE_RUNNING || fc.locking))
+		pthread_cond_wait(&fc.cv, &fc.mtx);
+	if (fc.state == CU_PROCESS_STATE_FAILED)
+		r = CUDA_ERROR_UNKNOWN;
+	else
+		fc.active++;
+	pthread_mutex_unlock(&fc.mtx);
+	if (r == CUDA_SUCCESS)
+		pthread_mutex_lock(&fc.api);
+	return r;
+}
+
+static void
+leave(void)
+{
+	pthread_mutex_unlock(&fc.api);
+	pthread_mutex_lock(&fc.mtx);
+	if (--fc.active == 0)
+		pthread_cond_broadcast(&fc.cv);
+	pthread_mutex_unlock(&fc.mtx);
+}
+
+static int
+ctx_valid(CUcontext c)
+{
+	return c >= &fc.ctx[0] && c < &fc.ctx[MAXCTX] && c->used;
+}
+
+static struct CUctx_st *
+cur_ctx(void)
+{
+	if (ctxdepth == 0 || !ctx_valid(ctxstack[ctxdepth - 1]))
+		return NULL;
+	return ctxstack[ctxdepth - 1];
+}
+
+static int
+mem_path(char *path, size_t len, const struct gpu *g)
+{
+	int	n;
+
+	n = snprintf(path, len, "%s/mem/%s/%ld", fc.dir, g->uuidstr,
+	    (long)fc.pid);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+static int
+unmap_to_reserve(uintptr_t va, size_t len)
+{
+	if (mmap((void *)va, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+	    MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+		return -1;
+	return 0;
+}
+
+/* Frees a context's memory and its file. */
+static void
+ctx_destroy(struct CUctx_st *c)
+{
+	char	path[PATH_MAX];
+	size_t	i;
+
+	for (i = 0; i < c->nallocs; i++) {
+		unmap_to_reserve(c->allocs[i].va, c->allocs[i].len);
+		free(c->allocs[i].save);
+	}
+	if (mem_path(path, sizeof path, &c->gpu) == 0)
+		unlink(path);
+	free(c->allocs);
+	memset(c, 0, sizeof *c);
+}
+
+/* The allocation that holds [p, p + n), in any context. */
+static struct alloc *
+alloc_find(uintptr_t p, size_t n)
+{
+	struct alloc	*a;
+	size_t		 i, k;
+
+	for (k = 0; k < MAXCTX; k++) {
+		if (!fc.ctx[k].used)
+			continue;
+		for (i = 0; i < fc.ctx[k].nallocs; i++) {
+			a = &fc.ctx[k].allocs[i];
+			if (p >= a->va && p - a->va <= a->req &&
+			    n <= a->req - (p - a->va))
+				return a;
+		}
+	}
+	return NULL;
+}
+
+/* Called with mtx held. */
+static void
+state_set(CUprocessState s)
+{
+	char	path[PATH_MAX], text[32];
+
+	fc.state = s;
+	pthread_cond_broadcast(&fc.cv);
+	if (fc.exiting)
+		return;
+	snprintf(path, sizeof path, "%s/proc/%ld/state", fc.dir,
+	    (long)fc.pid);
+	snprintf(text, sizeof text, "%s\n", state_words[s]);
+	write_atomic(path, "", text);
+}
+
+/* (Re)creates proc/PID/ with its state and tid; called with mtx held. */
+static void
+proc_files(void)
+{
+	char	path[PATH_MAX], text[32];
+
+	if (fc.exiting)
+		return;
+	mkdirs("%s/proc/%ld", fc.dir, (long)fc.pid);
+	mkdirs("%s/mem", fc.dir);
+	snprintf(path, sizeof path, "%s/proc/%ld/tid", fc.dir, (long)fc.pid);
+	snprintf(text, sizeof text, "%ld\n", (long)fc.tid);
+	write_atomic(path, "", text);
+	state_set(fc.state);
+}
+
+/* Waits on cv with mtx held until the monotonic time ns (0: forever). */
+static void
+cond_wait_until(uint64_t ns)
+{
+	struct timespec	ts;
+
+	if (ns == 0) {
+		pthread_cond_wait(&fc.cv, &fc.mtx);
+		return;
+	}
+	ts.tv_sec = (time_t)(ns / 1000000000ULL);
+	ts.tv_nsec = (long)(ns % 1000000000ULL);
+	pthread_cond_timedwait(&fc.cv, &fc.mtx, &ts);
+}
+
+/*
+ * inject/ACTION.PID, else inject/ACTION: "ERRORNAME [FAILED]" or
+ * "hang".  Read when the action runs.
+ */
+static struct inject
+inject_read(const char *action)
+{
+	struct inject	 in = { CUDA_SUCCESS, 0, 0 };
+	char		 path[PATH_MAX], buf[256], *p = buf, *w;
+
+	snprintf(path, sizeof path, "%s/inject/%s.%ld", fc.dir, action,
+	    (long)fc.pid);
+	if (read_small(path, buf, sizeof buf) == -1) {
+		snprintf(path, sizeof path, "%s/inject/%s", fc.dir, action);
+		if (read_small(path, buf, sizeof buf) == -1)
+			return in;
+	}
+	if ((w = next_word(&p)) == NULL)
+		return in;
+	if (strcmp(w, "hang") == 0) {
+		in.hang = 1;
+		return in;
+	}
+	in.r = err_byname(w);
+	if (in.r == CUDA_SUCCESS)
+		in.r = CUDA_ERROR_UNKNOWN;
+	while ((w = next_word(&p)) != NULL)
+		if (strcmp(w, "FAILED") == 0)
+			in.failed = 1;
+	return in;
+}
+
+/* delay/ACTION: milliseconds to sleep before the action's work. */
+static void
+delay_read(const char *action)
+{
+	char		 path[PATH_MAX], buf[64];
+	unsigned long	 ms;
+	uint64_t	 until;
+
+	snprintf(path, sizeof path, "%s/delay/%s", fc.dir, action);
+	if (read_small(path, buf, sizeof buf) == -1)
+		return;
+	if ((ms = strtoul(buf, NULL, 10)) == 0)
+		return;
+	until = now_ns() + ms * MS;
+	while (now_ns() < until)
+		msleep(1);
+}
+
+/* One line, one write(2): ACTION PID START END RESULT STATE [EXTRA]. */
+static void
+log_action(const char *action, uint64_t start, uint64_t end, CUresult r,
+    const char *extra)
+{
+	char	path[PATH_MAX], line[8192];
+	int	fd, n;
+
+	snprintf(path, sizeof path, "%s/log", fc.dir);
+	n = snprintf(line, sizeof line, "%s %ld %llu %llu %s %s%s%s\n", action,
+	    (long)fc.pid, (unsigned long long)start, (unsigned long long)end,
+	    err_name(r), state_words[fc.state], *extra ? " " : "", extra);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof line) {
+		n = sizeof line - 1;
+		line[n - 1] = '\n';
+	}
+	if ((fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+	    0644)) == -1)
+		return;
+	if (write(fd, line, (size_t)n) != n) {
+		/* The log is for the tests to read: nothing to do. */
+	}
+	close(fd);
+}
+
+/* An injected hang: nothing happens until the caller has given up. */
+static CUresult
+act_hang(uint64_t deadline)
+{
+	while (deadline == 0 || now_ns() <= deadline)
+		cond_wait_until(deadline);
+	return CUDA_ERROR_TIMEOUT;
+}
+
+/*
+ * RUNNING -> LOCKED: new calls wait from now on; the calls in progress
+ * must end within timeout_ms (0: until the caller gives up), else the
+ * process stays RUNNING and the answer is CUDA_ERROR_NOT_READY.
+ */
+static CUresult
+act_lock(unsigned int timeout_ms, uint64_t deadline)
+{
+	struct inject	in;
+	uint64_t	until;
+	CUresult	r;
+
+	delay_read("lock");
+	pthread_mutex_lock(&fc.mtx);
+	if (fc.state != CU_PROCESS_STATE_RUNNING) {
+		r = CUDA_ERROR_ILLEGAL_STATE;
+		goto out;
+	}
+	in = inject_read("lock");
+	if (in.r != CUDA_SUCCESS) {
+		if (in.failed)
+			state_set(CU_PROCESS_STATE_FAILED);
+		r = in.r;
+		goto out;
+	}
+	until = timeout_ms != 0 ? now_ns() + timeout_ms * MS : deadline;
+	fc.locking = 1;
+	while (in.hang || fc.active > 0) {
+		if (until != 0 && now_ns() >= until)
+			break;
+		cond_wait_until(until);
+	}
+	fc.locking = 0;
+	if (in.hang || fc.active > 0) {
+		pthread_cond_broadcast(&fc.cv);
+		r = CUDA_ERROR_NOT_READY;
+		goto out;
+	}
+	state_set(CU_PROCESS_STATE_LOCKED);
+	r = CUDA_SUCCESS;
+out:
+	pthread_mutex_unlock(&fc.mtx);
+	return r;
+}
+
+/*
+ * LOCKED -> CHECKPOINTED: every allocation is copied to the heap, its
+ * addresses go back to an inaccessible reservation and the memory file
+ * is removed, which releases the GPU.
+ */
+static CUresult
+act_checkpoint(uint64_t deadline)
+{
+	struct inject	 in;
+	struct CUctx_st	*c;
+	struct alloc	*a;
+	char		 path[PATH_MAX];
+	CUresult	 r;
+	size_t		 i, k;
+
+	delay_read("checkpoint");
+	pthread_mutex_lock(&fc.mtx);
+	if (fc.state != CU_PROCESS_STATE_LOCKED) {
+		r = CUDA_ERROR_ILLEGAL_STATE;
+		goto out;
+	}
+	in = inject_read("checkpoint");
+	if (in.hang) {
+		r = act_hang(deadline);
+		goto out;
+	}
+	if (in.r != CUDA_SUCCESS) {
+		if (in.failed)
+			state_set(CU_PROCESS_STATE_FAILED);
+		r = in.r;
+		goto out;
+	}
+	for (k = 0; k < MAXCTX; k++) {
+		c = &fc.ctx[k];
+		for (i = 0; c->used && i < c->nallocs; i++) {
+			a = &c->allocs[i];
+			if ((a->save = malloc(a->req)) == NULL) {
+				r = CUDA_ERROR_OUT_OF_MEMORY;
+				goto undo;
+			}
+			memcpy(a->save, (void *)a->va, a->req);
+		}
+	}
+	for (k = 0; k < MAXCTX; k++) {
+		c = &fc.ctx[k];
+		if (!c->used)
+			continue;
+		for (i = 0; i < c->nallocs; i++)
+			unmap_to_reserve(c->allocs[i].va, c->allocs[i].len);
+		if (mem_path(path, sizeof path, &c->gpu) == 0)
+			unlink(path);
+		c->fsize = 0;
+	}
+	state_set(CU_PROCESS_STATE_CHECKPOINTED);
+	r = CUDA_SUCCESS;
+	goto out;
+undo:
+	for (k = 0; k < MAXCTX; k++)
+		for (i = 0; fc.ctx[k].used && i < fc.ctx[k].nallocs; i++) {
+			free(fc.ctx[k].allocs[i].save);
+			fc.ctx[k].allocs[i].save = NULL;
+		}
+out:
+	pthread_mutex_unlock(&fc.mtx);
+	return r;
+}
+
+/*
+ * CHECKPOINTED -> LOCKED.  Each GPU the process had goes to its pair's
+ * new GPU when pairs are given (all of its GPUs must be named), else to
+ * itself.  Everything is checked before anything is touched.
+ */
+static CUresult
+act_restore(const struct pair *pairs, size_t npairs, uint64_t deadline)
+{
+	struct inject		 in;
+	struct CUctx_st		*c;
+	struct alloc		*a;
+	struct gpu		 to[MAXCTX];
+	unsigned long long	 need[MAXCTX];
+	char			 path[PATH_MAX];
+	CUresult		 r;
+	size_t			 i, k, j;
+	off_t			 off;
+	void			*p;
+	int			 fd = -1;
+
+	delay_read("restore");
+	pthread_mutex_lock(&fc.mtx);
+	if (fc.state != CU_PROCESS_STATE_CHECKPOINTED) {
+		r = CUDA_ERROR_ILLEGAL_STATE;
+		goto out;
+	}
+	in = inject_read("restore");
+	if (in.hang) {
+		r = act_hang(deadline);
+		goto out;
+	}
+	if (in.r != CUDA_SUCCESS) {
+		if (in.failed)
+			state_set(CU_PROCESS_STATE_FAILED);
+		r = in.r;
+		goto out;
+	}
+
+	for (k = 0; k < MAXCTX; k++) {
+		c = &fc.ctx[k];
+		if (!c->used)
+			continue;
+		memcpy(to[k].uuid, c->gpu.uuid, 16);
+		if (npairs > 0) {
+			for (j = 0; j < npairs; j++)
+				if (memcmp(pairs[j].from, c->gpu.uuid, 16) == 0)
+					break;
+			if (j == npairs) {
+				r = CUDA_ERROR_INVALID_VALUE;
+				goto out;
+			}
+			memcpy(to[k].uuid, pairs[j].to, 16);
+		}
+		for (j = 0; j < k; j++)
+			if (fc.ctx[j].used &&
+			    memcmp(to[j].uuid, to[k].uuid, 16) == 0) {
+				r = CUDA_ERROR_INVALID_VALUE;
+				goto out;
+			}
+		if (gpu_get(-1, to[k].uuid, &to[k]) == -1 ||
+		    strcmp(to[k].name, c->gpu.name) != 0 ||
+		    to[k].major != c->gpu.major ||
+		    to[k].minor != c->gpu.minor) {
+			r = CUDA_ERROR_INVALID_DEVICE;
+			goto out;
+		}
+		need[k] = 0;
+		for (i = 0; i < c->nallocs; i++)
+			need[k] += c->allocs[i].len;
+		if (mem_used(fc.dir, to[k].uuidstr) + need[k] > to[k].total) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+			goto out;
+		}
+	}
+
+	for (k = 0; k < MAXCTX; k++) {
+		c = &fc.ctx[k];
+		if (!c->used)
+			continue;
+		c->gpu = to[k];
+		if (mkdirs("%s/mem/%s", fc.dir, c->gpu.uuidstr) == -1 ||
+		    mem_path(path, sizeof path, &c->gpu) == -1 ||
+		    (fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC,
+		    0644)) == -1 || ftruncate(fd, (off_t)need[k]) == -1)
+			goto failed;
+		for (i = 0, off = 0; i < c->nallocs; i++) {
+			a = &c->allocs[i];
+			p = mmap((void *)a->va, a->len, PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_FIXED, fd, off);
+			if (p == MAP_FAILED)
+				goto failed;
+			memcpy(p, a->save, a->req);
+			free(a->save);
+			a->save = NULL;
+			a->off = off;
+			off += (off_t)a->len;
+		}
+		c->fsize = off;
+		close(fd);
+		fd = -1;
+	}
+	state_set(CU_PROCESS_STATE_LOCKED);
+	r = CUDA_SUCCESS;
+	goto out;
+failed:
+	/* Half restored: as the real driver, give up on the process. */
+	if (fd != -1)
+		close(fd);
+	state_set(CU_PROCESS_STATE_FAILED);
+	r = CUDA_ERROR_OPERATING_SYSTEM;
+out:
+	pthread_mutex_unlock(&fc.mtx);
+	return r;
+}
+
+/* LOCKED -> RUNNING: the waiting calls go on. */
+static CUresult
+act_unlock(uint64_t deadline)
+{
+	struct inject	in;
+	CUresult	r;
+
+	delay_read("unlock");
+	pthread_mutex_lock(&fc.mtx);
+	if (fc.state != CU_PROCESS_STATE_LOCKED) {
+		r = CUDA_ERROR_ILLEGAL_STATE;
+		goto out;
+	}
+	in = inject_read("unlock");
+	if (in.hang) {
+		r = act_hang(deadline);
+		goto out;
+	}
+	if (in.r != CUDA_SUCCESS) {
+		if (in.failed)
+			state_set(CU_PROCESS_STATE_FAILED);
+		r = in.r;
+		goto out;
+	}
+	state_set(CU_PROCESS_STATE_RUNNING);
+	r = CUDA_SUCCESS;
+out:
+	pthread_mutex_unlock(&fc.mtx);
+	return r;
+}
+
+/* OLDUUID=NEWUUID words. */
+static int
+pairs_parse(char *p, struct pair *pairs, size_t *np)
+{
+	char	*w, *eq;
+
+	*np = 0;
+	while ((w = next_word(&p)) != NULL) {
+		if (*np == MAXPAIRS || (eq = strchr(w, '=')) == NULL)
+			return -1;
+		*eq = '\0';
+		if (uuid_parse(w, pairs[*np].from) == -1 ||
+		    uuid_parse(eq + 1, pairs[*np].to) == -1)
+			return -1;
+		*eq = '=';
+		(*np)++;
+	}
+	return 0;
+}
+
+/*
+ * Takes proc/PID/req ("SEQ ACTION DEADLINE_NS [ARGS]"), does the action
+ * unless the caller's deadline has passed, logs it and answers in
+ * proc/PID/ack ("SEQ CODE NAME").
+ */
+static void
+request_handle(const char *req)
+{
+	struct pair	 pairs[MAXPAIRS];
+	char		 busy[PATH_MAX], ack[PATH_MAX], buf[16384], extra[8192];
+	char		 text[256], *p = buf, *seq, *action, *dl, *args;
+	unsigned long	 ms;
+	uint64_t	 start, deadline;
+	size_t		 npairs = 0;
+	CUresult	 r;
+
+	snprintf(busy, sizeof busy, "%s.busy", req);
+	if (rename(req, busy) == -1)
+		return;
+	if (read_small(busy, buf, sizeof buf) == -1) {
+		unlink(busy);
+		return;
+	}
+	unlink(busy);
+	start = now_ns();
+	if ((seq = next_word(&p)) == NULL || (action = next_word(&p)) == NULL ||
+	    (dl = next_word(&p)) == NULL)
+		return;
+	deadline = strtoull(dl, NULL, 10);
+	args = p + strspn(p, " \t");
+	args[strcspn(args, "\r\n")] = '\0';
+	snprintf(extra, sizeof extra, "%s",
+	    strcmp(action, "restore") == 0 ? args : "");
+
+	if (deadline != 0 && start > deadline)
+		r = CUDA_ERROR_TIMEOUT;
+	else if (strcmp(action, "lock") == 0) {
+		ms = strtoul(args, NULL, 10);
+		r = act_lock(ms > UINT_MAX ? UINT_MAX : (unsigned int)ms,
+		    deadline);
+	} else if (strcmp(action, "checkpoint") == 0)
+		r = act_checkpoint(deadline);
+	else if (strcmp(action, "restore") == 0) {
+		if (pairs_parse(args, pairs, &npairs) == -1)
+			r = CUDA_ERROR_INVALID_VALUE;
+		else
+			r = act_restore(pairs, npairs, deadline);
+	} else if (strcmp(action, "unlock") == 0)
+		r = act_unlock(deadline);
+	else if (strcmp(action, "state") == 0) {
+		/*
+		 * The state lives in the process: the file may be older
+		 * than the process (one restored from an image), so it is
+		 * written again before the caller reads it.
+		 */
+		pthread_mutex_lock(&fc.mtx);
+		proc_files();
+		pthread_mutex_unlock(&fc.mtx);
+		r = CUDA_SUCCESS;
+	} else
+		r = CUDA_ERROR_INVALID_VALUE;
+
+	if (strcmp(action, "state") != 0) {
+		pthread_mutex_lock(&fc.mtx);
+		log_action(action, start, now_ns(), r, extra);
+		pthread_mutex_unlock(&fc.mtx);
+	}
+	snprintf(ack, sizeof ack, "%s/proc/%ld/ack", fc.dir, (long)fc.pid);
+	snprintf(text, sizeof text, "%s %d %s\n", seq, (int)r, err_name(r));
+	write_atomic(ack, "", text);
+}
+
+/*
+ * The restore thread: looks for a request every millisecond.  It holds
+ * no descriptor while it waits, so a process image taken at any time
+ * has none open into FAKECUDA_DIR, and after a restore by CRIU it simply
+ * goes on.
+ */
+static void *
+restore_thread(void *arg)
+{
+	struct stat	 st;
+	char		 req[PDIRLEN], state[PATH_MAX];
+	unsigned int	 n = 0;
+
+	prctl(PR_SET_NAME, "cuda-restore", 0, 0, 0);
+	pthread_mutex_lock(&fc.mtx);
+	fc.tid = gettid();
+	pthread_cond_broadcast(&fc.cv);
+	pthread_mutex_unlock(&fc.mtx);
+	snprintf(req, sizeof req, "%s/proc/%ld/req", fc.dir, (long)fc.pid);
+	snprintf(state, sizeof state, "%s/proc/%ld/state", fc.dir,
+	    (long)fc.pid);
+	for (;;) {
+		msleep(1);
+		if (stat(req, &st) == 0) {
+			request_handle(req);
+			continue;
+		}
+		/* Someone emptied FAKECUDA_DIR: say again who we are. */
+		if (++n % 100 == 0 && access(state, F_OK) == -1) {
+			pthread_mutex_lock(&fc.mtx);
+			proc_files();
+			pthread_mutex_unlock(&fc.mtx);
+		}
+	}
+	return NULL;
+}
+
+/* At exit the process gives its GPU memory back and leaves proc/. */
+static void
+fakecuda_fini(void)
+{
+	static const char *const names[] = {
+		"state", "tid", "req", "req.busy", "ack", "lock"
+	};
+	char	path[PATH_MAX];
+	size_t	i;
+
+	if (!ready())
+		return;
+	pthread_mutex_lock(&fc.mtx);
+	fc.exiting = 1;
+	for (i = 0; i < MAXCTX; i++)
+		if (fc.ctx[i].used && mem_path(path, sizeof path,
+		    &fc.ctx[i].gpu) == 0)
+			unlink(path);
+	for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+		snprintf(path, sizeof path, "%s/proc/%ld/%s", fc.dir,
+		    (long)fc.pid, names[i]);
+		unlink(path);
+	}
+	snprintf(path, sizeof path, "%s/proc/%ld", fc.dir, (long)fc.pid);
+	rmdir(path);
+	pthread_mutex_unlock(&fc.mtx);
+}
+
+/* Error names and strings. */
+
+CUresult CUDAAPI
+cuGetErrorName(CUresult error, const char **pStr)
+{
+	const struct cuerr	*e = err_lookup(error);
+
+	if (pStr == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pStr = e != NULL ? e->name : NULL;
+	return e != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI
+cuGetErrorString(CUresult error, const char **pStr)
+{
+	const struct cuerr	*e = err_lookup(error);
+
+	if (pStr == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pStr = e != NULL ? e->text : NULL;
+	return e != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI
+cuDriverGetVersion(int *driverVersion)
+{
+	if (driverVersion == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	*driverVersion = driver_version();
+	return CUDA_SUCCESS;
+}
+
+/*
+ * Reserves the address range of device memory, creates proc/PID/ and
+ * starts the restore thread, with every signal blocked so that the
+ * application's signals go to its own threads.
+ */
+CUresult CUDAAPI
+cuInit(unsigned int Flags)
+{
+	pthread_condattr_t	 ca;
+	pthread_t		 th;
+	sigset_t		 all, old;
+	const char		*dir;
+	uintptr_t		 base;
+	void			*va = MAP_FAILED;
+	CUresult		 r;
+	int			 e;
+
+	if (Flags != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&fc.mtx);
+	if (fc.inited) {
+		r = ready() ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+		goto out;
+	}
+	dir = getenv("FAKECUDA_DIR");
+	if (dir == NULL || *dir == '\0' ||
+	    gpus_scan(dir, -1, NULL, NULL, NULL) == 0) {
+		r = CUDA_ERROR_NO_DEVICE;
+		goto out;
+	}
+	/* Absolute, so that a change of directory does not matter. */
+	if ((fc.dir = realpath(dir, NULL)) == NULL &&
+	    (fc.dir = strdup(dir)) == NULL) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	va = mmap(NULL, VA_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+	    MAP_NORESERVE, -1, 0);
+	if (va == MAP_FAILED) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	base = ((uintptr_t)va + VA_ALIGN - 1) & ~(VA_ALIGN - 1);
+	fc.va_next = base;
+	fc.va_end = (uintptr_t)va + VA_BYTES;
+	fc.pid = getpid();
+	fc.state = CU_PROCESS_STATE_RUNNING;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&fc.cv, &ca);
+	pthread_condattr_destroy(&ca);
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	e = pthread_create(&th, NULL, restore_thread, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e != 0) {
+		r = CUDA_ERROR_OPERATING_SYSTEM;
+		goto out;
+	}
+	pthread_detach(th);
+	while (fc.tid == 0)
+		pthread_cond_wait(&fc.cv, &fc.mtx);
+	fc.inited = 1;
+	proc_files();
+	va = MAP_FAILED;
+	r = CUDA_SUCCESS;
+out:
+	if (va != MAP_FAILED)
+		munmap(va, VA_BYTES);
+	if (r != CUDA_SUCCESS && !fc.inited) {
+		free(fc.dir);
+		fc.dir = NULL;
+	}
+	pthread_mutex_unlock(&fc.mtx);
+	return r;
+}
+
+/* Devices. */
+
+CUresult CUDAAPI
+cuDeviceGetCount(int *count)
+{
+	CUresult	r;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if (count == NULL)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else
+		*count = gpus_scan(fc.dir, -1, NULL, NULL, NULL);
+	leave();
+	return r;
+}
+
+CUresult CUDAAPI
+cuDeviceGet(CUdevice *device, int ordinal)
+{
+	struct gpu	g;
+	CUresult	r;
+	int		ord;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if (device == NULL)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else if ((ord = gpu_get(ordinal, NULL, &g)) == -1)
+		r = CUDA_ERROR_INVALID_DEVICE;
+	else
+		*device = ord;
+	leave();
+	return r;
+}
+
+CUresult CUDAAPI
+cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+	struct gpu	g;
+	CUresult	r;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if (name == NULL || len <= 0)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else if (gpu_get(dev, NULL, &g) == -1)
+		r = CUDA_ERROR_INVALID_DEVICE;
+	else
+		snprintf(name, (size_t)len, "%s", g.name);
+	leave();
+	return r;
+}
+
+CUresult CUDAAPI
+cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+	struct gpu	g;
+	CUresult	r;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if (uuid == NULL)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else if (gpu_get(dev, NULL, &g) == -1)
+		r = CUDA_ERROR_INVALID_DEVICE;
+	else
+		memcpy(uuid->bytes, g.uuid, 16);
+	leave();
+	return r;
+}
+
+CUresult CUDAAPI
+cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+{
+	return cuDeviceGetUuid_v2(uuid, dev);
+}
+
+CUresult CUDAAPI
+cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+	struct gpu	g;
+	CUresult	r;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if (bytes == NULL)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else if (gpu_get(dev, NULL, &g) == -1)
+		r = CUDA_ERROR_INVALID_DEVICE;
+	else
+		*bytes = (size_t)g.total;
+	leave();
+	return r;
+}
+
+CUresult CUDAAPI
+cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+{
+	struct gpu	g;
+	unsigned int	dom, bus, slot;
+	CUresult	r;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if (pi == NULL) {
+		r = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	if (gpu_get(dev, NULL, &g) == -1) {
+		r = CUDA_ERROR_INVALID_DEVICE;
+		goto out;
+	}
+	dom = bus = slot = 0;
+	sscanf(g.pci, "%x:%x:%x", &dom, &bus, &slot);
+	switch (attrib) {
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+		*pi = g.major;
+		break;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+		*pi = g.minor;
+		break;
+	case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
+		*pi = (int)bus;
+		break;
+	case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
+		*pi = (int)slot;
+		break;
+	case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
+		*pi = (int)dom;
+		break;
+	default:
+		r = CUDA_ERROR_INVALID_VALUE;
+		break;
+	}
+out:
+	leave();
+	return r;
+}
+
+CUresult CUDAAPI
+cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
+{
+	struct gpu	g;
+	CUresult	r;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if (pciBusId == NULL || len <= 0)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else if (gpu_get(dev, NULL, &g) == -1)
+		r = CUDA_ERROR_INVALID_DEVICE;
+	else
+		snprintf(pciBusId, (size_t)len, "%s", g.pci);
+	leave();
+	return r;
+}
+
+/* Contexts: one primary context a GPU, with an empty memory file. */
+
+CUresult CUDAAPI
+cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+	struct CUctx_st	*c = NULL;
+	struct gpu	 g;
+	char		 path[PATH_MAX];
+	CUresult	 r;
+	size_t		 i;
+	int		 fd;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if (pctx == NULL) {
+		r = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	if (gpu_get(dev, NULL, &g) == -1) {
+		r = CUDA_ERROR_INVALID_DEVICE;
+		goto out;
+	}
+	for (i = 0; i < MAXCTX; i++)
+		if (fc.ctx[i].used && memcmp(fc.ctx[i].gpu.uuid, g.uuid,
+		    16) == 0) {
+			c = &fc.ctx[i];
+			c->refs++;
+			*pctx = c;
+			goto out;
+		}
+	for (i = 0; i < MAXCTX && c == NULL; i++)
+		if (!fc.ctx[i].used)
+			c = &fc.ctx[i];
+	if (c == NULL) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	if (mkdirs("%s/mem/%s", fc.dir, g.uuidstr) == -1 ||
+	    mem_path(path, sizeof path, &g) == -1 ||
+	    (fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	    0644)) == -1) {
+		r = CUDA_ERROR_OPERATING_SYSTEM;
+		goto out;
+	}
+	close(fd);
+	memset(c, 0, sizeof *c);
+	c->used = 1;
+	c->refs = 1;
+	c->gpu = g;
+	*pctx = c;
+out:
+	leave();
+	return r;
+}
+
+CUresult CUDAAPI
+cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+	struct gpu	g;
+	CUresult	r;
+	size_t		i;
+	int		k;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if (gpu_get(dev, NULL, &g) == -1) {
+		r = CUDA_ERROR_INVALID_DEVICE;
+		goto out;
+	}
+	r = CUDA_ERROR_INVALID_CONTEXT;
+	for (i = 0; i < MAXCTX; i++) {
+		if (!fc.ctx[i].used ||
+		    memcmp(fc.ctx[i].gpu.uuid, g.uuid, 16) != 0)
+			continue;
+		r = CUDA_SUCCESS;
+		if (--fc.ctx[i].refs > 0)
+			break;
+		for (k = 0; k < ctxdepth; k++)
+			if (ctxstack[k] == &fc.ctx[i])
+				ctxstack[k] = NULL;
+		ctx_destroy(&fc.ctx[i]);
+		break;
+	}
+out:
+	leave();
+	return r;
+}
+
+CUresult CUDAAPI
+cuCtxSetCurrent(CUcontext ctx)
+{
+	CUresult	r;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if (ctx != NULL && !ctx_valid(ctx))
+		r = CUDA_ERROR_INVALID_CONTEXT;
+	else if (ctxdepth == 0) {
+		if (ctx != NULL)
+			ctxstack[ctxdepth++] = ctx;
+	} else if (ctx == NULL)
+		ctxdepth--;
+	else
+		ctxstack[ctxdepth - 1] = ctx;
+	leave();
+	return r;
+}
+
+CUresult CUDAAPI
+cuCtxGetCurrent(CUcontext *pctx)
+{
+	CUresult	r;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if (pctx == NULL)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else
+		*pctx = cur_ctx();
+	leave();
+	return r;
+}
+
+CUresult CUDAAPI
+cuCtxPushCurrent_v2(CUcontext ctx)
+{
+	CUresult	r;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if (!ctx_valid(ctx))
+		r = CUDA_ERROR_INVALID_CONTEXT;
+	else if (ctxdepth == STACKDEPTH)
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	else
+		ctxstack[ctxdepth++] = ctx;
+	leave();
+	return r;
+}
+
+CUresult CUDAAPI
+cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+	CUresult	r;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if (ctxdepth == 0)
+		r = CUDA_ERROR_INVALID_CONTEXT;
+	else {
+		ctxdepth--;
+		if (pctx != NULL)
+			*pctx = ctxstack[ctxdepth];
+	}
+	leave();
+	return r;
+}
+
+/* The ordinal of the GPU the context is on now: a restore may move it. */
+CUresult CUDAAPI
+cuCtxGetDevice(CUdevice *device)
+{
+	struct CUctx_st	*c;
+	struct gpu	 g;
+	CUresult	 r;
+	int		 ord;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if (device == NULL)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else if ((c = cur_ctx()) == NULL)
+		r = CUDA_ERROR_INVALID_CONTEXT;
+	else if ((ord = gpu_get(-1, c->gpu.uuid, &g)) == -1)
+		r = CUDA_ERROR_INVALID_DEVICE;
+	else
+		*device = ord;
+	leave();
+	return r;
+}
+
+CUresult CUDAAPI
+cuCtxSynchronize(void)
+{
+	CUresult	r;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if (cur_ctx() == NULL)
+		r = CUDA_ERROR_INVALID_CONTEXT;
+	leave();
+	return r;
+}
+
+/* Memory. */
+
+/*
+ * The allocation takes the first gap of the memory file that fits, or
+ * its end, and fresh addresses 2 MiB aligned.
+ */
+CUresult CUDAAPI
+cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+	struct CUctx_st	*c;
+	struct alloc	*a;
+	struct gpu	 g;
+	char		 path[PATH_MAX];
+	unsigned long long used;
+	size_t		 len, span, i, pg = (size_t)sysconf(_SC_PAGESIZE);
+	off_t		 off = 0, fsize;
+	CUresult	 r;
+	void		*p;
+	int		 fd = -1;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if ((c = cur_ctx()) == NULL) {
+		r = CUDA_ERROR_INVALID_CONTEXT;
+		goto out;
+	}
+	if (dptr == NULL || bytesize == 0 || bytesize > VA_BYTES) {
+		r = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	len = (bytesize + pg - 1) / pg * pg;
+	span = (len + VA_ALIGN - 1) & ~(VA_ALIGN - 1);
+	if (span > fc.va_end - fc.va_next) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	if (gpu_get(-1, c->gpu.uuid, &g) == -1) {
+		r = CUDA_ERROR_INVALID_DEVICE;
+		goto out;
+	}
+	for (i = 0; i < c->nallocs; i++) {
+		if (c->allocs[i].off - off >= (off_t)len)
+			break;
+		off = c->allocs[i].off + (off_t)c->allocs[i].len;
+	}
+	fsize = off + (off_t)len > c->fsize ? off + (off_t)len : c->fsize;
+	used = mem_used(fc.dir, g.uuidstr);
+	used = used > (unsigned long long)c->fsize ? used - c->fsize : 0;
+	if (used + (unsigned long long)fsize > g.total) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	if (c->nallocs == c->allocsz) {
+		a = reallocarray(c->allocs, c->allocsz + 16, sizeof *a);
+		if (a == NULL) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+			goto out;
+		}
+		c->allocs = a;
+		c->allocsz += 16;
+	}
+	if (mkdirs("%s/mem/%s", fc.dir, g.uuidstr) == -1 ||
+	    mem_path(path, sizeof path, &g) == -1 ||
+	    (fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) == -1 ||
+	    ftruncate(fd, fsize) == -1) {
+		r = CUDA_ERROR_OPERATING_SYSTEM;
+		goto out;
+	}
+	p = mmap((void *)fc.va_next, len, PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_FIXED, fd, off);
+	if (p == MAP_FAILED) {
+		if (ftruncate(fd, c->fsize) == -1) {
+			/* The file stays larger: its size is only a count. */
+		}
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	memmove(&c->allocs[i + 1], &c->allocs[i],
+	    (c->nallocs - i) * sizeof *a);
+	a = &c->allocs[i];
+	memset(a, 0, sizeof *a);
+	a->va = fc.va_next;
+	a->len = len;
+	a->req = bytesize;
+	a->off = off;
+	c->nallocs++;
+	c->fsize = fsize;
+	fc.va_next += span;
+	*dptr = (CUdeviceptr)a->va;
+out:
+	if (fd != -1)
+		close(fd);
+	leave();
+	return r;
+}
+
+/* The addresses are not used again; the file shrinks to its last use. */
+CUresult CUDAAPI
+cuMemFree_v2(CUdeviceptr dptr)
+{
+	struct CUctx_st	*c;
+	struct alloc	*a;
+	char		 path[PATH_MAX];
+	CUresult	 r;
+	size_t		 i, k;
+	off_t		 fsize;
+	int		 fd;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	r = CUDA_ERROR_INVALID_VALUE;
+	for (k = 0; k < MAXCTX && r != CUDA_SUCCESS; k++) {
+		c = &fc.ctx[k];
+		for (i = 0; c->used && i < c->nallocs; i++)
+			if (c->allocs[i].va == (uintptr_t)dptr) {
+				r = CUDA_SUCCESS;
+				break;
+			}
+	}
+	if (r != CUDA_SUCCESS)
+		goto out;
+	c = &fc.ctx[k - 1];
+	a = &c->allocs[i];
+	unmap_to_reserve(a->va, a->len);
+	if (mem_path(path, sizeof path, &c->gpu) == 0 &&
+	    (fd = open(path, O_RDWR | O_CLOEXEC)) != -1) {
+		fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		    a->off, (off_t)a->len);
+		memmove(a, a + 1, (c->nallocs - i - 1) * sizeof *a);
+		c->nallocs--;
+		fsize = c->nallocs == 0 ? 0 :
+		    c->allocs[c->nallocs - 1].off +
+		    (off_t)c->allocs[c->nallocs - 1].len;
+		if (fsize < c->fsize && ftruncate(fd, fsize) == 0)
+			c->fsize = fsize;
+		close(fd);
+	} else {
+		memmove(a, a + 1, (c->nallocs - i - 1) * sizeof *a);
+		c->nallocs--;
+	}
+out:
+	leave();
+	return r;
+}
+
+CUresult CUDAAPI
+cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+{
+	CUresult	r;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if (cur_ctx() == NULL)
+		r = CUDA_ERROR_INVALID_CONTEXT;
+	else if (ByteCount > 0 && (srcHost == NULL ||
+	    alloc_find((uintptr_t)dstDevice, ByteCount) == NULL))
+		r = CUDA_ERROR_INVALID_VALUE;
+	else if (ByteCount > 0)
+		memcpy((void *)(uintptr_t)dstDevice, srcHost, ByteCount);
+	leave();
+	return r;
+}
+
+CUresult CUDAAPI
+cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+{
+	CUresult	r;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if (cur_ctx() == NULL)
+		r = CUDA_ERROR_INVALID_CONTEXT;
+	else if (ByteCount > 0 && (dstHost == NULL ||
+	    alloc_find((uintptr_t)srcDevice, ByteCount) == NULL))
+		r = CUDA_ERROR_INVALID_VALUE;
+	else if (ByteCount > 0)
+		memcpy(dstHost, (void *)(uintptr_t)srcDevice, ByteCount);
+	leave();
+	return r;
+}
+
+CUresult CUDAAPI
+cuMemGetInfo_v2(size_t *free, size_t *total)
+{
+	struct CUctx_st		*c;
+	struct gpu		 g;
+	unsigned long long	 used;
+	CUresult		 r;
+	int			 ord;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if (free == NULL || total == NULL)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else if ((c = cur_ctx()) == NULL)
+		r = CUDA_ERROR_INVALID_CONTEXT;
+	else if ((ord = gpu_get(-1, c->gpu.uuid, &g)) == -1)
+		r = CUDA_ERROR_INVALID_DEVICE;
+	else {
+		used = mem_used(fc.dir, g.uuidstr);
+		*total = (size_t)g.total;
+		*free = used < g.total ? (size_t)(g.total - used) : 0;
+	}
+	leave();
+	return r;
+}
+
+/* The checkpoint API, as a tool calls it for another process. */
+
+/* Fills pdir with proc/PID when the call may go on. */
+static CUresult
+tool_check(int pid, char *pdir, size_t len)
+{
+	char	path[PATH_MAX];
+
+	if (!ready())
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (driver_version() < CKPT_VERSION)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	if (pid <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	snprintf(pdir, len, "%s/proc/%d", fc.dir, pid);
+	snprintf(path, sizeof path, "%s/state", pdir);
+	if (!pid_alive(pid) || access(path, F_OK) == -1)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return CUDA_SUCCESS;
+}
+
+static unsigned long
+call_timeout(void)
+{
+	const char	*s = getenv("FAKECUDA_CALL_TIMEOUT_MS");
+	unsigned long	 ms;
+	char		*e;
+
+	if (s == NULL || *s == '\0')
+		return CALL_TIMEOUT_MS;
+	ms = strtoul(s, &e, 10);
+	return *e == '\0' && ms > 0 ? ms : CALL_TIMEOUT_MS;
+}
+
+/*
+ * Sends a request to the restore thread of pid and waits for its answer
+ * at most timeout_ms; one caller at a time per process.
+ */
+static CUresult
+tool_call(int pid, const char *action, const char *args,
+    unsigned long timeout_ms)
+{
+	char		 pdir[PDIRLEN], path[PATH_MAX], req[PATH_MAX];
+	char		 seq[96], suffix[64], *text = NULL, buf[256], *p, *w;
+	uint64_t	 deadline;
+	unsigned int	 n;
+	CUresult	 r;
+	size_t		 len;
+	long		 code;
+	int		 fd = -1, i;
+
+	if ((r = tool_check(pid, pdir, sizeof pdir)) != CUDA_SUCCESS)
+		return r;
+	deadline = now_ns() + timeout_ms * MS;
+	snprintf(path, sizeof path, "%s/lock", pdir);
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) == -1) {
+		r = CUDA_ERROR_OPERATING_SYSTEM;
+		goto out;
+	}
+	while (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		if (now_ns() > deadline) {
+			r = CUDA_ERROR_TIMEOUT;
+			goto out;
+		}
+		msleep(1);
+	}
+
+	n = atomic_fetch_add(&callseq, 1) + 1;
+	snprintf(seq, sizeof seq, "%ld.%u.%llu", (long)getpid(), n,
+	    (unsigned long long)now_ns());
+	snprintf(suffix, sizeof suffix, ".%ld.%u", (long)getpid(), n);
+	len = strlen(seq) + strlen(action) + strlen(args) + 64;
+	if ((text = malloc(len)) == NULL) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	snprintf(text, len, "%s %s %llu%s%s\n", seq, action,
+	    (unsigned long long)deadline, *args ? " " : "", args);
+	snprintf(req, sizeof req, "%s/req", pdir);
+	if (write_atomic(req, suffix, text) == -1) {
+		r = CUDA_ERROR_OPERATING_SYSTEM;
+		goto out;
+	}
+
+	snprintf(path, sizeof path, "%s/ack", pdir);
+	for (i = 1; ; i++) {
+		if (read_small(path, buf, sizeof buf) == 0) {
+			p = buf;
+			if ((w = next_word(&p)) != NULL &&
+			    strcmp(w, seq) == 0 &&
+			    (w = next_word(&p)) != NULL) {
+				code = strtol(w, NULL, 10);
+				r = (CUresult)code;
+				break;
+			}
+		}
+		if (now_ns() > deadline) {
+			unlink(req);	/* too late: withdraw it */
+			r = CUDA_ERROR_TIMEOUT;
+			break;
+		}
+		if (i % 100 == 0 && !pid_alive(pid)) {
+			unlink(req);
+			r = CUDA_ERROR_NOT_INITIALIZED;
+			break;
+		}
+		msleep(1);
+	}
+out:
+	free(text);
+	if (fd != -1)
+		close(fd);
+	return r;
+}
+
+CUresult CUDAAPI
+cuCheckpointProcessGetState(int pid, CUprocessState *state)
+{
+	char		 pdir[PDIRLEN], path[PATH_MAX], buf[64], *p = buf, *w;
+	CUresult	 r;
+	size_t		 i;
+
+	if ((r = tool_check(pid, pdir, sizeof pdir)) != CUDA_SUCCESS)
+		return r;
+	if (state == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	/*
+	 * A process that can run is asked (its restore thread republishes
+	 * its state); a stopped one cannot answer, and its file is read.
+	 */
+	if (!pid_stopped(pid) &&
+	    (r = tool_call(pid, "state", "", call_timeout())) != CUDA_SUCCESS)
+		return r;
+	snprintf(path, sizeof path, "%s/state", pdir);
+	if (read_small(path, buf, sizeof buf) == -1 ||
+	    (w = next_word(&p)) == NULL)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	for (i = 0; i < sizeof state_words / sizeof state_words[0]; i++)
+		if (strcmp(w, state_words[i]) == 0) {
+			*state = (CUprocessState)i;
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_UNKNOWN;
+}
+
+CUresult CUDAAPI
+cuCheckpointProcessGetRestoreThreadId(int pid, int *tid)
+{
+	char		 pdir[PDIRLEN], path[PATH_MAX], buf[64], *e;
+	CUresult	 r;
+	long		 n;
+
+	if ((r = tool_check(pid, pdir, sizeof pdir)) != CUDA_SUCCESS)
+		return r;
+	if (tid == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	snprintf(path, sizeof path, "%s/tid", pdir);
+	if (read_small(path, buf, sizeof buf) == -1)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	n = strtol(buf, &e, 10);
+	if (n <= 0 || (*e != '\0' && *e != '\n'))
+		return CUDA_ERROR_UNKNOWN;
+	*tid = (int)n;
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI
+cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args)
+{
+	char		pdir[PDIRLEN], buf[32];
+	unsigned int	ms = 0;
+	CUresult	r;
+	size_t		i;
+
+	if ((r = tool_check(pid, pdir, sizeof pdir)) != CUDA_SUCCESS)
+		return r;
+	if (args != NULL) {
+		if (args->reserved0 != 0)
+			return CUDA_ERROR_INVALID_VALUE;
+		for (i = 0; i < 7; i++)
+			if (args->reserved1[i] != 0)
+				return CUDA_ERROR_INVALID_VALUE;
+		ms = args->timeoutMs;
+	}
+	snprintf(buf, sizeof buf, "%u", ms);
+	return tool_call(pid, "lock", buf, ms != 0 ?
+	    (unsigned long)ms + LOCK_SLACK_MS : call_timeout());
+}
+
+CUresult CUDAAPI
+cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args)
+{
+	char		pdir[PDIRLEN];
+	CUresult	r;
+	size_t		i;
+
+	if ((r = tool_check(pid, pdir, sizeof pdir)) != CUDA_SUCCESS)
+		return r;
+	for (i = 0; args != NULL && i < 8; i++)
+		if (args->reserved[i] != 0)
+			return CUDA_ERROR_INVALID_VALUE;
+	return tool_call(pid, "checkpoint", "", call_timeout());
+}
+
+CUresult CUDAAPI
+cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args)
+{
+	CUcheckpointGpuPair	*pr;
+	char			 pdir[PDIRLEN], *words = NULL, *p;
+	unsigned int		 n = 0, i;
+	CUresult		 r;
+	size_t			 k;
+
+	if ((r = tool_check(pid, pdir, sizeof pdir)) != CUDA_SUCCESS)
+		return r;
+	if (args != NULL) {
+		for (k = 0; k < sizeof args->reserved; k++)
+			if (args->reserved[k] != 0)
+				return CUDA_ERROR_INVALID_VALUE;
+		if (args->reserved1 != 0)
+			return CUDA_ERROR_INVALID_VALUE;
+		n = args->gpuPairsCount;
+		if (n > 0 && args->gpuPairs == NULL)
+			return CUDA_ERROR_INVALID_VALUE;
+		if (n > MAXPAIRS)
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (n > 0 && driver_version() < REMAP_VERSION)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	if ((words = malloc((size_t)n * 2 * UUIDLEN + 1)) == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*words = '\0';
+	for (i = 0, p = words; i < n; i++) {
+		pr = &args->gpuPairs[i];
+		if (i > 0)
+			*p++ = ' ';
+		uuid_format((const unsigned char *)pr->oldUuid.bytes, p);
+		p += UUIDLEN - 1;
+		*p++ = '=';
+		uuid_format((const unsigned char *)pr->newUuid.bytes, p);
+		p += UUIDLEN - 1;
+	}
+	r = tool_call(pid, "restore", words, call_timeout());
+	free(words);
+	return r;
+}
+
+CUresult CUDAAPI
+cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args)
+{
+	char		pdir[PDIRLEN];
+	CUresult	r;
+	size_t		i;
+
+	if ((r = tool_check(pid, pdir, sizeof pdir)) != CUDA_SUCCESS)
+		return r;
+	for (i = 0; args != NULL && i < 8; i++)
+		if (args->reserved[i] != 0)
+			return CUDA_ERROR_INVALID_VALUE;
+	return tool_call(pid, "unlock", "", call_timeout());
+}
+
+/* Entry points by name, as cuGetProcAddress() finds them. */
+
+static const struct entry {
+	const char	*name;
+	int		 since;		/* CUDA version of this variant */
+	void		(*fn)(void);
+} entries[] = {
+#define F(n, s, f)	{ n, s, (void (*)(void))f }
+	F("cuInit", 0, cuInit),
+	F("cuDriverGetVersion", 0, cuDriverGetVersion),
+	F("cuGetErrorName", 0, cuGetErrorName),
+	F("cuGetErrorString", 0, cuGetErrorString),
+	F("cuGetProcAddress", 0, cuGetProcAddress),
+	F("cuGetProcAddress", 12000, cuGetProcAddress_v2),
+	F("cuDeviceGetCount", 0, cuDeviceGetCount),
+	F("cuDeviceGet", 0, cuDeviceGet),
+	F("cuDeviceGetName", 0, cuDeviceGetName),
+	F("cuDeviceGetUuid", 0, cuDeviceGetUuid),
+	F("cuDeviceGetUuid", 11040, cuDeviceGetUuid_v2),
+	F("cuDeviceTotalMem", 0, cuDeviceTotalMem_v2),
+	F("cuDeviceGetAttribute", 0, cuDeviceGetAttribute),
+	F("cuDeviceGetPCIBusId", 0, cuDeviceGetPCIBusId),
+	F("cuDevicePrimaryCtxRetain", 0, cuDevicePrimaryCtxRetain),
+	F("cuDevicePrimaryCtxRelease", 0, cuDevicePrimaryCtxRelease_v2),
+	F("cuCtxSetCurrent", 0, cuCtxSetCurrent),
+	F("cuCtxGetCurrent", 0, cuCtxGetCurrent),
+	F("cuCtxPushCurrent", 0, cuCtxPushCurrent_v2),
+	F("cuCtxPopCurrent", 0, cuCtxPopCurrent_v2),
+	F("cuCtxGetDevice", 0, cuCtxGetDevice),
+	F("cuCtxSynchronize", 0, cuCtxSynchronize),
+	F("cuMemAlloc", 0, cuMemAlloc_v2),
+	F("cuMemFree", 0, cuMemFree_v2),
+	F("cuMemcpyHtoD", 0, cuMemcpyHtoD_v2),
+	F("cuMemcpyDtoH", 0, cuMemcpyDtoH_v2),
+	F("cuMemGetInfo", 0, cuMemGetInfo_v2),
+	F("cuCheckpointProcessGetState", CKPT_VERSION,
+	    cuCheckpointProcessGetState),
+	F("cuCheckpointProcessGetRestoreThreadId", CKPT_VERSION,
+	    cuCheckpointProcessGetRestoreThreadId),
+	F("cuCheckpointProcessLock", CKPT_VERSION, cuCheckpointProcessLock),
+	F("cuCheckpointProcessCheckpoint", CKPT_VERSION,
+	    cuCheckpointProcessCheckpoint),
+	F("cuCheckpointProcessRestore", CKPT_VERSION,
+	    cuCheckpointProcessRestore),
+	F("cuCheckpointProcessUnlock", CKPT_VERSION, cuCheckpointProcessUnlock),
+#undef F
+};
+
+/*
+ * The newest variant that both the caller's version and the driver's
+ * version have; a symbol that one of them is too old for is "found but
+ * not sufficient".
+ */
+static CUresult
+getproc(const char *symbol, void **pfn, int cudaVersion,
+    CUdriverProcAddressQueryResult *status)
+{
+	const struct entry	*best = NULL;
+	size_t			 i;
+	int			 drv, found = 0;
+
+	if (symbol == NULL || pfn == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pfn = NULL;
+	drv = driver_version();
+	for (i = 0; i < sizeof entries / sizeof entries[0]; i++) {
+		if (strcmp(entries[i].name, symbol) != 0)
+			continue;
+		found = 1;
+		if (entries[i].since <= cudaVersion &&
+		    entries[i].since <= drv &&
+		    (best == NULL || entries[i].since > best->since))
+			best = &entries[i];
+	}
+	if (best == NULL) {
+		if (status != NULL)
+			*status = found ?
+			    CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT :
+			    CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+		return CUDA_ERROR_NOT_FOUND;
+	}
+	*pfn = (void *)best->fn;
+	if (status != NULL)
+		*status = CU_GET_PROC_ADDRESS_SUCCESS;
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI
+cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+    cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
+{
+	return getproc(symbol, pfn, cudaVersion, symbolStatus);
+}
+
+CUresult CUDAAPI
+cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+    cuuint64_t flags)
+{
+	return getproc(symbol, pfn, cudaVersion, NULL);
+}

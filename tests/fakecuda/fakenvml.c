@@ -1,0 +1,465 @@
+/*
+ * fakenvml.c -- a stand-in for libnvidia-ml.so.1 in the tests.
+ *
+ * It reads the files of the stand-in CUDA driver (fakecuda.c) under
+ * FAKECUDA_DIR: the GPUs from gpus, the release from driver, and the
+ * memory each process holds from the sizes of mem/UUID/PID.  A device
+ * handle stands for an ordinal, that is a line of gpus read afresh at
+ * each call.  Processes that are gone hold no memory.
+ */
+
+#include "config.h"
+
+#include <sys/types.h>
+#include <sys/stat.h>
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* The parts of nvml.h that are stood in for. */
+#define NVML_SUCCESS			0
+#define NVML_ERROR_UNINITIALIZED	1
+#define NVML_ERROR_INVALID_ARGUMENT	2
+#define NVML_ERROR_NOT_SUPPORTED	3
+#define NVML_ERROR_NOT_FOUND		6
+#define NVML_ERROR_INSUFFICIENT_SIZE	7
+#define NVML_ERROR_DRIVER_NOT_LOADED	9
+#define NVML_ERROR_UNKNOWN		999
+#define NVML_VALUE_NOT_AVAILABLE	0xffffffffU
+
+struct nvml_device {
+	unsigned int	 index;
+};
+
+struct nvml_memory {
+	unsigned long long total, free, used;
+};
+
+struct nvml_process_info {
+	unsigned int	 pid;
+	unsigned long long usedGpuMemory;
+	unsigned int	 gpuInstanceId;
+	unsigned int	 computeInstanceId;
+};
+
+int		 nvmlInit_v2(void);
+int		 nvmlInit(void);
+int		 nvmlShutdown(void);
+const char	*nvmlErrorString(int);
+int		 nvmlSystemGetDriverVersion(char *, unsigned int);
+int		 nvmlDeviceGetCount_v2(unsigned int *);
+int		 nvmlDeviceGetCount(unsigned int *);
+int		 nvmlDeviceGetHandleByIndex_v2(unsigned int,
+		    struct nvml_device **);
+int		 nvmlDeviceGetHandleByIndex(unsigned int,
+		    struct nvml_device **);
+int		 nvmlDeviceGetHandleByUUID(const char *, struct nvml_device **);
+int		 nvmlDeviceGetUUID(struct nvml_device *, char *, unsigned int);
+int		 nvmlDeviceGetName(struct nvml_device *, char *, unsigned int);
+int		 nvmlDeviceGetCudaComputeCapability(struct nvml_device *, int *,
+		    int *);
+int		 nvmlDeviceGetMemoryInfo(struct nvml_device *,
+		    struct nvml_memory *);
+int		 nvmlDeviceGetComputeRunningProcesses_v3(struct nvml_device *,
+		    unsigned int *, struct nvml_process_info *);
+
+#define MAXGPUS		64
+
+struct gpu {
+	char		 uuid[64];
+	int		 major, minor;
+	unsigned long long total;
+	char		 name[256];
+};
+
+static char		*next_word(char **);
+static int		 gpu_parse(char *, struct gpu *);
+static int		 gpus_read(int, const char *, struct gpu *, int *);
+static int		 device(struct nvml_device *, struct gpu *);
+static int		 copy_out(char *, unsigned int, const char *);
+static int		 pid_alive(pid_t);
+static int		 procs(const char *, struct nvml_process_info *,
+			    unsigned int);
+
+static struct nvml_device	 devices[MAXGPUS];
+static char			*fakedir;
+static int			 initcount;
+
+static char *
+next_word(char **pp)
+{
+	char	*p = *pp, *w;
+
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	if (*p == '\0') {
+		*pp = p;
+		return NULL;
+	}
+	w = p;
+	while (*p != '\0' && *p != ' ' && *p != '\t' && *p != '\n' &&
+	    *p != '\r')
+		p++;
+	if (*p != '\0')
+		*p++ = '\0';
+	*pp = p;
+	return w;
+}
+
+/* UUID MAJOR.MINOR TOTAL_BYTES PCI_BUS_ID NAME... */
+static int
+gpu_parse(char *line, struct gpu *g)
+{
+	char	*p = line, *uuid, *cc, *total, *pci, *e;
+	size_t	 n;
+
+	memset(g, 0, sizeof *g);
+	if ((uuid = next_word(&p)) == NULL || *uuid == '#' ||
+	    strncmp(uuid, "GPU-", 4) != 0 || strlen(uuid) != 40 ||
+	    (cc = next_word(&p)) == NULL || (total = next_word(&p)) == NULL ||
+	    (pci = next_word(&p)) == NULL)
+		return -1;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	n = strcspn(p, "\r\n");
+	while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+		n--;
+	if (n == 0 || n >= sizeof g->name)
+		return -1;
+	memcpy(g->name, p, n);
+	/* As the driver names it: "GPU-" and lowercase hex digits. */
+	memcpy(g->uuid, "GPU-", 4);
+	for (n = 4; uuid[n] != '\0'; n++)
+		g->uuid[n] = (char)tolower((unsigned char)uuid[n]);
+	if (sscanf(cc, "%d.%d", &g->major, &g->minor) != 2)
+		return -1;
+	errno = 0;
+	g->total = strtoull(total, &e, 10);
+	if (errno != 0 || *e != '\0')
+		return -1;
+	return 0;
+}
+
+/*
+ * Reads gpus afresh and returns the number of GPUs.  The one of ordinal
+ * index, or with that UUID, goes to *g and its ordinal to *ordp (-1
+ * when there is none).
+ */
+static int
+gpus_read(int index, const char *uuid, struct gpu *g, int *ordp)
+{
+	struct gpu	 cur;
+	char		 path[PATH_MAX], line[1024];
+	FILE		*f;
+	int		 n = 0;
+
+	if (ordp != NULL)
+		*ordp = -1;
+	snprintf(path, sizeof path, "%s/gpus", fakedir);
+	if ((f = fopen(path, "re")) == NULL)
+		return 0;
+	while (n < MAXGPUS && fgets(line, sizeof line, f) != NULL) {
+		if (gpu_parse(line, &cur) == -1)
+			continue;
+		if (ordp != NULL && *ordp == -1 && (n == index ||
+		    (uuid != NULL && strcasecmp(uuid, cur.uuid) == 0))) {
+			*g = cur;
+			*ordp = n;
+		}
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+static int
+device(struct nvml_device *d, struct gpu *g)
+{
+	int	ord = -1;
+
+	if (initcount == 0)
+		return NVML_ERROR_UNINITIALIZED;
+	if (d >= &devices[0] && d < &devices[MAXGPUS])
+		gpus_read((int)d->index, NULL, g, &ord);
+	return ord == -1 ? NVML_ERROR_INVALID_ARGUMENT : NVML_SUCCESS;
+}
+
+static int
+copy_out(char *buf, unsigned int len, const char *s)
+{
+	if (buf == NULL)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (strlen(s) >= len)
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	memcpy(buf, s, strlen(s) + 1);
+	return NVML_SUCCESS;
+}
+
+static int
+pid_alive(pid_t pid)
+{
+	return kill(pid, 0) == 0 || errno != ESRCH;
+}
+
+/*
+ * The live processes with memory on the GPU: fills max entries of out
+ * at most and returns how many there are.
+ */
+static int
+procs(const char *uuid, struct nvml_process_info *out, unsigned int max)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	char		 path[PATH_MAX], *e;
+	DIR		*d;
+	long		 pid;
+	int		 n = 0;
+
+	snprintf(path, sizeof path, "%s/mem/%s", fakedir, uuid);
+	if ((d = opendir(path)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		pid = strtol(de->d_name, &e, 10);
+		if (*e != '\0' || pid <= 0 || pid > INT_MAX ||
+		    !pid_alive((pid_t)pid) ||
+		    fstatat(dirfd(d), de->d_name, &st, 0) == -1)
+			continue;
+		if (out != NULL && (unsigned int)n < max) {
+			out[n].pid = (unsigned int)pid;
+			out[n].usedGpuMemory = (unsigned long long)st.st_size;
+			out[n].gpuInstanceId = NVML_VALUE_NOT_AVAILABLE;
+			out[n].computeInstanceId = NVML_VALUE_NOT_AVAILABLE;
+		}
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+int
+nvmlInit_v2(void)
+{
+	const char	*d = getenv("FAKECUDA_DIR");
+
+	if (initcount > 0) {
+		initcount++;
+		return NVML_SUCCESS;
+	}
+	if (d == NULL || *d == '\0')
+		return NVML_ERROR_DRIVER_NOT_LOADED;
+	free(fakedir);
+	if ((fakedir = strdup(d)) == NULL)
+		return NVML_ERROR_UNKNOWN;
+	initcount = 1;
+	return NVML_SUCCESS;
+}
+
+int
+nvmlInit(void)
+{
+	return nvmlInit_v2();
+}
+
+int
+nvmlShutdown(void)
+{
+	if (initcount == 0)
+		return NVML_ERROR_UNINITIALIZED;
+	initcount--;
+	return NVML_SUCCESS;
+}
+
+const char *
+nvmlErrorString(int result)
+{
+	switch (result) {
+	case NVML_SUCCESS:
+		return "Success";
+	case NVML_ERROR_UNINITIALIZED:
+		return "Uninitialized";
+	case NVML_ERROR_INVALID_ARGUMENT:
+		return "Invalid Argument";
+	case NVML_ERROR_NOT_SUPPORTED:
+		return "Not Supported";
+	case NVML_ERROR_NOT_FOUND:
+		return "Not Found";
+	case NVML_ERROR_INSUFFICIENT_SIZE:
+		return "Insufficient Size";
+	case NVML_ERROR_DRIVER_NOT_LOADED:
+		return "Driver Not Loaded";
+	default:
+		return "Unknown Error";
+	}
+}
+
+/* The second word of driver, "580.65.06" when there is none. */
+int
+nvmlSystemGetDriverVersion(char *version, unsigned int length)
+{
+	char	 path[PATH_MAX], buf[256], *p = buf, *w;
+	ssize_t	 n;
+	int	 fd;
+
+	if (initcount == 0)
+		return NVML_ERROR_UNINITIALIZED;
+	snprintf(path, sizeof path, "%s/driver", fakedir);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return copy_out(version, length, "580.65.06");
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	if (next_word(&p) == NULL || (w = next_word(&p)) == NULL)
+		return copy_out(version, length, "580.65.06");
+	return copy_out(version, length, w);
+}
+
+int
+nvmlDeviceGetCount_v2(unsigned int *count)
+{
+	if (initcount == 0)
+		return NVML_ERROR_UNINITIALIZED;
+	if (count == NULL)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*count = (unsigned int)gpus_read(-1, NULL, NULL, NULL);
+	return NVML_SUCCESS;
+}
+
+int
+nvmlDeviceGetCount(unsigned int *count)
+{
+	return nvmlDeviceGetCount_v2(count);
+}
+
+int
+nvmlDeviceGetHandleByIndex_v2(unsigned int index, struct nvml_device **dev)
+{
+	if (initcount == 0)
+		return NVML_ERROR_UNINITIALIZED;
+	if (dev == NULL ||
+	    index >= (unsigned int)gpus_read(-1, NULL, NULL, NULL))
+		return NVML_ERROR_INVALID_ARGUMENT;
+	devices[index].index = index;
+	*dev = &devices[index];
+	return NVML_SUCCESS;
+}
+
+int
+nvmlDeviceGetHandleByIndex(unsigned int index, struct nvml_device **dev)
+{
+	return nvmlDeviceGetHandleByIndex_v2(index, dev);
+}
+
+int
+nvmlDeviceGetHandleByUUID(const char *uuid, struct nvml_device **dev)
+{
+	struct gpu	g;
+	int		ord;
+
+	if (initcount == 0)
+		return NVML_ERROR_UNINITIALIZED;
+	if (uuid == NULL || dev == NULL)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	gpus_read(-1, uuid, &g, &ord);
+	if (ord == -1)
+		return NVML_ERROR_NOT_FOUND;
+	devices[ord].index = (unsigned int)ord;
+	*dev = &devices[ord];
+	return NVML_SUCCESS;
+}
+
+int
+nvmlDeviceGetUUID(struct nvml_device *d, char *uuid, unsigned int length)
+{
+	struct gpu	g;
+	int		r;
+
+	if ((r = device(d, &g)) != NVML_SUCCESS)
+		return r;
+	return copy_out(uuid, length, g.uuid);
+}
+
+int
+nvmlDeviceGetName(struct nvml_device *d, char *name, unsigned int length)
+{
+	struct gpu	g;
+	int		r;
+
+	if ((r = device(d, &g)) != NVML_SUCCESS)
+		return r;
+	return copy_out(name, length, g.name);
+}
+
+int
+nvmlDeviceGetCudaComputeCapability(struct nvml_device *d, int *major,
+    int *minor)
+{
+	struct gpu	g;
+	int		r;
+
+	if ((r = device(d, &g)) != NVML_SUCCESS)
+		return r;
+	if (major == NULL || minor == NULL)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*major = g.major;
+	*minor = g.minor;
+	return NVML_SUCCESS;
+}
+
+int
+nvmlDeviceGetMemoryInfo(struct nvml_device *d, struct nvml_memory *mem)
+{
+	struct nvml_process_info	*p = NULL;
+	struct gpu			 g;
+	unsigned long long		 used = 0;
+	int				 r, n, i;
+
+	if ((r = device(d, &g)) != NVML_SUCCESS)
+		return r;
+	if (mem == NULL)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	n = procs(g.uuid, NULL, 0);
+	if (n > 0 && (p = calloc((size_t)n, sizeof *p)) == NULL)
+		return NVML_ERROR_UNKNOWN;
+	n = procs(g.uuid, p, (unsigned int)n);
+	for (i = 0; p != NULL && i < n; i++)
+		used += p[i].usedGpuMemory;
+	free(p);
+	mem->total = g.total;
+	mem->used = used < g.total ? used : g.total;
+	mem->free = g.total - mem->used;
+	return NVML_SUCCESS;
+}
+
+/*
+ * Fewer slots than processes: NVML_ERROR_INSUFFICIENT_SIZE, with the
+ * number needed in *count.
+ */
+int
+nvmlDeviceGetComputeRunningProcesses_v3(struct nvml_device *d,
+    unsigned int *count, struct nvml_process_info *infos)
+{
+	struct gpu	g;
+	unsigned int	n;
+	int		r;
+
+	if ((r = device(d, &g)) != NVML_SUCCESS)
+		return r;
+	if (count == NULL || (*count > 0 && infos == NULL))
+		return NVML_ERROR_INVALID_ARGUMENT;
+	n = (unsigned int)procs(g.uuid, infos, *count);
+	if (n > *count) {
+		*count = n;
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	}
+	*count = n;
+	return NVML_SUCCESS;
+}

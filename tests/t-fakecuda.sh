@@ -1,0 +1,441 @@
+#!/bin/sh
+test_description='the stand-in CUDA driver and NVML that the tests run on'
+. "$GCK_SRCDIR/lib.sh"
+
+FAKECUDA_DIR=$TRASH/fake
+LD_LIBRARY_PATH=$GCK_TESTDIR/fakecuda
+GPUCKPT_LIBCUDA=$GCK_TESTDIR/fakecuda/libcuda.so.1
+GPUCKPT_LIBNVML=$GCK_TESTDIR/fakecuda/libnvidia-ml.so.1
+export FAKECUDA_DIR LD_LIBRARY_PATH GPUCKPT_LIBCUDA GPUCKPT_LIBNVML
+unset FAKECUDA_CALL_TIMEOUT_MS
+WORKLOAD=$GCK_TESTDIR/cudawork
+FAKECTL=$GCK_TESTDIR/fakecuda/fakectl
+F=$FAKECUDA_DIR
+
+# Two GPUs of one chip, one of another; D, of the first chip but small,
+# comes later.
+A=GPU-11111111-2222-3333-4444-555555555555
+B=GPU-22222222-2222-3333-4444-555555555555
+C=GPU-33333333-2222-3333-4444-555555555555
+D=GPU-44444444-2222-3333-4444-555555555555
+GIB=1073741824
+MEM16=16781312		# 16 MiB and the page of the counter
+mkdir "$F" || exit 1
+cat >"$F/gpus" <<EOF
+$A 9.0 $GIB 0000:01:00.0 NVIDIA H100 80GB HBM3
+$B 9.0 $GIB 0000:02:00.0 NVIDIA H100 80GB HBM3
+# a comment
+$C 8.0 $GIB 0000:03:00.0 NVIDIA A100-SXM4-40GB
+EOF
+
+started=
+test_cleanup() {
+	test -n "$started" && kill_tree $started >/dev/null 2>&1
+	:
+}
+
+start() {
+	start_workload "$@" || return 1
+	started="$started $WPID"
+}
+
+# counter UUID PID: the device counter of a workload started with -m 16,
+# read from its memory file, where it follows the 16 MiB buffer.
+counter() {
+	od -An -tu8 -j 16777216 -N 8 "$F/mem/$1/$2" | tr -d ' '
+}
+
+# fails ERROR ACTION PID [ARGS]: fakectl fails with ERROR and says so.
+fails() {
+	_err=$1
+	shift
+	test_status 1 "$FAKECTL" "$@" >out 2>err &&
+	test_must_be_empty out &&
+	echo "fakectl: $1 $2: $_err" >expect &&
+	test_cmp expect err
+}
+
+# ok ACTION PID [ARGS]: fakectl succeeds and prints nothing.
+ok() {
+	test_status 0 "$FAKECTL" "$@" >out 2>err &&
+	test_must_be_empty out &&
+	test_must_be_empty err
+}
+
+state_is() {
+	echo "$2" >expect &&
+	"$FAKECTL" state "$1" >actual &&
+	test_cmp expect actual
+}
+
+# gpu_line UUID: what NVML says of that GPU.
+gpu_line() {
+	"$FAKECTL" nvml >nvml.out &&
+	grep " $1 " nvml.out
+}
+
+# no_fd_into_fake PID: the process holds no descriptor into $F.
+no_fd_into_fake() {
+	! ls -l /proc/$1/fd | grep -F "$F"
+}
+
+# log_has PATTERN: a line of the log matches.
+log_has() {
+	test_grep "$1" "$F/log"
+}
+
+# The lines of the log for PID and ACTION.
+log_count() {
+	grep -c "^$2 $1 " "$F/log"
+}
+
+test_expect_success 'fakectl: usage errors exit 2' '
+	test_status 2 "$FAKECTL" >out 2>err &&
+	test_must_be_empty out &&
+	test_grep "^usage: fakectl" err &&
+	test_status 2 "$FAKECTL" lock pid 2>err &&
+	test_status 2 "$FAKECTL" frob 1 2>err &&
+	test_status 2 "$FAKECTL" restore 1 $A 2>err &&
+	test_status 2 "$FAKECTL" restore 1 $A=GPU-1 2>err &&
+	test_status 2 "$FAKECTL" state 1 2 2>err
+'
+
+test_expect_success 'without FAKECUDA_DIR there is no device' '
+	test_status 1 env -u FAKECUDA_DIR "$FAKECTL" state 1 >out 2>err &&
+	test_must_be_empty out &&
+	echo "fakectl: state 1: CUDA_ERROR_NO_DEVICE" >expect &&
+	test_cmp expect err &&
+	test_status 1 env -u FAKECUDA_DIR "$WORKLOAD" -f nodev.status &&
+	test_grep "^error pid [0-9]*: cuInit: CUDA_ERROR_NO_DEVICE\$" \
+	    nodev.status
+'
+
+test_expect_success 'a process without CUDA: CUDA_ERROR_NOT_INITIALIZED' '
+	fails CUDA_ERROR_NOT_INITIALIZED state $$ &&
+	fails CUDA_ERROR_NOT_INITIALIZED lock $$ &&
+	fails CUDA_ERROR_NOT_INITIALIZED tid $$
+'
+
+test_expect_success 'cudawork on a GPU that is not there' '
+	test_status 1 "$WORKLOAD" -d 7 -f nogpu.status &&
+	test_grep "^error pid [0-9]*: cuDeviceGet 7: CUDA_ERROR_INVALID_DEVICE\$" \
+	    nogpu.status
+'
+
+test_expect_success 'NVML lists the GPUs and the default driver' '
+	"$FAKECTL" nvml >actual &&
+	cat >expect <<-EOF &&
+	driver 580.65.06
+	0 $A total=$GIB free=$GIB used=0 procs=- NVIDIA H100 80GB HBM3
+	1 $B total=$GIB free=$GIB used=0 procs=- NVIDIA H100 80GB HBM3
+	2 $C total=$GIB free=$GIB used=0 procs=- NVIDIA A100-SXM4-40GB
+	EOF
+	test_cmp expect actual
+'
+
+test_expect_success 'start a CUDA process on GPU 0' '
+	start w1 -m 16 &&
+	W1=$WPID &&
+	W1STATUS=$WSTATUS &&
+	test_grep "^ready pid=$W1 sum=[0-9a-f]\{16\} child=0 mib=16 nproc=1 devs=$A\$" \
+	    $W1STATUS &&
+	state_is $W1 RUNNING &&
+	test "$(stat -c %s "$F/mem/$A/$W1")" = $MEM16 &&
+	tid=$("$FAKECTL" tid $W1) &&
+	test "$tid" = "$(cat "$F/proc/$W1/tid")" &&
+	test "$tid" != $W1 &&
+	echo cuda-restore >expect &&
+	test_cmp expect /proc/$W1/task/$tid/comm &&
+	grep -F "$F/mem/$A/$W1" /proc/$W1/maps &&
+	no_fd_into_fake $W1
+'
+
+test_expect_success 'NVML sees its memory' '
+	gpu_line $A >actual &&
+	echo "0 $A total=$GIB free=$((GIB - MEM16)) used=$MEM16 procs=$W1:$MEM16 NVIDIA H100 80GB HBM3" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success 'the device counter moves while the process runs' '
+	c1=$(counter $A $W1) &&
+	sleep 0.3 &&
+	c2=$(counter $A $W1) &&
+	test "$c2" -gt "$c1" &&
+	verify_workload $W1 $W1STATUS &&
+	test_grep "^verify ok .* child=0 devs=$A\$" $W1STATUS
+'
+
+test_expect_success 'lock: LOCKED, and the counter stops' '
+	ok lock $W1 &&
+	state_is $W1 LOCKED &&
+	c1=$(counter $A $W1) &&
+	sleep 0.3 &&
+	c2=$(counter $A $W1) &&
+	test "$c1" = "$c2" &&
+	echo $c2 >locked.counter
+'
+
+test_expect_success 'LOCKED: lock and restore are refused' '
+	fails CUDA_ERROR_ILLEGAL_STATE lock $W1 &&
+	fails CUDA_ERROR_ILLEGAL_STATE restore $W1 &&
+	state_is $W1 LOCKED
+'
+
+test_expect_success 'checkpoint: CHECKPOINTED, and the GPU memory is free' '
+	ok checkpoint $W1 &&
+	state_is $W1 CHECKPOINTED &&
+	test ! -e "$F/mem/$A/$W1" &&
+	! grep -F "$F/" /proc/$W1/maps &&
+	no_fd_into_fake $W1 &&
+	gpu_line $A >actual &&
+	echo "0 $A total=$GIB free=$GIB used=0 procs=- NVIDIA H100 80GB HBM3" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success 'CHECKPOINTED: lock, checkpoint and unlock are refused' '
+	fails CUDA_ERROR_ILLEGAL_STATE lock $W1 &&
+	fails CUDA_ERROR_ILLEGAL_STATE checkpoint $W1 &&
+	fails CUDA_ERROR_ILLEGAL_STATE unlock $W1 &&
+	state_is $W1 CHECKPOINTED
+'
+
+test_expect_success 'restore onto a GPU of another chip: INVALID_DEVICE' '
+	fails CUDA_ERROR_INVALID_DEVICE restore $W1 $A=$C &&
+	state_is $W1 CHECKPOINTED &&
+	test ! -e "$F/mem/$C/$W1"
+'
+
+test_expect_success 'restore onto a GPU that is not there: INVALID_DEVICE' '
+	fails CUDA_ERROR_INVALID_DEVICE restore $W1 $A=$D &&
+	state_is $W1 CHECKPOINTED
+'
+
+test_expect_success 'restore with pairs that miss its GPU: INVALID_VALUE' '
+	fails CUDA_ERROR_INVALID_VALUE restore $W1 $B=$A &&
+	state_is $W1 CHECKPOINTED
+'
+
+test_expect_success 'restore onto a GPU too small: OUT_OF_MEMORY' '
+	echo "$D 9.0 8388608 0000:04:00.0 NVIDIA H100 80GB HBM3" >>"$F/gpus" &&
+	fails CUDA_ERROR_OUT_OF_MEMORY restore $W1 $A=$D &&
+	state_is $W1 CHECKPOINTED &&
+	test ! -e "$F/mem/$D/$W1" &&
+	test ! -e "$F/mem/$A/$W1"
+'
+
+test_expect_success 'restore onto another GPU of the same chip' '
+	ok restore $W1 $C=$A $A=$B &&
+	state_is $W1 LOCKED &&
+	test ! -e "$F/mem/$A/$W1" &&
+	test "$(stat -c %s "$F/mem/$B/$W1")" = $MEM16 &&
+	test "$(counter $B $W1)" = "$(cat locked.counter)" &&
+	gpu_line $B >actual &&
+	test_grep " used=$MEM16 procs=$W1:$MEM16 " actual
+'
+
+test_expect_success 'unlock: the process goes on with its memory, on GPU 1' '
+	ok unlock $W1 &&
+	state_is $W1 RUNNING &&
+	verify_workload $W1 $W1STATUS &&
+	test_grep "^verify ok .* devs=$B\$" $W1STATUS &&
+	test "$VCOUNTER" -gt "$(cat locked.counter)" &&
+	c1=$(counter $B $W1) &&
+	sleep 0.2 &&
+	test "$(counter $B $W1)" -gt "$c1"
+'
+
+test_expect_success 'restore without pairs keeps the GPU' '
+	ok lock $W1 &&
+	ok checkpoint $W1 &&
+	test ! -e "$F/mem/$B/$W1" &&
+	ok restore $W1 &&
+	test -e "$F/mem/$B/$W1" &&
+	ok unlock $W1 &&
+	verify_workload $W1 $W1STATUS &&
+	test_grep "^verify ok .* devs=$B\$" $W1STATUS
+'
+
+test_expect_success 'the log: each action, its times, result and state' '
+	log_has "^lock $W1 [0-9]* [0-9]* CUDA_SUCCESS LOCKED\$" &&
+	log_has "^lock $W1 [0-9]* [0-9]* CUDA_ERROR_ILLEGAL_STATE LOCKED\$" &&
+	log_has "^checkpoint $W1 [0-9]* [0-9]* CUDA_SUCCESS CHECKPOINTED\$" &&
+	log_has "^restore $W1 [0-9]* [0-9]* CUDA_ERROR_INVALID_DEVICE CHECKPOINTED $A=$C\$" &&
+	log_has "^restore $W1 [0-9]* [0-9]* CUDA_ERROR_OUT_OF_MEMORY CHECKPOINTED $A=$D\$" &&
+	log_has "^restore $W1 [0-9]* [0-9]* CUDA_SUCCESS LOCKED $C=$A $A=$B\$" &&
+	log_has "^restore $W1 [0-9]* [0-9]* CUDA_SUCCESS LOCKED\$" &&
+	log_has "^unlock $W1 [0-9]* [0-9]* CUDA_SUCCESS RUNNING\$" &&
+	test "$(log_count $W1 lock)" -eq 4 &&
+	test "$(log_count $W1 restore)" -eq 7 &&
+	awk "\$3 > \$4 || NF < 6 { bad = 1 } END { exit bad }" "$F/log"
+'
+
+test_expect_success 'a stopped process cannot be locked: TIMEOUT' '
+	n=$(log_count $W1 lock) &&
+	kill -STOP $W1 &&
+	FAKECUDA_CALL_TIMEOUT_MS=300 fails CUDA_ERROR_TIMEOUT lock $W1 &&
+	state_is $W1 RUNNING &&
+	kill -CONT $W1 &&
+	sleep 0.2 &&
+	state_is $W1 RUNNING &&
+	test "$(log_count $W1 lock)" -eq $n &&
+	verify_workload $W1 $W1STATUS
+'
+
+test_expect_success 'an injected hang: NOT_READY after the timeout' '
+	mkdir "$F/inject" &&
+	echo hang >"$F/inject/lock.$W1" &&
+	fails CUDA_ERROR_NOT_READY lock $W1 200 &&
+	rm "$F/inject/lock.$W1" &&
+	state_is $W1 RUNNING &&
+	tail -n 1 "$F/log" >last &&
+	test_grep "^lock $W1 [0-9]* [0-9]* CUDA_ERROR_NOT_READY RUNNING\$" last &&
+	awk "{ exit !(\$4 - \$3 >= 200000000) }" last &&
+	verify_workload $W1 $W1STATUS
+'
+
+test_expect_success 'an injected error leaves the state as it was' '
+	echo CUDA_ERROR_OUT_OF_MEMORY >"$F/inject/checkpoint" &&
+	ok lock $W1 &&
+	fails CUDA_ERROR_OUT_OF_MEMORY checkpoint $W1 &&
+	state_is $W1 LOCKED &&
+	test -e "$F/mem/$B/$W1" &&
+	rm "$F/inject/checkpoint" &&
+	ok checkpoint $W1 &&
+	ok restore $W1 &&
+	ok unlock $W1 &&
+	verify_workload $W1 $W1STATUS
+'
+
+test_expect_success 'an injected FAILED is final' '
+	start w2 -m 16 -d 2 &&
+	W2=$WPID &&
+	W2STATUS=$WSTATUS &&
+	test -e "$F/mem/$C/$W2" &&
+	echo "CUDA_ERROR_UNKNOWN FAILED" >"$F/inject/lock.$W2" &&
+	fails CUDA_ERROR_UNKNOWN lock $W2 &&
+	rm "$F/inject/lock.$W2" &&
+	state_is $W2 FAILED &&
+	fails CUDA_ERROR_ILLEGAL_STATE lock $W2 &&
+	fails CUDA_ERROR_ILLEGAL_STATE unlock $W2 &&
+	state_is $W2 FAILED &&
+	test_must_fail verify_workload $W2 $W2STATUS &&
+	test_grep "^verify FAIL pid $W2: cuMemcpy[DH]to[DH]: CUDA_ERROR_UNKNOWN\$" \
+	    $W2STATUS &&
+	state_is $W1 RUNNING &&
+	kill_tree $W2
+'
+
+test_expect_success 'a tree of three processes on two GPUs' '
+	start tree -n 3 -m 16 -d 0,1 &&
+	T=$WPID &&
+	TSTATUS=$WSTATUS &&
+	TCHILD=$WCHILD &&
+	test_grep "^ready pid=$T .* child=$TCHILD mib=16 nproc=3 devs=$A,$B,$A\$" \
+	    $TSTATUS &&
+	tree=$(echo $T $(proc_descendants $T)) &&
+	test $(echo $tree | wc -w) -eq 3 &&
+	for p in $tree; do state_is $p RUNNING || return 1; done &&
+	gpu_line $A >actual &&
+	test_grep " used=$((2 * MEM16)) procs=[0-9]*:$MEM16,[0-9]*:$MEM16 " \
+	    actual &&
+	gpu_line $B >actual &&
+	test_grep " procs=\\($W1:$MEM16,$TCHILD:$MEM16\\|$TCHILD:$MEM16,$W1:$MEM16\\) " \
+	    actual &&
+	verify_workload $T $TSTATUS &&
+	test_grep "^verify ok .* child=$TCHILD devs=$A,$B,$A\$" $TSTATUS
+'
+
+test_expect_success 'the tree is locked in parallel, one process at a time each' '
+	mkdir "$F/delay" &&
+	echo 500 >"$F/delay/lock" &&
+	for p in $tree; do
+		{ "$FAKECTL" lock $p; echo $? >lock.$p; } &
+	done &&
+	wait &&
+	rm "$F/delay/lock" &&
+	for p in $tree; do
+		echo 0 >expect &&
+		test_cmp expect lock.$p &&
+		state_is $p LOCKED || return 1
+	done &&
+	for p in $tree; do
+		grep "^lock $p [0-9]* [0-9]* CUDA_SUCCESS LOCKED\$" "$F/log" ||
+		return 1
+	done >locks &&
+	test_line_count locks 3 &&
+	awk "{ if (\$3 > s) s = \$3; if (e == 0 || \$4 < e) e = \$4;
+	    if (\$4 - \$3 < 500000000) short = 1 }
+	    END { exit short || s >= e }" locks
+'
+
+test_expect_success 'the tree moves across GPUs: each GPU onto the other' '
+	for p in $tree; do ok checkpoint $p || return 1; done &&
+	gpu_line $A >actual &&
+	test_grep " used=0 procs=- " actual &&
+	for p in $tree; do ok restore $p $A=$B $B=$A || return 1; done &&
+	for p in $tree; do ok unlock $p || return 1; done &&
+	verify_workload $T $TSTATUS &&
+	test_grep "^verify ok .* child=$TCHILD devs=$B,$A,$B\$" $TSTATUS
+'
+
+test_expect_success 'driver 12040: no checkpoint API' '
+	echo "12040 550.54.15" >"$F/driver" &&
+	fails CUDA_ERROR_NOT_FOUND state $W1 &&
+	fails CUDA_ERROR_NOT_FOUND lock $W1 &&
+	"$FAKECTL" nvml >nvml.out &&
+	test_grep "^driver 550.54.15\$" nvml.out
+'
+
+test_expect_success 'driver 12080: no restore onto other GPUs' '
+	echo "12080 570.86.10" >"$F/driver" &&
+	ok lock $W1 &&
+	ok checkpoint $W1 &&
+	fails CUDA_ERROR_NOT_SUPPORTED restore $W1 $B=$A &&
+	state_is $W1 CHECKPOINTED &&
+	ok restore $W1 &&
+	ok unlock $W1 &&
+	rm "$F/driver" &&
+	verify_workload $W1 $W1STATUS
+'
+
+test_expect_success 'a process that is gone: NOT_INITIALIZED, its GPU free' '
+	kill_tree $W1 &&
+	fails CUDA_ERROR_NOT_INITIALIZED state $W1 &&
+	test -e "$F/mem/$B/$W1" &&
+	gpu_line $B >actual &&
+	! grep "[=,]$W1:" actual
+'
+
+test_expect_success 'fakectl and a cudawork that exits leave nothing in proc/' '
+	ls "$F/proc" | sort >actual &&
+	echo $W1 $W2 $tree | tr " " "\n" | sort >expect &&
+	test_cmp expect actual
+'
+
+# A CUDA process checkpointed by the driver is an ordinary process for
+# CRIU; after a CRIU restore its restore thread goes on.
+CRIU=${GCK_CRIU:-$(PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin \
+    command -v criu)}
+if test "$(id -u)" -eq 0 && test -n "$CRIU" || test "$CI" = true; then
+	test_expect_success 'CRIU dumps and restores a checkpointed process' '
+		start w3 -m 16 -d 1 &&
+		W3=$WPID &&
+		ok lock $W3 &&
+		ok checkpoint $W3 &&
+		mkdir img &&
+		"$CRIU" dump -t $W3 -D img -o dump.log &&
+		wait_gone $W3 &&
+		fails CUDA_ERROR_NOT_INITIALIZED state $W3 &&
+		"$CRIU" restore -d -D img -o restore.log &&
+		state_is $W3 CHECKPOINTED &&
+		ok restore $W3 $B=$A &&
+		ok unlock $W3 &&
+		verify_workload $W3 &&
+		test_grep "^verify ok .* devs=$A\$" $WSTATUS
+	'
+else
+	test_count=$((test_count + 1))
+	echo "ok $test_count - CRIU dumps and restores a checkpointed process # SKIP no root or no criu"
+fi
+
+test_done
