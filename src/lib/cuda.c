@@ -70,7 +70,6 @@ struct gck_cuda {
 	CUresult (*CtxPopCurrent)(CUcontext *);
 	CUresult (*MemGetInfo)(size_t *, size_t *);
 	CUresult (*GetState)(int, CUprocessState *);
-	CUresult (*GetRestoreThreadId)(int, int *);
 	CUresult (*Lock)(int, CUcheckpointLockArgs *);
 	CUresult (*Checkpoint)(int, CUcheckpointCheckpointArgs *);
 	CUresult (*Restore)(int, CUcheckpointRestoreArgs *);
@@ -95,6 +94,11 @@ struct step_job {
 	unsigned int		 lock_ms;
 };
 
+_Static_assert(GCK_CUDA_RUNNING == CU_PROCESS_STATE_RUNNING &&
+    GCK_CUDA_LOCKED == CU_PROCESS_STATE_LOCKED &&
+    GCK_CUDA_CHECKPOINTED == CU_PROCESS_STATE_CHECKPOINTED,
+    "GCK_CUDA_* follow CUprocessState");
+
 static const char *const step_names[] = {
 	"lock", "checkpoint", "restore", "unlock"
 };
@@ -108,6 +112,7 @@ static const CUprocessState step_to[] = {
 };
 
 static void	 nvml_open(struct gck_cuda *);
+static int	 read_state(struct gck_cuda *, struct gck_cproc *);
 static void	*step_thread(void *);
 static void	*settle_thread(void *);
 static void	 run_step(struct gck_cuda *, struct gck_cproc *,
@@ -273,8 +278,6 @@ gck_cuda_open(struct gck_ctx *ctx, struct gck_cuda **cup)
 		SYM("cuCtxPopCurrent", CtxPopCurrent, 0),
 		SYM("cuMemGetInfo", MemGetInfo, 0),
 		SYM("cuCheckpointProcessGetState", GetState, 1),
-		SYM("cuCheckpointProcessGetRestoreThreadId",
-		    GetRestoreThreadId, 1),
 		SYM("cuCheckpointProcessLock", Lock, 1),
 		SYM("cuCheckpointProcessCheckpoint", Checkpoint, 1),
 		SYM("cuCheckpointProcessRestore", Restore, 1),
@@ -428,7 +431,6 @@ gck_cuda_find(struct gck_ctx *ctx, struct gck_cuda *cu,
 		snprintf(procs[k].comm, sizeof procs[k].comm, "%s",
 		    cand[i].comm);
 		procs[k].state = st;
-		procs[k].gpu_memory_known = 0;
 		k++;
 	}
 	*procsp = procs;
@@ -551,6 +553,23 @@ gck_cuda_usage(struct gck_cuda *cu, const struct gck_gpu *gpus, size_t ngpus,
 	free(np);
 }
 
+/* Reads the state of p; on failure marks p failed and returns -1. */
+static int
+read_state(struct gck_cuda *cu, struct gck_cproc *p)
+{
+	CUprocessState	st;
+	CUresult	r;
+
+	if ((r = cu->GetState((int)p->pid, &st)) != CUDA_SUCCESS) {
+		p->cuerr = r;
+		p->getstate = 1;
+		p->failed = 1;
+		return -1;
+	}
+	p->state = st;
+	return 0;
+}
+
 /* One step for one process: the state is checked before and after. */
 static void
 run_step(struct gck_cuda *cu, struct gck_cproc *p, enum gck_cstep step,
@@ -561,20 +580,15 @@ run_step(struct gck_cuda *cu, struct gck_cproc *p, enum gck_cstep step,
 	CUcheckpointRestoreArgs		 ra;
 	CUcheckpointUnlockArgs		 ua;
 	CUprocessState			 st;
-	CUresult			 r;
+	CUresult			 r = CUDA_ERROR_INVALID_VALUE;
 
 	p->step = step;
 	p->cuerr = CUDA_SUCCESS;
 	p->failed = 0;
 	p->getstate = 0;
-	if ((r = cu->GetState((int)p->pid, &st)) != CUDA_SUCCESS) {
-		p->cuerr = r;
-		p->getstate = 1;
-		p->failed = 1;
+	if (read_state(cu, p) == -1)
 		return;
-	}
-	p->state = st;
-	if (st != step_from[step]) {
+	if (p->state != (int)step_from[step]) {
 		p->failed = 1;
 		return;
 	}
@@ -607,14 +621,9 @@ run_step(struct gck_cuda *cu, struct gck_cproc *p, enum gck_cstep step,
 			p->state = st;
 		return;
 	}
-	if ((r = cu->GetState((int)p->pid, &st)) != CUDA_SUCCESS) {
-		p->cuerr = r;
-		p->getstate = 1;
-		p->failed = 1;
+	if (read_state(cu, p) == -1)
 		return;
-	}
-	p->state = st;
-	if (st != step_to[step])
+	if (p->state != (int)step_to[step])
 		p->failed = 1;
 }
 
@@ -814,16 +823,88 @@ gck_cuda_settle(struct gck_cuda *cu, struct gck_cproc *procs, size_t n,
 	return nfail;
 }
 
-/* Returns the CUDA state of pid, or -1 with *errp set to the error. */
+/*
+ * Collects the processes of t that have the CUDA driver or an NVIDIA
+ * device mapped: those the driver may hold GPU state for.
+ */
 int
-gck_cuda_get_state(struct gck_cuda *cu, pid_t pid, int *errp)
+gck_cuda_candidates(struct gck_ctx *ctx, const struct gck_ptree *t,
+    struct gck_proc **candp, size_t *np)
 {
-	CUprocessState	st;
-	CUresult	r;
+	struct gck_proc	*cand;
+	size_t		 i, n = 0;
 
-	if ((r = cu->GetState((int)pid, &st)) != CUDA_SUCCESS) {
-		*errp = r;
-		return -1;
+	*candp = NULL;
+	*np = 0;
+	if ((cand = calloc(t->n, sizeof *cand)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	for (i = 0; i < t->n; i++)
+		if (gck_cuda_probe(t->procs[i].pid)) {
+			cand[n] = t->procs[i];
+			cand[n].cwd = NULL;
+			cand[n].argv = NULL;
+			cand[n].argc = 0;
+			n++;
+		}
+	if (n == 0) {
+		free(cand);
+		return GCK_OK;
 	}
-	return st;
+	*candp = cand;
+	*np = n;
+	return GCK_OK;
+}
+
+/*
+ * Loads the driver for the CUDA processes of a tree, and refuses what
+ * the driver could not take: a stopped CUDA process cannot be locked or
+ * checkpointed, since its CUDA restore thread must run.
+ */
+int
+gck_cuda_prepare(struct gck_ctx *ctx, const char *what, pid_t root,
+    const struct gck_proc *cand, size_t ncand, struct gck_cuda **cup)
+{
+	char	msg[GCK_ERRMAX];
+	size_t	i;
+	int	r;
+
+	*cup = NULL;
+	if (ncand == 0)
+		return GCK_OK;
+	for (i = 0; i < ncand; i++)
+		if (cand[i].state == 'T' || cand[i].state == 't')
+			return gck_set_error(ctx, GCK_EINVAL, "cannot %s pid %d: "
+			    "CUDA process %d ('%s') is stopped, and its CUDA "
+			    "restore thread must run (continue it with kill "
+			    "-CONT %d)", what, (int)root, (int)cand[i].pid,
+			    cand[i].comm, (int)cand[i].pid);
+	if ((r = gck_cuda_open(ctx, cup)) != GCK_OK) {
+		snprintf(msg, sizeof msg, "%s", ctx->msg);
+		return gck_set_error(ctx, r, "cannot %s pid %d: process %d "
+		    "('%s') uses CUDA, but %s", what, (int)root,
+		    (int)cand[0].pid, cand[0].comm, msg);
+	}
+	return GCK_OK;
+}
+
+/* Refuses CUDA processes that are not RUNNING: someone else has them. */
+int
+gck_cuda_all_running(struct gck_ctx *ctx, const char *what,
+    const struct gck_cproc *cp, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		if (cp[i].state == CU_PROCESS_STATE_RUNNING)
+			continue;
+		return gck_set_error(ctx, GCK_EINVAL, "cannot %s process %d "
+		    "('%s'): its CUDA state is %s%s", what, (int)cp[i].pid,
+		    cp[i].comm, gck_cuda_state_name(cp[i].state),
+		    cp[i].state == CU_PROCESS_STATE_CHECKPOINTED ?
+		    " (suspended: bring it back with "
+		    "gpurestore --resume first)" :
+		    cp[i].state == CU_PROCESS_STATE_LOCKED ?
+		    " (another checkpoint holds it)" : "");
+	}
+	return GCK_OK;
 }

@@ -121,6 +121,11 @@ struct gck_gpu {
 	char		 pci[32];
 };
 
+/* CUprocessState, for the code that does not include cuda.h */
+#define GCK_CUDA_RUNNING	0
+#define GCK_CUDA_LOCKED		1
+#define GCK_CUDA_CHECKPOINTED	2
+
 enum gck_cstep {
 	GCK_CS_LOCK,
 	GCK_CS_CHECKPOINT,
@@ -165,9 +170,6 @@ int	gck_cuda_step(struct gck_ctx *, struct gck_cuda *, struct gck_cproc *,
 	    size_t, enum gck_cstep, unsigned int);
 size_t	gck_cuda_settle(struct gck_cuda *, struct gck_cproc *, size_t, char *,
 	    size_t);
-int	gck_cuda_get_state(struct gck_cuda *, pid_t, int *);
-
-/* checkpoint.c */
 int	gck_cuda_prepare(struct gck_ctx *, const char *, pid_t,
 	    const struct gck_proc *, size_t, struct gck_cuda **);
 int	gck_cuda_all_running(struct gck_ctx *, const char *,

@@ -102,8 +102,7 @@ gck_resume(struct gck_ctx *ctx, pid_t pid, const char *map, size_t *np)
 	unsigned char		 pairs[GCK_GPUS_MAX][2][16];
 	unsigned int		 npairs = 0;
 	char			 ver[32], msg[GCK_ERRMAX];
-	size_t			 i, n;
-	size_t			 nhost = 0;
+	size_t			 i, n, m, nhost = 0;
 	int			 r, r2;
 
 	*np = 0;
@@ -114,9 +113,10 @@ gck_resume(struct gck_ctx *ctx, pid_t pid, const char *map, size_t *np)
 	 * but a tree with none suspended is refused, as is a FAILED one.
 	 */
 	for (i = n = 0; i < ct.ncp; i++) {
-		if (ct.cp[i].state == 0)
+		if (ct.cp[i].state == GCK_CUDA_RUNNING)
 			continue;
-		if (ct.cp[i].state == 1 || ct.cp[i].state == 2) {
+		if (ct.cp[i].state == GCK_CUDA_LOCKED ||
+		    ct.cp[i].state == GCK_CUDA_CHECKPOINTED) {
 			n++;
 			continue;
 		}
@@ -149,9 +149,9 @@ gck_resume(struct gck_ctx *ctx, pid_t pid, const char *map, size_t *np)
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
-	/* The checkpointed ones are restored, then all are unlocked. */
+	/* The checkpointed ones are restored, then the locked unlocked. */
 	for (i = n = 0; i < ct.ncp; i++)
-		if (ct.cp[i].state == 2) {
+		if (ct.cp[i].state == GCK_CUDA_CHECKPOINTED) {
 			todo[n] = ct.cp[i];
 			memcpy(todo[n].pairs, pairs, sizeof pairs);
 			todo[n].npairs = npairs;
@@ -161,13 +161,13 @@ gck_resume(struct gck_ctx *ctx, pid_t pid, const char *map, size_t *np)
 	    GCK_OK)
 		snprintf(msg, sizeof msg, "%.900s (it stays suspended)",
 		    ctx->msg);
-	for (i = n = 0; i < ct.ncp; i++) {
-		int	e;
-
-		if (gck_cuda_get_state(ct.cu, ct.cp[i].pid, &e) == 1)
-			todo[n++] = ct.cp[i];
-	}
-	r2 = gck_cuda_step(ctx, ct.cu, todo, n, GCK_CS_UNLOCK, 0);
+	for (i = m = 0; i < n; i++)
+		if (todo[i].state == GCK_CUDA_LOCKED)
+			todo[m++] = todo[i];
+	for (i = 0; i < ct.ncp; i++)
+		if (ct.cp[i].state == GCK_CUDA_LOCKED)
+			todo[m++] = ct.cp[i];
+	r2 = gck_cuda_step(ctx, ct.cu, todo, m, GCK_CS_UNLOCK, 0);
 	if (r != GCK_OK)
 		gck_set_error(ctx, r, "%s", msg);
 	else
