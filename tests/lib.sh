@@ -136,6 +136,32 @@ require_criu() {
 	test -n "$CRIU" && test -x "$CRIU" || test_skip_all "criu not found"
 }
 
+# fake_criu HOW: writes ./fakecriu, which runs the real criu ($CRIU, see
+# require_criu) and, for a dump, misbehaves as HOW says: fail-before,
+# fail-after (criu dumped and left the tree stopped) or slow.
+fake_criu() {
+	cat >fakecriu <<-EOF
+	#!/bin/sh
+	case " \$* " in
+	*" dump "*)
+		case $1 in
+		fail-before)
+			echo "Error (criu/cr-dump.c:2184): injected failure" >&2
+			exit 1 ;;
+		fail-after)
+			"$CRIU" "\$@" || exit
+			echo "Error (criu/cr-dump.c:2184): injected failure" >&2
+			exit 1 ;;
+		slow)
+			"$CRIU" "\$@" || exit
+			exec sleep 10 ;;
+		esac ;;
+	esac
+	exec "$CRIU" "\$@"
+	EOF
+	chmod +x fakecriu
+}
+
 require_python() {
 	command -v python3 >/dev/null || test_skip_all "python3 not found"
 }

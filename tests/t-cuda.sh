@@ -255,22 +255,8 @@ test_expect_success 'a checkpoint error rolls back the others' '
 	untouched err
 '
 
-fake_criu() {
-	cat >fakecriu <<-EOF
-	#!/bin/sh
-	case " \$* " in
-	*" dump "*)
-		"$CRIU" "\$@" || exit
-		echo "Error (criu/cr-dump.c:2184): injected failure" >&2
-		exit 1 ;;
-	esac
-	exec "$CRIU" "\$@"
-	EOF
-	chmod +x fakecriu
-}
-
 test_expect_success 'a CRIU failure after the GPU checkpoint rolls back' '
-	fake_criu &&
+	fake_criu fail-after &&
 	: >"$F/log" &&
 	test_status 1 env GCK_CRIU="$TRASH/fakecriu" \
 	    "$GCKPT" -p $WPID -o img.gck >out 2>err &&

@@ -161,30 +161,6 @@ test_expect_success 'SIGKILL to gpuckpt while the tree is stopped' '
 	test -z "$(ls -A | grep "^part\\.gck")"
 '
 
-# A fake criu: runs the real one, then misbehaves as $1 says.
-fake_criu() {
-	cat >fakecriu <<-EOF
-	#!/bin/sh
-	case " \$* " in
-	*" dump "*)
-		case $1 in
-		fail-before)
-			echo "Error (criu/cr-dump.c:2184): injected failure" >&2
-			exit 1 ;;
-		fail-after)
-			"$CRIU" "\$@" || exit
-			echo "Error (criu/cr-dump.c:2184): injected failure" >&2
-			exit 1 ;;
-		slow)
-			"$CRIU" "\$@" || exit
-			exec sleep 10 ;;
-		esac ;;
-	esac
-	exec "$CRIU" "\$@"
-	EOF
-	chmod +x fakecriu
-}
-
 test_expect_success 'criu dump fails before touching the tree' '
 	fake_criu fail-before &&
 	test_status 1 env GCK_CRIU="$TRASH/fakecriu" \

@@ -13,7 +13,6 @@
 #include <sys/types.h>
 #include <sys/stat.h>
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,8 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
+
+#include "gpus.h"
 
 /* The parts of nvml.h that are stood in for. */
 #define NVML_SUCCESS			0
@@ -72,21 +72,9 @@ int		 nvmlDeviceGetMemoryInfo(struct nvml_device *,
 int		 nvmlDeviceGetComputeRunningProcesses_v3(struct nvml_device *,
 		    unsigned int *, struct nvml_process_info *);
 
-#define MAXGPUS		64
-
-struct gpu {
-	char		 uuid[64];
-	int		 major, minor;
-	unsigned long long total;
-	char		 name[256];
-};
-
-static char		*next_word(char **);
-static int		 gpu_parse(char *, struct gpu *);
 static int		 gpus_read(int, const char *, struct gpu *, int *);
 static int		 device(struct nvml_device *, struct gpu *);
 static int		 copy_out(char *, unsigned int, const char *);
-static int		 pid_alive(pid_t);
 static int		 procs(const char *, struct nvml_process_info *,
 			    unsigned int);
 
@@ -94,91 +82,21 @@ static struct nvml_device	 devices[MAXGPUS];
 static char			*fakedir;
 static int			 initcount;
 
-static char *
-next_word(char **pp)
-{
-	char	*p = *pp, *w;
-
-	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
-		p++;
-	if (*p == '\0') {
-		*pp = p;
-		return NULL;
-	}
-	w = p;
-	while (*p != '\0' && *p != ' ' && *p != '\t' && *p != '\n' &&
-	    *p != '\r')
-		p++;
-	if (*p != '\0')
-		*p++ = '\0';
-	*pp = p;
-	return w;
-}
-
-/* UUID MAJOR.MINOR TOTAL_BYTES PCI_BUS_ID NAME... */
-static int
-gpu_parse(char *line, struct gpu *g)
-{
-	char	*p = line, *uuid, *cc, *total, *pci, *e;
-	size_t	 n;
-
-	memset(g, 0, sizeof *g);
-	if ((uuid = next_word(&p)) == NULL || *uuid == '#' ||
-	    strncmp(uuid, "GPU-", 4) != 0 || strlen(uuid) != 40 ||
-	    (cc = next_word(&p)) == NULL || (total = next_word(&p)) == NULL ||
-	    (pci = next_word(&p)) == NULL)
-		return -1;
-	while (*p == ' ' || *p == '\t')
-		p++;
-	n = strcspn(p, "\r\n");
-	while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
-		n--;
-	if (n == 0 || n >= sizeof g->name)
-		return -1;
-	memcpy(g->name, p, n);
-	/* As the driver names it: "GPU-" and lowercase hex digits. */
-	memcpy(g->uuid, "GPU-", 4);
-	for (n = 4; uuid[n] != '\0'; n++)
-		g->uuid[n] = (char)tolower((unsigned char)uuid[n]);
-	if (sscanf(cc, "%d.%d", &g->major, &g->minor) != 2)
-		return -1;
-	errno = 0;
-	g->total = strtoull(total, &e, 10);
-	if (errno != 0 || *e != '\0')
-		return -1;
-	return 0;
-}
-
 /*
- * Reads gpus afresh and returns the number of GPUs.  The one of ordinal
- * index, or with that UUID, goes to *g and its ordinal to *ordp (-1
- * when there is none).
+ * The GPU of ordinal index, or with that UUID, read afresh: copied to *g
+ * with its ordinal in *ordp (-1 when there is none).  Returns how many
+ * GPUs there are.
  */
 static int
 gpus_read(int index, const char *uuid, struct gpu *g, int *ordp)
 {
-	struct gpu	 cur;
-	char		 path[PATH_MAX], line[1024];
-	FILE		*f;
-	int		 n = 0;
+	unsigned char	u[16];
 
-	if (ordp != NULL)
-		*ordp = -1;
-	snprintf(path, sizeof path, "%s/gpus", fakedir);
-	if ((f = fopen(path, "re")) == NULL)
-		return 0;
-	while (n < MAXGPUS && fgets(line, sizeof line, f) != NULL) {
-		if (gpu_parse(line, &cur) == -1)
-			continue;
-		if (ordp != NULL && *ordp == -1 && (n == index ||
-		    (uuid != NULL && strcasecmp(uuid, cur.uuid) == 0))) {
-			*g = cur;
-			*ordp = n;
-		}
-		n++;
-	}
-	fclose(f);
-	return n;
+	if (uuid == NULL)
+		return gpus_scan(fakedir, index, NULL, g, ordp);
+	if (uuid_parse(uuid, u) == -1)		/* no GPU has it */
+		return gpus_scan(fakedir, -1, NULL, g, ordp);
+	return gpus_scan(fakedir, index, u, g, ordp);
 }
 
 static int
@@ -202,12 +120,6 @@ copy_out(char *buf, unsigned int len, const char *s)
 		return NVML_ERROR_INSUFFICIENT_SIZE;
 	memcpy(buf, s, strlen(s) + 1);
 	return NVML_SUCCESS;
-}
-
-static int
-pid_alive(pid_t pid)
-{
-	return kill(pid, 0) == 0 || errno != ESRCH;
 }
 
 /*
@@ -384,7 +296,7 @@ nvmlDeviceGetUUID(struct nvml_device *d, char *uuid, unsigned int length)
 
 	if ((r = device(d, &g)) != NVML_SUCCESS)
 		return r;
-	return copy_out(uuid, length, g.uuid);
+	return copy_out(uuid, length, g.uuidstr);
 }
 
 int
@@ -426,10 +338,10 @@ nvmlDeviceGetMemoryInfo(struct nvml_device *d, struct nvml_memory *mem)
 		return r;
 	if (mem == NULL)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	n = procs(g.uuid, NULL, 0);
+	n = procs(g.uuidstr, NULL, 0);
 	if (n > 0 && (p = calloc((size_t)n, sizeof *p)) == NULL)
 		return NVML_ERROR_UNKNOWN;
-	n = procs(g.uuid, p, (unsigned int)n);
+	n = procs(g.uuidstr, p, (unsigned int)n);
 	for (i = 0; p != NULL && i < n; i++)
 		used += p[i].usedGpuMemory;
 	free(p);
@@ -455,7 +367,7 @@ nvmlDeviceGetComputeRunningProcesses_v3(struct nvml_device *d,
 		return r;
 	if (count == NULL || (*count > 0 && infos == NULL))
 		return NVML_ERROR_INVALID_ARGUMENT;
-	n = (unsigned int)procs(g.uuid, infos, *count);
+	n = (unsigned int)procs(g.uuidstr, infos, *count);
 	if (n > *count) {
 		*count = n;
 		return NVML_ERROR_INSUFFICIENT_SIZE;
