@@ -1,0 +1,864 @@
+#!/bin/bash
+#
+# bench.sh -- measure gpuckpt | gpurestore against the pipeline a user
+# would otherwise type, on the same workloads, in one run.  Run it with
+# `make bench' (see "Performance" in README), as root.
+#
+# Variants (rows of each table):
+#   baseline-pipe   criu dump -D A -t PID; tar -C A -cf - . | zstd |
+#                   { mkdir B && zstd -d | tar -C B -xf - && criu restore -D B -d; }
+#   baseline-ssh    the same, the second half through ssh to 127.0.0.1
+#   gpuckpt-pipe    gpuckpt -p PID | gpurestore
+#   gpuckpt-ssh     gpuckpt -p PID | ssh root@127.0.0.1 gpurestore
+#   gpusend         gpusend -p PID root@127.0.0.1, when gpusend has -p
+# Between the two halves sits bench/bcount, which counts the bytes on the
+# wire.  Each tool runs under /usr/bin/time for its peak RSS.
+#
+# Environment:
+#   BENCH_REPEAT=N        repeats of each measurement (default 3; medians)
+#   BENCH_WORKLOADS=...   a subset of "mixed zero90 random" (default all)
+#   BENCH_VARIANTS=...    a subset of the variants above (default all)
+#   BENCH_EXTRAS=...      a subset of "none-vs-dump rss-flat" (default all)
+#   BENCH_QUICK=1         smoke run: workloads 1/8 of their size, 1 repeat
+#   BENCH_DIR=DIR         where to work and write results (default: the
+#                         build directory's bench/)
+#   BENCH_TIMEOUT=S       limit for each pipeline, in seconds (default 900)
+#   BENCH_GPUSEND_ARGS    gpusend's arguments; %PID%, %PORT%, %KEY% are
+#                         replaced (default "-p %PID% --port %PORT%
+#                         -i %KEY% root@127.0.0.1")
+#   BENCH_KEEP=1          keep the work directory
+#
+# It prints PASS or MISS for each target, but exits 0 whatever the
+# figures are: it exits 1 only when something broke (a run failed, or a
+# restored workload did not verify).
+
+set -u
+export LC_ALL=C
+
+me=bench
+
+die() { printf '%s: error: %s\n' "$me" "$*" >&2; exit 1; }
+note() { printf '%s: %s\n' "$me" "$*" >&2; }
+
+: "${GCK_BINDIR:?GCK_BINDIR is not set: run the benchmark through make bench}"
+: "${BENCH_BINDIR:?BENCH_BINDIR is not set: run the benchmark through make bench}"
+
+# Detached and restored processes must be reaped by someone: run the whole
+# benchmark under the tests' subreaper, which also kills what is left.
+if [ -z "${BENCH_REAPED:-}" ]; then
+	[ -x "${BENCH_REAPER:-}" ] || die "BENCH_REAPER is not set or not executable"
+	BENCH_REAPED=1 exec "$BENCH_REAPER" bash "$0" "$@"
+fi
+
+GPUCKPT=$GCK_BINDIR/ckpt/gpuckpt
+GPURESTORE=$GCK_BINDIR/restore/gpurestore
+GPUSEND=$GCK_BINDIR/send/gpusend
+BENCHWORK=$BENCH_BINDIR/benchwork
+BCOUNT=$BENCH_BINDIR/bcount
+DIRPEAK=$BENCH_BINDIR/dirpeak
+TIME=/usr/bin/time
+XPATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
+[ -n "${CRIU:-}" ] || CRIU=$(PATH=$XPATH command -v criu)
+[ -n "${SSHD:-}" ] || SSHD=$(PATH=$XPATH command -v sshd)
+
+QUICK=${BENCH_QUICK:-0}
+[ "$QUICK" = 0 ] && REPEAT=${BENCH_REPEAT:-3} || REPEAT=${BENCH_REPEAT:-1}
+WORKLOADS=${BENCH_WORKLOADS:-mixed zero90 random}
+VARIANTS=${BENCH_VARIANTS:-baseline-pipe baseline-ssh gpuckpt-pipe gpuckpt-ssh gpusend}
+EXTRAS=${BENCH_EXTRAS-none-vs-dump rss-flat}
+LIMIT=${BENCH_TIMEOUT:-900}
+DIR=${BENCH_DIR:-$BENCH_BINDIR}
+GPUSEND_ARGS=${BENCH_GPUSEND_ARGS:--p %PID% --port %PORT% -i %KEY% root@127.0.0.1}
+
+# The size of a workload in MiB: full, or 1/8 in quick mode.
+size()
+{
+	if [ "$QUICK" = 0 ]; then
+		echo "$1"
+	else
+		echo $(($1 / 8))
+	fi
+}
+
+# Workload NAME -> "KIND MiB".
+workload_spec()
+{
+	case $1 in
+	mixed)	echo "mixed $(size 2048)" ;;
+	zero90)	echo "zero90 $(size 4096)" ;;
+	random)	echo "random $(size 1024)" ;;
+	rss-small) echo "mixed $(size 256)" ;;
+	rss-large) echo "mixed $(size 4096)" ;;
+	*)	return 1 ;;
+	esac
+}
+
+# --- checks ----------------------------------------------------------
+
+[ "$(id -u)" = 0 ] || die "run the benchmark as root"
+for f in "$GPUCKPT" "$GPURESTORE" "$BENCHWORK" "$BCOUNT" "$DIRPEAK" "$TIME"; do
+	[ -x "$f" ] || die "$f not found"
+done
+[ -n "$CRIU" ] && [ -x "$CRIU" ] || die "criu not found"
+command -v zstd >/dev/null || die "zstd not found"
+command -v tar >/dev/null || die "tar not found"
+case $REPEAT in
+''|*[!0-9]*|0) die "BENCH_REPEAT must be a positive number" ;;
+esac
+for w in $WORKLOADS; do
+	workload_spec "$w" >/dev/null || die "unknown workload '$w' (mixed zero90 random)"
+done
+for v in $VARIANTS; do
+	case $v in
+	baseline-pipe|baseline-ssh|gpuckpt-pipe|gpuckpt-ssh|gpusend) ;;
+	*) die "unknown variant '$v'" ;;
+	esac
+done
+for x in $EXTRAS; do
+	case $x in
+	none-vs-dump|rss-flat) ;;
+	*) die "unknown extra '$x' (none-vs-dump rss-flat)" ;;
+	esac
+done
+
+mkdir -p "$DIR" || die "cannot create $DIR"
+R=$(mktemp -d "$DIR/run.XXXXXX") || die "cannot create a work directory in $DIR"
+RESULTS=$DIR/results-$(date +%Y%m%d-%H%M%S).txt
+RAW=$R/raw
+: >"$RAW"
+: >"$RESULTS"
+
+# --- cleanup ---------------------------------------------------------
+
+live=		# workload PIDs that may still run
+sshd_pid=
+sampler=
+tmpfs_dir=
+broke=0
+
+cleanup()
+{
+	local p
+	[ -n "$sampler" ] && kill "$sampler" 2>/dev/null
+	for p in $live; do
+		kill -KILL "$p" 2>/dev/null
+	done
+	if [ -n "$sshd_pid" ]; then
+		kill "$sshd_pid" 2>/dev/null
+		wait "$sshd_pid" 2>/dev/null
+	fi
+	if [ -n "$tmpfs_dir" ]; then
+		umount "$tmpfs_dir" 2>/dev/null || umount -l "$tmpfs_dir"
+	fi
+	cd /
+	if [ -n "${BENCH_KEEP:-}" ]; then
+		note "kept $R"
+	else
+		rm -rf "$R"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+cd "$R" || exit 1
+
+# --- small helpers ---------------------------------------------------
+
+# Writes its arguments as one line to standard output and the results.
+say()
+{
+	printf '%s\n' "$*"
+	printf '%s\n' "$*" >>"$RESULTS"
+}
+
+now() { echo "$EPOCHREALTIME"; }
+
+# elapsed T0 T1: seconds between two `now' values, 3 decimals.
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+
+# wait_line FILE PATTERN SECONDS
+wait_line()
+{
+	local i=0
+	while ! grep -e "$2" "$1" >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -gt $(($3 * 20)) ] && return 1
+		sleep 0.05
+	done
+}
+
+# wait_gone PID [SECONDS]: until PID has died and been reaped.
+wait_gone()
+{
+	local i=0
+	while [ -d "/proc/$1" ]; do
+		i=$((i + 1))
+		[ $i -gt $((${2:-30} * 100)) ] && return 1
+		sleep 0.01
+	done
+}
+
+# The peak RSS in kB that /usr/bin/time wrote to FILE, or "-".
+rss_of()
+{
+	local v
+	v=$(tail -n 1 "$1" 2>/dev/null)
+	case $v in
+	''|*[!0-9]*) echo - ;;
+	*) echo "$v" ;;
+	esac
+}
+
+max_of()
+{
+	local m=- v
+	for v in "$@"; do
+		[ "$v" = - ] && continue
+		if [ "$m" = - ] || [ "$v" -gt "$m" ]; then
+			m=$v
+		fi
+	done
+	echo "$m"
+}
+
+# start_work KIND MiB: starts a workload in its own session, stdio on
+# files, orphaned to the subreaper; waits until it has filled its memory.
+# Sets WPID, WSUM and WSTATUS.
+start_work()
+{
+	WSTATUS=$R/work.$1.$2.status
+	rm -f "$WSTATUS"
+	(setsid "$BENCHWORK" -k "$1" -m "$2" -f "$WSTATUS" \
+	    </dev/null >"$R/work.out" 2>&1 &)
+	if ! wait_line "$WSTATUS" '^ready ' 600; then
+		note "workload $1 $2 MiB did not start: $(cat "$WSTATUS" "$R/work.out" 2>/dev/null)"
+		return 1
+	fi
+	WPID=$(sed -n 's/^ready pid=\([0-9]*\).*/\1/p' "$WSTATUS")
+	WSUM=$(sed -n 's/^ready .*sum=\([0-9a-f]*\).*/\1/p' "$WSTATUS")
+	live="$live $WPID"
+}
+
+# stop_work: kills the workload (source or restored) and waits for it.
+stop_work()
+{
+	kill -KILL "$WPID" 2>/dev/null
+	wait_gone "$WPID" 60 || note "workload $WPID does not go away"
+	live=$(echo " $live " | sed "s/ $WPID / /")
+}
+
+# downtime: waits until the restored workload has logged the gap it saw
+# (restored=1) and prints the largest such gap in seconds.
+downtime()
+{
+	wait_line "$WSTATUS" '^gap .* restored=1' 60 || return 1
+	sleep 0.2
+	awk '$1 == "gap" && $3 == "restored=1" { if ($2 > m) m = $2 }
+	    END { printf "%.3f", m / 1000 }' "$WSTATUS"
+}
+
+# verify: asks the restored workload to check its memory.
+verify()
+{
+	local n
+	n=$(grep -c '^verify ' "$WSTATUS")
+	kill -USR1 "$WPID" 2>/dev/null || return 1
+	wait_line_count "$WSTATUS" '^verify ' $((n + 1)) 120 || return 1
+	grep '^verify ' "$WSTATUS" | tail -n 1 | grep -q "^verify ok sum=$WSUM\$"
+}
+
+# wait_line_count FILE PATTERN N SECONDS
+wait_line_count()
+{
+	local i=0
+	while [ "$(grep -c -e "$2" "$1")" -lt "$3" ]; do
+		i=$((i + 1))
+		[ $i -gt $(($4 * 20)) ] && return 1
+		sleep 0.05
+	done
+}
+
+# --- a loopback sshd of our own --------------------------------------
+
+# Starts sshd on a free port of 127.0.0.1 with its own host and user
+# keys; sets port and sshd_pid.  The system's sshd is not touched.
+start_sshd()
+{
+	local try i
+	[ -n "$SSHD" ] && [ -x "$SSHD" ] || return 1
+	command -v ssh >/dev/null && command -v ssh-keygen >/dev/null || return 1
+	mkdir -p "$R/ssh" /run/sshd
+	ssh-keygen -q -t ed25519 -N "" -C gck-bench-host -f "$R/ssh/hostkey" &&
+	ssh-keygen -q -t ed25519 -N "" -C gck-bench-user -f "$R/ssh/userkey" &&
+	cp "$R/ssh/userkey.pub" "$R/ssh/authorized_keys" || return 1
+	for try in 1 2 3 4 5 6 7 8 9 10; do
+		port=$(awk -v s="$$$try" \
+		    'BEGIN { srand(s); print 20000 + int(rand() * 40000) }')
+		cat >"$R/ssh/sshd_config" <<-EOF
+		ListenAddress 127.0.0.1
+		Port $port
+		HostKey $R/ssh/hostkey
+		AuthorizedKeysFile $R/ssh/authorized_keys
+		PermitRootLogin prohibit-password
+		PubkeyAuthentication yes
+		PasswordAuthentication no
+		KbdInteractiveAuthentication no
+		UsePAM no
+		StrictModes no
+		PidFile $R/ssh/sshd.pid
+		EOF
+		"$SSHD" -D -e -f "$R/ssh/sshd_config" 2>"$R/ssh/sshd.log" &
+		sshd_pid=$!
+		i=0
+		while [ $i -lt 100 ] && [ -d "/proc/$sshd_pid" ]; do
+			if grep "Server listening on 127.0.0.1 port $port" \
+			    "$R/ssh/sshd.log" >/dev/null 2>&1; then
+				echo "[127.0.0.1]:$port $(cat "$R/ssh/hostkey.pub")" \
+				    >"$R/ssh/known_hosts"
+				# For gpusend, which reads ~/.ssh.
+				mkdir -p "$R/home/.ssh"
+				cp "$R/ssh/userkey" "$R/home/.ssh/id_ed25519"
+				cp "$R/ssh/userkey.pub" "$R/home/.ssh/id_ed25519.pub"
+				cp "$R/ssh/known_hosts" "$R/home/.ssh/known_hosts"
+				return 0
+			fi
+			i=$((i + 1))
+			sleep 0.1
+		done
+		kill "$sshd_pid" 2>/dev/null
+		wait "$sshd_pid" 2>/dev/null
+		sshd_pid=
+	done
+	return 1
+}
+
+# remote COMMAND: runs COMMAND as root@127.0.0.1 through our sshd.
+remote()
+{
+	timeout "$LIMIT" ssh -F /dev/null -i "$R/ssh/userkey" \
+	    -o IdentitiesOnly=yes -o UserKnownHostsFile="$R/ssh/known_hosts" \
+	    -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes \
+	    -o BatchMode=yes -o LogLevel=ERROR -o ConnectTimeout=10 \
+	    -p "$port" root@127.0.0.1 "$@"
+}
+
+# Succeeds when gpusend can migrate a PID (its usage lists -p).
+gpusend_works()
+{
+	[ -x "$GPUSEND" ] || return 1
+	"$GPUSEND" --help 2>&1 | grep -Eq -- '(^|[[ ])-p( |$)'
+}
+
+# --- one run ---------------------------------------------------------
+
+# run_one NAME VARIANT REP: starts workload NAME, moves it with VARIANT,
+# checks the restored process and appends one line to $RAW:
+#   NAME VARIANT REP ok|FAIL downtime total wire rss_ckpt rss_restore
+#   staging rss_dump rss_tar rss_zstd rss_unzstd rss_untar rss_crestore
+run_one()
+{
+	local name=$1 v=$2 rep=$3 kind mib d A B t0 t1 st ok=ok why=
+	local dt=- total=- wire=- rc=- rr=- stage=-
+	local r_dump=- r_tar=- r_zstd=- r_unzstd=- r_untar=- r_crestore=-
+	local args
+
+	set -- $(workload_spec "$name")
+	kind=$1
+	mib=$2
+	d=$R/r
+	rm -rf "$d"
+	mkdir -p "$d/stage"
+	A=$d/stage/a	# source side: image dir, or gpuckpt's TMPDIR
+	B=$d/stage/b	# restore side: image dir, or gpurestore's TMPDIR
+
+	if ! start_work "$kind" "$mib"; then
+		broke=1
+		echo "$name $v $rep FAIL - - - - - - - - - - - -" >>"$RAW"
+		return 1
+	fi
+
+	# Staging: every file under A and B, 20 samples a second.
+	"$DIRPEAK" -i 50 -o "$d/staging" "$d/stage" &
+	sampler=$!
+
+	t0=$(now)
+	case $v in
+	baseline-*)
+		# What a user types; criu dump kills the tree by default.
+		mkdir -p "$A"
+		timeout "$LIMIT" "$TIME" -f %M -o "$d/rss.dump" \
+		    "$CRIU" dump -D "$A" -t "$WPID" 2>"$d/err" >/dev/null
+		st=$?
+		if [ $st -ne 0 ]; then
+			ok=FAIL
+			why="criu dump exited $st"
+		else
+			# The source is gone; its PID is free once reaped.
+			wait_gone "$WPID" 30
+		fi
+	esac
+	case $ok.$v in
+	ok.baseline-pipe)
+		timeout "$LIMIT" "$TIME" -f %M -o "$d/rss.tar" \
+		    tar -C "$A" -cf - . |
+		    "$TIME" -f %M -o "$d/rss.zstd" zstd |
+		    "$BCOUNT" "$d/wire" |
+		    timeout "$LIMIT" bash -c '
+			mkdir "$1" &&
+			"$3" -f %M -o "$2/rss.unzstd" zstd -d |
+			"$3" -f %M -o "$2/rss.untar" tar -C "$1" -xf - &&
+			"$3" -f %M -o "$2/rss.crestore" "$4" restore -D "$1" -d
+		    ' bench "$B" "$d" "$TIME" "$CRIU" >/dev/null 2>>"$d/err"
+		st="${PIPESTATUS[*]}"
+		;;
+	ok.baseline-ssh)
+		timeout "$LIMIT" "$TIME" -f %M -o "$d/rss.tar" \
+		    tar -C "$A" -cf - . |
+		    "$TIME" -f %M -o "$d/rss.zstd" zstd |
+		    "$BCOUNT" "$d/wire" |
+		    remote "mkdir '$B' &&
+			'$TIME' -f %M -o '$d/rss.unzstd' zstd -d |
+			'$TIME' -f %M -o '$d/rss.untar' tar -C '$B' -xf - &&
+			'$TIME' -f %M -o '$d/rss.crestore' '$CRIU' restore -D '$B' -d" \
+		    >/dev/null 2>>"$d/err"
+		st="${PIPESTATUS[*]}"
+		;;
+	ok.gpuckpt-pipe)
+		mkdir -p "$A" "$B"
+		TMPDIR=$A timeout "$LIMIT" "$TIME" -f %M -o "$d/rss.ckpt" \
+		    "$GPUCKPT" -p "$WPID" 2>"$d/err" |
+		    "$BCOUNT" "$d/wire" |
+		    TMPDIR=$B timeout "$LIMIT" "$TIME" -f %M -o "$d/rss.restore" \
+		    "$GPURESTORE" >"$d/out" 2>>"$d/err"
+		st="${PIPESTATUS[*]}"
+		;;
+	ok.gpuckpt-ssh)
+		mkdir -p "$A" "$B"
+		TMPDIR=$A timeout "$LIMIT" "$TIME" -f %M -o "$d/rss.ckpt" \
+		    "$GPUCKPT" -p "$WPID" 2>"$d/err" |
+		    "$BCOUNT" "$d/wire" |
+		    remote "TMPDIR='$B' '$TIME' -f %M -o '$d/rss.restore' \
+			'$GPURESTORE'" >"$d/out" 2>>"$d/err"
+		st="${PIPESTATUS[*]}"
+		;;
+	ok.gpusend)
+		mkdir -p "$A" "$B"
+		args=$(echo "$GPUSEND_ARGS" | sed -e "s|%PID%|$WPID|g" \
+		    -e "s|%PORT%|$port|g" -e "s|%KEY%|$R/ssh/userkey|g")
+		# shellcheck disable=SC2086
+		HOME=$R/home TMPDIR=$A timeout "$LIMIT" "$TIME" -f %M \
+		    -o "$d/rss.ckpt" "$GPUSEND" $args >"$d/out" 2>"$d/err"
+		st=$?
+		;;
+	esac
+	t1=$(now)
+	kill "$sampler" 2>/dev/null
+	wait "$sampler" 2>/dev/null
+	sampler=
+
+	if [ $ok = ok ]; then
+		case " $st " in
+		*" "[1-9]*)
+			ok=FAIL
+			why="exit statuses $st"
+			;;
+		esac
+	fi
+	if [ $ok = ok ]; then
+		case $v in
+		gpuckpt-*)
+			if [ "$(cat "$d/out" 2>/dev/null)" != "$WPID" ]; then
+				ok=FAIL
+				why="gpurestore printed '$(cat "$d/out")', not $WPID"
+			fi
+		esac
+	fi
+	if [ $ok = ok ] && ! dt=$(downtime); then
+		ok=FAIL
+		dt=-
+		why="the restored workload logged no gap"
+	fi
+	if [ $ok = ok ] && ! verify; then
+		ok=FAIL
+		why="the restored workload did not verify: $(grep '^verify' "$WSTATUS" | tail -n 1)"
+	fi
+	stop_work
+
+	total=$(elapsed "$t0" "$t1")
+	wire=$(head -n 1 "$d/wire" 2>/dev/null || echo -)
+	stage=$(awk '{ print $1 }' "$d/staging" 2>/dev/null)
+	[ -n "$stage" ] || stage=-
+	case $v in
+	baseline-*)
+		r_dump=$(rss_of "$d/rss.dump")
+		r_tar=$(rss_of "$d/rss.tar")
+		r_zstd=$(rss_of "$d/rss.zstd")
+		r_unzstd=$(rss_of "$d/rss.unzstd")
+		r_untar=$(rss_of "$d/rss.untar")
+		r_crestore=$(rss_of "$d/rss.crestore")
+		rc=$(max_of "$r_dump" "$r_tar" "$r_zstd")
+		rr=$(max_of "$r_unzstd" "$r_untar" "$r_crestore")
+		;;
+	*)
+		rc=$(rss_of "$d/rss.ckpt")
+		rr=$(rss_of "$d/rss.restore")
+		;;
+	esac
+	[ $v = gpusend ] && wire=-
+
+	echo "$name $v $rep $ok $dt $total $wire $rc $rr $stage" \
+	    "$r_dump $r_tar $r_zstd $r_unzstd $r_untar $r_crestore" >>"$RAW"
+	if [ $ok = ok ]; then
+		note "$name ($mib MiB) $v #$rep: downtime $dt s, total $total s, wire $wire B, rss $rc/$rr kB, staging $stage B"
+	else
+		broke=1
+		note "$name ($mib MiB) $v #$rep FAILED: $why"
+		sed 's/^/    /' "$d/err" >&2 2>/dev/null
+	fi
+	rm -rf "$d"
+}
+
+# --- gpuckpt --compress=none > /dev/null against criu dump to tmpfs --------
+
+# none_vs_dump REP: one of each on the mixed workload; appends
+#   none-vs-dump - REP ok|FAIL gpuckpt_s criudump_s image_bytes
+none_vs_dump()
+{
+	local rep=$1 kind mib t0 t1 tn=- td=- img=- ok=ok d=$R/n
+
+	set -- $(workload_spec mixed)
+	kind=$1
+	mib=$2
+	rm -rf "$d"
+	mkdir -p "$d/tmp"
+	if start_work "$kind" "$mib"; then
+		t0=$(now)
+		if TMPDIR=$d/tmp timeout "$LIMIT" "$GPUCKPT" --compress=none \
+		    -p "$WPID" >/dev/null 2>"$d/err"; then
+			t1=$(now)
+			tn=$(elapsed "$t0" "$t1")
+		else
+			ok=FAIL
+			note "gpuckpt --compress=none failed: $(cat "$d/err")"
+		fi
+		stop_work
+	else
+		ok=FAIL
+	fi
+
+	if [ -z "$tmpfs_dir" ]; then
+		mkdir -p "$R/tmpfs"
+		# Room for the image: the memory, and some.
+		if mount -t tmpfs -o size=$((mib + mib / 4 + 64))m gck-bench \
+		    "$R/tmpfs"; then
+			tmpfs_dir=$R/tmpfs
+		else
+			ok=FAIL
+			note "cannot mount a tmpfs on $R/tmpfs"
+		fi
+	fi
+	if [ -n "$tmpfs_dir" ] && start_work "$kind" "$mib"; then
+		rm -rf "$tmpfs_dir/img"
+		mkdir "$tmpfs_dir/img"
+		t0=$(now)
+		if timeout "$LIMIT" "$CRIU" dump -D "$tmpfs_dir/img" -t "$WPID" \
+		    --leave-stopped >/dev/null 2>"$d/err"; then
+			t1=$(now)
+			td=$(elapsed "$t0" "$t1")
+			img=$(du -sb "$tmpfs_dir/img" | awk '{ print $1 }')
+		else
+			ok=FAIL
+			note "criu dump to tmpfs failed: $(cat "$d/err")"
+		fi
+		stop_work
+		rm -rf "$tmpfs_dir/img"
+	else
+		ok=FAIL
+	fi
+	[ $ok = ok ] || broke=1
+	note "none-vs-dump #$rep ($mib MiB): gpuckpt --compress=none $tn s, criu dump to tmpfs $td s"
+	echo "none-vs-dump - $rep $ok $tn $td $img" >>"$RAW"
+	rm -rf "$d"
+}
+
+# --- the report --------------------------------------------------------
+
+# report: the tables, from $RAW.
+report()
+{
+	local w v mib
+
+	say "gpuckpt benchmark, $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+	say "host: $(uname -sr), $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+	say "criu: $("$CRIU" --version | sed -n 's/^Version: *//p'), zstd: $(zstd -V | sed 's/.*v\([0-9.]*\).*/\1/')"
+	if [ "$QUICK" = 0 ]; then
+		say "repeats: $REPEAT (figures are medians)"
+	else
+		say "repeats: $REPEAT (figures are medians); QUICK mode: workloads at 1/8 size"
+	fi
+	say ""
+	say "downtime: the longest pause the workload saw (it reads the clock every 2 ms)"
+	say "total: from the start of the checkpoint to the restored process running"
+	say "wire: bytes between the two sides; rss: peak RSS in MB of the"
+	say "  checkpoint side / restore side (baseline: the largest of"
+	say "  criu dump, tar, zstd / zstd -d, tar, criu restore; gpuckpt and"
+	say "  gpurestore: with the criu they run); staging: peak bytes of files"
+	say "  in the image directories (baseline) or in the TMPDIRs (ours)"
+	say "ratios: against baseline-pipe for *-pipe rows, baseline-ssh otherwise"
+
+	for w in $WORKLOADS; do
+		set -- $(workload_spec "$w")
+		mib=$2
+		say ""
+		say "== $w: $1, $mib MiB =="
+		awk -v w="$w" -f "$R/report.awk" "$RAW" | while IFS= read -r line; do
+			say "$line"
+		done
+	done
+}
+
+cat >"$R/report.awk" <<'EOF'
+# Input: the raw lines of run_one.  Prints the table of workload w, or
+# with figs=1 the medians the targets need: variant downtime wire staging rss.
+function median(s,    a, n, i, j, t) {
+	n = split(s, a, " ")
+	if (n == 0)
+		return "-"
+	for (i = 2; i <= n; i++)
+		for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) {
+			t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
+		}
+	if (n % 2)
+		return a[(n + 1) / 2]
+	return (a[n / 2] + a[n / 2 + 1]) / 2
+}
+function add(k, v) {
+	if (v != "-")
+		val[k] = val[k] " " v
+}
+function mb(x) {
+	return x == "-" ? "-" : sprintf("%.1f", x / 1048576)
+}
+function kmb(x) {
+	return x == "-" ? "-" : sprintf("%.0f", x / 1024)
+}
+function ratio(a, b) {
+	return (a == "-" || b == "-" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b)
+}
+$1 == w {
+	v = $2
+	if (!(v in seen)) {
+		seen[v] = 1
+		order[++nv] = v
+	}
+	if ($4 != "ok") {
+		fails[v]++
+		next
+	}
+	runs[v]++
+	for (i = 5; i <= 16; i++)
+		add(v SUBSEP i, $i)
+}
+END {
+	for (k = 1; k <= nv; k++) {
+		v = order[k]
+		for (i = 5; i <= 16; i++)
+			m[v, i] = median(val[v SUBSEP i])
+	}
+	if (figs) {
+		# only the figures the targets need, for the shell
+		for (k = 1; k <= nv; k++) {
+			v = order[k]
+			print v, m[v, 5], m[v, 7], m[v, 10], m[v, 8] "/" m[v, 9]
+		}
+		exit
+	}
+	printf "%-14s %4s %9s %8s %9s %14s %10s %7s %7s %7s\n", "variant",
+	    "runs", "downtime", "total", "wire MB", "rss MB c/r", "staging",
+	    "dt x", "total x", "wire x"
+	for (k = 1; k <= nv; k++) {
+		v = order[k]
+		b = v ~ /pipe$/ ? "baseline-pipe" : "baseline-ssh"
+		if (!(b in seen) || v == b) {
+			rd = "-"; rt = "-"; rw = "-"
+		} else {
+			rd = ratio(m[v, 5], m[b, 5])
+			rt = ratio(m[v, 6], m[b, 6])
+			rw = ratio(m[v, 7], m[b, 7])
+		}
+		printf "%-14s %4s %8ss %7ss %9s %14s %10s %7s %7s %7s%s\n", v,
+		    runs[v] + 0, m[v, 5], m[v, 6], mb(m[v, 7]),
+		    kmb(m[v, 8]) "/" kmb(m[v, 9]), mb(m[v, 10]), rd, rt, rw,
+		    fails[v] ? "  (" fails[v] " FAILED)" : ""
+	}
+	for (k = 1; k <= nv; k++) {
+		v = order[k]
+		if (v !~ /^baseline/ || m[v, 11] == "")
+			continue
+		printf "  %s rss MB: criu dump %s, tar %s, zstd %s | zstd -d %s, tar %s, criu restore %s\n",
+		    v, kmb(m[v, 11]), kmb(m[v, 12]), kmb(m[v, 13]),
+		    kmb(m[v, 14]), kmb(m[v, 15]), kmb(m[v, 16])
+	}
+}
+EOF
+
+# fig WORKLOAD VARIANT FIELD: a median from the table of WORKLOAD
+# (FIELD: 1 downtime, 2 wire, 3 staging, 4 rss c/r), or "-".
+fig()
+{
+	awk -v w="$1" -v figs=1 -f "$R/report.awk" "$RAW" |
+	    awk -v v="$2" -v f="$3" '$1 == v { print $(f + 1); found = 1 }
+		END { if (!found) print "-" }'
+}
+
+# verdict OK-EXPRESSION-RESULT: PASS, MISS or "n/a".
+verdict()
+{
+	case $1 in
+	1) echo PASS ;;
+	0) echo MISS ;;
+	*) echo "n/a" ;;
+	esac
+}
+
+# cmp_le A B: 1 when A <= B, 0 when not, - when either is missing.
+cmp_le()
+{
+	if [ "$1" = - ] || [ "$2" = - ] || [ -z "$1" ] || [ -z "$2" ]; then
+		echo -
+	else
+		awk -v a="$1" -v b="$2" 'BEGIN { print (a + 0 <= b + 0) ? 1 : 0 }'
+	fi
+}
+
+targets()
+{
+	local a b r ok w v mib all img
+
+	say ""
+	say "== targets =="
+
+	# 1. downtime over ssh on the mixed workload.
+	a=$(fig mixed gpuckpt-ssh 1)
+	b=$(fig mixed baseline-ssh 1)
+	r=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.3f", a / b }')
+	say "$(verdict "$(cmp_le "$r" 0.25)")  downtime gpuckpt-ssh / baseline-ssh on mixed: $r (target <= 0.25)"
+
+	# 2. bytes on the wire, every workload, pipe and ssh.
+	all=
+	for w in $WORKLOADS; do
+		for v in pipe ssh; do
+			a=$(fig "$w" "gpuckpt-$v" 2)
+			b=$(fig "$w" "baseline-$v" 2)
+			ok=$(cmp_le "$a" "$b")
+			[ "$ok" = - ] && continue
+			all="$all$ok"
+			say "      wire $w gpuckpt-$v $a B, baseline-$v $b B"
+		done
+	done
+	case $all in
+	'') ok=- ;;
+	*0*) ok=0 ;;
+	*) ok=1 ;;
+	esac
+	say "$(verdict "$ok")  wire bytes <= baseline on every workload"
+
+	# 3. staging: nothing on disk for ours.
+	all=
+	for w in $WORKLOADS; do
+		for v in gpuckpt-pipe gpuckpt-ssh gpusend; do
+			a=$(fig "$w" "$v" 3)
+			[ "$a" = - ] && continue
+			all="$all$(cmp_le "$a" 0)"
+			say "      staging $w $v: $a B"
+		done
+	done
+	case $all in
+	'') ok=- ;;
+	*0*) ok=0 ;;
+	*) ok=1 ;;
+	esac
+	say "$(verdict "$ok")  staging bytes 0 for gpuckpt and gpurestore"
+
+	# 4. image of the 90%-zero workload against its memory.
+	set -- $(workload_spec zero90)
+	mib=$2
+	img=$(fig zero90 gpuckpt-pipe 2)
+	[ "$img" = - ] && img=$(fig zero90 gpuckpt-ssh 2)
+	r=$(awk -v a="$img" -v m="$mib" 'BEGIN { if (a == "-") print "-"; else printf "%.4f", a / (m * 1048576) }')
+	say "$(verdict "$(cmp_le "$r" 0.11)")  zero90 image / memory: $r ($img B of $mib MiB; target <= 0.11)"
+
+	# 5. gpuckpt --compress=none > /dev/null against criu dump to tmpfs.
+	a=$(awk '$1 == "none-vs-dump" && $4 == "ok" { print $5 }' "$RAW" | sort -g |
+	    awk '{ a[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
+	b=$(awk '$1 == "none-vs-dump" && $4 == "ok" { print $6 }' "$RAW" | sort -g |
+	    awk '{ a[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
+	r=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.3f", a / b }')
+	set -- $(workload_spec mixed)
+	say "$(verdict "$(cmp_le "$r" 1.2)")  gpuckpt --compress=none >/dev/null $a s / criu dump to tmpfs $b s on mixed $2 MiB: $r (target <= 1.2)"
+
+	# Peak RSS on a small and a large workload: should stay flat.
+	if grep -q '^rss-' "$RAW"; then
+		a=$(fig rss-small gpuckpt-pipe 4)
+		b=$(fig rss-large gpuckpt-pipe 4)
+		say "      peak RSS kB gpuckpt/gpurestore: $(workload_spec rss-small | awk '{ print $2 }') MiB $a," \
+		    "$(workload_spec rss-large | awk '{ print $2 }') MiB $b (should stay flat)"
+	fi
+
+	if gpusend_works; then
+		:
+	else
+		say "      gpusend: skipped (it has no -p yet)"
+	fi
+}
+
+# --- main ------------------------------------------------------------
+
+case " $VARIANTS " in
+*" gpusend "*)
+	if ! gpusend_works; then
+		note "gpusend has no -p yet: skipped"
+		VARIANTS=$(echo " $VARIANTS " | sed 's/ gpusend / /')
+	fi
+esac
+case " $VARIANTS " in
+*-ssh*|*gpusend*)
+	start_sshd || die "cannot start sshd on 127.0.0.1"
+	remote true || die "ssh to our sshd on 127.0.0.1:$port fails"
+	note "sshd on 127.0.0.1:$port"
+esac
+
+start=$(now)
+for w in $WORKLOADS; do
+	for rep in $(seq 1 "$REPEAT"); do
+		for v in $VARIANTS; do
+			run_one "$w" "$v" "$rep"
+		done
+	done
+done
+for x in $EXTRAS; do
+	case $x in
+	none-vs-dump)
+		for rep in $(seq 1 "$REPEAT"); do
+			none_vs_dump "$rep"
+		done
+		;;
+	rss-flat)
+		run_one rss-small gpuckpt-pipe 1
+		run_one rss-large gpuckpt-pipe 1
+		;;
+	esac
+done
+
+report
+targets
+say ""
+say "raw runs (workload variant rep status downtime_s total_s wire_B rss_ckpt_kB rss_restore_kB staging_B; baseline: rss kB of criu dump tar zstd zstd-d tar criu-restore):"
+while IFS= read -r line; do
+	say "  $line"
+done <"$RAW"
+say ""
+say "bench took $(elapsed "$start" "$(now)") s; results in $RESULTS"
+[ $broke = 0 ] || note "some runs FAILED: see above"
+exit $broke
