@@ -52,7 +52,7 @@ parse_compress(const char *s)
 	if (strcmp(s, "none") == 0)
 		return 0;
 	if (strcmp(s, "zstd") == 0)
-		return 3;
+		return GCK_ZSTD_LEVEL;
 	if (strncmp(s, "zstd:", 5) == 0) {
 		v = strtonum(s + 5, 1, 19, &errstr);
 		if (errstr == NULL)
@@ -89,9 +89,12 @@ main(int argc, char *argv[])
 	int			 suspend = 0, image_opts = 0;
 	size_t			 n;
 
+	/* Run again by criu, after its dump, as gck_checkpoint() asks. */
+	if ((r = gck_criu_hook()) != -1)
+		return r;
 	memset(&o, 0, sizeof o);
 	o.lock_ms = GCK_LOCK_TIMEOUT_MS;
-	o.level = 3;
+	o.level = GCK_ZSTD_LEVEL;
 	o.after = GCK_AFTER_KILL;
 	o.outfd = STDOUT_FILENO;
 	while ((ch = getopt_long(argc, argv, "c:ho:p:RsVv", longopts,

@@ -21,6 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include "private.h"
 
 struct out {
@@ -35,9 +37,8 @@ static int	out_open(struct gck_ctx *, const struct gck_ckpt_opts *,
 static int	out_commit(struct gck_ctx *, struct out *);
 static void	out_abort(struct out *);
 static int	stream_image(struct gck_ctx *, const struct gck_ckpt_opts *,
-		    const char *, const char *, int);
-static int	image_order(const struct dirent **, const struct dirent **);
-static int	image_rank(const char *);
+		    const char *, const struct gck_capture *, int,
+		    struct gck_writer **);
 static int	tree_restorable(struct gck_ctx *, const struct gck_ptree *,
 		    pid_t);
 
@@ -113,79 +114,218 @@ out_abort(struct out *out)
 	free(out->path);
 }
 
+/* Adds file f, kept in memory, as one entry or in parts. */
+static int
+add_kept(struct gck_writer *w, const struct gck_sfile *f, size_t part_size)
+{
+	char		 ename[GCK_SNAME + 32];
+	size_t		 off, n;
+	unsigned	 part;
+	int		 r, sparse = strncmp(f->name, "pages-", 6) == 0;
+
+	if (f->len <= part_size) {
+		snprintf(ename, sizeof ename, "criu/%s", f->name);
+		return gck_writer_add_part(w, ename, f->data, f->len,
+		    XXH3_64bits(f->data, f->len), sparse);
+	}
+	for (off = 0, part = 0; off < f->len; off += n, part++) {
+		n = f->len - off < part_size ? f->len - off : part_size;
+		snprintf(ename, sizeof ename, "criu/%s.part%05u", f->name, part);
+		if ((r = gck_writer_add_part(w, ename, f->data + off, n,
+		    XXH3_64bits(f->data + off, n), sparse)) != GCK_OK)
+			return r;
+	}
+	return GCK_OK;
+}
+
 /*
- * Restore reads inventory.img first and the page data last: the stream
- * carries them in that order.
+ * Adds the pages file f, read again from its stopped task as its
+ * pagemap lists them, part by part, each checked against the digest of
+ * what criu wrote.
  */
 static int
-image_rank(const char *name)
+add_pages(struct gck_ctx *ctx, struct gck_writer *w,
+    const struct gck_capture *cap, const struct gck_sfile *f, char *buf,
+    size_t part_size)
 {
-	if (strcmp(name, "inventory.img") == 0)
-		return 0;
-	if (strncmp(name, "pagemap", 7) == 0)
-		return 2;
-	if (strncmp(name, "pages-", 6) == 0)
-		return 3;
-	return 1;
+	const struct gck_sfile	*pm;
+	struct gck_pmread	*rd = NULL;
+	struct gck_area		*rseq = NULL;
+	char			 pmname[64], ename[GCK_SNAME + 32];
+	uint64_t		 left = f->size, d;
+	unsigned		 part;
+	ssize_t			 n;
+	size_t			 want, nrseq = 0, k;
+	int			 r;
+
+	snprintf(pmname, sizeof pmname, "pagemap-%d.img", (int)f->pid);
+	if ((pm = gck_capture_find(cap, pmname)) == NULL)
+		return gck_set_error(ctx, GCK_ECRIU, "criu wrote '%s' without "
+		    "'%s'", f->name, pmname);
+	if ((r = gck_pmread_open(ctx, pm, f, &rd)) != GCK_OK ||
+	    (r = gck_rseq_areas(ctx, cap, f->pid, &rseq, &nrseq)) != GCK_OK)
+		goto out;
+	gck_log(ctx, 2, "adding %s: %llu bytes of process %d's memory",
+	    f->name, (unsigned long long)f->size, (int)f->pid);
+	for (part = 0; left > 0 || part == 0; part++) {
+		want = left < part_size ? (size_t)left : part_size;
+		if ((n = gck_pmread_read(rd, buf, want)) == -1) {
+			r = ctx->code;
+			goto out;
+		}
+		d = XXH3_64bits(buf, (size_t)n);
+		if ((size_t)n != want || part >= f->ndigests) {
+			r = gck_set_error(ctx, GCK_ECRIU, "'%s' of process %d "
+			    "is shorter than criu wrote it", f->name,
+			    (int)f->pid);
+			goto out;
+		}
+		/*
+		 * The tree has been held by criu all along: only the kernel
+		 * can have written to it since, in the rseq areas.
+		 */
+		for (k = 0; d != f->digests[part] && k < nrseq; k++)
+			if (gck_pmread_overlaps(rd, (uint64_t)part * part_size,
+			    (uint64_t)n, rseq[k].addr, rseq[k].size))
+				break;
+		if (d != f->digests[part] && k == nrseq) {
+			r = gck_set_error(ctx, GCK_ECRIU, "the memory of "
+			    "process %d changed after criu dumped it (part %u "
+			    "of '%s')", (int)f->pid, part, f->name);
+			goto out;
+		}
+		if (f->size <= part_size)
+			snprintf(ename, sizeof ename, "criu/%s", f->name);
+		else
+			snprintf(ename, sizeof ename, "criu/%s.part%05u",
+			    f->name, part);
+		if ((r = gck_writer_add_part(w, ename, buf, (size_t)n, d,
+		    1)) != GCK_OK)
+			goto out;
+		left -= (uint64_t)n;
+		if (left == 0)
+			break;
+	}
+	r = GCK_OK;
+out:
+	gck_pmread_free(rd);
+	free(rseq);
+	return r;
 }
 
-static int
-image_order(const struct dirent **a, const struct dirent **b)
-{
-	int	ra = image_rank((*a)->d_name), rb = image_rank((*b)->d_name);
-
-	if (ra != rb)
-		return ra - rb;
-	return strcmp((*a)->d_name, (*b)->d_name);
-}
-
-static int
-regular_only(const struct dirent *d)
-{
-	return d->d_name[0] != '.';
-}
-
+/*
+ * Writes the image but for its trailer: the manifest, the files criu
+ * wrote that restore reads first (inventory.img first of all), then the
+ * memory pages of each task, read again from the stopped tree, in the
+ * order criu restores them.  Returns GCK_OK with *wp, to be finished.
+ */
 static int
 stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
-    const char *manifest, const char *imgdir, int fd)
+    const char *manifest, const struct gck_capture *cap, int fd,
+    struct gck_writer **wp)
 {
+	const struct gck_sfile	*f;
 	struct gck_writer	*w = NULL;
-	struct dirent		**names = NULL;
-	char			 path[PATH_MAX];
-	int			 n = -1, i, r, ffd;
+	char			*buf = NULL;
+	size_t			 part_size = o->part_size ? o->part_size :
+				    GCK_PART_SIZE, i, n;
+	uint64_t		 bytes, holes;
+	int			 r, pass;
 
-	if ((n = scandir(imgdir, &names, regular_only, image_order)) == -1) {
-		r = gck_set_syserr(ctx, errno, "cannot read '%s': %s", imgdir,
-		    strerror(errno));
+	if (posix_memalign((void **)&buf, 4096, part_size) != 0) {
+		buf = NULL;
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((r = gck_writer_new(ctx, fd, o->level, o->part_size, &w)) !=
-	    GCK_OK)
+	if ((r = gck_writer_new(ctx, fd, o->level, part_size, &w)) != GCK_OK)
 		goto out;
 	if ((r = gck_writer_add(w, "gpuckpt.json", manifest,
 	    strlen(manifest))) != GCK_OK)
 		goto out;
-	for (i = 0; i < n; i++) {
-		snprintf(path, sizeof path, "%.3800s/%s", imgdir,
-		    names[i]->d_name);
-		if ((ffd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) ==
-		    -1) {
-			r = gck_set_syserr(ctx, errno, "cannot open '%s': %s",
-			    path, strerror(errno));
-			goto out;
+	n = gck_capture_nfiles(cap);
+	for (pass = 0; pass < 3; pass++)
+		for (i = 0; i < n; i++) {
+			f = gck_capture_file(cap, i);
+			if ((pass == 0) != (strcmp(f->name,
+			    "inventory.img") == 0) || (pass == 2) != f->pages)
+				continue;
+			if (pass < 2)
+				r = add_kept(w, f, part_size);
+			else
+				r = add_pages(ctx, w, cap, f, buf, part_size);
+			if (r != GCK_OK)
+				goto out;
 		}
-		gck_log(ctx, 2, "adding %s", names[i]->d_name);
-		r = gck_writer_add_file(w, names[i]->d_name, ffd);
-		close(ffd);
-		if (r != GCK_OK)
-			goto out;
-	}
-	r = gck_writer_finish(w);
+	gck_writer_stats(w, &bytes, &holes);
+	gck_log(ctx, 1, "image: %llu bytes of CRIU data, %llu of them zero "
+	    "pages left as holes", (unsigned long long)bytes,
+	    (unsigned long long)holes);
+	*wp = w;
+	w = NULL;
+	r = GCK_OK;
 out:
 	gck_writer_free(w);
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	free(buf);
+	return r;
+}
+
+/* What write_image() needs, and what it leaves. */
+struct wstate {
+	struct gck_ctx			*ctx;
+	const struct gck_ckpt_opts	*o;
+	struct gck_capture		*cap;
+	const char			*criuver;
+	int				 shell_job;
+	const struct gck_cuda_facts	*cf;
+	struct out			*out;
+	struct gck_guard		*guard;
+	pid_t				*pids;
+	size_t				 npids;
+	struct gck_writer		*w;	/* the image, but its trailer */
+};
+
+/*
+ * Writes the image while criu still holds the tree, every process
+ * stopped where it was dumped; only its trailer is left, to be written
+ * once criu has finished well.  Returns GCK_OK or a code.
+ */
+static int
+write_image(void *arg)
+{
+	struct wstate		*w = arg;
+	struct gck_ctx		*ctx = w->ctx;
+	struct gck_ptree	*t = NULL;
+	struct gck_imgfile	*files = NULL;
+	char			*manifest = NULL;
+	size_t			 i, n = gck_capture_nfiles(w->cap);
+	int			 r;
+
+	if ((r = gck_ptree_scan(ctx, w->o->pid, &t)) != GCK_OK)
+		goto out;
+	if ((w->pids = calloc(t->n, sizeof *w->pids)) == NULL ||
+	    (files = calloc(n + 1, sizeof *files)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < t->n; i++)
+		w->pids[w->npids++] = t->procs[i].pid;
+	if ((r = gck_check_interrupt(ctx)) != GCK_OK)
+		goto out;
+	for (i = 0; i < n; i++) {
+		files[i].name = gck_capture_file(w->cap, i)->name;
+		files[i].size = gck_capture_file(w->cap, i)->size;
+	}
+	if ((manifest = gck_manifest_build(ctx, t, w->o, w->criuver,
+	    w->shell_job, w->cf, files, n)) == NULL) {
+		r = ctx->code;
+		goto out;
+	}
+	gck_log(ctx, 1, "writing image");
+	r = stream_image(ctx, w->o, manifest, w->cap, w->out->fd, &w->w);
+out:
+	gck_ptree_free(t);
+	free(files);
+	free(manifest);
 	return r;
 }
 
@@ -229,15 +369,18 @@ tree_restorable(struct gck_ctx *ctx, const struct gck_ptree *t, pid_t root)
 int
 gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 {
-	struct gck_ptree	*pre = NULL, *t = NULL;
+	struct gck_ptree	*pre = NULL;
 	struct gck_guard	*guard = NULL;
 	struct gck_proc		*cand = NULL;
 	struct gck_cuda		*cu = NULL;
 	struct gck_cproc	*cp = NULL;
 	struct gck_gpu		*gpus = NULL;
 	struct gck_cuda_facts	 cf;
+	struct gck_capture	*cap = NULL;
+	struct gck_writer	*writer = NULL;
+	struct wstate		 w;
 	struct out		 out = { NULL, NULL, -1, 0 };
-	char			*work = NULL, *manifest = NULL;
+	char			*work = NULL;
 	char			 imgdir[PATH_MAX], criuver[64], msg[GCK_ERRMAX];
 	pid_t			*pids = NULL;
 	size_t			 npids = 0, i, ncand = 0, ncp = 0, ngpus = 0;
@@ -316,8 +459,37 @@ gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 
 	gck_log(ctx, 1, "dumping process tree %d (%zu processes)",
 	    (int)o->pid, pre->n);
-	if ((r = gck_criu_dump(ctx, o->pid, work, imgdir, shell_job)) !=
-	    GCK_OK) {
+	if ((r = gck_capture_open(ctx, imgdir, work, o->part_size ?
+	    o->part_size : GCK_PART_SIZE, &cap)) != GCK_OK)
+		goto out;
+	memset(&w, 0, sizeof w);
+	w.ctx = ctx;
+	w.o = o;
+	w.cap = cap;
+	w.criuver = criuver;
+	w.shell_job = shell_job;
+	w.out = &out;
+	w.guard = guard;
+	if (ncp > 0) {
+		memset(&cf, 0, sizeof cf);
+		cf.driver_version = gck_cuda_version(cu);
+		snprintf(cudaver, sizeof cudaver, "%d.%d", cf.driver_version /
+		    1000, cf.driver_version % 1000 / 10);
+		cf.cuda_version = cudaver;
+		cf.release = gck_cuda_release(cu);
+		cf.nvml = gck_cuda_has_nvml(cu);
+		cf.gpus = gpus;
+		cf.ngpus = ngpus;
+		cf.procs = cp;
+		cf.nprocs = ncp;
+		w.cf = &cf;
+	}
+	r = gck_criu_dump(ctx, o->pid, work, imgdir, shell_job, cap,
+	    write_image, &w);
+	pids = w.pids;
+	npids = w.npids;
+	writer = w.w;
+	if (r != GCK_OK) {
 		/*
 		 * criu resumes the tree when it fails; should it have died
 		 * without doing so, or after leaving the tree stopped,
@@ -331,39 +503,13 @@ gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 		goto out;
 	}
 	dumped = 1;
-	/* The tree is stopped now: this view of it is stable. */
-	if ((r = gck_ptree_scan(ctx, o->pid, &t)) != GCK_OK)
-		goto out;
-	if ((pids = calloc(t->n, sizeof *pids)) == NULL) {
-		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-		goto out;
-	}
-	for (i = 0; i < t->n; i++)
-		pids[npids++] = t->procs[i].pid;
-	if ((r = gck_check_interrupt(ctx)) != GCK_OK)
-		goto out;
-	if (ncp > 0) {
-		memset(&cf, 0, sizeof cf);
-		cf.driver_version = gck_cuda_version(cu);
-		snprintf(cudaver, sizeof cudaver, "%d.%d", cf.driver_version /
-		    1000, cf.driver_version % 1000 / 10);
-		cf.cuda_version = cudaver;
-		cf.release = gck_cuda_release(cu);
-		cf.nvml = gck_cuda_has_nvml(cu);
-		cf.gpus = gpus;
-		cf.ngpus = ngpus;
-		cf.procs = cp;
-		cf.nprocs = ncp;
-	}
-	if ((manifest = gck_manifest_build(ctx, t, o, criuver,
-	    shell_job, ncp > 0 ? &cf : NULL)) == NULL) {
-		r = ctx->code;
-		goto out;
-	}
-	gck_log(ctx, 1, "writing image");
-	if ((r = stream_image(ctx, o, manifest, imgdir, out.fd)) != GCK_OK)
-		goto out;
-	if ((r = out_commit(ctx, &out)) != GCK_OK)
+	/*
+	 * criu has done well and left the tree stopped: the trailer makes
+	 * the image whole.
+	 */
+	if ((r = gck_check_interrupt(ctx)) != GCK_OK ||
+	    (r = gck_writer_finish(writer)) != GCK_OK ||
+	    (r = out_commit(ctx, &out)) != GCK_OK)
 		goto out;
 
 	/*
@@ -427,15 +573,15 @@ out:
 		free(out.tmp);
 	}
 	gck_guard_free(guard);
+	gck_writer_free(writer);
+	gck_capture_free(cap);
 	gck_cuda_close(cu);
 	free(cp);
 	free(gpus);
 	free(cand);
 	gck_rmtree(work);
 	free(work);
-	free(manifest);
 	free(pids);
 	gck_ptree_free(pre);
-	gck_ptree_free(t);
 	return r;
 }

@@ -25,7 +25,8 @@
 
 static const char	*criu_path(void);
 static int		 criu_run(struct gck_ctx *, char *const [], const char *,
-			    int, int *);
+			    int, const char *, int (*)(void *, pid_t), void *,
+			    int *);
 static void		 criu_log_error(const char *, const char *, char *,
 			    size_t);
 
@@ -63,15 +64,18 @@ criu_path(void)
  * Runs criu with argv, its output to outpath.  newsession puts it in a
  * session of its own (restore), otherwise in a process group of its own,
  * so that a terminal's ^C does not reach it: criu is never interrupted
- * half way, whatever happens to us.  Returns GCK_OK with *statusp set,
- * or a code when criu could not be started.
+ * half way, whatever happens to us.  While it runs, during(arg, pid)
+ * serves its image streamer; should that fail, it has closed criu's
+ * files, so that criu fails too.  Returns GCK_OK with *statusp set, the
+ * code of during(), or a code when criu could not be started.
  */
 static int
 criu_run(struct gck_ctx *ctx, char *const argv[], const char *outpath,
-    int newsession, int *statusp)
+    int newsession, const char *hook, int (*during)(void *, pid_t),
+    void *arg, int *statusp)
 {
 	pid_t	pid;
-	int	fd, status, oerrno, i;
+	int	fd, status, oerrno, i, r = GCK_OK;
 
 	pid = fork();
 	if (pid == -1)
@@ -84,6 +88,8 @@ criu_run(struct gck_ctx *ctx, char *const argv[], const char *outpath,
 			setsid();
 		else
 			setpgid(0, 0);
+		if (hook != NULL)
+			setenv("GCK_CRIU_HOOK", hook, 1);
 		for (i = 1; i < NSIG; i++)
 			signal(i, SIG_DFL);
 		sigemptyset(&set);
@@ -104,6 +110,8 @@ criu_run(struct gck_ctx *ctx, char *const argv[], const char *outpath,
 		    strerror(errno));
 		_exit(127);
 	}
+	if (during != NULL)
+		r = during(arg, pid);
 	while (waitpid(pid, &status, 0) == -1) {
 		if (errno != EINTR) {
 			oerrno = errno;
@@ -112,7 +120,7 @@ criu_run(struct gck_ctx *ctx, char *const argv[], const char *outpath,
 		}
 	}
 	*statusp = status;
-	return GCK_OK;
+	return r;
 }
 
 /*
@@ -174,7 +182,7 @@ gck_criu_version(struct gck_ctx *ctx, const char *workdir, char *buf,
 	argv[0] = (char *)criu_path();
 	argv[1] = "--version";
 	argv[2] = NULL;
-	if ((r = criu_run(ctx, argv, out, 0, &status)) != GCK_OK)
+	if ((r = criu_run(ctx, argv, out, 0, NULL, NULL, NULL, &status)) != GCK_OK)
 		goto out;
 	if (gck_read_small_file(out, text, sizeof text) == -1 ||
 	    !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
@@ -197,13 +205,59 @@ out:
  * workdir.  On failure criu itself resumes the tree.  Returns GCK_OK or
  * GCK_ECRIU with criu's own reason.
  */
+struct capture_args {
+	struct gck_capture	*cap;
+	int			(*post)(void *);
+	void			*arg;
+};
+
+/*
+ * Takes the images; when criu's post-dump hook asks, runs post() while
+ * criu still holds the tree, and answers the hook with its outcome.
+ */
+static int
+capture_during(void *arg, pid_t criu)
+{
+	struct capture_args	*a = arg;
+	int			 r;
+
+	if ((r = gck_capture_run(a->cap, criu)) != GCK_OK ||
+	    !gck_capture_hooked(a->cap))
+		return r;
+	r = a->post(a->arg);
+	gck_capture_answer(a->cap, r == GCK_OK);
+	return r;
+}
+
+struct serve_args {
+	struct gck_serve	*s;
+	struct gck_reader	*rd;
+};
+
+static int
+serve_during(void *arg, pid_t criu)
+{
+	struct serve_args	*a = arg;
+
+	return gck_serve_run(a->s, a->rd, criu);
+}
+
 int
 gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *workdir,
-    const char *imgdir, int shell_job)
+    const char *imgdir, int shell_job, struct gck_capture *cap,
+    int (*post)(void *), void *arg)
 {
+	struct capture_args	 ca = { cap, post, arg };
 	char	 pidbuf[16], logpath[PATH_MAX], outpath[PATH_MAX], why[512];
+	char	 self[PATH_MAX];
 	char	*argv[CRIU_ARGS];
+	ssize_t	 n;
 	int	 argc = 0, status, r;
+
+	if ((n = readlink("/proc/self/exe", self, sizeof self - 1)) == -1 ||
+	    (self[n] = '\0', strstr(self, " (deleted)") != NULL))
+		return gck_set_error(ctx, GCK_ESYS, "cannot find this "
+		    "program's executable, which criu runs after the dump");
 
 	snprintf(pidbuf, sizeof pidbuf, "%d", (int)pid);
 	snprintf(logpath, sizeof logpath, "%s/criu-dump.log", workdir);
@@ -218,12 +272,18 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *workdir,
 	argv[argc++] = logpath;
 	argv[argc++] = "-v4";
 	argv[argc++] = "--leave-stopped";
+	argv[argc++] = "--stream";
+	argv[argc++] = "--action-script";
+	argv[argc++] = self;
 	if (shell_job)
 		argv[argc++] = "--shell-job";
 	argv[argc] = NULL;
-	gck_log(ctx, 2, "running %s dump -t %s%s", argv[0], pidbuf,
+	gck_log(ctx, 2, "running %s dump -t %s --stream%s", argv[0], pidbuf,
 	    shell_job ? " --shell-job" : "");
-	if ((r = criu_run(ctx, argv, outpath, 0, &status)) != GCK_OK)
+	status = -1;
+	r = criu_run(ctx, argv, outpath, 0, gck_capture_hook_path(cap),
+	    capture_during, &ca, &status);
+	if (r != GCK_OK)
 		return r;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		criu_log_error(logpath, outpath, why, sizeof why);
@@ -239,8 +299,10 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *workdir,
  */
 int
 gck_criu_restore(struct gck_ctx *ctx, const char *workdir,
-    const char *imgdir, int shell_job, pid_t *rootp)
+    const char *imgdir, int shell_job, struct gck_serve *srv,
+    struct gck_reader *rd, pid_t *rootp)
 {
+	struct serve_args	 sa = { srv, rd };
 	char	 logpath[PATH_MAX], outpath[PATH_MAX], pidpath[PATH_MAX];
 	char	 why[512], buf[32];
 	char	*argv[CRIU_ARGS];
@@ -262,12 +324,21 @@ gck_criu_restore(struct gck_ctx *ctx, const char *workdir,
 	argv[argc++] = "--leave-stopped";
 	argv[argc++] = "--pidfile";
 	argv[argc++] = pidpath;
+	if (srv != NULL)
+		argv[argc++] = "--stream";
 	if (shell_job)
 		argv[argc++] = "--shell-job";
 	argv[argc] = NULL;
-	gck_log(ctx, 2, "running %s restore%s", argv[0],
-	    shell_job ? " --shell-job" : "");
-	if ((r = criu_run(ctx, argv, outpath, 1, &status)) != GCK_OK)
+	gck_log(ctx, 2, "running %s restore%s%s", argv[0], srv != NULL ?
+	    " --stream" : "", shell_job ? " --shell-job" : "");
+	status = -1;
+	r = criu_run(ctx, argv, outpath, 1, NULL, srv != NULL ? serve_during :
+	    NULL, &sa, &status);
+	if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+	    gck_read_small_file(pidpath, buf, sizeof buf) != -1 &&
+	    (v = strtol(buf, NULL, 10)) > 0)
+		*rootp = (pid_t)v;	/* restored, even if the image failed */
+	if (r != GCK_OK)
 		return r;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		criu_log_error(logpath, outpath, why, sizeof why);
@@ -280,10 +351,8 @@ gck_criu_restore(struct gck_ctx *ctx, const char *workdir,
 		return gck_set_error(ctx, GCK_ECRIU, "criu restore failed: %s",
 		    why);
 	}
-	if (gck_read_small_file(pidpath, buf, sizeof buf) == -1 ||
-	    (v = strtol(buf, NULL, 10)) <= 0)
+	if (*rootp <= 0)
 		return gck_set_error(ctx, GCK_ECRIU,
 		    "criu restore left no pid file");
-	*rootp = (pid_t)v;
 	return GCK_OK;
 }

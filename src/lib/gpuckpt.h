@@ -16,6 +16,7 @@
 
 #define GCK_FORMAT_VERSION	1		/* image format written */
 #define GCK_PART_SIZE		(16u << 20)	/* default part size */
+#define GCK_ZSTD_LEVEL		2		/* default zstd level */
 #define GCK_PART_MAX		(64u << 20)	/* largest part a reader takes */
 #define GCK_META_MAX		(16u << 20)	/* largest manifest / trailer */
 #define GCK_ENTRIES_MAX		1000000		/* most entries in one image */
@@ -124,6 +125,13 @@ int		 gck_restore(struct gck_ctx *, const struct gck_restore_opts *,
  * failure every process is brought back to where it was.  *np is the
  * number of processes suspended.
  */
+/*
+ * gck_checkpoint() has criu run this program again as its post-dump
+ * hook.  A program that checkpoints calls gck_criu_hook() first thing in
+ * main(): -1 means it is not the hook, anything else is the exit status
+ * the hook must exit with.
+ */
+int		 gck_criu_hook(void);
 int		 gck_suspend(struct gck_ctx *, pid_t, unsigned int, size_t *);
 
 /*

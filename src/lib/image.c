@@ -38,6 +38,7 @@
 #define FILES_MAX	65536
 #define READ_BUFSZ	(1u << 20)
 #define TAIL_SLACK	(1u << 16)
+#define GCK_HOLE_PAGE	4096
 
 struct seen {
 	char		*name;
@@ -50,11 +51,12 @@ struct gck_writer {
 	struct archive	*a;
 	struct gck_zout	*z;
 	json_t		*entries;
-	uint64_t	 count, bytes;
+	uint64_t	 count, bytes, holes;
 	size_t		 part_size;
 	char		*buf;
 	time_t		 mtime;
 	int		 ioerr;
+	int		 finished, abandoned;
 };
 
 struct gck_reader {
@@ -77,6 +79,20 @@ struct gck_reader {
 	uint64_t		 trailer_end;	/* tar offset, padded */
 	uint64_t		 entry_end;	/* tar offset after last entry */
 	uint64_t		 data_start;	/* tar offset of entry data */
+	XXH3_state_t		*xs;		/* digest of the entry */
+	char			 cur[NAME_MAX_LEN + 1];	/* current file */
+	char			 ename[NAME_MAX_LEN + 32];	/* its entry */
+	uint64_t		 esize, egot, edigest;
+	int			 nextpart;
+	int			 indata;	/* entry data to read */
+	int			 newfile;	/* at a file's first entry */
+	int			 done;		/* trailer checked */
+	int			 esparse;	/* the entry has holes */
+	uint64_t		 estored;	/* bytes it takes in the tar */
+	const char		*bp;		/* its current data block */
+	size_t			 bleft;
+	uint64_t		 boff;		/* offset of bp in the entry */
+	int			 beof;		/* no more blocks */
 };
 
 static int	w_archive_error(struct gck_writer *);
@@ -92,8 +108,8 @@ static int	r_trailer(struct gck_reader *, const char *, size_t);
 static int	r_finish(struct gck_reader *);
 static void	r_where(const struct gck_reader *, char *, size_t);
 static void	display_name(const char *, char *, size_t);
-static int	criu_name_ok(const char *);
-static int	r_layout(struct gck_reader *);
+static int	r_layout(struct gck_reader *, struct archive_entry *);
+static int	r_sparse_map(struct gck_reader *, uint64_t, uint64_t);
 static int	r_padding(struct gck_reader *, uint64_t);
 static int	r_unverifiable(struct gck_reader *);
 static const char *printable(const char *, char *, size_t);
@@ -104,6 +120,8 @@ w_write_cb(struct archive *a, void *arg, const void *buf, size_t len)
 {
 	struct gck_writer	*w = arg;
 
+	if (w->abandoned)
+		return -1;
 	if (gck_zout_write(w->z, buf, len) != GCK_OK) {
 		w->ioerr = 1;
 		return -1;
@@ -173,17 +191,68 @@ out:
 	return r;
 }
 
+/* Whether the page at p (len bytes) is all zero. */
+static int
+zero_page(const char *p, size_t len)
+{
+	const uint64_t	*q = (const uint64_t *)(const void *)p;
+	size_t		 i;
+
+	if (len % sizeof *q != 0)
+		return 0;
+	for (i = 0; i < len / sizeof *q; i += 4)
+		if ((q[i] | q[i + 1] | q[i + 2] | q[i + 3]) != 0)
+			return 0;
+	return 1;
+}
+
 /*
- * Adds one entry, name, holding len bytes of buf.  Returns GCK_OK or a
- * code.
+ * Records, as holes of entry e, the zero pages of buf: they are neither
+ * compressed nor stored, and a reader recreates them.  Returns the bytes
+ * left out.
  */
-int
-gck_writer_add(struct gck_writer *w, const char *name, const void *buf,
-    size_t len)
+static uint64_t
+add_holes(struct archive_entry *e, const char *buf, size_t len)
+{
+	size_t		 off, start = 0, pg = GCK_HOLE_PAGE;
+	uint64_t	 holes = 0;
+	int		 indata = 0, any = 0;
+
+	if (len % pg != 0 || ((uintptr_t)buf & 7) != 0)
+		return 0;
+	for (off = 0; off < len; off += pg)
+		if (zero_page(buf + off, pg)) {
+			any = 1;
+			break;
+		}
+	if (!any)
+		return 0;
+	for (off = 0; off < len; off += pg) {
+		if (zero_page(buf + off, pg)) {
+			if (indata)
+				archive_entry_sparse_add_entry(e,
+				    (la_int64_t)start, (la_int64_t)(off - start));
+			indata = 0;
+			holes += pg;
+		} else if (!indata) {
+			start = off;
+			indata = 1;
+		}
+	}
+	if (indata)
+		archive_entry_sparse_add_entry(e, (la_int64_t)start,
+		    (la_int64_t)(len - start));
+	else
+		archive_entry_sparse_add_entry(e, (la_int64_t)len, 0);
+	return holes;
+}
+
+static int
+w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
+    uint64_t d, int sparse)
 {
 	struct archive_entry	*e = NULL;
 	char			 hex[17];
-	uint64_t		 d;
 	json_t			*o;
 	la_ssize_t		 n;
 	size_t			 off = 0;
@@ -191,7 +260,6 @@ gck_writer_add(struct gck_writer *w, const char *name, const void *buf,
 
 	if ((r = gck_check_interrupt(w->ctx)) != GCK_OK)
 		goto out;
-	d = XXH3_64bits(buf, len);
 	gck_hex64(d, hex);
 	if ((e = archive_entry_new()) == NULL) {
 		r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
@@ -207,6 +275,8 @@ gck_writer_add(struct gck_writer *w, const char *name, const void *buf,
 	archive_entry_set_gname(e, "root");
 	archive_entry_set_mtime(e, w->mtime, 0);
 	archive_entry_xattr_add_entry(e, XATTR_DIGEST, hex, 16);
+	if (sparse)
+		w->holes += add_holes(e, buf, len);
 	if (archive_write_header(w->a, e) != ARCHIVE_OK) {
 		r = w_archive_error(w);
 		goto out;
@@ -237,6 +307,37 @@ out:
 }
 
 /*
+ * Adds one entry, name, holding len bytes of buf.  Returns GCK_OK or a
+ * code.
+ */
+int
+gck_writer_add(struct gck_writer *w, const char *name, const void *buf,
+    size_t len)
+{
+	return w_add(w, name, buf, len, XXH3_64bits(buf, len), 0);
+}
+
+/*
+ * Adds one entry of memory pages, whose digest d is known: its zero
+ * pages, when sparse, become holes.  Returns GCK_OK or a code.
+ */
+int
+gck_writer_add_part(struct gck_writer *w, const char *name, const void *buf,
+    size_t len, uint64_t d, int sparse)
+{
+	return w_add(w, name, buf, len, d, sparse);
+}
+
+/* The bytes added so far, and of those the bytes left out as holes. */
+void
+gck_writer_stats(const struct gck_writer *w, uint64_t *bytesp,
+    uint64_t *holesp)
+{
+	*bytesp = w->bytes;
+	*holesp = w->holes;
+}
+
+/*
  * Adds the CRIU image file open on fd as criu/name, split into parts
  * criu/name.partNNNNN when larger than the part size.  Returns GCK_OK or
  * a code.
@@ -251,7 +352,7 @@ gck_writer_add_file(struct gck_writer *w, const char *name, int fd)
 	unsigned	 part;
 	int		 r;
 
-	if (!criu_name_ok(name))
+	if (!gck_criu_name_ok(name))
 		return gck_set_error(w->ctx, GCK_EINVAL,
 		    "cannot store '%s': not a CRIU image file name", name);
 	if (fstat(fd, &st) == -1)
@@ -316,6 +417,7 @@ gck_writer_finish(struct gck_writer *w)
 		goto out;
 	}
 	r = gck_zout_finish(w->z);
+	w->finished = r == GCK_OK;
 out:
 	free(text);
 	json_decref(t);
@@ -327,6 +429,8 @@ gck_writer_free(struct gck_writer *w)
 {
 	if (w == NULL)
 		return;
+	/* An unfinished image stays so: nothing more is written. */
+	w->abandoned = !w->finished;
 	if (w->a != NULL)
 		archive_write_free(w->a);
 	gck_zout_free(w->z);
@@ -349,8 +453,8 @@ printable(const char *s, char *buf, size_t len)
 }
 
 /* A CRIU file name: a plain name of [A-Za-z0-9._-], not starting '.'. */
-static int
-criu_name_ok(const char *s)
+int
+gck_criu_name_ok(const char *s)
 {
 	size_t	i;
 
@@ -387,7 +491,8 @@ gck_reader_new(struct gck_ctx *ctx, int fd, struct gck_reader **rp)
 	*rp = NULL;
 	if ((r = calloc(1, sizeof *r)) == NULL ||
 	    (r->rbuf = malloc(1u << 16)) == NULL ||
-	    (r->dbuf = malloc(READ_BUFSZ)) == NULL) {
+	    (r->dbuf = malloc(READ_BUFSZ)) == NULL ||
+	    (r->xs = XXH3_createState()) == NULL) {
 		ret = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -438,6 +543,8 @@ gck_reader_free(struct gck_reader *r)
 	free(r->mtext);
 	free(r->rbuf);
 	free(r->dbuf);
+	if (r->xs != NULL)
+		XXH3_freeState(r->xs);
 	free(r);
 }
 
@@ -512,7 +619,7 @@ r_next(struct gck_reader *r, struct archive_entry **ep)
 	}
 	if (ret < ARCHIVE_WARN)
 		return r_archive_error(r, 0);
-	return r_layout(r);
+	return r_layout(r, *ep);
 }
 
 static int
@@ -533,21 +640,23 @@ r_unverifiable(struct gck_reader *r)
  * header, its records and zero padding, then a ustar header.
  */
 static int
-r_layout(struct gck_reader *r)
+r_layout(struct gck_reader *r, struct archive_entry *e)
 {
 	unsigned char	 h[512];
-	uint64_t	 p, ds, l, padded;
+	uint64_t	 p, ds, l, padded, hend;
 	char		 size[13], *end;
 	int		 z;
 
 	p = (uint64_t)archive_read_header_position(r->a);
 	ds = (uint64_t)archive_filter_bytes(r->a, 0);
+	r->esparse = archive_entry_sparse_count(e) > 0;
 	if (gck_zin_compressed(r->z)) {
 		r->data_start = ds;
 		return GCK_OK;
 	}
 	if (p != r->entry_end || ds < p + 512)
 		return r_unverifiable(r);
+	hend = p + 512;
 	if (ds > p + 512) {
 		if (gck_zin_peek(r->z, p, h, sizeof h) == -1 || h[156] != 'x')
 			return r_unverifiable(r);
@@ -555,13 +664,27 @@ r_layout(struct gck_reader *r)
 		size[12] = '\0';
 		l = strtoull(size, &end, 8);
 		padded = (l + 511) / 512 * 512;
-		if (end == size || ds != p + 512 + padded + 512)
+		hend = p + 512 + padded + 512;
+		if (end == size || ds < hend || (ds != hend && !r->esparse))
 			return r_unverifiable(r);
 		if ((z = gck_zin_zero_range(r->z, p + 512 + l,
 		    p + 512 + padded)) != 1)
 			return z == 0 ? gck_set_error(r->ctx, GCK_ECORRUPT,
 			    "corrupt image: non-zero padding in a header") :
 			    r_unverifiable(r);
+	}
+	if (r->esparse) {
+		/* The map of holes, read with the header, and what follows. */
+		if (gck_zin_peek(r->z, hend - 512, h, sizeof h) == -1)
+			return r_unverifiable(r);
+		memcpy(size, h + 124, 12);
+		size[12] = '\0';
+		l = strtoull(size, &end, 8);
+		if (end == size || ds == hend || l < ds - hend ||
+		    (z = r_sparse_map(r, hend, ds)) != GCK_OK)
+			return end == size || ds == hend || l < ds - hend ?
+			    r_unverifiable(r) : z;
+		r->estored = l - (ds - hend);
 	}
 	r->data_start = ds;
 	return GCK_OK;
@@ -577,11 +700,57 @@ r_padding(struct gck_reader *r, uint64_t size)
 	r->entry_end = de;
 	if (gck_zin_compressed(r->z))
 		return GCK_OK;
+	if (r->esparse)
+		size = r->estored;	/* the map, then the data kept */
 	if (de < r->data_start + size)
 		return r_unverifiable(r);
 	if ((z = gck_zin_zero_range(r->z, r->data_start + size, de)) != 1)
 		return z == 0 ? gck_set_error(r->ctx, GCK_ECORRUPT,
 		    "corrupt image: non-zero padding after an entry") :
+		    r_unverifiable(r);
+	return GCK_OK;
+}
+
+/*
+ * In an uncompressed stream, the map of an entry with holes, in the
+ * blocks [from, to) before its data: a count, then offsets and lengths,
+ * one decimal number a line, then zeros to the end of its last block.
+ */
+static int
+r_sparse_map(struct gck_reader *r, uint64_t from, uint64_t to)
+{
+	uint64_t	 at, lines = 1, n, cnt;
+	char		 c, num[24];
+	int		 digits = 0, z;
+
+	for (at = from, n = 0; n < lines; at++) {
+		if (at >= to || gck_zin_peek(r->z, at, &c, 1) == -1)
+			return r_unverifiable(r);
+		if (c == '\n') {
+			if (digits == 0 || digits > 20)
+				return r_unverifiable(r);
+			if (n == 0) {
+				if (gck_zin_peek(r->z, at - (uint64_t)digits,
+				    num, (size_t)digits) == -1)
+					return r_unverifiable(r);
+				num[digits] = '\0';
+				cnt = strtoull(num, NULL, 10);
+				if (cnt > GCK_PART_MAX / 512)
+					return r_unverifiable(r);
+				lines = 1 + 2 * cnt;
+			}
+			n++;
+			digits = 0;
+		} else if (c >= '0' && c <= '9')
+			digits++;
+		else
+			return r_unverifiable(r);
+	}
+	if ((at - from + 511) / 512 * 512 != to - from)
+		return r_unverifiable(r);
+	if ((z = gck_zin_zero_range(r->z, at, to)) != 1)
+		return z == 0 ? gck_set_error(r->ctx, GCK_ECORRUPT,
+		    "corrupt image: non-zero padding after a map of holes") :
 		    r_unverifiable(r);
 	return GCK_OK;
 }
@@ -899,6 +1068,256 @@ r_finish(struct gck_reader *r)
 }
 
 /*
+ * Reads the next entry's header and checks it: a part of a CRIU file,
+ * in order, or the trailer, which is read and checked along with the end
+ * of the stream.  Returns 0 at a part (its data next), 1 after the
+ * trailer, or a code.
+ */
+static int
+r_entry(struct gck_reader *r)
+{
+	struct archive_entry	*e;
+	ENTRY			 item, *found;
+	char			 name[NAME_MAX_LEN + 32], file[NAME_MAX_LEN + 1];
+	char			 where[300], *end;
+	char			*text = NULL;
+	const char		*n, *base;
+	uint64_t		 digest, size;
+	size_t			 bl;
+	long			 part;
+	int			 ret;
+
+	if ((ret = r_next(r, &e)) == 1) {
+		r_where(r, where, sizeof where);
+		return gck_set_error(r->ctx, GCK_ETRUNC,
+		    "image truncated %s: no checksum trailer", where);
+	}
+	if (ret != GCK_OK)
+		return ret;
+	if ((n = archive_entry_pathname(e)) == NULL)
+		n = "";
+	snprintf(name, sizeof name, "%s", n);
+	if (strcmp(name, NAME_TRAILER) == 0) {
+		if ((ret = r_check_entry(r, e, GCK_META_MAX, &digest)) !=
+		    GCK_OK)
+			return ret;
+		size = (uint64_t)archive_entry_size(e);
+		if ((text = malloc((size_t)size + 1)) == NULL)
+			return gck_set_error(r->ctx, GCK_ENOMEM,
+			    "out of memory");
+		if ((ret = r_data(r, name, size, -1, text, digest)) ==
+		    GCK_OK && (ret = r_trailer(r, text, (size_t)size)) ==
+		    GCK_OK) {
+			r->trailer_end = ((uint64_t)archive_filter_bytes(r->a,
+			    0) + 511) / 512 * 512;
+			ret = r_finish(r);
+		}
+		free(text);
+		if (ret == GCK_OK) {
+			r->done = 1;
+			return 1;
+		}
+		return ret;
+	}
+	if ((ret = r_check_entry(r, e, GCK_PART_MAX, &digest)) != GCK_OK)
+		return ret;
+	if (strcmp(name, NAME_MANIFEST) == 0)
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "corrupt image: second manifest");
+	if (strncmp(name, CRIU_PREFIX, strlen(CRIU_PREFIX)) != 0 ||
+	    !gck_criu_name_ok(name + strlen(CRIU_PREFIX)))
+		return gck_set_error(r->ctx, GCK_EUNSAFE,
+		    "unsafe entry '%s': unexpected name",
+		    printable(name, where, 201));
+	if (r->nseen >= GCK_ENTRIES_MAX)
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "corrupt image: more than %d entries", GCK_ENTRIES_MAX);
+	base = name + strlen(CRIU_PREFIX);
+	bl = strlen(base);
+	part = -1;
+	if (bl > 10 && strncmp(base + bl - 10, ".part", 5) == 0) {
+		part = strtol(base + bl - 5, &end, 10);
+		if (*end != '\0' || !isdigit((unsigned char)base[bl - 5]))
+			part = -1;
+		else
+			bl -= 10;
+	}
+	snprintf(file, sizeof file, "%.*s", (int)bl, base);
+	if (part > 0) {
+		if (strcmp(file, r->cur) != 0 || part != r->nextpart)
+			return gck_set_error(r->ctx, GCK_EFORMAT,
+			    "corrupt image: part %ld of '%s' out of order",
+			    part, file);
+	} else {
+		item.key = file;
+		item.data = NULL;
+		if (hsearch_r(item, FIND, &found, &r->files) != 0)
+			return gck_set_error(r->ctx, GCK_EFORMAT,
+			    "corrupt image: '%s' appears twice", file);
+		if (r->nfiles >= FILES_MAX ||
+		    (item.key = strdup(file)) == NULL ||
+		    hsearch_r(item, ENTER, &found, &r->files) == 0) {
+			free(item.key);
+			return gck_set_error(r->ctx, GCK_EFORMAT,
+			    "corrupt image: too many files");
+		}
+		r->fkeys[r->nfiles++] = item.key;
+		snprintf(r->cur, sizeof r->cur, "%s", file);
+		r->newfile = 1;
+	}
+	r->nextpart = part >= 0 ? (int)part + 1 : -1;
+	snprintf(r->ename, sizeof r->ename, "%s", name);
+	r->esize = (uint64_t)archive_entry_size(e);
+	r->edigest = digest;
+	r->egot = 0;
+	r->indata = 1;
+	r->bleft = 0;
+	r->beof = 0;
+	XXH3_64bits_reset(r->xs);
+	return 0;
+}
+
+/*
+ * Reads up to len bytes of the current entry's data; at its end checks
+ * its digest and records it.  Returns the bytes read, 0 at the end, or
+ * -1 with the error set.
+ */
+static ssize_t
+r_read(struct gck_reader *r, void *buf, size_t len)
+{
+	char		 d[NAME_MAX_LEN + 48], where[NAME_MAX_LEN + 64];
+	const void	*p;
+	size_t		 l;
+	la_int64_t	 off;
+	uint64_t	 n;
+	int		 ret;
+
+	if (!r->indata)
+		return 0;
+	if (gck_check_interrupt(r->ctx) != GCK_OK)
+		return -1;
+	/* The entry's data comes in blocks; a hole between them is zeros. */
+	while (r->bleft == 0 && !r->beof) {
+		ret = archive_read_data_block(r->a, &p, &l, &off);
+		if (ret == ARCHIVE_EOF)
+			r->beof = 1;
+		else if (ret < ARCHIVE_WARN) {
+			r_archive_error(r, 1);
+			return -1;
+		} else if (off < 0 || (uint64_t)off < r->egot ||
+		    (uint64_t)off > r->esize || l > r->esize - (uint64_t)off) {
+			gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: "
+			    "entry '%.200s' longer than declared", r->ename);
+			return -1;
+		} else {
+			r->bp = p;
+			r->bleft = l;
+			r->boff = (uint64_t)off;
+		}
+	}
+	if (r->egot < (r->beof ? r->esize : r->boff)) {
+		n = (r->beof ? r->esize : r->boff) - r->egot;
+		if (n > len)
+			n = len;
+		memset(buf, 0, (size_t)n);
+	} else if (!r->beof) {
+		n = r->bleft < len ? r->bleft : len;
+		memcpy(buf, r->bp, (size_t)n);
+		r->bp += n;
+		r->bleft -= (size_t)n;
+		r->boff += n;
+	} else
+		n = 0;
+	if (n > 0) {
+		XXH3_64bits_update(r->xs, buf, (size_t)n);
+		r->egot += n;
+		return (ssize_t)n;
+	}
+	r->indata = 0;
+	if (r->egot != r->esize) {
+		r_where(r, where, sizeof where);
+		gck_set_error(r->ctx, GCK_ETRUNC,
+		    "image truncated %s: entry incomplete", where);
+		return -1;
+	}
+	if (XXH3_64bits_digest(r->xs) != r->edigest) {
+		display_name(r->ename, d, sizeof d);
+		gck_set_error(r->ctx, GCK_ECORRUPT,
+		    "corrupt image: checksum mismatch in %s", d);
+		return -1;
+	}
+	if (r_padding(r, r->esize) != GCK_OK ||
+	    r_record(r, r->ename, r->esize, r->edigest) != GCK_OK)
+		return -1;
+	return 0;
+}
+
+/*
+ * Moves to the next CRIU file, reading and checking whatever is left of
+ * the current one.  Returns 0 with its name and the size of its first
+ * part, 1 at the end of the image (the trailer checked), or a code.
+ */
+int
+gck_reader_file(struct gck_reader *r, char *name, size_t len,
+    uint64_t *sizep)
+{
+	ssize_t	n;
+	int	ret;
+
+	for (;;) {
+		if (r->done)
+			return 1;
+		if (r->newfile && r->indata && r->egot == 0) {
+			r->newfile = 0;
+			snprintf(name, len, "%s", r->cur);
+			*sizep = r->esize;
+			return 0;
+		}
+		while ((n = r_read(r, r->dbuf, READ_BUFSZ)) > 0)
+			;
+		if (n < 0)
+			return r->ctx->code;
+		if ((ret = r_entry(r)) != 0)
+			return ret;
+	}
+}
+
+/*
+ * Reads up to len bytes of the current file, across its parts.  Returns
+ * the bytes read, 0 at its end, or -1 with the error set.
+ */
+ssize_t
+gck_reader_file_read(struct gck_reader *r, void *buf, size_t len)
+{
+	ssize_t	n;
+	int	ret;
+
+	for (;;) {
+		if (r->done || r->newfile)
+			return 0;
+		if ((n = r_read(r, buf, len)) != 0)
+			return n;
+		if ((ret = r_entry(r)) < 0)
+			return -1;
+		if (ret == 1 || r->newfile)
+			return 0;
+	}
+}
+
+/* Whether file name has been read already. */
+int
+gck_reader_file_seen(struct gck_reader *r, const char *name)
+{
+	ENTRY	item, *found;
+
+	item.key = (char *)name;
+	item.data = NULL;
+	if (r->newfile && strcmp(name, r->cur) == 0)
+		return 0;
+	return hsearch_r(item, FIND, &found, &r->files) != 0;
+}
+
+/*
  * Reads every entry after the manifest, writes the CRIU files under
  * dirfd (-1: none), and checks the trailer and the end of the stream.
  * Returns GCK_OK or a code.
@@ -906,129 +1325,33 @@ r_finish(struct gck_reader *r)
 int
 gck_reader_extract(struct gck_reader *r, int dirfd)
 {
-	struct archive_entry	*e;
-	ENTRY			 item, *found;
-	char			 name[NAME_MAX_LEN + 32], file[NAME_MAX_LEN + 1];
-	char			 cur[NAME_MAX_LEN + 1] = "", where[300], *end;
-	char			*text = NULL;
-	const char		*n, *base;
-	uint64_t		 digest, size;
-	size_t			 bl;
-	long			 part;
-	int			 ret, fd = -1, nextpart = 0;
+	char		 file[NAME_MAX_LEN + 1];
+	uint64_t	 size;
+	ssize_t		 n;
+	int		 ret, fd = -1;
 
 	for (;;) {
-		if ((ret = r_next(r, &e)) == 1) {
-			r_where(r, where, sizeof where);
-			ret = gck_set_error(r->ctx, GCK_ETRUNC,
-			    "image truncated %s: no checksum trailer", where);
-			goto out;
-		}
-		if (ret != GCK_OK)
-			goto out;
-		if ((n = archive_entry_pathname(e)) == NULL)
-			n = "";
-		snprintf(name, sizeof name, "%s", n);
-		if (strcmp(name, NAME_TRAILER) == 0) {
-			if ((ret = r_check_entry(r, e, GCK_META_MAX,
-			    &digest)) != GCK_OK)
-				goto out;
-			size = (uint64_t)archive_entry_size(e);
-			if ((text = malloc((size_t)size + 1)) == NULL) {
-				ret = gck_set_error(r->ctx, GCK_ENOMEM,
-				    "out of memory");
-				goto out;
-			}
-			if ((ret = r_data(r, name, size, -1, text,
-			    digest)) != GCK_OK ||
-			    (ret = r_trailer(r, text, (size_t)size)) != GCK_OK)
-				goto out;
-			r->trailer_end = ((uint64_t)archive_filter_bytes(r->a,
-			    0) + 511) / 512 * 512;
-			ret = r_finish(r);
-			goto out;
-		}
-		if ((ret = r_check_entry(r, e, GCK_PART_MAX, &digest)) !=
-		    GCK_OK)
-			goto out;
-		if (strcmp(name, NAME_MANIFEST) == 0) {
-			ret = gck_set_error(r->ctx, GCK_EFORMAT,
-			    "corrupt image: second manifest");
-			goto out;
-		}
-		if (strncmp(name, CRIU_PREFIX, strlen(CRIU_PREFIX)) != 0 ||
-		    !criu_name_ok(name + strlen(CRIU_PREFIX))) {
-			ret = gck_set_error(r->ctx, GCK_EUNSAFE,
-			    "unsafe entry '%s': unexpected name",
-			    printable(name, where, 201));
-			goto out;
-		}
-		if (r->nseen >= GCK_ENTRIES_MAX) {
-			ret = gck_set_error(r->ctx, GCK_EFORMAT,
-			    "corrupt image: more than %d entries",
-			    GCK_ENTRIES_MAX);
-			goto out;
-		}
-		base = name + strlen(CRIU_PREFIX);
-		bl = strlen(base);
-		part = -1;
-		if (bl > 10 && strncmp(base + bl - 10, ".part", 5) == 0) {
-			part = strtol(base + bl - 5, &end, 10);
-			if (*end != '\0' || !isdigit((unsigned char)
-			    base[bl - 5]))
-				part = -1;
-			else
-				bl -= 10;
-		}
-		snprintf(file, sizeof file, "%.*s", (int)bl, base);
-		if (part > 0) {
-			if (strcmp(file, cur) != 0 || part != nextpart) {
-				ret = gck_set_error(r->ctx, GCK_EFORMAT,
-				    "corrupt image: part %ld of '%s' out of "
-				    "order", part, file);
-				goto out;
-			}
-		} else {
-			if (fd != -1)
-				close(fd);
-			fd = -1;
-			item.key = file;
-			item.data = NULL;
-			if (hsearch_r(item, FIND, &found, &r->files) != 0) {
-				ret = gck_set_error(r->ctx, GCK_EFORMAT,
-				    "corrupt image: '%s' appears twice", file);
-				goto out;
-			}
-			if (r->nfiles >= FILES_MAX ||
-			    (item.key = strdup(file)) == NULL ||
-			    hsearch_r(item, ENTER, &found, &r->files) == 0) {
-				free(item.key);
-				ret = gck_set_error(r->ctx, GCK_EFORMAT,
-				    "corrupt image: too many files");
-				goto out;
-			}
-			r->fkeys[r->nfiles++] = item.key;
-			snprintf(cur, sizeof cur, "%s", file);
-			if (dirfd != -1 && (fd = openat(dirfd, file,
-			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-			    O_CLOEXEC, 0600)) == -1) {
-				ret = gck_set_syserr(r->ctx, errno,
-				    "cannot create work file '%s': %s", file,
-				    strerror(errno));
-				goto out;
-			}
-		}
-		nextpart = part >= 0 ? (int)part + 1 : -1;
-		size = (uint64_t)archive_entry_size(e);
-		if ((ret = r_data(r, name, size, fd, NULL, digest)) != GCK_OK ||
-		    (ret = r_record(r, name, size, digest)) != GCK_OK)
-			goto out;
+		if ((ret = gck_reader_file(r, file, sizeof file, &size)) != 0)
+			return ret == 1 ? GCK_OK : ret;
+		if (dirfd != -1 && (fd = openat(dirfd, file,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		    0600)) == -1)
+			return gck_set_syserr(r->ctx, errno,
+			    "cannot create work file '%s': %s", file,
+			    strerror(errno));
+		while ((n = gck_reader_file_read(r, r->dbuf,
+		    READ_BUFSZ)) > 0)
+			if (fd != -1 && (ret = gck_write_all(r->ctx, fd,
+			    r->dbuf, (size_t)n, "a work file")) != GCK_OK)
+				break;
+		if (fd != -1)
+			close(fd);
+		fd = -1;
+		if (n < 0)
+			return r->ctx->code;
+		if (ret != GCK_OK && n > 0)
+			return ret;
 	}
-out:
-	if (fd != -1)
-		close(fd);
-	free(text);
-	return ret;
 }
 
 void

@@ -19,6 +19,7 @@
 #include "private.h"
 
 #define MANIFEST_PROCS_MAX	65536
+#define MANIFEST_FILES_MAX	65536
 
 struct mproc {
 	pid_t		 pid;
@@ -33,6 +34,7 @@ struct gck_manifest {
 	struct mproc	*procs;
 	size_t		 n;
 	struct gck_mcuda *cuda;
+	json_t		*files;		/* CRIU files: name -> size */
 };
 
 static json_t	*host_facts(void);
@@ -41,6 +43,7 @@ static json_t	*proc_json(const struct gck_proc *);
 static int	 pid_cmp(const void *, const void *);
 static json_t	*cuda_json(const struct gck_cuda_facts *);
 static int	 cuda_parse(struct gck_ctx *, struct gck_manifest *, json_t *);
+static int	 files_parse(struct gck_ctx *, struct gck_manifest *, json_t *);
 
 static int
 pid_cmp(const void *a, const void *b)
@@ -96,14 +99,42 @@ static json_t *
 host_facts(void)
 {
 	struct utsname	u;
-	char		host[256] = "";
+	char		host[256] = "", boot[64] = "";
 
 	gethostname(host, sizeof host - 1);
 	if (uname(&u) == -1)
 		memset(&u, 0, sizeof u);
-	return json_pack("{s:s, s:s, s:s, s:o}", "hostname", host,
-	    "kernel", u.release, "arch", u.machine, "cpu_flags",
-	    cpu_flags());
+	gck_boot_id(boot, sizeof boot);
+	return json_pack("{s:s, s:s, s:s, s:s, s:o}", "hostname", host,
+	    "boot_id", boot, "kernel", u.release, "arch", u.machine,
+	    "cpu_flags", cpu_flags());
+}
+
+/* This boot of this host, as the kernel names it ("" if unknown). */
+void
+gck_boot_id(char *buf, size_t len)
+{
+	size_t	l;
+
+	if (gck_read_small_file("/proc/sys/kernel/random/boot_id", buf,
+	    len) == -1)
+		buf[0] = '\0';
+	l = strlen(buf);
+	while (l > 0 && (buf[l - 1] == '\n' || buf[l - 1] == ' '))
+		buf[--l] = '\0';
+}
+
+/* Whether the image was made during this boot of this host. */
+int
+gck_manifest_this_boot(const struct gck_manifest *m)
+{
+	const char	*b = NULL;
+	char		 boot[64];
+
+	gck_boot_id(boot, sizeof boot);
+	if (json_unpack(m->root, "{s:{s:s}}", "host", "boot_id", &b) != 0)
+		return 0;
+	return boot[0] != '\0' && strcmp(b, boot) == 0;
 }
 
 static json_t *
@@ -191,10 +222,11 @@ cuda_json(const struct gck_cuda_facts *cf)
 char *
 gck_manifest_build(struct gck_ctx *ctx, const struct gck_ptree *t,
     const struct gck_ckpt_opts *o, const char *criu_version, int shell_job,
-    const struct gck_cuda_facts *cf)
+    const struct gck_cuda_facts *cf, const struct gck_imgfile *files,
+    size_t nfiles)
 {
 	static const char *after[] = { "kill", "running", "stopped" };
-	json_t		*m = NULL, *procs;
+	json_t		*m = NULL, *procs, *fl;
 	char		 created[32], *text = NULL;
 	time_t		 now = time(NULL);
 	struct tm	 tm;
@@ -210,8 +242,19 @@ gck_manifest_build(struct gck_ctx *ctx, const struct gck_ptree *t,
 			json_decref(procs);
 			goto out;
 		}
+	if ((fl = json_array()) == NULL) {
+		json_decref(procs);
+		goto out;
+	}
+	for (i = 0; i < nfiles; i++)
+		if (json_array_append_new(fl, json_pack("{s:s, s:I}", "name",
+		    files[i].name, "size", (json_int_t)files[i].size)) != 0) {
+			json_decref(procs);
+			json_decref(fl);
+			goto out;
+		}
 	m = json_pack("{s:i, s:s, s:s, s:o, s:{s:s}, s:o?, s:i, s:b, s:o, "
-	    "s:{s:s, s:i, s:s}, s:I}",
+	    "s:{s:s, s:i, s:s}, s:I, s:o}",
 	    "format", GCK_FORMAT_VERSION,
 	    "tool", "gpuckpt " PACKAGE_VERSION,
 	    "created", created,
@@ -224,7 +267,7 @@ gck_manifest_build(struct gck_ctx *ctx, const struct gck_ptree *t,
 	    "options", "compress", o->level > 0 ? "zstd" : "none",
 	    "level", o->level, "after", after[o->after],
 	    "part_size", (json_int_t)(o->part_size ? o->part_size :
-	    GCK_PART_SIZE));
+	    GCK_PART_SIZE), "files", fl);
 	if (m != NULL)
 		text = json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 out:
@@ -232,6 +275,44 @@ out:
 	if (text == NULL)
 		gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 	return text;
+}
+
+/*
+ * The list of CRIU files (absent in images that predate it): each a
+ * file name the reader accepts, once, with a size.
+ */
+static int
+files_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *fl)
+{
+	json_t		*f;
+	json_int_t	 size;
+	const char	*name;
+	size_t		 i;
+
+	if (fl == NULL)
+		return GCK_OK;
+	if (!json_is_array(fl) || json_array_size(fl) > MANIFEST_FILES_MAX ||
+	    (m->files = json_object()) == NULL)
+		goto bad;
+	json_array_foreach(fl, i, f) {
+		if (json_unpack(f, "{s:s, s:I}", "name", &name, "size",
+		    &size) != 0 || size < 0 || !gck_criu_name_ok(name) ||
+		    json_object_get(m->files, name) != NULL ||
+		    json_object_set_new(m->files, name,
+		    json_integer(size)) != 0)
+			goto bad;
+	}
+	return GCK_OK;
+bad:
+	return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: bad file list "
+	    "in the manifest");
+}
+
+/* Whether the image has CRIU file name. */
+int
+gck_manifest_has_file(const struct gck_manifest *m, const char *name)
+{
+	return m->files != NULL && json_object_get(m->files, name) != NULL;
 }
 
 /*
@@ -435,7 +516,8 @@ gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
 		goto out;
 	}
 	if ((r = cuda_parse(ctx, m, json_object_get(m->root, "cuda"))) !=
-	    GCK_OK)
+	    GCK_OK || (r = files_parse(ctx, m, json_object_get(m->root,
+	    "files"))) != GCK_OK)
 		goto out;
 	*mp = m;
 	m = NULL;
@@ -500,6 +582,7 @@ gck_manifest_free(struct gck_manifest *m)
 	if (m == NULL)
 		return;
 	json_decref(m->root);
+	json_decref(m->files);
 	if (m->cuda != NULL)
 		free(m->cuda->procs);
 	free(m->cuda);

@@ -74,10 +74,12 @@ int	gck_pid_tty_fd(pid_t, char *, size_t);
 
 /* criu.c */
 int	gck_criu_version(struct gck_ctx *, const char *, char *, size_t);
+struct gck_capture;
+struct gck_serve;
 int	gck_criu_dump(struct gck_ctx *, pid_t, const char *, const char *,
-	    int);
+	    int, struct gck_capture *, int (*)(void *), void *);
 int	gck_criu_restore(struct gck_ctx *, const char *, const char *, int,
-	    pid_t *);
+	    struct gck_serve *, struct gck_reader *, pid_t *);
 
 /* guard.c: resumes (or settles) the tree should gpuckpt be killed */
 struct gck_guard;
@@ -212,9 +214,82 @@ int	gck_gpumap_host(struct gck_ctx *, const struct gck_gpu *, size_t,
 	    const char *, unsigned char [][2][16], unsigned int *);
 
 /* manifest.c */
+struct gck_imgfile {
+	const char	*name;
+	uint64_t	 size;
+};
+
 char	*gck_manifest_build(struct gck_ctx *, const struct gck_ptree *,
 	    const struct gck_ckpt_opts *, const char *, int,
-	    const struct gck_cuda_facts *);
+	    const struct gck_cuda_facts *, const struct gck_imgfile *, size_t);
+int	gck_manifest_has_file(const struct gck_manifest *, const char *);
+int	gck_manifest_this_boot(const struct gck_manifest *);
+void	gck_boot_id(char *, size_t);
+
+/* image.c: what the streamers need of the reader and writer */
+int	gck_criu_name_ok(const char *);
+int	gck_reader_file(struct gck_reader *, char *, size_t, uint64_t *);
+ssize_t	gck_reader_file_read(struct gck_reader *, void *, size_t);
+int	gck_reader_file_seen(struct gck_reader *, const char *);
+int	gck_writer_add_part(struct gck_writer *, const char *, const void *,
+	    size_t, uint64_t, int);
+void	gck_writer_stats(const struct gck_writer *, uint64_t *, uint64_t *);
+
+/* streamer.c: criu --stream's image streamer socket */
+#define GCK_SNAME	128
+#define GCK_KEEP_MAX	(1024u << 20)	/* image data held in memory */
+
+/* A file CRIU wrote. */
+struct gck_sfile {
+	char		 name[GCK_SNAME];
+	int		 fd;		/* from criu; -1 once read */
+	int		 pages;		/* a task's memory: not kept */
+	pid_t		 pid;		/* pages: whose */
+	char		*data;		/* kept: its bytes */
+	size_t		 len, cap;
+	uint64_t	 size;		/* bytes criu wrote */
+	uint64_t	*digests;	/* pages: XXH3-64 of each part */
+	size_t		 ndigests;
+	uint64_t	 partfill;
+	struct XXH3_state_s *xs;
+};
+
+struct gck_capture;
+struct gck_serve;
+
+int	gck_capture_open(struct gck_ctx *, const char *, const char *,
+	    size_t, struct gck_capture **);
+int	gck_capture_run(struct gck_capture *, pid_t);
+int	gck_capture_hooked(const struct gck_capture *);
+void	gck_capture_answer(struct gck_capture *, int);
+const char *gck_capture_hook_path(const struct gck_capture *);
+size_t	gck_capture_nfiles(const struct gck_capture *);
+const struct gck_sfile *gck_capture_file(const struct gck_capture *, size_t);
+const struct gck_sfile *gck_capture_find(const struct gck_capture *,
+	    const char *);
+void	gck_capture_free(struct gck_capture *);
+int	gck_serve_open(struct gck_ctx *, const char *,
+	    const struct gck_manifest *, struct gck_serve **);
+int	gck_serve_preload(struct gck_serve *, struct gck_reader *);
+int	gck_serve_run(struct gck_serve *, struct gck_reader *, pid_t);
+void	gck_serve_free(struct gck_serve *);
+
+/* pagemap.c: a task's memory, as its pagemap image lists it */
+struct gck_pmread;
+
+int	gck_pmread_open(struct gck_ctx *, const struct gck_sfile *,
+	    const struct gck_sfile *, struct gck_pmread **);
+ssize_t	gck_pmread_read(struct gck_pmread *, void *, size_t);
+int	gck_pmread_overlaps(const struct gck_pmread *, uint64_t, uint64_t,
+	    uint64_t, uint64_t);
+
+struct gck_area {
+	uint64_t	addr, size;
+};
+
+int	gck_rseq_areas(struct gck_ctx *, const struct gck_capture *, pid_t,
+	    struct gck_area **, size_t *);
+void	gck_pmread_free(struct gck_pmread *);
 const struct gck_mcuda *gck_manifest_cuda(const struct gck_manifest *);
 
 #endif /* GCK_PRIVATE_H */

@@ -1,14 +1,17 @@
 /*
  * restore.c: gck_restore(), the safety protocol of gpurestore.
  *
- * The whole stream is read and verified, trailer included, before CRIU
- * sees any of it.  CRIU restores the tree stopped, in a session of its
- * own; only when every process is there does the tree continue.  On any
- * failure what was restored is killed and the work area removed.
+ * CRIU restores the tree as the stream arrives, stopped, in a session of
+ * its own; every part is checked before CRIU gets it.  Only when the
+ * trailer has proved the stream whole, and every process is there, does
+ * the tree continue.  On any failure what was restored is killed and the
+ * work area removed.
  */
 #include "config.h"
 
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/types.h>
 
 #include <errno.h>
@@ -23,6 +26,32 @@
 #include "private.h"
 
 static int	pids_free(struct gck_ctx *, const struct gck_manifest *, int);
+static int	source_here(const struct gck_manifest *);
+static void	reap_image_pids(const pid_t *, size_t, int);
+
+/*
+ * Waits up to ms for the image's processes, killed, to be gone: criu
+ * leaves the ones it restored, or was restoring, to us (a subreaper for
+ * the while), and we reap them, so that none lingers as a zombie.
+ */
+static void
+reap_image_pids(const pid_t *pids, size_t n, int ms)
+{
+	size_t	i, left;
+	int	waited;
+
+	for (waited = 0; waited <= ms; waited += 10) {
+		for (i = left = 0; i < n; i++) {
+			while (waitpid(pids[i], NULL, WNOHANG | __WALL) > 0)
+				;
+			if (gck_pid_state(pids[i]) != 0)
+				left++;
+		}
+		if (left == 0)
+			return;
+		gck_msleep(10);
+	}
+}
 static int	gpu_preflight(struct gck_ctx *, const struct gck_manifest *,
 		    const char *, struct gck_cuda **, struct gck_cproc **,
 		    size_t *);
@@ -111,6 +140,34 @@ out:
 }
 
 /*
+ * Whether the image's tree is still here, stopped, as gpuckpt leaves it
+ * while it writes the image: a checkpoint piped into a restore on the
+ * same host.  Its PIDs are freed only once the whole image is written.
+ */
+static int
+source_here(const struct gck_manifest *m)
+{
+	char	comm[64], st;
+	size_t	i;
+	int	busy = 0;
+
+	if (!gck_manifest_this_boot(m))
+		return 0;
+	for (i = 0; i < gck_manifest_nprocs(m); i++) {
+		if ((st = gck_pid_state(gck_manifest_pid(m, i))) == 0 ||
+		    st == 'Z')
+			continue;
+		if ((st != 'T' && st != 't') ||
+		    gck_pid_comm(gck_manifest_pid(m, i), comm,
+		    sizeof comm) == -1 ||
+		    strcmp(comm, gck_manifest_comm(m, i)) != 0)
+			return 0;
+		busy = 1;
+	}
+	return busy;
+}
+
+/*
  * Checks that the image's PIDs are free on this host.  A zombie, such as
  * the source tree gpuckpt has just killed on this same host and whose
  * parent has yet to reap it, is waited for, up to ms.
@@ -150,21 +207,22 @@ gck_restore(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 {
 	const struct gck_manifest	*m;
 	struct gck_reader		*rd = NULL;
+	struct gck_serve		*srv = NULL;
 	struct gck_cuda			*cu = NULL;
 	struct gck_cproc		*cp = NULL;
 	size_t				 ncp = 0;
 	char				*work = NULL, imgdir[PATH_MAX];
 	pid_t				*pids = NULL, root = -1;
 	size_t				 n = 0, i;
-	int				 r, dfd = -1, restored = 0, waited;
+	int				 r, restored = 0, waited, dfd = -1;
+	int				 subreaper = 0, criu_ran = 0;
 	char				 st;
 
 	*rootp = -1;
 	if ((r = gck_mkworkdir(ctx, o->tmpdir, &work)) != GCK_OK)
 		goto out;
 	snprintf(imgdir, sizeof imgdir, "%s/img", work);
-	if (mkdir(imgdir, 0700) == -1 || (dfd = open(imgdir,
-	    O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+	if (mkdir(imgdir, 0700) == -1) {
 		r = gck_set_syserr(ctx, errno, "cannot make '%s': %s", imgdir,
 		    strerror(errno));
 		goto out;
@@ -174,11 +232,6 @@ gck_restore(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 		goto out;
 	if ((r = gpu_preflight(ctx, m, o->gpu_map, &cu, &cp, &ncp)) != GCK_OK)
 		goto out;
-	gck_log(ctx, 1, "reading image of process tree %d",
-	    (int)gck_manifest_root_pid(m));
-	if ((r = gck_reader_extract(rd, dfd)) != GCK_OK)
-		goto out;
-	/* Everything is verified.  Now the host. */
 	n = gck_manifest_nprocs(m);
 	if ((pids = calloc(n, sizeof *pids)) == NULL) {
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
@@ -186,14 +239,47 @@ gck_restore(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	}
 	for (i = 0; i < n; i++)
 		pids[i] = gck_manifest_pid(m, i);
+	if (source_here(m)) {
+		/*
+		 * The source is this host's own stopped tree, which goes
+		 * only once its image is all written: read it all first,
+		 * into the work area, then restore from there.
+		 */
+		gck_log(ctx, 1, "process tree %d is still on this host, "
+		    "stopped: reading the whole image before restoring it",
+		    (int)gck_manifest_root_pid(m));
+		if ((dfd = open(imgdir, O_RDONLY | O_DIRECTORY |
+		    O_CLOEXEC)) == -1) {
+			r = gck_set_syserr(ctx, errno, "cannot open '%s': %s",
+			    imgdir, strerror(errno));
+			goto out;
+		}
+		if ((r = gck_reader_extract(rd, dfd)) != GCK_OK)
+			goto out;
+	}
 	if ((r = pids_free(ctx, m, o->pid_wait_ms)) != GCK_OK)
+		goto out;
+	/*
+	 * Otherwise CRIU restores as the image arrives, each part checked
+	 * before it is handed over; the tree stays stopped until the
+	 * trailer has proved the image whole.
+	 */
+	gck_log(ctx, 1, "reading image of process tree %d",
+	    (int)gck_manifest_root_pid(m));
+	if (dfd == -1 && ((r = gck_serve_open(ctx, imgdir, m, &srv)) !=
+	    GCK_OK || (r = gck_serve_preload(srv, rd)) != GCK_OK))
 		goto out;
 	gck_log(ctx, 1, "restoring process tree %d",
 	    (int)gck_manifest_root_pid(m));
-	if ((r = gck_criu_restore(ctx, work, imgdir,
-	    gck_manifest_shell_job(m), &root)) != GCK_OK)
+	(void)prctl(PR_GET_CHILD_SUBREAPER, &subreaper);
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+	criu_ran = 1;
+	r = gck_criu_restore(ctx, work, imgdir, gck_manifest_shell_job(m),
+	    srv, rd, &root);
+	if (root > 0)
+		restored = 1;
+	if (r != GCK_OK)
 		goto out;
-	restored = 1;
 	if (root != gck_manifest_root_pid(m)) {
 		r = gck_set_error(ctx, GCK_ECRIU, "criu restored pid %d, "
 		    "not %d", (int)root, (int)gck_manifest_root_pid(m));
@@ -243,8 +329,13 @@ out:
 		    "killed", msg, (int)gck_manifest_root_pid(m));
 		ctx->oerrno = oerrno;
 	}
+	if (criu_ran && r != GCK_OK)
+		reap_image_pids(pids, n, 5000);
+	if (criu_ran)
+		(void)prctl(PR_SET_CHILD_SUBREAPER, subreaper);
 	if (dfd != -1)
 		close(dfd);
+	gck_serve_free(srv);
 	gck_reader_free(rd);
 	gck_cuda_close(cu);
 	free(cp);
