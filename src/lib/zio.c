@@ -43,6 +43,7 @@ gck_zout_new(struct gck_ctx *ctx, int fd, int level, struct gck_zout **zp)
 {
 	struct gck_zout	*z = NULL;
 	size_t		 e;
+	long		 ncpu;
 	int		 r;
 
 	*zp = NULL;
@@ -69,6 +70,13 @@ gck_zout_new(struct gck_ctx *ctx, int fd, int level, struct gck_zout **zp)
 			    ZSTD_getErrorName(e));
 			goto out;
 		}
+		/*
+		 * One worker per CPU compresses while this thread goes on
+		 * reading; a libzstd built without threads compresses here.
+		 */
+		if ((ncpu = sysconf(_SC_NPROCESSORS_ONLN)) > 1)
+			(void)ZSTD_CCtx_setParameter(z->cctx,
+			    ZSTD_c_nbWorkers, ncpu > 64 ? 64 : (int)ncpu);
 	}
 	*zp = z;
 	z = NULL;
