@@ -139,11 +139,12 @@ test_expect_success 'SIGKILL to gpuckpt while the tree is stopped' '
 		sleep 0.1
 	done &&
 	i=0 &&
-	while test "$(proc_field $WPID 3)" != T && test $i -lt 300; do
+	while test -z "$(find . -name "part.gck.tmp.*" -size +1M)" &&
+	    test $i -lt 300; do
 		i=$((i + 1))
 		sleep 0.1
 	done &&
-	test "$(proc_field $WPID 3)" = T &&
+	case $(proc_field $WPID 3) in T|t) ;; *) false ;; esac &&
 	kill -KILL $gpid
 	wait_child $gpid
 	st=$?

@@ -2,10 +2,11 @@
  * workload -- a process tree whose state can be checked after a
  * checkpoint and restore.
  *
- * usage: workload [-m MiB] [-f statusfile]
+ * usage: workload [-m MiB] [-z PERCENT] [-f statusfile]
  *
- * It fills MiB of memory (default 256) with a pseudo-random pattern
- * and remembers its checksum, opens STATUSFILE.data and writes to it so
+ * It fills MiB of memory (default 256) with a pseudo-random pattern,
+ * PERCENT of its pages (scattered, default 0) written with zeros, and
+ * remembers its checksum, opens STATUSFILE.data and writes to it so
  * that the file offset is known, forks a child that echoes bytes back
  * over a pair of pipes, and runs a thread that counts every 10 ms while
  * the main loop counts every 50 ms.  When ready it appends
@@ -230,13 +231,13 @@ main(int argc, char *argv[])
 	struct sigaction	 sa;
 	pthread_t		 th;
 	char			 datafile[4096], buf[DATA_BYTES];
-	unsigned long		 mib = 256;
+	unsigned long		 mib = 256, zpct = 0;
 	char			*ep;
 	int			 ch, p1[2], p2[2];
 	size_t			 i;
 	struct timespec		 ts;
 
-	while ((ch = getopt(argc, argv, "f:m:")) != -1) {
+	while ((ch = getopt(argc, argv, "f:m:z:")) != -1) {
 		switch (ch) {
 		case 'f':
 			statusfile = optarg;
@@ -250,9 +251,18 @@ main(int argc, char *argv[])
 				return 2;
 			}
 			break;
+		case 'z':
+			errno = 0;
+			zpct = strtoul(optarg, &ep, 10);
+			if (errno || *ep != '\0' || zpct > 100) {
+				fprintf(stderr, "workload: bad -z '%s'\n",
+				    optarg);
+				return 2;
+			}
+			break;
 		default:
-			fprintf(stderr,
-			    "usage: workload [-m MiB] [-f statusfile]\n");
+			fprintf(stderr, "usage: workload [-m MiB] [-z PERCENT] "
+			    "[-f statusfile]\n");
 			return 2;
 		}
 	}
@@ -314,12 +324,16 @@ main(int argc, char *argv[])
 
 	/* After the fork, so that the child does not share the pages. */
 	nwords = (size_t)mib * 1024 * 1024 / sizeof *mem;
-	if ((mem = malloc(nwords * sizeof *mem)) == NULL) {
+	if ((mem = aligned_alloc(4096, nwords * sizeof *mem)) == NULL) {
 		status("error cannot allocate %lu MiB", mib);
 		return 1;
 	}
 	fill(mem, nwords, ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_sec ^
 	    ((uint64_t)ts.tv_nsec << 16));
+	/* Pages written with zeros: present, but all zero. */
+	for (i = 0; i < nwords / 512; i++)
+		if ((i * 37) % 100 < zpct)
+			memset(mem + i * 512, 0, 4096);
 	sum = checksum(mem, nwords);
 
 	if ((errno = pthread_create(&th, NULL, ticker, NULL)) != 0) {

@@ -1,0 +1,189 @@
+#!/bin/sh
+test_description='images streamed both ways: no staging copy, zero pages as holes'
+. "$GCK_SRCDIR/lib.sh"
+
+require_criu
+require_python
+
+started=
+test_cleanup() {
+	test -n "$started" && kill_tree $started >/dev/null 2>&1
+}
+
+start() {
+	start_workload "$@" || return 1
+	started="$started $WPID"
+}
+
+# elsewhere SCRIPT: runs the shell commands of SCRIPT in a PID namespace
+# of their own, as on another host: there the image's process IDs are
+# free while its source still exists here.  Everything in it dies when
+# SCRIPT ends.
+elsewhere() {
+	unshare --pid --fork --mount-proc "$GCK_TESTDIR/reaper" sh -c "$1"
+}
+
+# A script for elsewhere: restores standard input with gpurestore
+# (its options $1), and has the restored workload check itself.
+restore_there() {
+	cat <<-EOF
+	"$GCKRESTORE" $1 >rs.out 2>rs.err
+	echo \$? >rs.st
+	test "\$(cat rs.st)" = 0 || exit 0
+	n=\$(grep -c '^verify ' "$WSTATUS")
+	kill -USR1 \$(cat rs.out)
+	i=0
+	while test "\$(grep -c '^verify ' "$WSTATUS")" -le \$n &&
+	    test \$i -lt 100; do
+		i=\$((i + 1))
+		sleep 0.1
+	done
+	EOF
+}
+
+# restored_there: the restore elsewhere succeeded, with the same root
+# PID, and the restored workload found its memory, thread and child
+# intact.
+restored_there() {
+	test "$(cat rs.st)" = 0 &&
+	test "$(cat rs.out)" = "$WPID" &&
+	grep "^verify ok sum=$WSUM .* child=$WCHILD\$" "$WSTATUS" >/dev/null
+}
+
+# bytes DIR: the bytes held by the regular files under DIR.
+bytes() {
+	find "$1" -type f -printf '%s\n' 2>/dev/null |
+	    awk '{ t += $1 } END { print t + 0 }'
+}
+
+# watch DIR OUT: until OUT.stop appears, writes the most bytes ever seen
+# under DIR to OUT.
+watch_dir() {
+	_peak=0
+	while ! test -e "$2.stop"; do
+		_b=$(bytes "$1")
+		test "$_b" -gt "$_peak" && _peak=$_b
+		echo $_peak >"$2"
+		sleep 0.02
+	done
+}
+
+test_expect_success 'a 128 MiB tree, half of its pages zeros' '
+	start big -m 128 -z 50 &&
+	verify_workload $WPID
+'
+
+test_expect_success 'gpuckpt | gpurestore elsewhere: nothing staged on disk' '
+	mkdir ck rs &&
+	restore_there "-v" >there.sh &&
+	{ watch_dir ck ck.peak & } && w1=$! &&
+	{ watch_dir rs rs.peak & } && w2=$! &&
+	TMPDIR=$TRASH/ck "$GCKPT" -v -p $WPID 2>ck.err |
+	    TMPDIR=$TRASH/rs elsewhere "$(cat there.sh)" &&
+	touch ck.peak.stop rs.peak.stop &&
+	wait $w1 $w2 &&
+	restored_there &&
+	! test -d /proc/$WPID &&
+	# criu logs only: not a page of the 128 MiB
+	test "$(cat ck.peak)" -lt 1048576 &&
+	test "$(cat rs.peak)" -lt 1048576 &&
+	test -z "$(ls -A ck)" && test -z "$(ls -A rs)" &&
+	test_grep "zero pages left as holes" ck.err &&
+	! grep "reading the whole image" rs.err
+'
+
+test_expect_success 'zero pages are holes, not data' '
+	start zero -m 64 -z 90 &&
+	"$GCKPT" -c none -p $WPID -o zero.tar 2>err &&
+	test_must_be_empty err &&
+	python3 - zero.tar $((64 << 20)) <<-\EOF
+	import sys, tarfile
+	path, mem = sys.argv[1], int(sys.argv[2])
+	import os
+	size = os.path.getsize(path)
+	# 10% of the pages hold data: the image is not much more
+	assert size < 0.12 * mem, "image %d bytes for %d of memory" % (size, mem)
+	holes = 0
+	with tarfile.open(path) as t:
+	    for m in t.getmembers():
+	        if m.name.startswith("criu/pages-"):
+	            kept = sum(l for o, l in m.sparse) if m.sparse else m.size
+	            holes += m.size - kept
+	assert holes > 0.85 * mem, "only %d bytes of holes" % holes
+	EOF
+'
+
+test_expect_success 'the image with holes verifies and restores' '
+	"$GCKINSPECT" --verify zero.tar >out &&
+	test_grep "^image ok" out &&
+	restore_there "" >there.sh &&
+	elsewhere "$(cat there.sh)" <zero.tar &&
+	restored_there
+'
+
+test_expect_success 'stock tar extracts the holes as zeros' '
+	mkdir x &&
+	tar -C x -xf zero.tar &&
+	cat x/criu/pages-1.img.part* >pages.img &&
+	python3 - zero.tar pages.img <<-\EOF
+	import json, os, sys, tarfile
+	with tarfile.open(sys.argv[1]) as t:
+	    man = json.load(t.extractfile("gpuckpt.json"))
+	size = {f["name"]: f["size"] for f in man["files"]}["pages-1.img"]
+	assert os.path.getsize(sys.argv[2]) == size
+	data = open(sys.argv[2], "rb").read()
+	zero = sum(1 for i in range(0, len(data), 4096)
+	           if data[i:i + 4096].count(0) == 4096)
+	assert zero * 4096 > 0.85 * (64 << 20), "%d zero pages" % zero
+	EOF
+'
+
+test_expect_success 'a threaded tree: five snapshots in a row are consistent' '
+	start threads -m 32 &&
+	for i in 1 2 3 4 5; do
+		"$GCKPT" -R -p $WPID -o snap$i.gck 2>err || return 1
+		test_must_be_empty err || return 1
+	done &&
+	verify_workload $WPID &&
+	kill_tree $WPID &&
+	restore_there "" >there.sh &&
+	elsewhere "$(cat there.sh)" <snap5.gck &&
+	restored_there
+'
+
+test_expect_success 'a restore failing elsewhere: the source runs on' '
+	start fail -m 64 &&
+	cat >failcriu <<-EOF &&
+	#!/bin/sh
+	case " \$* " in
+	*" restore "*)
+		echo "Error (criu/cr-restore.c:1): injected failure" >&2
+		exit 1 ;;
+	esac
+	exec "$CRIU" "\$@"
+	EOF
+	chmod +x failcriu &&
+	restore_there "" >there.sh &&
+	{ "$GCKPT" -p $WPID 2>ck.err; echo $? >ck.st; } |
+	    GCK_CRIU=$TRASH/failcriu elsewhere "$(cat there.sh)" &&
+	test "$(cat rs.st)" = 1 &&
+	test_grep "injected failure" rs.err &&
+	test "$(cat ck.st)" = 1 &&
+	test_grep "left running\$" ck.err &&
+	verify_workload $WPID
+'
+
+test_expect_success 'piped on the same host, the image is read whole first' '
+	start here -m 16 &&
+	"$GCKPT" -p $WPID | "$GCKRESTORE" -v >out 2>err &&
+	test_grep "still on this host, stopped: reading the whole image" err &&
+	test "$(cat out)" = "$WPID" &&
+	started="$started $WPID" &&
+	verify_workload $WPID
+'
+
+test_expect_success 'nothing left in TMPDIR' '
+	test -z "$(ls -A "$TMPDIR")"
+'
+
+test_done
