@@ -15,13 +15,12 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include <xxhash.h>
 
 #include "private.h"
 
@@ -125,39 +124,82 @@ add_kept(struct gck_writer *w, const struct gck_sfile *f, size_t part_size)
 
 	if (f->len <= part_size) {
 		snprintf(ename, sizeof ename, "criu/%s", f->name);
-		return gck_writer_add_part(w, ename, f->data, f->len,
-		    XXH3_64bits(f->data, f->len), sparse);
+		return sparse ? gck_writer_add_pages(w, ename, f->data,
+		    f->len) : gck_writer_add(w, ename, f->data, f->len);
 	}
 	for (off = 0, part = 0; off < f->len; off += n, part++) {
 		n = f->len - off < part_size ? f->len - off : part_size;
 		snprintf(ename, sizeof ename, "criu/%s.part%05u", f->name, part);
-		if ((r = gck_writer_add_part(w, ename, f->data + off, n,
-		    XXH3_64bits(f->data + off, n), sparse)) != GCK_OK)
+		if ((r = sparse ? gck_writer_add_pages(w, ename,
+		    f->data + off, n) : gck_writer_add(w, ename, f->data + off,
+		    n)) != GCK_OK)
 			return r;
 	}
 	return GCK_OK;
 }
 
+/* A part being read from a task while the one before is written. */
+struct fetch {
+	struct gck_pmread	*rd;
+	char			*buf;
+	size_t			 want;
+	ssize_t			 n;
+	pthread_t		 th;
+	int			 running;
+};
+
+static void *
+fetch_main(void *arg)
+{
+	struct fetch	*f = arg;
+
+	f->n = gck_pmread_read(f->rd, f->buf, f->want);
+	return NULL;
+}
+
+/* Starts reading the next part, in a thread if one can be had. */
+static void
+fetch_start(struct fetch *f, char *buf, size_t want)
+{
+	f->buf = buf;
+	f->want = want;
+	f->running = pthread_create(&f->th, NULL, fetch_main, f) == 0;
+	if (!f->running)
+		fetch_main(f);
+}
+
+static ssize_t
+fetch_finish(struct fetch *f)
+{
+	if (f->running)
+		pthread_join(f->th, NULL);
+	f->running = 0;
+	return f->n;
+}
+
 /*
  * Adds the pages file f, read again from its stopped task as its
- * pagemap lists them, part by part, each checked against the digest of
- * what criu wrote.
+ * pagemap lists them, part by part, the samples of each checked against
+ * those of what criu wrote.  One part is read while the one before it
+ * is written.
  */
 static int
 add_pages(struct gck_ctx *ctx, struct gck_writer *w,
-    const struct gck_capture *cap, const struct gck_sfile *f, char *buf,
+    const struct gck_capture *cap, const struct gck_sfile *f, char *bufs[2],
     size_t part_size)
 {
 	const struct gck_sfile	*pm;
 	struct gck_pmread	*rd = NULL;
 	struct gck_area		*rseq = NULL;
-	char			 pmname[64], ename[GCK_SNAME + 32];
+	struct fetch		 fe;
+	char			 pmname[64], ename[GCK_SNAME + 32], *buf;
 	uint64_t		 left = f->size, d;
 	unsigned		 part;
 	ssize_t			 n;
 	size_t			 want, nrseq = 0, k;
 	int			 r;
 
+	memset(&fe, 0, sizeof fe);
 	snprintf(pmname, sizeof pmname, "pagemap-%d.img", (int)f->pid);
 	if ((pm = gck_capture_find(cap, pmname)) == NULL)
 		return gck_set_error(ctx, GCK_ECRIU, "criu wrote '%s' without "
@@ -167,19 +209,27 @@ add_pages(struct gck_ctx *ctx, struct gck_writer *w,
 		goto out;
 	gck_log(ctx, 2, "adding %s: %llu bytes of process %d's memory",
 	    f->name, (unsigned long long)f->size, (int)f->pid);
-	for (part = 0; left > 0 || part == 0; part++) {
-		want = left < part_size ? (size_t)left : part_size;
-		if ((n = gck_pmread_read(rd, buf, want)) == -1) {
-			r = ctx->code;
+	fe.rd = rd;
+	want = left < part_size ? (size_t)left : part_size;
+	fetch_start(&fe, bufs[0], want);
+	for (part = 0; ; part++) {
+		buf = bufs[part % 2];
+		if ((n = fetch_finish(&fe)) == -1) {
+			r = gck_pmread_error(rd);
 			goto out;
 		}
-		d = XXH3_64bits(buf, (size_t)n);
 		if ((size_t)n != want || part >= f->ndigests) {
 			r = gck_set_error(ctx, GCK_ECRIU, "'%s' of process %d "
 			    "is shorter than criu wrote it", f->name,
 			    (int)f->pid);
 			goto out;
 		}
+		left -= (uint64_t)n;
+		if (left > 0) {
+			want = left < part_size ? (size_t)left : part_size;
+			fetch_start(&fe, bufs[(part + 1) % 2], want);
+		}
+		d = gck_sample_digest(buf, (size_t)n);
 		/*
 		 * The tree has been held by criu all along: only the kernel
 		 * can have written to it since, in the rseq areas.
@@ -199,15 +249,15 @@ add_pages(struct gck_ctx *ctx, struct gck_writer *w,
 		else
 			snprintf(ename, sizeof ename, "criu/%s.part%05u",
 			    f->name, part);
-		if ((r = gck_writer_add_part(w, ename, buf, (size_t)n, d,
-		    1)) != GCK_OK)
+		if ((r = gck_writer_add_pages(w, ename, buf, (size_t)n)) !=
+		    GCK_OK)
 			goto out;
-		left -= (uint64_t)n;
 		if (left == 0)
 			break;
 	}
 	r = GCK_OK;
 out:
+	fetch_finish(&fe);
 	gck_pmread_free(rd);
 	free(rseq);
 	return r;
@@ -226,14 +276,14 @@ stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 {
 	const struct gck_sfile	*f;
 	struct gck_writer	*w = NULL;
-	char			*buf = NULL;
+	char			*buf[2] = { NULL, NULL };
 	size_t			 part_size = o->part_size ? o->part_size :
 				    GCK_PART_SIZE, i, n;
 	uint64_t		 bytes, holes;
 	int			 r, pass;
 
-	if (posix_memalign((void **)&buf, 4096, part_size) != 0) {
-		buf = NULL;
+	if (posix_memalign((void **)&buf[0], 4096, part_size) != 0 ||
+	    posix_memalign((void **)&buf[1], 4096, part_size) != 0) {
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -265,7 +315,8 @@ stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	r = GCK_OK;
 out:
 	gck_writer_free(w);
-	free(buf);
+	free(buf[0]);
+	free(buf[1]);
 	return r;
 }
 
@@ -421,7 +472,7 @@ gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 		    strerror(errno));
 		goto out;
 	}
-	if ((r = gck_criu_version(ctx, work, criuver, sizeof criuver)) !=
+	if ((r = gck_criu_version(ctx, criuver, sizeof criuver)) !=
 	    GCK_OK)
 		goto out;
 	if ((r = out_open(ctx, o, &out)) != GCK_OK)
@@ -484,7 +535,7 @@ gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 		cf.nprocs = ncp;
 		w.cf = &cf;
 	}
-	r = gck_criu_dump(ctx, o->pid, work, imgdir, shell_job, cap,
+	r = gck_criu_dump(ctx, o->pid, imgdir, shell_job, cap,
 	    write_image, &w);
 	pids = w.pids;
 	npids = w.npids;

@@ -2,7 +2,9 @@
  * criu.c: running criu(8).
  *
  * The command line is used rather than libcriu: criu swrk has no setter
- * for --leave-stopped, which the safety protocol rests on.
+ * for --leave-stopped, which the safety protocol rests on.  criu logs to
+ * a pipe (-o -), read by a thread that keeps what tells why it failed:
+ * nothing of it lands on disk.
  */
 #include "config.h"
 
@@ -13,6 +15,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,11 +28,11 @@
 #define CRIU_ARGS	24
 
 static const char	*criu_path(void);
-static int		 criu_run(struct gck_ctx *, char *const [], const char *,
-			    int, const char *, int (*)(void *, pid_t), void *,
-			    int *);
-static void		 criu_log_error(const char *, const char *, char *,
-			    size_t);
+struct clog;
+static int		 criu_run(struct gck_ctx *, char *const [],
+			    struct clog *, int, const char *,
+			    int (*)(void *, pid_t), void *, int *);
+static void		 criu_log_error(const struct clog *, char *, size_t);
 
 static const char *
 criu_path(void)
@@ -60,27 +64,119 @@ criu_path(void)
 	return GCK_CRIU_PATH;
 }
 
+/* What criu says: the first of it, and the lines that tell a failure. */
+struct clog {
+	int		 fd;		/* read end of its output */
+	pthread_t	 th;
+	volatile int	 stop;		/* criu is gone: drain and end */
+	char		 head[2048];
+	size_t		 headlen;
+	char		 line[1024];
+	size_t		 linelen;
+	char		 last[1024];	/* the last line */
+	char		 best[1024];	/* the first error */
+	int		 failed;	/* its closing summary seen */
+};
+
 /*
- * Runs criu with argv, its output to outpath.  newsession puts it in a
- * session of its own (restore), otherwise in a process group of its own,
- * so that a terminal's ^C does not reach it: criu is never interrupted
- * half way, whatever happens to us.  While it runs, during(arg, pid)
- * serves its image streamer; should that fail, it has closed criu's
- * files, so that criu fails too.  Returns GCK_OK with *statusp set, the
- * code of during(), or a code when criu could not be started.
+ * A line of criu's log.  The first "Error" line before the closing
+ * summary says what went wrong (what follows it is cleanup).
+ */
+static void
+clog_line(struct clog *c, char *line)
+{
+	char	*s;
+	size_t	 l = strlen(line);
+
+	while (l > 0 && (line[l - 1] == '\n' || line[l - 1] == '.'))
+		line[--l] = '\0';
+	if (l == 0)
+		return;
+	snprintf(c->last, sizeof c->last, "%s", line);
+	if (c->failed || (s = strstr(line, "Error (")) == NULL)
+		return;
+	if (strstr(s, "FAILED") != NULL) {
+		c->failed = 1;
+		return;
+	}
+	if (c->best[0] != '\0' || strstr(s, "rlimit: Can't setup") != NULL)
+		return;
+	if ((s = strstr(s, "): ")) != NULL)
+		s += 3;
+	else
+		s = line;
+	snprintf(c->best, sizeof c->best, "%s", s);
+}
+
+static void *
+clog_main(void *arg)
+{
+	struct clog	*c = arg;
+	struct pollfd	 pfd;
+	char		 buf[8192];
+	ssize_t		 n, i;
+
+	pfd.fd = c->fd;
+	pfd.events = POLLIN;
+	for (;;) {
+		if (poll(&pfd, 1, 100) == 0) {
+			if (c->stop)
+				break;
+			continue;
+		}
+		if ((n = read(c->fd, buf, sizeof buf)) == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		for (i = 0; i < n; i++) {
+			if (c->headlen < sizeof c->head - 1)
+				c->head[c->headlen++] = buf[i];
+			if (c->linelen < sizeof c->line - 1)
+				c->line[c->linelen++] = buf[i];
+			if (buf[i] == '\n') {
+				c->line[c->linelen] = '\0';
+				clog_line(c, c->line);
+				c->linelen = 0;
+			}
+		}
+	}
+	c->line[c->linelen] = '\0';
+	clog_line(c, c->line);
+	c->head[c->headlen] = '\0';
+	return NULL;
+}
+
+/*
+ * Runs criu with argv, its output and log (-o -) read into log.
+ * newsession puts it in a session of its own (restore), otherwise in a
+ * process group of its own, so that a terminal's ^C does not reach it:
+ * criu is never interrupted half way, whatever happens to us.  While it
+ * runs, during(arg, pid) serves its image streamer; should that fail,
+ * it has closed criu's files, so that criu fails too.  Returns GCK_OK
+ * with *statusp set, the code of during(), or a code when criu could not
+ * be started.
  */
 static int
-criu_run(struct gck_ctx *ctx, char *const argv[], const char *outpath,
+criu_run(struct gck_ctx *ctx, char *const argv[], struct clog *log,
     int newsession, const char *hook, int (*during)(void *, pid_t),
     void *arg, int *statusp)
 {
 	pid_t	pid;
-	int	fd, status, oerrno, i, r = GCK_OK;
+	int	fd, status, oerrno, i, r = GCK_OK, p[2];
 
-	pid = fork();
-	if (pid == -1)
+	memset(log, 0, sizeof *log);
+	if (pipe2(p, O_CLOEXEC) == -1)
 		return gck_set_syserr(ctx, errno, "cannot start criu: %s",
 		    strerror(errno));
+	log->fd = p[0];
+	pid = fork();
+	if (pid == -1) {
+		oerrno = errno;
+		close(p[0]);
+		close(p[1]);
+		return gck_set_syserr(ctx, oerrno, "cannot start criu: %s",
+		    strerror(oerrno));
+	}
 	if (pid == 0) {
 		sigset_t	set;
 
@@ -98,112 +194,76 @@ criu_run(struct gck_ctx *ctx, char *const argv[], const char *outpath,
 			dup2(fd, 0);
 			close(fd);
 		}
-		fd = open(outpath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND,
-		    0600);
-		if (fd != -1) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-			close(fd);
-		}
+		dup2(p[1], 1);
+		dup2(p[1], 2);
 		execv(argv[0], argv);
 		dprintf(2, "Error (gpuckpt): cannot run %s: %s\n", argv[0],
 		    strerror(errno));
 		_exit(127);
+	}
+	close(p[1]);
+	if (pthread_create(&log->th, NULL, clog_main, log) != 0) {
+		/* No log then, but criu must not block on a full pipe. */
+		close(p[0]);
+		log->fd = -1;
 	}
 	if (during != NULL)
 		r = during(arg, pid);
 	while (waitpid(pid, &status, 0) == -1) {
 		if (errno != EINTR) {
 			oerrno = errno;
-			return gck_set_syserr(ctx, oerrno,
+			r = gck_set_syserr(ctx, oerrno,
 			    "cannot wait for criu: %s", strerror(oerrno));
+			break;
 		}
+	}
+	/* What criu left in the pipe; a restored process may hold it. */
+	if (log->fd != -1) {
+		log->stop = 1;
+		pthread_join(log->th, NULL);
+		close(log->fd);
 	}
 	*statusp = status;
 	return r;
 }
 
-/*
- * Finds the line of criu's log that says what went wrong: the first
- * "Error" line before the closing summary (what follows it is cleanup),
- * else the last line.
- */
+/* Says in buf why criu failed, from its log. */
 static void
-criu_log_error(const char *logpath, const char *outpath, char *buf,
-    size_t len)
+criu_log_error(const struct clog *log, char *buf, size_t len)
 {
-	const char	*paths[2] = { logpath, outpath };
-	char		 line[1024], last[1024] = "", best[1024] = "", *s;
-	FILE		*f;
-	size_t		 i, l;
-
-	for (i = 0; i < 2 && best[0] == '\0'; i++) {
-		if ((f = fopen(paths[i], "re")) == NULL)
-			continue;
-		while (fgets(line, sizeof line, f) != NULL) {
-			l = strlen(line);
-			while (l > 0 && (line[l - 1] == '\n' ||
-			    line[l - 1] == '.'))
-				line[--l] = '\0';
-			if (l == 0)
-				continue;
-			snprintf(last, sizeof last, "%s", line);
-			if ((s = strstr(line, "Error (")) == NULL)
-				continue;
-			if (strstr(s, "FAILED") != NULL)
-				break;
-			if (best[0] != '\0' ||
-			    strstr(s, "rlimit: Can't setup") != NULL)
-				continue;
-			if ((s = strstr(s, "): ")) != NULL)
-				s += 3;
-			else
-				s = line;
-			snprintf(best, sizeof best, "%s", s);
-		}
-		fclose(f);
-	}
-	snprintf(buf, len, "%s", best[0] != '\0' ? best :
-	    last[0] != '\0' ? last : "no message");
+	snprintf(buf, len, "%s", log->best[0] != '\0' ? log->best :
+	    log->last[0] != '\0' ? log->last : "no message");
 }
 
-/*
- * Writes criu's version ("4.1.1") into buf, using workdir for its output.  Returns GCK_OK or a code.
- */
+/* Writes criu's version ("4.1.1") into buf.  Returns GCK_OK or a code. */
 int
-gck_criu_version(struct gck_ctx *ctx, const char *workdir, char *buf,
-    size_t len)
+gck_criu_version(struct gck_ctx *ctx, char *buf, size_t len)
 {
-	char	 out[PATH_MAX], text[512], *s;
-	char	*argv[3];
-	int	 status, r;
+	struct clog	 log;
+	char		*argv[3], *s;
+	int		 status, r;
 
-	snprintf(out, sizeof out, "%s/criu-version.out", workdir);
 	argv[0] = (char *)criu_path();
 	argv[1] = "--version";
 	argv[2] = NULL;
-	if ((r = criu_run(ctx, argv, out, 0, NULL, NULL, NULL, &status)) != GCK_OK)
-		goto out;
-	if (gck_read_small_file(out, text, sizeof text) == -1 ||
-	    !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
-	    (s = strstr(text, "Version: ")) == NULL) {
-		r = gck_set_error(ctx, GCK_ECRIU, "cannot run '%s': is CRIU "
-		    "(4.1 or newer) installed?", argv[0]);
-		goto out;
-	}
+	if ((r = criu_run(ctx, argv, &log, 0, NULL, NULL, NULL, &status)) !=
+	    GCK_OK)
+		return r;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+	    (s = strstr(log.head, "Version: ")) == NULL)
+		return gck_set_error(ctx, GCK_ECRIU, "cannot run '%s': is "
+		    "CRIU (4.1 or newer) installed?", argv[0]);
 	s += strlen("Version: ");
 	s[strcspn(s, "\n")] = '\0';
 	snprintf(buf, len, "%s", s);
-	r = GCK_OK;
-out:
-	unlink(out);
-	return r;
+	return GCK_OK;
 }
 
 /*
- * Dumps the tree of pid into imgdir, leaving it stopped.  Logs go into
- * workdir.  On failure criu itself resumes the tree.  Returns GCK_OK or
- * GCK_ECRIU with criu's own reason.
+ * Dumps the tree of pid through the image streamer socket in imgdir
+ * (cap), leaving it stopped; post() runs in between, while criu holds
+ * the tree.  On failure criu itself resumes the tree.  Returns GCK_OK,
+ * the code of post(), or GCK_ECRIU with criu's own reason.
  */
 struct capture_args {
 	struct gck_capture	*cap;
@@ -243,12 +303,12 @@ serve_during(void *arg, pid_t criu)
 }
 
 int
-gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *workdir,
-    const char *imgdir, int shell_job, struct gck_capture *cap,
-    int (*post)(void *), void *arg)
+gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *imgdir,
+    int shell_job, struct gck_capture *cap, int (*post)(void *), void *arg)
 {
 	struct capture_args	 ca = { cap, post, arg };
-	char	 pidbuf[16], logpath[PATH_MAX], outpath[PATH_MAX], why[512];
+	struct clog		 log;
+	char	 pidbuf[16], why[1024];
 	char	 self[PATH_MAX];
 	char	*argv[CRIU_ARGS];
 	ssize_t	 n;
@@ -260,8 +320,6 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *workdir,
 		    "program's executable, which criu runs after the dump");
 
 	snprintf(pidbuf, sizeof pidbuf, "%d", (int)pid);
-	snprintf(logpath, sizeof logpath, "%s/criu-dump.log", workdir);
-	snprintf(outpath, sizeof outpath, "%s/criu-dump.out", workdir);
 	argv[argc++] = (char *)criu_path();
 	argv[argc++] = "dump";
 	argv[argc++] = "-t";
@@ -269,7 +327,7 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *workdir,
 	argv[argc++] = "-D";
 	argv[argc++] = (char *)imgdir;
 	argv[argc++] = "-o";
-	argv[argc++] = logpath;
+	argv[argc++] = "-";
 	argv[argc++] = "-v4";
 	argv[argc++] = "--leave-stopped";
 	argv[argc++] = "--stream";
@@ -281,12 +339,12 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *workdir,
 	gck_log(ctx, 2, "running %s dump -t %s --stream%s", argv[0], pidbuf,
 	    shell_job ? " --shell-job" : "");
 	status = -1;
-	r = criu_run(ctx, argv, outpath, 0, gck_capture_hook_path(cap),
+	r = criu_run(ctx, argv, &log, 0, gck_capture_hook_path(cap),
 	    capture_during, &ca, &status);
 	if (r != GCK_OK)
 		return r;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		criu_log_error(logpath, outpath, why, sizeof why);
+		criu_log_error(&log, why, sizeof why);
 		return gck_set_error(ctx, GCK_ECRIU,
 		    "criu dump of pid %d failed: %s", (int)pid, why);
 	}
@@ -295,35 +353,29 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *workdir,
 
 /*
  * Restores the images in imgdir, detached, in a session of its own, tasks
- * left stopped.  Returns GCK_OK with *rootp set, or GCK_ECRIU.
+ * left stopped.  *donep says whether criu succeeded, even when the image
+ * then fails.  Returns GCK_OK or a code.
  */
 int
-gck_criu_restore(struct gck_ctx *ctx, const char *workdir,
-    const char *imgdir, int shell_job, struct gck_serve *srv,
-    struct gck_reader *rd, pid_t *rootp)
+gck_criu_restore(struct gck_ctx *ctx, const char *imgdir, int shell_job,
+    struct gck_serve *srv, struct gck_reader *rd, int *donep)
 {
 	struct serve_args	 sa = { srv, rd };
-	char	 logpath[PATH_MAX], outpath[PATH_MAX], pidpath[PATH_MAX];
-	char	 why[512], buf[32];
+	struct clog		 log;
+	char	 why[1024];
 	char	*argv[CRIU_ARGS];
 	int	 argc = 0, status, r;
-	long	 v;
 
-	*rootp = -1;
-	snprintf(logpath, sizeof logpath, "%s/criu-restore.log", workdir);
-	snprintf(outpath, sizeof outpath, "%s/criu-restore.out", workdir);
-	snprintf(pidpath, sizeof pidpath, "%s/criu-restore.pid", workdir);
+	*donep = 0;
 	argv[argc++] = (char *)criu_path();
 	argv[argc++] = "restore";
 	argv[argc++] = "-d";
 	argv[argc++] = "-D";
 	argv[argc++] = (char *)imgdir;
 	argv[argc++] = "-o";
-	argv[argc++] = logpath;
+	argv[argc++] = "-";
 	argv[argc++] = "-v4";
 	argv[argc++] = "--leave-stopped";
-	argv[argc++] = "--pidfile";
-	argv[argc++] = pidpath;
 	if (srv != NULL)
 		argv[argc++] = "--stream";
 	if (shell_job)
@@ -332,16 +384,14 @@ gck_criu_restore(struct gck_ctx *ctx, const char *workdir,
 	gck_log(ctx, 2, "running %s restore%s%s", argv[0], srv != NULL ?
 	    " --stream" : "", shell_job ? " --shell-job" : "");
 	status = -1;
-	r = criu_run(ctx, argv, outpath, 1, NULL, srv != NULL ? serve_during :
+	r = criu_run(ctx, argv, &log, 1, NULL, srv != NULL ? serve_during :
 	    NULL, &sa, &status);
-	if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-	    gck_read_small_file(pidpath, buf, sizeof buf) != -1 &&
-	    (v = strtol(buf, NULL, 10)) > 0)
-		*rootp = (pid_t)v;	/* restored, even if the image failed */
+	if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		*donep = 1;	/* restored, even if the image failed */
 	if (r != GCK_OK)
 		return r;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		criu_log_error(logpath, outpath, why, sizeof why);
+		criu_log_error(&log, why, sizeof why);
 		if (strstr(why, "tty") != NULL)
 			return gck_set_error(ctx, GCK_ECRIU, "criu restore "
 			    "failed: %s (the tree had a controlling terminal, "
@@ -351,8 +401,5 @@ gck_criu_restore(struct gck_ctx *ctx, const char *workdir,
 		return gck_set_error(ctx, GCK_ECRIU, "criu restore failed: %s",
 		    why);
 	}
-	if (*rootp <= 0)
-		return gck_set_error(ctx, GCK_ECRIU,
-		    "criu restore left no pid file");
 	return GCK_OK;
 }

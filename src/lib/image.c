@@ -57,6 +57,7 @@ struct gck_writer {
 	time_t		 mtime;
 	int		 ioerr;
 	int		 finished, abandoned;
+	XXH3_state_t	*xs;
 };
 
 struct gck_reader {
@@ -93,6 +94,8 @@ struct gck_reader {
 	size_t			 bleft;
 	uint64_t		 boff;		/* offset of bp in the entry */
 	int			 beof;		/* no more blocks */
+	uint64_t		*reg;		/* a sparse entry's regions */
+	size_t			 nreg, capreg;
 };
 
 static int	w_archive_error(struct gck_writer *);
@@ -160,6 +163,7 @@ gck_writer_new(struct gck_ctx *ctx, int fd, int level, size_t part_size,
 	}
 	if ((w = calloc(1, sizeof *w)) == NULL ||
 	    (w->buf = malloc(part_size)) == NULL ||
+	    (w->xs = XXH3_createState()) == NULL ||
 	    (w->entries = json_array()) == NULL) {
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
@@ -206,16 +210,31 @@ zero_page(const char *p, size_t len)
 	return 1;
 }
 
+/* Feeds a little-endian 64-bit number to a digest. */
+static void
+digest_u64(XXH3_state_t *st, uint64_t v)
+{
+	unsigned char	b[8];
+	int		i;
+
+	for (i = 0; i < 8; i++)
+		b[i] = (unsigned char)(v >> (8 * i));
+	XXH3_64bits_update(st, b, sizeof b);
+}
+
 /*
  * Records, as holes of entry e, the zero pages of buf: they are neither
- * compressed nor stored, and a reader recreates them.  Returns the bytes
- * left out.
+ * compressed nor stored, and a reader recreates them.  The digest of
+ * such an entry covers the bytes stored, then the offset and length of
+ * each region stored and the whole size, so that zero pages cost no
+ * hashing.  Returns the bytes left out (0: no holes, *dp untouched).
  */
 static uint64_t
-add_holes(struct archive_entry *e, const char *buf, size_t len)
+add_holes(struct archive_entry *e, const char *buf, size_t len,
+    XXH3_state_t *st, uint64_t *dp)
 {
-	size_t		 off, start = 0, pg = GCK_HOLE_PAGE;
-	uint64_t	 holes = 0;
+	size_t		 off, start = 0, pg = GCK_HOLE_PAGE, i, n = 0, cap = 0;
+	uint64_t	 holes = 0, *reg = NULL, *nr;
 	int		 indata = 0, any = 0;
 
 	if (len % pg != 0 || ((uintptr_t)buf & 7) != 0)
@@ -227,32 +246,54 @@ add_holes(struct archive_entry *e, const char *buf, size_t len)
 		}
 	if (!any)
 		return 0;
-	for (off = 0; off < len; off += pg) {
-		if (zero_page(buf + off, pg)) {
-			if (indata)
-				archive_entry_sparse_add_entry(e,
-				    (la_int64_t)start, (la_int64_t)(off - start));
-			indata = 0;
-			holes += pg;
-		} else if (!indata) {
-			start = off;
+	XXH3_64bits_reset(st);
+	for (off = 0; off <= len; off += pg) {
+		if (off < len && !zero_page(buf + off, pg)) {
+			if (!indata)
+				start = off;
 			indata = 1;
+			continue;
 		}
+		if (off < len)
+			holes += pg;
+		if (!indata)
+			continue;
+		indata = 0;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			if ((nr = reallocarray(reg, cap, 2 * sizeof *reg)) ==
+			    NULL) {
+				free(reg);
+				return 0;	/* stored whole, then */
+			}
+			reg = nr;
+		}
+		reg[2 * n] = start;
+		reg[2 * n + 1] = off - start;
+		n++;
+		XXH3_64bits_update(st, buf + start, off - start);
 	}
-	if (indata)
-		archive_entry_sparse_add_entry(e, (la_int64_t)start,
-		    (la_int64_t)(len - start));
-	else
+	for (i = 0; i < n; i++) {
+		archive_entry_sparse_add_entry(e, (la_int64_t)reg[2 * i],
+		    (la_int64_t)reg[2 * i + 1]);
+		digest_u64(st, reg[2 * i]);
+		digest_u64(st, reg[2 * i + 1]);
+	}
+	if (n == 0 || reg[2 * (n - 1)] + reg[2 * (n - 1) + 1] < len)
 		archive_entry_sparse_add_entry(e, (la_int64_t)len, 0);
+	digest_u64(st, len);
+	*dp = XXH3_64bits_digest(st);
+	free(reg);
 	return holes;
 }
 
 static int
 w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
-    uint64_t d, int sparse)
+    int sparse)
 {
 	struct archive_entry	*e = NULL;
 	char			 hex[17];
+	uint64_t		 d = 0, h = 0;
 	json_t			*o;
 	la_ssize_t		 n;
 	size_t			 off = 0;
@@ -260,7 +301,6 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 
 	if ((r = gck_check_interrupt(w->ctx)) != GCK_OK)
 		goto out;
-	gck_hex64(d, hex);
 	if ((e = archive_entry_new()) == NULL) {
 		r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
 		goto out;
@@ -269,14 +309,19 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 	archive_entry_set_filetype(e, AE_IFREG);
 	archive_entry_set_perm(e, 0600);
 	archive_entry_set_size(e, (la_int64_t)len);
+	/* (holes are checked against the size: it comes first) */
+	if (sparse)
+		h = add_holes(e, buf, len, w->xs, &d);
+	if (h == 0)
+		d = XXH3_64bits(buf, len);
+	w->holes += h;
+	gck_hex64(d, hex);
 	archive_entry_set_uid(e, 0);
 	archive_entry_set_gid(e, 0);
 	archive_entry_set_uname(e, "root");
 	archive_entry_set_gname(e, "root");
 	archive_entry_set_mtime(e, w->mtime, 0);
 	archive_entry_xattr_add_entry(e, XATTR_DIGEST, hex, 16);
-	if (sparse)
-		w->holes += add_holes(e, buf, len);
 	if (archive_write_header(w->a, e) != ARCHIVE_OK) {
 		r = w_archive_error(w);
 		goto out;
@@ -314,18 +359,18 @@ int
 gck_writer_add(struct gck_writer *w, const char *name, const void *buf,
     size_t len)
 {
-	return w_add(w, name, buf, len, XXH3_64bits(buf, len), 0);
+	return w_add(w, name, buf, len, 0);
 }
 
 /*
- * Adds one entry of memory pages, whose digest d is known: its zero
- * pages, when sparse, become holes.  Returns GCK_OK or a code.
+ * Adds one entry of memory pages: its zero pages become holes.  Returns
+ * GCK_OK or a code.
  */
 int
-gck_writer_add_part(struct gck_writer *w, const char *name, const void *buf,
-    size_t len, uint64_t d, int sparse)
+gck_writer_add_pages(struct gck_writer *w, const char *name, const void *buf,
+    size_t len)
 {
-	return w_add(w, name, buf, len, d, sparse);
+	return w_add(w, name, buf, len, 1);
 }
 
 /* The bytes added so far, and of those the bytes left out as holes. */
@@ -435,6 +480,8 @@ gck_writer_free(struct gck_writer *w)
 		archive_write_free(w->a);
 	gck_zout_free(w->z);
 	json_decref(w->entries);
+	if (w->xs != NULL)
+		XXH3_freeState(w->xs);
 	free(w->buf);
 	free(w);
 }
@@ -545,6 +592,7 @@ gck_reader_free(struct gck_reader *r)
 	free(r->dbuf);
 	if (r->xs != NULL)
 		XXH3_freeState(r->xs);
+	free(r->reg);
 	free(r);
 }
 
@@ -650,6 +698,30 @@ r_layout(struct gck_reader *r, struct archive_entry *e)
 	p = (uint64_t)archive_read_header_position(r->a);
 	ds = (uint64_t)archive_filter_bytes(r->a, 0);
 	r->esparse = archive_entry_sparse_count(e) > 0;
+	r->nreg = 0;
+	if (r->esparse) {
+		la_int64_t	 so, sl;
+		uint64_t	*nr;
+
+		archive_entry_sparse_reset(e);
+		while (archive_entry_sparse_next(e, &so, &sl) == ARCHIVE_OK) {
+			if (sl <= 0)
+				continue;
+			if (r->nreg == r->capreg) {
+				size_t	nc = r->capreg ? r->capreg * 2 : 256;
+
+				if (nc > GCK_PART_MAX / 512 || (nr = reallocarray(
+				    r->reg, nc, 2 * sizeof *nr)) == NULL)
+					return gck_set_error(r->ctx, GCK_EFORMAT,
+					    "corrupt image: too many holes");
+				r->reg = nr;
+				r->capreg = nc;
+			}
+			r->reg[2 * r->nreg] = (uint64_t)so;
+			r->reg[2 * r->nreg + 1] = (uint64_t)sl;
+			r->nreg++;
+		}
+	}
 	if (gck_zin_compressed(r->z)) {
 		r->data_start = ds;
 		return GCK_OK;
@@ -1182,16 +1254,27 @@ r_entry(struct gck_reader *r)
  * its digest and records it.  Returns the bytes read, 0 at the end, or
  * -1 with the error set.
  */
+static const char	zeros[1u << 16];
+
+/*
+ * Gets the next piece of the current entry's data, at most max bytes:
+ * data, pointed to in *pp (valid until the next call), or, with *holep
+ * set, a hole, that many zero bytes.  At the end of the data checks its
+ * digest and records it.  Returns the bytes, 0 at the end, or -1 with
+ * the error set.
+ */
 static ssize_t
-r_read(struct gck_reader *r, void *buf, size_t len)
+r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
 {
 	char		 d[NAME_MAX_LEN + 48], where[NAME_MAX_LEN + 64];
 	const void	*p;
-	size_t		 l;
+	size_t		 l, i, z;
 	la_int64_t	 off;
 	uint64_t	 n;
 	int		 ret;
 
+	*holep = 0;
+	*pp = NULL;
 	if (!r->indata)
 		return 0;
 	if (gck_check_interrupt(r->ctx) != GCK_OK)
@@ -1216,22 +1299,36 @@ r_read(struct gck_reader *r, void *buf, size_t len)
 		}
 	}
 	if (r->egot < (r->beof ? r->esize : r->boff)) {
+		/* a hole: zeros, which a sparse entry's digest leaves out */
 		n = (r->beof ? r->esize : r->boff) - r->egot;
-		if (n > len)
-			n = len;
-		memset(buf, 0, (size_t)n);
+		if (n > max)
+			n = max;
+		*holep = 1;
+		for (i = 0; !r->esparse && i < n; i += z) {
+			z = n - i < sizeof zeros ? (size_t)(n - i) :
+			    sizeof zeros;
+			XXH3_64bits_update(r->xs, zeros, z);
+		}
 	} else if (!r->beof) {
-		n = r->bleft < len ? r->bleft : len;
-		memcpy(buf, r->bp, (size_t)n);
+		n = r->bleft < max ? r->bleft : max;
+		*pp = r->bp;
+		XXH3_64bits_update(r->xs, r->bp, (size_t)n);
 		r->bp += n;
 		r->bleft -= (size_t)n;
 		r->boff += n;
 	} else
 		n = 0;
 	if (n > 0) {
-		XXH3_64bits_update(r->xs, buf, (size_t)n);
 		r->egot += n;
 		return (ssize_t)n;
+	}
+	if (r->esparse) {
+		/* then the regions stored, and the size */
+		for (i = 0; i < r->nreg; i++) {
+			digest_u64(r->xs, r->reg[2 * i]);
+			digest_u64(r->xs, r->reg[2 * i + 1]);
+		}
+		digest_u64(r->xs, r->esize);
 	}
 	r->indata = 0;
 	if (r->egot != r->esize) {
@@ -1250,6 +1347,23 @@ r_read(struct gck_reader *r, void *buf, size_t len)
 	    r_record(r, r->ename, r->esize, r->edigest) != GCK_OK)
 		return -1;
 	return 0;
+}
+
+/* Reads up to len bytes of the current entry's data into buf. */
+static ssize_t
+r_read(struct gck_reader *r, void *buf, size_t len)
+{
+	const void	*p;
+	ssize_t		 n;
+	int		 hole;
+
+	if ((n = r_chunk(r, &p, len, &hole)) > 0) {
+		if (hole)
+			memset(buf, 0, (size_t)n);
+		else
+			memcpy(buf, p, (size_t)n);
+	}
+	return n;
 }
 
 /*
@@ -1296,6 +1410,32 @@ gck_reader_file_read(struct gck_reader *r, void *buf, size_t len)
 		if (r->done || r->newfile)
 			return 0;
 		if ((n = r_read(r, buf, len)) != 0)
+			return n;
+		if ((ret = r_entry(r)) < 0)
+			return -1;
+		if (ret == 1 || r->newfile)
+			return 0;
+	}
+}
+
+/*
+ * Gets the next piece of the current file, across its parts, at most
+ * max bytes: data pointed to in *pp, valid until the next call on the
+ * reader, or a hole (*holep set) of that many zeros.  Returns the bytes,
+ * 0 at its end, or -1 with the error set.
+ */
+ssize_t
+gck_reader_file_chunk(struct gck_reader *r, const void **pp, size_t max,
+    int *holep)
+{
+	ssize_t	n;
+	int	ret;
+
+	for (;;) {
+		*holep = 0;
+		if (r->done || r->newfile)
+			return 0;
+		if ((n = r_chunk(r, pp, max, holep)) != 0)
 			return n;
 		if ((ret = r_entry(r)) < 0)
 			return -1;

@@ -315,6 +315,18 @@ gck_manifest_has_file(const struct gck_manifest *m, const char *name)
 	return m->files != NULL && json_object_get(m->files, name) != NULL;
 }
 
+/* The size of the image's CRIU file name, or -1 if it has none. */
+int64_t
+gck_manifest_file_size(const struct gck_manifest *m, const char *name)
+{
+	json_t	*v;
+
+	if (m->files == NULL || (v = json_object_get(m->files, name)) ==
+	    NULL)
+		return -1;
+	return (int64_t)json_integer_value(v);
+}
+
 /*
  * Parses and checks the GPU section: null (no CUDA process), or GPUs
  * with well-formed, distinct UUIDs and processes of the tree that use

@@ -43,6 +43,8 @@ struct gck_pmread {
 	size_t		 nruns, cur;
 	uint64_t	 off;		/* into runs[cur] */
 	int		 memfd;		/* /proc/PID/mem, when needed */
+	int		 err;		/* of a failed read: errno (-1: EOF) */
+	uint64_t	 erraddr;	/* and where */
 };
 
 /* Next record of a CRIU protobuf image: its bytes, or NULL at the end. */
@@ -172,8 +174,9 @@ gck_pmread_free(struct gck_pmread *p)
 
 /*
  * Reads the next len bytes of the pages (fewer at their end) from the
- * stopped task.  Returns the bytes read, 0 at the end, or -1 with the
- * error set.
+ * stopped task.  Returns the bytes read, 0 at the end, or -1, and then
+ * gck_pmread_error() sets the error.  Touches no context: it may run in
+ * a thread of its own.
  */
 ssize_t
 gck_pmread_read(struct gck_pmread *p, void *buf, size_t len)
@@ -203,10 +206,8 @@ gck_pmread_read(struct gck_pmread *p, void *buf, size_t len)
 			n = p->memfd == -1 ? -1 : pread(p->memfd, local.iov_base,
 			    want, (off_t)(p->runs[p->cur].addr + p->off));
 			if (n <= 0) {
-				gck_set_syserr(p->ctx, errno, "cannot read the "
-				    "memory of process %d at %#" PRIx64 ": %s",
-				    (int)p->pid, p->runs[p->cur].addr + p->off,
-				    n == 0 ? "end of file" : strerror(errno));
+				p->err = n == 0 ? -1 : errno;
+				p->erraddr = p->runs[p->cur].addr + p->off;
 				return -1;
 			}
 		}
@@ -306,4 +307,13 @@ gck_rseq_areas(struct gck_ctx *ctx, const struct gck_capture *cap, pid_t pid,
 	*areasp = a;
 	*np = n;
 	return GCK_OK;
+}
+
+/* Sets the error of the read that failed.  Returns its code. */
+int
+gck_pmread_error(const struct gck_pmread *p)
+{
+	return gck_set_syserr(p->ctx, p->err > 0 ? p->err : 0, "cannot read "
+	    "the memory of process %d at %#" PRIx64 ": %s", (int)p->pid,
+	    p->erraddr, p->err > 0 ? strerror(p->err) : "end of file");
 }

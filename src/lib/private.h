@@ -73,13 +73,13 @@ int	gck_pid_comm(pid_t, char *, size_t);
 int	gck_pid_tty_fd(pid_t, char *, size_t);
 
 /* criu.c */
-int	gck_criu_version(struct gck_ctx *, const char *, char *, size_t);
+int	gck_criu_version(struct gck_ctx *, char *, size_t);
 struct gck_capture;
 struct gck_serve;
-int	gck_criu_dump(struct gck_ctx *, pid_t, const char *, const char *,
-	    int, struct gck_capture *, int (*)(void *), void *);
-int	gck_criu_restore(struct gck_ctx *, const char *, const char *, int,
-	    struct gck_serve *, struct gck_reader *, pid_t *);
+int	gck_criu_dump(struct gck_ctx *, pid_t, const char *, int,
+	    struct gck_capture *, int (*)(void *), void *);
+int	gck_criu_restore(struct gck_ctx *, const char *, int,
+	    struct gck_serve *, struct gck_reader *, int *);
 
 /* guard.c: resumes (or settles) the tree should gpuckpt be killed */
 struct gck_guard;
@@ -223,6 +223,7 @@ char	*gck_manifest_build(struct gck_ctx *, const struct gck_ptree *,
 	    const struct gck_ckpt_opts *, const char *, int,
 	    const struct gck_cuda_facts *, const struct gck_imgfile *, size_t);
 int	gck_manifest_has_file(const struct gck_manifest *, const char *);
+int64_t	gck_manifest_file_size(const struct gck_manifest *, const char *);
 int	gck_manifest_this_boot(const struct gck_manifest *);
 void	gck_boot_id(char *, size_t);
 
@@ -230,14 +231,18 @@ void	gck_boot_id(char *, size_t);
 int	gck_criu_name_ok(const char *);
 int	gck_reader_file(struct gck_reader *, char *, size_t, uint64_t *);
 ssize_t	gck_reader_file_read(struct gck_reader *, void *, size_t);
+ssize_t	gck_reader_file_chunk(struct gck_reader *, const void **, size_t,
+	    int *);
 int	gck_reader_file_seen(struct gck_reader *, const char *);
-int	gck_writer_add_part(struct gck_writer *, const char *, const void *,
-	    size_t, uint64_t, int);
+int	gck_writer_add_pages(struct gck_writer *, const char *, const void *,
+	    size_t);
 void	gck_writer_stats(const struct gck_writer *, uint64_t *, uint64_t *);
 
 /* streamer.c: criu --stream's image streamer socket */
 #define GCK_SNAME	128
 #define GCK_KEEP_MAX	(1024u << 20)	/* image data held in memory */
+#define GCK_SAMPLE_STRIDE (64u << 10)	/* pages checked: the first ... */
+#define GCK_SAMPLE_LEN	(4u << 10)	/* ... 4 KiB of every 64 KiB */
 
 /* A file CRIU wrote. */
 struct gck_sfile {
@@ -248,7 +253,7 @@ struct gck_sfile {
 	char		*data;		/* kept: its bytes */
 	size_t		 len, cap;
 	uint64_t	 size;		/* bytes criu wrote */
-	uint64_t	*digests;	/* pages: XXH3-64 of each part */
+	uint64_t	*digests;	/* pages: of each part's samples */
 	size_t		 ndigests;
 	uint64_t	 partfill;
 	struct XXH3_state_s *xs;
@@ -268,6 +273,7 @@ const struct gck_sfile *gck_capture_file(const struct gck_capture *, size_t);
 const struct gck_sfile *gck_capture_find(const struct gck_capture *,
 	    const char *);
 void	gck_capture_free(struct gck_capture *);
+uint64_t gck_sample_digest(const char *, size_t);
 int	gck_serve_open(struct gck_ctx *, const char *,
 	    const struct gck_manifest *, struct gck_serve **);
 int	gck_serve_preload(struct gck_serve *, struct gck_reader *);
@@ -280,6 +286,7 @@ struct gck_pmread;
 int	gck_pmread_open(struct gck_ctx *, const struct gck_sfile *,
 	    const struct gck_sfile *, struct gck_pmread **);
 ssize_t	gck_pmread_read(struct gck_pmread *, void *, size_t);
+int	gck_pmread_error(const struct gck_pmread *);
 int	gck_pmread_overlaps(const struct gck_pmread *, uint64_t, uint64_t,
 	    uint64_t, uint64_t);
 

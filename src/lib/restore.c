@@ -274,10 +274,10 @@ gck_restore(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	(void)prctl(PR_GET_CHILD_SUBREAPER, &subreaper);
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 	criu_ran = 1;
-	r = gck_criu_restore(ctx, work, imgdir, gck_manifest_shell_job(m),
-	    srv, rd, &root);
-	if (root > 0)
-		restored = 1;
+	r = gck_criu_restore(ctx, imgdir, gck_manifest_shell_job(m), srv, rd,
+	    &restored);
+	if (restored)
+		root = gck_manifest_root_pid(m);
 	if (r != GCK_OK)
 		goto out;
 	if (root != gck_manifest_root_pid(m)) {

@@ -11,10 +11,11 @@
  *
  * Capture: every file is read as CRIU writes it.  A task's memory pages
  * (pages-N.img, announced by the pagemap-PID.img opened just before it)
- * are only counted and digested part by part: the tree is left stopped,
- * so the same bytes are read again, later, from the processes themselves
- * (pagemap.c), in the order a restore wants them.  Everything else is
- * small and kept.
+ * are only counted, and sampled: of every 64 KiB, the first page is
+ * read and digested, part by part, the rest goes to /dev/null without a
+ * copy.  The same bytes are read again, later, from the processes
+ * themselves (pagemap.c), in the order a restore wants them, and the
+ * samples must match.  Everything else is small and kept.
  *
  * The re-reading happens while criu still holds the tree, in its
  * post-dump action script: gpuckpt's own executable, run by criu with
@@ -58,6 +59,9 @@
 #define PIPE_SIZE	(1 << 20)
 #define SPILL_MS	3000		/* wait for a request before keeping */
 
+/* Zeros lent to criu's pipes for the holes of an image: never written. */
+static const char	zpages[1u << 16] __attribute__((aligned(4096)));
+
 struct gck_capture {
 	struct gck_ctx		*ctx;
 	int			 lfd, cfd;
@@ -70,6 +74,7 @@ struct gck_capture {
 	uint64_t		 kept;
 	pid_t			 last_pagemap;	/* 0: none just opened */
 	char			*buf;
+	int			 devnull;
 };
 
 static int	listen_at(struct gck_ctx *, const char *, const char *, char *,
@@ -249,6 +254,12 @@ gck_capture_open(struct gck_ctx *ctx, const char *imgdir,
 	c->ctx = ctx;
 	c->cfd = c->hfd = c->hlfd = -1;
 	c->part_size = part_size;
+	if ((c->devnull = open("/dev/null", O_WRONLY | O_CLOEXEC)) == -1) {
+		free(c->buf);
+		free(c);
+		return gck_set_syserr(ctx, errno, "cannot open /dev/null: %s",
+		    strerror(errno));
+	}
 	if ((c->lfd = listen_at(ctx, imgdir, SOCK_CAPTURE, c->path,
 	    sizeof c->path)) == -1 || (c->hlfd = listen_at(ctx, workdir,
 	    SOCK_HOOK, c->hpath, sizeof c->hpath)) == -1) {
@@ -274,6 +285,8 @@ gck_capture_free(struct gck_capture *c)
 		close(c->hlfd);
 	if (c->hfd != -1)
 		close(c->hfd);
+	if (c->devnull != -1)
+		close(c->devnull);
 	for (i = 0; i < c->nfiles; i++) {
 		if (c->files[i].fd != -1)
 			close(c->files[i].fd);
@@ -373,36 +386,28 @@ capture_part_done(struct gck_capture *c, struct gck_sfile *f)
 	return GCK_OK;
 }
 
-/* Reads what is there of file f.  Returns GCK_OK or a code. */
+/*
+ * Reads what is there of pages file f: the sampled bytes into the
+ * part's digest, the others to /dev/null.
+ */
 static int
-capture_read(struct gck_capture *c, struct gck_sfile *f)
+capture_pages(struct gck_capture *c, struct gck_sfile *f)
 {
-	char	*nd;
-	size_t	 want, take, off;
-	ssize_t	 n;
-	int	 r;
+	size_t	at = (size_t)f->partfill, want;
+	ssize_t	n;
+	int	sample = at % GCK_SAMPLE_STRIDE < GCK_SAMPLE_LEN;
 
-	if (f->pages)
-		want = CHUNK;
-	else {
-		if (f->cap - f->len < CHUNK / 4) {
-			size_t	nc = f->cap ? f->cap * 2 : CHUNK / 4;
-
-			if (c->kept + (nc - f->cap) > GCK_KEEP_MAX)
-				return gck_set_error(c->ctx, GCK_ENOMEM,
-				    "criu's image data besides memory pages "
-				    "exceeds %u MiB ('%s')", GCK_KEEP_MAX >> 20,
-				    f->name);
-			if ((nd = realloc(f->data, nc)) == NULL)
-				return gck_set_error(c->ctx, GCK_ENOMEM,
-				    "out of memory");
-			c->kept += nc - f->cap;
-			f->data = nd;
-			f->cap = nc;
-		}
-		want = f->cap - f->len;
-	}
-	n = read(f->fd, f->pages ? c->buf : f->data + f->len, want);
+	if (sample)
+		want = GCK_SAMPLE_LEN - at % GCK_SAMPLE_STRIDE;
+	else
+		want = GCK_SAMPLE_STRIDE - at % GCK_SAMPLE_STRIDE;
+	if (want > c->part_size - at)
+		want = c->part_size - at;
+	if (sample)
+		n = read(f->fd, c->buf, want);
+	else
+		n = splice(f->fd, NULL, c->devnull, NULL, want,
+		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 	if (n == -1) {
 		if (errno == EINTR || errno == EAGAIN)
 			return GCK_OK;
@@ -412,33 +417,76 @@ capture_read(struct gck_capture *c, struct gck_sfile *f)
 	if (n == 0) {
 		close(f->fd);
 		f->fd = -1;
-		if (f->pages && f->partfill > 0)
-			return capture_part_done(c, f);
-		return GCK_OK;
+		return f->partfill > 0 ? capture_part_done(c, f) : GCK_OK;
 	}
+	if (sample)
+		XXH3_64bits_update(f->xs, c->buf, (size_t)n);
 	f->size += (uint64_t)n;
-	if (!f->pages) {
-		f->len += (size_t)n;
-		return GCK_OK;
-	}
-	for (off = 0; off < (size_t)n; off += take) {
-		take = (size_t)n - off;
-		if (take > c->part_size - f->partfill)
-			take = c->part_size - f->partfill;
-		XXH3_64bits_update(f->xs, c->buf + off, take);
-		f->partfill += take;
-		if (f->partfill == c->part_size &&
-		    (r = capture_part_done(c, f)) != GCK_OK)
-			return r;
-	}
+	f->partfill += (uint64_t)n;
+	if (f->partfill == c->part_size)
+		return capture_part_done(c, f);
 	return GCK_OK;
 }
 
-/*
- * Takes what criu (process criu, already started with --stream) writes,
- * until it has closed the socket and every file.  On failure everything
- * is closed, so that criu fails too, and resumes the tree.
- */
+/* Reads what is there of file f.  Returns GCK_OK or a code. */
+static int
+capture_read(struct gck_capture *c, struct gck_sfile *f)
+{
+	char	*nd;
+	ssize_t	 n;
+
+	if (f->pages)
+		return capture_pages(c, f);
+	if (f->cap - f->len < CHUNK / 4) {
+		size_t	nc = f->cap ? f->cap * 2 : CHUNK / 4;
+
+		if (c->kept + (nc - f->cap) > GCK_KEEP_MAX)
+			return gck_set_error(c->ctx, GCK_ENOMEM, "criu's image "
+			    "data besides memory pages exceeds %u MiB ('%s')",
+			    GCK_KEEP_MAX >> 20, f->name);
+		if ((nd = realloc(f->data, nc)) == NULL)
+			return gck_set_error(c->ctx, GCK_ENOMEM,
+			    "out of memory");
+		c->kept += nc - f->cap;
+		f->data = nd;
+		f->cap = nc;
+	}
+	n = read(f->fd, f->data + f->len, f->cap - f->len);
+	if (n == -1) {
+		if (errno == EINTR || errno == EAGAIN)
+			return GCK_OK;
+		return gck_set_syserr(c->ctx, errno, "cannot read '%s' from "
+		    "criu: %s", f->name, strerror(errno));
+	}
+	if (n == 0) {
+		close(f->fd);
+		f->fd = -1;
+		return GCK_OK;
+	}
+	f->size += (uint64_t)n;
+	f->len += (size_t)n;
+	return GCK_OK;
+}
+
+/* The digest of the samples of a part of a pages file. */
+uint64_t
+gck_sample_digest(const char *buf, size_t len)
+{
+	XXH3_state_t	*st;
+	uint64_t	 d;
+	size_t		 off;
+
+	if ((st = XXH3_createState()) == NULL)
+		return 0;
+	XXH3_64bits_reset(st);
+	for (off = 0; off < len; off += GCK_SAMPLE_STRIDE)
+		XXH3_64bits_update(st, buf + off, len - off < GCK_SAMPLE_LEN ?
+		    len - off : GCK_SAMPLE_LEN);
+	d = XXH3_64bits_digest(st);
+	XXH3_freeState(st);
+	return d;
+}
+
 /* The hook's socket: a connection, or its question.  */
 static int
 capture_hook(struct gck_capture *c)
@@ -668,10 +716,14 @@ struct gck_serve {
 	const struct gck_manifest *m;
 	struct sreq		*reqs;
 	size_t			 nreqs, capreqs;
-	char			*chunk;		/* being written */
-	size_t			 clen, coff;
-	char			*ahead;		/* read after it */
-	size_t			 alen;
+	char			*chunk;		/* for reads only checked */
+	const char		*cp;		/* the piece being written: */
+	size_t			 clen, coff;	/* data, or */
+	int			 chole;		/* zeros */
+	int64_t			 fsize;		/* the file's size */
+	uint64_t		 fed;		/* bytes of it read */
+	char			 held;		/* its last byte, held back */
+	int			 hheld;		/* held, and to be written */
 	int			 advanced;	/* the file is all read */
 	char			 next[GCK_SNAME];	/* and then the image is at */
 	int			 next_eoi;
@@ -688,10 +740,7 @@ gck_serve_open(struct gck_ctx *ctx, const char *imgdir,
 
 	*sp = NULL;
 	if ((s = calloc(1, sizeof *s)) == NULL ||
-	    (s->chunk = malloc(CHUNK)) == NULL ||
-	    (s->ahead = malloc(CHUNK)) == NULL) {
-		if (s != NULL)
-			free(s->chunk);
+	    (s->chunk = malloc(CHUNK)) == NULL) {
 		free(s);
 		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 	}
@@ -727,7 +776,6 @@ gck_serve_free(struct gck_serve *s)
 	free(s->kept);
 	free(s->reqs);
 	free(s->chunk);
-	free(s->ahead);
 	free(s);
 }
 
@@ -942,50 +990,100 @@ serve_write(struct gck_serve *s, struct sreq *q, const char *buf,
 }
 
 /*
- * Gets the next chunk of the file being fed to criu.  Its last bytes are
- * held back until the rest of the image up to the next file (or its end,
- * the trailer checked) has been read: criu cannot finish a restore that
- * the image does not prove whole.
+ * Writes zeros to q's pipe, as many as it takes up to len: pages of
+ * zeros lent to the pipe, not copied.
  */
 static int
-serve_next_chunk(struct gck_serve *s, struct gck_reader *rd)
+serve_zeros(struct gck_serve *s, struct sreq *q, size_t len, size_t *offp)
+{
+	struct iovec	iov;
+	ssize_t		n;
+
+	while (*offp < len) {
+		iov.iov_base = (void *)zpages;
+		iov.iov_len = len - *offp < sizeof zpages ? len - *offp :
+		    sizeof zpages;
+		n = vmsplice(q->fd, &iov, 1, SPLICE_F_NONBLOCK);
+		if (n == -1 && errno == EINVAL)
+			n = write(q->fd, zpages, iov.iov_len);
+		if (n == -1) {
+			if (errno == EAGAIN)
+				return GCK_OK;
+			if (errno == EINTR)
+				continue;
+			if (errno == EPIPE)
+				return gck_set_error(s->ctx, GCK_ECRIU, "criu "
+				    "stopped reading '%s'", q->name);
+			return gck_set_syserr(s->ctx, errno, "cannot feed "
+			    "'%s' to criu: %s", q->name, strerror(errno));
+		}
+		*offp += (size_t)n;
+	}
+	return GCK_OK;
+}
+
+/*
+ * Gets the next piece of the file being fed to criu: data as the reader
+ * holds it, or zeros.  The file's last byte is held back until the rest
+ * of the image up to the next file (or its end, the trailer checked) has
+ * been read: criu cannot finish a restore that the image does not prove
+ * whole.
+ */
+static int
+serve_next_piece(struct gck_serve *s, struct gck_reader *rd)
 {
 	struct sreq	*q = &s->reqs[s->cur];
-	uint64_t	 size;
-	ssize_t		 got;
-	char		*t;
-	int		 r;
+	const void	*p;
+	uint64_t	 size, tail;
+	ssize_t		 n;
+	int		 r, hole;
 
+	s->cp = NULL;
+	s->clen = s->coff = 0;
+	s->chole = 0;
 	if (s->advanced) {
-		/* All of it is with criu. */
+		if (s->hheld) {
+			/* the image is whole so far: the last byte */
+			s->hheld = 0;
+			s->cp = &s->held;
+			s->clen = 1;
+			return GCK_OK;
+		}
 		close(q->fd);
 		q->fd = -1;
 		s->cur = -1;
 		s->advanced = 0;
+		s->fed = 0;
 		memcpy(s->file, s->next, sizeof s->file);
 		s->eoi = s->next_eoi;
 		return GCK_OK;
 	}
-	if (s->alen == 0) {
-		if ((got = gck_reader_file_read(rd, s->ahead, CHUNK)) < 0)
-			return s->ctx->code;
-		s->alen = (size_t)got;
-	}
-	t = s->chunk;
-	s->chunk = s->ahead;
-	s->ahead = t;
-	s->clen = s->alen;
-	s->coff = 0;
-	if ((got = gck_reader_file_read(rd, s->ahead, CHUNK)) < 0)
+	if (s->fed == 0)
+		s->fsize = gck_manifest_file_size(s->m, q->name);
+	if ((n = gck_reader_file_chunk(rd, &p, CHUNK, &hole)) < 0)
 		return s->ctx->code;
-	s->alen = (size_t)got;
-	if (got == 0) {
+	if (s->fsize < 0 || s->fed + (uint64_t)n > (uint64_t)s->fsize ||
+	    (n == 0 && s->fed != (uint64_t)s->fsize))
+		return gck_set_error(s->ctx, GCK_ECORRUPT, "corrupt image: "
+		    "'%s' is not the size the manifest gives", q->name);
+	if (n == 0) {
 		if ((r = gck_reader_file(rd, s->next, sizeof s->next,
 		    &size)) < 0)
 			return r;
 		s->next_eoi = r == 1;
 		s->advanced = 1;
+		return GCK_OK;
 	}
+	tail = (uint64_t)s->fsize - 1;	/* where the last byte is */
+	s->cp = p;
+	s->chole = hole;
+	s->clen = (size_t)n;
+	if (s->fed + (uint64_t)n > tail) {
+		s->clen = (size_t)(tail - s->fed);
+		s->held = hole ? 0 : ((const char *)p)[s->clen];
+		s->hheld = 1;
+	}
+	s->fed += (uint64_t)n;
 	return GCK_OK;
 }
 
@@ -1031,7 +1129,7 @@ gck_serve_run(struct gck_serve *s, struct gck_reader *rd, pid_t criu)
 				goto next_file;
 			}
 		} else if (!s->eoi && s->clen == s->coff) {
-			if ((r = serve_next_chunk(s, rd)) != GCK_OK)
+			if ((r = serve_next_piece(s, rd)) != GCK_OK)
 				goto out;
 			continue;
 		}
@@ -1100,7 +1198,9 @@ next_file:
 					}
 				if (s->cur != -1) {
 					s->cur = -1;
-					s->clen = s->coff = s->alen = 0;
+					s->clen = s->coff = 0;
+					s->fed = 0;
+					s->hheld = 0;
 					if (s->advanced) {
 						s->advanced = 0;
 						memcpy(s->file, s->next,
@@ -1125,8 +1225,10 @@ next_file:
 				    "stopped reading '%s'", q->name);
 				goto out;
 			}
-			if (q->stream)
-				r = serve_write(s, q, s->chunk, s->clen,
+			if (q->stream && s->chole)
+				r = serve_zeros(s, q, s->clen, &s->coff);
+			else if (q->stream)
+				r = serve_write(s, q, s->cp, s->clen,
 				    &s->coff);
 			else
 				r = serve_write(s, q, q->data, q->len, &q->off);
