@@ -130,6 +130,7 @@ RAW=$R/raw
 
 # --- cleanup ---------------------------------------------------------
 
+dest=		# the restoring side, in its namespace
 live=		# workload PIDs that may still run
 sshd_pid=
 sampler=
@@ -248,6 +249,44 @@ stop_work()
 	live=$(echo " $live " | sed "s/ $WPID / /")
 }
 
+# elsewhere D: starts, in the background, the restoring side of our
+# pipelines as another host would run it: gpurestore in a PID namespace
+# of its own, where the image's process IDs are free while the source
+# still exists here.  It reads the FIFO D/in and, when done, writes
+# D/st.restore (its exit status) and D/t.restored (the time); the
+# namespace, and the restored workload in it, lasts until D/release
+# appears.  Sets dest to the namespace's process.
+elsewhere()
+{
+	mkfifo "$1/in" || return 1
+	unshare --pid --fork --mount-proc "$BENCH_REAPER" bash -c '
+		d=$1
+		TMPDIR=$d/stage/b "$2" -f %M -o "$d/rss.restore" "$3" \
+		    <"$d/in" >"$d/out" 2>>"$d/err"
+		echo $? >"$d/st.tmp"
+		echo "$EPOCHREALTIME" >"$d/t.restored"
+		mv "$d/st.tmp" "$d/st.restore"
+		while ! [ -e "$d/release" ]; do sleep 0.05; done
+	' bench "$1" "$TIME" "$GPURESTORE" </dev/null >/dev/null 2>&1 &
+	dest=$!
+}
+
+# elsewhere_done D: waits for the restoring side; its status.
+elsewhere_done()
+{
+	wait_line "$1/st.restore" . "$LIMIT" || return 1
+	cat "$1/st.restore"
+}
+
+# host_pid NSPID: the PID, in ours, of the restored workload that has
+# NSPID in its own namespace.
+host_pid()
+{
+	awk -v want="$1" '$1 == "NSpid:" && NF == 3 && $3 == want {
+		split(FILENAME, f, "/"); print f[3]; exit }' \
+	    /proc/[0-9]*/status 2>/dev/null
+}
+
 # downtime: waits until the restored workload has logged the gap it saw
 # (restored=1) and prints the largest such gap in seconds.
 downtime()
@@ -358,7 +397,7 @@ gpusend_works()
 #   staging rss_dump rss_tar rss_zstd rss_unzstd rss_untar rss_crestore
 run_one()
 {
-	local name=$1 v=$2 rep=$3 kind mib d A B t0 t1 st ok=ok why=
+	local name=$1 v=$2 rep=$3 kind mib d A B t0 t1 st ok=ok why= src
 	local dt=- total=- wire=- rc=- rr=- stage=-
 	local r_dump=- r_tar=- r_zstd=- r_unzstd=- r_untar=- r_crestore=-
 	local args
@@ -426,21 +465,22 @@ run_one()
 		;;
 	ok.gpuckpt-pipe)
 		mkdir -p "$A" "$B"
+		elsewhere "$d"
 		TMPDIR=$A timeout "$LIMIT" "$TIME" -f %M -o "$d/rss.ckpt" \
 		    "$GPUCKPT" -p "$WPID" 2>"$d/err" |
-		    "$BCOUNT" "$d/wire" |
-		    TMPDIR=$B timeout "$LIMIT" "$TIME" -f %M -o "$d/rss.restore" \
-		    "$GPURESTORE" >"$d/out" 2>>"$d/err"
-		st="${PIPESTATUS[*]}"
+		    "$BCOUNT" "$d/wire" >"$d/in"
+		st="${PIPESTATUS[*]} $(elsewhere_done "$d" || echo 1)"
+		t1=$(cat "$d/t.restored" 2>/dev/null || now)
 		;;
 	ok.gpuckpt-ssh)
 		mkdir -p "$A" "$B"
+		elsewhere "$d"
 		TMPDIR=$A timeout "$LIMIT" "$TIME" -f %M -o "$d/rss.ckpt" \
 		    "$GPUCKPT" -p "$WPID" 2>"$d/err" |
 		    "$BCOUNT" "$d/wire" |
-		    remote "TMPDIR='$B' '$TIME' -f %M -o '$d/rss.restore' \
-			'$GPURESTORE'" >"$d/out" 2>>"$d/err"
-		st="${PIPESTATUS[*]}"
+		    remote "cat >'$d/in'" 2>>"$d/err"
+		st="${PIPESTATUS[*]} $(elsewhere_done "$d" || echo 1)"
+		t1=$(cat "$d/t.restored" 2>/dev/null || now)
 		;;
 	ok.gpusend)
 		mkdir -p "$A" "$B"
@@ -452,7 +492,7 @@ run_one()
 		st=$?
 		;;
 	esac
-	t1=$(now)
+	case $v in gpuckpt-*) ;; *) t1=$(now) ;; esac
 	kill "$sampler" 2>/dev/null
 	wait "$sampler" 2>/dev/null
 	sampler=
@@ -474,6 +514,15 @@ run_one()
 			fi
 		esac
 	fi
+	case $v in
+	gpuckpt-*)
+		# The restored workload lives in the namespace: find it.
+		src=$WPID
+		WPID=$(host_pid "$src")
+		[ -n "$WPID" ] || { WPID=$src; [ $ok = ok ] && ok=FAIL &&
+		    why="the restored workload is not there"; }
+		;;
+	esac
 	if [ $ok = ok ] && ! dt=$(downtime); then
 		ok=FAIL
 		dt=-
@@ -484,6 +533,11 @@ run_one()
 		why="the restored workload did not verify: $(grep '^verify' "$WSTATUS" | tail -n 1)"
 	fi
 	stop_work
+	if [ -n "$dest" ]; then
+		touch "$d/release"
+		wait "$dest" 2>/dev/null
+		dest=
+	fi
 
 	total=$(elapsed "$t0" "$t1")
 	wire=$(head -n 1 "$d/wire" 2>/dev/null || echo -)
