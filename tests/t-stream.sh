@@ -138,6 +138,30 @@ test_expect_success 'stock tar extracts the holes as zeros' '
 	EOF
 '
 
+test_expect_success 'every byte of a map of holes and its data is checked' '
+	python3 - zero.tar >flips <<-\EOF &&
+	import sys, tarfile
+	with tarfile.open(sys.argv[1]) as t:
+	    m = next(m for m in t.getmembers() if m.sparse)
+	# pax header and its records, then the ustar header, then the map
+	map_start = m.offset + 512 + 512 + 512
+	data = m.offset_data
+	print(map_start, map_start + 3, data - 1, data, data + 4097,
+	      data + sum(l for o, l in m.sparse) - 1)
+	EOF
+	test "$(wc -w <flips)" = 6 &&
+	for at in $(cat flips); do
+		cp zero.tar bad.tar &&
+		python3 -c "import sys; f = open(\"bad.tar\", \"r+b\")
+f.seek(int(sys.argv[1])); b = f.read(1); f.seek(int(sys.argv[1]))
+f.write(bytes([b[0] ^ 0x20]))" $at &&
+		test_must_fail "$GCKINSPECT" --verify bad.tar >out 2>err &&
+		test_line_count err 1 &&
+		test_grep "^gpuinspect: .*\(corrupt\|truncated\)" err ||
+		return 1
+	done
+'
+
 test_expect_success 'a threaded tree: five snapshots in a row are consistent' '
 	start threads -m 32 &&
 	for i in 1 2 3 4 5; do

@@ -16,7 +16,7 @@
 
 #define GCK_FORMAT_VERSION	1		/* image format written */
 #define GCK_PART_SIZE		(16u << 20)	/* default part size */
-#define GCK_ZSTD_LEVEL		2		/* default zstd level */
+#define GCK_ZSTD_LEVEL		3		/* default zstd level */
 #define GCK_PART_MAX		(64u << 20)	/* largest part a reader takes */
 #define GCK_META_MAX		(16u << 20)	/* largest manifest / trailer */
 #define GCK_ENTRIES_MAX		1000000		/* most entries in one image */
