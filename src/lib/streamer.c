@@ -85,6 +85,21 @@ static int	criu_gone(pid_t, int *);
 static int	pages_id(const char *, unsigned *);
 static int	pagemap_pid(const char *, pid_t *);
 
+/*
+ * criu also writes its timing statistics (stats-dump, stats-restore)
+ * into the images directory: they are no part of the image, and go to
+ * /dev/null.
+ */
+static void
+no_stats(const char *dir, const char *name)
+{
+	char	path[PATH_MAX];
+
+	if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) <
+	    sizeof path)
+		(void)symlink("/dev/null", path);
+}
+
 /* Listens on dir/name; returns the socket or -1 with the error set. */
 static int
 listen_at(struct gck_ctx *ctx, const char *dir, const char *name, char *path,
@@ -260,6 +275,7 @@ gck_capture_open(struct gck_ctx *ctx, const char *imgdir,
 		return gck_set_syserr(ctx, errno, "cannot open /dev/null: %s",
 		    strerror(errno));
 	}
+	no_stats(imgdir, "stats-dump");
 	if ((c->lfd = listen_at(ctx, imgdir, SOCK_CAPTURE, c->path,
 	    sizeof c->path)) == -1 || (c->hlfd = listen_at(ctx, workdir,
 	    SOCK_HOOK, c->hpath, sizeof c->hpath)) == -1) {
@@ -748,6 +764,7 @@ gck_serve_open(struct gck_ctx *ctx, const char *imgdir,
 	s->m = m;
 	s->cfd = -1;
 	s->cur = -1;
+	no_stats(imgdir, "stats-restore");
 	if ((s->lfd = listen_at(ctx, imgdir, SOCK_SERVE, s->path,
 	    sizeof s->path)) == -1) {
 		gck_serve_free(s);
