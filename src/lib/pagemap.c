@@ -40,7 +40,7 @@ struct gck_pmread {
 	pid_t		 pid;
 	char		 name[GCK_SNAME];
 	struct run	*runs;
-	size_t		 nruns, cur;
+	size_t		 nruns, capruns, cur;
 	uint64_t	 off;		/* into runs[cur] */
 	int		 memfd;		/* /proc/PID/mem, when needed */
 	int		 err;		/* of a failed read: errno (-1: EOF) */
@@ -84,7 +84,6 @@ gck_pmread_open(struct gck_ctx *ctx, const struct gck_sfile *pagemap,
 	PagemapHead		*h;
 	PagemapEntry		*e;
 	const uint8_t		*rec;
-	struct run		*nr;
 	uint32_t		 magic[2], len, flags;
 	uint64_t		 total = 0, psz = (uint64_t)sysconf(_SC_PAGESIZE);
 	size_t			 pos = sizeof magic;
@@ -127,15 +126,10 @@ gck_pmread_open(struct gck_ctx *ctx, const struct gck_sfile *pagemap,
 			goto out;
 		}
 		if (flags & PE_PRESENT && e->nr_pages > 0) {
-			if (p->nruns % 256 == 0) {
-				if ((nr = reallocarray(p->runs, p->nruns + 256,
-				    sizeof *nr)) == NULL) {
-					pagemap_entry__free_unpacked(e, NULL);
-					r = gck_set_error(ctx, GCK_ENOMEM,
-					    "out of memory");
-					goto out;
-				}
-				p->runs = nr;
+			if ((r = gck_grow(ctx, &p->runs, &p->capruns,
+			    p->nruns, sizeof *p->runs)) != GCK_OK) {
+				pagemap_entry__free_unpacked(e, NULL);
+				goto out;
 			}
 			p->runs[p->nruns].addr = e->vaddr;
 			p->runs[p->nruns++].len = (uint64_t)e->nr_pages * psz;
@@ -258,13 +252,13 @@ gck_rseq_areas(struct gck_ctx *ctx, const struct gck_capture *cap, pid_t pid,
     struct gck_area **areasp, size_t *np)
 {
 	const struct gck_sfile	*f;
-	struct gck_area		*a = NULL, *na;
+	struct gck_area		*a = NULL;
 	struct dirent		*d;
 	CoreEntry		*ce;
 	DIR			*dir;
 	char			 path[64], name[NAME_MAX + 16];
 	uint32_t		 magic[2], len;
-	size_t			 n = 0;
+	size_t			 n = 0, na = 0;
 
 	*areasp = NULL;
 	*np = 0;
@@ -288,14 +282,12 @@ gck_rseq_areas(struct gck_ctx *ctx, const struct gck_capture *cap, pid_t pid,
 			continue;
 		if (ce->thread_core != NULL && ce->thread_core->rseq_entry !=
 		    NULL && ce->thread_core->rseq_entry->rseq_abi_pointer != 0) {
-			if ((na = reallocarray(a, n + 1, sizeof *na)) == NULL) {
+			if (gck_grow(ctx, &a, &na, n, sizeof *a) != GCK_OK) {
 				core_entry__free_unpacked(ce, NULL);
 				closedir(dir);
 				free(a);
-				return gck_set_error(ctx, GCK_ENOMEM,
-				    "out of memory");
+				return ctx->code;
 			}
-			a = na;
 			a[n].addr = ce->thread_core->rseq_entry->rseq_abi_pointer;
 			a[n].size = ce->thread_core->rseq_entry->has_rseq_abi_size ?
 			    ce->thread_core->rseq_entry->rseq_abi_size : 32;

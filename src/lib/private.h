@@ -43,6 +43,7 @@ void	gck_rmtree(const char *);
 int	gck_read_small_file(const char *, char *, size_t);
 void	gck_hex64(uint64_t, char [17]);
 int	gck_msleep(int);
+int	gck_grow(struct gck_ctx *, void *, size_t *, size_t, size_t);
 
 /* proc.c: a process tree as seen in /proc */
 struct gck_proc {
@@ -254,7 +255,7 @@ struct gck_sfile {
 	size_t		 len, cap;
 	uint64_t	 size;		/* bytes criu wrote */
 	uint64_t	*digests;	/* pages: of each part's samples */
-	size_t		 ndigests;
+	size_t		 ndigests, capdigests;
 	uint64_t	 partfill;
 	struct XXH3_state_s *xs;
 };

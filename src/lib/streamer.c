@@ -82,6 +82,7 @@ static int	listen_at(struct gck_ctx *, const char *, const char *, char *,
 static int	recv_request(struct gck_ctx *, int, char *, size_t, int *);
 static int	recv_pipe(struct gck_ctx *, int, const char *, int *);
 static int	criu_gone(pid_t, int *);
+static int	accept_criu(struct gck_ctx *, int *, int *);
 static int	pages_id(const char *, unsigned *);
 static int	pagemap_pid(const char *, pid_t *);
 
@@ -127,6 +128,25 @@ listen_at(struct gck_ctx *ctx, const char *dir, const char *name, char *path,
 		return -1;
 	}
 	return fd;
+}
+
+/*
+ * Takes criu's connection on listening socket *lfdp, which is then
+ * closed: criu connects once.  Returns GCK_OK (*cfdp still -1 if it has
+ * not connected yet) or a code.
+ */
+static int
+accept_criu(struct gck_ctx *ctx, int *lfdp, int *cfdp)
+{
+	if ((*cfdp = accept4(*lfdp, NULL, NULL, SOCK_CLOEXEC)) == -1) {
+		if (errno == EAGAIN || errno == EINTR)
+			return GCK_OK;
+		return gck_set_syserr(ctx, errno, "cannot accept criu's "
+		    "connection: %s", strerror(errno));
+	}
+	close(*lfdp);
+	*lfdp = -1;
+	return GCK_OK;
 }
 
 /* Whether criu has exited (it is not reaped), and if so whether it failed. */
@@ -343,7 +363,7 @@ gck_capture_find(const struct gck_capture *c, const char *name)
 static int
 capture_add(struct gck_capture *c, const char *name, int fd)
 {
-	struct gck_sfile	*f, *nf;
+	struct gck_sfile	*f;
 	unsigned		 id;
 	pid_t			 pid;
 
@@ -354,16 +374,10 @@ capture_add(struct gck_capture *c, const char *name, int fd)
 		    "%s", name, gck_capture_find(c, name) != NULL ? "twice" :
 		    "(not an image file name)");
 	}
-	if (c->nfiles == c->cap) {
-		size_t	n = c->cap ? c->cap * 2 : 64;
-
-		if ((nf = reallocarray(c->files, n, sizeof *nf)) == NULL) {
-			close(fd);
-			return gck_set_error(c->ctx, GCK_ENOMEM,
-			    "out of memory");
-		}
-		c->files = nf;
-		c->cap = n;
+	if (gck_grow(c->ctx, &c->files, &c->cap, c->nfiles,
+	    sizeof *c->files) != GCK_OK) {
+		close(fd);
+		return c->ctx->code;
 	}
 	f = &c->files[c->nfiles++];
 	memset(f, 0, sizeof *f);
@@ -387,15 +401,9 @@ capture_add(struct gck_capture *c, const char *name, int fd)
 static int
 capture_part_done(struct gck_capture *c, struct gck_sfile *f)
 {
-	uint64_t	*nd;
-
-	if (f->ndigests % 64 == 0) {
-		if ((nd = reallocarray(f->digests, f->ndigests + 64,
-		    sizeof *nd)) == NULL)
-			return gck_set_error(c->ctx, GCK_ENOMEM,
-			    "out of memory");
-		f->digests = nd;
-	}
+	if (gck_grow(c->ctx, &f->digests, &f->capdigests, f->ndigests,
+	    sizeof *f->digests) != GCK_OK)
+		return c->ctx->code;
 	f->digests[f->ndigests++] = XXH3_64bits_digest(f->xs);
 	XXH3_64bits_reset(f->xs);
 	f->partfill = 0;
@@ -604,16 +612,9 @@ gck_capture_run(struct gck_capture *c, pid_t criu)
 		if (i == np)
 			continue;
 		if (c->cfd == -1) {
-			if ((c->cfd = accept4(c->lfd, NULL, NULL,
-			    SOCK_CLOEXEC)) == -1) {
-				if (errno == EAGAIN || errno == EINTR)
-					continue;
-				r = gck_set_syserr(c->ctx, errno, "cannot accept "
-				    "criu's connection: %s", strerror(errno));
+			if ((r = accept_criu(c->ctx, &c->lfd,
+			    &c->cfd)) != GCK_OK)
 				goto out;
-			}
-			close(c->lfd);
-			c->lfd = -1;
 			continue;
 		}
 		if ((r = recv_request(c->ctx, c->cfd, name, sizeof name,
@@ -813,19 +814,13 @@ serve_kept(struct gck_serve *s, const char *name)
 static int
 serve_keep(struct gck_serve *s, struct gck_reader *rd, const char *name)
 {
-	struct gck_sfile	*f, *nk;
+	struct gck_sfile	*f;
 	char			*nd;
 	ssize_t			 n;
 
-	if (s->nkept == s->capkept) {
-		size_t	nc = s->capkept ? s->capkept * 2 : 64;
-
-		if ((nk = reallocarray(s->kept, nc, sizeof *nk)) == NULL)
-			return gck_set_error(s->ctx, GCK_ENOMEM,
-			    "out of memory");
-		s->kept = nk;
-		s->capkept = nc;
-	}
+	if (gck_grow(s->ctx, &s->kept, &s->capkept, s->nkept,
+	    sizeof *s->kept) != GCK_OK)
+		return s->ctx->code;
 	f = &s->kept[s->nkept++];
 	memset(f, 0, sizeof *f);
 	f->fd = -1;
@@ -923,7 +918,7 @@ static int
 serve_request(struct gck_serve *s, const char *name, int streamed_past)
 {
 	struct gck_sfile	*f;
-	struct sreq		*q, *nq;
+	struct sreq		*q;
 	int			 r, fd, stream = 0, exists;
 
 	if (strlen(name) >= GCK_SNAME)
@@ -936,16 +931,10 @@ serve_request(struct gck_serve *s, const char *name, int streamed_past)
 	    " (not in the image)");
 	if ((r = serve_reply(s, name, exists, &fd)) != GCK_OK || !exists)
 		return r;
-	if (s->nreqs == s->capreqs) {
-		size_t	nc = s->capreqs ? s->capreqs * 2 : 64;
-
-		if ((nq = reallocarray(s->reqs, nc, sizeof *nq)) == NULL) {
-			close(fd);
-			return gck_set_error(s->ctx, GCK_ENOMEM,
-			    "out of memory");
-		}
-		s->reqs = nq;
-		s->capreqs = nc;
+	if (gck_grow(s->ctx, &s->reqs, &s->capreqs, s->nreqs,
+	    sizeof *s->reqs) != GCK_OK) {
+		close(fd);
+		return s->ctx->code;
 	}
 	q = &s->reqs[s->nreqs++];
 	memset(q, 0, sizeof *q);
@@ -981,48 +970,29 @@ pending_stream(const struct gck_serve *s)
 	return 0;
 }
 
-/* Writes what q's pipe takes.  Returns GCK_OK or a code. */
+/*
+ * Writes what q's pipe takes of buf, up to len (from *offp on), or, if
+ * buf is NULL, of zeros: pages of zeros lent to the pipe, not copied.
+ * Returns GCK_OK or a code.
+ */
 static int
 serve_write(struct gck_serve *s, struct sreq *q, const char *buf,
     size_t len, size_t *offp)
-{
-	ssize_t	n;
-
-	while (*offp < len) {
-		n = write(q->fd, buf + *offp, len - *offp);
-		if (n == -1) {
-			if (errno == EAGAIN)
-				return GCK_OK;
-			if (errno == EINTR)
-				continue;
-			if (errno == EPIPE)
-				return gck_set_error(s->ctx, GCK_ECRIU, "criu "
-				    "stopped reading '%s'", q->name);
-			return gck_set_syserr(s->ctx, errno, "cannot feed "
-			    "'%s' to criu: %s", q->name, strerror(errno));
-		}
-		*offp += (size_t)n;
-	}
-	return GCK_OK;
-}
-
-/*
- * Writes zeros to q's pipe, as many as it takes up to len: pages of
- * zeros lent to the pipe, not copied.
- */
-static int
-serve_zeros(struct gck_serve *s, struct sreq *q, size_t len, size_t *offp)
 {
 	struct iovec	iov;
 	ssize_t		n;
 
 	while (*offp < len) {
-		iov.iov_base = (void *)zpages;
-		iov.iov_len = len - *offp < sizeof zpages ? len - *offp :
-		    sizeof zpages;
-		n = vmsplice(q->fd, &iov, 1, SPLICE_F_NONBLOCK);
-		if (n == -1 && errno == EINVAL)
-			n = write(q->fd, zpages, iov.iov_len);
+		if (buf != NULL)
+			n = write(q->fd, buf + *offp, len - *offp);
+		else {
+			iov.iov_base = (void *)zpages;
+			iov.iov_len = len - *offp < sizeof zpages ?
+			    len - *offp : sizeof zpages;
+			n = vmsplice(q->fd, &iov, 1, SPLICE_F_NONBLOCK);
+			if (n == -1 && errno == EINVAL)
+				n = write(q->fd, zpages, iov.iov_len);
+		}
 		if (n == -1) {
 			if (errno == EAGAIN)
 				return GCK_OK;
@@ -1242,11 +1212,9 @@ next_file:
 				    "stopped reading '%s'", q->name);
 				goto out;
 			}
-			if (q->stream && s->chole)
-				r = serve_zeros(s, q, s->clen, &s->coff);
-			else if (q->stream)
-				r = serve_write(s, q, s->cp, s->clen,
-				    &s->coff);
+			if (q->stream)
+				r = serve_write(s, q, s->chole ? NULL : s->cp,
+				    s->clen, &s->coff);
 			else
 				r = serve_write(s, q, q->data, q->len, &q->off);
 			if (r != GCK_OK)
@@ -1255,16 +1223,9 @@ next_file:
 		if (sock_done || pfd[0].revents == 0)
 			continue;
 		if (s->cfd == -1) {
-			if ((s->cfd = accept4(s->lfd, NULL, NULL,
-			    SOCK_CLOEXEC)) == -1) {
-				if (errno == EAGAIN || errno == EINTR)
-					continue;
-				r = gck_set_syserr(s->ctx, errno, "cannot accept "
-				    "criu's connection: %s", strerror(errno));
+			if ((r = accept_criu(s->ctx, &s->lfd,
+			    &s->cfd)) != GCK_OK)
 				goto out;
-			}
-			close(s->lfd);
-			s->lfd = -1;
 			continue;
 		}
 		if ((r = recv_request(s->ctx, s->cfd, name, sizeof name,

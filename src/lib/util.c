@@ -184,6 +184,28 @@ gck_hex64(uint64_t v, char out[17])
 	snprintf(out, 17, "%016llx", (unsigned long long)v);
 }
 
+/*
+ * Makes room in the array at *arrayp, of *capp elements of size bytes,
+ * for one more after n: doubles it when full.  Returns GCK_OK or
+ * GCK_ENOMEM with the error set.
+ */
+int
+gck_grow(struct gck_ctx *ctx, void *arrayp, size_t *capp, size_t n,
+    size_t size)
+{
+	void	*na, **ap = arrayp;
+	size_t	 nc;
+
+	if (n < *capp)
+		return GCK_OK;
+	nc = *capp ? *capp * 2 : 64;
+	if ((na = reallocarray(*ap, nc, size)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	*ap = na;
+	*capp = nc;
+	return GCK_OK;
+}
+
 /* Sleeps ms milliseconds; returns early on a signal. */
 int
 gck_msleep(int ms)
