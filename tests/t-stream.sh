@@ -175,6 +175,53 @@ test_expect_success 'a threaded tree: five snapshots in a row are consistent' '
 	restored_there
 '
 
+test_expect_success 'a tree of four with shared memory, restored elsewhere' '
+	cat >tree.py <<-\EOF &&
+	import hashlib, mmap, os, sys, time
+	# a parent and 3 children, each with 16 MiB of its own, and 4 MiB of
+	# shared anonymous memory that all of them see
+	d = sys.argv[1]
+	shm = mmap.mmap(-1, 4 << 20, mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
+	shm.write(os.urandom(4 << 20))
+	want = hashlib.sha1(shm[:]).hexdigest()
+	for i in range(3):
+	    if os.fork() == 0:
+	        mem = bytearray(os.urandom(16 << 20))
+	        h = hashlib.sha1(mem).hexdigest()
+	        while True:
+	            if os.path.exists("%s/check.%d" % (d, i)):
+	                ok = (hashlib.sha1(mem).hexdigest() == h and
+	                      hashlib.sha1(shm[:]).hexdigest() == want)
+	                with open("%s/res.%d" % (d, i), "w") as f:
+	                    f.write("ok" if ok else "BAD")
+	                os.unlink("%s/check.%d" % (d, i))
+	            time.sleep(0.05)
+	mem = bytearray(os.urandom(16 << 20))
+	with open("%s/tree.pid" % d, "w") as f:
+	    f.write(str(os.getpid()))
+	while True:
+	    time.sleep(0.05)
+	EOF
+	(setsid python3 tree.py "$TRASH" </dev/null >tree.out 2>&1 &) &&
+	wait_for_line tree.pid . 30 &&
+	tpid=$(cat tree.pid) &&
+	started="$started $tpid" &&
+	sleep 0.5 &&
+	"$GCKPT" -p $tpid 2>ck.err |
+	    elsewhere "\"$GCKRESTORE\" -v >rs.out 2>rs.err; echo \$? >rs.st
+		touch check.0 check.1 check.2
+		i=0
+		while test \$i -lt 100 && ! test -s res.2; do
+			i=\$((i + 1)); sleep 0.1
+		done
+		sleep 0.5" &&
+	test "$(cat rs.st)" = 0 &&
+	test "$(cat rs.out)" = "$tpid" &&
+	test "$(cat res.0 res.1 res.2)" = okokok &&
+	# the pages came in the order criu asked for them
+	! grep "holding" rs.err
+'
+
 test_expect_success 'a restore failing elsewhere: the source runs on' '
 	start fail -m 64 &&
 	cat >failcriu <<-EOF &&

@@ -365,6 +365,7 @@ write_image(void *arg)
 	for (i = 0; i < n; i++) {
 		files[i].name = gck_capture_file(w->cap, i)->name;
 		files[i].size = gck_capture_file(w->cap, i)->size;
+		files[i].memory = gck_capture_file(w->cap, i)->pages;
 	}
 	if ((manifest = gck_manifest_build(ctx, t, w->o, w->criuver,
 	    w->shell_job, w->cf, files, n)) == NULL) {

@@ -247,8 +247,9 @@ gck_manifest_build(struct gck_ctx *ctx, const struct gck_ptree *t,
 		goto out;
 	}
 	for (i = 0; i < nfiles; i++)
-		if (json_array_append_new(fl, json_pack("{s:s, s:I}", "name",
-		    files[i].name, "size", (json_int_t)files[i].size)) != 0) {
+		if (json_array_append_new(fl, json_pack("{s:s, s:I, s:b}",
+		    "name", files[i].name, "size", (json_int_t)files[i].size,
+		    "memory", files[i].memory)) != 0) {
 			json_decref(procs);
 			json_decref(fl);
 			goto out;
@@ -288,6 +289,7 @@ files_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *fl)
 	json_int_t	 size;
 	const char	*name;
 	size_t		 i;
+	int		 memory;
 
 	if (fl == NULL)
 		return GCK_OK;
@@ -295,11 +297,13 @@ files_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *fl)
 	    (m->files = json_object()) == NULL)
 		goto bad;
 	json_array_foreach(fl, i, f) {
-		if (json_unpack(f, "{s:s, s:I}", "name", &name, "size",
-		    &size) != 0 || size < 0 || !gck_criu_name_ok(name) ||
+		memory = 0;
+		if (json_unpack(f, "{s:s, s:I, s?b}", "name", &name, "size",
+		    &size, "memory", &memory) != 0 || size < 0 ||
+		    !gck_criu_name_ok(name) ||
 		    json_object_get(m->files, name) != NULL ||
-		    json_object_set_new(m->files, name,
-		    json_integer(size)) != 0)
+		    json_object_set_new(m->files, name, json_pack("{s:I, s:b}",
+		    "size", size, "memory", memory)) != 0)
 			goto bad;
 	}
 	return GCK_OK;
@@ -324,7 +328,22 @@ gck_manifest_file_size(const struct gck_manifest *m, const char *name)
 	if (m->files == NULL || (v = json_object_get(m->files, name)) ==
 	    NULL)
 		return -1;
-	return (int64_t)json_integer_value(v);
+	return (int64_t)json_integer_value(json_object_get(v, "size"));
+}
+
+/*
+ * Whether the image's CRIU file name holds a process's memory pages,
+ * which come after every other file.
+ */
+int
+gck_manifest_file_memory(const struct gck_manifest *m, const char *name)
+{
+	json_t	*v;
+
+	if (m->files == NULL || (v = json_object_get(m->files, name)) ==
+	    NULL)
+		return 0;
+	return json_is_true(json_object_get(v, "memory"));
 }
 
 /*

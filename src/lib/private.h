@@ -218,6 +218,7 @@ int	gck_gpumap_host(struct gck_ctx *, const struct gck_gpu *, size_t,
 struct gck_imgfile {
 	const char	*name;
 	uint64_t	 size;
+	int		 memory;	/* a process's pages: streamed last */
 };
 
 char	*gck_manifest_build(struct gck_ctx *, const struct gck_ptree *,
@@ -225,6 +226,7 @@ char	*gck_manifest_build(struct gck_ctx *, const struct gck_ptree *,
 	    const struct gck_cuda_facts *, const struct gck_imgfile *, size_t);
 int	gck_manifest_has_file(const struct gck_manifest *, const char *);
 int64_t	gck_manifest_file_size(const struct gck_manifest *, const char *);
+int	gck_manifest_file_memory(const struct gck_manifest *, const char *);
 int	gck_manifest_this_boot(const struct gck_manifest *);
 void	gck_boot_id(char *, size_t);
 

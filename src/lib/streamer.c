@@ -864,14 +864,13 @@ serve_skip(struct gck_serve *s, struct gck_reader *rd)
 }
 
 /*
- * Reads ahead, into memory, every file up to the first one of memory
- * pages, which waits for criu to ask for it.
+ * Reads ahead, into memory, every file up to the first one of a
+ * process's memory pages, which waits for criu to ask for it.
  */
 int
 gck_serve_preload(struct gck_serve *s, struct gck_reader *rd)
 {
 	uint64_t	 size;
-	unsigned	 id;
 	int		 r;
 
 	for (;;) {
@@ -880,7 +879,7 @@ gck_serve_preload(struct gck_serve *s, struct gck_reader *rd)
 			s->eoi = r == 1;
 			return r == 1 ? GCK_OK : r;
 		}
-		if (pages_id(s->file, &id))
+		if (gck_manifest_file_memory(s->m, s->file))
 			return GCK_OK;
 		if ((r = serve_keep(s, rd, s->file)) != GCK_OK)
 			return r;
@@ -1107,10 +1106,17 @@ gck_serve_run(struct gck_serve *s, struct gck_reader *rd, pid_t criu)
 					goto out;
 				goto next_file;
 			}
-			if (waited >= SPILL_MS && pending_stream(s)) {
-				/* criu waits for a later file: keep this. */
-				gck_log(s->ctx, 1, "holding %s in memory: "
-				    "criu asks for other files first", s->file);
+			if (!gck_manifest_file_memory(s->m, s->file) ||
+			    (waited >= SPILL_MS && pending_stream(s))) {
+				/*
+				 * A small file criu has not asked for yet, or
+				 * pages criu is not reading while it waits for
+				 * later ones: kept in memory.
+				 */
+				if (gck_manifest_file_memory(s->m, s->file))
+					gck_log(s->ctx, 1, "holding %s in "
+					    "memory: criu asks for other files "
+					    "first", s->file);
 				if ((r = serve_keep(s, rd, s->file)) != GCK_OK)
 					goto out;
 				goto next_file;
