@@ -312,6 +312,16 @@ bad:
 	    "in the manifest");
 }
 
+/*
+ * Whether the manifest lists the image's CRIU files (images made before
+ * streaming did not).
+ */
+int
+gck_manifest_has_file_list(const struct gck_manifest *m)
+{
+	return m->files != NULL;
+}
+
 /* Whether the image has CRIU file name. */
 int
 gck_manifest_has_file(const struct gck_manifest *m, const char *name)

@@ -239,15 +239,18 @@ gck_restore(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	}
 	for (i = 0; i < n; i++)
 		pids[i] = gck_manifest_pid(m, i);
-	if (source_here(m)) {
+	if (source_here(m) || !gck_manifest_has_file_list(m)) {
 		/*
 		 * The source is this host's own stopped tree, which goes
-		 * only once its image is all written: read it all first,
-		 * into the work area, then restore from there.
+		 * only once its image is all written (or the image does not
+		 * say which of its files are memory, to be fed to criu as
+		 * they arrive): read it all first, into the work area, then
+		 * restore from there.
 		 */
-		gck_log(ctx, 1, "process tree %d is still on this host, "
-		    "stopped: reading the whole image before restoring it",
-		    (int)gck_manifest_root_pid(m));
+		if (gck_manifest_has_file_list(m))
+			gck_log(ctx, 1, "process tree %d is still on this "
+			    "host, stopped: reading the whole image before "
+			    "restoring it", (int)gck_manifest_root_pid(m));
 		if ((dfd = open(imgdir, O_RDONLY | O_DIRECTORY |
 		    O_CLOEXEC)) == -1) {
 			r = gck_set_syserr(ctx, errno, "cannot open '%s': %s",
