@@ -179,7 +179,9 @@ test_expect_success 'a tree of four with shared memory, restored elsewhere' '
 	cat >tree.py <<-\EOF &&
 	import hashlib, mmap, os, sys, time
 	# a parent and 3 children, each with 16 MiB of its own, and 4 MiB of
-	# shared anonymous memory that all of them see
+	# shared anonymous memory that all of them see; descriptors inherited
+	# from the test harness are not part of the state under test
+	os.closerange(3, 1024)
 	d = sys.argv[1]
 	shm = mmap.mmap(-1, 4 << 20, mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
 	shm.write(os.urandom(4 << 20))
