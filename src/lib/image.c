@@ -36,7 +36,6 @@
 #define CRIU_PREFIX	"criu/"
 #define NAME_MAX_LEN	200
 #define FILES_MAX	65536
-#define READ_BUFSZ	(1u << 20)
 #define TAIL_SLACK	(1u << 16)
 #define GCK_HOLE_PAGE	4096
 
@@ -53,7 +52,7 @@ struct gck_writer {
 	json_t		*entries;
 	uint64_t	 count, bytes, holes;
 	size_t		 part_size;
-	char		*buf;
+	char		*buf;		/* gck_writer_add_file()'s, on first use */
 	time_t		 mtime;
 	int		 ioerr;
 	int		 finished, abandoned;
@@ -65,7 +64,6 @@ struct gck_reader {
 	struct archive		*a;
 	struct gck_zin		*z;
 	char			*rbuf;		/* for libarchive */
-	char			*dbuf;		/* entry data */
 	char			*mtext;		/* manifest JSON */
 	size_t			 mlen;
 	struct gck_manifest	*m;
@@ -103,7 +101,7 @@ static int	r_archive_error(struct gck_reader *, int);
 static int	r_next(struct gck_reader *, struct archive_entry **);
 static int	r_check_entry(struct gck_reader *, struct archive_entry *,
 		    uint64_t, uint64_t *);
-static int	r_data(struct gck_reader *, const char *, uint64_t, int,
+static int	r_data(struct gck_reader *, const char *, uint64_t,
 		    char *, uint64_t);
 static int	r_record(struct gck_reader *, const char *, uint64_t,
 		    uint64_t);
@@ -162,7 +160,6 @@ gck_writer_new(struct gck_ctx *ctx, int fd, int level, size_t part_size,
 		goto out;
 	}
 	if ((w = calloc(1, sizeof *w)) == NULL ||
-	    (w->buf = malloc(part_size)) == NULL ||
 	    (w->xs = XXH3_createState()) == NULL ||
 	    (w->entries = json_array()) == NULL) {
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
@@ -403,6 +400,8 @@ gck_writer_add_file(struct gck_writer *w, const char *name, int fd)
 	if (fstat(fd, &st) == -1)
 		return gck_set_syserr(w->ctx, errno, "cannot stat '%s': %s",
 		    name, strerror(errno));
+	if (w->buf == NULL && (w->buf = malloc(w->part_size)) == NULL)
+		return gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
 	left = (uint64_t)st.st_size;
 	if (left <= w->part_size) {
 		if ((n = gck_read_full(w->ctx, fd, w->buf, (size_t)left,
@@ -538,7 +537,6 @@ gck_reader_new(struct gck_ctx *ctx, int fd, struct gck_reader **rp)
 	*rp = NULL;
 	if ((r = calloc(1, sizeof *r)) == NULL ||
 	    (r->rbuf = malloc(1u << 16)) == NULL ||
-	    (r->dbuf = malloc(READ_BUFSZ)) == NULL ||
 	    (r->xs = XXH3_createState()) == NULL) {
 		ret = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
@@ -589,7 +587,6 @@ gck_reader_free(struct gck_reader *r)
 	gck_manifest_free(r->m);
 	free(r->mtext);
 	free(r->rbuf);
-	free(r->dbuf);
 	if (r->xs != NULL)
 		XXH3_freeState(r->xs);
 	free(r->reg);
@@ -903,68 +900,44 @@ r_check_entry(struct gck_reader *r, struct archive_entry *e, uint64_t max,
 }
 
 /*
- * Reads the data of the current entry (size bytes): to fd if not -1, or
- * into keep (which holds size bytes) if not NULL.  Checks it against
- * digest.  Returns GCK_OK or a code.
+ * Reads the data of the current entry (size bytes) into keep, which
+ * holds size bytes and one more, and checks it against digest.  Returns
+ * GCK_OK or a code.
  */
 static int
-r_data(struct gck_reader *r, const char *name, uint64_t size, int fd,
-    char *keep, uint64_t digest)
+r_data(struct gck_reader *r, const char *name, uint64_t size, char *keep,
+    uint64_t digest)
 {
-	XXH3_state_t	*st = NULL;
-	char		 d[NAME_MAX_LEN + 48];
+	char		 d[NAME_MAX_LEN + 48], where[NAME_MAX_LEN + 64];
 	uint64_t	 got = 0;
 	la_ssize_t	 n;
 	int		 ret;
 
-	if ((st = XXH3_createState()) == NULL) {
-		ret = gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
-		goto out;
-	}
-	XXH3_64bits_reset(st);
 	for (;;) {
-		n = archive_read_data(r->a, keep != NULL ? keep + got :
-		    r->dbuf, keep != NULL ? (size_t)(size - got) + 1 :
-		    READ_BUFSZ);
-		if (n < 0) {
-			ret = r_archive_error(r, 1);
-			goto out;
-		}
+		n = archive_read_data(r->a, keep + got, (size_t)(size - got) +
+		    1);
+		if (n < 0)
+			return r_archive_error(r, 1);
 		if (n == 0)
 			break;
-		if (got + (uint64_t)n > size) {
-			ret = gck_set_error(r->ctx, GCK_EFORMAT,
-			    "corrupt image: entry '%.200s' longer than "
-			    "declared", name);
-			goto out;
-		}
-		XXH3_64bits_update(st, keep != NULL ? keep + got : r->dbuf,
-		    (size_t)n);
-		if (fd != -1 && (ret = gck_write_all(r->ctx, fd, r->dbuf,
-		    (size_t)n, "a work file")) != GCK_OK)
-			goto out;
+		if (got + (uint64_t)n > size)
+			return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: "
+			    "entry '%.200s' longer than declared", name);
 		got += (uint64_t)n;
 		if ((ret = gck_check_interrupt(r->ctx)) != GCK_OK)
-			goto out;
+			return ret;
 	}
 	if (got != size) {
-		char	where[NAME_MAX_LEN + 64];
-
 		r_where(r, where, sizeof where);
-		ret = gck_set_error(r->ctx, GCK_ETRUNC,
+		return gck_set_error(r->ctx, GCK_ETRUNC,
 		    "image truncated %s: entry incomplete", where);
-		goto out;
 	}
-	if (XXH3_64bits_digest(st) != digest) {
+	if (XXH3_64bits(keep, (size_t)size) != digest) {
 		display_name(name, d, sizeof d);
-		ret = gck_set_error(r->ctx, GCK_ECORRUPT,
+		return gck_set_error(r->ctx, GCK_ECORRUPT,
 		    "corrupt image: checksum mismatch in %s", d);
-		goto out;
 	}
-	ret = r_padding(r, size);
-out:
-	XXH3_freeState(st);
-	return ret;
+	return r_padding(r, size);
 }
 
 static int
@@ -1027,7 +1000,7 @@ gck_reader_head(struct gck_reader *r, const struct gck_manifest **mp)
 	size = (uint64_t)archive_entry_size(e);
 	if ((r->mtext = malloc((size_t)size + 2)) == NULL)
 		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
-	ret = r_data(r, name, size, -1, r->mtext, digest);
+	ret = r_data(r, name, size, r->mtext, digest);
 	if (ret != GCK_OK && ret != GCK_ECORRUPT)
 		return ret;
 	r->mtext[size] = '\0';
@@ -1177,7 +1150,7 @@ r_entry(struct gck_reader *r)
 		if ((text = malloc((size_t)size + 1)) == NULL)
 			return gck_set_error(r->ctx, GCK_ENOMEM,
 			    "out of memory");
-		if ((ret = r_data(r, name, size, -1, text, digest)) ==
+		if ((ret = r_data(r, name, size, text, digest)) ==
 		    GCK_OK && (ret = r_trailer(r, text, (size_t)size)) ==
 		    GCK_OK) {
 			r->trailer_end = ((uint64_t)archive_filter_bytes(r->a,
@@ -1349,23 +1322,6 @@ r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
 	return 0;
 }
 
-/* Reads up to len bytes of the current entry's data into buf. */
-static ssize_t
-r_read(struct gck_reader *r, void *buf, size_t len)
-{
-	const void	*p;
-	ssize_t		 n;
-	int		 hole;
-
-	if ((n = r_chunk(r, &p, len, &hole)) > 0) {
-		if (hole)
-			memset(buf, 0, (size_t)n);
-		else
-			memcpy(buf, p, (size_t)n);
-	}
-	return n;
-}
-
 /*
  * Moves to the next CRIU file, reading and checking whatever is left of
  * the current one.  Returns 0 with its name and the size of its first
@@ -1375,8 +1331,9 @@ int
 gck_reader_file(struct gck_reader *r, char *name, size_t len,
     uint64_t *sizep)
 {
-	ssize_t	n;
-	int	ret;
+	const void	*p;
+	ssize_t		 n;
+	int		 ret, hole;
 
 	for (;;) {
 		if (r->done)
@@ -1387,7 +1344,7 @@ gck_reader_file(struct gck_reader *r, char *name, size_t len,
 			*sizep = r->esize;
 			return 0;
 		}
-		while ((n = r_read(r, r->dbuf, READ_BUFSZ)) > 0)
+		while ((n = r_chunk(r, &p, SIZE_MAX, &hole)) > 0)
 			;
 		if (n < 0)
 			return r->ctx->code;
@@ -1403,19 +1360,17 @@ gck_reader_file(struct gck_reader *r, char *name, size_t len,
 ssize_t
 gck_reader_file_read(struct gck_reader *r, void *buf, size_t len)
 {
-	ssize_t	n;
-	int	ret;
+	const void	*p;
+	ssize_t		 n;
+	int		 hole;
 
-	for (;;) {
-		if (r->done || r->newfile)
-			return 0;
-		if ((n = r_read(r, buf, len)) != 0)
-			return n;
-		if ((ret = r_entry(r)) < 0)
-			return -1;
-		if (ret == 1 || r->newfile)
-			return 0;
+	if ((n = gck_reader_file_chunk(r, &p, len, &hole)) > 0) {
+		if (hole)
+			memset(buf, 0, (size_t)n);
+		else
+			memcpy(buf, p, (size_t)n);
 	}
+	return n;
 }
 
 /*
@@ -1466,9 +1421,10 @@ int
 gck_reader_extract(struct gck_reader *r, int dirfd)
 {
 	char		 file[NAME_MAX_LEN + 1];
+	const void	*p;
 	uint64_t	 size;
 	ssize_t		 n;
-	int		 ret, fd = -1;
+	int		 ret = GCK_OK, fd = -1, hole;
 
 	for (;;) {
 		if ((ret = gck_reader_file(r, file, sizeof file, &size)) != 0)
@@ -1479,17 +1435,18 @@ gck_reader_extract(struct gck_reader *r, int dirfd)
 			return gck_set_syserr(r->ctx, errno,
 			    "cannot create work file '%s': %s", file,
 			    strerror(errno));
-		while ((n = gck_reader_file_read(r, r->dbuf,
-		    READ_BUFSZ)) > 0)
+		while ((n = gck_reader_file_chunk(r, &p, sizeof zeros,
+		    &hole)) > 0)
 			if (fd != -1 && (ret = gck_write_all(r->ctx, fd,
-			    r->dbuf, (size_t)n, "a work file")) != GCK_OK)
+			    hole ? zeros : p, (size_t)n, "a work file")) !=
+			    GCK_OK)
 				break;
 		if (fd != -1)
 			close(fd);
 		fd = -1;
 		if (n < 0)
 			return r->ctx->code;
-		if (ret != GCK_OK && n > 0)
+		if (ret != GCK_OK)
 			return ret;
 	}
 }

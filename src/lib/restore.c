@@ -28,6 +28,9 @@
 static int	pids_free(struct gck_ctx *, const struct gck_manifest *, int);
 static int	source_here(const struct gck_manifest *);
 static void	reap_image_pids(const pid_t *, size_t, int);
+static int	gpu_preflight(struct gck_ctx *, const struct gck_manifest *,
+		    const char *, struct gck_cuda **, struct gck_cproc **,
+		    size_t *);
 
 /*
  * Waits up to ms for the image's processes, killed, to be gone: criu
@@ -52,9 +55,6 @@ reap_image_pids(const pid_t *pids, size_t n, int ms)
 		gck_msleep(10);
 	}
 }
-static int	gpu_preflight(struct gck_ctx *, const struct gck_manifest *,
-		    const char *, struct gck_cuda **, struct gck_cproc **,
-		    size_t *);
 
 /*
  * Checks, before anything is touched, that this host can take the

@@ -83,6 +83,8 @@ static int	recv_request(struct gck_ctx *, int, char *, size_t, int *);
 static int	recv_pipe(struct gck_ctx *, int, const char *, int *);
 static int	criu_gone(pid_t, int *);
 static int	accept_criu(struct gck_ctx *, int *, int *);
+static int	poll_room(struct gck_ctx *, struct pollfd **, size_t **,
+		    size_t *, size_t);
 static int	pages_id(const char *, unsigned *);
 static int	pagemap_pid(const char *, pid_t *);
 
@@ -146,6 +148,30 @@ accept_criu(struct gck_ctx *ctx, int *lfdp, int *cfdp)
 	}
 	close(*lfdp);
 	*lfdp = -1;
+	return GCK_OK;
+}
+
+/*
+ * Makes room for need entries in a poll loop's arrays (the pollfds and
+ * what each stands for), kept from one round to the next.
+ */
+static int
+poll_room(struct gck_ctx *ctx, struct pollfd **pfdp, size_t **idxp,
+    size_t *capp, size_t need)
+{
+	struct pollfd	*np;
+	size_t		*ni;
+
+	if (need <= *capp)
+		return GCK_OK;
+	need += 16;
+	if ((np = reallocarray(*pfdp, need, sizeof *np)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	*pfdp = np;
+	if ((ni = reallocarray(*idxp, need, sizeof *ni)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	*idxp = ni;
+	*capp = need;
 	return GCK_OK;
 }
 
@@ -548,21 +574,16 @@ int
 gck_capture_run(struct gck_capture *c, pid_t criu)
 {
 	struct pollfd	*pfd = NULL;
-	size_t		*idx = NULL, i, np, open;
+	size_t		*idx = NULL, i, np, open, pcap = 0;
 	char		 name[REQ_MAX];
 	int		 r, fd, n, sock_done = 0, flags, failed, hookslot;
 
 	for (;;) {
 		if ((r = gck_check_interrupt(c->ctx)) != GCK_OK)
 			goto out;
-		free(pfd);
-		free(idx);
-		idx = NULL;
-		if ((pfd = calloc(c->nfiles + 2, sizeof *pfd)) == NULL ||
-		    (idx = calloc(c->nfiles + 2, sizeof *idx)) == NULL) {
-			r = gck_set_error(c->ctx, GCK_ENOMEM, "out of memory");
+		if ((r = poll_room(c->ctx, &pfd, &idx, &pcap,
+		    c->nfiles + 2)) != GCK_OK)
 			goto out;
-		}
 		np = open = 0;
 		hookslot = -1;
 		if (!c->hooked) {
@@ -733,7 +754,6 @@ struct gck_serve {
 	const struct gck_manifest *m;
 	struct sreq		*reqs;
 	size_t			 nreqs, capreqs;
-	char			*chunk;		/* for reads only checked */
 	const char		*cp;		/* the piece being written: */
 	size_t			 clen, coff;	/* data, or */
 	int			 chole;		/* zeros */
@@ -756,11 +776,8 @@ gck_serve_open(struct gck_ctx *ctx, const char *imgdir,
 	struct gck_serve	*s;
 
 	*sp = NULL;
-	if ((s = calloc(1, sizeof *s)) == NULL ||
-	    (s->chunk = malloc(CHUNK)) == NULL) {
-		free(s);
+	if ((s = calloc(1, sizeof *s)) == NULL)
 		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-	}
 	s->ctx = ctx;
 	s->m = m;
 	s->cfd = -1;
@@ -793,7 +810,6 @@ gck_serve_free(struct gck_serve *s)
 		free(s->kept[i].data);
 	free(s->kept);
 	free(s->reqs);
-	free(s->chunk);
 	free(s);
 }
 
@@ -856,11 +872,26 @@ serve_keep(struct gck_serve *s, struct gck_reader *rd, const char *name)
 static int
 serve_skip(struct gck_serve *s, struct gck_reader *rd)
 {
-	ssize_t	n;
+	const void	*p;
+	ssize_t		 n;
+	int		 hole;
 
-	while ((n = gck_reader_file_read(rd, s->chunk, CHUNK)) > 0)
+	while ((n = gck_reader_file_chunk(rd, &p, SIZE_MAX, &hole)) > 0)
 		;
 	return n < 0 ? s->ctx->code : GCK_OK;
+}
+
+/* Moves the image on to its next file, or its end. */
+static int
+serve_advance(struct gck_serve *s, struct gck_reader *rd)
+{
+	uint64_t	size;
+	int		r;
+
+	if ((r = gck_reader_file(rd, s->file, sizeof s->file, &size)) < 0)
+		return r;
+	s->eoi = r == 1;
+	return GCK_OK;
 }
 
 /*
@@ -870,17 +901,12 @@ serve_skip(struct gck_serve *s, struct gck_reader *rd)
 int
 gck_serve_preload(struct gck_serve *s, struct gck_reader *rd)
 {
-	uint64_t	 size;
-	int		 r;
+	int	r;
 
 	for (;;) {
-		if ((r = gck_reader_file(rd, s->file, sizeof s->file,
-		    &size)) != 0) {
-			s->eoi = r == 1;
-			return r == 1 ? GCK_OK : r;
-		}
-		if (gck_manifest_file_memory(s->m, s->file))
-			return GCK_OK;
+		if ((r = serve_advance(s, rd)) != GCK_OK || s->eoi ||
+		    gck_manifest_file_memory(s->m, s->file))
+			return r;
 		if ((r = serve_keep(s, rd, s->file)) != GCK_OK)
 			return r;
 	}
@@ -1083,9 +1109,8 @@ int
 gck_serve_run(struct gck_serve *s, struct gck_reader *rd, pid_t criu)
 {
 	struct pollfd	*pfd = NULL;
-	size_t		*idx = NULL, i, np;
+	size_t		*idx = NULL, i, np, pcap = 0;
 	char		 name[REQ_MAX];
-	uint64_t	 size;
 	struct timespec	 since = { 0, 0 }, now;
 	int		 r, n, sock_done = 0, gone = 0, failed;
 	long		 waited;
@@ -1102,9 +1127,11 @@ gck_serve_run(struct gck_serve *s, struct gck_reader *rd, pid_t criu)
 			    (now.tv_nsec - since.tv_nsec) / 1000000;
 			if (gone || sock_done) {
 				/* No one will ask: the rest is only checked. */
-				if ((r = serve_skip(s, rd)) != GCK_OK)
+				if ((r = serve_skip(s, rd)) != GCK_OK ||
+				    (r = serve_advance(s, rd)) != GCK_OK)
 					goto out;
-				goto next_file;
+				since.tv_sec = 0;
+				continue;
 			}
 			if (!gck_manifest_file_memory(s->m, s->file) ||
 			    (waited >= SPILL_MS && pending_stream(s))) {
@@ -1117,35 +1144,23 @@ gck_serve_run(struct gck_serve *s, struct gck_reader *rd, pid_t criu)
 					gck_log(s->ctx, 1, "holding %s in "
 					    "memory: criu asks for other files "
 					    "first", s->file);
-				if ((r = serve_keep(s, rd, s->file)) != GCK_OK)
+				if ((r = serve_keep(s, rd, s->file)) != GCK_OK ||
+				    (r = serve_advance(s, rd)) != GCK_OK)
 					goto out;
-				goto next_file;
+				since.tv_sec = 0;
+				continue;
 			}
 		} else if (!s->eoi && s->clen == s->coff) {
 			if ((r = serve_next_piece(s, rd)) != GCK_OK)
 				goto out;
 			continue;
 		}
-		if (0) {
-next_file:
-			since.tv_sec = 0;
-			if ((r = gck_reader_file(rd, s->file, sizeof s->file,
-			    &size)) < 0)
-				goto out;
-			s->eoi = r == 1;
-			continue;
-		}
 		if (gone && s->eoi)
 			break;
 
-		free(pfd);
-		free(idx);
-		idx = NULL;
-		if ((pfd = calloc(s->nreqs + 1, sizeof *pfd)) == NULL ||
-		    (idx = calloc(s->nreqs + 1, sizeof *idx)) == NULL) {
-			r = gck_set_error(s->ctx, GCK_ENOMEM, "out of memory");
+		if ((r = poll_room(s->ctx, &pfd, &idx, &pcap,
+		    s->nreqs + 1)) != GCK_OK)
 			goto out;
-		}
 		np = 0;
 		if (!sock_done) {
 			pfd[np].fd = s->cfd != -1 ? s->cfd : s->lfd;
@@ -1201,9 +1216,10 @@ next_file:
 						s->eoi = s->next_eoi;
 						continue;
 					}
-					if ((r = serve_skip(s, rd)) != GCK_OK)
+					if ((r = serve_skip(s, rd)) != GCK_OK ||
+					    (r = serve_advance(s, rd)) != GCK_OK)
 						goto out;
-					goto next_file;
+					continue;
 				}
 			}
 			continue;
