@@ -1,5 +1,5 @@
 /*
- * gpuinspect: show and verify images.
+ * gpuinspect: show, verify, diff and extract images.
  */
 #include "config.h"
 
@@ -8,54 +8,398 @@
 #include <err.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "compat.h"
 #include "gpuckpt.h"
 #include "tool.h"
 
+enum mode { SHOW, VERIFY, DIFF, EXTRACT };
+
 static const struct option longopts[] = {
+	{ "diff",	no_argument,		NULL,	'd' },
+	{ "extract",	required_argument,	NULL,	'x' },
 	{ "help",	no_argument,		NULL,	'h' },
-	{ "version",	no_argument,		NULL,	'V' },
+	{ "json",	no_argument,		NULL,	'j' },
 	{ "verbose",	no_argument,		NULL,	'v' },
-	{ "verify",	no_argument,		NULL,	'C' },
+	{ "verify",	no_argument,		NULL,	't' },
+	{ "version",	no_argument,		NULL,	'V' },
 	{ NULL,		0,			NULL,	0 }
 };
+
+static _Noreturn void	usage(int);
+static const char	*size_str(json_t *, char *, size_t);
+static const char	*str(json_t *, const char *);
+static void		 print_show(const char *, json_t *);
+static void		 print_diff(json_t *, int);
+static void		 print_tree(json_t *, json_t *, size_t, int);
+static char		*cmdline_str(json_t *);
 
 static _Noreturn void
 usage(int status)
 {
 	fprintf(status ? stderr : stdout,
-	    "usage: %s [-hVv] [--verify] [file | -]\n", getprogname());
+	    "usage: %s [-jVv] [file | -]\n"
+	    "       %s -t [-v] [file | -]\n"
+	    "       %s -d [-jv] file1 file2\n"
+	    "       %s -x dir [-v] [file | -]\n",
+	    getprogname(), getprogname(), getprogname(), getprogname());
 	exit(status);
+}
+
+/* A size in bytes, as "1.5 GiB"; "-" when it is not known. */
+static const char *
+size_str(json_t *v, char *buf, size_t len)
+{
+	static const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double	 d;
+	size_t	 u = 0;
+
+	if (!json_is_integer(v) || json_integer_value(v) < 0) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	d = (double)json_integer_value(v);
+	while (d >= 1024 && u < sizeof unit / sizeof unit[0] - 1) {
+		d /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%.0f B", d);
+	else
+		snprintf(buf, len, "%.1f %s", d, unit[u]);
+	return buf;
+}
+
+/* Member k of o if it is a string, else "?". */
+static const char *
+str(json_t *o, const char *k)
+{
+	json_t	*v = json_object_get(o, k);
+
+	return json_is_string(v) ? json_string_value(v) : "?";
+}
+
+static json_int_t
+num(json_t *o, const char *k)
+{
+	json_t	*v = json_object_get(o, k);
+
+	return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
+/* A command line, its arguments separated by spaces; never NULL. */
+static char *
+cmdline_str(json_t *a)
+{
+	json_t	*v;
+	char	*s = NULL, *t;
+	size_t	 i;
+
+	json_array_foreach(a, i, v) {
+		if (!json_is_string(v))
+			continue;
+		if (asprintf(&t, "%s%s%s", s != NULL ? s : "", s != NULL ?
+		    " " : "", json_string_value(v)) == -1)
+			err(1, "asprintf");
+		free(s);
+		s = t;
+	}
+	if (s == NULL && (s = strdup("")) == NULL)
+		err(1, "strdup");
+	/* one line: control characters shown as '?' */
+	for (t = s; *t != '\0'; t++)
+		if ((unsigned char)*t < 32 || *t == 127)
+			*t = '?';
+	return s;
+}
+
+/* Prints process i of procs, then its children, depth levels in. */
+static void
+print_tree(json_t *procs, json_t *done, size_t i, int depth)
+{
+	json_t		*p, *m, *g, *q, *gt;
+	json_int_t	 pid, gm;
+	char		 b[5][32], pidcol[32], *cl;
+	size_t		 j;
+	int		 gknown;
+
+	p = json_array_get(procs, i);
+	json_array_set_new(done, i, json_true());
+	pid = num(p, "pid");
+	m = json_object_get(p, "memory");
+	gm = 0;
+	gknown = 1;
+	json_array_foreach(json_object_get(p, "gpus"), j, g) {
+		if (num(g, "memory") < 0)
+			gknown = 0;
+		else
+			gm += num(g, "memory");
+	}
+	gt = json_integer(gm);
+	snprintf(pidcol, sizeof pidcol, "%*s%lld", depth > 8 ? 16 : depth * 2,
+	    "", (long long)pid);
+	cl = cmdline_str(json_object_get(p, "cmdline"));
+	printf("%-10s %7lld %7lld %10s %10s %10s %10s %10s  %s\n",
+	    pidcol, (long long)num(p, "ppid"), (long long)num(p, "threads"),
+	    size_str(json_object_get(m, "rss"), b[0], sizeof b[0]),
+	    size_str(json_object_get(m, "anon"), b[1], sizeof b[1]),
+	    size_str(json_object_get(m, "file"), b[2], sizeof b[2]),
+	    size_str(json_object_get(m, "shared"), b[3], sizeof b[3]),
+	    json_array_size(json_object_get(p, "gpus")) == 0 ? "-" :
+	    gknown ? size_str(gt, b[4], sizeof b[4]) : "?",
+	    *cl != '\0' ? cl : str(p, "comm"));
+	free(cl);
+	json_decref(gt);
+	/* (deeper ones are printed afterwards, from the left) */
+	json_array_foreach(procs, j, q)
+		if (depth < 256 && num(q, "ppid") == pid &&
+		    !json_is_true(json_array_get(done, j)))
+			print_tree(procs, done, j, depth + 1);
+}
+
+static void
+print_show(const char *name, json_t *d)
+{
+	json_t		*img = json_object_get(d, "image"), *h, *o, *c, *g;
+	json_t		*t = json_object_get(d, "totals"), *procs, *done, *p;
+	json_t		*pg;
+	char		 b[4][32];
+	size_t		 i, j, k;
+
+	h = json_object_get(d, "host");
+	o = json_object_get(d, "options");
+	c = json_object_get(d, "cuda");
+	printf("image       %s\n", name);
+	printf("created     %s by %s, format %lld\n", str(d, "created"),
+	    str(d, "tool"), (long long)num(img, "format"));
+	printf("source      %s: Linux %s %s\n", str(h, "hostname"),
+	    str(h, "kernel"), str(h, "arch"));
+	printf("versions    criu %s", str(d, "criu_version"));
+	if (json_is_object(c))
+		printf(", CUDA driver %s (CUDA %s)", json_is_string(
+		    json_object_get(c, "driver")) ? str(c, "driver") :
+		    "release unknown", str(c, "cuda_version"));
+	else
+		printf(", no CUDA");
+	printf("\n");
+	if (strcmp(str(o, "compress"), "zstd") == 0)
+		printf("options     zstd level %lld", (long long)num(o, "level"));
+	else
+		printf("options     %s", str(o, "compress"));
+	printf(", after the checkpoint: %s, part size %s\n", str(o, "after"),
+	    size_str(json_object_get(img, "part_size"), b[0], sizeof b[0]));
+	printf("size        %s on disk, %s of CRIU data (%s memory pages)",
+	    size_str(json_object_get(img, "size"), b[0], sizeof b[0]),
+	    size_str(json_object_get(img, "data_size"), b[1], sizeof b[1]),
+	    size_str(json_object_get(img, "memory_size"), b[2], sizeof b[2]));
+	if (json_is_number(json_object_get(img, "ratio")))
+		printf(", ratio %.2fx", json_number_value(json_object_get(img,
+		    "ratio")));
+	printf("\n");
+	printf("processes   %lld, threads %lld, root %lld%s\n",
+	    (long long)num(t, "processes"), (long long)num(t, "threads"),
+	    (long long)num(d, "root_pid"),
+	    json_is_true(json_object_get(d, "shell_job")) ? ", shell job" : "");
+	printf("memory      %s resident: %s anonymous, %s file, %s shared\n",
+	    size_str(json_object_get(t, "rss"), b[0], sizeof b[0]),
+	    size_str(json_object_get(t, "anon"), b[1], sizeof b[1]),
+	    size_str(json_object_get(t, "file"), b[2], sizeof b[2]),
+	    size_str(json_object_get(t, "shared"), b[3], sizeof b[3]));
+	printf("\n%-10s %7s %7s %10s %10s %10s %10s %10s  %s\n", "PID", "PPID",
+	    "THREADS", "RSS", "ANON", "FILE", "SHARED", "GPU MEM", "COMMAND");
+	procs = json_object_get(d, "processes");
+	if ((done = json_array()) == NULL)
+		err(1, "json");
+	for (i = 0; i < json_array_size(procs); i++)
+		json_array_append_new(done, json_false());
+	/* the root and its descendants, then any other process */
+	json_array_foreach(procs, i, p)
+		if (num(p, "pid") == num(d, "root_pid"))
+			print_tree(procs, done, i, 0);
+	json_array_foreach(procs, i, p)
+		if (!json_is_true(json_array_get(done, i)))
+			print_tree(procs, done, i, 0);
+	json_decref(done);
+	if (!json_is_object(c))
+		return;
+	printf("\n%-6s %-40s %-28s %4s %10s\n", "GPU", "UUID", "NAME", "CC",
+	    "MEMORY");
+	json_array_foreach(json_object_get(c, "gpus"), i, g) {
+		printf("%-6lld %-40s %-28s %4s %10s\n",
+		    (long long)num(g, "index"), str(g, "uuid"), str(g, "name"),
+		    str(g, "compute_capability"),
+		    size_str(json_object_get(g, "memory"), b[0], sizeof b[0]));
+		json_array_foreach(procs, j, p)
+			json_array_foreach(json_object_get(p, "gpus"), k, pg)
+				if (strcmp(str(pg, "uuid"), str(g, "uuid")) ==
+				    0)
+					printf("       pid %lld (%s): %s\n",
+					    (long long)num(p, "pid"),
+					    str(p, "comm"), size_str(
+					    json_object_get(pg, "memory"),
+					    b[0], sizeof b[0]));
+	}
+}
+
+/* A process's GPUs, as "GPU-... 1.0 GiB, GPU-... 2.0 GiB". */
+static void
+print_gpus(json_t *gpus)
+{
+	json_t	*g;
+	char	 b[32];
+	size_t	 i;
+
+	if (json_array_size(gpus) == 0)
+		printf("none");
+	json_array_foreach(gpus, i, g)
+		printf("%s%s %s", i > 0 ? ", " : "", str(g, "uuid"),
+		    size_str(json_object_get(g, "memory"), b, sizeof b));
+}
+
+static void
+print_brief(const char *sign, json_t *p)
+{
+	char	*cl = cmdline_str(json_object_get(p, "cmdline"));
+
+	printf("%s process %lld (%s): %s\n", sign, (long long)num(p, "pid"),
+	    str(p, "comm"), cl);
+	free(cl);
+}
+
+static void
+print_diff(json_t *d, int verbose)
+{
+	json_t	*im = json_object_get(d, "images"), *ps, *p, *x, *m, *f;
+	char	 b[3][32], *ca, *cb;
+	size_t	 i, n;
+	const char *side[] = { "a", "b" };
+
+	if (!json_is_true(json_object_get(d, "differ")) && !verbose)
+		return;
+	for (i = 0; i < 2; i++) {
+		x = json_object_get(im, side[i]);
+		printf("%s %s: %s, %s, %lld processes\n", side[i] == side[0] ?
+		    "---" : "+++", str(x, "name"), str(x, "created"),
+		    str(x, "hostname"), (long long)num(x, "processes"));
+	}
+	ps = json_object_get(d, "processes");
+	json_array_foreach(json_object_get(ps, "removed"), i, p)
+		print_brief("-", p);
+	json_array_foreach(json_object_get(ps, "added"), i, p)
+		print_brief("+", p);
+	json_array_foreach(json_object_get(ps, "changed"), i, p) {
+		printf("~ process %lld (%s)\n", (long long)num(p, "pid"),
+		    str(p, "comm"));
+		if ((x = json_object_get(p, "cmdline")) != NULL) {
+			ca = cmdline_str(json_object_get(x, "a"));
+			cb = cmdline_str(json_object_get(x, "b"));
+			printf("    command line: %s -> %s\n", ca, cb);
+			free(ca);
+			free(cb);
+		}
+		if ((x = json_object_get(p, "threads")) != NULL)
+			printf("    threads: %lld -> %lld\n",
+			    (long long)num(x, "a"), (long long)num(x, "b"));
+		if ((x = json_object_get(p, "gpus")) != NULL) {
+			printf("    gpus: ");
+			print_gpus(json_object_get(x, "a"));
+			printf(" -> ");
+			print_gpus(json_object_get(x, "b"));
+			printf("\n");
+		}
+		m = json_object_get(p, "memory");
+		printf("    memory: %s changed (%s dumped in a, %s in b)\n",
+		    size_str(json_object_get(m, "changed"), b[0], sizeof b[0]),
+		    size_str(json_object_get(m, "a"), b[1], sizeof b[1]),
+		    size_str(json_object_get(m, "b"), b[2], sizeof b[2]));
+		json_array_foreach(json_object_get(p, "mappings"), n, x)
+			printf("      %-10s %s-%s %s %-11s %10s  %s\n",
+			    str(x, "status"), str(x, "start"), str(x, "end"),
+			    str(x, "prot"), str(x, "kind"),
+			    size_str(json_object_get(x, "changed"), b[0],
+			    sizeof b[0]), json_is_string(json_object_get(x,
+			    "path")) ? str(x, "path") : "");
+	}
+	f = json_object_get(d, "files");
+	printf("criu files: %zu changed, %zu added, %zu removed, %lld the same",
+	    json_array_size(json_object_get(f, "changed")),
+	    json_array_size(json_object_get(f, "added")),
+	    json_array_size(json_object_get(f, "removed")),
+	    (long long)num(f, "same"));
+	n = 0;
+	json_array_foreach(json_object_get(f, "changed"), i, x)
+		printf("%s~%s", n++ ? " " : ": ", json_string_value(x));
+	json_array_foreach(json_object_get(f, "added"), i, x)
+		printf("%s+%s", n++ ? " " : ": ", json_string_value(x));
+	json_array_foreach(json_object_get(f, "removed"), i, x)
+		printf("%s-%s", n++ ? " " : ": ", json_string_value(x));
+	printf("\n");
+}
+
+/* Opens an operand; exits with status when it cannot. */
+static int
+open_operand(const char *path, int status)
+{
+	int	fd;
+
+	if (path == NULL || strcmp(path, "-") == 0) {
+		if (isatty(STDIN_FILENO))
+			errx(status, "refusing to read an image from a "
+			    "terminal");
+		return STDIN_FILENO;
+	}
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		err(status, "cannot open '%s'", path);
+	return fd;
 }
 
 int
 main(int argc, char *argv[])
 {
-	const struct gck_manifest	*m;
-	struct gck_image_stats		 st;
-	struct gck_reader		*rd = NULL;
-	struct gck_ctx			*ctx;
-	const char			*text;
-	size_t				 len;
-	int				 ch, verbose = 0, verify = 0, r;
-	int				 fd;
+	struct gck_image_stats	 st;
+	const struct gck_manifest *m;
+	struct gck_reader	*rd = NULL;
+	struct gck_ctx		*ctx;
+	enum mode		 mode = SHOW;
+	json_error_t		 jerr;
+	json_t			*doc = NULL;
+	const char		*dir = NULL, *name;
+	char			*text = NULL;
+	int			 ch, verbose = 0, json = 0, r, fd, fdb;
+	int			 differ = 0, nmode = 0, status;
 
-	while ((ch = getopt_long(argc, argv, "hVv", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "dhjtVvx:", longopts, NULL)) !=
+	    -1) {
 		switch (ch) {
-		case 'C':
-			verify = 1;
+		case 'd':
+			mode = DIFF;
+			nmode++;
 			break;
 		case 'h':
 			usage(0);
+		case 'j':
+			json = 1;
+			break;
+		case 't':
+			mode = VERIFY;
+			nmode++;
+			break;
 		case 'V':
 			tool_version();
 		case 'v':
 			verbose++;
+			break;
+		case 'x':
+			mode = EXTRACT;
+			dir = optarg;
+			nmode++;
 			break;
 		default:
 			usage(2);
@@ -63,33 +407,69 @@ main(int argc, char *argv[])
 	}
 	argc -= optind;
 	argv += optind;
-	if (argc > 1)
+	if (nmode > 1 || (json && mode != SHOW && mode != DIFF) ||
+	    (mode == DIFF ? argc != 2 : argc > 1) ||
+	    (mode == EXTRACT && *dir == '\0'))
 		usage(2);
-	fd = tool_open_image(argc == 1 ? argv[0] : NULL);
+	if (mode == DIFF && strcmp(argv[0], "-") == 0 &&
+	    strcmp(argv[1], "-") == 0) {
+		warnx("only one of the images can be standard input");
+		usage(2);
+	}
 
 	tool_signals();
 	ctx = tool_ctx(verbose);
-	if ((r = gck_reader_new(ctx, fd, &rd)) == GCK_OK &&
-	    (r = gck_reader_head(rd, &m)) == GCK_OK) {
-		if (verify) {
-			if ((r = gck_reader_extract(rd, -1)) == GCK_OK) {
-				gck_reader_stats(rd, &st);
-				printf("image ok: %llu entries, %llu bytes\n",
-				    (unsigned long long)st.entries,
-				    (unsigned long long)st.bytes);
-			}
-		} else {
-			gck_reader_manifest_text(rd, &text, &len);
-			fwrite(text, 1, len, stdout);
-			if (len > 0 && text[len - 1] != '\n')
-				putchar('\n');
-		}
+	name = argc >= 1 ? argv[0] : "-";
+	fd = open_operand(argc >= 1 ? argv[0] : NULL, mode == DIFF ? 2 : 1);
+	switch (mode) {
+	case SHOW:
+		if ((r = gck_inspect_show(ctx, fd, &text)) != GCK_OK)
+			break;
+		if (json)
+			fputs(text, stdout);
+		else if ((doc = json_loads(text, 0, &jerr)) != NULL)
+			print_show(strcmp(name, "-") == 0 ? "(standard input)" :
+			    name, doc);
+		else
+			errx(1, "cannot read the description: %s", jerr.text);
+		break;
+	case VERIFY:
+		if ((r = gck_reader_new(ctx, fd, &rd)) != GCK_OK ||
+		    (r = gck_reader_head(rd, &m)) != GCK_OK ||
+		    (r = gck_reader_extract(rd, -1)) != GCK_OK)
+			break;
+		gck_reader_stats(rd, &st);
+		printf("image ok: %llu entries, %llu bytes\n",
+		    (unsigned long long)st.entries,
+		    (unsigned long long)st.bytes);
+		break;
+	case EXTRACT:
+		r = gck_inspect_extract(ctx, fd, dir);
+		break;
+	case DIFF:
+		fdb = open_operand(argv[1], 2);
+		if ((r = gck_inspect_diff(ctx, fd, argv[0], fdb, argv[1],
+		    &text, &differ)) != GCK_OK)
+			break;
+		if (json)
+			fputs(text, stdout);
+		else if ((doc = json_loads(text, 0, &jerr)) != NULL)
+			print_diff(doc, verbose);
+		else
+			errx(2, "cannot read the description: %s", jerr.text);
+		break;
 	}
 	if (r != GCK_OK)
 		warnx("%s", gck_error_string(ctx));
+	json_decref(doc);
+	free(text);
 	gck_reader_free(rd);
 	gck_ctx_free(ctx);
-	if (fflush(stdout) == EOF)
+	if (fflush(stdout) == EOF && r == GCK_OK)
 		r = GCK_ESYS;
-	return r == GCK_OK ? 0 : 1;
+	if (mode == DIFF)
+		status = r != GCK_OK ? 2 : differ;
+	else
+		status = r != GCK_OK;
+	return status;
 }

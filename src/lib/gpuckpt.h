@@ -174,6 +174,23 @@ void		 gck_reader_stats(const struct gck_reader *,
 void		 gck_reader_free(struct gck_reader *);
 
 /*
+ * Inspection.  Each describes what it found as a JSON document (text,
+ * NUL-terminated, ending in a newline, freed by the caller) of schema
+ * GCK_INSPECT_SCHEMA, as gpuinspect(1) documents it.
+ * gck_inspect_show() reads only the manifest at the head of the image
+ * on fd.  gck_inspect_diff() reads and verifies two images whole, a
+ * then b (labelled la and lb in the document), and sets *differ when
+ * they differ.  gck_inspect_extract() writes the manifest and the CRIU
+ * files of the image into dir, which is created, or must be empty; a
+ * failure leaves dir as it was.  All return GCK_OK or a GCK_* code.
+ */
+#define GCK_INSPECT_SCHEMA	1
+int		 gck_inspect_show(struct gck_ctx *, int, char **);
+int		 gck_inspect_diff(struct gck_ctx *, int, const char *, int,
+		    const char *, char **, int *);
+int		 gck_inspect_extract(struct gck_ctx *, int, const char *);
+
+/*
  * Manifest.  gck_manifest_parse() checks the JSON text against format v1
  * and returns GCK_EVERSION for a newer format.  Accessors never fail.
  */

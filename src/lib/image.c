@@ -82,6 +82,7 @@ struct gck_reader {
 	char			 cur[NAME_MAX_LEN + 1];	/* current file */
 	char			 ename[NAME_MAX_LEN + 32];	/* its entry */
 	uint64_t		 esize, egot, edigest;
+	uint64_t		 ehdr;		/* tar offset of its header */
 	int			 nextpart;
 	int			 indata;	/* entry data to read */
 	int			 newfile;	/* at a file's first entry */
@@ -636,8 +637,9 @@ r_archive_error(struct gck_reader *r, int during_data)
 	    !gck_zin_compressed(r->z))
 		return gck_set_error(r->ctx, GCK_EFORMAT, "empty input: no image");
 	if (r->ioerr || gck_zin_eof(r->z))
-		return gck_set_error(r->ctx, GCK_ETRUNC, "image truncated %s%s",
-		    where, during_data ? ": entry incomplete" : "");
+		return gck_set_error(r->ctx, GCK_ETRUNC, "image truncated %s%s "
+		    "(tar offset %" PRIu64 ")", where, during_data ?
+		    ": entry incomplete" : "", gck_zin_total(r->z));
 	if (gck_zin_total(r->z) == 0)
 		return gck_set_error(r->ctx, GCK_EFORMAT, "empty input: no image");
 	if (r->mtext == NULL)
@@ -693,6 +695,7 @@ r_layout(struct gck_reader *r, struct archive_entry *e)
 	int		 z;
 
 	p = (uint64_t)archive_read_header_position(r->a);
+	r->ehdr = p;
 	ds = (uint64_t)archive_filter_bytes(r->a, 0);
 	r->esparse = archive_entry_sparse_count(e) > 0;
 	r->nreg = 0;
@@ -930,12 +933,14 @@ r_data(struct gck_reader *r, const char *name, uint64_t size, char *keep,
 	if (got != size) {
 		r_where(r, where, sizeof where);
 		return gck_set_error(r->ctx, GCK_ETRUNC,
-		    "image truncated %s: entry incomplete", where);
+		    "image truncated %s: entry incomplete (tar offset %"
+		    PRIu64 ")", where, gck_zin_total(r->z));
 	}
 	if (XXH3_64bits(keep, (size_t)size) != digest) {
 		display_name(name, d, sizeof d);
 		return gck_set_error(r->ctx, GCK_ECORRUPT,
-		    "corrupt image: checksum mismatch in %s", d);
+		    "corrupt image: checksum mismatch in %s (entry at tar "
+		    "offset %" PRIu64 ")", d, r->ehdr);
 	}
 	return r_padding(r, size);
 }
@@ -1011,7 +1016,8 @@ gck_reader_head(struct gck_reader *r, const struct gck_manifest **mp)
 		return vret;
 	if (ret == GCK_ECORRUPT)
 		return gck_set_error(r->ctx, GCK_ECORRUPT,
-		    "corrupt image: checksum mismatch in '" NAME_MANIFEST "'");
+		    "corrupt image: checksum mismatch in '" NAME_MANIFEST "' "
+		    "(entry at tar offset %" PRIu64 ")", r->ehdr);
 	if (vret != GCK_OK)
 		return vret;
 	if ((ret = r_record(r, name, size, digest)) != GCK_OK)
@@ -1135,7 +1141,8 @@ r_entry(struct gck_reader *r)
 	if ((ret = r_next(r, &e)) == 1) {
 		r_where(r, where, sizeof where);
 		return gck_set_error(r->ctx, GCK_ETRUNC,
-		    "image truncated %s: no checksum trailer", where);
+		    "image truncated %s: no checksum trailer (tar offset %"
+		    PRIu64 ")", where, gck_zin_total(r->z));
 	}
 	if (ret != GCK_OK)
 		return ret;
@@ -1307,13 +1314,15 @@ r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
 	if (r->egot != r->esize) {
 		r_where(r, where, sizeof where);
 		gck_set_error(r->ctx, GCK_ETRUNC,
-		    "image truncated %s: entry incomplete", where);
+		    "image truncated %s: entry incomplete (tar offset %"
+		    PRIu64 ")", where, gck_zin_total(r->z));
 		return -1;
 	}
 	if (XXH3_64bits_digest(r->xs) != r->edigest) {
 		display_name(r->ename, d, sizeof d);
 		gck_set_error(r->ctx, GCK_ECORRUPT,
-		    "corrupt image: checksum mismatch in %s", d);
+		    "corrupt image: checksum mismatch in %s (entry at tar "
+		    "offset %" PRIu64 ")", d, r->ehdr);
 		return -1;
 	}
 	if (r_padding(r, r->esize) != GCK_OK ||
@@ -1422,7 +1431,7 @@ gck_reader_extract(struct gck_reader *r, int dirfd)
 {
 	char		 file[NAME_MAX_LEN + 1];
 	const void	*p;
-	uint64_t	 size;
+	uint64_t	 size, off;
 	ssize_t		 n;
 	int		 ret = GCK_OK, fd = -1, hole;
 
@@ -1435,12 +1444,27 @@ gck_reader_extract(struct gck_reader *r, int dirfd)
 			return gck_set_syserr(r->ctx, errno,
 			    "cannot create work file '%s': %s", file,
 			    strerror(errno));
-		while ((n = gck_reader_file_chunk(r, &p, sizeof zeros,
-		    &hole)) > 0)
-			if (fd != -1 && (ret = gck_write_all(r->ctx, fd,
-			    hole ? zeros : p, (size_t)n, "a work file")) !=
-			    GCK_OK)
+		/* holes stay holes: skipped, and the size set at the end */
+		off = 0;
+		while ((n = gck_reader_file_chunk(r, &p, SIZE_MAX, &hole)) >
+		    0) {
+			if (fd != -1 && !hole && ((uint64_t)lseek(fd,
+			    (off_t)off, SEEK_SET) != off ||
+			    (ret = gck_write_all(r->ctx, fd, p, (size_t)n,
+			    "a work file")) != GCK_OK)) {
+				if (ret == GCK_OK)
+					ret = gck_set_syserr(r->ctx, errno,
+					    "cannot write work file '%s': %s",
+					    file, strerror(errno));
 				break;
+			}
+			off += (uint64_t)n;
+		}
+		if (fd != -1 && n == 0 && ret == GCK_OK &&
+		    ftruncate(fd, (off_t)off) == -1)
+			ret = gck_set_syserr(r->ctx, errno,
+			    "cannot write work file '%s': %s", file,
+			    strerror(errno));
 		if (fd != -1)
 			close(fd);
 		fd = -1;
@@ -1449,6 +1473,23 @@ gck_reader_extract(struct gck_reader *r, int dirfd)
 		if (ret != GCK_OK)
 			return ret;
 	}
+}
+
+/* How many entries have been read and verified, the manifest first. */
+size_t
+gck_reader_nentries(const struct gck_reader *r)
+{
+	return r->nseen;
+}
+
+/* Entry i of those: its name in the archive, size and digest. */
+void
+gck_reader_entry(const struct gck_reader *r, size_t i, const char **namep,
+    uint64_t *sizep, uint64_t *digestp)
+{
+	*namep = r->seen[i].name;
+	*sizep = r->seen[i].size;
+	*digestp = r->seen[i].digest;
 }
 
 void

@@ -569,6 +569,13 @@ out:
 	return r;
 }
 
+/* The manifest as parsed, for readers of its other facts. */
+json_t *
+gck_manifest_json(const struct gck_manifest *m)
+{
+	return m->root;
+}
+
 int
 gck_manifest_format(const struct gck_manifest *m)
 {

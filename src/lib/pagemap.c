@@ -24,7 +24,6 @@
 #include "private.h"
 #include "criu-images.pb-c.h"
 
-#define IMG_COMMON_MAGIC	0x54564319u
 #define PAGEMAP_MAGIC		0x56084025u
 #define CORE_MAGIC		0x55053847u
 #define PE_PARENT		(1u << 0)
@@ -47,28 +46,38 @@ struct gck_pmread {
 	uint64_t	 erraddr;	/* and where */
 };
 
-/* Next record of a CRIU protobuf image: its bytes, or NULL at the end. */
+/*
+ * Next record of a CRIU protobuf image of len bytes at data, from *posp:
+ * its bytes and length, or NULL at the end, with *bad set if the image
+ * ends inside a record.
+ */
+const uint8_t *
+gck_img_record(const char *data, size_t len, size_t *posp, uint32_t *lenp,
+    int *bad)
+{
+	uint32_t	rl;
+
+	*bad = 0;
+	if (*posp >= len)
+		return NULL;
+	if (len - *posp < sizeof rl) {
+		*bad = 1;
+		return NULL;
+	}
+	memcpy(&rl, data + *posp, sizeof rl);
+	if (rl > len - *posp - sizeof rl) {
+		*bad = 1;
+		return NULL;
+	}
+	*posp += sizeof rl + rl;
+	*lenp = rl;
+	return (const uint8_t *)data + *posp - rl;
+}
+
 static const uint8_t *
 next_record(const struct gck_sfile *f, size_t *posp, uint32_t *lenp, int *bad)
 {
-	uint32_t	len;
-
-	*bad = 0;
-	if (*posp == f->len)
-		return NULL;
-	if (f->len - *posp < sizeof len) {
-		*bad = 1;
-		return NULL;
-	}
-	memcpy(&len, f->data + *posp, sizeof len);
-	if (len > f->len - *posp - sizeof len) {
-		*bad = 1;
-		return NULL;
-	}
-	*posp += sizeof len;
-	*lenp = len;
-	*posp += len;
-	return (const uint8_t *)f->data + *posp - len;
+	return gck_img_record(f->data, f->len, posp, lenp, bad);
 }
 
 /*
@@ -99,7 +108,7 @@ gck_pmread_open(struct gck_ctx *ctx, const struct gck_sfile *pagemap,
 	p->memfd = -1;
 	snprintf(p->name, sizeof p->name, "%s", pages->name);
 	if (pagemap->len < sizeof magic || (memcpy(magic, pagemap->data,
-	    sizeof magic), magic[0] != IMG_COMMON_MAGIC) ||
+	    sizeof magic), magic[0] != GCK_IMG_COMMON_MAGIC) ||
 	    magic[1] != PAGEMAP_MAGIC)
 		goto bad;
 	if ((rec = next_record(pagemap, &pos, &len, &bad)) == NULL ||
@@ -275,7 +284,7 @@ gck_rseq_areas(struct gck_ctx *ctx, const struct gck_capture *cap, pid_t pid,
 			continue;
 		memcpy(magic, f->data, sizeof magic);
 		memcpy(&len, f->data + sizeof magic, sizeof len);
-		if (magic[0] != IMG_COMMON_MAGIC || magic[1] != CORE_MAGIC ||
+		if (magic[0] != GCK_IMG_COMMON_MAGIC || magic[1] != CORE_MAGIC ||
 		    len > f->len - sizeof magic - sizeof len ||
 		    (ce = core_entry__unpack(NULL, len, (const uint8_t *)f->data +
 		    sizeof magic + sizeof len)) == NULL)

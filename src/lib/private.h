@@ -229,9 +229,13 @@ int	gck_manifest_has_file_list(const struct gck_manifest *);
 int64_t	gck_manifest_file_size(const struct gck_manifest *, const char *);
 int	gck_manifest_file_memory(const struct gck_manifest *, const char *);
 int	gck_manifest_this_boot(const struct gck_manifest *);
+struct json_t *gck_manifest_json(const struct gck_manifest *);
 void	gck_boot_id(char *, size_t);
 
 /* image.c: what the streamers need of the reader and writer */
+size_t	gck_reader_nentries(const struct gck_reader *);
+void	gck_reader_entry(const struct gck_reader *, size_t, const char **,
+	    uint64_t *, uint64_t *);
 int	gck_criu_name_ok(const char *);
 int	gck_reader_file(struct gck_reader *, char *, size_t, uint64_t *);
 ssize_t	gck_reader_file_read(struct gck_reader *, void *, size_t);
@@ -285,6 +289,9 @@ int	gck_serve_run(struct gck_serve *, struct gck_reader *, pid_t);
 void	gck_serve_free(struct gck_serve *);
 
 /* pagemap.c: a task's memory, as its pagemap image lists it */
+#define GCK_IMG_COMMON_MAGIC	0x54564319u	/* CRIU's image header */
+const uint8_t *gck_img_record(const char *, size_t, size_t *, uint32_t *,
+	    int *);
 struct gck_pmread;
 
 int	gck_pmread_open(struct gck_ctx *, const struct gck_sfile *,
