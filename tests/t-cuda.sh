@@ -161,7 +161,7 @@ test_expect_success 'GPU lock and checkpoint come before the CRIU dump' '
 '
 
 test_expect_success 'the manifest records the driver, the GPUs and each process' '
-	"$GCKINSPECT" img.gck >manifest &&
+	zstd -qdc img.gck | tar -xO gpuckpt.json >manifest &&
 	python3 - "$A" "$B" $WPIDS <<-\EOF
 	import json, sys
 	a, b, pids = sys.argv[1], sys.argv[2], [int(p) for p in sys.argv[3:]]
@@ -186,6 +186,44 @@ test_expect_success 'the manifest records the driver, the GPUs and each process'
 	    on.append(use[0]["uuid"])
 	# the root on the first GPU of -d 0,1, its children one on each
 	assert on[0] == a and sorted(on[1:]) == sorted([a, b]), on
+	EOF
+'
+
+test_expect_success 'gpuinspect shows the GPUs and what each process holds' '
+	test_status 0 "$GCKINSPECT" --json img.gck >doc &&
+	test_status 0 "$GCKINSPECT" img.gck >summary &&
+	python3 - "$A" "$B" $WPIDS <<-\EOF
+	import json, re, sys
+	a, b, pids = sys.argv[1], sys.argv[2], [int(p) for p in sys.argv[3:]]
+	m = json.load(open("manifest"))
+	d = json.load(open("doc"))
+	c = d["cuda"]
+	assert c["driver_version"] == 13000 and c["cuda_version"] == "13.0"
+	assert c["driver"] == "580.65.06" and c["nvml"] is True
+	assert c["gpus"] == m["cuda"]["gpus"]
+	idx = {g["uuid"]: g["index"] for g in c["gpus"]}
+	held = {p["pid"]: p["gpus"] for p in m["cuda"]["processes"]}
+	total = 0
+	for p in d["processes"]:
+	    want = [{"uuid": g["uuid"], "memory": g["memory"],
+	             "index": idx[g["uuid"]], "name": "NVIDIA H100 80GB HBM3"}
+	            for g in held.get(p["pid"], [])]
+	    assert p["gpus"] == want, (p["pid"], p["gpus"], want)
+	    total += sum(g["memory"] for g in want)
+	assert sorted(held) == sorted(pids)
+	assert d["totals"]["gpu_memory"] == total > 0
+	out = open("summary").read()
+	assert "versions    criu %s, CUDA driver 580.65.06 (CUDA 13.0)\n" % \
+	    m["criu"]["version"] in out, out
+	for g in c["gpus"]:
+	    assert re.search(r"^%d +%s +NVIDIA H100 80GB HBM3 +9.0 +1.0 GiB$" %
+	        (g["index"], g["uuid"]), out, re.M), out
+	for pid in pids:
+	    mem = held[pid][0]["memory"]
+	    assert re.search(r"^       pid %d \(\S+\): %.1f MiB$" %
+	        (pid, mem / 1048576), out, re.M), (pid, out)
+	    assert re.search(r"^ *%d .* %.1f MiB  \S" % (pid, mem / 1048576),
+	        out, re.M), (pid, out)
 	EOF
 '
 
@@ -362,7 +400,7 @@ test_expect_success 'a tree without CUDA needs no driver' '
 	env GPUCKPT_LIBCUDA=$TRASH/no-libcuda.so.1 \
 	    "$GCKPT" -p $WPID -o plain.gck &&
 	wait_gone $WPID &&
-	"$GCKINSPECT" plain.gck | grep "\"cuda\": null" &&
+	"$GCKINSPECT" --json plain.gck | grep "^  \"cuda\": null," &&
 	env GPUCKPT_LIBCUDA=$TRASH/no-libcuda.so.1 \
 	    "$GCKRESTORE" plain.gck >out &&
 	verify_workload $WPID &&

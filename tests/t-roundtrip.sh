@@ -224,13 +224,14 @@ test_expect_success 'the image follows the format' '
 	check_image img.tar $WPID kill
 '
 
-test_expect_success 'gpuinspect shows the manifest' '
-	test_status 0 "$GCKINSPECT" out/img.gck >inspect.out 2>inspect.err &&
+test_expect_success 'gpuinspect describes the image' '
+	test_status 0 "$GCKINSPECT" --json out/img.gck >inspect.out \
+	    2>inspect.err &&
 	test_must_be_empty inspect.err &&
 	python3 -c "
 import json, sys
 m = json.load(open(\"inspect.out\"))
-sys.exit(not (m[\"format\"] == 1 and m[\"root_pid\"] == $WPID))
+sys.exit(not (m[\"image\"][\"format\"] == 1 and m[\"root_pid\"] == $WPID))
 "
 '
 

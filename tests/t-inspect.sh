@@ -1,0 +1,464 @@
+#!/bin/sh
+test_description='gpuinspect shows, verifies, diffs and extracts images'
+. "$GCK_SRCDIR/lib.sh"
+
+require_criu
+require_python
+
+started=
+test_cleanup() {
+	test -n "$started" && kill_tree $started >/dev/null 2>&1
+	:
+}
+
+# CRIU images, decoded here independently of gpuckpt: just enough
+# protobuf to read pagemaps and mappings.
+cat >criuimg.py <<'EOF'
+import os, re, struct
+
+PAGE = 4096
+
+def varint(b, i):
+    v = s = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7f) << s
+        s += 7
+        if c < 0x80:
+            return v, i
+
+def fields(b):
+    f, i = {}, 0
+    while i < len(b):
+        k, i = varint(b, i)
+        t = k & 7
+        if t == 0:
+            v, i = varint(b, i)
+        elif t == 2:
+            n, i = varint(b, i)
+            v, i = b[i:i + n], i + n
+        elif t == 1:
+            v, i = b[i:i + 8], i + 8
+        elif t == 5:
+            v, i = b[i:i + 4], i + 4
+        else:
+            raise ValueError("wire type %d" % t)
+        f.setdefault(k >> 3, []).append(v)
+    return f
+
+def records(path):
+    b = open(path, "rb").read()
+    i, out = 8, []
+    while i < len(b):
+        n = struct.unpack_from("<I", b, i)[0]
+        out.append(fields(b[i + 4:i + 4 + n]))
+        i += 4 + n
+    return out
+
+def pages(d, pid):
+    """address -> page bytes, for the pages pagemap-PID.img lists"""
+    recs = records(os.path.join(d, "pagemap-%d.img" % pid))
+    data = open(os.path.join(d, "pages-%d.img" % recs[0][1][0]), "rb").read()
+    out, off = {}, 0
+    for r in recs[1:]:
+        flags = r.get(4, [4])[0]
+        if not flags & 4:
+            continue
+        for j in range(r[2][0]):
+            out[r[1][0] + j * PAGE] = data[off:off + PAGE]
+            off += PAGE
+    assert off == len(data), (off, len(data))
+    return out
+
+def vmas(d, pid):
+    mm = records(os.path.join(d, "mm-%d.img" % pid))[0]
+    return [(fields(v)[1][0], fields(v)[2][0]) for v in mm.get(14, [])]
+
+def changed(da, db, pid):
+    """bytes that differ, in all and by mapping start (b's, else a's)"""
+    pa, pb = pages(da, pid), pages(db, pid)
+    va, vb = vmas(da, pid), vmas(db, pid)
+    zero = bytes(PAGE)
+    total, per = 0, {}
+    for a in set(pa) | set(pb):
+        if pa.get(a, zero) == pb.get(a, zero):
+            continue
+        total += PAGE
+        for s, e in vb + va:
+            if s <= a < e:
+                per[s] = per.get(s, 0) + PAGE
+                break
+    return total, per, len(pa) * PAGE, len(pb) * PAGE
+
+def unpack(tarpath, d):
+    """the CRIU files of an uncompressed image, extracted by stock tar
+    and their parts joined, into d"""
+    import subprocess, tarfile
+    raw = d + ".raw"
+    os.makedirs(raw)
+    subprocess.run(["tar", "-xf", tarpath, "-C", raw], check=True)
+    os.makedirs(d)
+    names = [m.name for m in tarfile.open(tarpath).getmembers()]
+    for n in names:
+        if not n.startswith("criu/"):
+            continue
+        base = re.sub(r"\.part[0-9]{5}$", "", n[5:])
+        with open(os.path.join(d, base), "ab") as f:
+            f.write(open(os.path.join(raw, n), "rb").read())
+EOF
+
+test_expect_success 'make images of a running tree: two snapshots, then a move' '
+	start_workload w -m 16 &&
+	started=$WPID &&
+	test_status 0 "$GCKPT" -R -p $WPID -o a.gck &&
+	verify_workload $WPID &&
+	sleep 1 &&
+	test_status 0 "$GCKPT" -R -c none -p $WPID -o b.tar &&
+	verify_workload $WPID &&
+	test_status 0 "$GCKPT" -p $WPID -o c.gck &&
+	wait_gone $WPID &&
+	zstd -qdc a.gck >a.tar &&
+	zstd -qdc c.gck >c.tar &&
+	tar -xOf c.tar gpuckpt.json >c.json
+'
+
+test_expect_success 'the summary gives the facts of the manifest' '
+	test_status 0 "$GCKINSPECT" c.gck >out 2>err &&
+	test_must_be_empty err &&
+	python3 - $WPID $WCHILD <<-\EOF
+	import json, os, re, sys
+	pid, child = int(sys.argv[1]), int(sys.argv[2])
+	m = json.load(open("c.json"))
+	out = open("out").read().splitlines()
+	def line(key):
+	    l = [x for x in out if x.startswith(key + " ")]
+	    assert len(l) == 1, (key, out)
+	    return l[0][len(key):].strip()
+	assert line("image") == "c.gck"
+	assert line("created") == "%s by %s, format 1" % (m["created"],
+	    m["tool"]), line("created")
+	h = m["host"]
+	assert line("source") == "%s: Linux %s %s" % (h["hostname"],
+	    h["kernel"], h["arch"]), line("source")
+	assert line("versions") == "criu %s, no CUDA" % m["criu"]["version"]
+	assert line("options") == "zstd level 3, after the checkpoint: " \
+	    "kill, part size 16.0 MiB", line("options")
+	assert line("processes") == "2, threads %d, root %d" % (
+	    sum(p["threads"] for p in m["processes"]), pid), line("processes")
+	size = os.stat("c.gck").st_size
+	data = sum(f["size"] for f in m["files"])
+	assert re.fullmatch(r"[0-9.]+ MiB on disk, [0-9.]+ MiB of CRIU data "
+	    r"\([0-9.]+ MiB memory pages\), ratio %.2fx" % (data / size),
+	    line("size")), line("size")
+	rows = {}
+	for x in out[out.index([x for x in out if x.startswith("PID ")][0]) +
+	    1:]:
+	    if x.strip():
+	        f = x.split()
+	        rows[int(f[0])] = (x, f)
+	assert sorted(rows) == sorted(p["pid"] for p in m["processes"]), rows
+	for p in m["processes"]:
+	    x, f = rows[p["pid"]]
+	    assert int(f[1]) == p["ppid"] and int(f[2]) == p["threads"], x
+	    assert x.endswith("  " + " ".join(p["cmdline"])), x
+	# the child is indented under its parent, which comes first
+	assert rows[pid][0].startswith(str(pid))
+	assert rows[child][0].startswith("  %d" % child), rows[child]
+	assert out.index(rows[pid][0]) < out.index(rows[child][0])
+	EOF
+'
+
+test_expect_success 'the JSON document gives the same facts' '
+	test_status 0 "$GCKINSPECT" --json c.gck >c.doc 2>err &&
+	test_must_be_empty err &&
+	test_status 0 "$GCKINSPECT" -x cx c.gck &&
+	python3 - <<-\EOF
+	import json, os
+	m = json.load(open("c.json"))
+	d = json.load(open("c.doc"))
+	assert d["schema"] == 1
+	i = d["image"]
+	size = os.stat("c.gck").st_size
+	crius = [f for f in os.listdir("cx") if f != "gpuckpt.json"]
+	data = sum(os.stat("cx/" + f).st_size for f in crius)
+	pages = sum(os.stat("cx/" + f["name"]).st_size for f in m["files"]
+	            if f["memory"])
+	assert i["format"] == 1 and i["size"] == size, i
+	assert i["data_size"] == data and i["files"] == len(crius), (i, data)
+	assert i["memory_size"] == pages > 16 << 20, i
+	assert abs(i["ratio"] - data / size) < 0.001, i
+	assert i["part_size"] == 16 << 20
+	assert d["created"] == m["created"] and d["tool"] == m["tool"]
+	for k in ("hostname", "kernel", "arch", "boot_id"):
+	    assert d["host"][k] == m["host"][k], k
+	assert d["criu_version"] == m["criu"]["version"]
+	assert d["options"] == m["options"] and d["cuda"] is None
+	assert d["root_pid"] == m["root_pid"]
+	assert d["shell_job"] == m["shell_job"]
+	assert len(d["processes"]) == len(m["processes"]) == 2
+	t = d["totals"]
+	for p, q in zip(d["processes"], m["processes"]):
+	    for k in ("pid", "ppid", "pgid", "sid", "uid", "gid", "comm",
+	              "cmdline", "cwd", "threads"):
+	        assert p[k] == q[k], k
+	    mm = q["memory"]
+	    assert p["memory"] == {"vm_size": mm["vm_size"],
+	        "rss": mm["vm_rss"], "anon": mm["rss_anon"],
+	        "file": mm["rss_file"], "shared": mm["rss_shmem"]}, p
+	    assert p["gpus"] == []
+	assert t["processes"] == 2
+	assert t["threads"] == sum(p["threads"] for p in m["processes"])
+	for k, q in (("rss", "vm_rss"), ("anon", "rss_anon"),
+	             ("file", "rss_file"), ("shared", "rss_shmem")):
+	    assert t[k] == sum(p["memory"][q] for p in m["processes"]), k
+	assert t["gpu_memory"] == 0
+	EOF
+'
+
+test_expect_success 'from a pipe the size on disk is unknown' '
+	cat c.gck | "$GCKINSPECT" -j >pipe.doc &&
+	"$GCKINSPECT" -j <c.gck >redir.doc &&
+	python3 -c "
+import json
+p, r = json.load(open(\"pipe.doc\")), json.load(open(\"redir.doc\"))
+assert p[\"image\"][\"size\"] is None and p[\"image\"][\"ratio\"] is None
+assert r[\"image\"][\"size\"] > 0
+" &&
+	cat c.gck | "$GCKINSPECT" - >pipe.out &&
+	test_grep "^image *(standard input)\$" pipe.out &&
+	test_grep "^size *- on disk" pipe.out
+'
+
+test_expect_success '--verify accepts each image' '
+	for i in a.gck b.tar c.gck c.tar; do
+		test_status 0 "$GCKINSPECT" --verify $i >out 2>err &&
+		test_must_be_empty err &&
+		test_grep "^image ok: [0-9]* entries, [0-9]* bytes\$" out ||
+		return 1
+	done
+'
+
+# The offset in c.tar of the header of entry NAME, and of its data.
+cat >where.py <<'EOF'
+import sys, tarfile
+for m in tarfile.open(sys.argv[1]).getmembers():
+    if m.name == sys.argv[2]:
+        print(m.offset, m.offset_data)
+EOF
+
+test_expect_success '--verify names the damaged part and where it is' '
+	set -- $(python3 where.py c.tar criu/pages-1.img.part00001) &&
+	test -n "$2" &&
+	cp c.tar bad.tar &&
+	printf "\\377" | dd of=bad.tar bs=1 seek=$(($2 + 5000)) conv=notrunc \
+	    status=none &&
+	test_status 1 "$GCKINSPECT" --verify bad.tar >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	echo "gpuinspect: corrupt image: checksum mismatch in '"'"'pages-1.img'"'"' part 1 (entry at tar offset $1)" >expect &&
+	test_cmp expect err
+'
+
+test_expect_success '--verify says where a stream was cut short' '
+	set -- $(python3 where.py c.tar criu/pages-1.img.part00001) &&
+	head -c $(($2 + 4096)) c.tar >cut.tar &&
+	test_status 1 "$GCKINSPECT" --verify cut.tar >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpuinspect: image truncated after '"'"'pages-1.img'"'"' part 0: entry incomplete (tar offset [0-9]*)\$" err
+'
+
+test_expect_success '--extract writes the files that stock tar extracts, parts joined' '
+	python3 -c "import criuimg; criuimg.unpack(\"c.tar\", \"ct\")" &&
+	(cd ct && ls) >want &&
+	(cd cx && ls | grep -vx gpuckpt.json) >got &&
+	test_cmp want got &&
+	for f in $(cat want); do
+		cmp ct/$f cx/$f || return 1
+	done &&
+	cmp c.json cx/gpuckpt.json &&
+	test "$(stat -c %a cx)" = 700 &&
+	test -z "$(ls -A "$TMPDIR")" &&
+	test -z "$(ls -a | grep "^\\.gpuinspect")"
+'
+
+test_expect_success 'plain criu restores what --extract wrote' '
+	cat c.json | python3 -c "
+import json, sys
+assert json.load(sys.stdin)[\"shell_job\"] is False" &&
+	"$CRIU" restore -D cx -d -o restore.log -v2 >criu.out 2>&1 &&
+	started="$started $WPID" &&
+	verify_workload $WPID &&
+	test "$(proc_field $WCHILD 4)" = $WPID
+'
+
+test_expect_success '--extract into a directory that is not empty does nothing' '
+	mkdir full && echo keep >full/file &&
+	test_status 1 "$GCKINSPECT" -x full c.gck >out 2>err &&
+	test_must_be_empty out &&
+	echo "gpuinspect: directory '"'"'full'"'"' is not empty" >expect &&
+	test_cmp expect err &&
+	test "$(ls -A full)" = file &&
+	mkdir empty &&
+	test_status 0 "$GCKINSPECT" -x empty a.gck &&
+	test -f empty/gpuckpt.json && test -f empty/inventory.img
+'
+
+test_expect_success '--extract of a damaged image leaves nothing behind' '
+	test_status 1 "$GCKINSPECT" -x badx bad.tar >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpuinspect: corrupt image: checksum mismatch" err &&
+	test ! -e badx &&
+	test -z "$(ls -a | grep "^\\.gpuinspect")" &&
+	mkdir emptyb &&
+	test_status 1 "$GCKINSPECT" -x emptyb cut.tar 2>err &&
+	test_grep "^gpuinspect: image truncated" err &&
+	test -d emptyb && test -z "$(ls -A emptyb)" &&
+	test -z "$(ls -a | grep "^\\.gpuinspect")"
+'
+
+test_expect_success 'stock tar lists and extracts the compressed stream' '
+	zstd -qdc c.gck | tar -t >list &&
+	test "$(sed -n 1p list)" = gpuckpt.json &&
+	test "$(sed -n \$p list)" = gpuckpt.sums &&
+	mkdir st &&
+	zstd -qdc c.gck | tar -x -C st &&
+	cmp st/gpuckpt.json c.json &&
+	test "$(cat st/criu/pages-1.img.part* | wc -c)" = \
+	    "$(wc -c <cx/pages-1.img)"
+'
+
+test_expect_success '--diff of an image with itself: the same, silently' '
+	test_status 0 "$GCKINSPECT" --diff a.gck a.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_must_be_empty err &&
+	test_status 0 "$GCKINSPECT" -d -j a.gck - <a.gck >same.doc &&
+	python3 -c "
+import json
+d = json.load(open(\"same.doc\"))
+assert d[\"schema\"] == 1 and d[\"differ\"] is False, d
+assert d[\"processes\"] == {\"added\": [], \"removed\": [], \"changed\": []}
+f = d[\"files\"]
+assert f[\"changed\"] == f[\"added\"] == f[\"removed\"] == [], f
+assert f[\"same\"] > 10, f
+"
+'
+
+test_expect_success '--diff of two snapshots: the memory that changed, by page' '
+	test_status 1 "$GCKINSPECT" --diff --json a.gck b.tar >ab.doc 2>err &&
+	test_must_be_empty err &&
+	python3 -c "import criuimg; criuimg.unpack(\"a.tar\", \"at\"); \
+	    criuimg.unpack(\"b.tar\", \"bt\")" &&
+	python3 - $WPID $WCHILD <<-\EOF
+	import json, sys, criuimg
+	d = json.load(open("ab.doc"))
+	assert d["differ"] is True
+	assert d["images"]["a"]["name"] == "a.gck"
+	assert d["images"]["b"]["name"] == "b.tar"
+	p = d["processes"]
+	assert p["added"] == [] and p["removed"] == [], p
+	ch = {x["pid"]: x for x in p["changed"]}
+	seen = 0
+	for pid in map(int, sys.argv[1:]):
+	    total, per, sa, sb = criuimg.changed("at", "bt", pid)
+	    if pid not in ch:
+	        assert total == 0, (pid, total)
+	        continue
+	    x = ch[pid]
+	    assert "cmdline" not in x and "threads" not in x, x
+	    assert x["memory"] == {"a": sa, "b": sb, "changed": total}, \
+	        (x["memory"], sa, sb, total)
+	    got = {int(m["start"], 16): m["changed"] for m in x["mappings"]
+	           if m["status"] == "changed"}
+	    assert got == per, (got, per)
+	    seen += total
+	# the workload counts in its memory all the time
+	assert seen > 0
+	f = d["files"]
+	assert "pages-1.img" in f["changed"], f
+	EOF
+'
+
+test_expect_success '--diff prints what changed, for people' '
+	test_status 1 "$GCKINSPECT" -d a.gck b.tar >out 2>err &&
+	test_must_be_empty err &&
+	test_grep "^--- a.gck: " out &&
+	test_grep "^+++ b.tar: " out &&
+	test_grep "^~ process $WPID (" out &&
+	test_grep "^    memory: [0-9.]* [KMG]*i*B changed" out &&
+	test_grep "^      changed    0x[0-9a-f]*-0x[0-9a-f]* r[w-][x-]p " out &&
+	test_grep "^criu files: [0-9]* changed, 0 added, 0 removed" out
+'
+
+test_expect_success '--diff: processes that came and went' '
+	(setsid sh -c "sleep 1000 & echo \$! >kid1; sleep 1000 & echo \$! >kid2; echo \$\$ >sh.pid; wait" \
+	    </dev/null >/dev/null 2>&1 &) &&
+	wait_for_line kid2 . &&
+	wait_for_line sh.pid . &&
+	sh=$(cat sh.pid) && k1=$(cat kid1) && k2=$(cat kid2) &&
+	started="$started $sh" &&
+	test_status 0 "$GCKPT" -R -p $sh -o t1.gck &&
+	kill $k2 &&
+	wait_gone $k2 &&
+	test_status 0 "$GCKPT" -R -p $sh -o t2.gck &&
+	test_status 1 "$GCKINSPECT" -d -j t1.gck t2.gck >t12.doc &&
+	test_status 1 "$GCKINSPECT" -d -j t2.gck t1.gck >t21.doc &&
+	test_status 1 "$GCKINSPECT" -d t1.gck t2.gck >t12.out &&
+	python3 - $sh $k1 $k2 <<-\EOF
+	import json, sys
+	sh, k1, k2 = map(int, sys.argv[1:])
+	a, b = json.load(open("t12.doc")), json.load(open("t21.doc"))
+	r = a["processes"]["removed"]
+	assert [x["pid"] for x in r] == [k2] and a["processes"]["added"] == []
+	assert r[0]["comm"] == "sleep" and r[0]["cmdline"] == ["sleep", "1000"]
+	assert [x["pid"] for x in b["processes"]["added"]] == [k2]
+	assert b["processes"]["removed"] == []
+	assert a["images"]["a"]["processes"] == 3
+	assert a["images"]["b"]["processes"] == 2
+	assert "pstree.img" in a["files"]["changed"]
+	assert "core-%d.img" % k2 in a["files"]["removed"]
+	assert "core-%d.img" % k2 in b["files"]["added"]
+	EOF
+	test_grep "^- process $k2 (sleep): sleep 1000\$" t12.out
+'
+
+test_expect_success '--diff exits 2 on trouble, with one line' '
+	test_status 2 "$GCKINSPECT" -d a.gck no-such.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpuinspect: cannot open '"'"'no-such.gck'"'"'" err &&
+	test_status 2 "$GCKINSPECT" -d a.gck bad.tar >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpuinspect: corrupt image: checksum mismatch in '"'"'pages-1.img'"'"' part 1" err &&
+	test_status 2 "$GCKINSPECT" -d a.gck >out 2>err &&
+	test_grep "^usage: gpuinspect " err &&
+	test_status 2 "$GCKINSPECT" -d - - <a.gck >out 2>err &&
+	test_grep "^gpuinspect: only one of the images can be standard input" err
+'
+
+test_expect_success '--extract keeps the holes of the memory pages' '
+	start_workload z -m 32 -z 90 &&
+	started="$started $WPID" &&
+	test_status 0 "$GCKPT" -R -p $WPID -o z.gck &&
+	test_status 0 "$GCKINSPECT" --extract=zx/ z.gck &&
+	kill_tree $WPID &&
+	size=$(cat zx/pages-*.img | wc -c) &&
+	used=$(du -k -c zx/pages-*.img | sed -n "\$s/[^0-9].*//p") &&
+	test $size -gt $((32 << 20)) &&
+	test $used -lt $((size / 1024 / 4))
+'
+
+test_expect_success 'modes do not mix' '
+	test_status 2 "$GCKINSPECT" -t -j a.gck 2>err &&
+	test_grep "^usage: gpuinspect " err &&
+	test_status 2 "$GCKINSPECT" -t -x dir a.gck 2>err &&
+	test_grep "^usage: gpuinspect " err &&
+	test_status 2 "$GCKINSPECT" a.gck b.tar 2>err &&
+	test_grep "^usage: gpuinspect " err &&
+	test ! -e dir
+'
+
+test_done
