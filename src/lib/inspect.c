@@ -73,6 +73,25 @@ struct cfile {
 	uint64_t	 digest;	/* of its parts' digests */
 };
 
+/* Pages by address: a process's memory, or a shared segment's. */
+struct pmap {
+	uint64_t	*addr;
+	uint64_t	*d;
+	size_t		 n;
+};
+
+/* A file that mappings name, from files.img. */
+struct fpath {
+	uint32_t	 id;
+	char		*path;
+};
+
+/* A shared memory segment's pages. */
+struct shm {
+	uint64_t	 shmid;
+	struct pmap	 pm;
+};
+
 /* One image, read whole for a diff. */
 struct dimg {
 	const char	*label;
@@ -85,13 +104,10 @@ struct dimg {
 	size_t		 npd, cappd;
 	struct cfile	*cf;
 	size_t		 ncf, capcf;
-};
-
-/* Pages by address: a process's memory, or a shared segment's. */
-struct pmap {
-	uint64_t	*addr;
-	uint64_t	*d;
-	size_t		 n;
+	struct fpath	*fp;		/* by id */
+	size_t		 nfp, capfp;
+	struct shm	*shm;
+	size_t		 nshm, capshm;
 };
 
 struct vma {
@@ -124,7 +140,11 @@ static json_t	*proc_diff(struct gck_ctx *, const struct dimg *,
 static json_t	*files_diff(const struct dimg *, const struct dimg *,
 		    int *);
 static const char *vma_kind(uint32_t);
-static char	*vma_path(const struct dimg *, const struct vma *);
+static const char *vma_path(const struct dimg *, const struct vma *);
+static int	 files_index(struct gck_ctx *, struct dimg *);
+static int	 fpath_cmp(const void *, const void *);
+static int	 img_magic(const struct kept *, uint32_t, size_t *);
+static int	 bad_criu(struct gck_ctx *, const char *);
 
 static int
 jset(json_t *o, const char *k, json_t *v)
@@ -647,6 +667,75 @@ dimg_read(struct gck_ctx *ctx, struct dimg *im, int fd)
 		cf->digest = XXH3_64bits(hv, sizeof hv);
 		cf->size += esize;
 	}
+	if ((r = files_index(ctx, im)) != GCK_OK)
+		return r;
+	/* The shared memory segments, once for all their mappings. */
+	for (i = 0; i < im->nkept; i++) {
+		unsigned long long	 shmid;
+		char			 tail[8];
+
+		if (sscanf(im->kept[i].name, "pagemap-shmem-%llu%7s", &shmid,
+		    tail) != 2 || strcmp(tail, ".img") != 0)
+			continue;
+		if ((r = gck_grow(ctx, &im->shm, &im->capshm, im->nshm,
+		    sizeof *im->shm)) != GCK_OK)
+			return r;
+		im->shm[im->nshm].shmid = shmid;
+		if ((r = pmap_build(ctx, im, im->kept[i].name,
+		    &im->shm[im->nshm].pm)) != GCK_OK)
+			return r;
+		im->nshm++;
+	}
+	return GCK_OK;
+}
+
+static int
+fpath_cmp(const void *a, const void *b)
+{
+	const struct fpath	*x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The paths of the regular files in files.img, by id. */
+static int
+files_index(struct gck_ctx *ctx, struct dimg *im)
+{
+	const struct kept	*k;
+	const uint8_t		*rec;
+	FileEntry		*fe;
+	size_t			 pos;
+	uint32_t		 len;
+	int			 bad, r;
+
+	if ((k = dimg_find(im, "files.img")) == NULL)
+		return GCK_OK;
+	if (img_magic(k, FILES_MAGIC, &pos) != 0)
+		return bad_criu(ctx, "files.img");
+	while ((rec = gck_img_record(k->data, k->len, &pos, &len, &bad)) !=
+	    NULL) {
+		if ((fe = file_entry__unpack(NULL, len, rec)) == NULL)
+			return bad_criu(ctx, "files.img");
+		if (fe->has_id && fe->reg != NULL && fe->reg->name != NULL) {
+			if ((r = gck_grow(ctx, &im->fp, &im->capfp, im->nfp,
+			    sizeof *im->fp)) != GCK_OK) {
+				file_entry__free_unpacked(fe, NULL);
+				return r;
+			}
+			im->fp[im->nfp].id = fe->id;
+			if ((im->fp[im->nfp].path = strdup(fe->reg->name)) ==
+			    NULL) {
+				file_entry__free_unpacked(fe, NULL);
+				return gck_set_error(ctx, GCK_ENOMEM,
+				    "out of memory");
+			}
+			im->nfp++;
+		}
+		file_entry__free_unpacked(fe, NULL);
+	}
+	if (bad)
+		return bad_criu(ctx, "files.img");
+	qsort(im->fp, im->nfp, sizeof *im->fp, fpath_cmp);
 	return GCK_OK;
 }
 
@@ -666,6 +755,12 @@ dimg_free(struct dimg *im)
 	for (i = 0; i < im->ncf; i++)
 		free(im->cf[i].name);
 	free(im->cf);
+	for (i = 0; i < im->nfp; i++)
+		free(im->fp[i].path);
+	free(im->fp);
+	for (i = 0; i < im->nshm; i++)
+		pmap_free(&im->shm[i].pm);
+	free(im->shm);
 	gck_reader_free(im->rd);
 }
 
@@ -878,31 +973,17 @@ vma_kind(uint32_t status)
 }
 
 /* The path of a file mapping, from files.img, or NULL. */
-static char *
+static const char *
 vma_path(const struct dimg *im, const struct vma *v)
 {
-	const struct kept	*k;
-	const uint8_t		*rec;
-	FileEntry		*fe;
-	char			*path = NULL;
-	size_t			 pos;
-	uint32_t		 len;
-	int			 bad;
+	struct fpath	 key, *f;
 
 	if (!(v->status & (VMA_FILE_PRIVATE | VMA_FILE_SHARED |
-	    VMA_AREA_MEMFD)) || (k = dimg_find(im, "files.img")) == NULL ||
-	    img_magic(k, FILES_MAGIC, &pos) != 0)
+	    VMA_AREA_MEMFD)) || v->shmid > UINT32_MAX)
 		return NULL;
-	while (path == NULL && (rec = gck_img_record(k->data, k->len, &pos,
-	    &len, &bad)) != NULL) {
-		if ((fe = file_entry__unpack(NULL, len, rec)) == NULL)
-			break;
-		if (fe->has_id && fe->id == v->shmid && fe->reg != NULL &&
-		    fe->reg->name != NULL)
-			path = strdup(fe->reg->name);
-		file_entry__free_unpacked(fe, NULL);
-	}
-	return path;
+	key.id = (uint32_t)v->shmid;
+	f = bsearch(&key, im->fp, im->nfp, sizeof *im->fp, fpath_cmp);
+	return f != NULL ? f->path : NULL;
 }
 
 static void
@@ -928,8 +1009,9 @@ hexaddr(uint64_t v)
 static json_t *
 vma_json(const struct dimg *im, const struct vma *v)
 {
-	json_t	*o;
-	char	 prot[5], *path;
+	json_t		*o;
+	const char	*path;
+	char		 prot[5];
 
 	prot_string(v, prot);
 	path = vma_path(im, v);
@@ -938,7 +1020,6 @@ vma_json(const struct dimg *im, const struct vma *v)
 	    (json_int_t)(v->end - v->start), "prot", prot, "kind",
 	    vma_kind(v->status), "path", path != NULL ? json_string(path) :
 	    json_null());
-	free(path);
 	return o;
 }
 
@@ -1006,45 +1087,52 @@ vma_find(const struct vmas *vs, uint64_t start)
 	return k >= 0 && vs->v[k].start == start ? k : -1;
 }
 
-/* Bytes of shared segment shmid's pages that differ between a and b. */
-static int
-shm_changed(struct gck_ctx *ctx, const struct dimg *a, const struct dimg *b,
-    const struct vma *v, uint64_t *changed)
+static const struct pmap *
+shm_pages(const struct dimg *im, uint64_t shmid)
 {
-	struct pmap	pa, pb;
-	char		name[64];
-	size_t		i = 0, j = 0;
-	uint64_t	lo = v->pgoff, hi = v->pgoff + (v->end - v->start);
-	int		r;
+	static const struct pmap	none;
+	size_t				i;
 
-	*changed = 0;
-	snprintf(name, sizeof name, "pagemap-shmem-%" PRIu64 ".img",
-	    v->shmid);
-	if ((r = pmap_build(ctx, a, name, &pa)) != GCK_OK)
-		return r;
-	if ((r = pmap_build(ctx, b, name, &pb)) != GCK_OK) {
-		pmap_free(&pa);
-		return r;
-	}
-	while (i < pa.n || j < pb.n) {
-		uint64_t	addr;
-		int		ina, inb;
+	for (i = 0; i < im->nshm; i++)
+		if (im->shm[i].shmid == shmid)
+			return &im->shm[i].pm;
+	return &none;
+}
 
-		if (j >= pb.n || (i < pa.n && pa.addr[i] < pb.addr[j]))
-			addr = pa.addr[i], ina = 1, inb = 0;
-		else if (i >= pa.n || pb.addr[j] < pa.addr[i])
-			addr = pb.addr[j], ina = 0, inb = 1;
-		else
-			addr = pa.addr[i], ina = inb = 1;
+/*
+ * Bytes that differ between a and b in the pages of the shared segment
+ * that mapping v shows.
+ */
+static uint64_t
+shm_changed(const struct dimg *a, const struct dimg *b, const struct vma *v)
+{
+	const struct pmap	*pa = shm_pages(a, v->shmid);
+	const struct pmap	*pb = shm_pages(b, v->shmid);
+	uint64_t		 lo = v->pgoff, hi = v->pgoff + (v->end -
+				    v->start), addr, changed = 0;
+	size_t			 i = 0, j = 0;
+	int			 ina, inb;
+
+	while (i < pa->n || j < pb->n) {
+		if (j >= pb->n || (i < pa->n && pa->addr[i] < pb->addr[j])) {
+			addr = pa->addr[i];
+			ina = 1;
+			inb = 0;
+		} else if (i >= pa->n || pb->addr[j] < pa->addr[i]) {
+			addr = pb->addr[j];
+			ina = 0;
+			inb = 1;
+		} else {
+			addr = pa->addr[i];
+			ina = inb = 1;
+		}
 		if (addr >= lo && addr < hi && page_differs(ina, ina ?
-		    pa.d[i] : 0, inb, inb ? pb.d[j] : 0))
-			*changed += PAGE;
-		i += ina;
-		j += inb;
+		    pa->d[i] : 0, inb, inb ? pb->d[j] : 0))
+			changed += PAGE;
+		i += (size_t)ina;
+		j += (size_t)inb;
 	}
-	pmap_free(&pa);
-	pmap_free(&pb);
-	return GCK_OK;
+	return changed;
 }
 
 /* The manifest entry of process pid, or NULL. */
@@ -1135,10 +1223,8 @@ proc_diff(struct gck_ctx *ctx, const struct dimg *a, const struct dimg *b,
 		const char	*st = NULL;
 
 		k = vma_find(&va, vb.v[i].start);
-		shm = 0;
-		if (vb.v[i].status & VMA_ANON_SHARED && (r = shm_changed(ctx,
-		    a, b, &vb.v[i], &shm)) != GCK_OK)
-			goto out;
+		shm = vb.v[i].status & VMA_ANON_SHARED ? shm_changed(a, b,
+		    &vb.v[i]) : 0;
 		chgb[i] += shm;
 		total += shm;
 		if (k < 0)
