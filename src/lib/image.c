@@ -1475,23 +1475,6 @@ gck_reader_extract(struct gck_reader *r, int dirfd)
 	}
 }
 
-/* How many entries have been read and verified, the manifest first. */
-size_t
-gck_reader_nentries(const struct gck_reader *r)
-{
-	return r->nseen;
-}
-
-/* Entry i of those: its name in the archive, size and digest. */
-void
-gck_reader_entry(const struct gck_reader *r, size_t i, const char **namep,
-    uint64_t *sizep, uint64_t *digestp)
-{
-	*namep = r->seen[i].name;
-	*sizep = r->seen[i].size;
-	*digestp = r->seen[i].digest;
-}
-
 void
 gck_reader_stats(const struct gck_reader *r, struct gck_image_stats *st)
 {

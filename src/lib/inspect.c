@@ -602,14 +602,51 @@ pages_id(const char *name, unsigned *idp)
 }
 
 /* Reads the image on fd whole, verifying it, and keeps what a diff needs. */
+/* Digests the rest of the current file, holes as zeros; *sizep its size. */
+static int
+digest_file(struct gck_ctx *ctx, struct gck_reader *rd, uint64_t *digestp,
+    uint64_t *sizep)
+{
+	XXH3_state_t	*xs;
+	const void	*p;
+	uint64_t	 size = 0;
+	ssize_t		 n;
+	size_t		 z;
+	int		 hole;
+
+	if ((xs = XXH3_createState()) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	XXH3_64bits_reset(xs);
+	while ((n = gck_reader_file_chunk(rd, &p, SIZE_MAX, &hole)) > 0) {
+		size += (uint64_t)n;
+		if (!hole) {
+			XXH3_64bits_update(xs, p, (size_t)n);
+			continue;
+		}
+		for (; n > 0; n -= (ssize_t)z) {
+			z = (size_t)n < PAGE ? (size_t)n : PAGE;
+			XXH3_64bits_update(xs, zero_page, z);
+		}
+	}
+	*digestp = XXH3_64bits_digest(xs);
+	*sizep = size;
+	XXH3_freeState(xs);
+	return n < 0 ? gck_error_code(ctx) : GCK_OK;
+}
+
+/*
+ * Reads the image on fd whole, verifying it, and keeps what a diff
+ * needs: the small images it parses, the digests of each page, and a
+ * digest of the contents of every CRIU file.
+ */
 static int
 dimg_read(struct gck_ctx *ctx, struct dimg *im, int fd)
 {
-	char		 name[NAME_LEN], base[NAME_LEN], *dot;
-	const char	*en;
-	uint64_t	 size, esize, edig;
+	char		 name[NAME_LEN];
+	struct cfile	*cf;
+	uint64_t	 size;
 	unsigned	 id;
-	size_t		 i, n;
+	size_t		 i;
 	int		 r;
 
 	if ((r = gck_reader_new(ctx, fd, &im->rd)) != GCK_OK ||
@@ -622,9 +659,22 @@ dimg_read(struct gck_ctx *ctx, struct dimg *im, int fd)
 			break;
 		if (r != 0)
 			return r;
+		if ((r = gck_grow(ctx, &im->cf, &im->capcf, im->ncf,
+		    sizeof *im->cf)) != GCK_OK)
+			return r;
+		cf = &im->cf[im->ncf];
+		memset(cf, 0, sizeof *cf);
+		if ((cf->name = strdup(name)) == NULL)
+			return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		im->ncf++;
 		if (keep_file(name)) {
+			struct kept	*k;
+
 			if ((r = keep_current(ctx, im, name, size)) != GCK_OK)
 				return r;
+			k = &im->kept[im->nkept - 1];
+			cf->digest = XXH3_64bits(k->data, k->len);
+			cf->size = k->len;
 		} else if (pages_id(name, &id)) {
 			struct pdig	*pd;
 
@@ -636,36 +686,11 @@ dimg_read(struct gck_ctx *ctx, struct dimg *im, int fd)
 			pd->id = id;
 			if ((r = digest_pages(ctx, im->rd, pd, name)) != GCK_OK)
 				return r;
-		}
-	}
-	/* The CRIU files, and a digest of their parts' digests. */
-	n = gck_reader_nentries(im->rd);
-	for (i = 0; i < n; i++) {
-		XXH64_hash_t	hv[2];
-		struct cfile	*cf;
-
-		gck_reader_entry(im->rd, i, &en, &esize, &edig);
-		if (strncmp(en, "criu/", 5) != 0)
-			continue;
-		snprintf(base, sizeof base, "%s", en + 5);
-		if ((dot = strrchr(base, '.')) != NULL &&
-		    strncmp(dot, ".part", 5) == 0)
-			*dot = '\0';
-		cf = im->ncf > 0 ? &im->cf[im->ncf - 1] : NULL;
-		if (cf == NULL || strcmp(cf->name, base) != 0) {
-			if ((r = gck_grow(ctx, &im->cf, &im->capcf, im->ncf,
-			    sizeof *im->cf)) != GCK_OK)
-				return r;
-			cf = &im->cf[im->ncf++];
-			memset(cf, 0, sizeof *cf);
-			if ((cf->name = strdup(base)) == NULL)
-				return gck_set_error(ctx, GCK_ENOMEM,
-				    "out of memory");
-		}
-		hv[0] = cf->digest;
-		hv[1] = edig;
-		cf->digest = XXH3_64bits(hv, sizeof hv);
-		cf->size += esize;
+			cf->digest = XXH3_64bits(pd->d, pd->n * sizeof *pd->d);
+			cf->size = (uint64_t)pd->n * PAGE;
+		} else if ((r = digest_file(ctx, im->rd, &cf->digest,
+		    &cf->size)) != GCK_OK)
+			return r;
 	}
 	if ((r = files_index(ctx, im)) != GCK_OK)
 		return r;
@@ -1227,6 +1252,8 @@ proc_diff(struct gck_ctx *ctx, const struct dimg *a, const struct dimg *b,
 		    &vb.v[i]) : 0;
 		chgb[i] += shm;
 		total += shm;
+		if (k >= 0)
+			chgb[i] += chga[k];	/* what it lost in shrinking */
 		if (k < 0)
 			st = "added";
 		else if (va.v[k].end != vb.v[i].end)
@@ -1279,7 +1306,7 @@ out:
 	return o;
 }
 
-/* The CRIU files whose contents differ, by their parts' digests. */
+/* The CRIU files whose contents differ, by digests of their contents. */
 static json_t *
 files_diff(const struct dimg *a, const struct dimg *b, int *differs)
 {
@@ -1387,6 +1414,7 @@ gck_inspect_diff(struct gck_ctx *ctx, int fda, const char *la, int fdb,
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
+	any |= d;
 	json_object_set_new(doc, "differ", json_boolean(any));
 	*differp = any;
 	r = doc_text(ctx, doc, textp);

@@ -233,9 +233,6 @@ struct json_t *gck_manifest_json(const struct gck_manifest *);
 void	gck_boot_id(char *, size_t);
 
 /* image.c: what the streamers need of the reader and writer */
-size_t	gck_reader_nentries(const struct gck_reader *);
-void	gck_reader_entry(const struct gck_reader *, size_t, const char **,
-	    uint64_t *, uint64_t *);
 int	gck_criu_name_ok(const char *);
 int	gck_reader_file(struct gck_reader *, char *, size_t, uint64_t *);
 ssize_t	gck_reader_file_read(struct gck_reader *, void *, size_t);
