@@ -1060,14 +1060,15 @@ page_differs(int ina, uint64_t da, int inb, uint64_t db)
 }
 
 /*
- * Bytes that differ between two page maps, in total and, for each
- * mapping of va (the first image's) and vb, in chga and chgb: a page
- * counts for vb's mapping when vb has one there, else for va's.
+ * Bytes that differ between two page maps at addresses in [lo, hi), in
+ * total and, for each mapping of va (the first image's) and vb, in chga
+ * and chgb: a page counts for vb's mapping when vb has one there, else
+ * for va's.  va and vb may be NULL.
  */
 static uint64_t
-pmap_compare(const struct pmap *a, const struct pmap *b,
-    const struct vmas *va, const struct vmas *vb, uint64_t *chga,
-    uint64_t *chgb)
+pmap_compare(const struct pmap *a, const struct pmap *b, uint64_t lo,
+    uint64_t hi, const struct vmas *va, const struct vmas *vb,
+    uint64_t *chga, uint64_t *chgb)
 {
 	size_t		i = 0, j = 0;
 	uint64_t	addr, total = 0;
@@ -1087,18 +1088,16 @@ pmap_compare(const struct pmap *a, const struct pmap *b,
 			addr = a->addr[i];
 			ina = inb = 1;
 		}
-		if (page_differs(ina, ina ? a->d[i] : 0, inb, inb ? b->d[j] :
-		    0)) {
+		if (addr >= lo && addr < hi && page_differs(ina, ina ?
+		    a->d[i] : 0, inb, inb ? b->d[j] : 0)) {
 			total += PAGE;
 			if (vb != NULL && (k = vma_at(vb, addr)) >= 0)
 				chgb[k] += PAGE;
 			else if (va != NULL && (k = vma_at(va, addr)) >= 0)
 				chga[k] += PAGE;
 		}
-		if (ina)
-			i++;
-		if (inb)
-			j++;
+		i += (size_t)ina;
+		j += (size_t)inb;
 	}
 	return total;
 }
@@ -1131,33 +1130,8 @@ shm_pages(const struct dimg *im, uint64_t shmid)
 static uint64_t
 shm_changed(const struct dimg *a, const struct dimg *b, const struct vma *v)
 {
-	const struct pmap	*pa = shm_pages(a, v->shmid);
-	const struct pmap	*pb = shm_pages(b, v->shmid);
-	uint64_t		 lo = v->pgoff, hi = v->pgoff + (v->end -
-				    v->start), addr, changed = 0;
-	size_t			 i = 0, j = 0;
-	int			 ina, inb;
-
-	while (i < pa->n || j < pb->n) {
-		if (j >= pb->n || (i < pa->n && pa->addr[i] < pb->addr[j])) {
-			addr = pa->addr[i];
-			ina = 1;
-			inb = 0;
-		} else if (i >= pa->n || pb->addr[j] < pa->addr[i]) {
-			addr = pb->addr[j];
-			ina = 0;
-			inb = 1;
-		} else {
-			addr = pa->addr[i];
-			ina = inb = 1;
-		}
-		if (addr >= lo && addr < hi && page_differs(ina, ina ?
-		    pa->d[i] : 0, inb, inb ? pb->d[j] : 0))
-			changed += PAGE;
-		i += (size_t)ina;
-		j += (size_t)inb;
-	}
-	return changed;
+	return pmap_compare(shm_pages(a, v->shmid), shm_pages(b, v->shmid),
+	    v->pgoff, v->pgoff + (v->end - v->start), NULL, NULL, NULL, NULL);
 }
 
 /* The manifest entry of process pid, or NULL. */
@@ -1240,7 +1214,7 @@ proc_diff(struct gck_ctx *ctx, const struct dimg *a, const struct dimg *b,
 		ga = gb = NULL;
 		*differs = 1;
 	}
-	total = pmap_compare(&ma, &mb, &va, &vb, chga, chgb);
+	total = pmap_compare(&ma, &mb, 0, UINT64_MAX, &va, &vb, chga, chgb);
 	if ((maps = json_array()) == NULL || jset(o, "mappings", maps) != 0)
 		goto nomem;
 	/* The second image's mappings, then those it no longer has. */
