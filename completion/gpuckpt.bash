@@ -1,0 +1,402 @@
+# bash completion for gpuckpt, gpurestore, gpusend, gpurecv and gpuinspect
+#
+# Installed as "gpuckpt" in bash-completion's completions directory, with
+# the other four names as links to it, so that bash-completion loads it
+# for whichever of the commands is completed first.  It can also be
+# sourced on its own, for example from ~/.bashrc: it needs nothing but
+# bash.  Where bash-completion is loaded, its _filedir and
+# _known_hosts_real complete file and host names.
+#
+# The options follow the getopt_long tables of src/*/*.c and the manual
+# pages; keep them in step (tests/t-completion.sh checks).
+
+# _gck_opts PROG: describes the command line of PROG in
+#	long		its long options
+#	longarg		those of them that take an argument
+#	short		its short options, each as LETTER=LONG
+#	operand		what an operand is: file, host or none
+#	maxop		how many operands it takes, without and with --diff
+#			(-1: any number)
+# Returns 1 for a PROG it does not know.
+_gck_opts()
+{
+	case $1 in
+	gpuckpt)
+		long='--compress --help --leave-running --lock-timeout
+		    --output --pid --stop --suspend --verbose --version'
+		longarg='--compress --lock-timeout --output --pid'
+		short='c=--compress h=--help o=--output p=--pid
+		    R=--leave-running s=--stop V=--version v=--verbose'
+		operand=none
+		maxop='0 0'
+		;;
+	gpurestore)
+		long='--gpu-map --help --pid --pidfile --resume --verbose
+		    --version'
+		longarg='--gpu-map --pid --pidfile'
+		short='h=--help p=--pid P=--pidfile V=--version v=--verbose'
+		operand=file
+		maxop='1 1'
+		;;
+	gpusend)
+		long='--help --version'
+		longarg=
+		short='h=--help V=--version'
+		operand=host
+		maxop='-1 -1'
+		;;
+	gpurecv)
+		long='--help --version'
+		longarg=
+		short='h=--help V=--version'
+		operand=none
+		maxop='0 0'
+		;;
+	gpuinspect)
+		long='--diff --extract --help --json --verbose --verify
+		    --version'
+		longarg='--extract'
+		short='d=--diff h=--help j=--json t=--verify V=--version
+		    v=--verbose x=--extract'
+		operand=file
+		maxop='1 2'
+		;;
+	*)
+		return 1
+		;;
+	esac
+}
+
+# _gck_words: rejoins what bash split at "=", ":" and "@" (characters of
+# COMP_WORDBREAKS) into the words the command sees: words, cword, and
+# cur, the current word up to the cursor.
+_gck_words()
+{
+	local line=${COMP_LINE-} pos=0 gap i n=-1 start=0 w
+
+	words=()
+	cword=0
+	for ((i = 0; i < ${#COMP_WORDS[@]}; i++)); do
+		w=${COMP_WORDS[i]}
+		gap=${line:pos}
+		gap=${gap%%[![:space:]]*}
+		pos=$((pos + ${#gap}))
+		if [[ ${line:pos:${#w}} != "$w" ]]; then
+			gap=' '		# COMP_LINE does not match: split here
+		fi
+		if ((n >= 0)) && [[ -z $gap ]] &&
+		    [[ $w == [=:@]* || ${words[n]} == *[=:@] ]]; then
+			words[n]+=$w
+		else
+			n=$((n + 1))
+			words[n]=$w
+			((i <= ${COMP_CWORD-0})) && start=$pos
+		fi
+		((i == ${COMP_CWORD-0})) && cword=$n
+		pos=$((pos + ${#w}))
+	done
+	cur=${words[cword]-}
+	if [[ -n ${COMP_POINT-} ]] && ((COMP_POINT >= start)); then
+		w=${line:start:COMP_POINT-start}
+		[[ $cur == "$w"* ]] && cur=$w
+	fi
+}
+
+# _gck_lead WORD: sets lead to the part of WORD that bash took as earlier
+# words, up to its last "=", ":" or "@" found in COMP_WORDBREAKS.  What
+# COMPREPLY offers replaces only the rest.
+_gck_lead()
+{
+	local i=${#1} c
+
+	while ((i > 0)); do
+		c=${1:i-1:1}
+		[[ $c == [=:@] && ${COMP_WORDBREAKS-} == *"$c"* ]] && break
+		i=$((i - 1))
+	done
+	lead=${1:0:i}
+}
+
+# _gck_reply PREFIX CUR WORD...: offers those WORDs that begin with CUR;
+# PREFIX is what stands before CUR in the same word ("--pid=").
+_gck_reply()
+{
+	local pfx=$1 cur=$2 lead w
+
+	shift 2
+	_gck_lead "$pfx$cur"
+	for w; do
+		[[ $w == "$cur"* ]] || continue
+		w=$pfx$w
+		COMPREPLY+=("${w#"$lead"}")
+	done
+}
+
+# _gck_long NAME: sets opt to the long option that NAME is or abbreviates
+# without ambiguity, as getopt_long takes it, or to nothing.
+_gck_long()
+{
+	local o m=()
+
+	opt=
+	for o in $long; do
+		if [[ $o == "$1" ]]; then
+			opt=$o
+			return
+		fi
+		[[ $o == "$1"* ]] && m+=("$o")
+	done
+	((${#m[@]} == 1)) && opt=${m[0]}
+}
+
+# _gck_short LETTER: sets opt to the long option of a short one, or to
+# nothing.
+_gck_short()
+{
+	local s
+
+	opt=
+	for s in $short; do
+		if [[ ${s%%=*} == "$1" ]]; then
+			opt=${s#*=}
+			return
+		fi
+	done
+}
+
+# _gck_takes OPT: whether the long option OPT takes an argument.
+_gck_takes()
+{
+	local o
+
+	for o in $longarg; do
+		[[ $o == "$1" ]] && return 0
+	done
+	return 1
+}
+
+# _gck_files PREFIX CUR [-d]: offers files, or directories with -d.
+_gck_files()
+{
+	local pfx=$1 cur=$2 lead w r=()
+
+	if declare -F _filedir >/dev/null; then
+		COMPREPLY=()
+		_filedir ${3:+-d}
+		r=("${COMPREPLY[@]}")
+		COMPREPLY=()
+	else
+		compopt -o filenames 2>/dev/null
+		case $cur in
+		\'*)	w=${cur#\'} ;;
+		\"*)	w=${cur#\"} ;;
+		*)	w=${cur//\\/} ;;
+		esac
+		if [[ ${3-} == -d ]]; then
+			mapfile -t r < <(compgen -d -- "$w")
+		else
+			mapfile -t r < <(compgen -f -- "$w")
+		fi
+	fi
+	_gck_lead "$pfx$cur"
+	for w in "${r[@]}"; do
+		w=$pfx$w
+		COMPREPLY+=("${w#"$lead"}")
+	done
+}
+
+# _gck_pids PREFIX CUR: offers the IDs of the running processes.
+_gck_pids()
+{
+	local p pids=()
+
+	for p in /proc/[0-9]*; do
+		p=${p#/proc/}
+		[[ $p == *[!0-9]* ]] || pids+=("$p")
+	done
+	_gck_reply "$1" "$2" "${pids[@]}"
+}
+
+# _gck_hosts PREFIX CUR: offers the hosts of ~/.ssh/config and of the
+# known_hosts files, after a "user@" if CUR has one.
+_gck_hosts()
+{
+	local f k v h user= hosts=() a
+
+	if declare -F _known_hosts_real >/dev/null; then
+		COMPREPLY=()
+		_known_hosts_real -a -- "$2"
+		hosts=("${COMPREPLY[@]}")
+		COMPREPLY=()
+		_gck_reply "$1" "$2" "${hosts[@]}"
+		return
+	fi
+	[[ $2 == *@* ]] && user=${2%%@*}@
+	if [[ -r ~/.ssh/config ]]; then
+		while read -r k v; do
+			if [[ $k == *=* ]]; then
+				v="${k#*=} $v"
+				k=${k%%=*}
+			fi
+			[[ ${k,,} == host ]] || continue
+			read -ra a <<<"${v%%#*}"
+			for h in "${a[@]}"; do
+				[[ $h == *[*?!]* ]] || hosts+=("$user$h")
+			done
+		done <~/.ssh/config
+	fi
+	for f in ~/.ssh/known_hosts /etc/ssh/ssh_known_hosts; do
+		[[ -r $f ]] || continue
+		while read -r k v; do
+			[[ $k == @* ]] && k=${v%%[[:space:]]*}
+			[[ -z $k || $k == [\#\|]* ]] && continue
+			IFS=, read -ra a <<<"$k"
+			for h in "${a[@]}"; do
+				h=${h#\[}
+				h=${h%\]:*}
+				[[ -z $h || $h == *[*?!]* ]] || hosts+=("$user$h")
+			done
+		done <"$f"
+	done
+	_gck_reply "$1" "$2" "${hosts[@]}"
+}
+
+# _gck_arg PROG OPT PREFIX CUR: offers the arguments of OPT.
+_gck_arg()
+{
+	local l z=()
+
+	case $1$2 in
+	gpuckpt--compress)
+		for ((l = 1; l <= 19; l++)); do
+			z+=("zstd:$l")
+		done
+		_gck_reply "$3" "$4" none zstd "${z[@]}"
+		;;
+	gpuinspect--extract)
+		_gck_files "$3" "$4" -d
+		;;
+	*--output|*--pidfile)
+		_gck_files "$3" "$4"
+		;;
+	*--pid)
+		_gck_pids "$3" "$4"
+		;;
+	esac
+	# --lock-timeout (seconds) and --gpu-map (src=dst,...): nothing.
+}
+
+# _gck_complete PROG: completes the command line of PROG.
+_gck_complete()
+{
+	local prog=$1 IFS=$' \t\n' words cword cur opt i j w
+	local long longarg short operand maxop argof= nop=0 ddash=0 diff=0
+
+	COMPREPLY=()
+	_gck_opts "$prog" || return 0
+	_gck_words
+
+	# Walk the words before the current one as getopt_long would.
+	for ((i = 1; i < cword; i++)); do
+		w=${words[i]}
+		if ((ddash)); then
+			nop=$((nop + 1))
+		elif [[ $w == -- ]]; then
+			ddash=1
+		elif [[ $w == --?* ]]; then
+			_gck_long "${w%%=*}"
+			[[ $opt == --diff ]] && diff=1
+			if [[ $w != *=* ]] && _gck_takes "$opt"; then
+				i=$((i + 1))
+				((i == cword)) && argof=$opt
+			fi
+		elif [[ $w == -?* ]]; then
+			# A cluster such as -vp: the first letter that takes
+			# an argument takes the rest, or the next word.
+			for ((j = 1; j < ${#w}; j++)); do
+				_gck_short "${w:j:1}"
+				[[ $opt == --diff ]] && diff=1
+				_gck_takes "$opt" || continue
+				if ((j == ${#w} - 1)); then
+					i=$((i + 1))
+					((i == cword)) && argof=$opt
+				fi
+				break
+			done
+		elif [[ $w == *[\<\>]* ]]; then
+			i=$((i + 1))	# a redirection and its file
+			((i == cword)) && argof=redirect
+		elif [[ $w =~ ^[0-9]+$ && ${words[i + 1]-} == [\<\>]* ]]; then
+			:		# the descriptor of a redirection
+		else
+			nop=$((nop + 1))
+		fi
+	done
+
+	if [[ $argof == redirect ]]; then
+		_gck_files "" "$cur"
+		return 0
+	fi
+	if [[ $cur == *[\<\>] ]]; then
+		_gck_files "" ""	# right after a redirection
+		return 0
+	fi
+	if [[ -n $argof ]]; then
+		_gck_arg "$prog" "$argof" "" "$cur"
+		return 0
+	fi
+	if ((!ddash)) && [[ $cur == --*=* ]]; then
+		_gck_long "${cur%%=*}"
+		_gck_takes "$opt" &&
+		    _gck_arg "$prog" "$opt" "${cur%%=*}=" "${cur#*=}"
+		return 0
+	fi
+	if ((!ddash)) && [[ $cur == -* ]]; then
+		_gck_reply "" "$cur" $long
+		return 0
+	fi
+
+	# An operand, if one may follow; else the options.
+	set -- $maxop
+	((diff)) && shift
+	if [[ $operand == none ]] || (($1 >= 0 && nop >= $1)); then
+		((ddash)) || [[ -n $cur ]] || _gck_reply "" "" $long
+		return 0
+	fi
+	case $operand in
+	file)	_gck_files "" "$cur" ;;
+	host)	_gck_hosts "" "$cur" ;;
+	esac
+	return 0
+}
+
+_gpuckpt()
+{
+	_gck_complete gpuckpt
+}
+
+_gpurestore()
+{
+	_gck_complete gpurestore
+}
+
+_gpusend()
+{
+	_gck_complete gpusend
+}
+
+_gpurecv()
+{
+	_gck_complete gpurecv
+}
+
+_gpuinspect()
+{
+	_gck_complete gpuinspect
+}
+
+complete -F _gpuckpt gpuckpt
+complete -F _gpurestore gpurestore
+complete -F _gpusend gpusend
+complete -F _gpurecv gpurecv
+complete -F _gpuinspect gpuinspect
