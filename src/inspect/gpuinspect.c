@@ -38,7 +38,7 @@ static const char	*size_str(json_t *, char *, size_t);
 static const char	*str(json_t *, const char *);
 static void		 print_show(const char *, json_t *);
 static void		 print_diff(json_t *, int);
-static void		 print_tree(json_t *, json_t *, size_t, int);
+static void		 print_tree(json_t *, json_t *, json_t *, size_t, int);
 static char		*cmdline_str(json_t *);
 
 static _Noreturn void
@@ -120,11 +120,15 @@ cmdline_str(json_t *a)
 	return s;
 }
 
-/* Prints process i of procs, then its children, depth levels in. */
+/*
+ * Prints process i of procs, then its children (kids: the indexes of
+ * the children of each PID), depth levels in.
+ */
 static void
-print_tree(json_t *procs, json_t *done, size_t i, int depth)
+print_tree(json_t *procs, json_t *kids, json_t *done, size_t i, int depth)
 {
 	json_t		*p, *m, *g, *q, *gt;
+	char		 key[32];
 	json_int_t	 pid, gm;
 	char		 b[5][32], pidcol[32], *cl;
 	size_t		 j;
@@ -158,10 +162,13 @@ print_tree(json_t *procs, json_t *done, size_t i, int depth)
 	free(cl);
 	json_decref(gt);
 	/* (deeper ones are printed afterwards, from the left) */
-	json_array_foreach(procs, j, q)
-		if (depth < 256 && num(q, "ppid") == pid &&
-		    !json_is_true(json_array_get(done, j)))
-			print_tree(procs, done, j, depth + 1);
+	snprintf(key, sizeof key, "%lld", (long long)pid);
+	json_array_foreach(json_object_get(kids, key), j, q) {
+		size_t	k = (size_t)json_integer_value(q);
+
+		if (depth < 256 && !json_is_true(json_array_get(done, k)))
+			print_tree(procs, kids, done, k, depth + 1);
+	}
 }
 
 static void
@@ -169,9 +176,9 @@ print_show(const char *name, json_t *d)
 {
 	json_t		*img = json_object_get(d, "image"), *h, *o, *c, *g;
 	json_t		*t = json_object_get(d, "totals"), *procs, *done, *p;
-	json_t		*pg;
+	json_t		*pg, *kids, *k;
 	char		 b[4][32];
-	size_t		 i, j, k;
+	size_t		 i, j, l;
 
 	h = json_object_get(d, "host");
 	o = json_object_get(d, "options");
@@ -215,17 +222,27 @@ print_show(const char *name, json_t *d)
 	printf("\n%-10s %7s %7s %10s %10s %10s %10s %10s  %s\n", "PID", "PPID",
 	    "THREADS", "RSS", "ANON", "FILE", "SHARED", "GPU MEM", "COMMAND");
 	procs = json_object_get(d, "processes");
-	if ((done = json_array()) == NULL)
+	if ((done = json_array()) == NULL || (kids = json_object()) == NULL)
 		err(1, "json");
-	for (i = 0; i < json_array_size(procs); i++)
+	json_array_foreach(procs, i, p) {
+		char	key[32];
+
 		json_array_append_new(done, json_false());
+		snprintf(key, sizeof key, "%lld", (long long)num(p, "ppid"));
+		if ((k = json_object_get(kids, key)) == NULL) {
+			k = json_array();
+			json_object_set_new(kids, key, k);
+		}
+		json_array_append_new(k, json_integer((json_int_t)i));
+	}
 	/* the root and its descendants, then any other process */
 	json_array_foreach(procs, i, p)
 		if (num(p, "pid") == num(d, "root_pid"))
-			print_tree(procs, done, i, 0);
+			print_tree(procs, kids, done, i, 0);
 	json_array_foreach(procs, i, p)
 		if (!json_is_true(json_array_get(done, i)))
-			print_tree(procs, done, i, 0);
+			print_tree(procs, kids, done, i, 0);
+	json_decref(kids);
 	json_decref(done);
 	if (!json_is_object(c))
 		return;
@@ -237,7 +254,7 @@ print_show(const char *name, json_t *d)
 		    str(g, "compute_capability"),
 		    size_str(json_object_get(g, "memory"), b[0], sizeof b[0]));
 		json_array_foreach(procs, j, p)
-			json_array_foreach(json_object_get(p, "gpus"), k, pg)
+			json_array_foreach(json_object_get(p, "gpus"), l, pg)
 				if (strcmp(str(pg, "uuid"), str(g, "uuid")) ==
 				    0)
 					printf("       pid %lld (%s): %s\n",

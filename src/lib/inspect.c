@@ -92,6 +92,12 @@ struct shm {
 	struct pmap	 pm;
 };
 
+/* A manifest, indexed: processes and CUDA processes by PID, GPUs by UUID. */
+struct mix {
+	json_t		*mj;
+	json_t		*procs, *cuda, *gpus;
+};
+
 /* One image, read whole for a diff. */
 struct dimg {
 	const char	*label;
@@ -108,6 +114,7 @@ struct dimg {
 	size_t		 nfp, capfp;
 	struct shm	*shm;
 	size_t		 nshm, capshm;
+	struct mix	 ix;
 };
 
 struct vma {
@@ -123,7 +130,7 @@ struct vmas {
 static uint64_t	 zero_digest;
 static const char zero_page[PAGE];
 
-static json_t	*show_doc(const struct gck_manifest *, int64_t);
+static json_t	*show_doc(const struct mix *, int64_t);
 static int	 jset(json_t *, const char *, json_t *);
 static json_t	*jcopy(json_t *, const char *);
 static int	 dimg_read(struct gck_ctx *, struct dimg *, int);
@@ -177,42 +184,95 @@ jsize(json_int_t v)
 	return v >= 0 ? json_integer(v) : json_null();
 }
 
+static void
+mix_free(struct mix *x)
+{
+	json_decref(x->procs);
+	json_decref(x->cuda);
+	json_decref(x->gpus);
+	memset(x, 0, sizeof *x);
+}
+
+static int
+mix_add(json_t *ix, json_t *o, const char *k)
+{
+	json_t		*v = json_object_get(o, k);
+	char		 key[32];
+	const char	*ks = key;
+
+	if (json_is_integer(v))
+		snprintf(key, sizeof key, "%lld",
+		    (long long)json_integer_value(v));
+	else if (json_is_string(v))
+		ks = json_string_value(v);
+	else
+		return 0;
+	return json_object_set(ix, ks, o);
+}
+
+static int
+mix_build(struct gck_ctx *ctx, json_t *mj, struct mix *x)
+{
+	json_t	*cuda = json_object_get(mj, "cuda"), *o;
+	size_t	 i;
+
+	memset(x, 0, sizeof *x);
+	x->mj = mj;
+	if ((x->procs = json_object()) == NULL ||
+	    (x->cuda = json_object()) == NULL ||
+	    (x->gpus = json_object()) == NULL)
+		goto nomem;
+	json_array_foreach(json_object_get(mj, "processes"), i, o)
+		if (mix_add(x->procs, o, "pid") != 0)
+			goto nomem;
+	json_array_foreach(json_object_get(cuda, "processes"), i, o)
+		if (mix_add(x->cuda, o, "pid") != 0)
+			goto nomem;
+	json_array_foreach(json_object_get(cuda, "gpus"), i, o)
+		if (mix_add(x->gpus, o, "uuid") != 0)
+			goto nomem;
+	return GCK_OK;
+nomem:
+	mix_free(x);
+	return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+}
+
+static json_t *
+mix_get(json_t *ix, json_int_t pid)
+{
+	char	key[32];
+
+	snprintf(key, sizeof key, "%lld", (long long)pid);
+	return json_object_get(ix, key);
+}
+
 /* What a process holds on which GPUs, from the manifest's cuda section. */
 static json_t *
-proc_gpus(json_t *mj, json_int_t pid)
+proc_gpus(const struct mix *x, json_int_t pid)
 {
-	json_t		*cuda, *procs, *gpus, *p, *g, *mg, *a, *o;
+	json_t		*p, *g, *mg, *a, *o;
 	json_int_t	 mem;
 	const char	*uuid;
-	size_t		 i, j, k;
+	size_t		 j;
 
 	if ((a = json_array()) == NULL)
 		return NULL;
-	cuda = json_object_get(mj, "cuda");
-	procs = json_object_get(cuda, "processes");
-	gpus = json_object_get(cuda, "gpus");
-	json_array_foreach(procs, i, p) {
-		if (jint(p, "pid") != pid)
+	if ((p = mix_get(x->cuda, pid)) == NULL)
+		return a;
+	json_array_foreach(json_object_get(p, "gpus"), j, g) {
+		if (json_unpack(g, "{s:s}", "uuid", &uuid) != 0)
 			continue;
-		json_array_foreach(json_object_get(p, "gpus"), j, g) {
-			if (json_unpack(g, "{s:s}", "uuid", &uuid) != 0)
-				continue;
-			mem = jint(g, "memory");
-			o = json_pack("{s:s, s:o}", "uuid", uuid, "memory",
-			    jsize(mem));
-			json_array_foreach(gpus, k, mg) {
-				const char	*u = NULL;
-
-				if (json_unpack(mg, "{s:s}", "uuid", &u) == 0 &&
-				    strcmp(u, uuid) == 0) {
-					jset(o, "index", jcopy(mg, "index"));
-					jset(o, "name", jcopy(mg, "name"));
-				}
-			}
-			if (o == NULL || json_array_append_new(a, o) != 0) {
-				json_decref(a);
-				return NULL;
-			}
+		mem = jint(g, "memory");
+		o = json_pack("{s:s, s:o}", "uuid", uuid, "memory",
+		    jsize(mem));
+		if (o != NULL && (mg = json_object_get(x->gpus, uuid)) !=
+		    NULL) {
+			jset(o, "index", jcopy(mg, "index"));
+			jset(o, "name", jcopy(mg, "name"));
+		}
+		if (o == NULL || json_array_append_new(a, o) != 0) {
+			json_decref(a);
+			return NULL;
 		}
 	}
 	return a;
@@ -223,9 +283,9 @@ proc_gpus(json_t *mj, json_int_t pid)
  * image file, or -1 when it is not known (a pipe).
  */
 static json_t *
-show_doc(const struct gck_manifest *m, int64_t disk)
+show_doc(const struct mix *x, int64_t disk)
 {
-	json_t		*mj = gck_manifest_json(m), *d, *img, *procs, *p, *np;
+	json_t		*mj = x->mj, *d, *img, *procs, *p, *np;
 	json_t		*mem, *f, *gpus, *g;
 	json_int_t	 data = 0, pages = 0, threads = 0, rss = 0, anon = 0;
 	json_int_t	 file = 0, shmem = 0, gmem = 0, v;
@@ -253,8 +313,9 @@ show_doc(const struct gck_manifest *m, int64_t disk)
 	    json_null()) != 0 ||
 	    jset(img, "memory_size", known ? json_integer(pages) :
 	    json_null()) != 0 ||
-	    jset(img, "ratio", known && disk > 0 ? json_real((double)data /
-	    (double)disk) : json_null()) != 0 ||
+	    jset(img, "ratio", known && disk > 0 ? json_real((double)
+	    (((uint64_t)data * 100 + (uint64_t)disk / 2) / (uint64_t)disk) /
+	    100) : json_null()) != 0 ||
 	    jset(img, "files", known ? json_integer((json_int_t)nfiles) :
 	    json_null()) != 0 ||
 	    jset(img, "part_size", jcopy(mj, "part_size")) != 0 ||
@@ -308,7 +369,7 @@ show_doc(const struct gck_manifest *m, int64_t disk)
 		    jset(mem, "anon", jcopy(pm, "rss_anon")) ||
 		    jset(mem, "file", jcopy(pm, "rss_file")) ||
 		    jset(mem, "shared", jcopy(pm, "rss_shmem")) ||
-		    (gpus = proc_gpus(mj, jint(p, "pid"))) == NULL ||
+		    (gpus = proc_gpus(x, jint(p, "pid"))) == NULL ||
 		    jset(np, "gpus", gpus))
 			goto out;
 		threads += jint(p, "threads") > 0 ? jint(p, "threads") : 0;
@@ -369,6 +430,7 @@ gck_inspect_show(struct gck_ctx *ctx, int fd, char **textp)
 	const struct gck_manifest	*m;
 	struct gck_reader		*rd = NULL;
 	struct stat			 st;
+	struct mix			 x = { 0 };
 	json_t				*doc = NULL;
 	int64_t				 disk = -1;
 	int				 r;
@@ -377,11 +439,13 @@ gck_inspect_show(struct gck_ctx *ctx, int fd, char **textp)
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
 		disk = (int64_t)st.st_size;
 	if ((r = gck_reader_new(ctx, fd, &rd)) != GCK_OK ||
-	    (r = gck_reader_head(rd, &m)) != GCK_OK)
+	    (r = gck_reader_head(rd, &m)) != GCK_OK ||
+	    (r = mix_build(ctx, gck_manifest_json(m), &x)) != GCK_OK)
 		goto out;
-	doc = show_doc(m, disk);
+	doc = show_doc(&x, disk);
 	r = doc_text(ctx, doc, textp);
 out:
+	mix_free(&x);
 	json_decref(doc);
 	gck_reader_free(rd);
 	return r;
@@ -653,6 +717,8 @@ dimg_read(struct gck_ctx *ctx, struct dimg *im, int fd)
 	    (r = gck_reader_head(im->rd, &im->m)) != GCK_OK)
 		return r;
 	im->mj = gck_manifest_json(im->m);
+	if ((r = mix_build(ctx, im->mj, &im->ix)) != GCK_OK)
+		return r;
 	for (;;) {
 		if ((r = gck_reader_file(im->rd, name, sizeof name, &size)) ==
 		    1)
@@ -786,6 +852,7 @@ dimg_free(struct dimg *im)
 	for (i = 0; i < im->nshm; i++)
 		pmap_free(&im->shm[i].pm);
 	free(im->shm);
+	mix_free(&im->ix);
 	gck_reader_free(im->rd);
 }
 
@@ -1136,22 +1203,16 @@ shm_changed(const struct dimg *a, const struct dimg *b, const struct vma *v)
 
 /* The manifest entry of process pid, or NULL. */
 static json_t *
-mproc(json_t *mj, json_int_t pid)
+mproc(const struct mix *x, json_int_t pid)
 {
-	json_t	*p;
-	size_t	 i;
-
-	json_array_foreach(json_object_get(mj, "processes"), i, p)
-		if (jint(p, "pid") == pid)
-			return p;
-	return NULL;
+	return mix_get(x->procs, pid);
 }
 
 /* A process, briefly: for the added and removed lists. */
 static json_t *
-proc_brief(json_t *mj, json_t *p)
+proc_brief(const struct mix *x, json_t *p)
 {
-	json_t	*g = proc_gpus(mj, jint(p, "pid"));
+	json_t	*g = proc_gpus(x, jint(p, "pid"));
 
 	return json_pack("{s:o, s:o, s:o, s:o, s:o}", "pid", jcopy(p, "pid"),
 	    "comm", jcopy(p, "comm"), "cmdline", jcopy(p, "cmdline"),
@@ -1207,8 +1268,8 @@ proc_diff(struct gck_ctx *ctx, const struct dimg *a, const struct dimg *b,
 		    jcopy(pb, "threads")));
 		*differs = 1;
 	}
-	ga = proc_gpus(a->mj, pid);
-	gb = proc_gpus(b->mj, pid);
+	ga = proc_gpus(&a->ix, pid);
+	gb = proc_gpus(&b->ix, pid);
 	if (!json_equal(ga, gb)) {
 		jset(o, "gpus", pair(ga, gb));
 		ga = gb = NULL;
@@ -1362,8 +1423,8 @@ gck_inspect_diff(struct gck_ctx *ctx, int fda, const char *la, int fdb,
 		goto out;
 	}
 	json_array_foreach(json_object_get(b.mj, "processes"), i, p) {
-		if ((q = mproc(a.mj, jint(p, "pid"))) == NULL) {
-			json_array_append_new(added, proc_brief(b.mj, p));
+		if ((q = mproc(&a.ix, jint(p, "pid"))) == NULL) {
+			json_array_append_new(added, proc_brief(&b.ix, p));
 			any = 1;
 			continue;
 		}
@@ -1379,8 +1440,8 @@ gck_inspect_diff(struct gck_ctx *ctx, int fda, const char *la, int fdb,
 			json_decref(x);
 	}
 	json_array_foreach(json_object_get(a.mj, "processes"), i, p)
-		if (mproc(b.mj, jint(p, "pid")) == NULL) {
-			json_array_append_new(removed, proc_brief(a.mj, p));
+		if (mproc(&b.ix, jint(p, "pid")) == NULL) {
+			json_array_append_new(removed, proc_brief(&a.ix, p));
 			any = 1;
 		}
 	if ((x = files_diff(&a, &b, &d)) == NULL ||
