@@ -38,6 +38,7 @@
 #define FILES_MAX	65536
 #define TAIL_SLACK	(1u << 16)
 #define GCK_HOLE_PAGE	4096
+#define USTAR_SIZE_MAX	077777777777LL	/* the most a ustar size holds */
 
 struct seen {
 	char		*name;
@@ -664,7 +665,7 @@ r_next(struct gck_reader *r, struct archive_entry **ep)
 			    "empty input: no image");
 		return 1;
 	}
-	if (ret < ARCHIVE_WARN)
+	if (ret < ARCHIVE_WARN || ret == ARCHIVE_RETRY)
 		return r_archive_error(r, 0);
 	return r_layout(r, *ep);
 }
@@ -680,18 +681,19 @@ r_unverifiable(struct gck_reader *r)
 }
 
 /*
- * Every byte of an uncompressed stream is accounted for: headers carry
- * their checksums, data its digest, and the padding around them must be
- * zero.  (A compressed stream is covered whole by its frame checksum.)
- * Checks the headers of the entry just read: a ustar header, or a pax
- * header, its records and zero padding, then a ustar header.
+ * Every byte of the tar stream is accounted for: headers carry their
+ * checksums, data its digest, and the padding around them must be zero.
+ * (A compressed stream's frame checksum shows only that it is the
+ * stream its writer made, who may be hostile.)  Checks the headers of
+ * the entry just read: a ustar header, or a pax header, its records and
+ * zero padding, then a ustar header whose size is the entry's.
  */
 static int
 r_layout(struct gck_reader *r, struct archive_entry *e)
 {
 	unsigned char	 h[512];
 	uint64_t	 p, ds, l, padded, hend;
-	char		 size[13], *end;
+	char		 size[13], *end, pbuf[201];
 	int		 z;
 
 	p = (uint64_t)archive_read_header_position(r->a);
@@ -722,10 +724,6 @@ r_layout(struct gck_reader *r, struct archive_entry *e)
 			r->nreg++;
 		}
 	}
-	if (gck_zin_compressed(r->z)) {
-		r->data_start = ds;
-		return GCK_OK;
-	}
 	if (p != r->entry_end || ds < p + 512)
 		return r_unverifiable(r);
 	hend = p + 512;
@@ -744,6 +742,24 @@ r_layout(struct gck_reader *r, struct archive_entry *e)
 			return z == 0 ? gck_set_error(r->ctx, GCK_ECORRUPT,
 			    "corrupt image: non-zero padding in a header") :
 			    r_unverifiable(r);
+	}
+	if (!r->esparse && archive_entry_size(e) < USTAR_SIZE_MAX) {
+		/*
+		 * Two sizes, the pax record's and the ustar field's, where it
+		 * can hold it: one value.  (A larger entry is refused later.)
+		 */
+		if (gck_zin_peek(r->z, hend - 512, h, sizeof h) == -1)
+			return r_unverifiable(r);
+		memcpy(size, h + 124, 12);
+		size[12] = '\0';
+		l = strtoull(size, &end, 8);
+		if (end == size || (*end != '\0' && *end != ' ') ||
+		    l != (uint64_t)archive_entry_size(e))
+			return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt "
+			    "image: entry '%s' has two sizes", printable(
+			    archive_entry_pathname(e) != NULL ?
+			    archive_entry_pathname(e) : "", pbuf,
+			    sizeof pbuf));
 	}
 	if (r->esparse) {
 		/* The map of holes, read with the header, and what follows. */
@@ -770,8 +786,6 @@ r_padding(struct gck_reader *r, uint64_t size)
 	int		z;
 
 	r->entry_end = de;
-	if (gck_zin_compressed(r->z))
-		return GCK_OK;
 	if (r->esparse)
 		size = r->estored;	/* the map, then the data kept */
 	if (de < r->data_start + size)
@@ -784,7 +798,7 @@ r_padding(struct gck_reader *r, uint64_t size)
 }
 
 /*
- * In an uncompressed stream, the map of an entry with holes, in the
+ * The map of an entry with holes, in the
  * blocks [from, to) before its data: a count, then offsets and lengths,
  * one decimal number a line, then zeros to the end of its last block.
  */
@@ -1264,7 +1278,7 @@ r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
 		ret = archive_read_data_block(r->a, &p, &l, &off);
 		if (ret == ARCHIVE_EOF)
 			r->beof = 1;
-		else if (ret < ARCHIVE_WARN) {
+		else if (ret < ARCHIVE_WARN || ret == ARCHIVE_RETRY) {
 			r_archive_error(r, 1);
 			return -1;
 		} else if (off < 0 || (uint64_t)off < r->egot ||

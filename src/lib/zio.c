@@ -202,8 +202,6 @@ zin_account(struct gck_zin *z, const char *p, size_t n)
 /*
  * Says whether the bytes [from, to) of the tar stream are all zero: 1 if
  * they are, 0 if not, -1 if they are no longer (or not yet) at hand.
- * Only uncompressed streams keep them; a compressed one answers 1, its
- * frame checksum covering every byte.
  */
 int
 gck_zin_zero_range(const struct gck_zin *z, uint64_t from, uint64_t to)
@@ -221,8 +219,7 @@ gck_zin_zero_range(const struct gck_zin *z, uint64_t from, uint64_t to)
 }
 
 /*
- * Copies the bytes [from, from + len) of an uncompressed tar stream into
- * buf.  Returns 0, or -1 if they are not at hand.
+ * Copies the bytes [from, from + len) of the tar stream into buf.  Returns 0, or -1 if they are not at hand.
  */
 int
 gck_zin_peek(const struct gck_zin *z, uint64_t from, void *buf, size_t len)
@@ -276,11 +273,11 @@ gck_zin_read(struct gck_zin *z, void *p, size_t len)
 		}
 		z->detected = 1;
 		if (z->len - z->pos >= 4 && memcmp(z->buf + z->pos, magic,
-		    4) == 0)
-			z->dctx = ZSTD_createDCtx();
-		else
-			z->ring = malloc(ZIO_RING);
-		if (z->dctx == NULL && z->ring == NULL) {
+		    4) == 0 && (z->dctx = ZSTD_createDCtx()) == NULL) {
+			gck_set_error(z->ctx, GCK_ENOMEM, "out of memory");
+			return -1;
+		}
+		if ((z->ring = malloc(ZIO_RING)) == NULL) {
 			gck_set_error(z->ctx, GCK_ENOMEM, "out of memory");
 			return -1;
 		}
