@@ -35,6 +35,7 @@ static const struct option longopts[] = {
 
 static _Noreturn void	usage(int);
 static const char	*size_str(json_t *, char *, size_t);
+static const char	*safe(const char *);
 static const char	*str(json_t *, const char *);
 static void		 print_show(const char *, json_t *);
 static void		 print_diff(json_t *, int);
@@ -77,13 +78,31 @@ size_str(json_t *v, char *buf, size_t len)
 	return buf;
 }
 
-/* Member k of o if it is a string, else "?". */
+/*
+ * s as it may be shown on a terminal: control characters as '?', cut
+ * at 1000 bytes.  Valid until eight more calls.
+ */
+static const char *
+safe(const char *s)
+{
+	static char	 buf[8][1024];
+	static int	 next;
+	char		*b = buf[next++ % 8];
+	size_t		 i;
+
+	for (i = 0; s[i] != '\0' && i < 1000; i++)
+		b[i] = (unsigned char)s[i] < 32 || s[i] == 127 ? '?' : s[i];
+	b[i] = '\0';
+	return b;
+}
+
+/* Member k of o if it is a string, made safe to show, else "?". */
 static const char *
 str(json_t *o, const char *k)
 {
 	json_t	*v = json_object_get(o, k);
 
-	return json_is_string(v) ? json_string_value(v) : "?";
+	return json_is_string(v) ? safe(json_string_value(v)) : "?";
 }
 
 static json_int_t
@@ -352,11 +371,11 @@ print_diff(json_t *d, int verbose)
 	    (long long)num(f, "same"));
 	n = 0;
 	json_array_foreach(json_object_get(f, "changed"), i, x)
-		printf("%s~%s", n++ ? " " : ": ", json_string_value(x));
+		printf("%s~%s", n++ ? " " : ": ", safe(json_string_value(x)));
 	json_array_foreach(json_object_get(f, "added"), i, x)
-		printf("%s+%s", n++ ? " " : ": ", json_string_value(x));
+		printf("%s+%s", n++ ? " " : ": ", safe(json_string_value(x)));
 	json_array_foreach(json_object_get(f, "removed"), i, x)
-		printf("%s-%s", n++ ? " " : ": ", json_string_value(x));
+		printf("%s-%s", n++ ? " " : ": ", safe(json_string_value(x)));
 	printf("\n");
 }
 

@@ -177,6 +177,13 @@ jint(json_t *o, const char *k)
 	return json_is_integer(v) ? json_integer_value(v) : -1;
 }
 
+/* Whether two members are equal, both absent included. */
+static int
+jsame(json_t *a, json_t *b)
+{
+	return (a == NULL && b == NULL) || json_equal(a, b);
+}
+
 /* An integer, or null for a negative (unknown) one. */
 static json_t *
 jsize(json_int_t v)
@@ -1257,7 +1264,7 @@ proc_diff(struct gck_ctx *ctx, const struct dimg *a, const struct dimg *b,
 		gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
-	if (!json_equal(json_object_get(pa, "cmdline"),
+	if (!jsame(json_object_get(pa, "cmdline"),
 	    json_object_get(pb, "cmdline"))) {
 		jset(o, "cmdline", pair(jcopy(pa, "cmdline"),
 		    jcopy(pb, "cmdline")));
@@ -1270,7 +1277,7 @@ proc_diff(struct gck_ctx *ctx, const struct dimg *a, const struct dimg *b,
 	}
 	ga = proc_gpus(&a->ix, pid);
 	gb = proc_gpus(&b->ix, pid);
-	if (!json_equal(ga, gb)) {
+	if (!jsame(ga, gb)) {
 		jset(o, "gpus", pair(ga, gb));
 		ga = gb = NULL;
 		*differs = 1;
