@@ -251,21 +251,23 @@ for m in tarfile.open(sys.argv[1]).getmembers():
 EOF
 
 test_expect_success '--verify names the damaged part and where it is' '
-	set -- $(python3 where.py c.tar criu/pages-1.img.part00001) &&
-	test -n "$2" &&
+	where=$(python3 where.py c.tar criu/pages-1.img.part00001) &&
+	hdr=${where% *} && data=${where#* } &&
+	test -n "$data" &&
 	cp c.tar bad.tar &&
-	printf "\\377" | dd of=bad.tar bs=1 seek=$(($2 + 5000)) conv=notrunc \
+	printf "\\377" | dd of=bad.tar bs=1 seek=$((data + 5000)) conv=notrunc \
 	    status=none &&
 	test_status 1 "$GCKINSPECT" --verify bad.tar >out 2>err &&
 	test_must_be_empty out &&
 	test_line_count err 1 &&
-	echo "gpuinspect: corrupt image: checksum mismatch in '"'"'pages-1.img'"'"' part 1 (entry at tar offset $1)" >expect &&
+	echo "gpuinspect: corrupt image: checksum mismatch in '"'"'pages-1.img'"'"' part 1 (entry at tar offset $hdr)" >expect &&
 	test_cmp expect err
 '
 
 test_expect_success '--verify says where a stream was cut short' '
-	set -- $(python3 where.py c.tar criu/pages-1.img.part00001) &&
-	head -c $(($2 + 4096)) c.tar >cut.tar &&
+	where=$(python3 where.py c.tar criu/pages-1.img.part00001) &&
+	data=${where#* } &&
+	head -c $((data + 4096)) c.tar >cut.tar &&
 	test_status 1 "$GCKINSPECT" --verify cut.tar >out 2>err &&
 	test_must_be_empty out &&
 	test_line_count err 1 &&
@@ -396,7 +398,9 @@ test_expect_success '--diff prints what changed, for people' '
 '
 
 test_expect_success '--diff: processes that came and went' '
-	(setsid sh -c "sleep 1000 & echo \$! >kid1; sleep 1000 & echo \$! >kid2; echo \$\$ >sh.pid; wait" \
+	(python3 -c "import os, sys; os.closerange(3, 1 << 16); \
+	    os.execvp(sys.argv[1], sys.argv[1:])" setsid sh -c \
+	    "sleep 1000 & echo \$! >kid1; sleep 1000 & echo \$! >kid2; echo \$\$ >sh.pid; wait" \
 	    </dev/null >/dev/null 2>&1 &) &&
 	wait_for_line kid2 . &&
 	wait_for_line sh.pid . &&
