@@ -6,7 +6,6 @@
 #include <sys/types.h>
 
 #include <err.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -379,23 +378,6 @@ print_diff(json_t *d, int verbose)
 	printf("\n");
 }
 
-/* Opens an operand; exits with status when it cannot. */
-static int
-open_operand(const char *path, int status)
-{
-	int	fd;
-
-	if (path == NULL || strcmp(path, "-") == 0) {
-		if (isatty(STDIN_FILENO))
-			errx(status, "refusing to read an image from a "
-			    "terminal");
-		return STDIN_FILENO;
-	}
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		err(status, "cannot open '%s'", path);
-	return fd;
-}
-
 int
 main(int argc, char *argv[])
 {
@@ -456,7 +438,7 @@ main(int argc, char *argv[])
 	tool_signals();
 	ctx = tool_ctx(verbose);
 	name = argc >= 1 ? argv[0] : "-";
-	fd = open_operand(argc >= 1 ? argv[0] : NULL, mode == DIFF ? 2 : 1);
+	fd = tool_open_image(argc >= 1 ? argv[0] : NULL, mode == DIFF ? 2 : 1);
 	switch (mode) {
 	case SHOW:
 		if ((r = gck_inspect_show(ctx, fd, &text)) != GCK_OK)
@@ -483,7 +465,7 @@ main(int argc, char *argv[])
 		r = gck_inspect_extract(ctx, fd, dir);
 		break;
 	case DIFF:
-		fdb = open_operand(argv[1], 2);
+		fdb = tool_open_image(argv[1], 2);
 		if ((r = gck_inspect_diff(ctx, fd, argv[0], fdb, argv[1],
 		    &text, &differ)) != GCK_OK)
 			break;

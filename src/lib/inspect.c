@@ -66,11 +66,11 @@ struct pdig {
 	size_t		 n, cap;
 };
 
-/* A CRIU file as the entries list it: how many parts, what digest. */
+/* A CRIU file: its size, and a digest of its contents. */
 struct cfile {
 	char		*name;
 	uint64_t	 size;
-	uint64_t	 digest;	/* of its parts' digests */
+	uint64_t	 digest;
 };
 
 /* Pages by address: a process's memory, or a shared segment's. */
@@ -103,7 +103,8 @@ struct dimg {
 	const char	*label;
 	struct gck_reader *rd;
 	const struct gck_manifest *m;
-	json_t		*mj;
+	json_t		*names;		/* where kept, pd, cf, shm hold a name:
+					   under "k:", "p:", "f:", "s:" */
 	struct kept	*kept;
 	size_t		 nkept, capkept;
 	struct pdig	*pd;
@@ -127,6 +128,14 @@ struct vmas {
 	size_t		 n;
 };
 
+/* The members of the manifest that the summary passes on as they are. */
+static const char *const host_keys[] = { "hostname", "kernel", "arch",
+	"boot_id", NULL };
+static const char *const cuda_keys[] = { "driver_version", "cuda_version",
+	"driver", "nvml", "gpus", NULL };
+static const char *const proc_keys[] = { "pid", "ppid", "pgid", "sid", "uid",
+	"gid", "comm", "cmdline", "cwd", "threads", NULL };
+
 static uint64_t	 zero_digest;
 static const char zero_page[PAGE];
 
@@ -135,6 +144,9 @@ static int	 jset(json_t *, const char *, json_t *);
 static json_t	*jcopy(json_t *, const char *);
 static int	 dimg_read(struct gck_ctx *, struct dimg *, int);
 static void	 dimg_free(struct dimg *);
+static int	 dimg_index(struct gck_ctx *, struct dimg *, const char *,
+		    const char *, size_t);
+static ssize_t	 dimg_lookup(const struct dimg *, const char *, const char *);
 static const struct kept *dimg_find(const struct dimg *, const char *);
 static const struct pdig *dimg_pages(const struct dimg *, unsigned);
 static int	 pmap_build(struct gck_ctx *, const struct dimg *,
@@ -157,6 +169,22 @@ static int
 jset(json_t *o, const char *k, json_t *v)
 {
 	return v == NULL ? -1 : json_object_set_new(o, k, v);
+}
+
+/* A new object with a copy of each member keys[] names (null if none). */
+static json_t *
+jcopy_keys(json_t *o, const char *const *keys)
+{
+	json_t	*n;
+
+	if ((n = json_object()) == NULL)
+		return NULL;
+	for (; *keys != NULL; keys++)
+		if (jset(n, *keys, jcopy(o, *keys)) != 0) {
+			json_decref(n);
+			return NULL;
+		}
+	return n;
 }
 
 /* A copy of o's member k, or JSON null if it has none. */
@@ -328,15 +356,8 @@ show_doc(const struct mix *x, int64_t disk)
 	    jset(img, "part_size", jcopy(mj, "part_size")) != 0 ||
 	    jset(d, "created", jcopy(mj, "created")) != 0 ||
 	    jset(d, "tool", jcopy(mj, "tool")) != 0 ||
-	    jset(d, "host", json_object()) != 0 ||
-	    jset(json_object_get(d, "host"), "hostname",
-	    jcopy(json_object_get(mj, "host"), "hostname")) != 0 ||
-	    jset(json_object_get(d, "host"), "kernel",
-	    jcopy(json_object_get(mj, "host"), "kernel")) != 0 ||
-	    jset(json_object_get(d, "host"), "arch",
-	    jcopy(json_object_get(mj, "host"), "arch")) != 0 ||
-	    jset(json_object_get(d, "host"), "boot_id",
-	    jcopy(json_object_get(mj, "host"), "boot_id")) != 0 ||
+	    jset(d, "host", jcopy_keys(json_object_get(mj, "host"),
+	    host_keys)) != 0 ||
 	    jset(d, "criu_version", jcopy(json_object_get(mj, "criu"),
 	    "version")) != 0 ||
 	    jset(d, "options", jcopy(mj, "options")) != 0 ||
@@ -344,32 +365,16 @@ show_doc(const struct mix *x, int64_t disk)
 	    jset(d, "shell_job", jcopy(mj, "shell_job")) != 0)
 		goto out;
 	if (json_is_object(json_object_get(mj, "cuda"))) {
-		json_t	*c = json_object_get(mj, "cuda"), *nc;
-
-		if ((nc = json_object()) == NULL || jset(d, "cuda", nc) != 0 ||
-		    jset(nc, "driver_version", jcopy(c, "driver_version")) ||
-		    jset(nc, "cuda_version", jcopy(c, "cuda_version")) ||
-		    jset(nc, "driver", jcopy(c, "driver")) ||
-		    jset(nc, "nvml", jcopy(c, "nvml")) ||
-		    jset(nc, "gpus", jcopy(c, "gpus")))
+		if (jset(d, "cuda", jcopy_keys(json_object_get(mj, "cuda"),
+		    cuda_keys)) != 0)
 			goto out;
 	} else if (jset(d, "cuda", json_null()) != 0)
 		goto out;
 	json_array_foreach(json_object_get(mj, "processes"), i, p) {
 		json_t	*pm = json_object_get(p, "memory");
 
-		if ((np = json_object()) == NULL ||
+		if ((np = jcopy_keys(p, proc_keys)) == NULL ||
 		    json_array_append_new(procs, np) != 0 ||
-		    jset(np, "pid", jcopy(p, "pid")) ||
-		    jset(np, "ppid", jcopy(p, "ppid")) ||
-		    jset(np, "pgid", jcopy(p, "pgid")) ||
-		    jset(np, "sid", jcopy(p, "sid")) ||
-		    jset(np, "uid", jcopy(p, "uid")) ||
-		    jset(np, "gid", jcopy(p, "gid")) ||
-		    jset(np, "comm", jcopy(p, "comm")) ||
-		    jset(np, "cmdline", jcopy(p, "cmdline")) ||
-		    jset(np, "cwd", jcopy(p, "cwd")) ||
-		    jset(np, "threads", jcopy(p, "threads")) ||
 		    (mem = json_object()) == NULL || jset(np, "memory", mem) ||
 		    jset(mem, "vm_size", jcopy(pm, "vm_size")) ||
 		    jset(mem, "rss", jcopy(pm, "vm_rss")) ||
@@ -557,6 +562,18 @@ keep_file(const char *name)
 	    strncmp(name, "pagemap-", 8) == 0 || strcmp(name, "files.img") == 0;
 }
 
+static int
+pd_push(struct gck_ctx *ctx, struct pdig *pd, uint64_t digest)
+{
+	int	r;
+
+	if ((r = gck_grow(ctx, &pd->d, &pd->cap, pd->n, sizeof *pd->d)) !=
+	    GCK_OK)
+		return r;
+	pd->d[pd->n++] = digest;
+	return GCK_OK;
+}
+
 /* Digests the pages of the current file into pd, 4 KiB at a time. */
 static int
 digest_pages(struct gck_ctx *ctx, struct gck_reader *rd, struct pdig *pd,
@@ -575,11 +592,9 @@ digest_pages(struct gck_ctx *ctx, struct gck_reader *rd, struct pdig *pd,
 		while (left > 0) {
 			if (fill == 0 && left >= PAGE) {
 				/* whole pages, straight from the chunk */
-				if ((r = gck_grow(ctx, &pd->d, &pd->cap, pd->n,
-				    sizeof *pd->d)) != GCK_OK)
+				if ((r = pd_push(ctx, pd, hole ? zero_digest :
+				    XXH3_64bits(s, PAGE))) != GCK_OK)
 					return r;
-				pd->d[pd->n++] = hole ? zero_digest :
-				    XXH3_64bits(s, PAGE);
 				if (!hole)
 					s += PAGE;
 				left -= PAGE;
@@ -595,10 +610,9 @@ digest_pages(struct gck_ctx *ctx, struct gck_reader *rd, struct pdig *pd,
 			fill += take;
 			left -= take;
 			if (fill == PAGE) {
-				if ((r = gck_grow(ctx, &pd->d, &pd->cap, pd->n,
-				    sizeof *pd->d)) != GCK_OK)
+				if ((r = pd_push(ctx, pd, XXH3_64bits(page,
+				    PAGE))) != GCK_OK)
 					return r;
-				pd->d[pd->n++] = XXH3_64bits(page, PAGE);
 				fill = 0;
 			}
 		}
@@ -631,7 +645,8 @@ keep_current(struct gck_ctx *ctx, struct dimg *im, const char *name,
 		free(k->name);
 		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 	}
-	im->nkept++;
+	if ((r = dimg_index(ctx, im, "k:", name, im->nkept++)) != GCK_OK)
+		return r;
 	for (;;) {
 		if (k->len == cap) {
 			char	*nd;
@@ -672,7 +687,6 @@ pages_id(const char *name, unsigned *idp)
 	return 1;
 }
 
-/* Reads the image on fd whole, verifying it, and keeps what a diff needs. */
 /* Digests the rest of the current file, holes as zeros; *sizep its size. */
 static int
 digest_file(struct gck_ctx *ctx, struct gck_reader *rd, uint64_t *digestp,
@@ -713,7 +727,7 @@ digest_file(struct gck_ctx *ctx, struct gck_reader *rd, uint64_t *digestp,
 static int
 dimg_read(struct gck_ctx *ctx, struct dimg *im, int fd)
 {
-	char		 name[NAME_LEN];
+	char		 name[NAME_LEN], num[24];
 	struct cfile	*cf;
 	uint64_t	 size;
 	unsigned	 id;
@@ -723,8 +737,9 @@ dimg_read(struct gck_ctx *ctx, struct dimg *im, int fd)
 	if ((r = gck_reader_new(ctx, fd, &im->rd)) != GCK_OK ||
 	    (r = gck_reader_head(im->rd, &im->m)) != GCK_OK)
 		return r;
-	im->mj = gck_manifest_json(im->m);
-	if ((r = mix_build(ctx, im->mj, &im->ix)) != GCK_OK)
+	if ((im->names = json_object()) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	if ((r = mix_build(ctx, gck_manifest_json(im->m), &im->ix)) != GCK_OK)
 		return r;
 	for (;;) {
 		if ((r = gck_reader_file(im->rd, name, sizeof name, &size)) ==
@@ -739,7 +754,8 @@ dimg_read(struct gck_ctx *ctx, struct dimg *im, int fd)
 		memset(cf, 0, sizeof *cf);
 		if ((cf->name = strdup(name)) == NULL)
 			return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-		im->ncf++;
+		if ((r = dimg_index(ctx, im, "f:", name, im->ncf++)) != GCK_OK)
+			return r;
 		if (keep_file(name)) {
 			struct kept	*k;
 
@@ -754,9 +770,13 @@ dimg_read(struct gck_ctx *ctx, struct dimg *im, int fd)
 			if ((r = gck_grow(ctx, &im->pd, &im->cappd, im->npd,
 			    sizeof *im->pd)) != GCK_OK)
 				return r;
-			pd = &im->pd[im->npd++];
+			pd = &im->pd[im->npd];
 			memset(pd, 0, sizeof *pd);
 			pd->id = id;
+			snprintf(num, sizeof num, "%u", id);
+			if ((r = dimg_index(ctx, im, "p:", num, im->npd++)) !=
+			    GCK_OK)
+				return r;
 			if ((r = digest_pages(ctx, im->rd, pd, name)) != GCK_OK)
 				return r;
 			cf->digest = XXH3_64bits(pd->d, pd->n * sizeof *pd->d);
@@ -782,7 +802,9 @@ dimg_read(struct gck_ctx *ctx, struct dimg *im, int fd)
 		if ((r = pmap_build(ctx, im, im->kept[i].name,
 		    &im->shm[im->nshm].pm)) != GCK_OK)
 			return r;
-		im->nshm++;
+		snprintf(num, sizeof num, "%llu", shmid);
+		if ((r = dimg_index(ctx, im, "s:", num, im->nshm++)) != GCK_OK)
+			return r;
 	}
 	return GCK_OK;
 }
@@ -860,29 +882,53 @@ dimg_free(struct dimg *im)
 		pmap_free(&im->shm[i].pm);
 	free(im->shm);
 	mix_free(&im->ix);
+	json_decref(im->names);
 	gck_reader_free(im->rd);
+}
+
+/* Records that what im keeps of kind ("k:"...) under name is at i. */
+static int
+dimg_index(struct gck_ctx *ctx, struct dimg *im, const char *kind,
+    const char *name, size_t i)
+{
+	char	key[NAME_LEN + 8];
+
+	snprintf(key, sizeof key, "%s%s", kind, name);
+	if (json_object_set_new(im->names, key, json_integer((json_int_t)i)) !=
+	    0)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	return GCK_OK;
+}
+
+/* Where im keeps kind and name, or -1. */
+static ssize_t
+dimg_lookup(const struct dimg *im, const char *kind, const char *name)
+{
+	char	 key[NAME_LEN + 8];
+	json_t	*v;
+
+	snprintf(key, sizeof key, "%s%s", kind, name);
+	v = json_object_get(im->names, key);
+	return v != NULL ? (ssize_t)json_integer_value(v) : -1;
 }
 
 static const struct kept *
 dimg_find(const struct dimg *im, const char *name)
 {
-	size_t	i;
+	ssize_t	i = dimg_lookup(im, "k:", name);
 
-	for (i = 0; i < im->nkept; i++)
-		if (strcmp(im->kept[i].name, name) == 0)
-			return &im->kept[i];
-	return NULL;
+	return i >= 0 ? &im->kept[i] : NULL;
 }
 
 static const struct pdig *
 dimg_pages(const struct dimg *im, unsigned id)
 {
-	size_t	i;
+	char	num[16];
+	ssize_t	i;
 
-	for (i = 0; i < im->npd; i++)
-		if (im->pd[i].id == id)
-			return &im->pd[i];
-	return NULL;
+	snprintf(num, sizeof num, "%u", id);
+	i = dimg_lookup(im, "p:", num);
+	return i >= 0 ? &im->pd[i] : NULL;
 }
 
 /* Checks a CRIU image's two magic numbers; returns the first record's offset. */
@@ -1189,12 +1235,12 @@ static const struct pmap *
 shm_pages(const struct dimg *im, uint64_t shmid)
 {
 	static const struct pmap	none;
-	size_t				i;
+	char				num[24];
+	ssize_t				i;
 
-	for (i = 0; i < im->nshm; i++)
-		if (im->shm[i].shmid == shmid)
-			return &im->shm[i].pm;
-	return &none;
+	snprintf(num, sizeof num, "%" PRIu64, shmid);
+	i = dimg_lookup(im, "s:", num);
+	return i >= 0 ? &im->shm[i].pm : &none;
 }
 
 /*
@@ -1352,8 +1398,10 @@ out:
 static json_t *
 files_diff(const struct dimg *a, const struct dimg *b, int *differs)
 {
-	json_t	*o, *added, *removed, *changed;
-	size_t	 i, j;
+	json_t		*o, *added, *removed, *changed;
+	json_int_t	 same = 0;
+	size_t		 i;
+	ssize_t		 k;
 
 	*differs = 0;
 	if ((added = json_array()) == NULL || (removed = json_array()) ==
@@ -1362,28 +1410,21 @@ files_diff(const struct dimg *a, const struct dimg *b, int *differs)
 	    removed, "changed", changed, "same", (json_int_t)0)) == NULL)
 		return NULL;
 	for (i = 0; i < b->ncf; i++) {
-		for (j = 0; j < a->ncf; j++)
-			if (strcmp(a->cf[j].name, b->cf[i].name) == 0)
-				break;
-		if (j == a->ncf)
+		if ((k = dimg_lookup(a, "f:", b->cf[i].name)) < 0)
 			json_array_append_new(added,
 			    json_string(b->cf[i].name));
-		else if (a->cf[j].digest != b->cf[i].digest ||
-		    a->cf[j].size != b->cf[i].size)
+		else if (a->cf[k].digest != b->cf[i].digest ||
+		    a->cf[k].size != b->cf[i].size)
 			json_array_append_new(changed,
 			    json_string(b->cf[i].name));
 		else
-			json_object_set_new(o, "same", json_integer(
-			    jint(o, "same") + 1));
+			same++;
 	}
-	for (j = 0; j < a->ncf; j++) {
-		for (i = 0; i < b->ncf; i++)
-			if (strcmp(a->cf[j].name, b->cf[i].name) == 0)
-				break;
-		if (i == b->ncf)
+	for (i = 0; i < a->ncf; i++)
+		if (dimg_lookup(b, "f:", a->cf[i].name) < 0)
 			json_array_append_new(removed,
-			    json_string(a->cf[j].name));
-	}
+			    json_string(a->cf[i].name));
+	json_object_set_new(o, "same", json_integer(same));
 	*differs = json_array_size(added) + json_array_size(removed) +
 	    json_array_size(changed) > 0;
 	return o;
@@ -1393,13 +1434,13 @@ files_diff(const struct dimg *a, const struct dimg *b, int *differs)
 static json_t *
 img_brief(const struct dimg *im)
 {
-	json_t	*h = json_object_get(im->mj, "host");
+	json_t	*h = json_object_get(im->ix.mj, "host");
 
 	return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:I}", "name",
-	    im->label, "created", jcopy(im->mj, "created"), "hostname",
+	    im->label, "created", jcopy(im->ix.mj, "created"), "hostname",
 	    jcopy(h, "hostname"), "kernel", jcopy(h, "kernel"), "tool",
-	    jcopy(im->mj, "tool"), "root_pid", jcopy(im->mj, "root_pid"),
-	    "processes", (json_int_t)json_array_size(json_object_get(im->mj,
+	    jcopy(im->ix.mj, "tool"), "root_pid", jcopy(im->ix.mj, "root_pid"),
+	    "processes", (json_int_t)json_array_size(json_object_get(im->ix.mj,
 	    "processes")));
 }
 
@@ -1429,7 +1470,7 @@ gck_inspect_diff(struct gck_ctx *ctx, int fda, const char *la, int fdb,
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
-	json_array_foreach(json_object_get(b.mj, "processes"), i, p) {
+	json_array_foreach(json_object_get(b.ix.mj, "processes"), i, p) {
 		if ((q = mproc(&a.ix, jint(p, "pid"))) == NULL) {
 			json_array_append_new(added, proc_brief(&b.ix, p));
 			any = 1;
@@ -1446,7 +1487,7 @@ gck_inspect_diff(struct gck_ctx *ctx, int fda, const char *la, int fdb,
 		} else
 			json_decref(x);
 	}
-	json_array_foreach(json_object_get(a.mj, "processes"), i, p)
+	json_array_foreach(json_object_get(a.ix.mj, "processes"), i, p)
 		if (mproc(&b.ix, jint(p, "pid")) == NULL) {
 			json_array_append_new(removed, proc_brief(&a.ix, p));
 			any = 1;

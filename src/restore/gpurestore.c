@@ -120,7 +120,7 @@ main(int argc, char *argv[])
 		warnx("-p is for --resume: an image says its own processes");
 		usage(2);
 	}
-	o.infd = tool_open_image(argc == 1 ? argv[0] : NULL);
+	o.infd = tool_open_image(argc == 1 ? argv[0] : NULL, 1);
 
 	tool_signals();
 	ctx = tool_ctx(verbose);

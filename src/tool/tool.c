@@ -74,17 +74,18 @@ tool_pid(const char *s)
 }
 
 int
-tool_open_image(const char *path)
+tool_open_image(const char *path, int status)
 {
 	int	fd;
 
 	if (path == NULL || strcmp(path, "-") == 0) {
 		if (isatty(STDIN_FILENO))
-			errx(1, "refusing to read an image from a terminal");
+			errx(status, "refusing to read an image from a "
+			    "terminal");
 		return STDIN_FILENO;
 	}
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		err(1, "cannot open '%s'", path);
+		err(status, "cannot open '%s'", path);
 	return fd;
 }
 

@@ -18,10 +18,10 @@ void		 tool_signals(void);
 pid_t		 tool_pid(const char *);
 /*
  * Opens the image to read: path, or standard input for NULL or "-".
- * Exits 1 with a message when it cannot, or when standard input is a
- * terminal.  Returns the descriptor.
+ * Exits with status and a message when it cannot, or when standard
+ * input is a terminal.  Returns the descriptor.
  */
-int		 tool_open_image(const char *);
+int		 tool_open_image(const char *, int);
 /* Prints "PROG (gpuckpt) VERSION" and exits 0. */
 _Noreturn void	 tool_version(void);
 
