@@ -35,6 +35,8 @@
 #define GCK_ENOMEM	(-11)	/* out of memory */
 #define GCK_ECORRUPT	(-12)	/* a checksum does not match */
 #define GCK_ECUDA	(-13)	/* the CUDA driver is missing or failed */
+#define GCK_ESSH	(-14)	/* ssh connection, host key or login failed */
+#define GCK_ETIMEDOUT	(-15)	/* the peer made no progress in time */
 
 #define GCK_LOCK_TIMEOUT_MS	10000	/* default wait for a GPU lock */
 
