@@ -42,44 +42,6 @@ usage(int status)
 	exit(status);
 }
 
-/* Parses "zstd", "zstd:LEVEL" or "none" into a zstd level (0: none). */
-static int
-parse_compress(const char *s)
-{
-	const char	*errstr;
-	long long	 v;
-
-	if (strcmp(s, "none") == 0)
-		return 0;
-	if (strcmp(s, "zstd") == 0)
-		return GCK_ZSTD_LEVEL;
-	if (strncmp(s, "zstd:", 5) == 0) {
-		v = strtonum(s + 5, 1, 19, &errstr);
-		if (errstr == NULL)
-			return (int)v;
-	}
-	warnx("invalid compression '%s': use zstd, zstd:1 to zstd:19 or none",
-	    s);
-	usage(2);
-}
-
-/* Parses a lock timeout in seconds ("10", "2.5", "0" for none) into ms. */
-static unsigned int
-parse_timeout(const char *s)
-{
-	char	*end;
-	double	 v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || *end != '\0' || errno != 0 || !(v >= 0) || v > 3600) {
-		warnx("invalid lock timeout '%s': use seconds, from 0 (none) "
-		    "to 3600", s);
-		usage(2);
-	}
-	return (unsigned int)(v * 1000 + 0.5);
-}
-
 int
 main(int argc, char *argv[])
 {
@@ -88,6 +50,7 @@ main(int argc, char *argv[])
 	int			 ch, verbose = 0, r, after_set = 0;
 	int			 suspend = 0, image_opts = 0;
 	size_t			 n;
+	long			 ms;
 
 	/* Run again by criu, after its dump, as gck_checkpoint() asks. */
 	if ((r = gck_criu_hook()) != -1)
@@ -101,13 +64,17 @@ main(int argc, char *argv[])
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'c':
-			o.level = parse_compress(optarg);
+			if ((o.level = tool_compress(optarg)) == -1)
+				usage(2);
 			image_opts++;
 			break;
 		case 'h':
 			usage(0);
 		case 'L':
-			o.lock_ms = parse_timeout(optarg);
+			if ((ms = tool_seconds(optarg, "lock timeout",
+			    3600)) == -1)
+				usage(2);
+			o.lock_ms = (unsigned int)ms;
 			break;
 		case 'o':
 			o.output = strcmp(optarg, "-") == 0 ? NULL : optarg;

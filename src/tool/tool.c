@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <err.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -71,6 +72,43 @@ tool_pid(const char *s)
 		exit(2);
 	}
 	return (pid_t)v;
+}
+
+int
+tool_compress(const char *s)
+{
+	const char	*errstr;
+	long long	 v;
+
+	if (strcmp(s, "none") == 0)
+		return 0;
+	if (strcmp(s, "zstd") == 0)
+		return GCK_ZSTD_LEVEL;
+	if (strncmp(s, "zstd:", 5) == 0) {
+		v = strtonum(s + 5, 1, 19, &errstr);
+		if (errstr == NULL)
+			return (int)v;
+	}
+	warnx("invalid compression '%s': use zstd, zstd:1 to zstd:19 or none",
+	    s);
+	return -1;
+}
+
+long
+tool_seconds(const char *s, const char *what, long max_s)
+{
+	char	*end;
+	double	 v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || *end != '\0' || errno != 0 || !(v >= 0) ||
+	    v > (double)max_s) {
+		warnx("invalid %s '%s': use seconds, from 0 to %ld", what, s,
+		    max_s);
+		return -1;
+	}
+	return (long)(v * 1000 + 0.5);
 }
 
 int

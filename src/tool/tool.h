@@ -16,6 +16,13 @@ struct gck_ctx	*tool_ctx(int);
 void		 tool_signals(void);
 /* Parses a PID; exits 2 with a message when it is not one. */
 pid_t		 tool_pid(const char *);
+/* Parses zstd, zstd:LEVEL or none into a level (0: none); -1 if bad. */
+int		 tool_compress(const char *);
+/*
+ * Parses seconds ("10", "2.5") from 0 to max into milliseconds; -1 with
+ * a message naming what if bad.
+ */
+long		 tool_seconds(const char *, const char *, long);
 /*
  * Opens the image to read: path, or standard input for NULL or "-".
  * Exits with status and a message when it cannot, or when standard
