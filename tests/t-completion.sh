@@ -161,7 +161,8 @@ test_expect_success 'gpuckpt and gpurecv take no operand: the options' '
 	offers --pid --compress &&
 	offers_not comp.bash &&
 	comp "gpurecv " &&
-	offers_exactly --help --version
+	offers --restore --outcome --join --resume &&
+	offers_not comp.bash
 '
 
 # A process of ours, and a pid that existed a moment ago and is gone.

@@ -163,15 +163,49 @@ test_expect_success 'gpurestore left nothing in TMPDIR' '
 	test -z "$(ls -A "$TMPDIR")"
 '
 
-for name in gpusend gpurecv; do
-	prog=$GCK_BINDIR/${name#gpu}/$name
-	test_expect_success "$name is not implemented yet" "
-		test_status 1 '$prog' >out 2>err &&
-		test_must_be_empty out &&
-		test_grep '^$name: not implemented' err &&
-		test_status 1 '$prog' host >out 2>err &&
-		test_grep '^$name: not implemented' err
-	"
-done
+test_expect_success 'gpusend usage errors' '
+	test_status 2 "$GCK_BINDIR/send/gpusend" >out 2>err &&
+	test_grep "^usage: gpusend " err &&
+	test_status 2 "$GCK_BINDIR/send/gpusend" -p 1 host:/tmp >out 2>err &&
+	test_grep "^gpusend: a live process tree is restored there, not stored: drop .:/tmp.$" err &&
+	test_status 2 "$GCK_BINDIR/send/gpusend" --resume - host:x </dev/null \
+	    >out 2>err &&
+	test_grep "^gpusend: --resume continues a file stored there" err &&
+	test_status 2 "$GCK_BINDIR/send/gpusend" -c zstd img host >out 2>err &&
+	test_grep "^gpusend: -c and --lock-timeout are for a live tree" err &&
+	test_status 2 "$GCK_BINDIR/send/gpusend" --parallel 17 -p 1 host \
+	    >out 2>err &&
+	test_grep "^gpusend: invalid --parallel .17.: use 1 to 16$" err &&
+	test_status 2 "$GCK_BINDIR/send/gpusend" -o Cipher=aes -p 1 host \
+	    >out 2>err &&
+	test_grep "^gpusend: unsupported option .Cipher." err &&
+	test_status 2 "$GCK_BINDIR/send/gpusend" -p 1 @host >out 2>err &&
+	test_grep "^gpusend: invalid destination: empty user name$" err &&
+	test_must_be_empty out
+'
+
+test_expect_success 'gpusend -p: a gone process is named before any connection' '
+	test_status 1 "$GCK_BINDIR/send/gpusend" -P 1 -p $deadpid 127.0.0.1 \
+	    >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpusend: local: no process $deadpid$" err
+'
+
+test_expect_success 'gpurecv refuses a terminal and needs an id' '
+	test_status 2 "$GCK_BINDIR/recv/gpurecv" --restore >out 2>err &&
+	test_grep "^usage: gpurecv " err &&
+	test_status 2 "$GCK_BINDIR/recv/gpurecv" --restore --join x \
+	    >out 2>err &&
+	test_grep "^usage: gpurecv " err &&
+	test_status 1 "$GCK_BINDIR/recv/gpurecv" --outcome nothex </dev/null \
+	    >out 2>err &&
+	test_grep "^gpurecv: invalid hand-over id .nothex.$" err &&
+	if test -e /dev/tty && (: </dev/tty) 2>/dev/null; then
+		test_status 1 "$GCK_BINDIR/recv/gpurecv" --restore --id x \
+		    </dev/tty >out 2>err &&
+		test_grep "^gpurecv: standard input is a terminal" err
+	fi
+'
 
 test_done

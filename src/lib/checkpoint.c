@@ -420,6 +420,13 @@ tree_restorable(struct gck_ctx *ctx, const struct gck_ptree *t, pid_t root)
 int
 gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 {
+	return gck_checkpoint_ex(ctx, o, NULL, NULL);
+}
+
+int
+gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
+    gck_commit_fn commit, void *commit_arg)
+{
 	struct gck_ptree	*pre = NULL;
 	struct gck_guard	*guard = NULL;
 	struct gck_proc		*cand = NULL;
@@ -430,6 +437,7 @@ gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 	struct gck_capture	*cap = NULL;
 	struct gck_writer	*writer = NULL;
 	struct wstate		 w;
+	enum gck_after		 after = o->after;
 	struct out		 out = { NULL, NULL, -1, 0 };
 	char			*work = NULL;
 	char			 imgdir[PATH_MAX], criuver[64], msg[GCK_ERRMAX];
@@ -562,13 +570,17 @@ gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
 	    (r = gck_writer_finish(writer)) != GCK_OK ||
 	    (r = out_commit(ctx, &out)) != GCK_OK)
 		goto out;
+	/* Whoever takes the image over may still say no. */
+	if (commit != NULL && (r = commit(ctx, commit_arg, guard, &after)) !=
+	    GCK_OK)
+		goto out;
 
 	/*
 	 * The image is complete and flushed: dispose of the tree.  A signal
 	 * that arrives now comes too late to change that.
 	 */
-	gck_guard_intent(guard, "KRS"[o->after]);
-	switch (o->after) {
+	gck_guard_intent(guard, "KRS"[after]);
+	switch (after) {
 	case GCK_AFTER_KILL:
 		gck_log(ctx, 1, "killing process tree %d", (int)o->pid);
 		gck_pids_signal(pids, npids, SIGKILL);

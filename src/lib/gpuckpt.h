@@ -37,6 +37,8 @@
 #define GCK_ECUDA	(-13)	/* the CUDA driver is missing or failed */
 #define GCK_ESSH	(-14)	/* ssh connection, host key or login failed */
 #define GCK_ETIMEDOUT	(-15)	/* the peer made no progress in time */
+#define GCK_EREMOTE	(-16)	/* the remote gpurecv failed */
+#define GCK_EDOUBT	(-17)	/* a hand-over whose outcome is not known */
 
 #define GCK_LOCK_TIMEOUT_MS	10000	/* default wait for a GPU lock */
 
@@ -206,5 +208,87 @@ const char	*gck_manifest_comm(const struct gck_manifest *, size_t);
 int		 gck_manifest_shell_job(const struct gck_manifest *);
 size_t		 gck_manifest_cuda_nprocs(const struct gck_manifest *);
 void		 gck_manifest_free(struct gck_manifest *);
+
+/*
+ * The receiving end of gpusend (gpurecv): reads the framed exchange on
+ * infd and answers on outfd.  GCK_RECV_RESTORE restores the image and
+ * lets it run on the sender's word; GCK_RECV_STORE stores it at path
+ * (a directory takes name), verified, under a temporary name until
+ * whole; GCK_RECV_JOIN relays an extra connection of hand-over id to
+ * its gpurecv; GCK_RECV_OUTCOME writes what became of hand-over id.
+ * A failure is also sent to the sender.  Returns GCK_OK or a code.
+ */
+#define GCK_STREAMS_MAX		16
+enum gck_recv_mode {
+	GCK_RECV_RESTORE = 1,
+	GCK_RECV_STORE,
+	GCK_RECV_JOIN,
+	GCK_RECV_OUTCOME
+};
+struct gck_recv_opts {
+	enum gck_recv_mode	 mode;
+	int			 infd, outfd;
+	const char		*id;		/* the hand-over's id */
+	unsigned int		 streams;	/* connections in all */
+	const char		*path;		/* store: where */
+	const char		*name;		/* store: the name in a dir */
+	int			 resume;	/* store: keep what came before */
+	const char		*gpu_map;	/* restore: as gpurestore's */
+	const char		*tmpdir;
+	unsigned int		 timeout_ms;	/* for the sender's word */
+};
+struct gck_recv_result {
+	pid_t			 pid;		/* restored root */
+	char			*stored;	/* stored image, to be freed */
+	uint64_t		 bytes;		/* image bytes in all */
+	uint64_t		 offset;	/* of them, kept from before */
+};
+int		 gck_recv(struct gck_ctx *, const struct gck_recv_opts *,
+		    struct gck_recv_result *);
+
+/*
+ * The sending end (gpusend): connects to host over ssh, starts gpurecv
+ * there (remote_path) and sends it an image: the live tree pid,
+ * checkpointed as it goes and killed only once the remote runs it (a
+ * failure before resumes it), or the image read from infd, to be
+ * restored there or, with path, stored.  On success res->pid is the
+ * remote root (restores) and res->stored the stored path (to be freed).
+ * GCK_EDOUBT: the connection was lost once the remote had been told to
+ * run the tree, and nobody could tell whether it did; the tree is left
+ * stopped.
+ */
+struct gck_send_opts {
+	const char	*host;
+	const char	*user;		/* NULL: the local user */
+	int		 port;		/* 0: 22 */
+	const char	*identity;	/* a private key file, or NULL */
+	const char	*known_hosts;	/* NULL: ~/.ssh/known_hosts */
+	const char	*agent;		/* NULL: $SSH_AUTH_SOCK; "none" */
+	int		 accept_new;	/* learn an unknown host's key */
+	unsigned int	 timeout_ms;	/* connect; silence from the remote */
+	const char	*remote_path;	/* the remote command, e.g. gpurecv */
+	unsigned int	 parallel;	/* connections, 1 to GCK_STREAMS_MAX */
+	int		 verbose;	/* the remote says what it does */
+
+	pid_t		 pid;		/* a live tree, or 0 */
+	int		 level;		/* its image's zstd level */
+	unsigned int	 lock_ms;	/* its GPU lock timeout */
+	const char	*tmpdir;
+
+	int		 infd;		/* or an image */
+	const char	*name;		/* its file name, or NULL */
+	const char	*path;		/* store it there; NULL: restore */
+	int		 resume;	/* skip what the remote holds of it */
+	const char	*gpu_map;	/* restore: as gpurestore's */
+};
+struct gck_send_result {
+	pid_t		 pid;		/* the remote root, or -1 */
+	char		*stored;	/* where the remote stored it */
+	uint64_t	 bytes;		/* of the image, in all */
+	uint64_t	 skipped;	/* of them, held there already */
+	int		 in_doubt;
+};
+int		 gck_send(struct gck_ctx *, const struct gck_send_opts *,
+		    struct gck_send_result *);
 
 #endif /* GPUCKPT_H */

@@ -89,6 +89,67 @@ int	gck_guard_start(struct gck_ctx *, pid_t, const char *, const char *,
 void	gck_guard_intent(struct gck_guard *, char);
 void	gck_guard_free(struct gck_guard *);
 
+/* frame.c: the framed exchange between gpusend and gpurecv */
+#define GCK_PROTO		1
+#define GCK_FRAME_HDR		16
+#define GCK_CHUNK		(1u << 20)	/* image bytes per data frame */
+#define GCK_FRAME_MAX		GCK_CHUNK
+#define GCK_CTL_MAX		(64u << 10)	/* largest control frame */
+#define GCK_KEEPALIVE_MS	5000		/* a busy gpurecv says so */
+enum {
+	GCK_F_HELLO = 'H',	/* recv: who it is, what it holds */
+	GCK_F_JOIN = 'J',	/* send: this connection is stream N */
+	GCK_F_START = 'O',	/* send: the image follows, from offset */
+	GCK_F_DATA = 'D',	/* send: image bytes, numbered */
+	GCK_F_END = 'E',	/* send: no more, and how much in all */
+	GCK_F_READY = 'R',	/* recv: restored, stopped, verified */
+	GCK_F_GO = 'G',		/* send: let it run */
+	GCK_F_RUNNING = 'K',	/* recv: it runs */
+	GCK_F_BYE = 'B',	/* send: done, forget it */
+	GCK_F_STORED = 'S',	/* recv: stored, verified, renamed */
+	GCK_F_ERROR = 'X',	/* recv: failed, and why */
+	GCK_F_ABORT = 'A',	/* send: given up */
+	GCK_F_KEEPALIVE = 'P'	/* recv: still at work */
+};
+struct gck_frame {
+	int		 type;
+	uint32_t	 len;
+	uint64_t	 seq;
+};
+void	gck_frame_pack(unsigned char *, int, uint32_t, uint64_t);
+int	gck_frame_unpack(struct gck_ctx *, const unsigned char *,
+	    struct gck_frame *, const char *);
+unsigned char *gck_frame_json(int, size_t *, const char *, ...);
+struct json_t;
+struct json_t *gck_frame_parse(struct gck_ctx *, const char *, size_t,
+	    const char *);
+int	gck_fd_read_wait(struct gck_ctx *, int, void *, size_t, int, int,
+	    size_t *);
+int	gck_rundir(struct gck_ctx *, char *, size_t);
+int	gck_prefix_digest(struct gck_ctx *, int, uint64_t, char [33]);
+
+/*
+ * checkpoint.c, restore.c: the hand-over hooks of gpusend.
+ *
+ * A commit hook runs once the image is complete and flushed, before the
+ * tree is disposed of.  It returns GCK_OK to go on with *after (which
+ * it may change), or a code (its message set on ctx) to roll the tree
+ * back.  It may tell the guard what to do should this process die
+ * while it waits.
+ */
+typedef int	(*gck_commit_fn)(struct gck_ctx *, void *, struct gck_guard *,
+		    enum gck_after *);
+int	gck_checkpoint_ex(struct gck_ctx *, const struct gck_ckpt_opts *,
+	    gck_commit_fn, void *);
+/*
+ * A ready hook runs once every restored process is there, stopped,
+ * before any of them runs.  GCK_OK lets the tree continue; a code (its
+ * message set on ctx) has it killed.
+ */
+typedef int	(*gck_ready_fn)(struct gck_ctx *, void *, pid_t);
+int	gck_restore_ex(struct gck_ctx *, const struct gck_restore_opts *,
+	    gck_ready_fn, void *, pid_t *);
+
 /* zio.c: the compression layer under the tar layer */
 struct gck_zout;
 struct gck_zin;

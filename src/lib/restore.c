@@ -205,6 +205,13 @@ int
 gck_restore(struct gck_ctx *ctx, const struct gck_restore_opts *o,
     pid_t *rootp)
 {
+	return gck_restore_ex(ctx, o, NULL, NULL, rootp);
+}
+
+int
+gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
+    gck_ready_fn ready, void *ready_arg, pid_t *rootp)
+{
 	const struct gck_manifest	*m;
 	struct gck_reader		*rd = NULL;
 	struct gck_serve		*srv = NULL;
@@ -303,7 +310,8 @@ gck_restore(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 			gck_msleep(10);
 		}
 	}
-	if ((r = gck_check_interrupt(ctx)) != GCK_OK)
+	if ((r = gck_check_interrupt(ctx)) != GCK_OK ||
+	    (ready != NULL && (r = ready(ctx, ready_arg, root)) != GCK_OK))
 		goto out;
 	/*
 	 * Every process is there: let the tree continue.  Its CUDA

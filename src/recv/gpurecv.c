@@ -1,44 +1,138 @@
 /*
- * gpurecv: the receiving end of gpusend.
- * Only --help and --version exist in this version.
+ * gpurecv: the receiving end that gpusend runs on the remote host, over
+ * ssh: it stores or restores the image sent, and acknowledges.
  */
 #include "config.h"
+
+#include <sys/types.h>
 
 #include <err.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "compat.h"
+#include "gpuckpt.h"
 #include "tool.h"
 
 static const struct option longopts[] = {
-	{ "help",	no_argument,	NULL,	'h' },
-	{ "version",	no_argument,	NULL,	'V' },
-	{ NULL,		0,		NULL,	0 }
+	{ "gpu-map",	required_argument,	NULL,	'g' },
+	{ "help",	no_argument,		NULL,	'h' },
+	{ "id",		required_argument,	NULL,	'I' },
+	{ "join",	required_argument,	NULL,	'j' },
+	{ "name",	required_argument,	NULL,	'N' },
+	{ "outcome",	required_argument,	NULL,	'O' },
+	{ "restore",	no_argument,		NULL,	'R' },
+	{ "resume",	no_argument,		NULL,	'z' },
+	{ "streams",	required_argument,	NULL,	'n' },
+	{ "timeout",	required_argument,	NULL,	't' },
+	{ "version",	no_argument,		NULL,	'V' },
+	{ "verbose",	no_argument,		NULL,	'v' },
+	{ NULL,		0,			NULL,	0 }
 };
 
 static _Noreturn void
 usage(int status)
 {
-	fprintf(status ? stderr : stdout, "usage: %s [-hV]\n", getprogname());
+	fprintf(status ? stderr : stdout,
+	    "usage: %s [-hVv] --restore [--gpu-map map] --id id [--streams n]"
+	    " [--timeout seconds]\n"
+	    "       %s [-hVv] [--name name] [--resume] --id id [--streams n] "
+	    "[--timeout seconds] path\n"
+	    "       %s --join id\n"
+	    "       %s --outcome id\n",
+	    getprogname(), getprogname(), getprogname(), getprogname());
 	exit(status);
 }
 
 int
 main(int argc, char *argv[])
 {
-	int	ch;
+	struct gck_recv_opts	 o;
+	struct gck_recv_result	 res;
+	struct gck_ctx		*ctx;
+	const char		*errstr;
+	long long		 n;
+	long			 ms;
+	int			 ch, verbose = 0, r, modes = 0;
 
-	while ((ch = getopt_long(argc, argv, "hV", longopts, NULL)) != -1) {
+	memset(&o, 0, sizeof o);
+	o.mode = GCK_RECV_STORE;
+	o.streams = 1;
+	o.timeout_ms = 60000;
+	o.infd = STDIN_FILENO;
+	o.outfd = STDOUT_FILENO;
+	while ((ch = getopt_long(argc, argv, "hVv", longopts, NULL)) != -1) {
 		switch (ch) {
+		case 'g':
+			o.gpu_map = optarg;
+			break;
 		case 'h':
 			usage(0);
+		case 'I':
+			o.id = optarg;
+			break;
+		case 'j':
+		case 'O':
+			o.mode = ch == 'j' ? GCK_RECV_JOIN : GCK_RECV_OUTCOME;
+			o.id = optarg;
+			modes++;
+			break;
+		case 'N':
+			o.name = optarg;
+			break;
+		case 'n':
+			n = strtonum(optarg, 1, GCK_STREAMS_MAX, &errstr);
+			if (errstr != NULL) {
+				warnx("invalid --streams '%s': use 1 to %d",
+				    optarg, GCK_STREAMS_MAX);
+				usage(2);
+			}
+			o.streams = (unsigned int)n;
+			break;
+		case 'R':
+			o.mode = GCK_RECV_RESTORE;
+			modes++;
+			break;
+		case 't':
+			if ((ms = tool_seconds(optarg, "timeout", 86400)) <= 0)
+				usage(2);
+			o.timeout_ms = (unsigned int)ms;
+			break;
 		case 'V':
 			tool_version();
+		case 'v':
+			verbose++;
+			break;
+		case 'z':
+			o.resume = 1;
+			break;
 		default:
 			usage(2);
 		}
 	}
-	errx(1, "not implemented yet");
+	argc -= optind;
+	argv += optind;
+	if (modes > 1 || o.id == NULL)
+		usage(2);
+	if (o.mode == GCK_RECV_STORE) {
+		if (argc != 1)
+			usage(2);
+		o.path = argv[0];
+	} else if (argc != 0)
+		usage(2);
+	if (o.mode != GCK_RECV_OUTCOME && isatty(STDIN_FILENO))
+		errx(1, "standard input is a terminal: gpurecv is run by "
+		    "gpusend(1), over ssh");
+
+	tool_signals();
+	ctx = tool_ctx(verbose);
+	r = gck_recv(ctx, &o, &res);
+	if (r != GCK_OK)
+		warnx("%s", gck_error_string(ctx));
+	free(res.stored);
+	gck_ctx_free(ctx);
+	return r == GCK_OK ? 0 : 1;
 }

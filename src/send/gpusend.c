@@ -1,44 +1,343 @@
 /*
- * gpusend: move an image, or migrate a live process tree, over SSH.
- * Only --help and --version exist in this version.
+ * gpusend: move an image, or migrate a live process tree, to another
+ * host over ssh, with an acknowledged hand-over.
  */
 #include "config.h"
+
+#include <sys/types.h>
 
 #include <err.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "compat.h"
+#include "gpuckpt.h"
 #include "tool.h"
 
+#define DEFAULT_TIMEOUT_S	60
+
 static const struct option longopts[] = {
-	{ "help",	no_argument,	NULL,	'h' },
-	{ "version",	no_argument,	NULL,	'V' },
-	{ NULL,		0,		NULL,	0 }
+	{ "accept-new",		no_argument,		NULL,	'A' },
+	{ "compress",		required_argument,	NULL,	'c' },
+	{ "gpu-map",		required_argument,	NULL,	'g' },
+	{ "help",		no_argument,		NULL,	'h' },
+	{ "identity",		required_argument,	NULL,	'i' },
+	{ "lock-timeout",	required_argument,	NULL,	'L' },
+	{ "parallel",		required_argument,	NULL,	'n' },
+	{ "port",		required_argument,	NULL,	'P' },
+	{ "pid",		required_argument,	NULL,	'p' },
+	{ "remote-path",	required_argument,	NULL,	'r' },
+	{ "resume",		no_argument,		NULL,	'z' },
+	{ "timeout",		required_argument,	NULL,	't' },
+	{ "version",		no_argument,		NULL,	'V' },
+	{ "verbose",		no_argument,		NULL,	'v' },
+	{ NULL,			0,			NULL,	0 }
 };
 
 static _Noreturn void
 usage(int status)
 {
-	fprintf(status ? stderr : stdout, "usage: %s [-hV]\n", getprogname());
+	fprintf(status ? stderr : stdout,
+	    "usage: %s [-hVv] [--accept-new] [-c zstd[:LEVEL]|none] "
+	    "[--gpu-map map]\n"
+	    "               [-i identity] [--lock-timeout seconds] "
+	    "[-o option=value]\n"
+	    "               [-P port] [--parallel n] [--remote-path command]\n"
+	    "               [--timeout seconds] -p pid [user@]host\n"
+	    "       %s [-hVv] [--accept-new] [--gpu-map map] [-i identity]\n"
+	    "               [-o option=value] [-P port] [--parallel n] "
+	    "[--remote-path command]\n"
+	    "               [--resume] [--timeout seconds] "
+	    "file|- [user@]host[:path]\n",
+	    getprogname(), getprogname());
 	exit(status);
+}
+
+static int
+parse_port(const char *s)
+{
+	const char	*errstr;
+	long long	 v;
+
+	v = strtonum(s, 1, 65535, &errstr);
+	if (errstr != NULL) {
+		warnx("invalid port '%s': %s", s, errstr);
+		usage(2);
+	}
+	return (int)v;
+}
+
+/* -o Name=value (or "Name value"), the ssh_config(5) names we honour. */
+static void
+parse_option(struct gck_send_opts *o, const char *arg, int *port_set,
+    int *timeout_set)
+{
+	char	*name, *val;
+	long	 ms;
+
+	if ((name = strdup(arg)) == NULL)
+		err(1, NULL);
+	val = name + strcspn(name, "= \t");
+	if (*val == '\0') {
+		warnx("invalid option '%s': use -o name=value", arg);
+		usage(2);
+	}
+	*val++ = '\0';
+	val += strspn(val, "= \t");
+	if (strcasecmp(name, "Port") == 0) {
+		if (!*port_set)
+			o->port = parse_port(val);
+		*port_set = 1;
+	} else if (strcasecmp(name, "User") == 0) {
+		if (o->user == NULL)
+			o->user = val;
+	} else if (strcasecmp(name, "IdentityFile") == 0) {
+		if (o->identity == NULL)
+			o->identity = val;
+	} else if (strcasecmp(name, "UserKnownHostsFile") == 0)
+		o->known_hosts = val;
+	else if (strcasecmp(name, "IdentityAgent") == 0)
+		o->agent = val;
+	else if (strcasecmp(name, "StrictHostKeyChecking") == 0) {
+		if (strcasecmp(val, "yes") == 0)
+			o->accept_new = 0;
+		else if (strcasecmp(val, "accept-new") == 0)
+			o->accept_new = 1;
+		else {
+			warnx("StrictHostKeyChecking=%s is not supported: use "
+			    "yes or accept-new", val);
+			usage(2);
+		}
+	} else if (strcasecmp(name, "ConnectTimeout") == 0) {
+		if ((ms = tool_seconds(val, "ConnectTimeout", 86400)) <= 0)
+			usage(2);
+		o->timeout_ms = (unsigned int)ms;
+		*timeout_set = 1;
+	} else {
+		warnx("unsupported option '%s': gpusend takes Port, User, "
+		    "IdentityFile, IdentityAgent, UserKnownHostsFile, "
+		    "StrictHostKeyChecking and ConnectTimeout", name);
+		usage(2);
+	}
+}
+
+/*
+ * Splits [user@]host[:path] (host may be an [address]); *pathp is NULL
+ * without a colon.
+ */
+static void
+parse_dest(char *dest, const char **userp, const char **hostp,
+    const char **pathp)
+{
+	char	*at, *host, *end;
+
+	*pathp = NULL;
+	host = dest;
+	if ((at = strrchr(dest, '@')) != NULL &&
+	    (strchr(dest, ':') == NULL || at < strchr(dest, ':'))) {
+		*at = '\0';
+		if (*dest == '\0') {
+			warnx("invalid destination: empty user name");
+			usage(2);
+		}
+		*userp = dest;
+		host = at + 1;
+	}
+	if (*host == '[') {
+		if ((end = strchr(host, ']')) == NULL) {
+			warnx("invalid destination '%s': no ']'", host);
+			usage(2);
+		}
+		*end = '\0';
+		host++;
+		if (end[1] == ':')
+			*pathp = end + 2;
+		else if (end[1] != '\0') {
+			warnx("invalid destination: '%s' after ']'", end + 1);
+			usage(2);
+		}
+	} else if ((end = strchr(host, ':')) != NULL) {
+		*end = '\0';
+		*pathp = end + 1;
+	}
+	if (*host == '\0') {
+		warnx("invalid destination: no host");
+		usage(2);
+	}
+	*hostp = host;
 }
 
 int
 main(int argc, char *argv[])
 {
-	int	ch;
+	struct gck_send_opts	 o;
+	struct gck_send_result	 res;
+	struct gck_ctx		*ctx;
+	const char		*user = NULL, *file;
+	long			 ms;
+	long long		 n;
+	int			 ch, verbose = 0, r, image_opts = 0;
+	int			 port_set = 0, timeout_set = 0, status;
+	const char		*errstr;
 
-	while ((ch = getopt_long(argc, argv, "hV", longopts, NULL)) != -1) {
+	/* Run again by criu, after its dump, as gck_checkpoint() asks. */
+	if ((r = gck_criu_hook()) != -1)
+		return r;
+	memset(&o, 0, sizeof o);
+	o.lock_ms = GCK_LOCK_TIMEOUT_MS;
+	o.level = GCK_ZSTD_LEVEL;
+	o.timeout_ms = DEFAULT_TIMEOUT_S * 1000;
+	o.remote_path = "gpurecv";
+	o.parallel = 1;
+	o.infd = -1;
+	while ((ch = getopt_long(argc, argv, "c:hi:o:P:p:Vv", longopts,
+	    NULL)) != -1) {
 		switch (ch) {
+		case 'A':
+			o.accept_new = 1;
+			break;
+		case 'c':
+			if ((o.level = tool_compress(optarg)) == -1)
+				usage(2);
+			image_opts++;
+			break;
+		case 'g':
+			o.gpu_map = optarg;
+			break;
 		case 'h':
 			usage(0);
+		case 'i':
+			o.identity = optarg;
+			break;
+		case 'L':
+			if ((ms = tool_seconds(optarg, "lock timeout",
+			    3600)) == -1)
+				usage(2);
+			o.lock_ms = (unsigned int)ms;
+			image_opts++;
+			break;
+		case 'n':
+			n = strtonum(optarg, 1, GCK_STREAMS_MAX, &errstr);
+			if (errstr != NULL) {
+				warnx("invalid --parallel '%s': use 1 to %d",
+				    optarg, GCK_STREAMS_MAX);
+				usage(2);
+			}
+			o.parallel = (unsigned int)n;
+			break;
+		case 'o':
+			parse_option(&o, optarg, &port_set, &timeout_set);
+			break;
+		case 'P':
+			o.port = parse_port(optarg);
+			port_set = 1;
+			break;
+		case 'p':
+			o.pid = tool_pid(optarg);
+			break;
+		case 'r':
+			if (*optarg == '\0') {
+				warnx("empty --remote-path");
+				usage(2);
+			}
+			o.remote_path = optarg;
+			break;
+		case 't':
+			if ((ms = tool_seconds(optarg, "timeout", 86400)) <= 0)
+				usage(2);
+			o.timeout_ms = (unsigned int)ms;
+			timeout_set = 1;
+			break;
 		case 'V':
 			tool_version();
+		case 'v':
+			verbose++;
+			break;
+		case 'z':
+			o.resume = 1;
+			break;
 		default:
 			usage(2);
 		}
 	}
-	errx(1, "not implemented yet");
+	argc -= optind;
+	argv += optind;
+	if (o.pid > 0) {
+		if (argc != 1)
+			usage(2);
+		parse_dest(argv[0], &user, &o.host, &o.path);
+		if (o.path != NULL) {
+			warnx("a live process tree is restored there, not "
+			    "stored: drop ':%s'", o.path);
+			usage(2);
+		}
+		if (o.resume) {
+			warnx("--resume is for images sent from a file");
+			usage(2);
+		}
+	} else {
+		if (argc != 2)
+			usage(2);
+		if (image_opts) {
+			warnx("-c and --lock-timeout are for a live tree (-p)");
+			usage(2);
+		}
+		file = argv[0];
+		parse_dest(argv[1], &user, &o.host, &o.path);
+		if (o.resume && (o.path == NULL || strcmp(file, "-") == 0)) {
+			warnx("--resume continues a file stored there: it "
+			    "needs a file and host:path");
+			usage(2);
+		}
+		if (o.path != NULL && o.gpu_map != NULL) {
+			warnx("--gpu-map is for a restore, not host:path");
+			usage(2);
+		}
+		if (strcmp(file, "-") != 0) {
+			o.name = strrchr(file, '/') != NULL ?
+			    strrchr(file, '/') + 1 : file;
+			if (*o.name == '\0')
+				errx(2, "'%s' names no file", file);
+		}
+		o.infd = tool_open_image(file, 1);
+	}
+	if (user != NULL)
+		o.user = user;
+	o.verbose = verbose > 0;
+
+	tool_signals();
+	ctx = tool_ctx(verbose);
+	r = gck_send(ctx, &o, &res);
+	switch (r) {
+	case GCK_OK:
+		status = 0;
+		if (o.path == NULL)
+			printf("%d\n", (int)res.pid);
+		else if (verbose)
+			fprintf(stderr, "%s: stored %s:%s (%llu bytes, %llu "
+			    "of them sent)\n", getprogname(), o.host,
+			    res.stored != NULL ? res.stored : "?",
+			    (unsigned long long)res.bytes,
+			    (unsigned long long)(res.bytes - res.skipped));
+		/* Done is done: the tree runs there, whatever stdout does. */
+		if (fflush(stdout) == EOF)
+			warn("the remote root PID %d could not be written",
+			    (int)res.pid);
+		break;
+	case GCK_EDOUBT:
+		warnx("%s", gck_error_string(ctx));
+		status = 3;
+		break;
+	default:
+		warnx("%s", gck_error_string(ctx));
+		status = 1;
+		break;
+	}
+	free(res.stored);
+	gck_ctx_free(ctx);
+	return status;
 }

@@ -1,0 +1,683 @@
+/*
+ * Unit tests for the receiving end of gpusend: gck_recv() storing an
+ * image sent in frames, resuming one, refusing what is wrong, and
+ * telling the outcome of a hand-over.  The frames are built here by
+ * hand, from the layout gpurecv(1) documents, into a memory file that
+ * stands for the connection; what gck_recv() answers is read back from
+ * another.
+ */
+
+#include "config.h"
+
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <xxhash.h>
+
+#include "gpuckpt.h"
+
+#define HDR	16
+#define ID	"0123456789abcdef0123456789abcdef"
+
+struct fixture {
+	struct gck_ctx	*ctx;
+	char		 top[256];
+	char		*image;		/* a valid image */
+	size_t		 ilen;
+};
+
+static const char manifest[] =
+    "{\"format\": 1, \"tool\": \"gpuckpt 0.1.0\", "
+    "\"created\": \"2025-01-02T03:04:05Z\", \"root_pid\": 4242, "
+    "\"processes\": [{\"pid\": 4242, \"comm\": \"sleeper\"}], "
+    "\"part_size\": 65536}";
+
+static int
+rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* Builds an image of about 300 KiB of CRIU files, zstd-compressed. */
+static char *
+make_image(struct gck_ctx *ctx, size_t *lenp)
+{
+	struct gck_writer	*w;
+	struct stat		 st;
+	char			*data, *img;
+	size_t			 i, n = 300000;
+	int			 fd, dfd;
+
+	fd = memfd_create("image", MFD_CLOEXEC);
+	assert_int_not_equal(fd, -1);
+	assert_int_equal(gck_writer_new(ctx, fd, 3, 65536, &w), GCK_OK);
+	assert_int_equal(gck_writer_add(w, "gpuckpt.json", manifest,
+	    strlen(manifest)), GCK_OK);
+	assert_non_null(data = malloc(n));
+	srand(7);
+	for (i = 0; i < n; i++)
+		data[i] = (char)(rand() >> 7);
+	dfd = memfd_create("pages", MFD_CLOEXEC);
+	assert_int_equal(write(dfd, data, n), (ssize_t)n);
+	assert_int_equal(lseek(dfd, 0, SEEK_SET), 0);
+	free(data);
+	assert_int_equal(gck_writer_add_file(w, "pages-1.img", dfd), GCK_OK);
+	close(dfd);
+	assert_int_equal(gck_writer_finish(w), GCK_OK);
+	gck_writer_free(w);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_non_null(img = malloc((size_t)st.st_size));
+	assert_int_equal(pread(fd, img, (size_t)st.st_size, 0), st.st_size);
+	close(fd);
+	*lenp = (size_t)st.st_size;
+	return img;
+}
+
+static int
+setup(void **state)
+{
+	struct fixture	*f;
+	const char	*tmp;
+
+	if ((f = calloc(1, sizeof *f)) == NULL)
+		return -1;
+	if ((tmp = getenv("TMPDIR")) == NULL || *tmp == '\0')
+		tmp = "/tmp";
+	snprintf(f->top, sizeof f->top, "%s/t_recv.XXXXXX", tmp);
+	if (mkdtemp(f->top) == NULL || (f->ctx = gck_ctx_new()) == NULL)
+		return -1;
+	f->image = make_image(f->ctx, &f->ilen);
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture	*f = *state;
+
+	nftw(f->top, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	gck_ctx_free(f->ctx);
+	free(f->image);
+	free(f);
+	return 0;
+}
+
+/* The connection as gpusend writes it. */
+struct wire {
+	int	fd;
+	uint64_t seq;
+};
+
+static void
+be(unsigned char *p, uint64_t v, int n)
+{
+	int	i;
+
+	for (i = n - 1; i >= 0; i--, v >>= 8)
+		p[i] = (unsigned char)v;
+}
+
+static void
+frame(struct wire *w, int type, uint64_t seq, const void *data, size_t len)
+{
+	unsigned char	hdr[HDR];
+
+	hdr[0] = 'G';
+	hdr[1] = (unsigned char)type;
+	hdr[2] = hdr[3] = 0;
+	be(hdr + 4, len, 4);
+	be(hdr + 8, seq, 8);
+	assert_int_equal(write(w->fd, hdr, HDR), HDR);
+	if (len > 0)
+		assert_int_equal(write(w->fd, data, len), (ssize_t)len);
+}
+
+static void
+wire_start(struct wire *w, uint64_t offset)
+{
+	char	buf[64];
+
+	w->fd = memfd_create("in", MFD_CLOEXEC);
+	assert_int_not_equal(w->fd, -1);
+	w->seq = 0;
+	snprintf(buf, sizeof buf, "{\"offset\":%llu}",
+	    (unsigned long long)offset);
+	frame(w, 'O', 0, buf, strlen(buf));
+}
+
+/* Sends data[from, to) in data frames of at most chunk bytes. */
+static void
+wire_data(struct wire *w, const char *data, size_t from, size_t to,
+    size_t chunk)
+{
+	size_t	n;
+
+	for (; from < to; from += n) {
+		n = to - from < chunk ? to - from : chunk;
+		frame(w, 'D', w->seq++, data + from, n);
+	}
+}
+
+static void
+wire_end(struct wire *w, uint64_t total)
+{
+	char	buf[64];
+
+	snprintf(buf, sizeof buf, "{\"bytes\":%llu}",
+	    (unsigned long long)total);
+	frame(w, 'E', w->seq, buf, strlen(buf));
+}
+
+/* The answers: each frame's type and JSON, at most 4. */
+struct answers {
+	int	 n;
+	int	 type[4];
+	json_t	*o[4];
+};
+
+static void
+answers_read(int fd, struct answers *a)
+{
+	unsigned char	 hdr[HDR];
+	char		*buf;
+	uint32_t	 len;
+
+	memset(a, 0, sizeof *a);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	while (read(fd, hdr, HDR) == HDR) {
+		assert_int_equal(hdr[0], 'G');
+		len = (uint32_t)hdr[4] << 24 | (uint32_t)hdr[5] << 16 |
+		    (uint32_t)hdr[6] << 8 | hdr[7];
+		assert_true(len < 65536);
+		assert_non_null(buf = malloc(len + 1));
+		assert_int_equal(read(fd, buf, len), (ssize_t)len);
+		assert_true(a->n < 4);
+		a->type[a->n] = hdr[1];
+		a->o[a->n] = json_loadb(buf, len, 0, NULL);
+		assert_non_null(a->o[a->n]);
+		a->n++;
+		free(buf);
+	}
+}
+
+static void
+answers_free(struct answers *a)
+{
+	int	i;
+
+	for (i = 0; i < a->n; i++)
+		json_decref(a->o[i]);
+}
+
+/* Runs gck_recv() on what w holds; returns its code, answers in *a. */
+static int
+run(struct fixture *f, struct wire *w, struct gck_recv_opts *o,
+    struct answers *a, struct gck_recv_result *res)
+{
+	int	out, r;
+
+	out = memfd_create("out", MFD_CLOEXEC);
+	assert_int_not_equal(out, -1);
+	assert_int_equal(lseek(w->fd, 0, SEEK_SET), 0);
+	o->infd = w->fd;
+	o->outfd = out;
+	if (o->id == NULL)
+		o->id = ID;
+	if (o->timeout_ms == 0)
+		o->timeout_ms = 2000;
+	r = gck_recv(f->ctx, o, res);
+	answers_read(out, a);
+	close(out);
+	close(w->fd);
+	return r;
+}
+
+static char *
+slurp(const char *path, size_t *lenp)
+{
+	struct stat	 st;
+	char		*buf;
+	int		 fd;
+
+	if ((fd = open(path, O_RDONLY)) == -1)
+		return NULL;
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_non_null(buf = malloc((size_t)st.st_size + 1));
+	assert_int_equal(read(fd, buf, (size_t)st.st_size), st.st_size);
+	close(fd);
+	*lenp = (size_t)st.st_size;
+	return buf;
+}
+
+static void
+assert_file(const char *path, const char *data, size_t len)
+{
+	char	*got;
+	size_t	 n;
+
+	got = slurp(path, &n);
+	assert_non_null(got);
+	assert_int_equal(n, len);
+	assert_memory_equal(got, data, len);
+	free(got);
+}
+
+static int
+exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+static void
+assert_error(const struct answers *a, const char *sub)
+{
+	const char	*e;
+
+	assert_int_equal(a->n, 2);
+	assert_int_equal(a->type[0], 'H');
+	assert_int_equal(a->type[1], 'X');
+	e = json_string_value(json_object_get(a->o[1], "error"));
+	assert_non_null(e);
+	if (strstr(e, sub) == NULL)
+		fail_msg("'%s' does not say '%s'", e, sub);
+}
+
+/* A directory target takes the name; the answer says where and how much. */
+static void
+test_store(void **state)
+{
+	struct fixture		*f = *state;
+	struct gck_recv_opts	 o;
+	struct gck_recv_result	 res;
+	struct answers		 a;
+	struct wire		 w;
+	char			 dir[300], want[400], part[400];
+
+	snprintf(dir, sizeof dir, "%s/", f->top);
+	wire_start(&w, 0);
+	wire_data(&w, f->image, 0, f->ilen, 100000);
+	wire_end(&w, f->ilen);
+	memset(&o, 0, sizeof o);
+	o.mode = GCK_RECV_STORE;
+	o.path = dir;
+	o.name = "job.gck";
+	assert_int_equal(run(f, &w, &o, &a, &res), GCK_OK);
+	snprintf(want, sizeof want, "%s/job.gck", f->top);
+	snprintf(part, sizeof part, "%s/.job.gck.gpurecv-part", f->top);
+	assert_file(want, f->image, f->ilen);
+	assert_false(exists(part));
+	assert_int_equal(a.n, 2);
+	assert_int_equal(a.type[0], 'H');
+	assert_int_equal(json_integer_value(json_object_get(a.o[0], "proto")),
+	    1);
+	assert_null(json_object_get(a.o[0], "partial"));
+	assert_int_equal(a.type[1], 'S');
+	assert_string_equal(json_string_value(json_object_get(a.o[1], "path")),
+	    want);
+	assert_int_equal(json_integer_value(json_object_get(a.o[1], "bytes")),
+	    f->ilen);
+	assert_string_equal(res.stored, want);
+	assert_int_equal(res.bytes, f->ilen);
+	free(res.stored);
+	answers_free(&a);
+}
+
+/*
+ * Cut short, the partial holds exactly what came; a resumed send is
+ * offered its length and digest, and sends only the rest.
+ */
+static void
+test_cut_and_resume(void **state)
+{
+	struct fixture		*f = *state;
+	struct gck_recv_opts	 o;
+	struct gck_recv_result	 res;
+	struct answers		 a;
+	struct wire		 w;
+	XXH128_hash_t		 h;
+	json_t			*p;
+	char			 target[300], part[400], hex[33];
+	size_t			 cut = 200000;
+
+	snprintf(target, sizeof target, "%s/job.gck", f->top);
+	snprintf(part, sizeof part, "%s/.job.gck.gpurecv-part", f->top);
+	wire_start(&w, 0);
+	wire_data(&w, f->image, 0, cut, 50000);
+	memset(&o, 0, sizeof o);
+	o.mode = GCK_RECV_STORE;
+	o.path = target;
+	assert_int_equal(run(f, &w, &o, &a, &res), GCK_ETRUNC);
+	assert_non_null(strstr(gck_error_string(f->ctx), "the sender went "
+	    "away after 200000 bytes"));
+	assert_non_null(strstr(gck_error_string(f->ctx), "kept for gpusend "
+	    "--resume"));
+	assert_false(exists(target));
+	assert_file(part, f->image, cut);
+	answers_free(&a);
+
+	/* Resumed: told what is there, it takes the rest only. */
+	wire_start(&w, cut);
+	wire_data(&w, f->image, cut, f->ilen, 30000);
+	wire_end(&w, f->ilen);
+	memset(&o, 0, sizeof o);
+	o.mode = GCK_RECV_STORE;
+	o.path = target;
+	o.resume = 1;
+	assert_int_equal(run(f, &w, &o, &a, &res), GCK_OK);
+	assert_int_equal(a.type[0], 'H');
+	p = json_object_get(a.o[0], "partial");
+	assert_non_null(p);
+	assert_int_equal(json_integer_value(json_object_get(p, "size")), cut);
+	h = XXH3_128bits(f->image, cut);
+	snprintf(hex, sizeof hex, "%016llx%016llx",
+	    (unsigned long long)h.high64, (unsigned long long)h.low64);
+	assert_string_equal(json_string_value(json_object_get(p, "xxh3")),
+	    hex);
+	assert_int_equal(a.type[1], 'S');
+	assert_int_equal(res.offset, cut);
+	assert_int_equal(res.bytes, f->ilen);
+	assert_file(target, f->image, f->ilen);
+	assert_false(exists(part));
+	free(res.stored);
+	answers_free(&a);
+}
+
+/* Without --resume, a partial left before is started over. */
+static void
+test_partial_restarted(void **state)
+{
+	struct fixture		*f = *state;
+	struct gck_recv_opts	 o;
+	struct gck_recv_result	 res;
+	struct answers		 a;
+	struct wire		 w;
+	char			 target[300], part[400];
+	int			 fd;
+
+	snprintf(target, sizeof target, "%s/job.gck", f->top);
+	snprintf(part, sizeof part, "%s/.job.gck.gpurecv-part", f->top);
+	fd = open(part, O_WRONLY | O_CREAT, 0600);
+	assert_int_equal(write(fd, "stale bytes", 11), 11);
+	close(fd);
+	wire_start(&w, 0);
+	wire_data(&w, f->image, 0, f->ilen, 1 << 20);
+	wire_end(&w, f->ilen);
+	memset(&o, 0, sizeof o);
+	o.mode = GCK_RECV_STORE;
+	o.path = target;
+	assert_int_equal(run(f, &w, &o, &a, &res), GCK_OK);
+	assert_null(json_object_get(a.o[0], "partial"));
+	assert_file(target, f->image, f->ilen);
+	free(res.stored);
+	answers_free(&a);
+}
+
+/* Asked to resume beyond what it holds: refused, nothing written. */
+static void
+test_resume_beyond(void **state)
+{
+	struct fixture		*f = *state;
+	struct gck_recv_opts	 o;
+	struct gck_recv_result	 res;
+	struct answers		 a;
+	struct wire		 w;
+	char			 target[300];
+
+	snprintf(target, sizeof target, "%s/job.gck", f->top);
+	wire_start(&w, 1000);
+	wire_data(&w, f->image, 1000, f->ilen, 1 << 20);
+	wire_end(&w, f->ilen);
+	memset(&o, 0, sizeof o);
+	o.mode = GCK_RECV_STORE;
+	o.path = target;
+	o.resume = 1;
+	assert_int_equal(run(f, &w, &o, &a, &res), GCK_EFORMAT);
+	assert_error(&a, "asked to resume at byte 1000 of 0");
+	assert_false(exists(target));
+	answers_free(&a);
+}
+
+/* A damaged image is refused at the damage; neither file is left. */
+static void
+test_corrupt(void **state)
+{
+	struct fixture		*f = *state;
+	struct gck_recv_opts	 o;
+	struct gck_recv_result	 res;
+	struct answers		 a;
+	struct wire		 w;
+	char			 target[300], part[400], *bad;
+
+	snprintf(target, sizeof target, "%s/job.gck", f->top);
+	snprintf(part, sizeof part, "%s/.job.gck.gpurecv-part", f->top);
+	assert_non_null(bad = malloc(f->ilen));
+	memcpy(bad, f->image, f->ilen);
+	bad[f->ilen / 2] ^= 0x40;
+	wire_start(&w, 0);
+	wire_data(&w, bad, 0, f->ilen, 65536);
+	wire_end(&w, f->ilen);
+	memset(&o, 0, sizeof o);
+	o.mode = GCK_RECV_STORE;
+	o.path = target;
+	assert_int_not_equal(run(f, &w, &o, &a, &res), GCK_OK);
+	assert_int_equal(a.type[a.n - 1], 'X');
+	assert_false(exists(target));
+	assert_false(exists(part));
+	free(bad);
+	answers_free(&a);
+}
+
+/* Frames out of order, sizes that disagree, garbage: each refused. */
+static void
+test_bad_frames(void **state)
+{
+	struct fixture		*f = *state;
+	struct gck_recv_opts	 o;
+	struct gck_recv_result	 res;
+	struct answers		 a;
+	struct wire		 w;
+	char			 target[300], part[400];
+	unsigned char		 big[HDR];
+	static const char	 shell[] = "sh: 1: gpurecv: not found\n";
+
+	snprintf(target, sizeof target, "%s/job.gck", f->top);
+	snprintf(part, sizeof part, "%s/.job.gck.gpurecv-part", f->top);
+	memset(&o, 0, sizeof o);
+	o.mode = GCK_RECV_STORE;
+	o.path = target;
+
+	/* Frame 1 first. */
+	wire_start(&w, 0);
+	w.seq = 1;
+	wire_data(&w, f->image, 0, f->ilen, 1 << 20);
+	assert_int_equal(run(f, &w, &o, &a, &res), GCK_EFORMAT);
+	assert_error(&a, "where data frame 0 was due");
+	assert_false(exists(target));
+	assert_false(exists(part));
+	answers_free(&a);
+
+	/* The end says more was sent than came. */
+	wire_start(&w, 0);
+	wire_data(&w, f->image, 0, f->ilen, 1 << 20);
+	wire_end(&w, f->ilen + 1);
+	assert_int_equal(run(f, &w, &o, &a, &res), GCK_EFORMAT);
+	assert_error(&a, "bytes of the image");
+	assert_false(exists(target));
+	assert_false(exists(part));
+	answers_free(&a);
+
+	/* A data frame larger than any sender makes. */
+	wire_start(&w, 0);
+	big[0] = 'G';
+	big[1] = 'D';
+	big[2] = big[3] = 0;
+	be(big + 4, (2u << 20), 4);
+	be(big + 8, 0, 8);
+	assert_int_equal(write(w.fd, big, HDR), HDR);
+	assert_int_equal(run(f, &w, &o, &a, &res), GCK_EFORMAT);
+	assert_error(&a, "not gpuckpt's protocol");
+	answers_free(&a);
+
+	/* Text where the start was due, quoted in the refusal. */
+	w.fd = memfd_create("in", MFD_CLOEXEC);
+	assert_int_equal(write(w.fd, shell, sizeof shell - 1),
+	    (ssize_t)sizeof shell - 1);
+	assert_int_equal(run(f, &w, &o, &a, &res), GCK_EFORMAT);
+	assert_error(&a, "\"sh: 1: gpurecv: \"");
+	assert_false(exists(part));
+	answers_free(&a);
+}
+
+/* A directory with no name to give the image; a file being received. */
+static void
+test_refused_targets(void **state)
+{
+	struct fixture		*f = *state;
+	struct gck_recv_opts	 o;
+	struct gck_recv_result	 res;
+	struct answers		 a;
+	struct wire		 w;
+	char			 target[300], part[400];
+	int			 fd;
+
+	wire_start(&w, 0);
+	memset(&o, 0, sizeof o);
+	o.mode = GCK_RECV_STORE;
+	o.path = f->top;
+	assert_int_equal(run(f, &w, &o, &a, &res), GCK_EINVAL);
+	assert_non_null(strstr(gck_error_string(f->ctx), "is a directory: "
+	    "give the image a file name"));
+	answers_free(&a);
+
+	snprintf(target, sizeof target, "%s/job.gck", f->top);
+	snprintf(part, sizeof part, "%s/.job.gck.gpurecv-part", f->top);
+	fd = open(part, O_RDWR | O_CREAT, 0600);
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	wire_start(&w, 0);
+	o.path = target;
+	/* flock() locks are per open file: this one conflicts. */
+	assert_int_equal(run(f, &w, &o, &a, &res), GCK_EBUSY);
+	assert_non_null(strstr(gck_error_string(f->ctx), "another gpurecv "
+	    "is receiving"));
+	assert_true(exists(part));
+	close(fd);
+	answers_free(&a);
+
+	o.id = "not-an-id";
+	wire_start(&w, 0);
+	assert_int_equal(run(f, &w, &o, &a, &res), GCK_EINVAL);
+	assert_non_null(strstr(gck_error_string(f->ctx), "invalid hand-over "
+	    "id"));
+	answers_free(&a);
+}
+
+/* What --outcome says of records; it asks again the same, so keeps them. */
+static void
+test_outcome(void **state)
+{
+	struct fixture		*f = *state;
+	struct gck_recv_opts	 o;
+	struct gck_recv_result	 res;
+	struct answers		 a;
+	struct wire		 w;
+	char			 dir[256], rec[400], out[64];
+	const char		*tmp;
+	static const struct {
+		const char	*id, *content, *says;
+		int		 kept;
+	} cases[] = {
+		{ "00000000000000000000000000000001", NULL, "unknown\n", 0 },
+		{ "00000000000000000000000000000002", "running 4242\n",
+		    "running 4242\n", 1 },
+		{ "00000000000000000000000000000003", "failed\n", "failed\n",
+		    1 },
+		{ "00000000000000000000000000000004", "go 4242\n",
+		    "unknown\n", 1 },
+		{ "00000000000000000000000000000005", "ready\n", "failed\n",
+		    1 },
+	};
+	size_t			 i;
+	int			 fd, ofd;
+	ssize_t			 n;
+
+	if (geteuid() == 0)
+		snprintf(dir, sizeof dir, "/run/gpuckpt");
+	else {
+		tmp = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+		snprintf(dir, sizeof dir, "%s/gpuckpt-%u", tmp,
+		    (unsigned)geteuid());
+	}
+	(void)mkdir(dir, 0700);
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		snprintf(rec, sizeof rec, "%s/%s.rec", dir, cases[i].id);
+		unlink(rec);
+		if (cases[i].content != NULL) {
+			fd = open(rec, O_WRONLY | O_CREAT | O_EXCL, 0600);
+			assert_int_not_equal(fd, -1);
+			assert_int_equal(write(fd, cases[i].content,
+			    strlen(cases[i].content)),
+			    (ssize_t)strlen(cases[i].content));
+			close(fd);
+		}
+		memset(&o, 0, sizeof o);
+		o.mode = GCK_RECV_OUTCOME;
+		o.id = cases[i].id;
+		o.timeout_ms = 500;
+		o.infd = -1;
+		ofd = memfd_create("out", MFD_CLOEXEC);
+		o.outfd = ofd;
+		assert_int_equal(gck_recv(f->ctx, &o, &res), GCK_OK);
+		n = pread(ofd, out, sizeof out - 1, 0);
+		assert_true(n > 0);
+		out[n] = '\0';
+		assert_string_equal(out, cases[i].says);
+		assert_int_equal(exists(rec), cases[i].kept);
+		unlink(rec);
+		close(ofd);
+	}
+	(void)w;
+	(void)a;
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_store, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cut_and_resume, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_partial_restarted, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_resume_beyond, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_corrupt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_frames, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_refused_targets, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_outcome, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
