@@ -12,11 +12,16 @@
 
 # _gck_opts PROG: describes the command line of PROG in
 #	long		its long options
-#	longarg		those of them that take an argument
+#	longarg		those of them that take an argument, and the
+#			pseudo-long name of a short option without a long
+#			one that takes an argument ("-o")
 #	short		its short options, each as LETTER=LONG
-#	operand		what an operand is: file, host or none
-#	maxop		how many operands it takes, without and with --diff
-#			(-1: any number)
+#	mode		the option that changes the operands (--diff,
+#			--pid), or nothing
+#	operand		what an operand is: file, host, send (gpusend's
+#			file then host, or with --pid only a host) or none
+#	maxop		how many operands it takes, without and with the
+#			mode option (-1: any number)
 # Returns 1 for a PROG it does not know.
 _gck_opts()
 {
@@ -39,16 +44,26 @@ _gck_opts()
 		maxop='1 1'
 		;;
 	gpusend)
-		long='--help --version'
-		longarg=
-		short='h=--help V=--version'
-		operand=host
-		maxop='-1 -1'
+		long='--accept-new --compress --gpu-map --help --identity
+		    --lock-timeout --parallel --pid --port --remote-path
+		    --resume --timeout --verbose --version'
+		longarg='--compress --gpu-map --identity --lock-timeout
+		    --parallel --pid --port --remote-path --timeout -o'
+		short='c=--compress h=--help i=--identity o=-o P=--port
+		    p=--pid V=--version v=--verbose'
+		mode=--pid
+		operand=send
+		maxop='2 1'
 		;;
 	gpurecv)
-		long='--help --version'
-		longarg=
-		short='h=--help V=--version'
+		# Run by gpusend; by hand, only --outcome: its path operand
+		# is not completed.
+		long='--gpu-map --help --id --join --name --outcome
+		    --restore --resume --streams --timeout --verbose
+		    --version'
+		longarg='--gpu-map --id --join --name --outcome --streams
+		    --timeout'
+		short='h=--help V=--version v=--verbose'
 		operand=none
 		maxop='0 0'
 		;;
@@ -58,6 +73,7 @@ _gck_opts()
 		longarg='--extract'
 		short='d=--diff h=--help j=--json t=--verify V=--version
 		    v=--verbose x=--extract'
+		mode=--diff
 		operand=file
 		maxop='1 2'
 		;;
@@ -267,7 +283,7 @@ _gck_arg()
 	local l z=()
 
 	case $1$2 in
-	gpuckpt--compress)
+	gpuckpt--compress|gpusend--compress)
 		for ((l = 1; l <= 19; l++)); do
 			z+=("zstd:$l")
 		done
@@ -276,21 +292,54 @@ _gck_arg()
 	gpuinspect--extract)
 		_gck_files "$3" "$4" -d
 		;;
-	*--output|*--pidfile)
+	*--output|*--pidfile|gpusend--identity)
 		_gck_files "$3" "$4"
 		;;
 	*--pid)
 		_gck_pids "$3" "$4"
 		;;
+	gpusend-o)
+		_gck_sshopt "$3" "$4"
+		;;
 	esac
-	# --lock-timeout (seconds) and --gpu-map (src=dst,...): nothing.
+	# --lock-timeout, --timeout (seconds), --gpu-map (src=dst,...),
+	# --parallel, --port, --remote-path and gpurecv's: nothing.
+}
+
+# _gck_sshopt PREFIX CUR: offers the NAME=VALUE arguments of gpusend -o:
+# the names, then the values of those that have a few.
+_gck_sshopt()
+{
+	local name
+
+	if [[ $2 != *=* ]]; then
+		_gck_reply "$1" "$2" ConnectTimeout= IdentityAgent= \
+		    IdentityFile= Port= StrictHostKeyChecking= User= \
+		    UserKnownHostsFile=
+		compopt -o nospace 2>/dev/null
+		return
+	fi
+	name=${2%%=*}
+	case ${name,,} in
+	stricthostkeychecking)
+		_gck_reply "$1$name=" "${2#*=}" accept-new yes
+		;;
+	identityagent)
+		_gck_files "$1$name=" "${2#*=}"	# first: it clears
+		_gck_reply "$1$name=" "${2#*=}" none
+		;;
+	identityfile|userknownhostsfile)
+		_gck_files "$1$name=" "${2#*=}"
+		;;
+	esac
 }
 
 # _gck_complete PROG: completes the command line of PROG.
 _gck_complete()
 {
 	local prog=$1 IFS=$' \t\n' words cword cur opt i j w
-	local long longarg short operand maxop argof= nop=0 ddash=0 diff=0
+	local long longarg short mode= operand maxop argof= nop=0 ddash=0
+	local inmode=0
 
 	COMPREPLY=()
 	_gck_opts "$prog" || return 0
@@ -305,7 +354,7 @@ _gck_complete()
 			ddash=1
 		elif [[ $w == --?* ]]; then
 			_gck_long "${w%%=*}"
-			[[ $opt == --diff ]] && diff=1
+			[[ -n $mode && $opt == "$mode" ]] && inmode=1
 			if [[ $w != *=* ]] && _gck_takes "$opt"; then
 				i=$((i + 1))
 				((i == cword)) && argof=$opt
@@ -315,7 +364,7 @@ _gck_complete()
 			# an argument takes the rest, or the next word.
 			for ((j = 1; j < ${#w}; j++)); do
 				_gck_short "${w:j:1}"
-				[[ $opt == --diff ]] && diff=1
+				[[ -n $mode && $opt == "$mode" ]] && inmode=1
 				_gck_takes "$opt" || continue
 				if ((j == ${#w} - 1)); then
 					i=$((i + 1))
@@ -358,7 +407,7 @@ _gck_complete()
 
 	# An operand, if one may follow; else the options.
 	set -- $maxop
-	((diff)) && shift
+	((inmode)) && shift
 	if [[ $operand == none ]] || (($1 >= 0 && nop >= $1)); then
 		((ddash)) || [[ -n $cur ]] || _gck_reply "" "" $long
 		return 0
@@ -366,6 +415,19 @@ _gck_complete()
 	case $operand in
 	file)	_gck_files "" "$cur" ;;
 	host)	_gck_hosts "" "$cur" ;;
+	send)
+		# gpusend FILE HOST[:PATH], or -p PID HOST.  getopt_long
+		# takes -p after the operands too, so the first may be
+		# either: offer both.
+		local files=()
+		if ((!inmode && nop == 0)); then
+			_gck_files "" "$cur"
+			files=("${COMPREPLY[@]}")
+			COMPREPLY=()
+		fi
+		_gck_hosts "" "$cur"
+		COMPREPLY=(${files[@]+"${files[@]}"} "${COMPREPLY[@]}")
+		;;
 	esac
 	return 0
 }
