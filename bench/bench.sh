@@ -10,9 +10,20 @@
 #   baseline-ssh    the same, the second half through ssh to 127.0.0.1
 #   gpuckpt-pipe    gpuckpt -p PID | gpurestore
 #   gpuckpt-ssh     gpuckpt -p PID | ssh root@127.0.0.1 gpurestore
-#   gpusend         gpusend -p PID root@127.0.0.1, when gpusend has -p
+#   gpusend         gpusend -p PID root@127.0.0.1, when gpusend has -p:
+#                   it migrates the live tree over ssh to gpurecv, which
+#                   restores it there
+#   gpusend-par     the same with --parallel 2
 # Between the two halves sits bench/bcount, which counts the bytes on the
-# wire.  Each tool runs under /usr/bin/time for its peak RSS.
+# wire; gpusend opens its own connections, so for it bcount -r relays
+# TCP to the sshd and counts the bytes both ways (the ssh protocol's
+# framing and encryption included).  Each tool runs under /usr/bin/time
+# for its peak RSS.
+#
+# The restoring side runs in a PID namespace of its own, as on another
+# host, since the stopped source still holds its PIDs here: gpurestore
+# of the gpuckpt-* variants through unshare, and for gpusend a second
+# sshd of ours, started in one.
 #
 # Environment:
 #   BENCH_REPEAT=N        repeats of each measurement (default 3; medians)
@@ -23,9 +34,8 @@
 #   BENCH_DIR=DIR         where to work and write results (default: the
 #                         build directory's bench/)
 #   BENCH_TIMEOUT=S       limit for each pipeline, in seconds (default 900)
-#   BENCH_GPUSEND_ARGS    gpusend's arguments; %PID%, %PORT%, %KEY% are
-#                         replaced (default "-p %PID% --port %PORT%
-#                         -i %KEY% root@127.0.0.1")
+#   BENCH_GPUSEND_ARGS    more options for gpusend (e.g. "-c zstd:1"),
+#                         after those of the variant; default none
 #   BENCH_KEEP=1          keep the work directory
 #
 # It prints PASS or MISS for each target, but exits 0 whatever the
@@ -53,6 +63,7 @@ fi
 GPUCKPT=$GCK_BINDIR/ckpt/gpuckpt
 GPURESTORE=$GCK_BINDIR/restore/gpurestore
 GPUSEND=$GCK_BINDIR/send/gpusend
+GPURECV=$GCK_BINDIR/recv/gpurecv
 BENCHWORK=$BENCH_BINDIR/benchwork
 BCOUNT=$BENCH_BINDIR/bcount
 DIRPEAK=$BENCH_BINDIR/dirpeak
@@ -64,11 +75,11 @@ XPATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
 QUICK=${BENCH_QUICK:-0}
 [ "$QUICK" = 0 ] && REPEAT=${BENCH_REPEAT:-3} || REPEAT=${BENCH_REPEAT:-1}
 WORKLOADS=${BENCH_WORKLOADS:-mixed zero90 random}
-VARIANTS=${BENCH_VARIANTS:-baseline-pipe baseline-ssh gpuckpt-pipe gpuckpt-ssh gpusend}
+VARIANTS=${BENCH_VARIANTS:-baseline-pipe baseline-ssh gpuckpt-pipe gpuckpt-ssh gpusend gpusend-par}
 EXTRAS=${BENCH_EXTRAS-none-vs-dump rss-flat}
 LIMIT=${BENCH_TIMEOUT:-900}
 DIR=${BENCH_DIR:-$BENCH_BINDIR}
-GPUSEND_ARGS=${BENCH_GPUSEND_ARGS:--p %PID% --port %PORT% -i %KEY% root@127.0.0.1}
+GPUSEND_ARGS=${BENCH_GPUSEND_ARGS:-}
 
 # The size of a workload in MiB: full, or 1/8 in quick mode.
 size()
@@ -110,7 +121,7 @@ for w in $WORKLOADS; do
 done
 for v in $VARIANTS; do
 	case $v in
-	baseline-pipe|baseline-ssh|gpuckpt-pipe|gpuckpt-ssh|gpusend) ;;
+	baseline-pipe|baseline-ssh|gpuckpt-pipe|gpuckpt-ssh|gpusend|gpusend-par) ;;
 	*) die "unknown variant '$v'" ;;
 	esac
 done
@@ -133,6 +144,10 @@ RAW=$R/raw
 dest=		# the restoring side, in its namespace
 live=		# workload PIDs that may still run
 sshd_pid=
+nsshd_pid=	# unshare, for the sshd in a PID namespace of its own
+ns_init=	# that namespace's init (our reaper)
+ns_id=
+relay_pid=
 sampler=
 tmpfs_dir=
 broke=0
@@ -141,12 +156,20 @@ cleanup()
 {
 	local p
 	[ -n "$sampler" ] && kill "$sampler" 2>/dev/null
+	[ -n "$relay_pid" ] && kill "$relay_pid" 2>/dev/null
 	for p in $live; do
 		kill -KILL "$p" 2>/dev/null
 	done
 	if [ -n "$sshd_pid" ]; then
 		kill "$sshd_pid" 2>/dev/null
 		wait "$sshd_pid" 2>/dev/null
+	fi
+	stop_nsshd
+	if [ -n "$dest" ]; then
+		# What is left in that namespace, our reaper kills.
+		touch "$R/r/release" 2>/dev/null
+		wait_gone "$dest" 5 || kill -KILL "$dest" 2>/dev/null
+		wait "$dest" 2>/dev/null
 	fi
 	if [ -n "$tmpfs_dir" ]; then
 		umount "$tmpfs_dir" 2>/dev/null || umount -l "$tmpfs_dir"
@@ -278,13 +301,21 @@ elsewhere_done()
 	cat "$1/st.restore"
 }
 
-# host_pid NSPID: the PID, in ours, of the restored workload that has
-# NSPID in its own namespace.
+# host_pid NSPID [NS]: the PID, in ours, of the restored workload that
+# has NSPID in its own namespace (NS, as /proc/PID/ns/pid reads, when
+# given).
 host_pid()
 {
-	awk -v want="$1" '$1 == "NSpid:" && NF == 3 && $3 == want {
-		split(FILENAME, f, "/"); print f[3]; exit }' \
-	    /proc/[0-9]*/status 2>/dev/null
+	local h
+	for h in $(awk -v want="$1" '$1 == "NSpid:" && NF == 3 && $3 == want {
+		split(FILENAME, f, "/"); print f[3] }' \
+	    /proc/[0-9]*/status 2>/dev/null); do
+		if [ -z "${2:-}" ] ||
+		    [ "$(readlink "/proc/$h/ns/pid" 2>/dev/null)" = "$2" ]; then
+			echo "$h"
+			return
+		fi
+	done
 }
 
 # downtime: waits until the restored workload has logged the gap it saw
@@ -320,51 +351,79 @@ wait_line_count()
 
 # --- a loopback sshd of our own --------------------------------------
 
+# ssh_keys: our host and user keys, once; an empty home for gpusend (no
+# keys, agent or known_hosts but those we give it).
+ssh_keys()
+{
+	[ -n "$SSHD" ] && [ -x "$SSHD" ] || return 1
+	command -v ssh >/dev/null && command -v ssh-keygen >/dev/null || return 1
+	[ -e "$R/ssh/authorized_keys" ] && return 0
+	mkdir -p "$R/ssh" "$R/home" /run/sshd
+	ssh-keygen -q -t ed25519 -N "" -C gck-bench-host -f "$R/ssh/hostkey" &&
+	ssh-keygen -q -t ed25519 -N "" -C gck-bench-user -f "$R/ssh/userkey" &&
+	cp "$R/ssh/userkey.pub" "$R/ssh/authorized_keys"
+}
+
+# sshd_config NAME PORT: writes $R/ssh/NAME.config for PORT.
+sshd_config()
+{
+	cat >"$R/ssh/$1.config" <<-EOF
+	ListenAddress 127.0.0.1
+	Port $2
+	HostKey $R/ssh/hostkey
+	AuthorizedKeysFile $R/ssh/authorized_keys
+	PermitRootLogin prohibit-password
+	PubkeyAuthentication yes
+	PasswordAuthentication no
+	KbdInteractiveAuthentication no
+	UsePAM no
+	StrictModes no
+	MaxStartups 100
+	MaxSessions 100
+	PidFile none
+	EOF
+	# Newer sshd penalise a source whose sessions fail: not here.
+	"$SSHD" -t -f "$R/ssh/$1.config" -o PerSourcePenalties=no \
+	    2>/dev/null && echo "PerSourcePenalties no" >>"$R/ssh/$1.config"
+}
+
+# sshd_up NAME PID PORT: waits until the sshd that PID runs listens on
+# PORT; fails when it died or did not in 10 s.
+sshd_up()
+{
+	local i=0
+	while [ $i -lt 100 ] && [ -d "/proc/$2" ] &&
+	    [ "$(awk '{ print $3 }' "/proc/$2/stat" 2>/dev/null)" != Z ]; do
+		if grep "Server listening on 127.0.0.1 port $3" \
+		    "$R/ssh/$1.log" >/dev/null 2>&1; then
+			echo "[127.0.0.1]:$3 $(cat "$R/ssh/hostkey.pub")" \
+			    >>"$R/ssh/known_hosts"
+			return 0
+		fi
+		i=$((i + 1))
+		sleep 0.1
+	done
+	return 1
+}
+
+# free_port TRY: a port to try, 20000 to 59999.
+free_port()
+{
+	awk -v s="$$$1" 'BEGIN { srand(s); print 20000 + int(rand() * 40000) }'
+}
+
 # Starts sshd on a free port of 127.0.0.1 with its own host and user
 # keys; sets port and sshd_pid.  The system's sshd is not touched.
 start_sshd()
 {
-	local try i
-	[ -n "$SSHD" ] && [ -x "$SSHD" ] || return 1
-	command -v ssh >/dev/null && command -v ssh-keygen >/dev/null || return 1
-	mkdir -p "$R/ssh" /run/sshd
-	ssh-keygen -q -t ed25519 -N "" -C gck-bench-host -f "$R/ssh/hostkey" &&
-	ssh-keygen -q -t ed25519 -N "" -C gck-bench-user -f "$R/ssh/userkey" &&
-	cp "$R/ssh/userkey.pub" "$R/ssh/authorized_keys" || return 1
+	local try
+	ssh_keys || return 1
 	for try in 1 2 3 4 5 6 7 8 9 10; do
-		port=$(awk -v s="$$$try" \
-		    'BEGIN { srand(s); print 20000 + int(rand() * 40000) }')
-		cat >"$R/ssh/sshd_config" <<-EOF
-		ListenAddress 127.0.0.1
-		Port $port
-		HostKey $R/ssh/hostkey
-		AuthorizedKeysFile $R/ssh/authorized_keys
-		PermitRootLogin prohibit-password
-		PubkeyAuthentication yes
-		PasswordAuthentication no
-		KbdInteractiveAuthentication no
-		UsePAM no
-		StrictModes no
-		PidFile $R/ssh/sshd.pid
-		EOF
-		"$SSHD" -D -e -f "$R/ssh/sshd_config" 2>"$R/ssh/sshd.log" &
+		port=$(free_port "$try")
+		sshd_config sshd "$port"
+		"$SSHD" -D -e -f "$R/ssh/sshd.config" 2>"$R/ssh/sshd.log" &
 		sshd_pid=$!
-		i=0
-		while [ $i -lt 100 ] && [ -d "/proc/$sshd_pid" ]; do
-			if grep "Server listening on 127.0.0.1 port $port" \
-			    "$R/ssh/sshd.log" >/dev/null 2>&1; then
-				echo "[127.0.0.1]:$port $(cat "$R/ssh/hostkey.pub")" \
-				    >"$R/ssh/known_hosts"
-				# For gpusend, which reads ~/.ssh.
-				mkdir -p "$R/home/.ssh"
-				cp "$R/ssh/userkey" "$R/home/.ssh/id_ed25519"
-				cp "$R/ssh/userkey.pub" "$R/home/.ssh/id_ed25519.pub"
-				cp "$R/ssh/known_hosts" "$R/home/.ssh/known_hosts"
-				return 0
-			fi
-			i=$((i + 1))
-			sleep 0.1
-		done
+		sshd_up sshd "$sshd_pid" "$port" && return 0
 		kill "$sshd_pid" 2>/dev/null
 		wait "$sshd_pid" 2>/dev/null
 		sshd_pid=
@@ -372,14 +431,89 @@ start_sshd()
 	return 1
 }
 
-# remote COMMAND: runs COMMAND as root@127.0.0.1 through our sshd.
-remote()
+# Starts, for gpusend, a second sshd in a PID namespace of its own (with
+# the same keys): what gpurecv restores lives there, as on another host,
+# while the stopped source still holds its PIDs here.  Sets nsport,
+# nsshd_pid (unshare), ns_init (the namespace's init) and ns_id.
+start_nsshd()
 {
+	local try
+	ssh_keys || return 1
+	command -v unshare >/dev/null || return 1
+	for try in 11 12 13 14 15 16 17 18 19 20; do
+		nsport=$(free_port "$try")
+		[ "$nsport" = "${port:-}" ] && continue
+		sshd_config nsshd "$nsport"
+		unshare --pid --fork --kill-child --mount-proc "$BENCH_REAPER" \
+		    "$SSHD" -D -e -f "$R/ssh/nsshd.config" \
+		    </dev/null >/dev/null 2>"$R/ssh/nsshd.log" &
+		nsshd_pid=$!
+		if sshd_up nsshd "$nsshd_pid" "$nsport"; then
+			ns_init=$(cat /proc/"$nsshd_pid"/task/*/children |
+			    awk '{ print $1; exit }')
+			ns_id=$(readlink "/proc/$ns_init/ns/pid")
+			[ -n "$ns_id" ] && return 0
+		fi
+		stop_nsshd
+	done
+	return 1
+}
+
+# stop_nsshd: ends that namespace, and all in it, restored workloads too.
+stop_nsshd()
+{
+	[ -n "$nsshd_pid" ] || return 0
+	[ -n "$ns_init" ] && kill -KILL "$ns_init" 2>/dev/null
+	kill -KILL "$nsshd_pid" 2>/dev/null
+	wait "$nsshd_pid" 2>/dev/null
+	nsshd_pid=
+	ns_init=
+}
+
+# remote_at PORT COMMAND: runs COMMAND as root@127.0.0.1 through our sshd
+# on PORT.
+remote_at()
+{
+	local p=$1
+	shift
 	timeout "$LIMIT" ssh -F /dev/null -i "$R/ssh/userkey" \
 	    -o IdentitiesOnly=yes -o UserKnownHostsFile="$R/ssh/known_hosts" \
 	    -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes \
 	    -o BatchMode=yes -o LogLevel=ERROR -o ConnectTimeout=10 \
-	    -p "$port" root@127.0.0.1 "$@"
+	    -p "$p" root@127.0.0.1 "$@"
+}
+
+# remote COMMAND: runs COMMAND as root@127.0.0.1 through our sshd.
+remote()
+{
+	remote_at "$port" "$@"
+}
+
+# start_relay FILE: bcount -r in front of the namespace's sshd; sets
+# rport and relay_pid.  stop_relay writes the bytes it relayed to FILE.
+start_relay()
+{
+	local i=0
+	rm -f "$1" "$1.port"
+	"$BCOUNT" -r 0 "$nsport" "$1" 2>>"$R/relay.err" &
+	relay_pid=$!
+	while ! [ -s "$1.port" ]; do
+		i=$((i + 1))
+		if [ $i -gt 200 ] || ! [ -d "/proc/$relay_pid" ]; then
+			stop_relay
+			return 1
+		fi
+		sleep 0.05
+	done
+	rport=$(cat "$1.port")
+}
+
+stop_relay()
+{
+	[ -n "$relay_pid" ] || return 0
+	kill "$relay_pid" 2>/dev/null
+	wait "$relay_pid" 2>/dev/null
+	relay_pid=
 }
 
 # Succeeds when gpusend can migrate a PID (its usage lists -p).
@@ -400,7 +534,7 @@ run_one()
 	local name=$1 v=$2 rep=$3 kind mib d A B t0 t1 st ok=ok why= src
 	local dt=- total=- wire=- rc=- rr=- stage=-
 	local r_dump=- r_tar=- r_zstd=- r_unzstd=- r_untar=- r_crestore=-
-	local args
+	local par=
 
 	set -- $(workload_spec "$name")
 	kind=$1
@@ -482,17 +616,33 @@ run_one()
 		st="${PIPESTATUS[*]} $(elsewhere_done "$d" || echo 1)"
 		t1=$(cat "$d/t.restored" 2>/dev/null || now)
 		;;
-	ok.gpusend)
+	ok.gpusend*)
+		# gpurecv restores in the namespace of our second sshd, with
+		# its TMPDIR on B; each gpurecv (one a connection) appends
+		# its peak RSS.
 		mkdir -p "$A" "$B"
-		args=$(echo "$GPUSEND_ARGS" | sed -e "s|%PID%|$WPID|g" \
-		    -e "s|%PORT%|$port|g" -e "s|%KEY%|$R/ssh/userkey|g")
-		# shellcheck disable=SC2086
-		HOME=$R/home TMPDIR=$A timeout "$LIMIT" "$TIME" -f %M \
-		    -o "$d/rss.ckpt" "$GPUSEND" $args >"$d/out" 2>"$d/err"
-		st=$?
+		[ $v = gpusend-par ] && par="--parallel 2"
+		if start_relay "$d/wire"; then
+			echo "[127.0.0.1]:$rport $(cat "$R/ssh/hostkey.pub")" \
+			    >"$d/known_hosts"
+			# shellcheck disable=SC2086
+			HOME=$R/home TMPDIR=$A timeout "$LIMIT" "$TIME" -f %M \
+			    -o "$d/rss.ckpt" "$GPUSEND" -P "$rport" \
+			    -i "$R/ssh/userkey" -o IdentityAgent=none \
+			    -o UserKnownHostsFile="$d/known_hosts" $par \
+			    --remote-path "TMPDIR='$B' '$TIME' -a -f %M -o '$d/rss.restore' '$GPURECV'" \
+			    $GPUSEND_ARGS -p "$WPID" root@127.0.0.1 \
+			    >"$d/out" 2>"$d/err"
+			st=$?
+			t1=$(now)
+			stop_relay
+		else
+			ok=FAIL
+			why="bcount -r did not start: $(cat "$R/relay.err")"
+		fi
 		;;
 	esac
-	case $v in gpuckpt-*) ;; *) t1=$(now) ;; esac
+	case $v in gpuckpt-*|gpusend*) ;; *) t1=$(now) ;; esac
 	kill "$sampler" 2>/dev/null
 	wait "$sampler" 2>/dev/null
 	sampler=
@@ -507,20 +657,35 @@ run_one()
 	fi
 	if [ $ok = ok ]; then
 		case $v in
-		gpuckpt-*)
+		gpuckpt-*|gpusend*)
 			if [ "$(cat "$d/out" 2>/dev/null)" != "$WPID" ]; then
 				ok=FAIL
-				why="gpurestore printed '$(cat "$d/out")', not $WPID"
+				case $v in
+				gpusend*) why=gpusend ;;
+				*) why=gpurestore ;;
+				esac
+				why="$why printed '$(cat "$d/out")', not $WPID"
 			fi
 		esac
 	fi
 	case $v in
-	gpuckpt-*)
+	gpuckpt-*|gpusend*)
 		# The restored workload lives in the namespace: find it.
+		# The source is gone once that succeeded.
 		src=$WPID
-		WPID=$(host_pid "$src")
-		[ -n "$WPID" ] || { WPID=$src; [ $ok = ok ] && ok=FAIL &&
-		    why="the restored workload is not there"; }
+		case $v in
+		gpusend*) WPID=$(host_pid "$src" "$ns_id") ;;
+		*) WPID=$(host_pid "$src") ;;
+		esac
+		if [ -z "$WPID" ]; then
+			WPID=$src
+			if [ $ok = ok ]; then
+				ok=FAIL
+				why="the restored workload is not there"
+			fi
+		elif [ $ok = ok ] && wait_gone "$src" 5; then
+			live=$(echo " $live " | sed "s/ $src / /")
+		fi
 		;;
 	esac
 	if [ $ok = ok ] && ! dt=$(downtime); then
@@ -554,12 +719,16 @@ run_one()
 		rc=$(max_of "$r_dump" "$r_tar" "$r_zstd")
 		rr=$(max_of "$r_unzstd" "$r_untar" "$r_crestore")
 		;;
+	gpusend*)
+		rc=$(rss_of "$d/rss.ckpt")
+		# the largest of the gpurecv processes (one a connection)
+		rr=$(max_of $(grep -x '[0-9][0-9]*' "$d/rss.restore" 2>/dev/null))
+		;;
 	*)
 		rc=$(rss_of "$d/rss.ckpt")
 		rr=$(rss_of "$d/rss.restore")
 		;;
 	esac
-	[ $v = gpusend ] && wire=-
 
 	echo "$name $v $rep $ok $dt $total $wire $rc $rr $stage" \
 	    "$r_dump $r_tar $r_zstd $r_unzstd $r_untar $r_crestore" >>"$RAW"
@@ -645,6 +814,7 @@ report()
 
 	say "gpuckpt benchmark, $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	say "host: $(uname -sr), $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+	say "load average (1 5 15 min): $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
 	say "criu: $("$CRIU" --version | sed -n 's/^Version: *//p'), zstd: $(zstd -V | sed 's/.*v\([0-9.]*\).*/\1/')"
 	if [ "$QUICK" = 0 ]; then
 		say "repeats: $REPEAT (figures are medians)"
@@ -654,10 +824,12 @@ report()
 	say ""
 	say "downtime: the longest pause the workload saw (it reads the clock every 2 ms)"
 	say "total: from the start of the checkpoint to the restored process running"
-	say "wire: bytes between the two sides; rss: peak RSS in MB of the"
+	say "wire: bytes between the two sides (gpusend: TCP payload both ways,"
+	say "  ssh framing included); rss: peak RSS in MB of the"
 	say "  checkpoint side / restore side (baseline: the largest of"
 	say "  criu dump, tar, zstd / zstd -d, tar, criu restore; gpuckpt and"
-	say "  gpurestore: with the criu they run); staging: peak bytes of files"
+	say "  gpurestore, gpusend and gpurecv: with the criu they run; gpurecv:"
+	say "  the largest of its processes); staging: peak bytes of files"
 	say "  in the image directories (baseline) or in the TMPDIRs (ours)"
 	say "ratios: against baseline-pipe for *-pipe rows, baseline-ssh otherwise"
 
@@ -674,7 +846,8 @@ report()
 
 cat >"$R/report.awk" <<'EOF'
 # Input: the raw lines of run_one.  Prints the table of workload w, or
-# with figs=1 the medians the targets need: variant downtime wire staging rss.
+# with figs=1 the medians the targets need: variant downtime wire staging
+# rss total.
 function median(s,    a, n, i, j, t) {
 	n = split(s, a, " ")
 	if (n == 0)
@@ -724,7 +897,7 @@ END {
 		# only the figures the targets need, for the shell
 		for (k = 1; k <= nv; k++) {
 			v = order[k]
-			print v, m[v, 5], m[v, 7], m[v, 10], m[v, 8] "/" m[v, 9]
+			print v, m[v, 5], m[v, 7], m[v, 10], m[v, 8] "/" m[v, 9], m[v, 6]
 		}
 		exit
 	}
@@ -758,7 +931,7 @@ END {
 EOF
 
 # fig WORKLOAD VARIANT FIELD: a median from the table of WORKLOAD
-# (FIELD: 1 downtime, 2 wire, 3 staging, 4 rss c/r), or "-".
+# (FIELD: 1 downtime, 2 wire, 3 staging, 4 rss c/r, 5 total), or "-".
 fig()
 {
 	awk -v w="$1" -v figs=1 -f "$R/report.awk" "$RAW" |
@@ -821,7 +994,7 @@ targets()
 	# 3. staging: nothing on disk for ours.
 	all=
 	for w in $WORKLOADS; do
-		for v in gpuckpt-pipe gpuckpt-ssh gpusend; do
+		for v in gpuckpt-pipe gpuckpt-ssh gpusend gpusend-par; do
 			a=$(fig "$w" "$v" 3)
 			[ "$a" = - ] && continue
 			all="$all$(cmp_le "$a" 0)"
@@ -860,29 +1033,65 @@ targets()
 		    "$(workload_spec rss-large | awk '{ print $2 }') MiB $b (should stay flat)"
 	fi
 
+	# gpusend against what a user would type: gpuckpt | ssh gpurestore,
+	# and the baseline over ssh.
 	if gpusend_works; then
-		:
+		for w in $WORKLOADS; do
+			for v in gpusend gpusend-par; do
+				case " $VARIANTS " in *" $v "*) ;; *) continue ;; esac
+				say "      $v on $w: $(vs "$w" "$v" gpuckpt-ssh)"
+				say "      $v on $w: $(vs "$w" "$v" baseline-ssh)"
+			done
+		done
 	else
 		say "      gpusend: skipped (it has no -p yet)"
 	fi
 }
 
+# vs WORKLOAD A B: the downtime and total of A against those of B.
+vs()
+{
+	local da db ta tb
+	da=$(fig "$1" "$2" 1)
+	db=$(fig "$1" "$3" 1)
+	ta=$(fig "$1" "$2" 5)
+	tb=$(fig "$1" "$3" 5)
+	awk -v b="$3" -v da="$da" -v db="$db" -v ta="$ta" -v tb="$tb" '
+	function r(x, y) {
+		return (x == "-" || y == "-" || y + 0 == 0) ? "-" : sprintf("%.2f", x / y)
+	}
+	BEGIN {
+		printf "downtime %ss / %s %ss = %s, total %ss / %ss = %s\n",
+		    da, b, db, r(da, db), ta, tb, r(ta, tb)
+	}'
+}
+
 # --- main ------------------------------------------------------------
 
 case " $VARIANTS " in
-*" gpusend "*)
+*" gpusend"*)
 	if ! gpusend_works; then
 		note "gpusend has no -p yet: skipped"
-		VARIANTS=$(echo " $VARIANTS " | sed 's/ gpusend / /')
+		VARIANTS=$(echo " $VARIANTS " |
+		    sed -e 's/ gpusend / /' -e 's/ gpusend-par / /')
 	fi
 esac
 case " $VARIANTS " in
-*-ssh*|*gpusend*)
+*-ssh*)
 	start_sshd || die "cannot start sshd on 127.0.0.1"
 	remote true || die "ssh to our sshd on 127.0.0.1:$port fails"
 	note "sshd on 127.0.0.1:$port"
 esac
+case " $VARIANTS " in
+*" gpusend"*)
+	[ -x "$GPURECV" ] || die "$GPURECV not found"
+	start_nsshd || die "cannot start sshd in a PID namespace on 127.0.0.1"
+	remote_at "$nsport" true ||
+	    die "ssh to our sshd on 127.0.0.1:$nsport fails"
+	note "sshd in PID namespace $ns_id on 127.0.0.1:$nsport"
+esac
 
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 start=$(now)
 for w in $WORKLOADS; do
 	for rep in $(seq 1 "$REPEAT"); do
