@@ -141,7 +141,7 @@ static int	known_add(struct gck_ssh *, const char *, int, const char *,
 		    const struct hostkey *);
 static int	hostkey_prefs(struct gck_ssh *, struct known *, const char *);
 static int	hostkey_verify(struct gck_ssh *, const struct gck_ssh_opts *,
-		    const char *, struct known *, const char *);
+		    const char *, const char *, struct known *, const char *);
 static int	authenticate(struct gck_ssh *, const struct gck_ssh_opts *,
 		    const char *, const char *);
 static int	auth_agent(struct gck_ssh *, const char *, const char *,
@@ -823,7 +823,7 @@ out:
  */
 static int
 hostkey_verify(struct gck_ssh *s, const struct gck_ssh_opts *o,
-    const char *name, struct known *k, const char *path)
+    const char *name, const char *plain, struct known *k, const char *path)
 {
 	struct hostkey		 hk;
 	const unsigned char	*q, *t;
@@ -884,8 +884,14 @@ hostkey_verify(struct gck_ssh *s, const struct gck_ssh_opts *o,
 	}
 	snprintf(hk.fp, sizeof hk.fp, "SHA256:%s", fp);
 
+	/*
+	 * As ssh does, a host unknown as "[host]:port" may be known by its
+	 * plain name: a matching key there is taken, any other not.
+	 */
 	if ((r = known_check(s, k, name, &hk)) == KNOWN_NOTFOUND &&
-	    o->accept_new)
+	    plain != NULL && known_check(s, k, plain, &hk) == KNOWN_MATCH)
+		r = KNOWN_MATCH;
+	if (r == KNOWN_NOTFOUND && o->accept_new)
 		r = known_add(s, path, o->known_hosts == NULL, name, &hk);
 	switch (r) {
 	case KNOWN_MATCH:
@@ -1324,6 +1330,7 @@ gck_ssh_connect(struct gck_ctx *ctx, const struct gck_ssh_opts *o,
 	struct passwd	 pw, *pwp = NULL;
 	const char	*user, *home;
 	char		 pwbuf[4096], khpath[PATH_MAX], khname[300], *p;
+	char		 khplain[300];
 	int64_t		 dl;
 	int		 port, rc, r;
 
@@ -1370,6 +1377,10 @@ gck_ssh_connect(struct gck_ctx *ctx, const struct gck_ssh_opts *o,
 		snprintf(khname, sizeof khname, "%s", o->host);
 	else
 		snprintf(khname, sizeof khname, "[%s]:%d", o->host, port);
+	snprintf(khplain, sizeof khplain, "%s", o->host);
+	for (p = khplain; *p != '\0'; p++)
+		if (*p >= 'A' && *p <= 'Z')
+			*p = (char)(*p - 'A' + 'a');
 	for (p = khname; *p != '\0'; p++)
 		if (*p >= 'A' && *p <= 'Z')
 			*p = (char)(*p - 'A' + 'a');
@@ -1416,7 +1427,8 @@ gck_ssh_connect(struct gck_ctx *ctx, const struct gck_ssh_opts *o,
 		r = ssh_fail(s, rc, "handshake failed");
 		goto out;
 	}
-	if ((r = hostkey_verify(s, o, khname, &k, khpath)) != GCK_OK)
+	if ((r = hostkey_verify(s, o, khname, port == 22 ? NULL : khplain,
+	    &k, khpath)) != GCK_OK)
 		goto out;
 	if ((r = authenticate(s, o, user, home)) != GCK_OK)
 		goto out;
@@ -1483,15 +1495,15 @@ gck_ssh_write(struct gck_ctx *ctx, struct gck_ssh *s, const void *buf,
 			return r;
 		if ((r = drain_stderr(s, &dl)) != GCK_OK)
 			return r;
-		/* data sent on a closed channel would be lost unnoticed */
+		/*
+		 * Data sent on a closed channel would be lost unnoticed.
+		 * What the remote said before it closed can still be read.
+		 */
 		if ((r = remote_closed(s)) != 0) {
 			if (r < 0)
 				return r;
-			s->dead = GCK_ESSH;
-			snprintf(s->deadmsg, sizeof s->deadmsg,
-			    "connection lost: the remote side closed the "
-			    "channel");
-			return ssh_error(s, s->dead, "%s", s->deadmsg);
+			return ssh_error(s, GCK_ESSH, "connection lost: the "
+			    "remote side closed the channel");
 		}
 		n = libssh2_channel_write(s->chan, p, len);
 		if (n > 0) {
