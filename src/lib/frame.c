@@ -83,24 +83,21 @@ gck_frame_unpack(struct gck_ctx *ctx, const unsigned char *hdr,
 }
 
 /*
- * Builds a control frame of type with the JSON object made of fmt and
- * its values (jansson's json_pack()).  Returns the frame, header
- * included, to be freed, with its length in *lenp; NULL when out of
+ * Builds control frame seq of type, with the JSON object made of fmt and
+ * the values in ap (as jansson's json_pack()).  Returns the frame,
+ * header included, to be freed, its length in *lenp; NULL when out of
  * memory.
  */
 unsigned char *
-gck_frame_json(int type, size_t *lenp, const char *fmt, ...)
+gck_frame_vjson(int type, uint64_t seq, size_t *lenp, const char *fmt,
+    va_list ap)
 {
 	unsigned char	*buf;
 	json_t		*o;
 	char		*text;
 	size_t		 n;
-	va_list		 ap;
 
-	va_start(ap, fmt);
-	o = json_vpack_ex(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (o == NULL)
+	if ((o = json_vpack_ex(NULL, 0, fmt, ap)) == NULL)
 		return NULL;
 	text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
@@ -111,7 +108,7 @@ gck_frame_json(int type, size_t *lenp, const char *fmt, ...)
 		free(text);
 		return NULL;
 	}
-	gck_frame_pack(buf, type, (uint32_t)n, 0);
+	gck_frame_pack(buf, type, (uint32_t)n, seq);
 	memcpy(buf + GCK_FRAME_HDR, text, n);
 	free(text);
 	*lenp = GCK_FRAME_HDR + n;

@@ -8,6 +8,8 @@
 #error "private.h is internal to libgpuckpt"
 #endif
 
+#include <stdarg.h>
+
 #include "gpuckpt.h"
 
 #define GCK_ERRMAX	1024
@@ -119,7 +121,8 @@ struct gck_frame {
 void	gck_frame_pack(unsigned char *, int, uint32_t, uint64_t);
 int	gck_frame_unpack(struct gck_ctx *, const unsigned char *,
 	    struct gck_frame *, const char *);
-unsigned char *gck_frame_json(int, size_t *, const char *, ...);
+unsigned char *gck_frame_vjson(int, uint64_t, size_t *, const char *,
+	    va_list);
 struct json_t;
 struct json_t *gck_frame_parse(struct gck_ctx *, const char *, size_t,
 	    const char *);

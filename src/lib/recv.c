@@ -144,30 +144,15 @@ send_json(struct recv *rv, int type, const char *fmt, ...)
 {
 	unsigned char	*buf;
 	size_t		 len;
-	json_t		*o;
-	char		*text;
 	va_list		 ap;
 	int		 r;
 
 	va_start(ap, fmt);
-	o = json_vpack_ex(NULL, 0, fmt, ap);
+	buf = gck_frame_vjson(type, 0, &len, fmt, ap);
 	va_end(ap);
-	if (o == NULL || (text = json_dumps(o, JSON_COMPACT)) == NULL) {
-		json_decref(o);
+	if (buf == NULL)
 		return GCK_ENOMEM;
-	}
-	json_decref(o);
-	len = strlen(text);
-	if (len > GCK_CTL_MAX)
-		len = GCK_CTL_MAX;
-	if ((buf = malloc(GCK_FRAME_HDR + len)) == NULL) {
-		free(text);
-		return GCK_ENOMEM;
-	}
-	gck_frame_pack(buf, type, (uint32_t)len, 0);
-	memcpy(buf + GCK_FRAME_HDR, text, len);
-	free(text);
-	r = send_frame(rv, buf, GCK_FRAME_HDR + len);
+	r = send_frame(rv, buf, len);
 	free(buf);
 	return r;
 }

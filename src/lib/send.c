@@ -264,28 +264,15 @@ send_ctl(struct gck_ctx *ctx, struct gck_ssh *c, int type, uint64_t seq,
 {
 	unsigned char	*buf;
 	size_t		 len;
-	json_t		*o;
-	char		*text;
 	va_list		 ap;
 	int		 r;
 
 	va_start(ap, fmt);
-	o = json_vpack_ex(NULL, 0, fmt, ap);
+	buf = gck_frame_vjson(type, seq, &len, fmt, ap);
 	va_end(ap);
-	if (o == NULL || (text = json_dumps(o, JSON_COMPACT)) == NULL) {
-		json_decref(o);
+	if (buf == NULL)
 		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-	}
-	json_decref(o);
-	len = strlen(text);
-	if ((buf = malloc(GCK_FRAME_HDR + len)) == NULL) {
-		free(text);
-		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-	}
-	gck_frame_pack(buf, type, (uint32_t)len, seq);
-	memcpy(buf + GCK_FRAME_HDR, text, len);
-	free(text);
-	r = gck_ssh_write(ctx, c, buf, GCK_FRAME_HDR + len);
+	r = gck_ssh_write(ctx, c, buf, len);
 	free(buf);
 	return r;
 }
