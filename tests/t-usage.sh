@@ -175,7 +175,7 @@ test_expect_success 'gpusend usage errors' '
 	test_grep "^gpusend: -c and --lock-timeout are for a live tree" err &&
 	test_status 2 "$GCK_BINDIR/send/gpusend" --parallel 17 -p 1 host \
 	    >out 2>err &&
-	test_grep "^gpusend: invalid --parallel .17.: use 1 to 16$" err &&
+	test_grep "^gpusend: invalid --parallel .17.: too large (use 1 to 16)$" err &&
 	test_status 2 "$GCK_BINDIR/send/gpusend" -o Cipher=aes -p 1 host \
 	    >out 2>err &&
 	test_grep "^gpusend: unsupported option .Cipher." err &&

@@ -53,8 +53,6 @@ main(int argc, char *argv[])
 	struct gck_recv_opts	 o;
 	struct gck_recv_result	 res;
 	struct gck_ctx		*ctx;
-	const char		*errstr;
-	long long		 n;
 	long			 ms;
 	int			 ch, verbose = 0, r, modes = 0;
 
@@ -84,13 +82,8 @@ main(int argc, char *argv[])
 			o.name = optarg;
 			break;
 		case 'n':
-			n = strtonum(optarg, 1, GCK_STREAMS_MAX, &errstr);
-			if (errstr != NULL) {
-				warnx("invalid --streams '%s': use 1 to %d",
-				    optarg, GCK_STREAMS_MAX);
-				usage(2);
-			}
-			o.streams = (unsigned int)n;
+			o.streams = (unsigned int)tool_number(optarg, 1,
+			    GCK_STREAMS_MAX, "--streams");
 			break;
 		case 'R':
 			o.mode = GCK_RECV_RESTORE;

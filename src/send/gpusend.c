@@ -57,20 +57,6 @@ usage(int status)
 	exit(status);
 }
 
-static int
-parse_port(const char *s)
-{
-	const char	*errstr;
-	long long	 v;
-
-	v = strtonum(s, 1, 65535, &errstr);
-	if (errstr != NULL) {
-		warnx("invalid port '%s': %s", s, errstr);
-		usage(2);
-	}
-	return (int)v;
-}
-
 /* -o Name=value (or "Name value"), the ssh_config(5) names we honour. */
 static void
 parse_option(struct gck_send_opts *o, const char *arg, int *port_set,
@@ -90,7 +76,7 @@ parse_option(struct gck_send_opts *o, const char *arg, int *port_set,
 	val += strspn(val, "= \t");
 	if (strcasecmp(name, "Port") == 0) {
 		if (!*port_set)
-			o->port = parse_port(val);
+			o->port = (int)tool_number(val, 1, 65535, "port");
 		*port_set = 1;
 	} else if (strcasecmp(name, "User") == 0) {
 		if (o->user == NULL)
@@ -179,10 +165,8 @@ main(int argc, char *argv[])
 	struct gck_ctx		*ctx;
 	const char		*user = NULL, *file;
 	long			 ms;
-	long long		 n;
 	int			 ch, verbose = 0, r, image_opts = 0;
 	int			 port_set = 0, timeout_set = 0, status;
-	const char		*errstr;
 
 	/* Run again by criu, after its dump, as gck_checkpoint() asks. */
 	if ((r = gck_criu_hook()) != -1)
@@ -221,19 +205,14 @@ main(int argc, char *argv[])
 			image_opts++;
 			break;
 		case 'n':
-			n = strtonum(optarg, 1, GCK_STREAMS_MAX, &errstr);
-			if (errstr != NULL) {
-				warnx("invalid --parallel '%s': use 1 to %d",
-				    optarg, GCK_STREAMS_MAX);
-				usage(2);
-			}
-			o.parallel = (unsigned int)n;
+			o.parallel = (unsigned int)tool_number(optarg, 1,
+			    GCK_STREAMS_MAX, "--parallel");
 			break;
 		case 'o':
 			parse_option(&o, optarg, &port_set, &timeout_set);
 			break;
 		case 'P':
-			o.port = parse_port(optarg);
+			o.port = (int)tool_number(optarg, 1, 65535, "port");
 			port_set = 1;
 			break;
 		case 'p':

@@ -60,18 +60,25 @@ tool_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-pid_t
-tool_pid(const char *s)
+long long
+tool_number(const char *s, long long min, long long max, const char *what)
 {
 	const char	*errstr;
 	long long	 v;
 
-	v = strtonum(s, 1, 0x3fffffff, &errstr);
+	v = strtonum(s, min, max, &errstr);
 	if (errstr != NULL) {
-		warnx("invalid pid '%s': %s", s, errstr);
+		warnx("invalid %s '%s': %s (use %lld to %lld)", what, s, errstr,
+		    min, max);
 		exit(2);
 	}
-	return (pid_t)v;
+	return v;
+}
+
+pid_t
+tool_pid(const char *s)
+{
+	return (pid_t)tool_number(s, 1, 0x3fffffff, "pid");
 }
 
 int

@@ -14,6 +14,11 @@ extern volatile sig_atomic_t	tool_signal;
 struct gck_ctx	*tool_ctx(int);
 /* Catches SIGINT, SIGTERM and SIGHUP into tool_signal; ignores SIGPIPE. */
 void		 tool_signals(void);
+/*
+ * Parses a number from min to max; exits 2 with a message naming what
+ * when it is not one.
+ */
+long long	 tool_number(const char *, long long, long long, const char *);
 /* Parses a PID; exits 2 with a message when it is not one. */
 pid_t		 tool_pid(const char *);
 /* Parses zstd, zstd:LEVEL or none into a level (0: none); -1 if bad. */
