@@ -162,6 +162,64 @@ fake_criu() {
 	chmod +x fakecriu
 }
 
+# require_sshd: OpenSSH's sshd, ssh and ssh-keygen, or the test is
+# skipped (which CI does not take for a pass).
+require_sshd() {
+	test -n "$SSHD" ||
+	    SSHD=$(PATH=$PATH:/usr/sbin:/usr/local/sbin command -v sshd)
+	test -n "$SSHD" && test -x "$SSHD" || test_skip_all "sshd not found"
+	command -v ssh >/dev/null && command -v ssh-keygen >/dev/null ||
+	    test_skip_all "ssh or ssh-keygen not found"
+}
+
+# start_sshd [COMMAND...]: starts sshd (run by COMMAND, if given, e.g.
+# unshare) on a free port of 127.0.0.1, with the host key
+# $TRASH/hostkey and the keys of $TRASH/authorized_keys; sets port and
+# sshd_pid (that of COMMAND).  The system's sshd is not touched.
+start_sshd() {
+	mkdir -p /run/sshd || return 1
+	for _try in 1 2 3 4 5 6 7 8 9 10; do
+		port=$(awk -v s="$$$_try" \
+		    'BEGIN { srand(s); print 20000 + int(rand() * 40000) }')
+		cat >"$TRASH/sshd_config" <<-EOF
+		ListenAddress 127.0.0.1
+		Port $port
+		HostKey $TRASH/hostkey
+		AuthorizedKeysFile $TRASH/authorized_keys
+		PermitRootLogin prohibit-password
+		PubkeyAuthentication yes
+		PasswordAuthentication no
+		KbdInteractiveAuthentication no
+		UsePAM no
+		StrictModes no
+		MaxStartups 100
+		MaxSessions 100
+		PidFile none
+		EOF
+		# Newer sshd penalise a source whose sessions fail: not here.
+		"$SSHD" -t -f "$TRASH/sshd_config" -o PerSourcePenalties=no \
+		    2>/dev/null &&
+		    echo "PerSourcePenalties no" >>"$TRASH/sshd_config"
+		"$@" "$SSHD" -D -e -f "$TRASH/sshd_config" 2>"$TRASH/sshd.log" &
+		sshd_pid=$!
+		_i=0
+		while test $_i -lt 100 && test -d /proc/$sshd_pid &&
+		    test "$(proc_field $sshd_pid 3)" != Z; do
+			if grep "Server listening on 127.0.0.1 port $port" \
+			    "$TRASH/sshd.log" >/dev/null; then
+				return 0
+			fi
+			_i=$((_i + 1))
+			sleep 0.1
+		done
+		cat >&2 "$TRASH/sshd.log"
+		kill $sshd_pid 2>/dev/null
+		wait $sshd_pid
+		sshd_pid=
+	done
+	return 1
+}
+
 require_python() {
 	command -v python3 >/dev/null || test_skip_all "python3 not found"
 }

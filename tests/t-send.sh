@@ -4,10 +4,8 @@ test_description='gpusend and gpurecv through a real sshd: hand-over, failures, 
 
 require_criu
 require_python
-test -n "$SSHD" ||
-    SSHD=$(PATH=$PATH:/usr/sbin:/usr/local/sbin command -v sshd)
-test -n "$SSHD" && test -x "$SSHD" || test_skip_all "sshd not found"
-for _c in ssh ssh-keygen ssh-agent ssh-add unshare; do
+require_sshd
+for _c in ssh-agent ssh-add unshare; do
 	command -v $_c >/dev/null || test_skip_all "$_c not found"
 done
 
@@ -35,54 +33,21 @@ start() {
 	started="$started $WPID"
 }
 
-# Starts sshd on a free port of 127.0.0.1, in a PID namespace of its
-# own: what it restores lives there, as on another host, while the
-# source's stopped tree still holds its PIDs here.  Sets port, sshd_pid
-# (unshare) and ns_init (the namespace's init, our reaper).
-start_sshd() {
-	for _try in 1 2 3 4 5 6 7 8 9 10; do
-		port=$(awk -v s="$$$_try" \
-		    'BEGIN { srand(s); print 20000 + int(rand() * 40000) }')
-		cat >sshd_config <<-EOF
-		ListenAddress 127.0.0.1
-		Port $port
-		HostKey $TRASH/hostkey
-		AuthorizedKeysFile $TRASH/authorized_keys
-		PermitRootLogin prohibit-password
-		PubkeyAuthentication yes
-		PasswordAuthentication no
-		KbdInteractiveAuthentication no
-		UsePAM no
-		StrictModes no
-		MaxStartups 100
-		MaxSessions 100
-		PidFile none
-		EOF
-		# Newer sshd penalise a source whose sessions fail: not here.
-		"$SSHD" -t -f sshd_config -o PerSourcePenalties=no \
-		    2>/dev/null && echo "PerSourcePenalties no" >>sshd_config
-		unshare --pid --fork --mount-proc "$GCK_TESTDIR/reaper" \
-		    "$SSHD" -D -e -f "$TRASH/sshd_config" 2>sshd.log &
-		sshd_pid=$!
-		_i=0
-		while test $_i -lt 100 && test -d /proc/$sshd_pid &&
-		    test "$(proc_field $sshd_pid 3)" != Z; do
-			if grep "Server listening on 127.0.0.1 port $port" \
-			    sshd.log >/dev/null; then
-				ns_init=$(awk '{ print $1 }' \
-				    /proc/$sshd_pid/task/*/children)
-				ns_id=$(readlink /proc/$ns_init/ns/pid)
-				return 0
-			fi
-			_i=$((_i + 1))
-			sleep 0.1
-		done
-		cat >&2 sshd.log
-		kill $sshd_pid 2>/dev/null
-		wait $sshd_pid
-		sshd_pid=
+# start_nssh: sshd in a PID namespace of its own: what it restores
+# lives there, as on another host, while the source's stopped tree still
+# holds its PIDs here.  Sets port, sshd_pid (unshare) and ns_init (the
+# namespace's init, our reaper) and ns_id.
+start_nssh() {
+	start_sshd unshare --pid --fork --mount-proc "$GCK_TESTDIR/reaper" ||
+	    return 1
+	_i=0
+	while test -z "$(cat /proc/$sshd_pid/task/*/children)"; do
+		_i=$((_i + 1))
+		test $_i -lt 100 || return 1
+		sleep 0.05
 	done
-	return 1
+	ns_init=$(awk '{ print $1 }' /proc/$sshd_pid/task/*/children)
+	ns_id=$(readlink /proc/$ns_init/ns/pid)
 }
 
 # remote_kh KNOWN_HOSTS COMMAND: runs COMMAND as root@127.0.0.1 with
@@ -232,8 +197,7 @@ test_expect_success 'sshd in a PID namespace of its own' '
 	ssh-keygen -q -t ed25519 -N "" -C gck-user -f userkey &&
 	ssh-keygen -q -t ed25519 -N "" -C gck-other -f otherkey &&
 	cp userkey.pub authorized_keys &&
-	mkdir -p /run/sshd &&
-	start_sshd &&
+	start_nssh &&
 	echo "[127.0.0.1]:$port $(cat hostkey.pub)" >known_hosts &&
 	remote echo hello >out &&
 	echo hello >expect &&

@@ -3,11 +3,7 @@ test_description='gpuckpt | ssh host gpurestore through a real sshd'
 . "$GCK_SRCDIR/lib.sh"
 
 require_criu
-test -n "$SSHD" ||
-    SSHD=$(PATH=$PATH:/usr/sbin:/usr/local/sbin command -v sshd)
-test -n "$SSHD" && test -x "$SSHD" || test_skip_all "sshd not found"
-command -v ssh >/dev/null && command -v ssh-keygen >/dev/null ||
-    test_skip_all "ssh or ssh-keygen not found"
+require_sshd
 
 sshd_pid=
 started=
@@ -15,44 +11,6 @@ test_cleanup() {
 	test -n "$started" && kill_tree $started >/dev/null 2>&1
 	test -n "$sshd_pid" && kill_tree $sshd_pid >/dev/null 2>&1
 	:
-}
-
-# Starts sshd on a free port of 127.0.0.1; sets port and sshd_pid.
-start_sshd() {
-	for _try in 1 2 3 4 5 6 7 8 9 10; do
-		port=$(awk -v s="$$$_try" \
-		    'BEGIN { srand(s); print 20000 + int(rand() * 40000) }')
-		cat >sshd_config <<-EOF
-		ListenAddress 127.0.0.1
-		Port $port
-		HostKey $TRASH/hostkey
-		AuthorizedKeysFile $TRASH/authorized_keys
-		PermitRootLogin prohibit-password
-		PubkeyAuthentication yes
-		PasswordAuthentication no
-		KbdInteractiveAuthentication no
-		UsePAM no
-		StrictModes no
-		PidFile $TRASH/sshd.pid
-		EOF
-		"$SSHD" -D -e -f "$TRASH/sshd_config" 2>sshd.log &
-		sshd_pid=$!
-		_i=0
-		while test $_i -lt 100 && test -d /proc/$sshd_pid &&
-		    test "$(proc_field $sshd_pid 3)" != Z; do
-			if grep "Server listening on 127.0.0.1 port $port" \
-			    sshd.log >/dev/null; then
-				return 0
-			fi
-			_i=$((_i + 1))
-			sleep 0.1
-		done
-		cat >&2 sshd.log
-		kill $sshd_pid 2>/dev/null
-		wait $sshd_pid
-		sshd_pid=
-	done
-	return 1
 }
 
 # remote COMMAND: runs COMMAND as root@127.0.0.1 through that sshd.
@@ -68,7 +26,6 @@ test_expect_success 'start sshd on 127.0.0.1' '
 	ssh-keygen -q -t ed25519 -N "" -C gck-host -f hostkey &&
 	ssh-keygen -q -t ed25519 -N "" -C gck-user -f userkey &&
 	cp userkey.pub authorized_keys &&
-	mkdir -p /run/sshd &&
 	start_sshd &&
 	echo "[127.0.0.1]:$port $(cat hostkey.pub)" >known_hosts
 '
