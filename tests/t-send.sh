@@ -632,6 +632,97 @@ test_expect_success 'a restore that fails there' '
 	nothing_left
 '
 
+# cuda_logged ACTION...: the stand-in driver logged each ACTION done
+# well for every process of the CUDA tree ($CPIDS).
+cuda_logged() {
+	for _a in "$@"; do
+		for _p in $CPIDS; do
+			grep "^$_a $_p .* CUDA_SUCCESS " "$F/log" >/dev/null &&
+			    continue
+			echo >&2 "no $_a of $_p in the log:"
+			cat >&2 "$F/log"
+			return 1
+		done
+	done
+}
+
+# cuda_running [remote]: for the driver, every process of the tree runs
+# on its GPUs, unlocked; asked here, or in the sshd's namespace, where
+# the driver finds the restored tree by its PIDs.
+cuda_running() {
+	for _p in $CPIDS; do
+		_s=$(${1:-} env $CUDAENV "$GCK_TESTDIR/fakecuda/fakectl" \
+		    state $_p)
+		test "$_s" = RUNNING && continue
+		echo >&2 "process $_p is $_s for the driver"
+		return 1
+	done
+}
+
+# A tree of CUDA processes, against the stand-in driver of fakecuda/
+# on both sides (its state, kept by PID in files, is shared).
+test_expect_success 'a CUDA tree: a failed hand-over gives it its GPUs back' '
+	F=$TRASH/fake &&
+	mkdir -p "$F/inject" "$F/delay" &&
+	printf "%s 9.0 1073741824 0000:%02x:00.0 NVIDIA H100 80GB HBM3\n" \
+	    GPU-aaaaaaaa-1111-4000-8000-000000000001 1 \
+	    GPU-bbbbbbbb-1111-4000-8000-000000000002 2 >"$F/gpus" &&
+	CUDAENV="FAKECUDA_DIR=$F GPUCKPT_LIBCUDA=$GCK_TESTDIR/fakecuda/libcuda.so.1 GPUCKPT_LIBNVML=$GCK_TESTDIR/fakecuda/libnvidia-ml.so.1" &&
+	(
+		export $CUDAENV
+		WORKLOAD=$GCK_TESTDIR/cudawork
+		LD_LIBRARY_PATH=$GCK_TESTDIR/fakecuda start_workload cuda \
+		    -n 3 -m 8 -d 0,1 &&
+		echo "$WPID $WSUM $WCHILD $WSTATUS" >cuda.w
+	) &&
+	read WPID WSUM WCHILD WSTATUS <cuda.w &&
+	started="$started $WPID" &&
+	CPIDS="$WPID $(proc_descendants $WPID)" &&
+	test $(echo $CPIDS | wc -w) -eq 3 &&
+	WDEVS=$(sed -n "s/^ready .*devs=\([^ ]*\).*/\1/p" "$WSTATUS") &&
+	test -n "$WDEVS" &&
+	: >"$F/log" &&
+	test_status 1 env $CUDAENV "$GCKSEND" -P "$port" \
+	    -o UserKnownHostsFile="$TRASH/known_hosts" -i "$TRASH/userkey" \
+	    -o IdentityAgent=none -p $WPID --remote-path \
+	    "$CUDAENV GCK_CRIU=$TRASH/failcriu $RPATH" root@127.0.0.1 \
+	    >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpusend: remote 127.0.0.1: .*injected failure.*; process tree $WPID left running\$" err &&
+	cuda_logged checkpoint restore unlock &&
+	cuda_running &&
+	for p in $CPIDS; do proc_running $p || break; done &&
+	proc_running $p &&
+	verify_workload $WPID &&
+	grep "^verify ok" "$WSTATUS" | tail -n 1 | grep " devs=$WDEVS\$" &&
+	remote_gone $WPID &&
+	nothing_left
+'
+
+test_expect_success 'a CUDA tree moves; there it gets its GPUs back' '
+	: >"$F/log" &&
+	env $CUDAENV "$GCKSEND" -P "$port" \
+	    -o UserKnownHostsFile="$TRASH/known_hosts" -i "$TRASH/userkey" \
+	    -o IdentityAgent=none -p $WPID --remote-path "$CUDAENV $RPATH" \
+	    root@127.0.0.1 >out 2>err &&
+	test_must_be_empty err &&
+	echo $WPID >expect &&
+	test_cmp expect out &&
+	for p in $CPIDS; do wait_gone $p || break; done &&
+	proc_gone $p &&
+	cuda_logged restore unlock &&
+	cuda_running remote &&
+	for p in $CPIDS; do test -n "$(ns_pid $p)" || break; done &&
+	test -n "$(ns_pid $p)" &&
+	VHOST=$(ns_pid $WPID) &&
+	verify_workload $VHOST &&
+	grep "^verify ok" "$WSTATUS" | tail -n 1 |
+	    grep " child=$WCHILD devs=$WDEVS\$" &&
+	nothing_left &&
+	kill_tree $VHOST
+'
+
 test_expect_success 'gpusend IMAGE host:DIR/ stores it there' '
 	gsend img.gck root@127.0.0.1:$TRASH/store/ >out 2>err &&
 	test_must_be_empty out &&
