@@ -328,9 +328,15 @@ feed_data(struct recv *rv)
 		if (r != GCK_OK)
 			goto out;
 		if (f.type == GCK_F_ABORT) {
+			const char	*why = NULL;
+
+			if ((o = json_loadb(buf, f.len, 0, NULL)) != NULL)
+				why = json_string_value(json_object_get(o,
+				    "error"));
 			r = gck_set_error(ctx, GCK_EINTR, "the sender gave up "
-			    "after %llu bytes of the image",
-			    (unsigned long long)(rv->offset + rv->bytes));
+			    "after %llu bytes of the image%s%s",
+			    (unsigned long long)(rv->offset + rv->bytes),
+			    why != NULL ? ": " : "", why != NULL ? why : "");
 			goto out;
 		}
 		if ((f.type != GCK_F_DATA && f.type != GCK_F_END) ||

@@ -930,6 +930,14 @@ out:
 			close(s.srcfd);
 		pump_finish(&s);
 	}
+	if (r != GCK_OK && s.c[0] != NULL && !s.refused) {
+		struct gck_ctx	tmp;
+
+		/* Whatever of it the remote holds, it need not wait for more. */
+		memset(&tmp, 0, sizeof tmp);
+		(void)send_ctl(&tmp, s.c[0], GCK_F_ABORT, 0, "{s:s}", "error",
+		    ctx->msg);
+	}
 	if (s.wfd != -1)
 		close(s.wfd);
 	if (s.own_src && s.srcfd != -1)

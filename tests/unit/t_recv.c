@@ -403,6 +403,35 @@ test_cut_and_resume(void **state)
 	answers_free(&a);
 }
 
+/* A sender that gives up says why; what came is kept for --resume. */
+static void
+test_abort(void **state)
+{
+	struct fixture		*f = *state;
+	struct gck_recv_opts	 o;
+	struct gck_recv_result	 res;
+	struct answers		 a;
+	struct wire		 w;
+	char			 target[300], part[400];
+	static const char	 why[] = "{\"error\":\"local: interrupted by SIGTERM\"}";
+
+	snprintf(target, sizeof target, "%s/job.gck", f->top);
+	snprintf(part, sizeof part, "%s/.job.gck.gpurecv-part", f->top);
+	wire_start(&w, 0);
+	wire_data(&w, f->image, 0, 100000, 40000);
+	frame(&w, 'A', 0, why, sizeof why - 1);
+	memset(&o, 0, sizeof o);
+	o.mode = GCK_RECV_STORE;
+	o.path = target;
+	assert_int_equal(run(f, &w, &o, &a, &res), GCK_EINTR);
+	assert_non_null(strstr(gck_error_string(f->ctx), "the sender gave up "
+	    "after 100000 bytes of the image: local: interrupted by SIGTERM; "
+	    "what came is kept for gpusend --resume"));
+	assert_false(exists(target));
+	assert_file(part, f->image, 100000);
+	answers_free(&a);
+}
+
 /* Without --resume, a partial left before is started over. */
 static void
 test_partial_restarted(void **state)
@@ -667,6 +696,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_store, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cut_and_resume, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_abort, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partial_restarted, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_resume_beyond, setup,
