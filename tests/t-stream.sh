@@ -246,6 +246,40 @@ test_expect_success 'a restore failing elsewhere: the source runs on' '
 	verify_workload $WPID
 '
 
+test_expect_success 'gpurestore killed mid-stream elsewhere: nothing restored, nothing left' '
+	"$GCKPT" -R -p $WPID -o kill.gck 2>err &&
+	test_must_be_empty err &&
+	n=$(($(wc -c <kill.gck) / 2)) &&
+	mkdir krs &&
+	mkfifo kill.fifo &&
+	cat >kill.sh <<-EOF &&
+	TMPDIR="$TRASH/krs" "$GCKRESTORE" <"$TRASH/kill.fifo" \
+	    >/dev/null 2>"$TRASH/kill.err" &
+	p=\$!
+	{ head -c $n "$TRASH/kill.gck"; sleep 3; } >"$TRASH/kill.fifo" &
+	# half the image in: criu is restoring
+	i=0
+	while test \$i -lt 100 && ! pgrep -x criu >/dev/null; do
+		i=\$((i + 1))
+		sleep 0.05
+	done
+	sleep 0.5
+	ls -A "$TRASH/krs" >"$TRASH/kill.before"
+	kill -KILL \$p && echo killed >>"$TRASH/kill.before"
+	sleep 2
+	ps -e -o pid= | awk "\\\$1 == $WPID" >"$TRASH/kill.left"
+	ls -A "$TRASH/krs" >>"$TRASH/kill.left"
+	EOF
+	elsewhere "$(cat kill.sh)" &&
+	# it was killed with its work area there, and criu restoring
+	test_grep "^gpuckpt\." kill.before &&
+	test_grep "^killed\$" kill.before &&
+	test_must_be_empty kill.left &&
+	test -z "$(ls -A krs)" &&
+	rm -f kill.gck kill.fifo &&
+	verify_workload $WPID
+'
+
 test_expect_success 'piped on the same host, the image is read whole first' '
 	start here -m 16 &&
 	"$GCKPT" -p $WPID | "$GCKRESTORE" -v >out 2>err &&

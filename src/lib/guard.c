@@ -2,7 +2,9 @@
  * guard.c: a small process that outlives a killed gpuckpt.
  *
  * Signals gpuckpt can catch roll the checkpoint back; SIGKILL (the OOM
- * killer, a batch system's last word) it cannot.  The guard, forked
+ * killer, a batch system's last word) it cannot.  (A restore has one
+ * too, which only removes its work directory: its criu, left without
+ * the image, fails and kills what it restored.)  The guard, forked
  * before the tree is touched, waits on a pipe: a final byte says all is
  * settled; end of file without it says gpuckpt died, and the guard then
  * finishes the job: it waits for criu to let go of the tree and resumes
@@ -94,13 +96,13 @@ guard_main(struct gck_ctx *ctx, pid_t root, int fd, const char *work,
 		intent = c;
 	}
 	/* gpuckpt is gone without settling the tree. */
-	for (waited = 0; traced(root) && waited < GUARD_CRIU_WAIT_MS;
-	    waited += 50)
+	for (waited = 0; root > 0 && traced(root) &&
+	    waited < GUARD_CRIU_WAIT_MS; waited += 50)
 		gck_msleep(50);
 	if (intent == 0 && partial != NULL)
 		unlink(partial);
 	gck_rmtree(work);
-	if (gck_ptree_scan(ctx, root, &t) != GCK_OK)
+	if (root <= 0 || gck_ptree_scan(ctx, root, &t) != GCK_OK)
 		_exit(0);
 	for (i = 0; i < t->n; i++) {
 		switch (intent) {
@@ -122,9 +124,9 @@ guard_main(struct gck_ctx *ctx, pid_t root, int fd, const char *work,
 }
 
 /*
- * Starts the guard of the tree rooted at root, with the work directory
- * and the partial output file (or NULL) to remove, and the processes
- * whose GPU state it is to bring back.  Returns GCK_OK with *gp set, or
+ * Starts the guard of the tree rooted at root (0: of no tree), with the
+ * work directory and the partial output file (or NULL) to remove, and
+ * the processes whose GPU state it is to bring back.  Returns GCK_OK with *gp set, or
  * a code.
  */
 int

@@ -217,6 +217,7 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	struct gck_serve		*srv = NULL;
 	struct gck_cuda			*cu = NULL;
 	struct gck_cproc		*cp = NULL;
+	struct gck_guard		*guard = NULL;
 	size_t				 ncp = 0;
 	char				*work = NULL, imgdir[PATH_MAX];
 	pid_t				*pids = NULL, root = -1;
@@ -226,7 +227,9 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	char				 st;
 
 	*rootp = -1;
-	if ((r = gck_mkworkdir(ctx, o->tmpdir, &work)) != GCK_OK)
+	if ((r = gck_mkworkdir(ctx, o->tmpdir, &work)) != GCK_OK ||
+	    (r = gck_guard_start(ctx, 0, work, NULL, NULL, 0, &guard)) !=
+	    GCK_OK)
 		goto out;
 	snprintf(imgdir, sizeof imgdir, "%s/img", work);
 	if (mkdir(imgdir, 0700) == -1) {
@@ -351,6 +354,7 @@ out:
 	gck_cuda_close(cu);
 	free(cp);
 	gck_rmtree(work);
+	gck_guard_free(guard);
 	free(work);
 	free(pids);
 	return r;
