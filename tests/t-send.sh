@@ -13,8 +13,8 @@ GCKSEND=$GCK_BINDIR/send/gpusend
 GCKRECV=$GCK_BINDIR/recv/gpurecv
 RELAY=$GCK_SRCDIR/relay.py
 # The remote end: gpurecv, its scratch space apart from ours.
-RPATH="TMPDIR=$TRASH/rtmp $GCKRECV"
-RUNDIR=/run/gpuckpt
+RUNDIR=$TRASH/run
+RPATH="GCK_RUNDIR=$RUNDIR TMPDIR=$TRASH/rtmp $GCKRECV"
 
 sshd_pid=
 started=
@@ -548,6 +548,7 @@ test_expect_success 'the answer lost once the tree runs there: asked, moved' '
 	EOF
 	cat >losek <<-EOF &&
 	#!/bin/sh
+	export GCK_RUNDIR="$RUNDIR"
 	case " \$* " in
 	*" --outcome "*) exec "$GCKRECV" "\$@" ;;
 	esac
@@ -597,7 +598,8 @@ test_expect_success 'gpurecv killed half way through the image' '
 	EOF
 	chmod +x killrecv &&
 	test_status 1 gsend -p $SRC --remote-path \
-	    "TMPDIR=$TRASH/rtmp $TRASH/killrecv" root@127.0.0.1 >out 2>err &&
+	    "GCK_RUNDIR=$RUNDIR TMPDIR=$TRASH/rtmp $TRASH/killrecv" \
+	    root@127.0.0.1 >out 2>err &&
 	test_must_be_empty out &&
 	failed_send err "\(ssh root@127.0.0.1:$port\|remote 127.0.0.1\): " &&
 	source_ok &&

@@ -81,7 +81,8 @@ static int	send_json(struct recv *, int, const char *, ...);
 
 /*
  * The run directory: where records and join sockets live, private to
- * the user.
+ * the user: $GCK_RUNDIR, else /run/gpuckpt for root and
+ * $TMPDIR/gpuckpt-UID for others.
  */
 int
 gck_rundir(struct gck_ctx *ctx, char *buf, size_t size)
@@ -89,7 +90,9 @@ gck_rundir(struct gck_ctx *ctx, char *buf, size_t size)
 	struct stat	 st;
 	const char	*tmp;
 
-	if (geteuid() == 0)
+	if ((tmp = getenv("GCK_RUNDIR")) != NULL && *tmp != '\0')
+		snprintf(buf, size, "%s", tmp);
+	else if (geteuid() == 0)
 		snprintf(buf, size, "/run/gpuckpt");
 	else {
 		if ((tmp = getenv("TMPDIR")) == NULL || *tmp == '\0')

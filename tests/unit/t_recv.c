@@ -630,8 +630,7 @@ test_outcome(void **state)
 	struct gck_recv_result	 res;
 	struct answers		 a;
 	struct wire		 w;
-	char			 dir[256], rec[400], out[64];
-	const char		*tmp;
+	char			 dir[300], rec[400], out[64];
 	static const struct {
 		const char	*id, *content, *says;
 		int		 kept;
@@ -650,14 +649,9 @@ test_outcome(void **state)
 	int			 fd, ofd;
 	ssize_t			 n;
 
-	if (geteuid() == 0)
-		snprintf(dir, sizeof dir, "/run/gpuckpt");
-	else {
-		tmp = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
-		snprintf(dir, sizeof dir, "%s/gpuckpt-%u", tmp,
-		    (unsigned)geteuid());
-	}
-	(void)mkdir(dir, 0700);
+	/* A run directory of this test's own. */
+	snprintf(dir, sizeof dir, "%s/run", f->top);
+	assert_int_equal(setenv("GCK_RUNDIR", dir, 1), 0);
 	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		snprintf(rec, sizeof rec, "%s/%s.rec", dir, cases[i].id);
 		unlink(rec);
@@ -684,7 +678,15 @@ test_outcome(void **state)
 		assert_int_equal(exists(rec), cases[i].kept);
 		unlink(rec);
 		close(ofd);
+		if (i == 0) {
+			struct stat	st;
+
+			/* made on first use, closed to others */
+			assert_int_equal(stat(dir, &st), 0);
+			assert_int_equal(st.st_mode & 0777, 0700);
+		}
 	}
+	unsetenv("GCK_RUNDIR");
 	(void)w;
 	(void)a;
 }
