@@ -57,16 +57,17 @@ usage(int status)
 	exit(status);
 }
 
-/* -o Name=value (or "Name value"), the ssh_config(5) names we honour. */
+/*
+ * -o Name=value (or "Name value"), the ssh_config(5) names we honour.
+ * The values stay in arg, which is cut in two.
+ */
 static void
-parse_option(struct gck_send_opts *o, const char *arg, int *port_set,
+parse_option(struct gck_send_opts *o, char *arg, int *port_set,
     int *timeout_set)
 {
-	char	*name, *val;
+	char	*name = arg, *val;
 	long	 ms;
 
-	if ((name = strdup(arg)) == NULL)
-		err(1, NULL);
 	val = name + strcspn(name, "= \t");
 	if (*val == '\0') {
 		warnx("invalid option '%s': use -o name=value", arg);
