@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <xxhash.h>
 
 #include "private.h"
 
@@ -184,4 +185,40 @@ gck_fd_read_wait(struct gck_ctx *ctx, int fd, void *buf, size_t len,
 			*gotp = got;
 	}
 	return got == len ? GCK_OK : GCK_ETRUNC;
+}
+
+/* XXH3-128 of the first len bytes of fd, as 32 hex digits. */
+int
+gck_prefix_digest(struct gck_ctx *ctx, int fd, uint64_t len, char hex[33])
+{
+	XXH3_state_t	*st;
+	XXH128_hash_t	 h;
+	char		*buf;
+	uint64_t	 off = 0;
+	ssize_t		 n;
+	int		 r = GCK_OK;
+
+	if ((st = XXH3_createState()) == NULL ||
+	    (buf = malloc(GCK_CHUNK)) == NULL) {
+		XXH3_freeState(st);
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	}
+	XXH3_128bits_reset(st);
+	while (off < len) {
+		n = pread(fd, buf, len - off < GCK_CHUNK ? (size_t)(len - off) :
+		    GCK_CHUNK, (off_t)off);
+		if (n <= 0) {
+			r = gck_set_syserr(ctx, n == 0 ? EIO : errno, "cannot "
+			    "read: %s", strerror(n == 0 ? EIO : errno));
+			break;
+		}
+		XXH3_128bits_update(st, buf, (size_t)n);
+		off += (uint64_t)n;
+	}
+	h = XXH3_128bits_digest(st);
+	snprintf(hex, 33, "%016llx%016llx", (unsigned long long)h.high64,
+	    (unsigned long long)h.low64);
+	XXH3_freeState(st);
+	free(buf);
+	return r;
 }

@@ -41,6 +41,7 @@
 #define GCK_EDOUBT	(-17)	/* a hand-over whose outcome is not known */
 
 #define GCK_LOCK_TIMEOUT_MS	10000	/* default wait for a GPU lock */
+#define GCK_SEND_TIMEOUT_MS	60000	/* default silence gpusend, gpurecv bear */
 
 struct gck_ctx;
 struct gck_writer;

@@ -128,8 +128,9 @@ struct json_t *gck_frame_parse(struct gck_ctx *, const char *, size_t,
 	    const char *);
 int	gck_fd_read_wait(struct gck_ctx *, int, void *, size_t, int, int,
 	    size_t *);
-int	gck_rundir(struct gck_ctx *, char *, size_t);
 int	gck_prefix_digest(struct gck_ctx *, int, uint64_t, char [33]);
+/* recv.c: gpurecv's run directory, made private if need be */
+int	gck_rundir(struct gck_ctx *, char *, size_t);
 
 /*
  * checkpoint.c, restore.c: the hand-over hooks of gpusend.

@@ -39,7 +39,6 @@
 #include <unistd.h>
 
 #include <jansson.h>
-#include <xxhash.h>
 
 #include "private.h"
 
@@ -160,9 +159,12 @@ send_json(struct recv *rv, int type, const char *fmt, ...)
 	return r;
 }
 
-/* Writes the record of the hand-over: "ready", "go", "running PID"... */
+/*
+ * Writes the record of the hand-over: "ready", "go PID", "running PID"...
+ * Once decided, whoever asks need not wait for this gpurecv any more.
+ */
 static void
-record(struct recv *rv, const char *fmt, ...)
+record(struct recv *rv, int decided, const char *fmt, ...)
 {
 	char	buf[128];
 	int	n;
@@ -178,9 +180,7 @@ record(struct recv *rv, const char *fmt, ...)
 	if (ftruncate(rv->recfd, 0) == 0 &&
 	    pwrite(rv->recfd, buf, (size_t)n, 0) == n)
 		fdatasync(rv->recfd);
-	/* Decided: whoever asks need not wait any more. */
-	if (strncmp(buf, "running", 7) == 0 || strncmp(buf, "failed", 6) == 0 ||
-	    strncmp(buf, "aborted", 7) == 0)
+	if (decided)
 		(void)flock(rv->recfd, LOCK_UN);
 }
 
@@ -205,7 +205,7 @@ record_open(struct recv *rv)
 	if (flock(rv->recfd, LOCK_EX) == -1)
 		return gck_set_syserr(ctx, errno, "cannot lock '%s': %s",
 		    rv->recpath, strerror(errno));
-	record(rv, "ready\n");
+	record(rv, 0, "ready\n");
 	return GCK_OK;
 }
 
@@ -518,7 +518,7 @@ ready_hook(struct gck_ctx *ctx, void *arg, pid_t root)
 	gck_log(ctx, 1, "process tree %d restored, stopped: waiting for "
 	    "the hand-over", (int)root);
 	if (send_json(rv, GCK_F_READY, "{s:i}", "pid", (int)root) != GCK_OK) {
-		record(rv, "aborted\n");
+		record(rv, 1, "aborted\n");
 		return gck_set_error(ctx, GCK_EINTR, "gpusend went away "
 		    "before the hand-over");
 	}
@@ -536,13 +536,13 @@ ready_hook(struct gck_ctx *ctx, void *arg, pid_t root)
 	word = rv->word;
 	pthread_mutex_unlock(&rv->mu);
 	if (word != GCK_F_GO) {
-		record(rv, "aborted\n");
+		record(rv, 1, "aborted\n");
 		return gck_set_error(ctx, word == 0 ? GCK_ETIMEDOUT : GCK_EINTR,
 		    "gpusend %s before the hand-over", word == 0 ?
 		    "said nothing" : word == GCK_F_ABORT ? "gave up" :
 		    "went away");
 	}
-	record(rv, "go %d\n", (int)root);
+	record(rv, 0, "go %d\n", (int)root);
 	return GCK_OK;
 }
 
@@ -725,10 +725,10 @@ recv_restore(struct recv *rv, pid_t *rootp)
 		fr = feeder_done(rv, 0);
 		if (fr != GCK_OK && !pipe_closed(rv, fr))
 			gck_set_error(ctx, fr, "%s", rv->fctx->msg);
-		record(rv, "failed\n");
+		record(rv, 1, "failed\n");
 		goto out;
 	}
-	record(rv, "running %d\n", (int)*rootp);
+	record(rv, 1, "running %d\n", (int)*rootp);
 	gck_log(ctx, 1, "process tree %d runs", (int)*rootp);
 	(void)send_json(rv, GCK_F_RUNNING, "{s:i}", "pid", (int)*rootp);
 	/* Forget the record once the sender has the word. */
@@ -786,48 +786,6 @@ store_paths(struct gck_ctx *ctx, const struct gck_recv_opts *o,
 		return gck_set_error(ctx, GCK_EINVAL, "'%s' is a directory",
 		    *finalp);
 	return GCK_OK;
-}
-
-/* XXH3-128 of the first len bytes of fd, as 32 hex digits. */
-static int
-prefix_digest(struct gck_ctx *ctx, int fd, uint64_t len, char hex[33])
-{
-	XXH3_state_t	*st;
-	XXH128_hash_t	 h;
-	char		*buf;
-	uint64_t	 off = 0;
-	ssize_t		 n;
-	int		 r = GCK_OK;
-
-	if ((st = XXH3_createState()) == NULL ||
-	    (buf = malloc(GCK_CHUNK)) == NULL) {
-		XXH3_freeState(st);
-		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-	}
-	XXH3_128bits_reset(st);
-	while (off < len) {
-		n = pread(fd, buf, len - off < GCK_CHUNK ? (size_t)(len - off) :
-		    GCK_CHUNK, (off_t)off);
-		if (n <= 0) {
-			r = gck_set_syserr(ctx, n == 0 ? EIO : errno, "cannot "
-			    "read: %s", strerror(n == 0 ? EIO : errno));
-			break;
-		}
-		XXH3_128bits_update(st, buf, (size_t)n);
-		off += (uint64_t)n;
-	}
-	h = XXH3_128bits_digest(st);
-	snprintf(hex, 33, "%016llx%016llx", (unsigned long long)h.high64,
-	    (unsigned long long)h.low64);
-	XXH3_freeState(st);
-	free(buf);
-	return r;
-}
-
-int
-gck_prefix_digest(struct gck_ctx *ctx, int fd, uint64_t len, char hex[33])
-{
-	return prefix_digest(ctx, fd, len, hex);
 }
 
 /* Makes the stored image durable under its name. */
@@ -905,7 +863,8 @@ recv_store(struct recv *rv, char **storedp)
 	}
 	if (rv->o->resume && st.st_size > 0) {
 		have = (uint64_t)st.st_size;
-		if ((r = prefix_digest(ctx, rv->storefd, have, hex)) != GCK_OK)
+		if ((r = gck_prefix_digest(ctx, rv->storefd, have, hex)) !=
+		    GCK_OK)
 			goto out;
 	}
 	if ((r = handshake(rv, have, have > 0 ? hex : NULL)) != GCK_OK)

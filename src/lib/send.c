@@ -506,15 +506,15 @@ heard(struct send *s, struct gck_ctx *ctx)
 	json_t	*o;
 	int	 r, t;
 
-	while (gck_ssh_pending(s->c[0])) {
-		if ((r = read_ctl(s, ctx, s->c[0], &t, &o, "while the image "
-		    "was sent")) != GCK_OK)
-			return r;
-		json_decref(o);
-		return gck_set_error(ctx, GCK_EFORMAT, "%s sent '%c' while the "
-		    "image was sent", s->rname, t);
-	}
-	return GCK_OK;
+	if (!gck_ssh_pending(s->c[0]))
+		return GCK_OK;
+	/* read_ctl() passes keepalives over; anything else is wrong. */
+	if ((r = read_ctl(s, ctx, s->c[0], &t, &o, "while the image was "
+	    "sent")) != GCK_OK)
+		return r;
+	json_decref(o);
+	return gck_set_error(ctx, GCK_EFORMAT, "%s sent '%c' while the image "
+	    "was sent", s->rname, t);
 }
 
 struct sender {

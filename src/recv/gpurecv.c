@@ -59,7 +59,7 @@ main(int argc, char *argv[])
 	memset(&o, 0, sizeof o);
 	o.mode = GCK_RECV_STORE;
 	o.streams = 1;
-	o.timeout_ms = 60000;
+	o.timeout_ms = GCK_SEND_TIMEOUT_MS;
 	o.infd = STDIN_FILENO;
 	o.outfd = STDOUT_FILENO;
 	while ((ch = getopt_long(argc, argv, "hVv", longopts, NULL)) != -1) {

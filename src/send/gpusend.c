@@ -18,8 +18,6 @@
 #include "gpuckpt.h"
 #include "tool.h"
 
-#define DEFAULT_TIMEOUT_S	60
-
 static const struct option longopts[] = {
 	{ "accept-new",		no_argument,		NULL,	'A' },
 	{ "compress",		required_argument,	NULL,	'c' },
@@ -175,7 +173,7 @@ main(int argc, char *argv[])
 	memset(&o, 0, sizeof o);
 	o.lock_ms = GCK_LOCK_TIMEOUT_MS;
 	o.level = GCK_ZSTD_LEVEL;
-	o.timeout_ms = DEFAULT_TIMEOUT_S * 1000;
+	o.timeout_ms = GCK_SEND_TIMEOUT_MS;
 	o.remote_path = "gpurecv";
 	o.parallel = 1;
 	o.infd = -1;
