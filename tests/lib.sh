@@ -220,6 +220,23 @@ start_sshd() {
 	return 1
 }
 
+# start_nssh: start_sshd, in a PID namespace of its own: what it restores
+# lives there, as on another host, while the source's stopped tree still
+# holds its PIDs here.  Sets port, sshd_pid (unshare) and ns_init (the
+# namespace's init, our reaper) and ns_id.
+start_nssh() {
+	start_sshd unshare --pid --fork --mount-proc "$GCK_TESTDIR/reaper" ||
+	    return 1
+	_i=0
+	while test -z "$(cat /proc/$sshd_pid/task/*/children)"; do
+		_i=$((_i + 1))
+		test $_i -lt 100 || return 1
+		sleep 0.05
+	done
+	ns_init=$(awk '{ print $1 }' /proc/$sshd_pid/task/*/children)
+	ns_id=$(readlink /proc/$ns_init/ns/pid)
+}
+
 require_python() {
 	command -v python3 >/dev/null || test_skip_all "python3 not found"
 }
