@@ -27,8 +27,9 @@ _gck_opts()
 {
 	case $1 in
 	gpuckpt)
-		long='--compress --help --leave-running --lock-timeout
-		    --output --pid --stop --suspend --verbose --version'
+		long='--compress --ext-unix-sk --file-locks --help
+		    --leave-running --lock-timeout --output --pid --stop
+		    --suspend --tcp-established --verbose --version'
 		longarg='--compress --lock-timeout --output --pid'
 		short='c=--compress h=--help o=--output p=--pid
 		    R=--leave-running s=--stop V=--version v=--verbose'
@@ -44,9 +45,10 @@ _gck_opts()
 		maxop='1 1'
 		;;
 	gpusend)
-		long='--accept-new --compress --gpu-map --help --identity
-		    --lock-timeout --parallel --pid --port --remote-path
-		    --resume --timeout --verbose --version'
+		long='--accept-new --compress --ext-unix-sk --file-locks
+		    --gpu-map --help --identity --lock-timeout --parallel
+		    --pid --port --remote-path --resume --tcp-established
+		    --timeout --verbose --version'
 		longarg='--compress --gpu-map --identity --lock-timeout
 		    --parallel --pid --port --remote-path --timeout -o'
 		short='c=--compress h=--help i=--identity o=-o P=--port

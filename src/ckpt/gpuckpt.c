@@ -19,6 +19,8 @@
 
 static const struct option longopts[] = {
 	{ "compress",		required_argument,	NULL,	'c' },
+	{ "ext-unix-sk",	no_argument,		NULL,	'E' },
+	{ "file-locks",		no_argument,		NULL,	'F' },
 	{ "help",		no_argument,		NULL,	'h' },
 	{ "lock-timeout",	required_argument,	NULL,	'L' },
 	{ "output",		required_argument,	NULL,	'o' },
@@ -26,6 +28,7 @@ static const struct option longopts[] = {
 	{ "leave-running",	no_argument,		NULL,	'R' },
 	{ "stop",		no_argument,		NULL,	's' },
 	{ "suspend",		no_argument,		NULL,	'S' },
+	{ "tcp-established",	no_argument,		NULL,	'T' },
 	{ "version",		no_argument,		NULL,	'V' },
 	{ "verbose",		no_argument,		NULL,	'v' },
 	{ NULL,			0,			NULL,	0 }
@@ -35,8 +38,10 @@ static _Noreturn void
 usage(int status)
 {
 	fprintf(status ? stderr : stdout,
-	    "usage: %s [-hRsVv] [-c zstd[:LEVEL]|none] [--lock-timeout seconds]\n"
-	    "               [-o file] -p pid\n"
+	    "usage: %s [-hRsVv] [-c zstd[:LEVEL]|none] [--ext-unix-sk] "
+	    "[--file-locks]\n"
+	    "               [--lock-timeout seconds] [-o file] "
+	    "[--tcp-established] -p pid\n"
 	    "       %s --suspend [-v] [--lock-timeout seconds] -p pid\n",
 	    getprogname(), getprogname());
 	exit(status);
@@ -68,6 +73,14 @@ main(int argc, char *argv[])
 				usage(2);
 			image_opts++;
 			break;
+		case 'E':
+			o.criu_opts |= GCK_CRIU_EXT_UNIX_SK;
+			image_opts++;
+			break;
+		case 'F':
+			o.criu_opts |= GCK_CRIU_FILE_LOCKS;
+			image_opts++;
+			break;
 		case 'h':
 			usage(0);
 		case 'L':
@@ -96,6 +109,10 @@ main(int argc, char *argv[])
 		case 'S':
 			suspend = 1;
 			break;
+		case 'T':
+			o.criu_opts |= GCK_CRIU_TCP_ESTABLISHED;
+			image_opts++;
+			break;
 		case 'V':
 			tool_version();
 		case 'v':
@@ -110,7 +127,8 @@ main(int argc, char *argv[])
 	if (argc != 0 || o.pid == 0)
 		usage(2);
 	if (suspend && image_opts) {
-		warnx("--suspend makes no image: it takes no -c, -o, -R or -s");
+		warnx("--suspend makes no image: it takes no -c, -o, -R or -s, "
+		    "nor criu options");
 		usage(2);
 	}
 	if (suspend) {

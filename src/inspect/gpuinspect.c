@@ -220,6 +220,12 @@ print_show(const char *name, json_t *d)
 		printf("options     %s", str(o, "compress"));
 	printf(", after the checkpoint: %s, part size %s\n", str(o, "after"),
 	    size_str(json_object_get(img, "part_size"), b[0], sizeof b[0]));
+	if (json_array_size(json_object_get(d, "criu_options")) > 0) {
+		printf("criu       ");
+		json_array_foreach(json_object_get(d, "criu_options"), i, p)
+			printf(" --%s", json_string_value(p));
+		printf("\n");
+	}
 	printf("size        %s on disk, %s of CRIU data (%s memory pages)",
 	    size_str(json_object_get(img, "size"), b[0], sizeof b[0]),
 	    size_str(json_object_get(img, "data_size"), b[1], sizeof b[1]),

@@ -445,8 +445,14 @@ gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	size_t			 npids = 0, i, ncand = 0, ncp = 0, ngpus = 0;
 	size_t			 nbad;
 	int			 r, shell_job, dumped = 0, gpu_touched = 0;
+	int			 tcp_run = 0;
 	char			 cudaver[16], why[GCK_ERRMAX];
 
+	if (o->criu_opts & ~GCK_CRIU_OPTS_ALL) {
+		r = gck_set_error(ctx, GCK_EINVAL, "unknown criu options %#x",
+		    o->criu_opts & ~GCK_CRIU_OPTS_ALL);
+		goto out;
+	}
 	if ((r = gck_ptree_scan(ctx, o->pid, &pre)) != GCK_OK)
 		goto out;
 	for (i = 0; i < pre->n; i++)
@@ -543,8 +549,15 @@ gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 		cf.nprocs = ncp;
 		w.cf = &cf;
 	}
-	r = gck_criu_dump(ctx, o->pid, imgdir, shell_job, cap,
-	    write_image, &w);
+	/*
+	 * criu leaves the TCP connections it dumps frozen (in repair mode,
+	 * the network locked) for a restore to take over; only criu itself
+	 * can let go of them, so a tree to run on is left running by criu.
+	 */
+	tcp_run = after == GCK_AFTER_RUN &&
+	    (o->criu_opts & GCK_CRIU_TCP_ESTABLISHED);
+	r = gck_criu_dump(ctx, o->pid, imgdir, shell_job, o->criu_opts,
+	    tcp_run, cap, write_image, &w);
 	pids = w.pids;
 	npids = w.npids;
 	writer = w.w;
@@ -626,6 +639,12 @@ out:
 				gck_set_error(ctx, r, "%s; process tree %d "
 				    "left running, but %s", msg, (int)o->pid,
 				    why);
+			else if (dumped && !tcp_run &&
+			    (o->criu_opts & GCK_CRIU_TCP_ESTABLISHED))
+				gck_set_error(ctx, r, "%s; process tree %d left "
+				    "running, but its TCP connections stay "
+				    "frozen, as criu --tcp-established left "
+				    "them", msg, (int)o->pid);
 			else
 				gck_set_error(ctx, r, "%s; process tree %d left "
 				    "running", msg, (int)o->pid);

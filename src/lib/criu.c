@@ -33,6 +33,88 @@ static int		 criu_run(struct gck_ctx *, char *const [],
 			    struct clog *, int, const char *,
 			    int (*)(void *, pid_t), void *, int *);
 static void		 criu_log_error(const struct clog *, char *, size_t);
+static int		 criu_add_opts(char *[], int, unsigned int);
+
+/* The options of criu a tree may need (GCK_CRIU_*), as criu names them. */
+static const struct {
+	unsigned int	 bit;
+	const char	*name;
+	const char	*arg;
+} criu_opts[] = {
+	{ GCK_CRIU_TCP_ESTABLISHED,	"tcp-established", "--tcp-established" },
+	{ GCK_CRIU_EXT_UNIX_SK,		"ext-unix-sk",	"--ext-unix-sk" },
+	{ GCK_CRIU_FILE_LOCKS,		"file-locks",	"--file-locks" },
+};
+#define NCRIU_OPTS	(sizeof criu_opts / sizeof criu_opts[0])
+
+/*
+ * What criu says when a tree needs one of those options, or has what it
+ * cannot dump even so, and what we say instead: the option to use, by
+ * the name gpuckpt and gpusend take it.
+ */
+static const struct {
+	const char	*says;
+	const char	*hint;
+} criu_hints[] = {
+	{ "Some file locks are hold by dumping tasks",
+	  "a process of the tree holds a file lock, which criu checkpoints "
+	  "only with --file-locks" },
+	{ "External socket is used",
+	  "a unix socket of the tree is connected to a socket outside it, "
+	  "which criu checkpoints only with --ext-unix-sk" },
+	{ "Can't dump half of stream unix connection",
+	  "a unix stream socket of the tree is connected to a socket outside "
+	  "it, which criu cannot checkpoint (--ext-unix-sk takes datagram "
+	  "sockets only)" },
+	{ "Connected TCP socket, consider using",
+	  "a process of the tree has an established TCP connection, which "
+	  "criu checkpoints only with --tcp-established" },
+	{ "Can't get 1:16 opt: Operation not supported",
+	  "this kernel refuses criu the options of an inet socket of the "
+	  "tree (getsockopt SO_PASSCRED: Operation not supported), so criu "
+	  "cannot checkpoint it" },
+	{ "Connected TCP socket in image",
+	  "the image has an established TCP connection, which criu restores "
+	  "only with --tcp-established" },
+	{ "External socket found in image",
+	  "the image has a unix socket connected outside its tree, which "
+	  "criu restores only with --ext-unix-sk" },
+};
+
+const char *
+gck_criu_opt_name(unsigned int bit)
+{
+	size_t	i;
+
+	for (i = 0; i < NCRIU_OPTS; i++)
+		if (criu_opts[i].bit == bit)
+			return criu_opts[i].name;
+	return NULL;
+}
+
+/* The GCK_CRIU_* bit of the option criu names name, or 0. */
+unsigned int
+gck_criu_opt_bit(const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < NCRIU_OPTS; i++)
+		if (strcmp(criu_opts[i].name, name) == 0)
+			return criu_opts[i].bit;
+	return 0;
+}
+
+/* Appends the options of opts to argv at argc; returns the new argc. */
+static int
+criu_add_opts(char *argv[], int argc, unsigned int opts)
+{
+	size_t	i;
+
+	for (i = 0; i < NCRIU_OPTS; i++)
+		if (opts & criu_opts[i].bit)
+			argv[argc++] = (char *)criu_opts[i].arg;
+	return argc;
+}
 
 static const char *
 criu_path(void)
@@ -75,6 +157,7 @@ struct clog {
 	size_t		 linelen;
 	char		 last[1024];	/* the last line */
 	char		 best[1024];	/* the first error */
+	const char	*hint;		/* what criu_hints says of it */
 	int		 failed;	/* its closing summary seen */
 };
 
@@ -86,7 +169,7 @@ static void
 clog_line(struct clog *c, char *line)
 {
 	char	*s;
-	size_t	 l = strlen(line);
+	size_t	 l = strlen(line), i;
 
 	while (l > 0 && (line[l - 1] == '\n' || line[l - 1] == '.'))
 		line[--l] = '\0';
@@ -99,6 +182,10 @@ clog_line(struct clog *c, char *line)
 		c->failed = 1;
 		return;
 	}
+	for (i = 0; c->hint == NULL && i < sizeof criu_hints /
+	    sizeof criu_hints[0]; i++)
+		if (strstr(s, criu_hints[i].says) != NULL)
+			c->hint = criu_hints[i].hint;
 	if (c->best[0] != '\0' || strstr(s, "rlimit: Can't setup") != NULL)
 		return;
 	if ((s = strstr(s, "): ")) != NULL)
@@ -227,11 +314,15 @@ criu_run(struct gck_ctx *ctx, char *const argv[], struct clog *log,
 	return r;
 }
 
-/* Says in buf why criu failed, from its log. */
+/*
+ * Says in buf why criu failed, from its log: in our words where we know
+ * what it means, else in its own.
+ */
 static void
 criu_log_error(const struct clog *log, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s", log->best[0] != '\0' ? log->best :
+	snprintf(buf, len, "%s", log->hint != NULL ? log->hint :
+	    log->best[0] != '\0' ? log->best :
 	    log->last[0] != '\0' ? log->last : "no message");
 }
 
@@ -261,9 +352,11 @@ gck_criu_version(struct gck_ctx *ctx, char *buf, size_t len)
 
 /*
  * Dumps the tree of pid through the image streamer socket in imgdir
- * (cap), leaving it stopped; post() runs in between, while criu holds
- * the tree.  On failure criu itself resumes the tree.  Returns GCK_OK,
- * the code of post(), or GCK_ECRIU with criu's own reason.
+ * (cap), with the GCK_CRIU_* options opts, leaving it stopped (or with
+ * leave_running, running, which also has criu let go of the TCP
+ * connections it dumped); post() runs in between, while criu holds the
+ * tree.  On failure criu itself resumes the tree.  Returns GCK_OK, the
+ * code of post(), or GCK_ECRIU with criu's own reason.
  */
 struct capture_args {
 	struct gck_capture	*cap;
@@ -304,10 +397,13 @@ serve_during(void *arg, pid_t criu)
 
 int
 gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *imgdir,
-    int shell_job, struct gck_capture *cap, int (*post)(void *), void *arg)
+    int shell_job, unsigned int opts, int leave_running,
+    struct gck_capture *cap, int (*post)(void *), void *arg)
 {
 	struct capture_args	 ca = { cap, post, arg };
 	struct clog		 log;
+	const char		*leave = leave_running ? "--leave-running" :
+				    "--leave-stopped";
 	char	 pidbuf[16], why[1024];
 	char	 self[PATH_MAX];
 	char	*argv[CRIU_ARGS];
@@ -329,15 +425,19 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *imgdir,
 	argv[argc++] = "-o";
 	argv[argc++] = "-";
 	argv[argc++] = "-v4";
-	argv[argc++] = "--leave-stopped";
+	argv[argc++] = (char *)leave;
 	argv[argc++] = "--stream";
 	argv[argc++] = "--action-script";
 	argv[argc++] = self;
 	if (shell_job)
 		argv[argc++] = "--shell-job";
+	argc = criu_add_opts(argv, argc, opts);
 	argv[argc] = NULL;
-	gck_log(ctx, 2, "running %s dump -t %s --stream%s", argv[0], pidbuf,
-	    shell_job ? " --shell-job" : "");
+	gck_log(ctx, 2, "running %s dump -t %s %s --stream%s%s%s%s", argv[0],
+	    pidbuf, leave, shell_job ? " --shell-job" : "",
+	    opts & GCK_CRIU_TCP_ESTABLISHED ? " --tcp-established" : "",
+	    opts & GCK_CRIU_EXT_UNIX_SK ? " --ext-unix-sk" : "",
+	    opts & GCK_CRIU_FILE_LOCKS ? " --file-locks" : "");
 	status = -1;
 	r = criu_run(ctx, argv, &log, 0, gck_capture_hook_path(cap),
 	    capture_during, &ca, &status);
@@ -345,6 +445,8 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *imgdir,
 		return r;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		criu_log_error(&log, why, sizeof why);
+		if (log.hint != NULL)
+			gck_log(ctx, 1, "criu: %s", log.best);
 		return gck_set_error(ctx, GCK_ECRIU,
 		    "criu dump of pid %d failed: %s", (int)pid, why);
 	}
@@ -358,7 +460,8 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *imgdir,
  */
 int
 gck_criu_restore(struct gck_ctx *ctx, const char *imgdir, int shell_job,
-    struct gck_serve *srv, struct gck_reader *rd, int *donep)
+    unsigned int opts, struct gck_serve *srv, struct gck_reader *rd,
+    int *donep)
 {
 	struct serve_args	 sa = { srv, rd };
 	struct clog		 log;
@@ -380,9 +483,13 @@ gck_criu_restore(struct gck_ctx *ctx, const char *imgdir, int shell_job,
 		argv[argc++] = "--stream";
 	if (shell_job)
 		argv[argc++] = "--shell-job";
+	argc = criu_add_opts(argv, argc, opts);
 	argv[argc] = NULL;
-	gck_log(ctx, 2, "running %s restore%s%s", argv[0], srv != NULL ?
-	    " --stream" : "", shell_job ? " --shell-job" : "");
+	gck_log(ctx, 2, "running %s restore%s%s%s%s%s", argv[0], srv != NULL ?
+	    " --stream" : "", shell_job ? " --shell-job" : "",
+	    opts & GCK_CRIU_TCP_ESTABLISHED ? " --tcp-established" : "",
+	    opts & GCK_CRIU_EXT_UNIX_SK ? " --ext-unix-sk" : "",
+	    opts & GCK_CRIU_FILE_LOCKS ? " --file-locks" : "");
 	status = -1;
 	r = criu_run(ctx, argv, &log, 1, NULL, srv != NULL ? serve_during :
 	    NULL, &sa, &status);
@@ -398,6 +505,8 @@ gck_criu_restore(struct gck_ctx *ctx, const char *imgdir, int shell_job,
 			    "which a detached restore cannot give it: start "
 			    "jobs to be moved without one, e.g. with setsid "
 			    "and their output in files)", why);
+		if (log.hint != NULL)
+			gck_log(ctx, 1, "criu: %s", log.best);
 		return gck_set_error(ctx, GCK_ECRIU, "criu restore failed: %s",
 		    why);
 	}

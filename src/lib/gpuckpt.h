@@ -55,6 +55,16 @@ enum gck_after {
 	GCK_AFTER_STOP		/* left stopped */
 };
 
+/*
+ * The criu(8) options a process tree may need, named as criu names them
+ * (gck_criu_opt_name()).  An image records those it was dumped with, and
+ * its restore passes them to criu restore as well.
+ */
+#define GCK_CRIU_TCP_ESTABLISHED 0x1u	/* --tcp-established */
+#define GCK_CRIU_EXT_UNIX_SK	0x2u	/* --ext-unix-sk */
+#define GCK_CRIU_FILE_LOCKS	0x4u	/* --file-locks */
+#define GCK_CRIU_OPTS_ALL	0x7u
+
 struct gck_ckpt_opts {
 	pid_t		 pid;		/* root of the tree */
 	int		 level;		/* zstd level, 0 for no compression */
@@ -64,6 +74,7 @@ struct gck_ckpt_opts {
 	int		 outfd;		/* used when output is NULL */
 	const char	*tmpdir;	/* staging area, NULL for $TMPDIR */
 	unsigned int	 lock_ms;	/* GPU lock timeout, 0 for none */
+	unsigned int	 criu_opts;	/* GCK_CRIU_* */
 };
 
 struct gck_restore_opts {
@@ -103,6 +114,12 @@ void		 gck_set_log(struct gck_ctx *,
  */
 void		 gck_set_interrupt(struct gck_ctx *,
 		    volatile sig_atomic_t *);
+
+/*
+ * Returns the name of the GCK_CRIU_* option bit, as criu spells its long
+ * option ("file-locks"), or NULL for none or several bits.
+ */
+const char	*gck_criu_opt_name(unsigned int);
 
 /* Returns the version string of the library, e.g. "0.1.0". */
 const char	*gck_version(void);
@@ -207,6 +224,8 @@ size_t		 gck_manifest_nprocs(const struct gck_manifest *);
 pid_t		 gck_manifest_pid(const struct gck_manifest *, size_t);
 const char	*gck_manifest_comm(const struct gck_manifest *, size_t);
 int		 gck_manifest_shell_job(const struct gck_manifest *);
+/* The GCK_CRIU_* options the image was dumped with. */
+unsigned int	 gck_manifest_criu_opts(const struct gck_manifest *);
 size_t		 gck_manifest_cuda_nprocs(const struct gck_manifest *);
 void		 gck_manifest_free(struct gck_manifest *);
 
@@ -274,6 +293,7 @@ struct gck_send_opts {
 	pid_t		 pid;		/* a live tree, or 0 */
 	int		 level;		/* its image's zstd level */
 	unsigned int	 lock_ms;	/* its GPU lock timeout */
+	unsigned int	 criu_opts;	/* its GCK_CRIU_* options */
 	const char	*tmpdir;
 
 	int		 infd;		/* or an image */

@@ -326,6 +326,9 @@ show_doc(const struct mix *x, int64_t disk)
 	json_int_t	 file = 0, shmem = 0, gmem = 0, v;
 	size_t		 i, j, nfiles = 0;
 	int		 known = 1, gknown = 1, ok = 0;
+	/* Checked by the manifest's parser: known names, each once. */
+	json_t		*copts = json_object_get(json_object_get(mj, "criu"),
+			    "options");
 
 	if ((d = json_object()) == NULL || (img = json_object()) == NULL ||
 	    (procs = json_array()) == NULL)
@@ -360,6 +363,8 @@ show_doc(const struct mix *x, int64_t disk)
 	    host_keys)) != 0 ||
 	    jset(d, "criu_version", jcopy(json_object_get(mj, "criu"),
 	    "version")) != 0 ||
+	    jset(d, "criu_options", copts != NULL ? json_deep_copy(copts) :
+	    json_array()) != 0 ||
 	    jset(d, "options", jcopy(mj, "options")) != 0 ||
 	    jset(d, "root_pid", jcopy(mj, "root_pid")) != 0 ||
 	    jset(d, "shell_job", jcopy(mj, "shell_job")) != 0)

@@ -31,6 +31,7 @@ struct gck_manifest {
 	int		 format;
 	pid_t		 root_pid;
 	int		 shell_job;
+	unsigned int	 criu_opts;	/* GCK_CRIU_* */
 	struct mproc	*procs;
 	size_t		 n;
 	struct gck_mcuda *cuda;
@@ -44,6 +45,8 @@ static int	 pid_cmp(const void *, const void *);
 static json_t	*cuda_json(const struct gck_cuda_facts *);
 static int	 cuda_parse(struct gck_ctx *, struct gck_manifest *, json_t *);
 static int	 files_parse(struct gck_ctx *, struct gck_manifest *, json_t *);
+static json_t	*criu_json(const char *, unsigned int);
+static int	 criu_parse(struct gck_ctx *, struct gck_manifest *, json_t *);
 
 static int
 pid_cmp(const void *a, const void *b)
@@ -215,6 +218,24 @@ cuda_json(const struct gck_cuda_facts *cf)
 	return c;
 }
 
+/* The CRIU section: its version and the options of the dump. */
+static json_t *
+criu_json(const char *version, unsigned int opts)
+{
+	json_t		*a;
+	unsigned int	 bit;
+
+	if ((a = json_array()) == NULL)
+		return NULL;
+	for (bit = 1; bit <= GCK_CRIU_OPTS_ALL; bit <<= 1)
+		if ((opts & bit) && json_array_append_new(a,
+		    json_string(gck_criu_opt_name(bit))) != 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return json_pack("{s:s, s:o}", "version", version, "options", a);
+}
+
 /*
  * Builds the manifest of a checkpoint of tree t.  Returns the JSON text
  * (free it), or NULL with the error set.
@@ -254,13 +275,13 @@ gck_manifest_build(struct gck_ctx *ctx, const struct gck_ptree *t,
 			json_decref(fl);
 			goto out;
 		}
-	m = json_pack("{s:i, s:s, s:s, s:o, s:{s:s}, s:o?, s:i, s:b, s:o, "
+	m = json_pack("{s:i, s:s, s:s, s:o, s:o, s:o?, s:i, s:b, s:o, "
 	    "s:{s:s, s:i, s:s}, s:I, s:o}",
 	    "format", GCK_FORMAT_VERSION,
 	    "tool", "gpuckpt " PACKAGE_VERSION,
 	    "created", created,
 	    "host", host_facts(),
-	    "criu", "version", criu_version,
+	    "criu", criu_json(criu_version, o->criu_opts),
 	    "cuda", cf != NULL ? cuda_json(cf) : NULL,
 	    "root_pid", (int)t->procs[0].pid,
 	    "shell_job", shell_job,
@@ -310,6 +331,46 @@ files_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *fl)
 bad:
 	return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: bad file list "
 	    "in the manifest");
+}
+
+/*
+ * The CRIU section: an object whose options (absent in images that
+ * predate them) are distinct names of options this version knows.  A
+ * name it does not know is an option a newer gpuckpt dumped with, which
+ * criu restore would need too: such an image is refused.
+ */
+static int
+criu_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *c)
+{
+	json_t		*opts, *o;
+	const char	*name;
+	unsigned int	 bit;
+	size_t		 i;
+
+	if (c == NULL)
+		return GCK_OK;
+	if (!json_is_object(c))
+		goto bad;
+	if ((opts = json_object_get(c, "options")) == NULL)
+		return GCK_OK;
+	if (!json_is_array(opts))
+		goto bad;
+	json_array_foreach(opts, i, o) {
+		if ((name = json_string_value(o)) == NULL)
+			goto bad;
+		if ((bit = gck_criu_opt_bit(name)) == 0)
+			return gck_set_error(ctx, GCK_EVERSION, "the image was "
+			    "dumped with criu option '%.64s', which this "
+			    "version of gpuckpt does not know: upgrade "
+			    "gpuckpt", name);
+		if (m->criu_opts & bit)
+			goto bad;
+		m->criu_opts |= bit;
+	}
+	return GCK_OK;
+bad:
+	return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: bad criu "
+	    "section in the manifest");
 }
 
 /*
@@ -558,7 +619,8 @@ gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
 	}
 	if ((r = cuda_parse(ctx, m, json_object_get(m->root, "cuda"))) !=
 	    GCK_OK || (r = files_parse(ctx, m, json_object_get(m->root,
-	    "files"))) != GCK_OK)
+	    "files"))) != GCK_OK || (r = criu_parse(ctx, m,
+	    json_object_get(m->root, "criu"))) != GCK_OK)
 		goto out;
 	*mp = m;
 	m = NULL;
@@ -610,6 +672,12 @@ int
 gck_manifest_shell_job(const struct gck_manifest *m)
 {
 	return m->shell_job;
+}
+
+unsigned int
+gck_manifest_criu_opts(const struct gck_manifest *m)
+{
+	return m->criu_opts;
 }
 
 const struct gck_mcuda *

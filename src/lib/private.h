@@ -72,6 +72,7 @@ void	gck_ptree_free(struct gck_ptree *);
 void	gck_pids_signal(const pid_t *, size_t, int);
 int	gck_pids_wait_dead(const pid_t *, size_t, int);
 char	gck_pid_state(pid_t);
+int	gck_pid_dying(pid_t);
 int	gck_pid_comm(pid_t, char *, size_t);
 int	gck_pid_tty_fd(pid_t, char *, size_t);
 
@@ -79,9 +80,10 @@ int	gck_pid_tty_fd(pid_t, char *, size_t);
 int	gck_criu_version(struct gck_ctx *, char *, size_t);
 struct gck_capture;
 struct gck_serve;
+unsigned int	gck_criu_opt_bit(const char *);
 int	gck_criu_dump(struct gck_ctx *, pid_t, const char *, int,
-	    struct gck_capture *, int (*)(void *), void *);
-int	gck_criu_restore(struct gck_ctx *, const char *, int,
+	    unsigned int, int, struct gck_capture *, int (*)(void *), void *);
+int	gck_criu_restore(struct gck_ctx *, const char *, int, unsigned int,
 	    struct gck_serve *, struct gck_reader *, int *);
 
 /* guard.c: resumes (or settles) the tree should gpuckpt be killed */

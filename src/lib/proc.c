@@ -308,6 +308,37 @@ gck_pid_state(pid_t pid)
 	return s[2];
 }
 
+/*
+ * Whether pid is on its way out: exiting (PF_EXITING), or with a SIGKILL
+ * pending, which nothing can stop.
+ */
+int
+gck_pid_dying(pid_t pid)
+{
+	char			 path[64], buf[4096], *s;
+	unsigned long long	 mask;
+	unsigned long		 flags;
+	int			 i;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if (gck_read_small_file(path, buf, sizeof buf) == -1 ||
+	    (s = strrchr(buf, ')')) == NULL)
+		return 0;
+	/* Field 9, flags, is the 7th after the comm. */
+	for (i = 0; i < 6 && s != NULL; i++)
+		s = strchr(s + 1, ' ');
+	if (s != NULL && sscanf(s, " %lu", &flags) == 1 && (flags & 0x4))
+		return 1;
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	if (gck_read_small_file(path, buf, sizeof buf) == -1)
+		return 0;
+	for (s = buf; (s = strstr(s, "Pnd:")) != NULL; s += 4)
+		if (sscanf(s + 4, " %llx", &mask) == 1 &&
+		    (mask & 1ULL << (SIGKILL - 1)))
+			return 1;
+	return 0;
+}
+
 /* Copies the comm of pid into buf.  Returns 0 or -1. */
 int
 gck_pid_comm(pid_t pid, char *buf, size_t len)

@@ -168,9 +168,9 @@ source_here(const struct gck_manifest *m)
 }
 
 /*
- * Checks that the image's PIDs are free on this host.  A zombie, such as
- * the source tree gpuckpt has just killed on this same host and whose
- * parent has yet to reap it, is waited for, up to ms.
+ * Checks that the image's PIDs are free on this host.  A zombie, or a
+ * process on its way to being one, such as the source tree gpuckpt has
+ * just killed on this same host, is waited for, up to ms.
  */
 static int
 pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms)
@@ -183,7 +183,8 @@ pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms)
 	for (i = 0; i < gck_manifest_nprocs(m); i++) {
 		pid = gck_manifest_pid(m, i);
 		while ((st = gck_pid_state(pid)) != 0) {
-			if (st != 'Z' || waited >= ms) {
+			if ((st != 'Z' && !gck_pid_dying(pid)) ||
+			    waited >= ms) {
 				if (gck_pid_comm(pid, comm, sizeof comm) == -1)
 					snprintf(comm, sizeof comm, "?");
 				return gck_set_error(ctx, GCK_EBUSY,
@@ -287,8 +288,8 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	(void)prctl(PR_GET_CHILD_SUBREAPER, &subreaper);
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 	criu_ran = 1;
-	r = gck_criu_restore(ctx, imgdir, gck_manifest_shell_job(m), srv, rd,
-	    &restored);
+	r = gck_criu_restore(ctx, imgdir, gck_manifest_shell_job(m),
+	    gck_manifest_criu_opts(m), srv, rd, &restored);
 	if (restored)
 		root = gck_manifest_root_pid(m);
 	if (r != GCK_OK)

@@ -878,6 +878,7 @@ gck_send(struct gck_ctx *ctx, const struct gck_send_opts *o,
 	co.outfd = s.wfd;
 	co.tmpdir = o->tmpdir;
 	co.lock_ms = o->lock_ms;
+	co.criu_opts = o->criu_opts;
 	touched = 1;
 	r = gck_checkpoint_ex(ctx, &co, commit_hook, &s);
 	if (s.wfd != -1) {

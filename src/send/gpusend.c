@@ -21,6 +21,8 @@
 static const struct option longopts[] = {
 	{ "accept-new",		no_argument,		NULL,	'A' },
 	{ "compress",		required_argument,	NULL,	'c' },
+	{ "ext-unix-sk",	no_argument,		NULL,	'E' },
+	{ "file-locks",		no_argument,		NULL,	'F' },
 	{ "gpu-map",		required_argument,	NULL,	'g' },
 	{ "help",		no_argument,		NULL,	'h' },
 	{ "identity",		required_argument,	NULL,	'i' },
@@ -30,6 +32,7 @@ static const struct option longopts[] = {
 	{ "pid",		required_argument,	NULL,	'p' },
 	{ "remote-path",	required_argument,	NULL,	'r' },
 	{ "resume",		no_argument,		NULL,	'z' },
+	{ "tcp-established",	no_argument,		NULL,	'T' },
 	{ "timeout",		required_argument,	NULL,	't' },
 	{ "version",		no_argument,		NULL,	'V' },
 	{ "verbose",		no_argument,		NULL,	'v' },
@@ -41,10 +44,12 @@ usage(int status)
 {
 	fprintf(status ? stderr : stdout,
 	    "usage: %s [-hVv] [--accept-new] [-c zstd[:LEVEL]|none] "
-	    "[--gpu-map map]\n"
-	    "               [-i identity] [--lock-timeout seconds] "
-	    "[-o option=value]\n"
-	    "               [-P port] [--parallel n] [--remote-path command]\n"
+	    "[--ext-unix-sk]\n"
+	    "               [--file-locks] [--gpu-map map] [-i identity]\n"
+	    "               [--lock-timeout seconds] [-o option=value] "
+	    "[-P port]\n"
+	    "               [--parallel n] [--remote-path command] "
+	    "[--tcp-established]\n"
 	    "               [--timeout seconds] -p pid [user@]host\n"
 	    "       %s [-hVv] [--accept-new] [--gpu-map map] [-i identity]\n"
 	    "               [-o option=value] [-P port] [--parallel n] "
@@ -188,6 +193,14 @@ main(int argc, char *argv[])
 				usage(2);
 			image_opts++;
 			break;
+		case 'E':
+			o.criu_opts |= GCK_CRIU_EXT_UNIX_SK;
+			image_opts++;
+			break;
+		case 'F':
+			o.criu_opts |= GCK_CRIU_FILE_LOCKS;
+			image_opts++;
+			break;
 		case 'g':
 			o.gpu_map = optarg;
 			break;
@@ -223,6 +236,10 @@ main(int argc, char *argv[])
 				usage(2);
 			}
 			o.remote_path = optarg;
+			break;
+		case 'T':
+			o.criu_opts |= GCK_CRIU_TCP_ESTABLISHED;
+			image_opts++;
 			break;
 		case 't':
 			if ((ms = tool_seconds(optarg, "timeout", 86400)) <= 0)
@@ -261,7 +278,8 @@ main(int argc, char *argv[])
 		if (argc != 2)
 			usage(2);
 		if (image_opts) {
-			warnx("-c and --lock-timeout are for a live tree (-p)");
+			warnx("-c, --lock-timeout and the criu options are "
+			    "for a live tree (-p)");
 			usage(2);
 		}
 		file = argv[0];

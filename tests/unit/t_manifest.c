@@ -48,6 +48,8 @@ static void	test_bad_process_list(void **);
 static void	test_bad_root_pid(void **);
 static void	test_bad_pid(void **);
 static void	test_free_null(void **);
+static void	test_criu_opts(void **);
+static void	test_bad_criu_opts(void **);
 
 #define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
 
@@ -488,6 +490,74 @@ test_bad_pid(void **state)
 	check_bad(*state, c, NELEM(c));
 }
 
+#define CRIU_M(criu) "{\"format\":1,\"root_pid\":7," \
+	"\"processes\":[{\"pid\":7}],\"criu\":" criu "}"
+
+/* criu.options: absent (older images), empty, or names criu knows. */
+static void
+test_criu_opts(void **state)
+{
+	struct gck_ctx		*ctx = *state;
+	struct gck_manifest	*m;
+
+	parse_ok(ctx, "{\"format\":1,\"root_pid\":7,"
+	    "\"processes\":[{\"pid\":7}]}", &m);
+	assert_int_equal(gck_manifest_criu_opts(m), 0);
+	gck_manifest_free(m);
+	parse_ok(ctx, CRIU_M("{\"version\":\"4.1.1\"}"), &m);
+	assert_int_equal(gck_manifest_criu_opts(m), 0);
+	gck_manifest_free(m);
+	parse_ok(ctx, CRIU_M("{\"version\":\"4.1.1\",\"options\":[]}"), &m);
+	assert_int_equal(gck_manifest_criu_opts(m), 0);
+	gck_manifest_free(m);
+	parse_ok(ctx, CRIU_M("{\"options\":[\"file-locks\"]}"), &m);
+	assert_int_equal(gck_manifest_criu_opts(m), GCK_CRIU_FILE_LOCKS);
+	gck_manifest_free(m);
+	parse_ok(ctx, CRIU_M("{\"version\":\"4.1.1\",\"options\":"
+	    "[\"ext-unix-sk\",\"tcp-established\",\"file-locks\"]}"), &m);
+	assert_int_equal(gck_manifest_criu_opts(m), GCK_CRIU_EXT_UNIX_SK |
+	    GCK_CRIU_TCP_ESTABLISHED | GCK_CRIU_FILE_LOCKS);
+	gck_manifest_free(m);
+	assert_string_equal(gck_criu_opt_name(GCK_CRIU_TCP_ESTABLISHED),
+	    "tcp-established");
+	assert_string_equal(gck_criu_opt_name(GCK_CRIU_EXT_UNIX_SK),
+	    "ext-unix-sk");
+	assert_string_equal(gck_criu_opt_name(GCK_CRIU_FILE_LOCKS),
+	    "file-locks");
+	assert_null(gck_criu_opt_name(0));
+	assert_null(gck_criu_opt_name(GCK_CRIU_FILE_LOCKS |
+	    GCK_CRIU_EXT_UNIX_SK));
+}
+
+static void
+test_bad_criu_opts(void **state)
+{
+	static const struct bad_case	c[] = {
+		/* An option of a newer gpuckpt: refused, by name. */
+		{ CRIU_M("{\"options\":[\"file-locks\",\"tcp-close\"]}"),
+		    GCK_EVERSION, "dumped with criu option 'tcp-close', which "
+		    "this version of gpuckpt does not know: upgrade gpuckpt" },
+		{ CRIU_M("{\"options\":[\"--file-locks\"]}"),
+		    GCK_EVERSION, "criu option '--file-locks'" },
+		{ CRIU_M("{\"options\":[\"\"]}"),
+		    GCK_EVERSION, "criu option ''" },
+		{ CRIU_M("{\"options\":[\"file-locks\",\"file-locks\"]}"),
+		    GCK_EFORMAT, "bad criu section in the manifest" },
+		{ CRIU_M("{\"options\":[7]}"),
+		    GCK_EFORMAT, "bad criu section" },
+		{ CRIU_M("{\"options\":\"file-locks\"}"),
+		    GCK_EFORMAT, "bad criu section" },
+		{ CRIU_M("{\"options\":null}"),
+		    GCK_EFORMAT, "bad criu section" },
+		{ CRIU_M("[\"file-locks\"]"),
+		    GCK_EFORMAT, "bad criu section" },
+		{ CRIU_M("\"4.1.1\""),
+		    GCK_EFORMAT, "bad criu section" },
+	};
+
+	check_bad(*state, c, NELEM(c));
+}
+
 static void
 test_free_null(void **state)
 {
@@ -516,6 +586,8 @@ main(void)
 		cmocka_unit_test(test_bad_process_list),
 		cmocka_unit_test(test_bad_root_pid),
 		cmocka_unit_test(test_bad_pid),
+		cmocka_unit_test(test_criu_opts),
+		cmocka_unit_test(test_bad_criu_opts),
 		cmocka_unit_test(test_free_null),
 	};
 
