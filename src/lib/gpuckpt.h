@@ -206,6 +206,7 @@ pid_t		 gck_manifest_root_pid(const struct gck_manifest *);
 size_t		 gck_manifest_nprocs(const struct gck_manifest *);
 pid_t		 gck_manifest_pid(const struct gck_manifest *, size_t);
 const char	*gck_manifest_comm(const struct gck_manifest *, size_t);
+int		 gck_manifest_zombie(const struct gck_manifest *, size_t);
 int		 gck_manifest_shell_job(const struct gck_manifest *);
 size_t		 gck_manifest_cuda_nprocs(const struct gck_manifest *);
 void		 gck_manifest_free(struct gck_manifest *);

@@ -298,11 +298,15 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 		    "not %d", (int)root, (int)gck_manifest_root_pid(m));
 		goto out;
 	}
-	/* The stop criu leaves the tasks in may land a moment later. */
+	/*
+	 * The stop criu leaves the tasks in may land a moment later.  A
+	 * zombie of the image is restored as one.
+	 */
 	for (i = 0; i < n; i++) {
 		for (waited = 0; ; waited += 10) {
 			st = gck_pid_state(pids[i]);
-			if (st == 'T' || st == 't')
+			if (gck_manifest_zombie(m, i) ? st == 'Z' :
+			    st == 'T' || st == 't')
 				break;
 			if (st == 0 || st == 'Z' || waited >= 5000) {
 				r = gck_set_error(ctx, GCK_ECRIU, "restored "
