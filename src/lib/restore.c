@@ -168,22 +168,26 @@ source_here(const struct gck_manifest *m)
 }
 
 /*
- * Checks that the image's PIDs are free on this host.  A zombie, such as
- * the source tree gpuckpt has just killed on this same host and whose
- * parent has yet to reap it, is waited for, up to ms.
+ * Checks that the image's PIDs are free on this host.  A process on its
+ * way out, such as the source tree gpuckpt has just killed on this same
+ * host (still exiting, or a zombie whose parent has yet to reap it), is
+ * waited for, up to ms; one seen busy for BUSY_MS on end is in use.
  */
+#define BUSY_MS	100
 static int
 pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms)
 {
 	char	comm[64], st;
 	size_t	i;
-	int	waited = 0;
+	int	waited = 0, busy;
 	pid_t	pid;
 
 	for (i = 0; i < gck_manifest_nprocs(m); i++) {
 		pid = gck_manifest_pid(m, i);
+		busy = 0;
 		while ((st = gck_pid_state(pid)) != 0) {
-			if (st != 'Z' || waited >= ms) {
+			busy = gck_pid_dying(pid) ? 0 : busy + 20;
+			if (busy > BUSY_MS || waited >= ms) {
 				if (gck_pid_comm(pid, comm, sizeof comm) == -1)
 					snprintf(comm, sizeof comm, "?");
 				return gck_set_error(ctx, GCK_EBUSY,
