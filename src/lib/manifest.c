@@ -24,6 +24,7 @@
 struct mproc {
 	pid_t		 pid;
 	const char	*comm;
+	int		 zombie;
 };
 
 struct gck_manifest {
@@ -143,14 +144,14 @@ gck_manifest_this_boot(const struct gck_manifest *m)
 static json_t *
 proc_json(const struct gck_proc *p)
 {
-	json_t	*argv;
+	json_t	*argv, *o;
 	int	 i;
 
 	if ((argv = json_array()) == NULL)
 		return NULL;
 	for (i = 0; i < p->argc; i++)
 		json_array_append_new(argv, json_string(p->argv[i]));
-	return json_pack("{s:i, s:i, s:i, s:i, s:I, s:I, s:s, s:o, s:s?, "
+	o = json_pack("{s:i, s:i, s:i, s:i, s:I, s:I, s:s, s:o, s:s?, "
 	    "s:i, s:{s:I, s:I, s:I, s:I, s:I}}",
 	    "pid", (int)p->pid, "ppid", (int)p->ppid, "pgid", (int)p->pgid,
 	    "sid", (int)p->sid, "uid", (json_int_t)p->uid,
@@ -160,6 +161,13 @@ proc_json(const struct gck_proc *p)
 	    (json_int_t)p->vm_rss, "rss_anon", (json_int_t)p->rss_anon,
 	    "rss_file", (json_int_t)p->rss_file, "rss_shmem",
 	    (json_int_t)p->rss_shmem);
+	/* Only where it is one: a restored zombie is not stopped. */
+	if (o != NULL && p->state == 'Z' &&
+	    json_object_set_new(o, "zombie", json_true()) != 0) {
+		json_decref(o);
+		o = NULL;
+	}
+	return o;
 }
 
 /*
@@ -540,7 +548,7 @@ gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
 	const char		*comm;
 	pid_t			*sorted = NULL;
 	size_t			 i;
-	int			 shell = 0, r, found = 0;
+	int			 shell = 0, zombie, r, found = 0;
 
 	*mp = NULL;
 	if ((m = calloc(1, sizeof *m)) == NULL) {
@@ -588,14 +596,17 @@ gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
 	}
 	json_array_foreach(procs, i, p) {
 		comm = NULL;
-		if (json_unpack(p, "{s:I, s?s}", "pid", &pid, "comm",
-		    &comm) != 0 || pid <= 0 || pid > INT32_MAX) {
+		zombie = 0;
+		if (json_unpack(p, "{s:I, s?s, s?b}", "pid", &pid, "comm",
+		    &comm, "zombie", &zombie) != 0 || pid <= 0 ||
+		    pid > INT32_MAX) {
 			r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
 			    "bad process %zu in the manifest", i + 1);
 			goto out;
 		}
 		m->procs[i].pid = (pid_t)pid;
 		m->procs[i].comm = comm != NULL ? comm : "?";
+		m->procs[i].zombie = zombie;
 		if (pid == root)
 			found = 1;
 	}
@@ -666,6 +677,12 @@ const char *
 gck_manifest_comm(const struct gck_manifest *m, size_t i)
 {
 	return i < m->n ? m->procs[i].comm : NULL;
+}
+
+int
+gck_manifest_zombie(const struct gck_manifest *m, size_t i)
+{
+	return i < m->n && m->procs[i].zombie;
 }
 
 int

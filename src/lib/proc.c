@@ -309,32 +309,34 @@ gck_pid_state(pid_t pid)
 }
 
 /*
- * Whether pid is on its way out: exiting (PF_EXITING), or with a SIGKILL
- * pending, which nothing can stop.
+ * Whether pid is on its way out: a zombie, exiting, or sent a SIGKILL
+ * that it has yet to act on.
  */
 int
 gck_pid_dying(pid_t pid)
 {
 	char			 path[64], buf[4096], *s;
-	unsigned long long	 mask;
-	unsigned long		 flags;
-	int			 i;
+	unsigned long long	 pend;
+	unsigned int		 flags;
+	const char		*field[] = { "\nSigPnd:", "\nShdPnd:" };
+	size_t			 i;
 
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	if (gck_read_small_file(path, buf, sizeof buf) == -1 ||
-	    (s = strrchr(buf, ')')) == NULL)
+	if (gck_read_small_file(path, buf, sizeof buf) == -1)
+		return 1;
+	/* ") state ppid pgrp session tty_nr tpgid flags" */
+	if ((s = strrchr(buf, ')')) == NULL || s[1] == '\0')
 		return 0;
-	/* Field 9, flags, is the 7th after the comm. */
-	for (i = 0; i < 6 && s != NULL; i++)
-		s = strchr(s + 1, ' ');
-	if (s != NULL && sscanf(s, " %lu", &flags) == 1 && (flags & 0x4))
+	if (s[2] == 'Z' || s[2] == 'X' || (sscanf(s + 2, "%*c %*d %*d %*d "
+	    "%*d %*d %u", &flags) == 1 && (flags & 0x4 /* PF_EXITING */)))
 		return 1;
 	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
 	if (gck_read_small_file(path, buf, sizeof buf) == -1)
-		return 0;
-	for (s = buf; (s = strstr(s, "Pnd:")) != NULL; s += 4)
-		if (sscanf(s + 4, " %llx", &mask) == 1 &&
-		    (mask & 1ULL << (SIGKILL - 1)))
+		return 1;
+	for (i = 0; i < sizeof field / sizeof field[0]; i++)
+		if ((s = strstr(buf, field[i])) != NULL &&
+		    sscanf(s + strlen(field[i]), "%llx", &pend) == 1 &&
+		    (pend & 1ULL << (SIGKILL - 1)))
 			return 1;
 	return 0;
 }

@@ -168,23 +168,26 @@ source_here(const struct gck_manifest *m)
 }
 
 /*
- * Checks that the image's PIDs are free on this host.  A zombie, or a
- * process on its way to being one, such as the source tree gpuckpt has
- * just killed on this same host, is waited for, up to ms.
+ * Checks that the image's PIDs are free on this host.  A process on its
+ * way out, such as the source tree gpuckpt has just killed on this same
+ * host (still exiting, or a zombie whose parent has yet to reap it), is
+ * waited for, up to ms; one seen busy for BUSY_MS on end is in use.
  */
+#define BUSY_MS	100
 static int
 pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms)
 {
 	char	comm[64], st;
 	size_t	i;
-	int	waited = 0;
+	int	waited = 0, busy;
 	pid_t	pid;
 
 	for (i = 0; i < gck_manifest_nprocs(m); i++) {
 		pid = gck_manifest_pid(m, i);
+		busy = 0;
 		while ((st = gck_pid_state(pid)) != 0) {
-			if ((st != 'Z' && !gck_pid_dying(pid)) ||
-			    waited >= ms) {
+			busy = gck_pid_dying(pid) ? 0 : busy + 20;
+			if (busy > BUSY_MS || waited >= ms) {
 				if (gck_pid_comm(pid, comm, sizeof comm) == -1)
 					snprintf(comm, sizeof comm, "?");
 				return gck_set_error(ctx, GCK_EBUSY,
@@ -299,11 +302,15 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 		    "not %d", (int)root, (int)gck_manifest_root_pid(m));
 		goto out;
 	}
-	/* The stop criu leaves the tasks in may land a moment later. */
+	/*
+	 * The stop criu leaves the tasks in may land a moment later.  A
+	 * zombie of the image is restored as one.
+	 */
 	for (i = 0; i < n; i++) {
 		for (waited = 0; ; waited += 10) {
 			st = gck_pid_state(pids[i]);
-			if (st == 'T' || st == 't')
+			if (gck_manifest_zombie(m, i) ? st == 'Z' :
+			    st == 'T' || st == 't')
 				break;
 			if (st == 0 || st == 'Z' || waited >= 5000) {
 				r = gck_set_error(ctx, GCK_ECRIU, "restored "

@@ -33,6 +33,7 @@ static void	test_minimal(void **);
 static void	test_accessors(void **);
 static void	test_full_manifest(void **);
 static void	test_shell_job(void **);
+static void	test_zombie(void **);
 static void	test_length_bounded(void **);
 static void	test_reuse_ctx(void **);
 static void	test_newer_format(void **);
@@ -231,6 +232,33 @@ test_shell_job(void **state)
 	    "\"root_pid\":9,\"format\":1}", &m);
 	assert_int_equal(gck_manifest_shell_job(m), 1);
 	gck_manifest_free(m);
+}
+
+/* A process that was a zombie says so; the key is absent otherwise. */
+static void
+test_zombie(void **state)
+{
+	static const struct bad_case	c[] = {
+		{ "{\"format\":1,\"root_pid\":1,\"processes\":[{\"pid\":1},"
+		    "{\"pid\":2,\"zombie\":\"yes\"}]}",
+		    GCK_EFORMAT, "bad process 2 in the manifest" },
+		{ "{\"format\":1,\"root_pid\":1,\"processes\":[{\"pid\":1},"
+		    "{\"pid\":2,\"zombie\":1}]}",
+		    GCK_EFORMAT, "bad process 2 in the manifest" },
+	};
+	struct gck_ctx		*ctx = *state;
+	struct gck_manifest	*m;
+
+	parse_ok(ctx, "{\"format\":1,\"root_pid\":5,\"processes\":["
+	    "{\"pid\":5},{\"pid\":6,\"zombie\":true},"
+	    "{\"pid\":7,\"zombie\":false}]}", &m);
+	assert_int_equal(gck_manifest_zombie(m, 0), 0);
+	assert_int_equal(gck_manifest_zombie(m, 1), 1);
+	assert_int_equal(gck_manifest_zombie(m, 2), 0);
+	assert_int_equal(gck_manifest_zombie(m, 3), 0);
+	assert_int_equal(gck_manifest_zombie(m, (size_t)-1), 0);
+	gck_manifest_free(m);
+	check_bad(ctx, c, NELEM(c));
 }
 
 /* Only len bytes are parsed: the text need not end in a NUL. */
@@ -572,6 +600,7 @@ main(void)
 		cmocka_unit_test(test_accessors),
 		cmocka_unit_test(test_full_manifest),
 		cmocka_unit_test(test_shell_job),
+		cmocka_unit_test(test_zombie),
 		cmocka_unit_test(test_length_bounded),
 		cmocka_unit_test(test_reuse_ctx),
 		cmocka_unit_test(test_newer_format),
