@@ -1220,10 +1220,12 @@ r_entry(struct gck_reader *r)
 		if (hsearch_r(item, FIND, &found, &r->files) != 0)
 			return gck_set_error(r->ctx, GCK_EFORMAT,
 			    "corrupt image: '%s' appears twice", file);
+		/* item.key is file, on the stack, until strdup'ed. */
 		if (r->nfiles >= FILES_MAX ||
 		    (item.key = strdup(file)) == NULL ||
 		    hsearch_r(item, ENTER, &found, &r->files) == 0) {
-			free(item.key);
+			if (item.key != file)
+				free(item.key);
 			return gck_set_error(r->ctx, GCK_EFORMAT,
 			    "corrupt image: too many files");
 		}
