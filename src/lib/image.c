@@ -117,6 +117,7 @@ static int	r_sparse_map(struct gck_reader *, uint64_t, uint64_t);
 static int	r_padding(struct gck_reader *, uint64_t);
 static int	r_unverifiable(struct gck_reader *);
 static int	r_file_done(struct gck_reader *);
+static int	r_pax_records(struct gck_reader *, uint64_t, uint64_t);
 static const char *printable(const char *, char *, size_t);
 
 /* libarchive output callback: into the compression layer. */
@@ -744,6 +745,8 @@ r_layout(struct gck_reader *r, struct archive_entry *e)
 			return z == 0 ? gck_set_error(r->ctx, GCK_ECORRUPT,
 			    "corrupt image: non-zero padding in a header") :
 			    r_unverifiable(r);
+		if ((z = r_pax_records(r, p + 512, l)) != GCK_OK)
+			return z;
 	}
 	if (!r->esparse && archive_entry_size(e) < USTAR_SIZE_MAX) {
 		/*
@@ -778,6 +781,59 @@ r_layout(struct gck_reader *r, struct archive_entry *e)
 	}
 	r->data_start = ds;
 	return GCK_OK;
+}
+
+/*
+ * The records of a pax header, len bytes at tar offset from: each
+ * "LEN KEY=VALUE\n" with LEN its own length, filling the header exactly,
+ * and each KEY one that a tar writer puts there for a regular file.  No
+ * checksum covers them, so nothing else may hide there.
+ */
+static int
+r_pax_records(struct gck_reader *r, uint64_t from, uint64_t len)
+{
+	static const char *const keys[] = { "SCHILY.xattr." XATTR_DIGEST,
+	    "GNU.sparse.major", "GNU.sparse.minor", "GNU.sparse.name",
+	    "GNU.sparse.realsize", "path", "size", "mtime", "atime",
+	    "ctime", "uid", "gid", "uname", "gname", NULL };
+	char		*buf, *q, *end, *eq;
+	unsigned long	 n;
+	size_t		 i, kl;
+	int		 ret = GCK_OK;
+
+	if (len > GCK_META_MAX || (buf = malloc((size_t)len + 1)) == NULL)
+		return r_unverifiable(r);
+	if (gck_zin_peek(r->z, from, buf, (size_t)len) == -1) {
+		free(buf);
+		return r_unverifiable(r);
+	}
+	buf[len] = '\0';
+	for (q = buf; q < buf + len; q += n) {
+		if (!isdigit((unsigned char)*q) || (n = strtoul(q, &end, 10),
+		    *end != ' ') || n == 0 || n > (size_t)(buf + len - q) ||
+		    q[n - 1] != '\n' || (eq = memchr(end, '=', (size_t)(q +
+		    n - end))) == NULL) {
+			ret = r_unverifiable(r);
+			break;
+		}
+		kl = (size_t)(eq - end - 1);
+		for (i = 0; keys[i] != NULL; i++)
+			if (strlen(keys[i]) == kl &&
+			    memcmp(keys[i], end + 1, kl) == 0)
+				break;
+		if (keys[i] == NULL) {
+			char	pbuf[64];
+
+			snprintf(pbuf, sizeof pbuf, "%.*s", (int)(kl < 40 ?
+			    kl : 40), end + 1);
+			ret = gck_set_error(r->ctx, GCK_EFORMAT, "corrupt "
+			    "image: unexpected pax record '%s'",
+			    printable(pbuf, pbuf, sizeof pbuf));
+			break;
+		}
+	}
+	free(buf);
+	return ret;
 }
 
 /* After the data of an entry of size bytes: its padding must be zero. */
