@@ -150,10 +150,11 @@ def zstd(b, *opts):
                           stdout=subprocess.PIPE, check=True).stdout
 
 
-def zframe(blocks, window_log=20, checksum=None, fcs=None):
+def zframe(blocks, window_log=20, checksum=b"\0\0\0\0", fcs=None):
     """A zstd frame by hand.  blocks: list of ("raw", bytes) or
     ("rle", byte, count), count <= 128 KiB.  checksum: the 4 bytes to
-    append, or None for a frame without one."""
+    append (false ones by default: a reader meets them last), or None
+    for a frame without one."""
     fhd = 0
     if checksum is not None:
         fhd |= 0x04
@@ -1417,6 +1418,8 @@ def head_of(s, opts):
     head of: the manifest entry and its padding, up to the second entry
     (None: neither)."""
     b = s.data()
+    if b[:4] == ZSTD_MAGIC and len(b) > 4 and not b[4] & 0x04:
+        return None		# a frame without a checksum is refused
     if b[:4] == ZSTD_MAGIC:
         tmp = os.path.join(opts.trash, "head.zst")
         with open(tmp, "wb") as f:
