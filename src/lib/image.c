@@ -87,6 +87,7 @@ struct gck_reader {
 	int			 nextpart;
 	int			 indata;	/* entry data to read */
 	int			 newfile;	/* at a file's first entry */
+	uint64_t		 fbytes;	/* its entries' sizes so far */
 	int			 done;		/* trailer checked */
 	int			 esparse;	/* the entry has holes */
 	uint64_t		 estored;	/* bytes it takes in the tar */
@@ -115,6 +116,8 @@ static int	r_layout(struct gck_reader *, struct archive_entry *);
 static int	r_sparse_map(struct gck_reader *, uint64_t, uint64_t);
 static int	r_padding(struct gck_reader *, uint64_t);
 static int	r_unverifiable(struct gck_reader *);
+static int	r_file_done(struct gck_reader *);
+static int	r_pax_records(struct gck_reader *, uint64_t, uint64_t);
 static const char *printable(const char *, char *, size_t);
 
 /* libarchive output callback: into the compression layer. */
@@ -742,6 +745,8 @@ r_layout(struct gck_reader *r, struct archive_entry *e)
 			return z == 0 ? gck_set_error(r->ctx, GCK_ECORRUPT,
 			    "corrupt image: non-zero padding in a header") :
 			    r_unverifiable(r);
+		if ((z = r_pax_records(r, p + 512, l)) != GCK_OK)
+			return z;
 	}
 	if (!r->esparse && archive_entry_size(e) < USTAR_SIZE_MAX) {
 		/*
@@ -776,6 +781,59 @@ r_layout(struct gck_reader *r, struct archive_entry *e)
 	}
 	r->data_start = ds;
 	return GCK_OK;
+}
+
+/*
+ * The records of a pax header, len bytes at tar offset from: each
+ * "LEN KEY=VALUE\n" with LEN its own length, filling the header exactly,
+ * and each KEY one that a tar writer puts there for a regular file.  No
+ * checksum covers them, so nothing else may hide there.
+ */
+static int
+r_pax_records(struct gck_reader *r, uint64_t from, uint64_t len)
+{
+	static const char *const keys[] = { "SCHILY.xattr." XATTR_DIGEST,
+	    "GNU.sparse.major", "GNU.sparse.minor", "GNU.sparse.name",
+	    "GNU.sparse.realsize", "path", "size", "mtime", "atime",
+	    "ctime", "uid", "gid", "uname", "gname", NULL };
+	char		*buf, *q, *end, *eq;
+	unsigned long	 n;
+	size_t		 i, kl;
+	int		 ret = GCK_OK;
+
+	if (len > GCK_META_MAX || (buf = malloc((size_t)len + 1)) == NULL)
+		return r_unverifiable(r);
+	if (gck_zin_peek(r->z, from, buf, (size_t)len) == -1) {
+		free(buf);
+		return r_unverifiable(r);
+	}
+	buf[len] = '\0';
+	for (q = buf; q < buf + len; q += n) {
+		if (!isdigit((unsigned char)*q) || (n = strtoul(q, &end, 10),
+		    *end != ' ') || n == 0 || n > (size_t)(buf + len - q) ||
+		    q[n - 1] != '\n' || (eq = memchr(end, '=', (size_t)(q +
+		    n - end))) == NULL) {
+			ret = r_unverifiable(r);
+			break;
+		}
+		kl = (size_t)(eq - end - 1);
+		for (i = 0; keys[i] != NULL; i++)
+			if (strlen(keys[i]) == kl &&
+			    memcmp(keys[i], end + 1, kl) == 0)
+				break;
+		if (keys[i] == NULL) {
+			char	pbuf[64];
+
+			snprintf(pbuf, sizeof pbuf, "%.*s", (int)(kl < 40 ?
+			    kl : 40), end + 1);
+			ret = gck_set_error(r->ctx, GCK_EFORMAT, "corrupt "
+			    "image: unexpected pax record '%s'",
+			    printable(pbuf, pbuf, sizeof pbuf));
+			break;
+		}
+	}
+	free(buf);
+	return ret;
 }
 
 /* After the data of an entry of size bytes: its padding must be zero. */
@@ -1067,6 +1125,12 @@ r_trailer(struct gck_reader *r, const char *text, size_t len)
 		    "corrupt image: unreadable checksum trailer");
 		goto out;
 	}
+	if (fmt != gck_manifest_format(r->m)) {
+		ret = gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: "
+		    "trailer of format version %d in an image of version %d",
+		    fmt, gck_manifest_format(r->m));
+		goto out;
+	}
 	if (json_array_size(es) != r->nseen || (uint64_t)count != r->nseen ||
 	    (uint64_t)bytes != r->bytes) {
 		ret = gck_set_error(r->ctx, GCK_ECORRUPT, "corrupt image: "
@@ -1133,6 +1197,25 @@ r_finish(struct gck_reader *r)
 }
 
 /*
+ * At the end of the current CRIU file (none before the first): its parts
+ * add up to the size the manifest's file list gives it.
+ */
+static int
+r_file_done(struct gck_reader *r)
+{
+	int64_t	size;
+
+	if (r->nfiles == 0 || !gck_manifest_has_file_list(r->m))
+		return GCK_OK;
+	size = gck_manifest_file_size(r->m, r->cur);
+	if (size < 0 || (uint64_t)size != r->fbytes)
+		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: "
+		    "'%s' holds %" PRIu64 " bytes, the manifest says %lld",
+		    r->cur, r->fbytes, (long long)size);
+	return GCK_OK;
+}
+
+/*
  * Reads the next entry's header and checks it: a part of a CRIU file,
  * in order, or the trailer, which is read and checked along with the end
  * of the stream.  Returns 0 at a part (its data next), 1 after the
@@ -1164,6 +1247,14 @@ r_entry(struct gck_reader *r)
 		n = "";
 	snprintf(name, sizeof name, "%s", n);
 	if (strcmp(name, NAME_TRAILER) == 0) {
+		if ((ret = r_file_done(r)) != GCK_OK)
+			return ret;
+		if (gck_manifest_has_file_list(r->m) &&
+		    r->nfiles != gck_manifest_nfiles(r->m))
+			return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt "
+			    "image: %zu of the %zu files the manifest lists are "
+			    "missing", gck_manifest_nfiles(r->m) - r->nfiles,
+			    gck_manifest_nfiles(r->m));
 		if ((ret = r_check_entry(r, e, GCK_META_MAX, &digest)) !=
 		    GCK_OK)
 			return ret;
@@ -1220,10 +1311,26 @@ r_entry(struct gck_reader *r)
 		if (hsearch_r(item, FIND, &found, &r->files) != 0)
 			return gck_set_error(r->ctx, GCK_EFORMAT,
 			    "corrupt image: '%s' appears twice", file);
+		if ((ret = r_file_done(r)) != GCK_OK)
+			return ret;
+		/* The files the manifest lists, in the order it gives. */
+		if (gck_manifest_has_file_list(r->m)) {
+			if (!gck_manifest_has_file(r->m, file))
+				return gck_set_error(r->ctx, GCK_EFORMAT,
+				    "corrupt image: '%s' is not in the "
+				    "manifest's file list", file);
+			if (gck_manifest_file_pos(r->m, file) !=
+			    (int64_t)r->nfiles)
+				return gck_set_error(r->ctx, GCK_EFORMAT,
+				    "corrupt image: '%s' out of order", file);
+		}
+		r->fbytes = 0;
+		/* item.key is file, on the stack, until strdup'ed. */
 		if (r->nfiles >= FILES_MAX ||
 		    (item.key = strdup(file)) == NULL ||
 		    hsearch_r(item, ENTER, &found, &r->files) == 0) {
-			free(item.key);
+			if (item.key != file)
+				free(item.key);
 			return gck_set_error(r->ctx, GCK_EFORMAT,
 			    "corrupt image: too many files");
 		}
@@ -1234,6 +1341,7 @@ r_entry(struct gck_reader *r)
 	r->nextpart = part >= 0 ? (int)part + 1 : -1;
 	snprintf(r->ename, sizeof r->ename, "%s", name);
 	r->esize = (uint64_t)archive_entry_size(e);
+	r->fbytes += r->esize;
 	r->edigest = digest;
 	r->egot = 0;
 	r->indata = 1;

@@ -20,6 +20,7 @@
 
 #define MANIFEST_PROCS_MAX	65536
 #define MANIFEST_FILES_MAX	65536
+#define CRIU_INVENTORY		"inventory.img"
 
 struct mproc {
 	pid_t		 pid;
@@ -317,7 +318,7 @@ files_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *fl)
 	json_t		*f;
 	json_int_t	 size;
 	const char	*name;
-	size_t		 i;
+	size_t		 i, pos[2] = { 0, 0 };
 	int		 memory;
 
 	if (fl == NULL)
@@ -333,6 +334,22 @@ files_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *fl)
 		    json_object_get(m->files, name) != NULL ||
 		    json_object_set_new(m->files, name, json_pack("{s:I, s:b}",
 		    "size", size, "memory", memory)) != 0)
+			goto bad;
+		pos[1] += !memory;
+	}
+	/*
+	 * Where each file comes in the stream: inventory.img first, the
+	 * others in the order of the list, then the memory in that order.
+	 */
+	pos[0] = json_object_get(m->files, CRIU_INVENTORY) != NULL;
+	json_array_foreach(fl, i, f) {
+		memory = 0;
+		(void)json_unpack(f, "{s:s, s?b}", "name", &name, "memory",
+		    &memory);
+		memory = memory != 0;
+		if (json_object_set_new(json_object_get(m->files, name), "pos",
+		    json_integer(strcmp(name, CRIU_INVENTORY) == 0 ? 0 :
+		    (json_int_t)pos[memory]++)) != 0)
 			goto bad;
 	}
 	return GCK_OK;
@@ -389,6 +406,25 @@ int
 gck_manifest_has_file_list(const struct gck_manifest *m)
 {
 	return m->files != NULL;
+}
+
+/* Where CRIU file name comes among the files in the stream, or -1. */
+int64_t
+gck_manifest_file_pos(const struct gck_manifest *m, const char *name)
+{
+	json_t	*v;
+
+	if (m->files == NULL || (v = json_object_get(m->files, name)) ==
+	    NULL)
+		return -1;
+	return (int64_t)json_integer_value(json_object_get(v, "pos"));
+}
+
+/* How many CRIU files the manifest lists. */
+size_t
+gck_manifest_nfiles(const struct gck_manifest *m)
+{
+	return m->files != NULL ? json_object_size(m->files) : 0;
 }
 
 /* Whether the image has CRIU file name. */

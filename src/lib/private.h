@@ -292,6 +292,8 @@ char	*gck_manifest_build(struct gck_ctx *, const struct gck_ptree *,
 	    const struct gck_ckpt_opts *, const char *, int,
 	    const struct gck_cuda_facts *, const struct gck_imgfile *, size_t);
 int	gck_manifest_has_file(const struct gck_manifest *, const char *);
+size_t	gck_manifest_nfiles(const struct gck_manifest *);
+int64_t	gck_manifest_file_pos(const struct gck_manifest *, const char *);
 int	gck_manifest_has_file_list(const struct gck_manifest *);
 int64_t	gck_manifest_file_size(const struct gck_manifest *, const char *);
 int	gck_manifest_file_memory(const struct gck_manifest *, const char *);

@@ -277,6 +277,13 @@ gck_zin_read(struct gck_zin *z, void *p, size_t len)
 			gck_set_error(z->ctx, GCK_ENOMEM, "out of memory");
 			return -1;
 		}
+		/* The frame's checksum must cover every byte (flag 0x04). */
+		if (z->dctx != NULL && z->len - z->pos >= 5 &&
+		    !(z->buf[z->pos + 4] & 0x04)) {
+			gck_set_error(z->ctx, GCK_ECORRUPT, "corrupt image: "
+			    "zstd frame without a content checksum");
+			return -1;
+		}
 		if ((z->ring = malloc(ZIO_RING)) == NULL) {
 			gck_set_error(z->ctx, GCK_ENOMEM, "out of memory");
 			return -1;

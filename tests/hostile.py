@@ -1,0 +1,1590 @@
+#!/usr/bin/env python3
+"""hostile.py -- hostile image streams for gpurestore and gpuinspect.
+
+usage: hostile.py [options] good.gck good.tar
+
+A deterministic generator builds a corpus of damaged and hostile streams
+from two real images of the same process tree (one zstd-compressed, one
+not), and a driver runs each stream through gpurestore and gpuinspect,
+which must refuse every one of them cleanly: the exit status their man
+pages give, nothing on standard output, exactly one line on standard
+error with the program's prefix, no process left behind, nothing written
+in the current directory, $TMPDIR or at the paths the evil entries name,
+a peak RSS under a bound, and an exit within a hang-detecting timeout.
+
+The output is TAP-like, one line per category:
+	ok<TAB>CATEGORY<TAB>N streams, M runs
+	not ok<TAB>CATEGORY<TAB>N streams, M runs, K failed
+and the failing runs are described on standard error.
+
+Options:
+	--bindir DIR	where gpurestore and gpuinspect are (GCK_BINDIR)
+	--trash DIR	the test's scratch directory; evil paths point into it
+	--pids P,...	the PIDs of the image's processes, which must not
+			exist while or after a stream is refused
+	--min N		fail unless the corpus has at least N streams
+	--only TEXT	run only the streams whose name contains TEXT
+	--write DIR	write the corpus into DIR (one file a stream, named by
+			its number), list it on standard output and exit;
+			with DIR "-", only list it
+	--rss-kb N	peak RSS bound in KiB (default 262144)
+	--timeout S	per-run hang detector in seconds (default 30)
+	--jobs N	concurrent inspect runs beside the restores (default 1)
+"""
+
+import argparse
+import ctypes
+import glob
+import hashlib
+import json
+import os
+import random
+import re
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+RECORD = 10240
+BLOCK = 512
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+DIGEST_KEY = "SCHILY.xattr.gpuckpt.xxh3"
+
+# ---------------------------------------------------------------- hashes
+
+_xxh = ctypes.CDLL("libxxhash.so.0")
+_xxh.XXH3_64bits.restype = ctypes.c_uint64
+_xxh.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+
+
+def xxh3(b):
+    return "%016x" % _xxh.XXH3_64bits(b, len(b))
+
+
+# ----------------------------------------------------------- tar, by hand
+
+def octal(n, width):
+    """A ustar numeric field: width - 1 octal digits and a NUL."""
+    return b"%0*o\0" % (width - 1, n)
+
+
+def ustar(name, size=0, typ=b"0", linkname=b"", mode=0o600, devmajor=0,
+          devminor=0, size_field=None, magic=b"ustar\x0000", prefix=b""):
+    """A 512-byte ustar header with a correct checksum."""
+    if isinstance(name, str):
+        name = name.encode()
+    if isinstance(linkname, str):
+        linkname = linkname.encode()
+    h = bytearray(BLOCK)
+    h[0:100] = name[:100].ljust(100, b"\0")
+    h[100:108] = octal(mode, 8)
+    h[108:116] = octal(0, 8)
+    h[116:124] = octal(0, 8)
+    h[124:136] = size_field if size_field is not None else octal(size, 12)
+    h[136:148] = octal(1700000000, 12)
+    h[156:157] = typ
+    h[157:257] = linkname[:100].ljust(100, b"\0")
+    h[257:265] = magic
+    h[265:297] = b"root".ljust(32, b"\0")
+    h[297:329] = b"root".ljust(32, b"\0")
+    h[329:337] = octal(devmajor, 8)
+    h[337:345] = octal(devminor, 8)
+    h[345:500] = prefix[:155].ljust(155, b"\0")
+    return fix_checksum(h)
+
+
+def fix_checksum(h):
+    h = bytearray(h)
+    h[148:156] = b" " * 8
+    h[148:156] = b"%06o\0 " % sum(h)
+    return bytes(h)
+
+
+def pad(b):
+    return b + bytes(-len(b) % BLOCK)
+
+
+def record(key, value):
+    """One pax record, "LEN KEY=VALUE\\n", LEN counting itself."""
+    if isinstance(key, str):
+        key = key.encode()
+    if isinstance(value, str):
+        value = value.encode()
+    body = b" " + key + b"=" + value + b"\n"
+    n = len(body) + 1
+    while len(str(n).encode()) + len(body) != n:
+        n += 1
+    return str(n).encode() + body
+
+
+def pax(records, name=b"PaxHeader/x", typ=b"x"):
+    """A pax extended header: its ustar header and its records."""
+    if isinstance(records, dict):
+        records = b"".join(record(k, v) for k, v in records.items())
+    return ustar(name, len(records), typ) + pad(records)
+
+
+def entry(name, data, records=None, digest=None, typ=b"0", **kw):
+    """A whole entry: pax header with a digest (that of data unless
+    given; False for none), ustar header, data."""
+    recs = dict(records or {})
+    if digest is not False:
+        recs[DIGEST_KEY] = digest if digest is not None else xxh3(data)
+    n = name.encode() if isinstance(name, str) else name
+    h = pax(recs, b"PaxHeader/" + n.split(b"/")[-1][:80]) if recs else b""
+    size = len(data) if typ in (b"0", b"\0") else kw.pop("size", 0)
+    return h + ustar(n, kw.pop("size", size), typ, **kw) + pad(data)
+
+
+def finish(body):
+    """The end of the archive: two zero blocks, a whole record."""
+    b = body + bytes(2 * BLOCK)
+    return b + bytes(-len(b) % RECORD)
+
+
+# --------------------------------------------------------------- zstd
+
+def zstd(b, *opts):
+    return subprocess.run(["zstd", "-q", "-c"] + list(opts), input=b,
+                          stdout=subprocess.PIPE, check=True).stdout
+
+
+def zframe(blocks, window_log=20, checksum=b"\0\0\0\0", fcs=None):
+    """A zstd frame by hand.  blocks: list of ("raw", bytes) or
+    ("rle", byte, count), count <= 128 KiB.  checksum: the 4 bytes to
+    append (false ones by default: a reader meets them last), or None
+    for a frame without one."""
+    fhd = 0
+    if checksum is not None:
+        fhd |= 0x04
+    extra = b""
+    if fcs is not None:
+        fhd |= 0xc0			# 8-byte frame content size
+        extra = struct.pack("<Q", fcs)
+    out = [ZSTD_MAGIC + bytes([fhd, (window_log - 10) << 3]) + extra]
+    for i, blk in enumerate(blocks):
+        last = 1 if i == len(blocks) - 1 else 0
+        if blk[0] == "raw":
+            out.append(struct.pack("<I", last | len(blk[1]) << 3)[:3] +
+                       blk[1])
+        else:
+            out.append(struct.pack("<I", last | 1 << 1 | blk[2] << 3)[:3] +
+                       blk[1])
+    if checksum is not None:
+        out.append(checksum)
+    return b"".join(out)
+
+
+def raw_blocks(b):
+    return [("raw", b[i:i + 65536]) for i in range(0, len(b), 65536)]
+
+
+def rle_blocks(byte, count):
+    """count bytes of byte, as RLE blocks of 128 KiB."""
+    n, rest = divmod(count, 1 << 17)
+    return [("rle", byte, 1 << 17)] * n + ([("rle", byte, rest)]
+                                           if rest else [])
+
+
+def zstd_layout(b):
+    """The frame header length, the blocks (offset of header, type,
+    content length) and the offset of the checksum of b's one frame."""
+    fhd = b[4]
+    single = fhd >> 5 & 1
+    fcs = (0, 2, 4, 8)[fhd >> 6]
+    if fcs == 0 and single:
+        fcs = 1
+    did = (0, 1, 2, 4)[fhd & 3]
+    pos = 5 + (0 if single else 1) + did + fcs
+    hlen, blocks = pos, []
+    while True:
+        h = int.from_bytes(b[pos:pos + 3], "little")
+        last, typ, size = h & 1, h >> 1 & 3, h >> 3
+        clen = 1 if typ == 1 else size
+        blocks.append((pos, typ, clen))
+        pos += 3 + clen
+        if last:
+            break
+    return hlen, blocks, pos if fhd & 4 else None
+
+
+# ---------------------------------------------------------- the real tar
+
+class Entry:
+    pass
+
+
+def parse_tar(buf):
+    """The entries of an image written by gpuckpt, with the offsets of
+    their parts: pax header, its records, ustar header, data."""
+    entries, pos = [], 0
+    while pos + BLOCK <= len(buf):
+        e = Entry()
+        e.start = pos
+        h = buf[pos:pos + BLOCK]
+        if h == bytes(BLOCK):
+            break
+        e.pax = None
+        e.recs = {}
+        if h[156:157] == b"x":
+            n = int(h[124:136].rstrip(b"\0 "), 8)
+            e.pax = pos
+            e.recs_at = pos + BLOCK
+            e.recs_len = n
+            text = buf[pos + BLOCK:pos + BLOCK + n]
+            for m in re.finditer(rb"(\d+) ([^=]+)=", text):
+                ln = int(m.group(1))
+                v0 = m.end()
+                v1 = m.start() + ln - 1
+                e.recs[m.group(2).decode()] = (v0, text[v0:v1].decode())
+            pos += BLOCK + (n + BLOCK - 1) // BLOCK * BLOCK
+            h = buf[pos:pos + BLOCK]
+        e.hdr = pos
+        e.typ = h[156:157]
+        e.stored = int(h[124:136].rstrip(b"\0 "), 8)
+        e.data = pos + BLOCK
+        e.end = e.data + (e.stored + BLOCK - 1) // BLOCK * BLOCK
+        e.name = e.recs.get("GNU.sparse.name", (0, None))[1] or \
+            h[0:100].split(b"\0")[0].decode()
+        e.sparse = "GNU.sparse.name" in e.recs
+        e.size = int(e.recs["GNU.sparse.realsize"][1]) if e.sparse \
+            else e.stored
+        e.digest = e.recs[DIGEST_KEY][1]
+        e.raw = buf[e.start:e.end]
+        entries.append(e)
+        pos = e.end
+    return entries, pos
+
+
+# ------------------------------------------------------------- the corpus
+
+class Stream:
+    """One hostile stream: its category, name, bytes (or a function
+    that makes them) and a pattern of what gpurestore must say."""
+
+    def __init__(self, cat, name, data, expect=None):
+        self.cat, self.name, self._data = cat, name, data
+        self.expect = expect
+
+    def data(self):
+        if not callable(self._data):
+            return self._data
+        b = self._data()
+        if len(b) <= 1 << 18:
+            self._data = b	# small: compressed, costly to make again
+        return b
+
+
+class Corpus:
+    def __init__(self, gck, tar, trash):
+        self.gck, self.tar, self.trash = gck, tar, trash
+        self.streams = []
+        self.benign = []
+        self.entries, self.tar_end = parse_tar(tar)
+        es = self.entries
+        if es[0].name != "gpuckpt.json" or es[-1].name != "gpuckpt.sums":
+            sys.exit("hostile.py: %d entries, not an image" % len(es))
+        self.manifest, self.sums = es[0], es[-1]
+        self.crius = es[1:-1]
+        self.parts = [e for e in es if ".part" in e.name]
+        self.sparse = [e for e in es if e.sparse]
+        if len(self.parts) < 2 or not self.sparse:
+            sys.exit("hostile.py: the image needs parts and holes")
+        self.head_len = es[1].start
+        self.mjson = json.loads(tar[self.manifest.data:self.manifest.data +
+                                    self.manifest.size])
+
+    def add(self, cat, name, data, expect=None):
+        self.streams.append(Stream(cat, name, data, expect))
+
+    # A stream of the real entries (each the raw bytes of good.tar, or
+    # bytes), with a trailer that lists them truly if sums is True.
+    def image(self, ents, sums=True, tail=b""):
+        body = b"".join(e if isinstance(e, bytes) else e.raw for e in ents)
+        if sums is True:
+            body += self.trailer(ents)
+        elif sums:
+            body += sums
+        return finish(body) + tail
+
+    def trailer(self, ents, fmt=1, mutate=None):
+        listed = []
+        for e in ents:
+            if isinstance(e, bytes):
+                e = parse_tar(pad(e) + bytes(1024))[0][0]
+            listed.append({"name": e.name, "size": e.size,
+                           "xxh3": e.digest})
+        t = {"format": fmt, "entries": listed, "count": len(listed),
+             "bytes": sum(x["size"] for x in listed)}
+        if mutate:
+            mutate(t)
+        return entry("gpuckpt.sums", json.dumps(t).encode())
+
+    def manifest_entry(self, text):
+        return entry("gpuckpt.json", text)
+
+
+def spread(lo, hi, k):
+    """k offsets spread evenly inside [lo, hi)."""
+    if hi <= lo:
+        return []
+    return sorted({lo + (hi - lo) * i // (k + 1) for i in range(1, k + 1)})
+
+
+def flip(buf, off, mask=0xff):
+    b = bytearray(buf)
+    b[off] ^= mask
+    return bytes(b)
+
+
+def gen_truncations(c):
+    tar, gck = c.tar, c.gck
+    offs = {}
+    mid = c.crius[len(c.crius) // 2]
+    for e in c.entries:
+        where = e.name.replace("criu/", "")
+        if e not in (c.manifest, c.crius[0], mid, c.sums) and \
+                not e.name.startswith("criu/pages-"):
+            # The others: where their headers and data start.
+            offs.setdefault(e.start, "pax header of %s" % where)
+            offs.setdefault(e.data, "data of %s" % where)
+            continue
+        if e.pax is not None:
+            for o, what in ((e.pax, "pax header"), (e.pax + 1, "pax header"),
+                            (e.pax + 300, "pax header"),
+                            (e.pax + 511, "pax header"),
+                            (e.recs_at + e.recs_len // 2, "pax records"),
+                            (e.recs_at + e.recs_len, "pax padding"),
+                            (e.hdr - 1, "pax padding")):
+                offs.setdefault(o, "%s of %s" % (what, where))
+        for o, what in ((e.hdr, "header"), (e.hdr + 100, "header"),
+                        (e.hdr + 256, "header"), (e.hdr + 511, "header"),
+                        (e.data, "data"), (e.data + 1, "data"),
+                        (e.data + e.stored // 2, "data"),
+                        (e.data + e.stored - 1, "data"),
+                        (e.data + e.stored, "data padding"),
+                        (e.end - 1, "data padding")):
+            offs.setdefault(o, "%s of %s" % (what, where))
+        if e.sparse:
+            for o in spread(e.data, e.data + e.stored, 3):
+                offs.setdefault(o, "holes map or data of %s" % where)
+    for o in (c.tar_end, c.tar_end + 1, c.tar_end + 511, c.tar_end + 512,
+              c.tar_end + 1023, c.tar_end + 1024, len(tar) - 1,
+              len(tar) - 2, len(tar) - 512, len(tar) - 5000):
+        offs.setdefault(o, "end of archive")
+    for o in (0, 1, 2, 3, 4, 5, 100, 257, 262):
+        offs.setdefault(o, "first block")
+    rnd = random.Random(7)
+    for _ in range(16):
+        o = rnd.randrange(len(tar))
+        offs.setdefault(o, "random")
+    for o, what in sorted(offs.items()):
+        if 0 <= o < len(tar):
+            c.add("truncate-tar", "tar cut at %d (%s)" % (o, what),
+                  lambda o=o: c.tar[:o])
+    # The compressed image: in its frame header, its blocks' headers and
+    # contents, and its checksum.
+    hlen, blocks, ck = zstd_layout(gck)
+    offs = {}
+    for o in range(0, hlen + 1):
+        offs[o] = "frame header"
+    for i, (at, typ, clen) in enumerate(blocks):
+        if i < 6 or i > len(blocks) - 4 or i % 4 == 0:
+            for o in (at, at + 1, at + 2, at + 3, at + 3 + clen // 2,
+                      at + 3 + clen - 1):
+                offs.setdefault(o, "block %d" % i)
+    if ck is not None:
+        for o in range(ck, ck + 4):
+            offs[o] = "checksum"
+    rnd = random.Random(8)
+    for _ in range(20):
+        offs.setdefault(rnd.randrange(len(gck)), "random")
+    for o, what in sorted(offs.items()):
+        if 0 <= o < len(gck):
+            c.add("truncate-zstd", "zstd cut at %d (%s)" % (o, what),
+                  lambda o=o: c.gck[:o])
+
+
+def gen_zstd_flips(c):
+    gck = c.gck
+    hlen, blocks, ck = zstd_layout(gck)
+    # A flip of the window size that still decodes the same bytes
+    # damages nothing: it is left out (and so is counted).
+    plain = subprocess.run(["zstd", "-dcq"], input=gck,
+                           stdout=subprocess.PIPE, check=True).stdout
+    for o in range(hlen):
+        for m in (0xff, 0x01, 0x80, 0x20):
+            b = flip(gck, o, m)
+            p = subprocess.run(["zstd", "-dcq"], input=b,
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+            if p.returncode == 0 and p.stdout == plain:
+                c.benign.append("zstd byte %d ^ %#x" % (o, m))
+                continue
+            c.add("flip-zstd-header", "zstd byte %d ^ %#x (frame header)"
+                  % (o, m), lambda o=o, m=m: flip(c.gck, o, m))
+    for i, (at, typ, clen) in enumerate(blocks):
+        if not (i < 4 or i > len(blocks) - 3 or i % 5 == 0):
+            continue
+        for o, m in ((at, 0x01), (at, 0x02), (at, 0x04), (at + 1, 0xff),
+                     (at + 2, 0x80)):
+            c.add("flip-zstd-blocks", "zstd byte %d ^ %#x (header of "
+                  "block %d)" % (o, m, i),
+                  lambda o=o, m=m: flip(c.gck, o, m))
+        for o in spread(at + 3, at + 3 + clen, 3):
+            c.add("flip-zstd-blocks", "zstd byte %d (in block %d)" % (o, i),
+                  lambda o=o: flip(c.gck, o))
+    if ck is None:
+        sys.exit("hostile.py: the zstd image has no checksum")
+    for o in range(ck, ck + 4):
+        for m in (0xff, 0x01, 0x80):
+            c.add("flip-zstd-checksum", "zstd byte %d ^ %#x (checksum)"
+                  % (o, m), lambda o=o, m=m: flip(c.gck, o, m))
+
+
+USTAR_FIELDS = (("name", 0), ("name", 50), ("name", 99), ("mode", 100),
+                ("mode", 106), ("uid", 108), ("gid", 116), ("size", 124),
+                ("size", 130), ("size", 134), ("size", 135), ("mtime", 136),
+                ("chksum", 148), ("chksum", 149), ("chksum", 150),
+                ("chksum", 151), ("chksum", 152), ("chksum", 153),
+                ("chksum", 154), ("chksum", 155), ("typeflag", 156),
+                ("linkname", 157), ("magic", 257), ("magic", 262),
+                ("version", 263), ("version", 264), ("uname", 265),
+                ("gname", 297), ("devmajor", 329), ("devminor", 337),
+                ("prefix", 345), ("prefix", 499), ("pad", 500), ("pad", 511))
+
+
+def gen_tar_flips(c):
+    tar = c.tar
+    es = c.entries
+    kinds = (("manifest", c.manifest), ("inventory", c.crius[0]),
+             ("criu file", c.crius[len(c.crius) // 2]),
+             ("part with holes", c.sparse[0]), ("last part", c.parts[-1]),
+             ("trailer", c.sums))
+
+    def add(cat, o, what, m=0xff):
+        c.add(cat, "tar byte %d ^ %#x (%s)" % (o, m, what),
+              lambda: flip(c.tar, o, m))
+
+    for k, (kind, e) in enumerate(kinds):
+        for field, at in USTAR_FIELDS[k % 2::1 + (k in (1, 2, 4))]:
+            add("flip-tar-header", e.hdr + at,
+                "%s of the ustar header of the %s" % (field, kind))
+        if e.pax is None:
+            continue
+        for field, at in USTAR_FIELDS[k % 4::4]:
+            add("flip-pax", e.pax + at,
+                "%s of the pax header of the %s" % (field, kind))
+        rec = tar[e.recs_at:e.recs_at + e.recs_len]
+        for i in sorted({0, 2, 3, 20, len(rec) - 2, len(rec) - 1}):
+            add("flip-pax", e.recs_at + i,
+                "pax records of the %s, byte %d" % (kind, i))
+    for e in c.sparse:
+        rec = tar[e.recs_at:e.recs_at + e.recs_len]
+        for key in ("GNU.sparse.major", "GNU.sparse.minor",
+                    "GNU.sparse.name", "GNU.sparse.realsize"):
+            v0 = e.recs[key][0]
+            k0 = rec.find(key.encode())
+            add("flip-pax", e.recs_at + k0 + 4, "key %s of %s" %
+                (key, e.name), 0x01)
+            add("flip-pax", e.recs_at + v0, "value %s of %s" % (key, e.name),
+                0x01)
+            add("flip-pax", e.recs_at + k0 - 2,
+                "length of %s of %s" % (key, e.name), 0x01)
+    # The digest of every entry, where a reader meets it: the per-part
+    # checksums.
+    for e in es:
+        v0 = e.recs[DIGEST_KEY][0]
+        for i, m in ((0, 0x01), (15, 0x40)) if e.name.startswith(
+                "criu/pages-") or e in (c.manifest, c.sums) else \
+                (((len(e.name) * 7) % 16, 0x01),):
+            add("flip-digest", e.recs_at + v0 + i,
+                "digest of %s, digit %d" % (e.name, i), m)
+    # The manifest's JSON.
+    m = c.manifest
+    for o in spread(m.data, m.data + m.size, 36) + [m.data, m.data + 1,
+                                                     m.data + m.size - 1]:
+        add("flip-manifest", o, "manifest JSON byte %d" % (o - m.data))
+    for o in spread(m.data, m.data + m.size, 12):
+        add("flip-manifest", o, "manifest JSON byte %d" % (o - m.data), 0x01)
+    # CRIU image data: each file, its first, middle and last byte.
+    for e in c.crius:
+        if e.sparse or e.name.startswith("criu/pages-"):
+            continue
+        for o in sorted({e.data, e.data + e.stored // 2,
+                         e.data + e.stored - 1}):
+            add("flip-criu", o, "data of %s, byte %d" % (e.name,
+                                                          o - e.data))
+    # The pages: maps of holes, stored data, every part.
+    for e in c.crius:
+        if not e.name.startswith("criu/pages-"):
+            continue
+        offs = spread(e.data, e.data + e.stored, 8) + [
+            e.data, e.data + e.stored - 1]
+        if e.sparse:
+            offs += [e.data + 1, e.data + 2, e.data + 3, e.data + 6,
+                     e.data + 10]
+        for o in sorted(set(offs)):
+            add("flip-pages", o, "page data of %s, byte %d" %
+                (e.name, o - e.data))
+    # The trailer: its JSON.
+    s = c.sums
+    for o in spread(s.data, s.data + s.size, 30) + [s.data,
+                                                    s.data + s.size - 1]:
+        add("flip-trailer", o, "trailer JSON byte %d" % (o - s.data))
+    # Padding: after pax records, after data, the end of the archive.
+    for e in es[::3] + [c.sums, c.manifest]:
+        if e.pax is not None:
+            add("flip-padding", e.recs_at + e.recs_len,
+                "padding after the pax records of %s" % e.name)
+            add("flip-padding", e.hdr - 1,
+                "last padding byte of the pax records of %s" % e.name)
+        if e.stored % BLOCK:
+            add("flip-padding", e.data + e.stored,
+                "padding after the data of %s" % e.name)
+            add("flip-padding", e.end - 1,
+                "last padding byte after the data of %s" % e.name)
+    for o in (c.tar_end, c.tar_end + 100, c.tar_end + 511, c.tar_end + 512,
+              c.tar_end + 1023, c.tar_end + 1024, len(tar) - 1,
+              (c.tar_end + len(tar)) // 2):
+        if o < len(tar):
+            add("flip-padding", o, "end of archive, byte %d" %
+                (o - c.tar_end))
+
+
+def gen_order(c):
+    es = c.entries
+    crius = c.crius
+    names = [e.name.replace("criu/", "") for e in es]
+    for i, e in enumerate(es):
+        rest = es[:i] + es[i + 1:]
+        c.add("order", "entry %s left out" % names[i],
+              lambda rest=rest: c.image(rest, sums=False))
+        if 0 < i < len(es) - 1:
+            body = es[:i] + es[i + 1:-1]
+            c.add("order", "entry %s left out, trailer made again" %
+                  names[i], lambda body=body: c.image(body))
+    for i, e in enumerate(es):
+        ents = es[:i + 1] + [e] + es[i + 1:]
+        c.add("order", "entry %s twice" % names[i],
+              lambda ents=ents: c.image(ents, sums=False))
+        if i < len(es) - 1:
+            body = es[:i + 1] + [e] + es[i + 1:-1]
+            c.add("order", "entry %s twice, trailer made again" % names[i],
+                  lambda body=body: c.image(body))
+    for i in range(len(es) - 1):
+        ents = list(es)
+        ents[i], ents[i + 1] = ents[i + 1], ents[i]
+        c.add("order", "entries %s and %s swapped" % (names[i],
+                                                        names[i + 1]),
+              lambda ents=ents: c.image(ents, sums=False))
+    # Swaps that break the rules of the order even with a true trailer:
+    # inventory.img first, the memory last, parts in order.
+    memory = [e for e in crius if e.name.startswith("criu/pages-")]
+    other = [e for e in crius if e not in memory]
+    for a, b in ((other[0], other[1]), (other[-1], memory[0]),
+                 (memory[0], memory[1]), (memory[1], memory[2])):
+        body = list(crius)
+        ia, ib = body.index(a), body.index(b)
+        body[ia], body[ib] = body[ib], body[ia]
+        c.add("order", "entries %s and %s swapped, trailer made again" %
+              (a.name, b.name), lambda body=body: c.image([c.manifest] +
+                                                         body))
+    body = other[:2] + memory + other[2:]
+    c.add("order", "memory before the other files, trailer made again",
+          lambda: c.image([c.manifest] + body))
+    c.add("order", "entries reversed",
+          lambda: c.image(es[::-1], sums=False))
+    c.add("order", "trailer first", lambda: c.image([c.sums] + es[:-1],
+                                                    sums=False))
+    c.add("order", "manifest last", lambda: c.image(es[1:] + [c.manifest],
+                                                    sums=False))
+    c.add("order", "manifest after inventory",
+          lambda: c.image([es[1], es[0]] + es[2:-1]))
+    c.add("order", "trailer in the middle",
+          lambda: c.image(es[:5] + [c.sums] + es[5:-1], sums=False))
+    c.add("order", "the image twice", lambda: c.image(es + es, sums=False))
+    c.add("order", "the image's entries twice, one trailer",
+          lambda: c.image(es[:-1] + es[1:-1]))
+    c.add("order", "the CRIU files only, trailer made again",
+          lambda: c.image(crius))
+    c.add("order", "the manifest alone, trailer made again",
+          lambda: c.image([c.manifest]))
+    c.add("order", "the manifest alone, no trailer",
+          lambda: c.image([c.manifest], sums=False))
+    # Parts: renamed, renumbered, with another file's name.
+    p0, p1 = c.parts[0], c.parts[1]
+    base = p0.name[:-len(".part00000")]
+    for new0, new1, what in (
+            (".part00001", ".part00000", "parts renumbered"),
+            (".part00000", ".part00002", "a part number skipped"),
+            (".part00001", ".part00002", "no part 0"),
+            (".part00000", ".part00000", "part 0 twice"),
+            ("", ".part00001", "part 0 without its suffix"),
+            (".part00000", "", "last part without its suffix"),
+            (".part0000", ".part0001", "four-digit part numbers"),
+            (".part000000", ".part000001", "six-digit part numbers"),
+            (".part-0001", ".part00001", "a negative part number"),
+            (".part 0000", ".part00001", "a space in a part number"),
+            (".part0000x", ".part00001", "a letter in a part number")):
+        def mk(new0=new0, new1=new1):
+            a = retag(c.tar, p0, base + new0)
+            b = retag(c.tar, p1, base + new1)
+            body = [e if e not in (p0, p1) else (a if e is p0 else b)
+                    for e in es[:-1]]
+            return c.image(body)
+        c.add("order", what + ", trailer made again", mk)
+
+
+def retag(tar, e, name):
+    """Entry e, renamed name, with its digest kept: raw bytes."""
+    recs = {}
+    text = tar[e.recs_at:e.recs_at + e.recs_len]
+    for m in re.finditer(rb"(\d+) ([^=]+)=", text):
+        k = m.group(2).decode()
+        v = text[m.end():m.start() + int(m.group(1)) - 1]
+        recs[k] = v
+    if e.sparse:
+        recs["GNU.sparse.name"] = name.encode()
+        tname = "criu/GNUSparseFile.0/" + name.split("/")[-1]
+    else:
+        tname = name
+    h = ustar(tname, e.stored)
+    return pax(b"".join(record(k, v) for k, v in recs.items()),
+               b"criu/PaxHeader/" + name.split("/")[-1].encode()) + \
+        h + tar[e.data:e.end]
+
+
+def gen_evil(c):
+    """Evil tar headers, each with a true digest, after the manifest
+    (and as the first entry), with a trailer that lists them."""
+    t = c.trash
+    m = c.manifest
+    es = c.entries
+    evil_abs = "/tmp/gck-evil-%s"
+    evil_trash = t + "/evil-%s"
+    cases = []
+
+    def ev(name, e, expect=None):
+        cases.append((name, e, expect))
+
+    d = b"evil\n"
+    for tag, path in (
+            ("abs-tmp", evil_abs % "abs"),
+            ("abs-trash", evil_trash % "abs"),
+            ("abs-criu", "/criu/inventory.img"),
+            ("abs-dot", "/./tmp/gck-evil-absdot"),
+            ("dotdot", "criu/../../../../../../../../tmp/gck-evil-dotdot"),
+            ("dotdot-trash", "criu/" + "../" * 3 + "evil-dotdot"),
+            ("dotdot-lead", "../gck-evil-lead"),
+            ("dotdot-only", ".."),
+            ("dotdot-tail", "criu/.."),
+            ("dotdot-mid", "criu/../gpuckpt.json"),
+            ("dot", "criu/./inventory.img"),
+            ("dot-lead", "./gpuckpt.sums"),
+            ("slashes", "criu//inventory.img"),
+            ("trailing-slash", "criu/inventory.img/"),
+            ("criu-dir", "criu/"),
+            ("criu-bare", "criu"),
+            ("nested", "criu/sub/inventory.img"),
+            ("hidden", "criu/.hidden"),
+            ("other-dir", "crio/inventory.img"),
+            ("upper", "CRIU/inventory.img"),
+            ("nul", "criu/inv\0entory.img"),
+            ("newline", "criu/inv\nentory.img"),
+            ("control", "criu/in\x1b[2Jv\r.img"),
+            ("utf8", "criu/inv\u00e9ntory.img"),
+            ("latin1", b"criu/inv\xe9ntory.img"),
+            ("space", "criu/inventory .img"),
+            ("backslash", "criu\\..\\..\\gck-evil-bs"),
+            ("long-100", "criu/" + "n" * 95),
+            ("long-255", "criu/" + "n" * 250),
+            ("long-5000", "criu/" + "n" * 5000),
+            ("long-100000", "criu/" + "n" * 100000),
+            ("deep", "criu/" + "a/" * 2000 + "x.img"),
+            ("long-abs", "/" + "p" * 250 + "/" + "q" * 4000)):
+        if isinstance(path, str):
+            path = path.encode("utf-8")
+        # The name in a pax path record (ustar holds a benign one), and,
+        # where it fits, in the ustar header alone.
+        ev("pax path " + tag, pax({"path": path, DIGEST_KEY: xxh3(d)},
+                                  b"PaxHeader/evil") +
+           ustar("criu/evil.img", len(d)) + pad(d))
+        if len(path) <= 100 and b"\0" not in path:
+            ev("ustar name " + tag, entry(path, d))
+        if len(path) <= 255 and b"/" in path[:155] and b"\0" not in path:
+            cut = path[:155].rfind(b"/")
+            if 0 < cut and len(path) - cut - 1 <= 100:
+                ev("ustar prefix " + tag,
+                   pax({DIGEST_KEY: xxh3(d)}) +
+                   ustar(path[cut + 1:], len(d), prefix=path[:cut]) + pad(d))
+    for tag, target in (("abs", evil_abs % "symlink"),
+                        ("trash", evil_trash % "symlink"),
+                        ("dotdot", "../../../../tmp/gck-evil-symlink"),
+                        ("sibling", "inventory.img"),
+                        ("etc", "/etc/passwd")):
+        ev("symlink to " + tag, entry("criu/inventory.img", b"", typ=b"2",
+                                      linkname=target))
+        ev("hard link to " + tag, entry("criu/inventory.img", b"",
+                                        typ=b"1", linkname=target))
+        ev("pax linkpath symlink to " + tag,
+           pax({"linkpath": target, DIGEST_KEY: xxh3(b"")}) +
+           ustar("criu/inventory.img", 0, typ=b"2"))
+    # A symlink, then a file written through it.
+    ev("file through a symlink",
+       entry("criu/x", b"", typ=b"2", linkname="/tmp") +
+       entry("criu/x/gck-evil-through", d))
+    ev("hard link with data", entry("criu/inventory.img", d, typ=b"1",
+                                    linkname="gpuckpt.json", size=len(d)))
+    for tag, typ, kw in (
+            ("char device", b"3", {"devmajor": 1, "devminor": 3}),
+            ("block device", b"4", {"devmajor": 7, "devminor": 0}),
+            ("fifo", b"6", {}),
+            ("directory", b"5", {}),
+            ("contiguous file", b"7", {}),
+            ("GNU dumpdir", b"D", {}),
+            ("GNU volume label", b"V", {}),
+            ("GNU multi-volume", b"M", {}),
+            ("GNU old sparse", b"S", {}),
+            ("Solaris ACL", b"A", {}),
+            ("unknown type Z", b"Z", {}),
+            ("type NUL byte 0x01", b"\x01", {})):
+        ev(tag, entry("criu/inventory.img", b"", typ=typ, **kw))
+        ev(tag + " named " + evil_abs % "dev",
+           entry(evil_abs % typ.hex(), b"", typ=typ, **kw))
+    # GNU long names and links, global headers, a pax header on its own.
+    ln = (evil_abs % "longname").encode() + b"\0"
+    ev("GNU long name", ustar("././@LongLink", len(ln), b"L") + pad(ln) +
+       entry("criu/short.img", d))
+    ln = b"criu/" + b"n" * 3000 + b"\0"
+    ev("GNU long name 3000", ustar("././@LongLink", len(ln), b"L") +
+       pad(ln) + entry("criu/short.img", d))
+    ev("GNU long link", ustar("././@LongLink", len(ln), b"K") + pad(ln) +
+       entry("criu/inventory.img", b"", typ=b"2", linkname="x"))
+    ev("pax global header", pax({"path": evil_abs % "global"},
+                                b"GlobalHead", b"g") + entry("criu/a.img", d))
+    ev("two pax headers", pax({"path": evil_abs % "twopax"}) +
+       entry("criu/a.img", d))
+    ev("pax header then end", pax({DIGEST_KEY: xxh3(d)}))
+    ev("pax record with no '='", pax(b"20 nothing-to-see\n" +
+                                     record(DIGEST_KEY, xxh3(d))) +
+       ustar("criu/a.img", len(d)) + pad(d))
+    ev("pax record length too long", pax(b"99 path=/tmp/gck-evil-len\n" +
+                                         record(DIGEST_KEY, xxh3(d))) +
+       ustar("criu/a.img", len(d)) + pad(d))
+    ev("pax record length zero", pax(b"0 path=x\n" +
+                                     record(DIGEST_KEY, xxh3(d))) +
+       ustar("criu/a.img", len(d)) + pad(d))
+    ev("pax record length huge", pax(b"99999999999999999999 path=x\n") +
+       ustar("criu/a.img", len(d)) + pad(d))
+    ev("pax records not ended", pax(b"30 path=criu/a.img") +
+       ustar("criu/a.img", len(d)) + pad(d))
+    ev("pax digest twice, the second false",
+       pax(record(DIGEST_KEY, xxh3(d)) + record(DIGEST_KEY, "0" * 16)) +
+       ustar("criu/a.img", len(d)) + pad(d))
+    ev("pax digest of 15 digits", entry("criu/a.img", d,
+                                        digest=xxh3(d)[1:]))
+    ev("pax digest of 17 digits", entry("criu/a.img", d,
+                                        digest=xxh3(d) + "0"))
+    ev("pax digest upper case", entry("criu/a.img", d,
+                                      digest=xxh3(d).upper()))
+    ev("pax digest with a sign", entry("criu/a.img", d,
+                                       digest="-" + xxh3(d)[1:]))
+    ev("pax digest with spaces", entry("criu/a.img", d,
+                                       digest=" " + xxh3(d)[1:]))
+    ev("pax digest 0x", entry("criu/a.img", d, digest="0x" + xxh3(d)[2:]))
+    ev("no digest", entry("criu/a.img", d, digest=False))
+    ev("no pax header", ustar("criu/a.img", len(d)) + pad(d))
+    ev("pax extra xattr", pax({"SCHILY.xattr.security.capability": "x",
+                               DIGEST_KEY: xxh3(d)}) +
+       ustar("criu/a.img", len(d)) + pad(d))
+    ev("pax uid huge", pax({"uid": "9" * 40, DIGEST_KEY: xxh3(d)}) +
+       ustar("criu/a.img", len(d)) + pad(d))
+    ev("pax mtime junk", pax({"mtime": "soon", DIGEST_KEY: xxh3(d)}) +
+       ustar("criu/a.img", len(d)) + pad(d))
+    # Sizes: huge, negative, disagreeing, in base 256.
+    for tag, rec, field in (
+            ("pax size 1 TiB", str(1 << 40), None),
+            ("pax size 2^63-1", str((1 << 63) - 1), None),
+            ("pax size 2^64", str(1 << 64), None),
+            ("pax size negative", "-1", None),
+            ("pax size empty", "", None),
+            ("pax size hex", "0x10", None),
+            ("pax size with junk", "5junk", None),
+            ("pax size 30 digits", "9" * 30, None),
+            ("ustar size 8 GiB-1", None, octal((8 << 30) - 1, 12)),
+            ("ustar size all 7s", None, b"77777777777\0"),
+            ("ustar size base 256 huge", None,
+             b"\x80" + (1 << 50).to_bytes(11, "big")),
+            ("ustar size base 256 negative", None, b"\xff" * 12),
+            ("ustar size not octal", None, b"0000000009a\0"),
+            ("ustar size spaces", None, b" " * 12),
+            ("ustar size larger", None, octal(len(d) + 4096, 12)),
+            ("ustar size smaller", None, octal(1, 12)),
+            ("ustar size zero", None, octal(0, 12))):
+        recs = {DIGEST_KEY: xxh3(d)}
+        if rec is not None:
+            recs["size"] = rec
+        ev("%s, short data" % tag, pax(recs) +
+           ustar("criu/pages-1.img", len(d), size_field=field) + pad(d))
+    # GNU sparse tricks.
+    for tag, recs, stored in (
+            ("realsize 1 TiB", {"GNU.sparse.realsize": str(1 << 40)},
+             b"1\n0\n5\n"),
+            ("realsize negative", {"GNU.sparse.realsize": "-5"},
+             b"1\n0\n5\n"),
+            ("name absolute", {"GNU.sparse.name": evil_abs % "sparse"},
+             b"1\n0\n5\n"),
+            ("name dotdot", {"GNU.sparse.name":
+                             "criu/../../gck-evil-sparse"}, b"1\n0\n5\n"),
+            ("name of the trailer", {"GNU.sparse.name": "gpuckpt.sums"},
+             b"1\n0\n5\n"),
+            ("name empty", {"GNU.sparse.name": ""}, b"1\n0\n5\n"),
+            ("map count 2^64-1", {}, b"18446744073709551615\n0\n5\n"),
+            ("map count 2^40", {}, b"1099511627776\n0\n5\n"),
+            ("map count zero", {}, b"0\n"),
+            ("map offset beyond", {}, b"1\n99999999999\n5\n"),
+            ("map length huge", {}, b"1\n0\n99999999999999\n"),
+            ("map regions overlap", {}, b"2\n0\n5\n2\n5\n"),
+            ("map regions out of order", {}, b"2\n4096\n5\n0\n5\n"),
+            ("map not a number", {}, b"1\nzero\n5\n"),
+            ("map negative", {}, b"1\n-4096\n5\n"),
+            ("map unterminated", {}, b"1\n0\n5"),
+            ("map lines missing", {}, b"3\n0\n5\n")):
+        r = {"GNU.sparse.major": "1", "GNU.sparse.minor": "0",
+             "GNU.sparse.name": "criu/pages-1.img",
+             "GNU.sparse.realsize": "8192"}
+        r.update(recs)
+        body = pad(stored) + d
+        r[DIGEST_KEY] = xxh3(d + struct.pack("<QQQ", 0, 5, 8192))
+        ev("GNU.sparse " + tag, pax(r) +
+           ustar("criu/GNUSparseFile.0/pages-1.img", len(body)) + pad(body))
+    for tag, recs in (
+            ("sparse 0.0 offsets", {"GNU.sparse.size": "8192",
+                                    "GNU.sparse.numblocks": "1",
+                                    "GNU.sparse.offset": "0",
+                                    "GNU.sparse.numbytes": "5"}),
+            ("sparse 0.0 numblocks huge", {"GNU.sparse.size": "8192",
+                                           "GNU.sparse.numblocks":
+                                           "99999999999",
+                                           "GNU.sparse.offset": "0",
+                                           "GNU.sparse.numbytes": "5"}),
+            ("sparse 0.1 map", {"GNU.sparse.size": "8192",
+                                "GNU.sparse.numblocks": "1",
+                                "GNU.sparse.map": "0,5"}),
+            ("sparse 0.1 map huge", {"GNU.sparse.size": str(1 << 50),
+                                     "GNU.sparse.numblocks": "2",
+                                     "GNU.sparse.map":
+                                     "0,5,%d,5" % ((1 << 50) - 5)}),
+            ("sparse 0.1 map odd", {"GNU.sparse.size": "8192",
+                                    "GNU.sparse.numblocks": "2",
+                                    "GNU.sparse.map": "0,5,7"}),
+            ("sparse major 2", {"GNU.sparse.major": "2",
+                                "GNU.sparse.minor": "0",
+                                "GNU.sparse.name": "criu/pages-1.img",
+                                "GNU.sparse.realsize": "8192"}),
+            ("sparse name on a plain entry", {"GNU.sparse.name":
+                                              evil_abs % "sparsename"})):
+        r = dict(recs)
+        r[DIGEST_KEY] = xxh3(d)
+        ev("GNU." + tag, pax(r) + ustar("criu/pages-1.img", len(d)) + pad(d))
+    # Entries the trailer does not expect after a sound image.
+    ev("zero-size entry", entry("criu/empty.img", b""))
+    # Put each case after the manifest and the real CRIU files before
+    # the pages, with a trailer listing what parsed; and as first entry.
+    # Each after the manifest, or after the last CRIU file before the
+    # memory, or among the memory (where criu already restores), with
+    # a trailer that lists the real entries; some as the first entry.
+    split = c.crius.index(c.parts[0])
+    for k, (name, raw, expect) in enumerate(cases):
+        if k % 3 == 0:
+            c.add("evil-headers", name + ", after the manifest",
+                  lambda raw=raw: finish(c.manifest.raw + raw +
+                                         c.trailer([c.manifest])))
+        else:
+            at = split if k % 3 == 1 else split + 1
+            c.add("evil-headers", name + (", before the memory"
+                                          if k % 3 == 1 else
+                                          ", among the memory"),
+                  lambda raw=raw, at=at: finish(b"".join(
+                      e.raw for e in es[:at + 1]) + raw + b"".join(
+                      e.raw for e in es[at + 1:-1]) + c.trailer(es[:-1])))
+        if k % 4 == 0:
+            c.add("evil-headers", name + ", first",
+                  lambda raw=raw: finish(raw + c.manifest.raw))
+    # The manifest, the trailer with evil headers of their own.
+    mt = c.tar[m.data:m.data + m.size]
+    for tag, raw in (
+            ("manifest as a symlink", entry("gpuckpt.json", b"", typ=b"2",
+                                            linkname="/etc/passwd")),
+            ("manifest as a directory", entry("gpuckpt.json", b"",
+                                              typ=b"5")),
+            ("manifest as a fifo", entry("gpuckpt.json", b"", typ=b"6")),
+            ("manifest path absolute", pax({"path": "/gpuckpt.json",
+                                            DIGEST_KEY: xxh3(mt)}) +
+             ustar("gpuckpt.json", len(mt)) + pad(mt)),
+            ("manifest as ./gpuckpt.json", entry("./gpuckpt.json", mt)),
+            ("manifest with holes", pax({
+                "GNU.sparse.major": "1", "GNU.sparse.minor": "0",
+                "GNU.sparse.name": "gpuckpt.json",
+                "GNU.sparse.realsize": str(len(mt)),
+                DIGEST_KEY: xxh3(mt + struct.pack("<QQQ", 0, len(mt),
+                                                  len(mt)))}) +
+             ustar("GNUSparseFile.0/gpuckpt.json",
+                   BLOCK + len(mt)) +
+             pad(pad(b"1\n0\n%d\n" % len(mt)) + mt)),
+            ("manifest size 1 TiB", pax({"size": str(1 << 40),
+                                         DIGEST_KEY: xxh3(mt)}) +
+             ustar("gpuckpt.json", len(mt)) + pad(mt)),
+            ("manifest hard link", entry("gpuckpt.json", b"", typ=b"1",
+                                         linkname="criu/inventory.img"))):
+        c.add("evil-headers", tag, lambda raw=raw: c.image(
+            [raw] + es[1:-1], sums=False))
+    st = c.tar[c.sums.data:c.sums.data + c.sums.size]
+    for tag, raw in (
+            ("trailer as a symlink", entry("gpuckpt.sums", b"", typ=b"2",
+                                           linkname="/etc/passwd")),
+            ("trailer as a directory", entry("gpuckpt.sums", b"", typ=b"5")),
+            ("trailer path absolute", pax({"path": "/gpuckpt.sums",
+                                           DIGEST_KEY: xxh3(st)}) +
+             ustar("gpuckpt.sums", len(st)) + pad(st)),
+            ("trailer size 1 TiB", pax({"size": str(1 << 40),
+                                        DIGEST_KEY: xxh3(st)}) +
+             ustar("gpuckpt.sums", len(st)) + pad(st)),
+            ("trailer hard link", entry("gpuckpt.sums", b"", typ=b"1",
+                                        linkname="gpuckpt.json"))):
+        c.add("evil-headers", tag, lambda raw=raw: c.image(es[:-1],
+                                                          sums=raw))
+
+
+def gen_bombs(c):
+    """Small streams that expand to a lot, or declare a lot."""
+    es = c.entries
+    head = c.manifest.raw
+    G = 1 << 30
+    c.add("bombs", "4 GiB of zeros in a small zstd frame",
+          zframe(rle_blocks(b"\0", 4 * G)))
+    c.add("bombs", "4 GiB of 'A' in a small zstd frame",
+          zframe(rle_blocks(b"A", 4 * G)))
+    c.add("bombs", "the manifest, then 4 GiB of zeros",
+          zframe(raw_blocks(head) + rle_blocks(b"\0", 4 * G)))
+    c.add("bombs", "the manifest, then 4 GiB of 0xff",
+          zframe(raw_blocks(head) + rle_blocks(b"\xff", 4 * G)))
+    img = c.tar[:c.tar_end]
+    c.add("bombs", "the whole image, then 4 GiB of zeros",
+          zframe(raw_blocks(img) + rle_blocks(b"\0", 4 * G)))
+    c.add("bombs", "the whole image, then 4 GiB of 'x'",
+          zframe(raw_blocks(img) + rle_blocks(b"x", 4 * G)))
+    c.add("bombs", "16 TiB declared as the frame's content size",
+          zframe(raw_blocks(img), fcs=16 << 40))
+    c.add("bombs", "a frame asking for a 2 GiB window",
+          zframe(raw_blocks(img) + rle_blocks(b"\0", G), window_log=31))
+    c.add("bombs", "a frame asking for a 1 GiB window",
+          zframe(raw_blocks(img) + rle_blocks(b"\0", G), window_log=30))
+    c.add("bombs", "a frame asking for a 128 MiB window, then 2 GiB",
+          zframe(raw_blocks(head) + rle_blocks(b"\x01", 2 * G),
+                 window_log=27))
+    # Entries that declare the most the format allows, or far more,
+    # and whose data is one byte repeated.
+    for name, size, limit in (("gpuckpt.json", 16 << 20, True),
+                              ("gpuckpt.json", 4 * G, False),
+                              ("criu/inventory.img", 64 << 20, True),
+                              ("criu/core-1.img", 4 * G, False),
+                              ("criu/pages-1.img", 64 << 20, True),
+                              ("criu/pages-1.img", 64 * G, False)):
+        h = pax({DIGEST_KEY: "0123456789abcdef", "size": str(size)}) + \
+            ustar(name, min(size, 8 * G - 1))
+        lead = b"" if name == "gpuckpt.json" else head
+        c.add("bombs", "%s declaring %d bytes, compressed to nothing%s" %
+              (name, size, "" if limit else ", over the limit"),
+              zframe(raw_blocks(lead + h) + rle_blocks(b" ", size + 2048)))
+        c.add("bombs", "%s declaring %d bytes, with 64 KiB of data" %
+              (name, size), finish(lead + h + b" " * 65536))
+    c.add("bombs", "a 1 GiB pax header compressed to nothing",
+          zframe(raw_blocks(head + ustar("PaxHeader/x", G, b"x")) +
+                 rle_blocks(b"a", G + 4096)))
+    c.add("bombs", "a 1 GiB GNU long name compressed to nothing",
+          zframe(raw_blocks(head + ustar("././@LongLink", G, b"L")) +
+                 rle_blocks(b"a", G + 4096)))
+    c.add("bombs", "a 1 GiB pax header, 64 KiB of it",
+          finish(head + ustar("PaxHeader/x", G, b"x") + b"9" * 65536))
+    c.add("bombs", "a 16 MiB manifest of blanks with a true digest",
+          lambda: zstd(finish(entry("gpuckpt.json", b" " * (16 << 20) +
+                                    b"{}"))))
+    c.add("bombs", "a manifest of 16 MiB of nested arrays",
+          lambda: zstd(finish(entry("gpuckpt.json", b"[" * (8 << 20) +
+                                    b"]" * (8 << 20)))))
+    # A tree of holes: 64 MiB declared, one byte stored.
+    r = {"GNU.sparse.major": "1", "GNU.sparse.minor": "0",
+         "GNU.sparse.name": "criu/pages-1.img",
+         "GNU.sparse.realsize": str(64 << 20)}
+    body = pad(b"1\n%d\n1\n" % ((64 << 20) - 1)) + b"x"
+    r[DIGEST_KEY] = "0123456789abcdef"
+    c.add("bombs", "a 64 MiB entry of holes with a false digest",
+          finish(b"".join(e.raw for e in es[:-4]) + pax(r) +
+                 ustar("criu/GNUSparseFile.0/pages-1.img", len(body)) +
+                 pad(body)))
+    # More entries than the format allows, each empty.
+    empty = xxh3(b"")
+
+    def many(n):
+        e0 = pax({DIGEST_KEY: empty})
+        h = bytearray(ustar("criu/f0000000.img", 0))
+        chk = int(h[148:154], 8) - sum(b"0000000")
+        parts = [head]
+        for i in range(n):
+            d = b"%07d" % i
+            h[6:13] = d
+            h[148:154] = b"%06o" % (chk + sum(d))
+            parts.append(e0)
+            parts.append(bytes(h))
+        return zstd(finish(b"".join(parts)), "-1")
+    c.add("bombs", "70000 empty CRIU files", lambda: many(70000))
+
+
+def gen_tail(c):
+    """What comes after the trailer, and streams that are no image."""
+    es = c.entries
+    img = finish(b"".join(e.raw for e in es))
+    junk = (b"not a tar header\n" * 32)[:512]
+    c.add("tail", "the trailer twice", lambda: finish(b"".join(
+        e.raw for e in es) + c.sums.raw))
+    c.add("tail", "a header of junk after the trailer", lambda: finish(
+        b"".join(e.raw for e in es) + junk))
+    c.add("tail", "an entry after the trailer", lambda: finish(b"".join(
+        e.raw for e in es) + entry("criu/extra.img", b"evil\n")))
+    # (Whole records of zeros after the end are a tar writer's padding,
+    # which a reader takes.)
+    for n in (1, 511, 512, 1000, 10240, 70000):
+        c.add("tail", "%d bytes of junk after the end" % n,
+              lambda n=n: img + (junk * (n // 512 + 1))[:n])
+        if n % RECORD:
+            c.add("tail", "%d zero bytes after the end" % n,
+                  lambda n=n: img + bytes(n))
+    z = zstd(img)
+    c.add("tail", "junk after the zstd frame", z + b"garbage\n")
+    c.add("tail", "a second zstd frame", z + zstd(b"garbage\n"))
+    c.add("tail", "the zstd frame twice", z + z)
+    c.add("tail", "a skippable frame after the zstd frame",
+          z + b"\x50\x2a\x4d\x18" + struct.pack("<I", 4) + b"evil")
+    c.add("tail", "a skippable frame before the zstd frame",
+          b"\x50\x2a\x4d\x18" + struct.pack("<I", 4) + b"evil" + z)
+    c.add("tail", "the image in two zstd frames",
+          zstd(img[:len(img) // 2]) + zstd(img[len(img) // 2:]))
+    c.add("tail", "a zstd frame without its checksum",
+          zstd(img, "--no-check"))
+    c.add("tail", "a tar that is not an image", finish(
+        entry("hello.txt", b"hello\n")))
+    rnd = random.Random(9)
+    for n in (1, 4, 100, 512, 1024, 100000):
+        c.add("tail", "%d random bytes" % n, bytes(
+            rnd.randrange(256) for _ in range(n)))
+        c.add("tail", "%d random bytes after the zstd magic" % n,
+              ZSTD_MAGIC + bytes(rnd.randrange(256) for _ in range(n)))
+    c.add("tail", "a zstd stream of random bytes", lambda: zstd(bytes(
+        random.Random(10).randrange(256) for _ in range(100000))))
+    c.add("tail", "an empty zstd frame", zstd(b""))
+    c.add("tail", "only the end-of-archive blocks", bytes(RECORD))
+
+
+def gen_versions(c):
+    """Manifests and trailers of other format versions, with true
+    digests and a true trailer, so that only the version is wrong."""
+    es = c.entries
+    m = c.manifest
+    text = c.tar[m.data:m.data + m.size].decode()
+    if not re.search(r'"format"\s*:\s*1\b', text):
+        sys.exit("hostile.py: no format 1 in the manifest")
+    for tag, value in (("0", "0"), ("2", "2"), ("3", "3"), ("-1", "-1"),
+                       ("1000", "1000"), ("2^31", str(1 << 31)),
+                       ("2^63-1", str((1 << 63) - 1)),
+                       ("2^64", str(1 << 64)), ("-2^63", str(-(1 << 63))),
+                       ("\"1\"", '"1"'), ("\"2\"", '"2"'), ("1.0", "1.0"),
+                       ("1e0", "1e0"), ("1.5", "1.5"), ("true", "true"),
+                       ("false", "false"), ("null", "null"), ("[1]", "[1]"),
+                       ("{}", '{"major": 1}'), ("\"\"", '""')):
+        new = re.sub(r'("format"\s*:\s*)1\b', lambda mm: mm.group(1) + value,
+                     text, count=1)
+        for z in (False, True):
+            def mk(new=new, z=z):
+                me = entry("gpuckpt.json", new.encode())
+                b = c.image([me] + es[1:-1])
+                return zstd(b) if z else b
+            c.add("versions", "manifest format %s%s" %
+                  (tag, ", compressed" if z else ""), mk)
+    for tag, new in (("missing", re.sub(r'"format"\s*:\s*1\s*,\s*', "",
+                                        text, count=1)),
+                     ("twice", re.sub(r'("format"\s*:\s*1\s*,)',
+                                      r"\1 \1", text, count=1)),
+                     ("twice, then 2", re.sub(r'("format"\s*:\s*1\s*,)',
+                                              r'\1 "format": 2,', text,
+                                              count=1)),
+                     ("nested", re.sub(r'"format"\s*:\s*1\b',
+                                       '"format": {"format": 1}', text,
+                                       count=1)),
+                     ("key in upper case", text.replace('"format"',
+                                                        '"Format"', 1))):
+        for z in (False, True):
+            def mk(new=new, z=z):
+                b = c.image([entry("gpuckpt.json", new.encode())] +
+                            es[1:-1])
+                return zstd(b) if z else b
+            c.add("versions", "manifest format %s%s" %
+                  (tag, ", compressed" if z else ""), mk)
+    for tag, value in (("0", 0), ("2", 2), ("-1", -1), ("\"1\"", "1"),
+                       ("1.0", 1.0), ("null", None), ("true", True),
+                       ("missing", KeyError)):
+        def mut(t, value=value):
+            if value is KeyError:
+                del t["format"]
+            else:
+                t["format"] = value
+        for z in (False, True):
+            def mk(mut=mut, z=z):
+                b = c.image(es[:-1], sums=c.trailer(es[:-1], mutate=mut))
+                return zstd(b) if z else b
+            c.add("versions", "trailer format %s%s" %
+                  (tag, ", compressed" if z else ""), mk)
+
+
+# ----------------------------------------------------------------- driver
+
+libc = ctypes.CDLL(None, use_errno=True)
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def children_of(pid):
+    """The processes whose parent is pid."""
+    out = []
+    for st in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(st) as f:
+                s = f.read()
+        except OSError:
+            continue
+        rest = s[s.rfind(")") + 2:].split()
+        if int(rest[1]) == pid:
+            out.append((int(s.split()[0]), s[s.find("(") + 1:s.rfind(")")]))
+    return out
+
+
+def listdir(d):
+    try:
+        return sorted(os.listdir(d))
+    except FileNotFoundError:
+        return []
+
+
+def rmtree(d):
+    subprocess.run(["rm", "-rf", "--", d], check=False)
+
+
+class Lane:
+    """Where one run at a time happens: its own directories."""
+
+    def __init__(self, top, name):
+        self.dir = os.path.join(top, name)
+        self.cwd = os.path.join(self.dir, "cwd")
+        self.tmp = os.path.join(self.dir, "tmp")
+        self.img = os.path.join(self.dir, "img")
+        self.res = os.path.join(self.dir, "result.json")
+        for d in (self.dir, self.cwd, self.tmp):
+            os.makedirs(d, exist_ok=True)
+        self.pid = None
+        self.job = None
+
+
+def run_child(lane, argv, data, stdin_pipe, use_file, timeout, tool):
+    """In a forked child, a subreaper: runs argv under /usr/bin/time,
+    feeds it data, and writes what happened to lane.res."""
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    res = {}
+    if use_file:
+        with open(lane.img, "wb") as f:
+            f.write(data)
+    rss = os.path.join(lane.dir, "rss")
+    out = os.path.join(lane.dir, "out")
+    err = os.path.join(lane.dir, "err")
+    env = dict(os.environ, TMPDIR=lane.tmp, LC_ALL="C")
+    fin = subprocess.PIPE if stdin_pipe else subprocess.DEVNULL
+    t0 = time.monotonic()
+    with open(out, "wb") as fo, open(err, "wb") as fe:
+        p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", rss] +
+                             argv, stdin=fin, stdout=fo, stderr=fe,
+                             cwd=lane.cwd, env=env, start_new_session=True)
+        try:
+            p.communicate(data if stdin_pipe else None, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            res["timeout"] = True
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    res["elapsed"] = time.monotonic() - t0
+    res["status"] = p.returncode
+    try:
+        with open(rss) as f:
+            lines = f.read().split("\n")
+    except OSError:
+        lines = []
+    res["rss"] = None
+    for ln in lines:
+        if ln.strip().isdigit():
+            res["rss"] = int(ln)
+        m = re.match(r"Command terminated by signal (\d+)", ln)
+        if m:
+            res["signal"] = int(m.group(1))
+        m = re.match(r"Command exited with non-zero status (\d+)", ln)
+        if m:
+            res["status"] = int(m.group(1))
+    with open(out, "rb") as f:
+        res["out"] = f.read(4096).decode("utf-8", "replace")
+    with open(err, "rb") as f:
+        res["err"] = f.read(4096).decode("utf-8", "replace")
+    # What is left: processes now ours, files.
+    # Orphans of the run are reparented to us: with no child at all,
+    # nothing of the run is left.
+    left = []
+    deadline = time.monotonic() + 2
+    while True:
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] != 0:
+                pass
+        except ChildProcessError:
+            left = []
+            break
+        left = children_of(os.getpid())
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    res["procs"] = left
+    for pid, _ in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    with open(lane.res, "w") as f:
+        json.dump(res, f)
+
+
+def start(lane, job, timeout):
+    lane.job = job
+    try:
+        os.unlink(lane.res)
+    except FileNotFoundError:
+        pass
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            run_child(lane, job["argv"], job["data"](), job["pipe"],
+                      job["file"], timeout, job["tool"])
+        except BaseException as e:		# noqa: B036
+            sys.stderr.write("hostile.py: run failed: %r\n" % e)
+            code = 1
+        finally:
+            os._exit(code)
+    lane.pid = pid
+
+
+def judge(lane, job, res, opts, good):
+    """The failures of a finished run, in words (empty: refused as it
+    should be)."""
+    why = []
+    tool = job["tool"]
+    if res is None:
+        return ["the driver's child failed"]
+    if res.get("timeout"):
+        why.append("still running after %d s (hang)" % opts.timeout)
+    if "signal" in res:
+        why.append("killed by signal %d" % res["signal"])
+    want = job["want"]
+    lines = res["err"].split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if want == "good":
+        if res["status"] != 0 or res["err"] or res["out"] != good[
+                job["mode"], job["head"]]:
+            why.append("exit %s, not the summary of the undamaged image" %
+                       res["status"])
+    else:
+        if res["status"] != want:
+            why.append("exit %s, expected %d" % (res["status"], want))
+        if res["out"]:
+            why.append("wrote on stdout")
+        if len(lines) != 1:
+            why.append("%d lines on stderr" % len(lines))
+        elif not lines[0].startswith(tool + ": "):
+            why.append("stderr line without '%s: '" % tool)
+        elif re.search(r"[\x00-\x1f\x7f]", lines[0]):
+            why.append("control characters on stderr")
+        elif re.search(r"out of memory|cannot allocate", lines[0], re.I):
+            why.append("ran out of memory")
+        if job.get("expect") and tool == "gpurestore" and lines and \
+                not re.search(job["expect"], lines[0]):
+            why.append("no '%s' in the message" % job["expect"])
+    if res["rss"] is None:
+        why.append("no peak RSS measured")
+    elif res["rss"] > opts.rss_kb:
+        why.append("peak RSS %d KiB over %d" % (res["rss"], opts.rss_kb))
+    if res["procs"]:
+        why.append("left processes: %s" % " ".join(
+            "%d(%s)" % tuple(p) for p in res["procs"]))
+    alive = [p for p in opts.pids if os.path.exists("/proc/%d" % p)]
+    if alive and job["lane"] == "restore":
+        why.append("the image's pids exist: %s" % alive)
+    mode = job["mode"]
+    cwd = listdir(lane.cwd)
+    if mode == "extract-into":
+        if cwd != ["dir"]:
+            why.append("the directory to extract into went: %s" % cwd)
+        elif listdir(os.path.join(lane.cwd, "dir")):
+            why.append("left files in the directory to extract into")
+    elif cwd:
+        why.append("left files in its directory: %s" % cwd[:3])
+    if listdir(lane.tmp):
+        why.append("left files in $TMPDIR: %s" % listdir(lane.tmp)[:3])
+    evil = glob.glob("/tmp/gck-evil*") + glob.glob(os.path.join(
+        opts.trash, "evil-*")) + glob.glob(os.path.join(opts.trash, "..",
+                                                        "gck-evil*"))
+    if evil:
+        why.append("wrote at evil paths: %s" % evil[:3])
+        for p in evil:
+            rmtree(p)
+    if why:
+        why.append("stderr: %r" % res["err"][:300])
+    rmtree(lane.cwd)
+    rmtree(lane.tmp)
+    os.makedirs(lane.cwd)
+    os.makedirs(lane.tmp)
+    return why
+
+
+def jobs_for(i, s, opts, lanes):
+    """The runs of stream i: gpurestore from a pipe (and from the file
+    for some), gpuinspect --verify (from the file or a pipe), and one
+    more gpuinspect mode in turn."""
+    R = os.path.join(opts.bindir, "restore", "gpurestore")
+    I = os.path.join(opts.bindir, "inspect", "gpuinspect")
+    img = {k: lanes[k].img for k in lanes}
+    out = []
+    base = dict(stream=i, data=s.data, expect=s.expect)
+    out.append(dict(base, lane="restore", tool="gpurestore",
+                    mode="restore <pipe", argv=[R], pipe=True, file=False,
+                    want=1))
+    if i % 8 == 0:
+        out.append(dict(base, lane="restore", tool="gpurestore",
+                        mode="restore FILE", argv=[R, img["restore"]],
+                        pipe=False, file=True, want=1))
+    if i % 2:
+        out.append(dict(base, lane="inspect", tool="gpuinspect",
+                        mode="verify <pipe", argv=[I, "--verify"],
+                        pipe=True, file=False, want=1))
+    else:
+        out.append(dict(base, lane="inspect", tool="gpuinspect",
+                        mode="verify FILE", argv=[I, "--verify",
+                                                  img["inspect"]],
+                        pipe=False, file=True, want=1))
+    k = i % 6
+    if k == 0:
+        out.append(dict(base, lane="inspect", tool="gpuinspect",
+                        mode="extract", argv=[I, "--extract=dir", "-"],
+                        pipe=True, file=False, want=1))
+    elif k == 1:
+        out.append(dict(base, lane="inspect", tool="gpuinspect",
+                        mode="diff", argv=[I, "--diff", opts.good_gck,
+                                           img["inspect"]],
+                        pipe=False, file=True, want=2))
+    elif k == 2:
+        out.append(dict(base, lane="inspect", tool="gpuinspect",
+                        mode="rdiff", argv=[I, "-d", "-", opts.good_gck],
+                        pipe=True, file=False, want=2))
+    elif k == 3:
+        out.append(dict(base, lane="inspect", tool="gpuinspect",
+                        mode="extract-into",
+                        argv=[I, "-x", "dir", img["inspect"]], pipe=False,
+                        file=True, want=1, mkdir=True))
+    else:
+        mode = "show" if k == 4 else "json"
+        argv = [I] if k == 4 else [I, "--json"]
+        head = head_of(s, opts)
+        out.append(dict(base, lane="inspect", tool="gpuinspect", mode=mode,
+                        argv=argv, pipe=True, file=False,
+                        want="good" if head else 1, head=head))
+    return out
+
+
+def head_of(s, opts):
+    """Which undamaged image, "gck" or "tar", the stream begins with the
+    head of: the manifest entry and its padding, up to the second entry
+    (None: neither)."""
+    b = s.data()
+    if b[:4] == ZSTD_MAGIC and len(b) > 4 and not b[4] & 0x04:
+        return None		# a frame without a checksum is refused
+    if b[:4] == ZSTD_MAGIC:
+        tmp = os.path.join(opts.trash, "head.zst")
+        with open(tmp, "wb") as f:
+            f.write(b)
+        p = subprocess.Popen(["zstd", "-dcq", tmp], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL)
+        b = p.stdout.read(max(len(h) for h in opts.heads.values()))
+        p.kill()
+        p.wait()
+        p.stdout.close()
+        os.unlink(tmp)
+    for k, h in opts.heads.items():
+        if b[:len(h)] == h:
+            return k
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bindir")
+    ap.add_argument("--trash", default=os.getcwd())
+    ap.add_argument("--pids", default="")
+    ap.add_argument("--min", type=int, default=0)
+    ap.add_argument("--only")
+    ap.add_argument("--write")
+    ap.add_argument("--rss-kb", type=int, default=262144)
+    ap.add_argument("--timeout", type=int, default=30)
+    ap.add_argument("--slow", type=float, default=1.0)
+    ap.add_argument("--progress", action="store_true")
+    ap.add_argument("good_gck")
+    ap.add_argument("good_tar")
+    opts = ap.parse_args()
+    opts.trash = os.path.abspath(opts.trash)
+    opts.good_gck = os.path.abspath(opts.good_gck)
+    opts.pids = [int(p) for p in opts.pids.split(",") if p]
+    t0 = time.monotonic()
+    with open(opts.good_gck, "rb") as f:
+        gck = f.read()
+    with open(opts.good_tar, "rb") as f:
+        tar = f.read()
+    c = Corpus(gck, tar, opts.trash)
+    opts.pids += [p["pid"] for p in c.mjson["processes"]]
+    for gen in (gen_truncations, gen_zstd_flips, gen_tar_flips, gen_order,
+                gen_evil, gen_bombs, gen_tail, gen_versions):
+        gen(c)
+    # Each stream must be what its category says, and distinct.
+    seen, streams, dups = {}, [], 0
+    for s in c.streams:
+        b = s.data()
+        if s.cat.startswith("truncate"):
+            base = gck if s.cat == "truncate-zstd" else tar
+            assert len(b) < len(base) and base.startswith(b), s.name
+        if s.cat.startswith("flip"):
+            base = gck if s.cat.startswith("flip-zstd") else tar
+            assert len(b) == len(base) and b != base, s.name
+            assert sum(x != y for x, y in zip(b, base)) == 1 if \
+                len(b) < 1 << 16 else True, s.name
+        assert b not in (gck, tar), s.name
+        h = hashlib.sha256(b).digest()
+        if h in seen:
+            dups += 1
+            continue
+        seen[h] = s.name
+        streams.append(s)
+    cats = []
+    for s in streams:
+        if s.cat not in cats:
+            cats.append(s.cat)
+    opts.heads = {"tar": tar[:c.head_len]}
+    p = subprocess.run(["zstd", "-dcq"], input=gck, stdout=subprocess.PIPE,
+                       check=True)
+    opts.heads["gck"] = p.stdout[:parse_tar(p.stdout)[0][1].start]
+    print("# %d streams (%d duplicates dropped; %d flips left out, as they "
+          "decode the same bytes: %s) made in %.1f s" %
+          (len(streams), dups, len(c.benign), ", ".join(c.benign),
+           time.monotonic() - t0), file=sys.stderr)
+    if opts.write:
+        if opts.write != "-":
+            os.makedirs(opts.write, exist_ok=True)
+        for i, s in enumerate(streams):
+            if opts.only and opts.only not in s.name:
+                continue
+            if opts.write != "-":
+                with open(os.path.join(opts.write, "%04d" % i), "wb") as f:
+                    f.write(s.data())
+            print("%04d\t%s\t%s" % (i, s.cat, s.name))
+        return 0
+    if len(streams) < opts.min:
+        print("not ok\tcorpus\t%d streams, fewer than %d" %
+              (len(streams), opts.min))
+        return 1
+    # The summaries of the undamaged image, as a pipe gives them.
+    good = {}
+    I = os.path.join(opts.bindir, "inspect", "gpuinspect")
+    for mode, argv in (("show", [I]), ("json", [I, "--json"])):
+        for k, img in (("gck", gck), ("tar", tar)):
+            p = subprocess.run(argv, input=img, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, check=True)
+            good[mode, k] = p.stdout.decode("utf-8", "replace")
+            if p.stderr:
+                sys.exit("hostile.py: gpuinspect: %s" % p.stderr)
+    top = os.path.join(opts.trash, "lanes")
+    lanes = {"restore": Lane(top, "restore"), "inspect": Lane(top,
+                                                              "inspect")}
+    queues = {"restore": [], "inspect": []}
+    for i, s in enumerate(streams):
+        if opts.only and opts.only not in s.name:
+            continue
+        for j in jobs_for(i, s, opts, lanes):
+            queues[j["lane"]].append(j)
+    failed = {}
+    runs = {}
+    running = {}
+    t1 = time.monotonic()
+    while any(queues.values()) or running:
+        for name, lane in lanes.items():
+            if lane.pid is None and queues[name]:
+                job = queues[name].pop(0)
+                if job.get("mkdir"):
+                    os.makedirs(os.path.join(lane.cwd, "dir"))
+                start(lane, job, opts.timeout)
+                running[lane.pid] = lane
+        pid, _ = os.wait()
+        lane = running.pop(pid, None)
+        if lane is None:
+            continue
+        job = lane.job
+        lane.pid = None
+        try:
+            with open(lane.res) as f:
+                res = json.load(f)
+        except (OSError, ValueError):
+            res = None
+        s = streams[job["stream"]]
+        runs[s.cat] = runs.get(s.cat, 0) + 1
+        if opts.progress and sum(runs.values()) % 200 == 0:
+            print("# %d runs, %.1f s" % (sum(runs.values()),
+                                         time.monotonic() - t1),
+                  file=sys.stderr)
+        why = judge(lane, job, res, opts, good)
+        if res is not None and res["elapsed"] > opts.slow:
+            print("# slow: %.2f s: %s: %s" % (res["elapsed"], job["mode"],
+                                             s.name), file=sys.stderr)
+        if why:
+            ln = "%s: %s: %s" % (job["mode"], s.name, "; ".join(why))
+            failed.setdefault(s.cat, []).append(ln)
+            print("# FAIL %s: %s" % (s.cat, ln), file=sys.stderr)
+    ncat = {}
+    for s in streams:
+        if not opts.only or opts.only in s.name:
+            ncat[s.cat] = ncat.get(s.cat, 0) + 1
+    bad = 0
+    for cat in cats:
+        if cat not in ncat:
+            continue
+        f = failed.get(cat, [])
+        print("%s\t%s\t%d streams, %d runs%s" % (
+            "not ok" if f else "ok", cat, ncat[cat], runs.get(cat, 0),
+            ", %d failed" % len(f) if f else ""))
+        bad += len(f)
+    print("# %d streams, %d runs in %.1f s, %d failed" %
+          (sum(ncat.values()), sum(runs.values()), time.monotonic() - t1,
+           bad), file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
