@@ -308,6 +308,33 @@ gck_pid_state(pid_t pid)
 	return s[2];
 }
 
+/*
+ * Returns 1 if pid is on its way out: it has SIGKILL pending or has
+ * begun to exit (PF_EXITING), which can take a while (releasing inotify
+ * marks waits for an RCU grace period); 0 if not or if there is no such
+ * pid.  Fields 9 (flags) and 31 (pending signals) of /proc/PID/stat.
+ */
+int
+gck_pid_dying(pid_t pid)
+{
+	char	path[64], buf[1024], *s, *tok, *save;
+	int	field;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if (gck_read_small_file(path, buf, sizeof buf) == -1 ||
+	    (s = strrchr(buf, ')')) == NULL)
+		return 0;
+	for (field = 3, tok = strtok_r(s + 1, " ", &save); tok != NULL;
+	    field++, tok = strtok_r(NULL, " ", &save)) {
+		if (field == 9 && (strtoull(tok, NULL, 10) & 0x4))
+			return 1;	/* PF_EXITING */
+		if (field == 31)
+			return (strtoull(tok, NULL, 10) &
+			    1ULL << (SIGKILL - 1)) != 0;
+	}
+	return 0;
+}
+
 /* Copies the comm of pid into buf.  Returns 0 or -1. */
 int
 gck_pid_comm(pid_t pid, char *buf, size_t len)

@@ -25,7 +25,8 @@
 
 #include "private.h"
 
-static int	pids_free(struct gck_ctx *, const struct gck_manifest *, int);
+static int	pids_free(struct gck_ctx *, const struct gck_manifest *, int,
+		    int);
 static int	source_here(const struct gck_manifest *);
 static void	reap_image_pids(const pid_t *, size_t, int);
 static int	gpu_preflight(struct gck_ctx *, const struct gck_manifest *,
@@ -168,12 +169,14 @@ source_here(const struct gck_manifest *m)
 }
 
 /*
- * Checks that the image's PIDs are free on this host.  A zombie, such as
- * the source tree gpuckpt has just killed on this same host and whose
- * parent has yet to reap it, is waited for, up to ms.
+ * Checks that the image's PIDs are free on this host.  The source tree
+ * that gpuckpt kills on this same host once the image is written is
+ * waited for, up to ms: its processes may still be stopped (src says
+ * that source_here() found them), exiting (SIGKILL pending) or zombies
+ * whose parent has yet to reap them.
  */
 static int
-pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms)
+pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms, int src)
 {
 	char	comm[64], st;
 	size_t	i;
@@ -183,7 +186,9 @@ pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms)
 	for (i = 0; i < gck_manifest_nprocs(m); i++) {
 		pid = gck_manifest_pid(m, i);
 		while ((st = gck_pid_state(pid)) != 0) {
-			if (st != 'Z' || waited >= ms) {
+			if ((st != 'Z' && !gck_pid_dying(pid) &&
+			    !(src && (st == 'T' || st == 't'))) ||
+			    waited >= ms) {
 				if (gck_pid_comm(pid, comm, sizeof comm) == -1)
 					snprintf(comm, sizeof comm, "?");
 				return gck_set_error(ctx, GCK_EBUSY,
@@ -223,7 +228,7 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	pid_t				*pids = NULL, root = -1;
 	size_t				 n = 0, i;
 	int				 r, restored = 0, waited, dfd = -1;
-	int				 subreaper = 0, criu_ran = 0;
+	int				 subreaper = 0, criu_ran = 0, src;
 	char				 st;
 
 	*rootp = -1;
@@ -249,7 +254,8 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	}
 	for (i = 0; i < n; i++)
 		pids[i] = gck_manifest_pid(m, i);
-	if (source_here(m) || !gck_manifest_has_file_list(m)) {
+	src = source_here(m);
+	if (src || !gck_manifest_has_file_list(m)) {
 		/*
 		 * The source is this host's own stopped tree, which goes
 		 * only once its image is all written (or the image does not
@@ -270,7 +276,7 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 		if ((r = gck_reader_extract(rd, dfd)) != GCK_OK)
 			goto out;
 	}
-	if ((r = pids_free(ctx, m, o->pid_wait_ms)) != GCK_OK)
+	if ((r = pids_free(ctx, m, o->pid_wait_ms, src)) != GCK_OK)
 		goto out;
 	/*
 	 * Otherwise CRIU restores as the image arrives, each part checked
