@@ -171,9 +171,11 @@ source_here(const struct gck_manifest *m)
 /*
  * Checks that the image's PIDs are free on this host.  The source tree
  * that gpuckpt kills on this same host once the image is written is
- * waited for, up to ms: its processes may still be stopped (src says
- * that source_here() found them), exiting (SIGKILL pending) or zombies
- * whose parent has yet to reap them.
+ * waited for, up to ms: when source_here() found it (src), whatever
+ * state its processes are in (stopped, or running for the moment criu
+ * takes to leave them stopped); otherwise while they are exiting
+ * (SIGKILL pending), zombies whose parent has yet to reap them, or
+ * being reaped.
  */
 static int
 pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms, int src)
@@ -186,9 +188,8 @@ pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms, int src)
 	for (i = 0; i < gck_manifest_nprocs(m); i++) {
 		pid = gck_manifest_pid(m, i);
 		while ((st = gck_pid_state(pid)) != 0) {
-			if ((st != 'Z' && !gck_pid_dying(pid) &&
-			    !(src && (st == 'T' || st == 't'))) ||
-			    waited >= ms) {
+			if ((!src && st != 'Z' && st != 'X' &&
+			    !gck_pid_dying(pid)) || waited >= ms) {
 				if (gck_pid_comm(pid, comm, sizeof comm) == -1)
 					snprintf(comm, sizeof comm, "?");
 				return gck_set_error(ctx, GCK_EBUSY,
