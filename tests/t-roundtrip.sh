@@ -307,6 +307,18 @@ test_expect_success 'the --stop image restores a running tree' '
 	restored_ok $WPID
 '
 
+test_expect_success 'gpurestore waits for the stopped source to go' '
+	kill_tree $WPID &&
+	start stopwait -m 8 &&
+	test_status 0 "$GCKPT" -s -p $WPID -o stopwait.gck 2>stderr &&
+	test_must_be_empty stderr &&
+	{ (sleep 1; kill -KILL $WPID $WCHILD) & } &&
+	test_status 0 "$GCKRESTORE" stopwait.gck >restore.out &&
+	echo $WPID >expect &&
+	test_cmp expect restore.out &&
+	restored_ok $WPID
+'
+
 test_expect_success 'gpuckpt --compress=none' '
 	kill_tree $WPID &&
 	start none -m 32 &&

@@ -25,7 +25,8 @@
 
 #include "private.h"
 
-static int	pids_free(struct gck_ctx *, const struct gck_manifest *, int);
+static int	pids_free(struct gck_ctx *, const struct gck_manifest *, int,
+		    int);
 static int	source_here(const struct gck_manifest *);
 static void	reap_image_pids(const pid_t *, size_t, int);
 static int	gpu_preflight(struct gck_ctx *, const struct gck_manifest *,
@@ -168,14 +169,18 @@ source_here(const struct gck_manifest *m)
 }
 
 /*
- * Checks that the image's PIDs are free on this host.  A process on its
- * way out, such as the source tree gpuckpt has just killed on this same
- * host (still exiting, or a zombie whose parent has yet to reap it), is
- * waited for, up to ms; one seen busy for BUSY_MS on end is in use.
+ * Checks that the image's PIDs are free on this host.  The source tree
+ * that gpuckpt kills on this same host once the image is written is
+ * waited for, up to ms: when source_here() found it (src), whatever
+ * state its processes are in (stopped, or running for the moment criu
+ * takes to leave them stopped); otherwise while they are exiting
+ * (SIGKILL pending), zombies whose parent has yet to reap them, or
+ * being reaped.  Any other process seen busy for BUSY_MS on end is in
+ * use.
  */
 #define BUSY_MS	100
 static int
-pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms)
+pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms, int src)
 {
 	char	comm[64], st;
 	size_t	i;
@@ -186,7 +191,7 @@ pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms)
 		pid = gck_manifest_pid(m, i);
 		busy = 0;
 		while ((st = gck_pid_state(pid)) != 0) {
-			busy = gck_pid_dying(pid) ? 0 : busy + 20;
+			busy = src || gck_pid_dying(pid) ? 0 : busy + 20;
 			if (busy > BUSY_MS || waited >= ms) {
 				if (gck_pid_comm(pid, comm, sizeof comm) == -1)
 					snprintf(comm, sizeof comm, "?");
@@ -227,7 +232,7 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	pid_t				*pids = NULL, root = -1;
 	size_t				 n = 0, i;
 	int				 r, restored = 0, waited, dfd = -1;
-	int				 subreaper = 0, criu_ran = 0;
+	int				 subreaper = 0, criu_ran = 0, src;
 	char				 st;
 
 	*rootp = -1;
@@ -253,7 +258,8 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	}
 	for (i = 0; i < n; i++)
 		pids[i] = gck_manifest_pid(m, i);
-	if (source_here(m) || !gck_manifest_has_file_list(m)) {
+	src = source_here(m);
+	if (src || !gck_manifest_has_file_list(m)) {
 		/*
 		 * The source is this host's own stopped tree, which goes
 		 * only once its image is all written (or the image does not
@@ -274,7 +280,7 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 		if ((r = gck_reader_extract(rd, dfd)) != GCK_OK)
 			goto out;
 	}
-	if ((r = pids_free(ctx, m, o->pid_wait_ms)) != GCK_OK)
+	if ((r = pids_free(ctx, m, o->pid_wait_ms, src)) != GCK_OK)
 		goto out;
 	/*
 	 * Otherwise CRIU restores as the image arrives, each part checked
