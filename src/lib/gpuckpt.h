@@ -224,6 +224,8 @@ size_t		 gck_manifest_nprocs(const struct gck_manifest *);
 pid_t		 gck_manifest_pid(const struct gck_manifest *, size_t);
 const char	*gck_manifest_comm(const struct gck_manifest *, size_t);
 int		 gck_manifest_zombie(const struct gck_manifest *, size_t);
+/* The process's start time on the source host, 0 if not recorded. */
+uint64_t	 gck_manifest_start(const struct gck_manifest *, size_t);
 int		 gck_manifest_shell_job(const struct gck_manifest *);
 /* The GCK_CRIU_* options the image was dumped with. */
 unsigned int	 gck_manifest_criu_opts(const struct gck_manifest *);

@@ -26,6 +26,7 @@ struct mproc {
 	pid_t		 pid;
 	const char	*comm;
 	int		 zombie;
+	uint64_t	 start;
 };
 
 struct gck_manifest {
@@ -162,6 +163,11 @@ proc_json(const struct gck_proc *p)
 	    (json_int_t)p->vm_rss, "rss_anon", (json_int_t)p->rss_anon,
 	    "rss_file", (json_int_t)p->rss_file, "rss_shmem",
 	    (json_int_t)p->rss_shmem);
+	if (o != NULL && p->start != 0 && json_object_set_new(o, "start",
+	    json_integer((json_int_t)p->start)) != 0) {
+		json_decref(o);
+		o = NULL;
+	}
 	/* Only where it is one: a restored zombie is not stopped. */
 	if (o != NULL && p->state == 'Z' &&
 	    json_object_set_new(o, "zombie", json_true()) != 0) {
@@ -580,7 +586,7 @@ gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
 	struct gck_manifest	*m = NULL;
 	json_error_t		 jerr;
 	json_t			*procs, *p;
-	json_int_t		 fmt, root, pid;
+	json_int_t		 fmt, root, pid, start;
 	const char		*comm;
 	pid_t			*sorted = NULL;
 	size_t			 i;
@@ -633,9 +639,10 @@ gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
 	json_array_foreach(procs, i, p) {
 		comm = NULL;
 		zombie = 0;
-		if (json_unpack(p, "{s:I, s?s, s?b}", "pid", &pid, "comm",
-		    &comm, "zombie", &zombie) != 0 || pid <= 0 ||
-		    pid > INT32_MAX) {
+		start = 0;
+		if (json_unpack(p, "{s:I, s?s, s?b, s?I}", "pid", &pid, "comm",
+		    &comm, "zombie", &zombie, "start", &start) != 0 ||
+		    pid <= 0 || pid > INT32_MAX || start < 0) {
 			r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
 			    "bad process %zu in the manifest", i + 1);
 			goto out;
@@ -643,6 +650,7 @@ gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
 		m->procs[i].pid = (pid_t)pid;
 		m->procs[i].comm = comm != NULL ? comm : "?";
 		m->procs[i].zombie = zombie;
+		m->procs[i].start = (uint64_t)start;
 		if (pid == root)
 			found = 1;
 	}
@@ -719,6 +727,12 @@ int
 gck_manifest_zombie(const struct gck_manifest *m, size_t i)
 {
 	return i < m->n && m->procs[i].zombie;
+}
+
+uint64_t
+gck_manifest_start(const struct gck_manifest *m, size_t i)
+{
+	return i < m->n ? m->procs[i].start : 0;
 }
 
 int

@@ -55,6 +55,7 @@ struct gck_proc {
 	int		 tty_nr;
 	int		 threads;
 	char		 state;
+	uint64_t	 start;		/* clock ticks after boot */
 	char		 comm[64];
 	char		*cwd;
 	char		**argv;
@@ -73,6 +74,7 @@ void	gck_pids_signal(const pid_t *, size_t, int);
 int	gck_pids_wait_dead(const pid_t *, size_t, int);
 char	gck_pid_state(pid_t);
 int	gck_pid_dying(pid_t);
+uint64_t gck_pid_start(pid_t);
 int	gck_pid_comm(pid_t, char *, size_t);
 int	gck_pid_tty_fd(pid_t, char *, size_t);
 

@@ -70,14 +70,17 @@ proc_read(struct gck_proc *p)
 		p->comm[l] = '\0';
 	}
 	{
-		long	f[20];
-		char	st;
+		long			f[20];
+		unsigned long long	start;
+		char			st;
 
 		if (sscanf(s + 2, "%c %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld "
-		    "%ld %ld %ld %ld %ld %ld %ld", &st, &f[0], &f[1], &f[2],
-		    &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9], &f[10],
-		    &f[11], &f[12], &f[13], &f[14], &f[15], &f[16]) != 18)
+		    "%ld %ld %ld %ld %ld %ld %ld %ld %llu", &st, &f[0], &f[1],
+		    &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9],
+		    &f[10], &f[11], &f[12], &f[13], &f[14], &f[15], &f[16],
+		    &f[17], &start) != 20)
 			return -1;
+		p->start = start;
 		p->state = st;
 		p->ppid = (pid_t)f[0];
 		p->pgid = (pid_t)f[1];
@@ -339,6 +342,25 @@ gck_pid_dying(pid_t pid)
 		    (pend & 1ULL << (SIGKILL - 1)))
 			return 1;
 	return 0;
+}
+
+/*
+ * The start time of pid, in clock ticks after boot (field 22 of
+ * /proc/PID/stat), or 0 when there is no such process.
+ */
+uint64_t
+gck_pid_start(pid_t pid)
+{
+	char			 path[64], buf[1024], *s;
+	unsigned long long	 start;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if (gck_read_small_file(path, buf, sizeof buf) == -1 ||
+	    (s = strrchr(buf, ')')) == NULL || sscanf(s + 1, " %*c %*d %*d "
+	    "%*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
+	    "%*d %llu", &start) != 1)
+		return 0;
+	return start;
 }
 
 /* Copies the comm of pid into buf.  Returns 0 or -1. */

@@ -144,6 +144,8 @@ out:
  * Whether the image's tree is still here, stopped, as gpuckpt leaves it
  * while it writes the image: a checkpoint piped into a restore on the
  * same host.  Its PIDs are freed only once the whole image is written.
+ * A process is known by its start time where the image has it (criu may
+ * not have stopped it yet), otherwise by being stopped with its name.
  */
 static int
 source_here(const struct gck_manifest *m)
@@ -158,6 +160,13 @@ source_here(const struct gck_manifest *m)
 		if ((st = gck_pid_state(gck_manifest_pid(m, i))) == 0 ||
 		    st == 'Z')
 			continue;
+		/* The very process, in whatever state criu left it. */
+		if (gck_manifest_start(m, i) != 0 &&
+		    gck_pid_start(gck_manifest_pid(m, i)) ==
+		    gck_manifest_start(m, i)) {
+			busy = 1;
+			continue;
+		}
 		if ((st != 'T' && st != 't') ||
 		    gck_pid_comm(gck_manifest_pid(m, i), comm,
 		    sizeof comm) == -1 ||

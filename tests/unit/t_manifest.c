@@ -34,6 +34,7 @@ static void	test_accessors(void **);
 static void	test_full_manifest(void **);
 static void	test_shell_job(void **);
 static void	test_zombie(void **);
+static void	test_start(void **);
 static void	test_length_bounded(void **);
 static void	test_reuse_ctx(void **);
 static void	test_newer_format(void **);
@@ -257,6 +258,30 @@ test_zombie(void **state)
 	assert_int_equal(gck_manifest_zombie(m, 2), 0);
 	assert_int_equal(gck_manifest_zombie(m, 3), 0);
 	assert_int_equal(gck_manifest_zombie(m, (size_t)-1), 0);
+	gck_manifest_free(m);
+	check_bad(ctx, c, NELEM(c));
+}
+
+/* A process's start time, optional, read back as given; 0 without it. */
+static void
+test_start(void **state)
+{
+	static const struct bad_case	c[] = {
+		{ "{\"format\":1,\"root_pid\":1,\"processes\":[{\"pid\":1},"
+		    "{\"pid\":2,\"start\":-5}]}",
+		    GCK_EFORMAT, "bad process 2 in the manifest" },
+		{ "{\"format\":1,\"root_pid\":1,\"processes\":[{\"pid\":1},"
+		    "{\"pid\":2,\"start\":\"12\"}]}",
+		    GCK_EFORMAT, "bad process 2 in the manifest" },
+	};
+	struct gck_ctx		*ctx = *state;
+	struct gck_manifest	*m;
+
+	parse_ok(ctx, "{\"format\":1,\"root_pid\":5,\"processes\":["
+	    "{\"pid\":5,\"start\":2988812},{\"pid\":6}]}", &m);
+	assert_int_equal(gck_manifest_start(m, 0), 2988812);
+	assert_int_equal(gck_manifest_start(m, 1), 0);
+	assert_int_equal(gck_manifest_start(m, 2), 0);
 	gck_manifest_free(m);
 	check_bad(ctx, c, NELEM(c));
 }
@@ -601,6 +626,7 @@ main(void)
 		cmocka_unit_test(test_full_manifest),
 		cmocka_unit_test(test_shell_job),
 		cmocka_unit_test(test_zombie),
+		cmocka_unit_test(test_start),
 		cmocka_unit_test(test_length_bounded),
 		cmocka_unit_test(test_reuse_ctx),
 		cmocka_unit_test(test_newer_format),
