@@ -7,8 +7,8 @@
 # they neither add lines to a stderr that a test counts nor go unseen.
 # Many tests expect a command to fail, and a sanitizer's abort must not
 # pass for that failure: if any report is there once TEST has exited,
-# it is shown in the test's log and the test fails ("Bail out!"), what
-# TEST's own status was.  lib.sh's test_done also fails a script that
+# it is shown in the test's log and the test fails ("Bail out!"),
+# whatever TEST's own status was.  lib.sh's test_done also fails a script that
 # left reports; this catches the units and anything after test_done.
 
 for last; do :; done
