@@ -55,6 +55,13 @@ test_expect_success() {
 }
 
 test_done() {
+	# configure --enable-sanitizers: see sancheck.sh.
+	if test -n "$GCK_SANDIR" && test -n "$(ls -A "$GCK_SANDIR")"; then
+		test_count=$((test_count + 1))
+		test_failed=$((test_failed + 1))
+		echo "not ok $test_count - no sanitizer reports"
+		ls "$GCK_SANDIR" | sed "s|^|#	$GCK_SANDIR/|"
+	fi
 	echo "1..$test_count"
 	test "$test_failed" -eq 0
 	exit
@@ -136,6 +143,20 @@ require_criu() {
 	test -n "$CRIU" && test -x "$CRIU" || test_skip_all "criu not found"
 }
 
+# limit_memory MiB: bounds the memory of what this shell runs next:
+# ulimit -v, or under configure --enable-sanitizers, where ASan's shadow
+# memory needs terabytes of address space, ASan's bounds on what malloc
+# gives (a NULL past them: allocator_may_return_null is set).
+limit_memory() {
+	if test -n "$GCK_SANDIR"; then
+		ASAN_OPTIONS="$ASAN_OPTIONS:soft_rss_limit_mb=$1"
+		ASAN_OPTIONS="$ASAN_OPTIONS:max_allocation_size_mb=$1"
+		export ASAN_OPTIONS
+	else
+		ulimit -v $(($1 * 1024))
+	fi
+}
+
 # fake_criu HOW: writes ./fakecriu, which runs the real criu ($CRIU, see
 # require_criu) and, for a dump, misbehaves as HOW says: fail-before,
 # fail-after (criu dumped and left the tree stopped) or slow.
@@ -196,6 +217,11 @@ start_sshd() {
 		MaxSessions 100
 		PidFile none
 		EOF
+		# The sessions' programs report as the tests' do (sancheck.sh).
+		if test -n "$GCK_SANDIR"; then
+			echo "SetEnv ASAN_OPTIONS=$ASAN_OPTIONS" \
+			    "UBSAN_OPTIONS=$UBSAN_OPTIONS" >>"$TRASH/sshd_config"
+		fi
 		# Newer sshd penalise a source whose sessions fail: not here.
 		"$SSHD" -t -f "$TRASH/sshd_config" -o PerSourcePenalties=no \
 		    2>/dev/null &&

@@ -199,8 +199,9 @@ done <hostile.out
 # which does not exist), extract-into (into dir, which exists and is
 # empty), diff (good.gck with IMAGE), rdiff (IMAGE with good.gck), same
 # (IMAGE with itself), show or json.  It runs in the empty directory
-# work, in 1 GiB of address space, and is stopped after 30 seconds (and
-# killed 5 seconds later); out and err get its output, $_st its status.
+# work, in 1 GiB of memory (limit_memory), and is stopped after 30
+# seconds (and killed 5 seconds later); out and err get its output, $_st
+# its status.
 inspect() {
 	case $2 in
 	"|"*)	_in=- ;;
@@ -219,7 +220,7 @@ inspect() {
 	_img=$1
 	shift
 	(
-		cd work && ulimit -v 1048576 || exit 99
+		cd work && limit_memory 1024 || exit 99
 		case $_img in
 		"|"*)	cat "$TRASH/${_img#|}" |
 			    timeout -k 5 30 "$GCKINSPECT" "$@" ;;

@@ -480,8 +480,16 @@ gck_writer_free(struct gck_writer *w)
 		return;
 	/* An unfinished image stays so: nothing more is written. */
 	w->abandoned = !w->finished;
-	if (w->a != NULL)
+	/*
+	 * archive_write_free() does not close an archive that a failed
+	 * write left in ARCHIVE_STATE_FATAL, and libarchive before pull
+	 * request #2729 (3.6.2 in Debian 12) then leaks the output block
+	 * buffer that archive_write_open2() allocated: close it first.
+	 */
+	if (w->a != NULL) {
+		archive_write_close(w->a);
 		archive_write_free(w->a);
+	}
 	gck_zout_free(w->z);
 	json_decref(w->entries);
 	if (w->xs != NULL)

@@ -970,7 +970,7 @@ pmap_build(struct gck_ctx *ctx, const struct dimg *im, const char *name,
 	const struct pdig	*pd;
 	const uint8_t		*rec;
 	PagemapHead		*h;
-	PagemapEntry		*e;
+	PagemapEntry		*e = NULL;
 	size_t			 pos, used = 0, cap = 0, cap2 = 0;
 	uint32_t		 len, flags, j;
 	int			 bad, r;
@@ -986,39 +986,47 @@ pmap_build(struct gck_ctx *ctx, const struct dimg *im, const char *name,
 	pagemap_head__free_unpacked(h, NULL);
 	while ((rec = gck_img_record(k->data, k->len, &pos, &len, &bad)) !=
 	    NULL) {
-		if ((e = pagemap_entry__unpack(NULL, len, rec)) == NULL)
-			return bad_criu(ctx, name);
-		flags = e->has_flags ? e->flags : PE_PRESENT;
-		if (!(flags & PE_PRESENT)) {
-			pagemap_entry__free_unpacked(e, NULL);
-			continue;
+		if ((e = pagemap_entry__unpack(NULL, len, rec)) == NULL) {
+			r = bad_criu(ctx, name);
+			goto out;
 		}
-		for (j = 0; j < e->nr_pages; j++) {
+		flags = e->has_flags ? e->flags : PE_PRESENT;
+		for (j = 0; (flags & PE_PRESENT) && j < e->nr_pages; j++) {
 			if (pd == NULL || used >= pd->n) {
-				pagemap_entry__free_unpacked(e, NULL);
-				return gck_set_error(ctx, GCK_EFORMAT,
+				r = gck_set_error(ctx, GCK_EFORMAT,
 				    "corrupt image: '%s' lists more pages "
 				    "than its pages file holds", name);
+				goto out;
 			}
 			if ((r = gck_grow(ctx, &pm->addr, &cap, pm->n,
 			    sizeof *pm->addr)) != GCK_OK ||
 			    (r = gck_grow(ctx, &pm->d, &cap2, pm->n,
-			    sizeof *pm->d)) != GCK_OK) {
-				pagemap_entry__free_unpacked(e, NULL);
-				return r;
-			}
+			    sizeof *pm->d)) != GCK_OK)
+				goto out;
 			pm->addr[pm->n] = e->vaddr + (uint64_t)j * PAGE;
 			pm->d[pm->n++] = pd->d[used++];
 		}
 		pagemap_entry__free_unpacked(e, NULL);
+		e = NULL;
 	}
-	if (bad)
-		return bad_criu(ctx, name);
+	if (bad) {
+		r = bad_criu(ctx, name);
+		goto out;
+	}
 	for (j = 1; j < pm->n; j++)
-		if (pm->addr[j] <= pm->addr[j - 1])
-			return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
+		if (pm->addr[j] <= pm->addr[j - 1]) {
+			r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
 			    "'%s' lists pages out of order", name);
-	return GCK_OK;
+			goto out;
+		}
+	r = GCK_OK;
+out:
+	if (e != NULL)
+		pagemap_entry__free_unpacked(e, NULL);
+	/* A failed build hands back no half-built map. */
+	if (r != GCK_OK)
+		pmap_free(pm);
+	return r;
 }
 
 static void

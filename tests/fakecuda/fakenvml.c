@@ -186,7 +186,11 @@ nvmlShutdown(void)
 {
 	if (initcount == 0)
 		return NVML_ERROR_UNINITIALIZED;
-	initcount--;
+	/* The last shutdown lets go, as the caller may dlclose() us. */
+	if (--initcount == 0) {
+		free(fakedir);
+		fakedir = NULL;
+	}
 	return NVML_SUCCESS;
 }
 
