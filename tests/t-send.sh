@@ -33,23 +33,6 @@ start() {
 	started="$started $WPID"
 }
 
-# start_nssh: sshd in a PID namespace of its own: what it restores
-# lives there, as on another host, while the source's stopped tree still
-# holds its PIDs here.  Sets port, sshd_pid (unshare) and ns_init (the
-# namespace's init, our reaper) and ns_id.
-start_nssh() {
-	start_sshd unshare --pid --fork --mount-proc "$GCK_TESTDIR/reaper" ||
-	    return 1
-	_i=0
-	while test -z "$(cat /proc/$sshd_pid/task/*/children)"; do
-		_i=$((_i + 1))
-		test $_i -lt 100 || return 1
-		sleep 0.05
-	done
-	ns_init=$(awk '{ print $1 }' /proc/$sshd_pid/task/*/children)
-	ns_id=$(readlink /proc/$ns_init/ns/pid)
-}
-
 # remote_kh KNOWN_HOSTS COMMAND: runs COMMAND as root@127.0.0.1 with
 # OpenSSH's ssh, which checks the host key against KNOWN_HOSTS.
 remote_kh() {
@@ -78,18 +61,6 @@ gsend_base() {
 # gsend ARGS: the same, with the user key and no agent.
 gsend() {
 	gsend_base -i "$TRASH/userkey" -o IdentityAgent=none "$@"
-}
-
-# ns_pid PID: the PID here of the process that is PID in the sshd's
-# namespace; nothing if there is none.
-ns_pid() {
-	grep -H '^NSpid:' /proc/[0-9]*/status 2>/dev/null |
-	    awk -v d="$ns_depth" -v p="$1" 'NF == d + 2 && $NF == p {
-		sub(/^\/proc\//, ""); sub(/\/.*/, ""); print }' |
-	    while read _h; do
-		test "$(readlink /proc/$_h/ns/pid 2>/dev/null)" = "$ns_id" &&
-		    echo $_h
-	    done
 }
 
 # remote_gone PID: waits up to 10 seconds for PID of the namespace (a
@@ -189,7 +160,6 @@ failed_send() {
 	test_grep "; process tree $SRC left running\$" "$1"
 }
 
-ns_depth=$(awk '/^NSpid:/ { print NF - 1 }' /proc/self/status)
 mkdir home rtmp store
 
 test_expect_success 'sshd in a PID namespace of its own' '
