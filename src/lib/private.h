@@ -72,6 +72,7 @@ void	gck_ptree_free(struct gck_ptree *);
 void	gck_pids_signal(const pid_t *, size_t, int);
 int	gck_pids_wait_dead(const pid_t *, size_t, int);
 char	gck_pid_state(pid_t);
+pid_t	gck_pid_ppid(pid_t);
 int	gck_pid_comm(pid_t, char *, size_t);
 int	gck_pid_tty_fd(pid_t, char *, size_t);
 

@@ -28,6 +28,7 @@
 static int	pids_free(struct gck_ctx *, const struct gck_manifest *, int);
 static int	source_here(const struct gck_manifest *);
 static void	reap_image_pids(const pid_t *, size_t, int);
+static void	kill_leftovers(const pid_t *, size_t);
 static int	gpu_preflight(struct gck_ctx *, const struct gck_manifest *,
 		    const char *, struct gck_cuda **, struct gck_cproc **,
 		    size_t *);
@@ -53,6 +54,31 @@ reap_image_pids(const pid_t *pids, size_t n, int ms)
 		if (left == 0)
 			return;
 		gck_msleep(10);
+	}
+}
+
+/*
+ * Kills what a criu that failed, or was killed, left of the tree: the
+ * image's processes that are ours (we were their subreaper) or children
+ * of one of them.  Their PIDs were free when criu started.
+ */
+static void
+kill_leftovers(const pid_t *pids, size_t n)
+{
+	pid_t	ppid;
+	size_t	i, j;
+	int	ours;
+
+	for (i = 0; i < n; i++) {
+		if ((ppid = gck_pid_ppid(pids[i])) <= 0)
+			continue;
+		ours = ppid == getpid();
+		for (j = 0; j < n && !ours; j++)
+			ours = ppid == pids[j];
+		if (ours) {
+			kill(pids[i], SIGKILL);
+			kill(pids[i], SIGCONT);
+		}
 	}
 }
 
@@ -343,8 +369,11 @@ out:
 		    "killed", msg, (int)gck_manifest_root_pid(m));
 		ctx->oerrno = oerrno;
 	}
-	if (criu_ran && r != GCK_OK)
+	if (criu_ran && r != GCK_OK) {
+		if (!restored)
+			kill_leftovers(pids, n);
 		reap_image_pids(pids, n, 5000);
+	}
 	if (criu_ran)
 		(void)prctl(PR_SET_CHILD_SUBREAPER, subreaper);
 	if (dfd != -1)
