@@ -83,13 +83,15 @@ struct gck_serve;
 int	gck_criu_dump(struct gck_ctx *, pid_t, const char *, int,
 	    struct gck_capture *, int (*)(void *), void *);
 int	gck_criu_restore(struct gck_ctx *, const char *, int,
-	    struct gck_serve *, struct gck_reader *, int *);
+	    struct gck_serve *, struct gck_reader *, int, int *);
 
 /* guard.c: resumes (or settles) the tree should gpuckpt be killed */
 struct gck_guard;
 int	gck_guard_start(struct gck_ctx *, pid_t, const char *, const char *,
 	    const struct gck_proc *, size_t, struct gck_guard **);
 void	gck_guard_intent(struct gck_guard *, char);
+void	gck_guard_tree(struct gck_guard *, pid_t);
+int	gck_guard_fd(const struct gck_guard *);
 void	gck_guard_free(struct gck_guard *);
 
 /* frame.c: the framed exchange between gpusend and gpurecv */

@@ -313,8 +313,13 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	(void)prctl(PR_GET_CHILD_SUBREAPER, &subreaper);
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 	criu_ran = 1;
+	/*
+	 * Should we die from now on, our guard waits for criu to be gone
+	 * too, and kills what is left of the tree.
+	 */
+	gck_guard_tree(guard, gck_manifest_root_pid(m));
 	r = gck_criu_restore(ctx, imgdir, gck_manifest_shell_job(m), srv, rd,
-	    &restored);
+	    gck_guard_fd(guard), &restored);
 	if (restored)
 		root = gck_manifest_root_pid(m);
 	if (r != GCK_OK)
@@ -342,6 +347,8 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	if ((r = gck_check_interrupt(ctx)) != GCK_OK ||
 	    (ready != NULL && (r = ready(ctx, ready_arg, root)) != GCK_OK))
 		goto out;
+	/* The tree may run: should we die now, the guard lets it. */
+	gck_guard_intent(guard, 'R');
 	/*
 	 * Every process is there: let the tree continue.  Its CUDA
 	 * processes stay locked, their CUDA calls waiting, while their
