@@ -157,6 +157,7 @@ remote_gone(struct send *s, struct gck_ctx *ctx, struct gck_ssh *c,
     const char *when)
 {
 	const char	*err = gck_ssh_stderr(c);
+	const char	*sp = *when != '\0' ? " " : "";
 	int		 st = gck_ssh_exit_status(c, 1000);
 
 	if (st == 127 || st == 126)
@@ -166,13 +167,13 @@ remote_gone(struct send *s, struct gck_ctx *ctx, struct gck_ssh *c,
 		    *err != '\0' ? ": " : "", err, st);
 	if (st >= 0)
 		return gck_set_error(ctx, GCK_EREMOTE, "%s: gpurecv exited "
-		    "with status %d %s%s%s", s->rname, st, when,
+		    "with status %d%s%s%s%s", s->rname, st, sp, when,
 		    *err != '\0' ? ": " : "", err);
 	if (*err != '\0')
-		return gck_set_error(ctx, GCK_ESSH, "ssh %s: connection lost "
-		    "%s (remote said: %s)", gck_ssh_name(c), when, err);
-	return gck_set_error(ctx, GCK_ESSH, "ssh %s: connection lost %s",
-	    gck_ssh_name(c), when);
+		return gck_set_error(ctx, GCK_ESSH, "ssh %s: connection lost"
+		    "%s%s (remote said: %s)", gck_ssh_name(c), sp, when, err);
+	return gck_set_error(ctx, GCK_ESSH, "ssh %s: connection lost%s%s",
+	    gck_ssh_name(c), sp, when);
 }
 
 /*
