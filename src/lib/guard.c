@@ -131,6 +131,14 @@ guard_main(struct gck_ctx *ctx, pid_t root, int fd, const char *work,
 	for (waited = 0; root > 0 && traced(root) &&
 	    waited < GUARD_CRIU_WAIT_MS; waited += 50)
 		gck_msleep(50);
+	/*
+	 * The output file was being renamed into place: once it has its
+	 * name (the partial is gone), the image is complete and what was
+	 * asked is carried out; until then, the tree is rolled back.
+	 */
+	if (intent >= 'a' && intent <= 'z')
+		intent = partial != NULL && access(partial, F_OK) == 0 ? 0 :
+		    (char)(intent - 'a' + 'A');
 	if (intent == 0 && partial != NULL)
 		unlink(partial);
 	gck_rmtree(work);
@@ -216,7 +224,8 @@ gck_guard_start(struct gck_ctx *ctx, pid_t root, const char *work,
 
 /*
  * Tells the guard what it is to do should gpuckpt die from now on:
- * 'K' kill the tree, 'R' resume it, 'S' leave it stopped.  (For a
+ * 'K' kill the tree, 'R' resume it, 'S' leave it stopped; 'k', 'r' or
+ * 's' the same if the output file has its name by then, else roll back.  (For a
  * restore: 'R' once the restored tree may run.)
  */
 void
