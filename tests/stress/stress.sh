@@ -307,9 +307,10 @@ violation() {
 
 # settle_doubt: gpusend left the source stopped: ask gpurecv --outcome
 # what became of the hand-over and do as gpusend(1) says.  Sets HOW.
-# As its EXAMPLES do it:
-settle_kill() { kill -KILL $WPID; }
-settle_cont() { kill -CONT $WPID; }
+# As its EXAMPLES do it: to every process of the tree, here a process
+# group of its own.
+settle_kill() { kill -KILL -- -$WPID; }
+settle_cont() { kill -CONT -- -$WPID; }
 SETTLE_KILL=settle_kill SETTLE_CONT=settle_cont
 settle_doubt() {
 	_id=$(sed -n 's/.*--id \([0-9a-f]\{32\}\).*/\1/p' "$D/recv.args" |
@@ -606,12 +607,27 @@ wait_bounded_restore_file() {
 sc_send_killed() {
 	pick KILL INT TERM; SIG=$P
 	pick 1 1 2; PAR=$P
-	delay $T_SEND 125
-	PARAMS="$PARAMS parallel=$PAR sig=$SIG after=$DELAYS"
+	# A third of the time, at the go-ahead: as soon as gpurecv's record
+	# of the hand-over says it has it (the narrow window in which
+	# gpusend, killed, leaves the source stopped).
+	pick time time go; AT=$P
+	delay $T_SEND 100
+	if test $AT = go; then
+		PARAMS="$PARAMS parallel=$PAR sig=$SIG at=go-ahead"
+	else
+		PARAMS="$PARAMS parallel=$PAR sig=$SIG after=$DELAYS"
+	fi
 	say "$PARAMS"
 	WHERE=ns SPORT=$port
 	gsend -c $COMP --parallel $PAR -p $WPID root@127.0.0.1
-	msleep $DELAY
+	if test $AT = go; then
+		while test -d /proc/$SPID && test "$(proc_field $SPID 3)" != Z &&
+		    ! grep -q '^go ' "$RUNDIR"/*.rec 2>/dev/null; do
+			sleep 0.005
+		done
+	else
+		msleep $DELAY
+	fi
 	kill -$SIG $SPID 2>/dev/null
 	wait_bounded $SPID 120
 	test -n "$HUNG" && violation "gpusend hung"
@@ -692,7 +708,7 @@ sc_recv_killed() {
 	pick gpurecv gpurecv criu; TARGET=$P
 	if test $TARGET = criu; then SIG=KILL; else pick KILL TERM; SIG=$P; fi
 	pick 1 1 2; PAR=$P
-	delay $T_SEND 110
+	delay $T_SEND 70
 	PARAMS="$PARAMS target=$TARGET sig=$SIG parallel=$PAR after=$DELAYS"
 	say "$PARAMS"
 	WHERE=ns SPORT=$port
