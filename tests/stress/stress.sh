@@ -100,6 +100,8 @@ TO=20			# gpusend --timeout
 
 exec 3>&1		# the console; runs write their details to $LOG
 : >"$LOG"
+exec 2>>"$LOG"		# and so does everything else (bash's job notices)
+die() { echo "stress: $*" >&3; echo >&2 "stress: $*"; exit 1; }
 say() { printf '%s\n' "$*" >&3; printf '%s\n' "$*" >>"$LOG"; }
 log() { printf '%s\n' "$*" >>"$LOG"; }
 
@@ -205,12 +207,13 @@ remote() {
 
 # gsend ARGS: starts gpusend to our sshd ($SPORT: its port, or a
 # relay's), with gpurecv through the wrapper that notes its arguments in
-# $D/recv.args, in the background: SPID is gpusend itself.
+# $D/recv.args ($WRAP, or recvwrap), in the background: SPID is gpusend
+# itself.
 gsend() {
 	HOME=$TRASH/home "$GCKSEND" -P "$SPORT" \
 	    -o UserKnownHostsFile="$TRASH/known_hosts" \
 	    -i "$TRASH/userkey" -o IdentityAgent=none --timeout $TO \
-	    --remote-path "$TRASH/recvwrap $D" "$@" \
+	    --remote-path "$TRASH/${WRAP:-recvwrap} $D" "$@" \
 	    >"$D/send.out" 2>"$D/send.err" &
 	SPID=$!
 }
@@ -607,9 +610,10 @@ wait_bounded_restore_file() {
 sc_send_killed() {
 	pick KILL INT TERM; SIG=$P
 	pick 1 1 2; PAR=$P
-	# A third of the time, at the go-ahead: as soon as gpurecv's record
-	# of the hand-over says it has it (the narrow window in which
-	# gpusend, killed, leaves the source stopped).
+	# A third of the time, at the go-ahead: gpurecv's answer that the
+	# tree runs is held back a second (recvhold), and gpusend is
+	# signalled meanwhile, in the window where, killed, it leaves the
+	# source stopped.
 	pick time time go; AT=$P
 	delay $T_SEND 100
 	if test $AT = go; then
@@ -619,11 +623,13 @@ sc_send_killed() {
 	fi
 	say "$PARAMS"
 	WHERE=ns SPORT=$port
+	test $AT = go && WRAP=recvhold
 	gsend -c $COMP --parallel $PAR -p $WPID root@127.0.0.1
+	WRAP=
 	if test $AT = go; then
 		while test -d /proc/$SPID && test "$(proc_field $SPID 3)" != Z &&
-		    ! grep -q '^go ' "$RUNDIR"/*.rec 2>/dev/null; do
-			sleep 0.005
+		    ! test -e "$D/k.held"; do
+			sleep 0.01
 		done
 	else
 		msleep $DELAY
@@ -785,7 +791,7 @@ run_one() {
 	cd "$D" || exit 1
 	export TMPDIR=$D/tmp
 	VIOL= OUTCOME=? HOW= occ= MNT= relay_pid= WPID= WCHILD= HPID= CUT=
-	CST=- RST=- ST=- SIG= SOCK_OK=
+	CST=- RST=- ST=- SIG= SOCK_OK= WRAP=
 	pick 4 8 16 32 48; MIB=$P
 	pick 0 30 90; ZP=$P
 	pick none zstd:1 zstd:3; COMP=$P
@@ -883,10 +889,46 @@ printf '%s\n' "\$*" >>"\$d/recv.args"
 GCK_RUNDIR=$RUNDIR TMPDIR=\$d/rtmp exec "$GCKRECV" "\$@"
 EOF
 chmod +x recvwrap
+# recvhold: the same, gpurecv's answers passing through holdk.py, which
+# holds back the one that says the tree runs for a second, and says
+# when it came in the file given.
+cat >holdk.py <<'EOF'
+import struct, sys, time
+i, o = sys.stdin.buffer, sys.stdout.buffer
+while True:
+    h = i.read(16)
+    if len(h) < 16:
+        sys.exit(0)
+    d = i.read(struct.unpack(">I", h[4:8])[0])
+    if h[1:2] == b"K":
+        open(sys.argv[1], "w").close()
+        time.sleep(1)
+    o.write(h + d)
+    o.flush()
+EOF
+cat >recvhold <<EOF
+#!/bin/sh
+d=\$1
+shift
+printf '%s\n' "\$*" >>"\$d/recv.args"
+export GCK_RUNDIR=$RUNDIR TMPDIR=\$d/rtmp
+case " \$* " in
+*" --restore "*) ;;
+*)	exec "$GCKRECV" "\$@" ;;
+esac
+rm -f "\$d/k.fifo"
+mkfifo "\$d/k.fifo" || exit 1
+exec 3<&0
+"$GCKRECV" "\$@" <&3 3<&- >"\$d/k.fifo" &
+exec 3<&-
+python3 "$TRASH/holdk.py" "\$d/k.held" <"\$d/k.fifo"
+EOF
+chmod +x recvhold
 
 declare -A COUNT
 FAILED=
 CUTN=0
+NRUN=0
 t_start=$(now_ms)
 say "stress: seed $SEED, $RUNS runs (replay: make stress STRESS_SEED=$SEED STRESS_RUNS=$RUNS); details in $LOG"
 calibrate
@@ -898,6 +940,7 @@ for N in $(seq 1 "$RUNS"); do
 		continue
 	fi
 	run_one $N
+	NRUN=$((NRUN + 1))
 done
 t_end=$(now_ms)
 
@@ -906,7 +949,7 @@ say "stress: counts per scenario and outcome"
 for k in "${!COUNT[@]}"; do
 	printf '  %-40s %4d\n' "$k" "${COUNT[$k]}"
 done | sort -n | tee -a "$LOG" >&3
-say "stress: $RUNS runs in $(( (t_end - t_start) / 1000 )) s"
+say "stress: $NRUN runs in $(( (t_end - t_start) / 1000 )) s"
 if test -n "$FAILED"; then
 	say "stress: VIOLATIONS in runs:$FAILED"
 	say "stress: replay with: make stress STRESS_SEED=$SEED STRESS_RUNS=$RUNS STRESS_ONLY=$(echo $FAILED | tr ' ' ,)"
