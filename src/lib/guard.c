@@ -266,6 +266,13 @@ gck_guard_tree(struct gck_guard *g, pid_t root)
 	}
 }
 
+/* The guard's process ID (-1 if none). */
+pid_t
+gck_guard_pid(const struct gck_guard *g)
+{
+	return g != NULL ? g->pid : -1;
+}
+
 /*
  * The guard's end of the pipe, for criu to inherit (-1 if none): the
  * guard then waits for criu too.

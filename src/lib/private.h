@@ -92,6 +92,7 @@ int	gck_guard_start(struct gck_ctx *, pid_t, const char *, const char *,
 void	gck_guard_intent(struct gck_guard *, char);
 void	gck_guard_tree(struct gck_guard *, pid_t);
 int	gck_guard_fd(const struct gck_guard *);
+pid_t	gck_guard_pid(const struct gck_guard *);
 void	gck_guard_free(struct gck_guard *);
 
 /* frame.c: the framed exchange between gpusend and gpurecv */

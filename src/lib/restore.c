@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <sys/types.h>
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -28,7 +30,7 @@
 static int	pids_free(struct gck_ctx *, const struct gck_manifest *, int);
 static int	source_here(const struct gck_manifest *);
 static void	reap_image_pids(const pid_t *, size_t, int);
-static void	kill_leftovers(const pid_t *, size_t);
+static void	kill_leftovers(const pid_t *, size_t, pid_t);
 static int	gpu_preflight(struct gck_ctx *, const struct gck_manifest *,
 		    const char *, struct gck_cuda **, struct gck_cproc **,
 		    size_t *);
@@ -58,16 +60,21 @@ reap_image_pids(const pid_t *pids, size_t n, int ms)
 }
 
 /*
- * Kills what a criu that failed, or was killed, left of the tree: the
- * image's processes that are ours (we were their subreaper) or children
- * of one of them.  Their PIDs were free when criu started.
+ * Kills what a criu that failed, or was killed, left behind: the
+ * image's processes that are ours (we are their subreaper while criu
+ * runs) or children of one of them, whose PIDs were free when criu
+ * started; and any other child of ours but the guard (a process criu
+ * was making), with what it had made in turn, which comes to us as
+ * its parent dies.
  */
 static void
-kill_leftovers(const pid_t *pids, size_t n)
+kill_leftovers(const pid_t *pids, size_t n, pid_t guard)
 {
-	pid_t	ppid;
-	size_t	i, j;
-	int	ours;
+	struct dirent	*de;
+	DIR		*d;
+	pid_t		 ppid, p;
+	size_t		 i, j;
+	int		 ours, round, found;
 
 	for (i = 0; i < n; i++) {
 		if ((ppid = gck_pid_ppid(pids[i])) <= 0)
@@ -79,6 +86,27 @@ kill_leftovers(const pid_t *pids, size_t n)
 			kill(pids[i], SIGKILL);
 			kill(pids[i], SIGCONT);
 		}
+	}
+	for (round = 0; round < 100; round++) {
+		if ((d = opendir("/proc")) == NULL)
+			return;
+		found = 0;
+		while ((de = readdir(d)) != NULL) {
+			if (!isdigit((unsigned char)de->d_name[0]))
+				continue;
+			p = (pid_t)atoi(de->d_name);
+			if (p == guard || gck_pid_ppid(p) != getpid())
+				continue;
+			if (waitpid(p, NULL, WNOHANG | __WALL) == p)
+				continue;
+			kill(p, SIGKILL);
+			kill(p, SIGCONT);
+			found = 1;
+		}
+		closedir(d);
+		if (!found)
+			return;
+		gck_msleep(10);
 	}
 }
 
@@ -378,7 +406,7 @@ out:
 	}
 	if (criu_ran && r != GCK_OK) {
 		if (!restored)
-			kill_leftovers(pids, n);
+			kill_leftovers(pids, n, gck_guard_pid(guard));
 		reap_image_pids(pids, n, 5000);
 	}
 	if (criu_ran)
