@@ -246,10 +246,10 @@ start_sshd() {
 	return 1
 }
 
-# start_nssh: start_sshd, in a PID namespace of its own: what it restores
+# start_nssh: sshd in a PID namespace of its own: what it restores
 # lives there, as on another host, while the source's stopped tree still
 # holds its PIDs here.  Sets port, sshd_pid (unshare) and ns_init (the
-# namespace's init, our reaper) and ns_id.
+# namespace's init, our reaper), ns_id and ns_depth.
 start_nssh() {
 	start_sshd unshare --pid --fork --mount-proc "$GCK_TESTDIR/reaper" ||
 	    return 1
@@ -261,6 +261,19 @@ start_nssh() {
 	done
 	ns_init=$(awk '{ print $1 }' /proc/$sshd_pid/task/*/children)
 	ns_id=$(readlink /proc/$ns_init/ns/pid)
+	ns_depth=$(awk '/^NSpid:/ { print NF - 1 }' /proc/self/status)
+}
+
+# ns_pid PID: the PID here of the process that is PID in the sshd's
+# namespace; nothing if there is none.
+ns_pid() {
+	grep -H '^NSpid:' /proc/[0-9]*/status 2>/dev/null |
+	    awk -v d="$ns_depth" -v p="$1" 'NF == d + 2 && $NF == p {
+		sub(/^\/proc\//, ""); sub(/\/.*/, ""); print }' |
+	    while read _h; do
+		test "$(readlink /proc/$_h/ns/pid 2>/dev/null)" = "$ns_id" &&
+		    echo $_h
+	    done
 }
 
 require_python() {

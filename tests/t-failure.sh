@@ -162,6 +162,42 @@ test_expect_success 'SIGKILL to gpuckpt while the tree is stopped' '
 	test -z "$(ls -A | grep "^part\\.gck")"
 '
 
+# strace holds back the return of gpuckpt's rename for 5 s: it is killed
+# once the file has its name, before it has killed the tree.  The image
+# is complete: the guard must kill the tree, not resume it beside an
+# image that would restore it a second time.
+test_expect_success 'SIGKILL to gpuckpt once the file has its name' '
+	command -v strace >/dev/null || { echo >&2 "strace not found"; false; } &&
+	kill_tree $WPID &&
+	start renamed -m 16 &&
+	rm -f err &&
+	{ strace -o /dev/null \
+	    -e inject=rename,renameat,renameat2:delay_exit=5000000 \
+	    "$GCKPT" -p $WPID -c none -o renamed.gck 2>err & } &&
+	spid=$! &&
+	i=0 &&
+	while ! test -e renamed.gck && test $i -lt 300; do
+		i=$((i + 1))
+		sleep 0.1
+	done &&
+	gpid=$(cat /proc/$spid/task/*/children) &&
+	test -n "$gpid" &&
+	kill -KILL $gpid
+	wait_child $spid
+	test -e renamed.gck &&
+	wait_gone $WPID &&
+	wait_gone $WCHILD &&
+	test -z "$(ls -A | grep "^renamed\.gck\.tmp")" &&
+	"$GCKRESTORE" renamed.gck >out 2>rerr &&
+	test_must_be_empty rerr &&
+	echo $WPID >expect &&
+	test_cmp expect out &&
+	verify_workload $WPID &&
+	kill_tree $WPID &&
+	start big2 -m 300 &&
+	verify_workload $WPID
+'
+
 test_expect_success 'criu dump fails before touching the tree' '
 	fake_criu fail-before &&
 	test_status 1 env GCK_CRIU="$TRASH/fakecriu" \

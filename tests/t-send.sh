@@ -63,18 +63,6 @@ gsend() {
 	gsend_base -i "$TRASH/userkey" -o IdentityAgent=none "$@"
 }
 
-# ns_pid PID: the PID here of the process that is PID in the sshd's
-# namespace; nothing if there is none.
-ns_pid() {
-	grep -H '^NSpid:' /proc/[0-9]*/status 2>/dev/null |
-	    awk -v d="$ns_depth" -v p="$1" 'NF == d + 2 && $NF == p {
-		sub(/^\/proc\//, ""); sub(/\/.*/, ""); print }' |
-	    while read _h; do
-		test "$(readlink /proc/$_h/ns/pid 2>/dev/null)" = "$ns_id" &&
-		    echo $_h
-	    done
-}
-
 # remote_gone PID: waits up to 10 seconds for PID of the namespace (a
 # tree restored there, or being restored) to be gone.
 remote_gone() {
@@ -172,7 +160,6 @@ failed_send() {
 	test_grep "; process tree $SRC left running\$" "$1"
 }
 
-ns_depth=$(awk '/^NSpid:/ { print NF - 1 }' /proc/self/status)
 mkdir home rtmp store
 
 test_expect_success 'sshd in a PID namespace of its own' '
@@ -564,6 +551,64 @@ test_expect_success 'the answer lost once the tree runs there: asked, moved' '
 	test_line_count run.new 1 &&
 	grep "^running $WPID\$" "$RUNDIR/$(cat run.new)" &&
 	rm "$RUNDIR/$(cat run.new)" &&
+	nothing_left
+'
+
+test_expect_success 'SIGTERM to gpusend after the go-ahead: it sees it through' '
+	# gpurecv as usual, but its answer that the tree runs is held back
+	# 2 s, and k.held says when it came: gpusend has said go by then
+	cat >holdk.py <<-EOF &&
+	import os, struct, sys, time
+	i, o = sys.stdin.buffer, sys.stdout.buffer
+	while True:
+	    h = i.read(16)
+	    if len(h) < 16:
+	        sys.exit(0)
+	    d = i.read(struct.unpack(">I", h[4:8])[0])
+	    if h[1:2] == b"K":
+	        open("$TRASH/k.held", "w").close()
+	        time.sleep(2)
+	    o.write(h + d)
+	    o.flush()
+	EOF
+	cat >holdk <<-EOF &&
+	#!/bin/sh
+	export GCK_RUNDIR="$RUNDIR"
+	rm -f "$TRASH/k.fifo"
+	mkfifo "$TRASH/k.fifo" || exit 1
+	exec 3<&0
+	TMPDIR="$TRASH/rtmp" "$GCKRECV" "\$@" <&3 3<&- >"$TRASH/k.fifo" &
+	exec 3<&-
+	python3 "$TRASH/holdk.py" <"$TRASH/k.fifo"
+	EOF
+	chmod +x holdk &&
+	rm -f k.held &&
+	start held -m 16 &&
+	verify_workload $WPID &&
+	before=$VCOUNTER &&
+	{ HOME=$TRASH/home "$GCKSEND" -P "$port" \
+	    -o UserKnownHostsFile="$TRASH/known_hosts" -i "$TRASH/userkey" \
+	    -o IdentityAgent=none --remote-path "$TRASH/holdk" \
+	    -p $WPID root@127.0.0.1 >out 2>err & } &&
+	p=$! &&
+	i=0 &&
+	while ! test -e k.held && test $i -lt 300; do
+		i=$((i + 1))
+		sleep 0.1
+	done &&
+	test -e k.held &&
+	kill -TERM $p &&
+	{ wait_child $p 30; st=$?; } &&
+	test $st -eq 0 &&
+	test_must_be_empty err &&
+	echo $WPID >expect &&
+	test_cmp expect out &&
+	wait_gone $WPID &&
+	wait_gone $WCHILD &&
+	verify_there $WPID &&
+	test $VCOUNTER -gt $before &&
+	kill_tree $VHOST &&
+	rm -f k.fifo k.held &&
 	nothing_left
 '
 

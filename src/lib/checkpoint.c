@@ -580,9 +580,19 @@ gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	 * the image whole.
 	 */
 	if ((r = gck_check_interrupt(ctx)) != GCK_OK ||
-	    (r = gck_writer_finish(writer)) != GCK_OK ||
-	    (r = out_commit(ctx, &out)) != GCK_OK)
+	    (r = gck_writer_finish(writer)) != GCK_OK)
 		goto out;
+	/*
+	 * The rename makes a file image complete: should we die once it is
+	 * done, the guard must dispose of the tree as asked, not resume it
+	 * beside an image that would restore it a second time.
+	 */
+	if (out.tmp != NULL && commit == NULL)
+		gck_guard_intent(guard, "krs"[after]);
+	if ((r = out_commit(ctx, &out)) != GCK_OK) {
+		gck_guard_intent(guard, 'R');	/* rolled back after all */
+		goto out;
+	}
 	/* Whoever takes the image over may still say no. */
 	if (commit != NULL && (r = commit(ctx, commit_arg, guard, &after)) !=
 	    GCK_OK)

@@ -30,7 +30,7 @@
 static const char	*criu_path(void);
 struct clog;
 static int		 criu_run(struct gck_ctx *, char *const [],
-			    struct clog *, int, const char *,
+			    struct clog *, int, int, const char *,
 			    int (*)(void *, pid_t), void *, int *);
 static void		 criu_log_error(const struct clog *, char *, size_t);
 static int		 criu_add_opts(char *[], int, unsigned int);
@@ -237,7 +237,8 @@ clog_main(void *arg)
  * Runs criu with argv, its output and log (-o -) read into log.
  * newsession puts it in a session of its own (restore), otherwise in a
  * process group of its own, so that a terminal's ^C does not reach it:
- * criu is never interrupted half way, whatever happens to us.  While it
+ * criu is never interrupted half way, whatever happens to us.  keepfd
+ * (or -1) is a descriptor of ours that criu inherits.  While it
  * runs, during(arg, pid) serves its image streamer; should that fail,
  * it has closed criu's files, so that criu fails too.  Returns GCK_OK
  * with *statusp set, the code of during(), or a code when criu could not
@@ -245,7 +246,7 @@ clog_main(void *arg)
  */
 static int
 criu_run(struct gck_ctx *ctx, char *const argv[], struct clog *log,
-    int newsession, const char *hook, int (*during)(void *, pid_t),
+    int newsession, int keepfd, const char *hook, int (*during)(void *, pid_t),
     void *arg, int *statusp)
 {
 	pid_t	pid;
@@ -273,6 +274,8 @@ criu_run(struct gck_ctx *ctx, char *const argv[], struct clog *log,
 			setpgid(0, 0);
 		if (hook != NULL)
 			setenv("GCK_CRIU_HOOK", hook, 1);
+		if (keepfd != -1)
+			(void)fcntl(keepfd, F_SETFD, 0);
 		for (i = 1; i < NSIG; i++)
 			signal(i, SIG_DFL);
 		sigemptyset(&set);
@@ -337,7 +340,7 @@ gck_criu_version(struct gck_ctx *ctx, char *buf, size_t len)
 	argv[0] = (char *)criu_path();
 	argv[1] = "--version";
 	argv[2] = NULL;
-	if ((r = criu_run(ctx, argv, &log, 0, NULL, NULL, NULL, &status)) !=
+	if ((r = criu_run(ctx, argv, &log, 0, -1, NULL, NULL, NULL, &status)) !=
 	    GCK_OK)
 		return r;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
@@ -439,7 +442,7 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *imgdir,
 	    opts & GCK_CRIU_EXT_UNIX_SK ? " --ext-unix-sk" : "",
 	    opts & GCK_CRIU_FILE_LOCKS ? " --file-locks" : "");
 	status = -1;
-	r = criu_run(ctx, argv, &log, 0, gck_capture_hook_path(cap),
+	r = criu_run(ctx, argv, &log, 0, -1, gck_capture_hook_path(cap),
 	    capture_during, &ca, &status);
 	if (r != GCK_OK)
 		return r;
@@ -455,13 +458,14 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *imgdir,
 
 /*
  * Restores the images in imgdir, detached, in a session of its own, tasks
- * left stopped.  *donep says whether criu succeeded, even when the image
- * then fails.  Returns GCK_OK or a code.
+ * left stopped.  criu inherits keepfd (or -1): a guard's pipe.  *donep
+ * says whether criu succeeded, even when the image then fails.  Returns
+ * GCK_OK or a code.
  */
 int
 gck_criu_restore(struct gck_ctx *ctx, const char *imgdir, int shell_job,
     unsigned int opts, struct gck_serve *srv, struct gck_reader *rd,
-    int *donep)
+    int keepfd, int *donep)
 {
 	struct serve_args	 sa = { srv, rd };
 	struct clog		 log;
@@ -491,8 +495,8 @@ gck_criu_restore(struct gck_ctx *ctx, const char *imgdir, int shell_job,
 	    opts & GCK_CRIU_EXT_UNIX_SK ? " --ext-unix-sk" : "",
 	    opts & GCK_CRIU_FILE_LOCKS ? " --file-locks" : "");
 	status = -1;
-	r = criu_run(ctx, argv, &log, 1, NULL, srv != NULL ? serve_during :
-	    NULL, &sa, &status);
+	r = criu_run(ctx, argv, &log, 1, keepfd, NULL, srv != NULL ?
+	    serve_during : NULL, &sa, &status);
 	if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		*donep = 1;	/* restored, even if the image failed */
 	if (r != GCK_OK)

@@ -11,6 +11,13 @@
  * it (and brings its CUDA processes back onto their GPUs), or, once the
  * image was complete, carries out what was asked; and it removes the
  * work directory and a partial output file.
+ *
+ * A restore's guard learns the root of the tree criu restores, and
+ * criu inherits its pipe: end of file then comes once both the restoring
+ * tool and criu are gone.  The guard kills what criu left of the tree
+ * (stopped, or half restored), unless it was told that the tree may run,
+ * in which case it lets it continue; then it removes the work directory,
+ * into which criu no longer writes.
  */
 #include "config.h"
 
@@ -39,6 +46,25 @@ static _Noreturn void	guard_main(struct gck_ctx *, pid_t, int, const char *,
 static void		guard_gpu(struct gck_ctx *, const struct gck_proc *,
 			    size_t);
 static int		traced(pid_t);
+
+/* Reads exactly len bytes.  Returns 0, or -1 at end of file. */
+static int
+readn(int fd, void *buf, size_t len)
+{
+	char	*p = buf;
+	ssize_t	 n;
+
+	while (len > 0) {
+		n = read(fd, p, len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
 
 /* Returns 1 if pid is being traced (by criu), else 0. */
 static int
@@ -93,12 +119,26 @@ guard_main(struct gck_ctx *ctx, pid_t root, int fd, const char *work,
 			break;
 		if (c == 'D')
 			_exit(0);
+		if (c == 'P') {
+			/* The root of the tree a restore makes: kill it. */
+			if (readn(fd, &root, sizeof root) != 0)
+				break;
+			c = 'K';
+		}
 		intent = c;
 	}
 	/* gpuckpt is gone without settling the tree. */
 	for (waited = 0; root > 0 && traced(root) &&
 	    waited < GUARD_CRIU_WAIT_MS; waited += 50)
 		gck_msleep(50);
+	/*
+	 * The output file was being renamed into place: once it has its
+	 * name (the partial is gone), the image is complete and what was
+	 * asked is carried out; until then, the tree is rolled back.
+	 */
+	if (intent >= 'a' && intent <= 'z')
+		intent = partial != NULL && access(partial, F_OK) == 0 ? 0 :
+		    (char)(intent - 'a' + 'A');
 	if (intent == 0 && partial != NULL)
 		unlink(partial);
 	gck_rmtree(work);
@@ -184,7 +224,9 @@ gck_guard_start(struct gck_ctx *ctx, pid_t root, const char *work,
 
 /*
  * Tells the guard what it is to do should gpuckpt die from now on:
- * 'K' kill the tree, 'R' resume it, 'S' leave it stopped.
+ * 'K' kill the tree, 'R' resume it, 'S' leave it stopped; 'k', 'r' or
+ * 's' the same if the output file has its name by then, else roll back.  (For a
+ * restore: 'R' once the restored tree may run.)
  */
 void
 gck_guard_intent(struct gck_guard *g, char intent)
@@ -196,6 +238,49 @@ gck_guard_intent(struct gck_guard *g, char intent)
 	do
 		n = write(g->fd, &intent, 1);
 	while (n == -1 && errno == EINTR);
+}
+
+/*
+ * Tells a restore's guard the root of the tree criu is about to restore:
+ * should the tool die from now on, what is left of the tree is killed,
+ * unless gck_guard_intent(g, 'R') said it may run.
+ */
+void
+gck_guard_tree(struct gck_guard *g, pid_t root)
+{
+	char	buf[1 + sizeof root];
+	size_t	off = 0;
+	ssize_t	n;
+
+	if (g == NULL)
+		return;
+	buf[0] = 'P';
+	memcpy(buf + 1, &root, sizeof root);
+	while (off < sizeof buf) {
+		n = write(g->fd, buf + off, sizeof buf - off);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		off += (size_t)n;
+	}
+}
+
+/* The guard's process ID (-1 if none). */
+pid_t
+gck_guard_pid(const struct gck_guard *g)
+{
+	return g != NULL ? g->pid : -1;
+}
+
+/*
+ * The guard's end of the pipe, for criu to inherit (-1 if none): the
+ * guard then waits for criu too.
+ */
+int
+gck_guard_fd(const struct gck_guard *g)
+{
+	return g != NULL ? g->fd : -1;
 }
 
 /* Tells the guard all is settled, and reaps it.  NULL is fine. */

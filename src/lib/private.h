@@ -75,6 +75,7 @@ int	gck_pids_wait_dead(const pid_t *, size_t, int);
 char	gck_pid_state(pid_t);
 int	gck_pid_dying(pid_t);
 uint64_t gck_pid_start(pid_t);
+pid_t	gck_pid_ppid(pid_t);
 int	gck_pid_comm(pid_t, char *, size_t);
 int	gck_pid_tty_fd(pid_t, char *, size_t);
 
@@ -86,13 +87,16 @@ unsigned int	gck_criu_opt_bit(const char *);
 int	gck_criu_dump(struct gck_ctx *, pid_t, const char *, int,
 	    unsigned int, int, struct gck_capture *, int (*)(void *), void *);
 int	gck_criu_restore(struct gck_ctx *, const char *, int, unsigned int,
-	    struct gck_serve *, struct gck_reader *, int *);
+	    struct gck_serve *, struct gck_reader *, int, int *);
 
 /* guard.c: resumes (or settles) the tree should gpuckpt be killed */
 struct gck_guard;
 int	gck_guard_start(struct gck_ctx *, pid_t, const char *, const char *,
 	    const struct gck_proc *, size_t, struct gck_guard **);
 void	gck_guard_intent(struct gck_guard *, char);
+void	gck_guard_tree(struct gck_guard *, pid_t);
+int	gck_guard_fd(const struct gck_guard *);
+pid_t	gck_guard_pid(const struct gck_guard *);
 void	gck_guard_free(struct gck_guard *);
 
 /* frame.c: the framed exchange between gpusend and gpurecv */

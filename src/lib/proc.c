@@ -363,6 +363,21 @@ gck_pid_start(pid_t pid)
 	return start;
 }
 
+/* Returns the parent of pid from /proc, or -1 if there is none. */
+pid_t
+gck_pid_ppid(pid_t pid)
+{
+	char	path[64], buf[1024], *s;
+	int	ppid;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if (gck_read_small_file(path, buf, sizeof buf) == -1 ||
+	    (s = strrchr(buf, ')')) == NULL ||
+	    sscanf(s + 1, " %*c %d", &ppid) != 1)
+		return -1;
+	return (pid_t)ppid;
+}
+
 /* Copies the comm of pid into buf.  Returns 0 or -1. */
 int
 gck_pid_comm(pid_t pid, char *buf, size_t len)

@@ -209,7 +209,36 @@ record_open(struct recv *rv)
 	return GCK_OK;
 }
 
-/* Removes records nobody asked for in a week. */
+/*
+ * Whether path is the socket of a gpurecv that was killed while it
+ * waited for its extra connections: one that has been there a while,
+ * and that nobody listens on any longer.
+ */
+static int
+stale_socket(const char *path, const struct stat *st)
+{
+	struct sockaddr_un	 sa;
+	int			 fd, stale;
+
+	if (!S_ISSOCK(st->st_mode) || st->st_mtime + 60 > time(NULL) ||
+	    strlen(path) >= sizeof sa.sun_path)
+		return 0;
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path, path, strlen(path));
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0)) == -1)
+		return 0;
+	stale = connect(fd, (struct sockaddr *)&sa, sizeof sa) == -1 &&
+	    errno == ECONNREFUSED;
+	close(fd);
+	return stale;
+}
+
+/*
+ * Removes records nobody asked for in a week, and the sockets that
+ * gpurecvs killed on their way left behind.
+ */
 static void
 records_prune(void)
 {
@@ -226,9 +255,14 @@ records_prune(void)
 		return;
 	while ((de = readdir(d)) != NULL) {
 		n = strlen(de->d_name);
+		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+		if (n >= 5 && strcmp(de->d_name + n - 5, ".sock") == 0) {
+			if (lstat(path, &st) == 0 && stale_socket(path, &st))
+				unlink(path);
+			continue;
+		}
 		if (n < 4 || strcmp(de->d_name + n - 4, ".rec") != 0)
 			continue;
-		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
 		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
 		    st.st_mtime + RECORD_MAX_AGE < time(NULL))
 			unlink(path);

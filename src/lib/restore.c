@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <sys/types.h>
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -29,6 +31,7 @@ static int	pids_free(struct gck_ctx *, const struct gck_manifest *, int,
 		    int);
 static int	source_here(const struct gck_manifest *);
 static void	reap_image_pids(const pid_t *, size_t, int);
+static void	kill_leftovers(const pid_t *, size_t, pid_t);
 static int	gpu_preflight(struct gck_ctx *, const struct gck_manifest *,
 		    const char *, struct gck_cuda **, struct gck_cproc **,
 		    size_t *);
@@ -52,6 +55,57 @@ reap_image_pids(const pid_t *pids, size_t n, int ms)
 				left++;
 		}
 		if (left == 0)
+			return;
+		gck_msleep(10);
+	}
+}
+
+/*
+ * Kills what a criu that failed, or was killed, left behind: the
+ * image's processes that are ours (we are their subreaper while criu
+ * runs) or children of one of them, whose PIDs were free when criu
+ * started; and any other child of ours but the guard (a process criu
+ * was making), with what it had made in turn, which comes to us as
+ * its parent dies.
+ */
+static void
+kill_leftovers(const pid_t *pids, size_t n, pid_t guard)
+{
+	struct dirent	*de;
+	DIR		*d;
+	pid_t		 ppid, p;
+	size_t		 i, j;
+	int		 ours, round, found;
+
+	for (i = 0; i < n; i++) {
+		if ((ppid = gck_pid_ppid(pids[i])) <= 0)
+			continue;
+		ours = ppid == getpid();
+		for (j = 0; j < n && !ours; j++)
+			ours = ppid == pids[j];
+		if (ours) {
+			kill(pids[i], SIGKILL);
+			kill(pids[i], SIGCONT);
+		}
+	}
+	for (round = 0; round < 100; round++) {
+		if ((d = opendir("/proc")) == NULL)
+			return;
+		found = 0;
+		while ((de = readdir(d)) != NULL) {
+			if (!isdigit((unsigned char)de->d_name[0]))
+				continue;
+			p = (pid_t)atoi(de->d_name);
+			if (p == guard || gck_pid_ppid(p) != getpid())
+				continue;
+			if (waitpid(p, NULL, WNOHANG | __WALL) == p)
+				continue;
+			kill(p, SIGKILL);
+			kill(p, SIGCONT);
+			found = 1;
+		}
+		closedir(d);
+		if (!found)
 			return;
 		gck_msleep(10);
 	}
@@ -306,8 +360,14 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	(void)prctl(PR_GET_CHILD_SUBREAPER, &subreaper);
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 	criu_ran = 1;
+	/*
+	 * Should we die from now on, our guard waits for criu to be gone
+	 * too, and kills what is left of the tree.
+	 */
+	gck_guard_tree(guard, gck_manifest_root_pid(m));
 	r = gck_criu_restore(ctx, imgdir, gck_manifest_shell_job(m),
-	    gck_manifest_criu_opts(m), srv, rd, &restored);
+	    gck_manifest_criu_opts(m), srv, rd, gck_guard_fd(guard),
+	    &restored);
 	if (restored)
 		root = gck_manifest_root_pid(m);
 	if (r != GCK_OK)
@@ -339,6 +399,8 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	if ((r = gck_check_interrupt(ctx)) != GCK_OK ||
 	    (ready != NULL && (r = ready(ctx, ready_arg, root)) != GCK_OK))
 		goto out;
+	/* The tree may run: should we die now, the guard lets it. */
+	gck_guard_intent(guard, 'R');
 	/*
 	 * Every process is there: let the tree continue.  Its CUDA
 	 * processes stay locked, their CUDA calls waiting, while their
@@ -366,8 +428,11 @@ out:
 		    "killed", msg, (int)gck_manifest_root_pid(m));
 		ctx->oerrno = oerrno;
 	}
-	if (criu_ran && r != GCK_OK)
+	if (criu_ran && r != GCK_OK) {
+		if (!restored)
+			kill_leftovers(pids, n, gck_guard_pid(guard));
 		reap_image_pids(pids, n, 5000);
+	}
 	if (criu_ran)
 		(void)prctl(PR_SET_CHILD_SUBREAPER, subreaper);
 	if (dfd != -1)

@@ -157,6 +157,7 @@ remote_gone(struct send *s, struct gck_ctx *ctx, struct gck_ssh *c,
     const char *when)
 {
 	const char	*err = gck_ssh_stderr(c);
+	const char	*sp = *when != '\0' ? " " : "";
 	int		 st = gck_ssh_exit_status(c, 1000);
 
 	if (st == 127 || st == 126)
@@ -166,13 +167,13 @@ remote_gone(struct send *s, struct gck_ctx *ctx, struct gck_ssh *c,
 		    *err != '\0' ? ": " : "", err, st);
 	if (st >= 0)
 		return gck_set_error(ctx, GCK_EREMOTE, "%s: gpurecv exited "
-		    "with status %d %s%s%s", s->rname, st, when,
+		    "with status %d%s%s%s%s", s->rname, st, sp, when,
 		    *err != '\0' ? ": " : "", err);
 	if (*err != '\0')
-		return gck_set_error(ctx, GCK_ESSH, "ssh %s: connection lost "
-		    "%s (remote said: %s)", gck_ssh_name(c), when, err);
-	return gck_set_error(ctx, GCK_ESSH, "ssh %s: connection lost %s",
-	    gck_ssh_name(c), when);
+		return gck_set_error(ctx, GCK_ESSH, "ssh %s: connection lost"
+		    "%s%s (remote said: %s)", gck_ssh_name(c), sp, when, err);
+	return gck_set_error(ctx, GCK_ESSH, "ssh %s: connection lost%s%s",
+	    gck_ssh_name(c), sp, when);
 }
 
 /*
@@ -692,15 +693,9 @@ out:
 	return ret;
 }
 
-/*
- * The hand-over, once all the image has gone: the remote restores it
- * and holds it stopped (READY), this side says GO, the remote lets it
- * run (RUNNING).  guard (or NULL) is told to leave the source stopped
- * from GO on.  Returns GCK_OK, GCK_EDOUBT (the source must stay
- * stopped; why in ctx) or a code (the remote does not run it).
- */
+/* handover() from the go-ahead on. */
 static int
-handover(struct send *s, struct gck_guard *guard)
+handover_go(struct send *s)
 {
 	struct gck_ctx	*ctx = s->ctx;
 	struct gck_ssh	*c = s->c[0];
@@ -709,16 +704,6 @@ handover(struct send *s, struct gck_guard *guard)
 	pid_t		 pid;
 	int		 r, k;
 
-	if ((r = expect(s, ctx, c, GCK_F_READY, &o, "before the restore "
-	    "was done")) != GCK_OK)
-		return r;
-	pid = (pid_t)json_integer_value(json_object_get(o, "pid"));
-	json_decref(o);
-	gck_log(ctx, 1, "%s restored process tree %d, stopped: letting it "
-	    "run", s->rname, (int)pid);
-	/* From here on, should gpusend die, neither side runs it twice. */
-	if (guard != NULL)
-		gck_guard_intent(guard, 'S');
 	if ((r = send_ctl(ctx, c, GCK_F_GO, 0, "{}")) == GCK_OK &&
 	    (r = expect(s, ctx, c, GCK_F_RUNNING, &o, "after the restore "
 	    "was done")) == GCK_OK) {
@@ -750,6 +735,45 @@ handover(struct send *s, struct gck_guard *guard)
 		    "asked again: %s; %s may be running it (ask it with "
 		    "'gpurecv --outcome %s')", msg, why, s->rname, s->id);
 	}
+}
+
+/*
+ * The hand-over, once all the image has gone: the remote restores it
+ * and holds it stopped (READY), this side says GO, the remote lets it
+ * run (RUNNING).  guard (or NULL) is told to leave the source stopped
+ * from GO on.  Returns GCK_OK, GCK_EDOUBT (the source must stay
+ * stopped; why in ctx) or a code (the remote does not run it).
+ */
+static int
+handover(struct send *s, struct gck_guard *guard)
+{
+	struct gck_ctx		*ctx = s->ctx;
+	struct gck_ssh		*c = s->c[0];
+	json_t			*o = NULL;
+	volatile sig_atomic_t	*intr;
+	pid_t			 pid;
+	int			 r;
+
+	if ((r = expect(s, ctx, c, GCK_F_READY, &o, "before the restore "
+	    "was done")) != GCK_OK)
+		return r;
+	pid = (pid_t)json_integer_value(json_object_get(o, "pid"));
+	json_decref(o);
+	gck_log(ctx, 1, "%s restored process tree %d, stopped: letting it "
+	    "run", s->rname, (int)pid);
+	/* From here on, should gpusend die, neither side runs it twice. */
+	if (guard != NULL)
+		gck_guard_intent(guard, 'S');
+	/*
+	 * A signal now comes too late: the word goes, and its answer is
+	 * waited for (or asked for) as if nothing had come, rather than
+	 * leaving in doubt a hand-over that is going well.
+	 */
+	intr = ctx->intr;
+	gck_set_interrupt(ctx, NULL);
+	r = handover_go(s);
+	gck_set_interrupt(ctx, intr);
+	return r;
 }
 
 /* The checkpoint's commit hook: the image is all written. */

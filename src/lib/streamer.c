@@ -655,9 +655,22 @@ out:
 	free(pfd);
 	free(idx);
 	if (r != GCK_OK || !c->hooked) {
+		/*
+		 * The listening sockets too: a connection criu made that we
+		 * have not accepted yet holds, in its queue, the read ends
+		 * of the pipes criu writes into, and criu would wait on them
+		 * for ever; and its hook would wait for an answer.
+		 */
+		if (c->lfd != -1)
+			close(c->lfd);
 		if (c->cfd != -1)
 			close(c->cfd);
-		c->cfd = -1;
+		if (c->hlfd != -1)
+			close(c->hlfd);
+		if (c->hfd != -1)
+			close(c->hfd);
+		c->lfd = c->cfd = c->hlfd = c->hfd = -1;
+		c->hooked = 0;
 		for (i = 0; i < c->nfiles; i++)
 			if (c->files[i].fd != -1) {
 				close(c->files[i].fd);
