@@ -1222,7 +1222,7 @@ def run(lane, job, opts, standin=None):
     argv = [lane.img if a is IMG else a for a in job["argv"]]
     res = {"status": None, "rss": None, "procs": [], "head": None}
     if job["want"] == "good":
-        res["head"] = head_of(data, opts, lane)
+        res["head"] = head_of(data, opts)
     for f in (lane.report, lane.mark):
         if os.path.exists(f):
             os.unlink(f)
@@ -1402,22 +1402,54 @@ def jobs_for(i, s, opts):
     return out
 
 
-def head_of(b, opts, lane):
+class _ZBuf(ctypes.Structure):
+    _fields_ = [("buf", ctypes.c_void_p), ("size", ctypes.c_size_t),
+                ("pos", ctypes.c_size_t)]
+
+
+_zstd = ctypes.CDLL("libzstd.so.1")
+_zstd.ZSTD_createDStream.restype = ctypes.c_void_p
+_zstd.ZSTD_freeDStream.argtypes = [ctypes.c_void_p]
+_zstd.ZSTD_decompressStream.restype = ctypes.c_size_t
+_zstd.ZSTD_decompressStream.argtypes = [ctypes.c_void_p,
+                                        ctypes.POINTER(_ZBuf),
+                                        ctypes.POINTER(_ZBuf)]
+_zstd.ZSTD_isError.argtypes = [ctypes.c_size_t]
+
+
+def unzstd_head(b, n):
+    """The first n bytes (or fewer) that a streaming reader decodes from
+    zstd stream b before it meets an error: 4 KiB at a time, as the
+    decoder gives them, so that damage after them is never reached."""
+    ds = _zstd.ZSTD_createDStream()
+    src = ctypes.create_string_buffer(b, len(b))
+    dst = ctypes.create_string_buffer(4096)
+    zin = _ZBuf(ctypes.cast(src, ctypes.c_void_p), len(b), 0)
+    out = bytearray()
+    try:
+        while len(out) < n:
+            zout = _ZBuf(ctypes.cast(dst, ctypes.c_void_p), 4096, 0)
+            pos = zin.pos
+            r = _zstd.ZSTD_decompressStream(ds, ctypes.byref(zout),
+                                            ctypes.byref(zin))
+            if _zstd.ZSTD_isError(r):
+                break
+            out += dst.raw[:zout.pos]
+            if zout.pos == 0 and zin.pos == pos:
+                break		# no more without more input
+    finally:
+        _zstd.ZSTD_freeDStream(ds)
+    return bytes(out[:n])
+
+
+def head_of(b, opts):
     """Which undamaged image, "gck" or "tar", stream b begins with the
     head of: the manifest entry and its padding, up to the second entry
     (None: neither)."""
     if b[:4] == ZSTD_MAGIC and len(b) > 4 and not b[4] & 0x04:
         return None		# a frame without a checksum is refused
     if b[:4] == ZSTD_MAGIC:
-        with open(lane.img, "wb") as f:
-            f.write(b)
-        p = subprocess.Popen(["zstd", "-dcq", lane.img],
-                             stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL)
-        b = p.stdout.read(max(len(h) for h in opts.heads.values()))
-        p.kill()
-        p.wait()
-        p.stdout.close()
+        b = unzstd_head(b, max(len(h) for h in opts.heads.values()))
     for k, h in opts.heads.items():
         if b[:len(h)] == h:
             return k
