@@ -183,6 +183,7 @@ test_expect_success 'make the images the hostile streams are made from' '
 test_expect_success 'the hostile streams' '
 	mkdir hostile &&
 	python3 "$GCK_SRCDIR/hostile.py" --bindir "$GCK_BINDIR" \
+	    --runone "$GCK_TESTDIR/runone" \
 	    --trash "$TRASH/hostile" --min 1000 parts.gck parts.tar \
 	    >hostile.out &&
 	test -s hostile.out
