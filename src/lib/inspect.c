@@ -1124,7 +1124,7 @@ vma_path(const struct dimg *im, const struct vma *v)
 	struct fpath	 key, *f;
 
 	if (!(v->status & (VMA_FILE_PRIVATE | VMA_FILE_SHARED |
-	    VMA_AREA_MEMFD)) || v->shmid > UINT32_MAX)
+	    VMA_AREA_MEMFD)) || v->shmid > UINT32_MAX || im->nfp == 0)
 		return NULL;
 	key.id = (uint32_t)v->shmid;
 	f = bsearch(&key, im->fp, im->nfp, sizeof *im->fp, fpath_cmp);
