@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""Regenerates the seed corpora of the fuzz targets, corpus/TARGET/.
+
+usage: mkcorpus.py BINDIR [OUTDIR]
+
+BINDIR is a build's src/ (gpuckpt and gpuinspect are under it).  Run as
+root, with criu: it checkpoints a tiny static program (leaving it
+running, then killing it) into two images, --compress=none and zstd,
+and takes the CRIU files apart with gpuinspect -x.  The other seeds are
+made from those: manifests, CRIU file sets for fuzz_criu, the frames of
+a send for fuzz_frame and fuzz_recv.  OUTDIR defaults to corpus/ beside
+this script.
+"""
+import hashlib
+import json
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+TINY = r"""
+#include <unistd.h>
+int main(void) { for (;;) pause(); }
+"""
+
+# fuzz_criu's names, by selector (fuzz_criu.c).
+PAGEMAP1, PAGES1, MM1, FILES, PAGEMAP2, PAGES2, MM2, SHMEM7 = range(8)
+IN_A, IN_B = 1 << 3, 1 << 4
+
+
+def put(out, target, name, data):
+    d = os.path.join(out, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def checkpoint(bindir, work):
+    src = os.path.join(work, "tiny.c")
+    exe = os.path.join(work, "tiny")
+    with open(src, "w") as f:
+        f.write(TINY)
+    subprocess.run(["cc", "-static", "-Os", "-o", exe, src], check=True)
+    p = subprocess.Popen([exe], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, cwd=work)
+    time.sleep(0.3)
+    imgs = {}
+    try:
+        for c in ("none", "zstd:19"):
+            out = os.path.join(work, c.split(":")[0] + ".gck")
+            subprocess.run([os.path.join(bindir, "ckpt", "gpuckpt"), "-R",
+                            "-c", c, "-o", out, "-p", str(p.pid)], check=True)
+            with open(out, "rb") as f:
+                imgs[c.split(":")[0]] = f.read()
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    x = os.path.join(work, "x")
+    subprocess.run([os.path.join(bindir, "inspect", "gpuinspect"), "-x", x,
+                    os.path.join(work, "none.gck")], check=True)
+    files = {}
+    for n in os.listdir(x):
+        with open(os.path.join(x, n), "rb") as f:
+            files[n] = f.read()
+    return imgs, files, p.pid
+
+
+def frame(t, seq, data=b""):
+    return b"G" + t.encode() + b"\0\0" + struct.pack(">IQ", len(data), seq) + data
+
+
+def jframe(t, seq, obj):
+    return frame(t, seq, json.dumps(obj, separators=(",", ":")).encode())
+
+
+def wire(img, offset=0, chunk=4096, end=True):
+    w = jframe("O", 0, {"offset": offset})
+    seq = 0
+    for i in range(offset, len(img), chunk):
+        w += frame("D", seq, img[i:i + chunk])
+        seq += 1
+    if end:
+        w += jframe("E", seq, {"bytes": len(img)})
+    return w
+
+
+def criu_input(files):
+    out = b""
+    for sel, data in files:
+        out += bytes([sel]) + struct.pack("<H", len(data)) + data
+    return out
+
+
+def varint(v):
+    b = b""
+    while True:
+        c = v & 0x7f
+        v >>= 7
+        if v == 0:
+            return b + bytes([c])
+        b += bytes([c | 0x80])
+
+
+def unvarint(b, p):
+    v = s = 0
+    while True:
+        c = b[p]
+        p += 1
+        v |= (c & 0x7f) << s
+        s += 7
+        if c < 0x80:
+            return v, p
+
+
+def records(img):
+    """The records of a CRIU image, after its two magic numbers."""
+    pos, out = 8, []
+    while pos < len(img):
+        (n,) = struct.unpack("<I", img[pos:pos + 4])
+        out.append(img[pos + 4:pos + 4 + n])
+        pos += 4 + n
+    return out
+
+
+def small_pagemap(pm, pages, keep=3, most=2):
+    """The dump's pagemap cut to its first entries of at most two pages
+    each, and as many pages: a seed small enough to mutate quickly."""
+    recs = records(pm)
+    out, total = pm[:8] + struct.pack("<I", len(recs[0])) + recs[0], 0
+    for rec in recs[1:keep + 1]:
+        p, f = 0, {}
+        while p < len(rec):
+            k, p = unvarint(rec, p)
+            f[k >> 3], p = unvarint(rec, p)
+        f[2] = min(f[2], most)
+        total += f[2]
+        r = b"".join(varint(k << 3) + varint(v) for k, v in sorted(f.items()))
+        out += struct.pack("<I", len(r)) + r
+    return out, pages[:total * 4096]
+
+
+def main():
+    if len(sys.argv) not in (2, 3):
+        sys.exit(__doc__)
+    bindir = sys.argv[1]
+    out = sys.argv[2] if len(sys.argv) == 3 else \
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+    work = tempfile.mkdtemp(prefix="gck-mkcorpus.")
+    try:
+        imgs, files, pid = checkpoint(bindir, work)
+    finally:
+        pass
+    for t in ("stream", "manifest", "criu", "frame", "recv"):
+        shutil.rmtree(os.path.join(out, t), ignore_errors=True)
+
+    # fuzz_stream: the two images, whole.
+    put(out, "stream", "none.gck", imgs["none"])
+    put(out, "stream", "zstd.gck", imgs["zstd"])
+
+    # fuzz_manifest: the real one, a small one, one with GPUs.
+    m = json.loads(files["gpuckpt.json"])
+    put(out, "manifest", "real.json", files["gpuckpt.json"])
+    small = {"format": 1, "root_pid": 4242, "shell_job": True,
+             "processes": [{"pid": 4242, "comm": "a"}, {"pid": 4243}],
+             "files": [{"name": "pages-1.img", "size": 8192, "memory": True},
+                       {"name": "mm-1.img", "size": 10}]}
+    put(out, "manifest", "small.json", json.dumps(small).encode())
+    gpu = dict(m)
+    uuids = ["GPU-11111111-2222-3333-4444-555555555555",
+             "GPU-66666666-7777-8888-9999-aaaaaaaaaaaa"]
+    gpu["cuda"] = {
+        "driver_version": 580000, "cuda_version": "13.0",
+        "gpus": [{"index": i, "uuid": u, "name": "NVIDIA H100",
+                  "compute_capability": "9.0", "memory": 85899345920,
+                  "pci_bus_id": "00000000:0%d:00.0" % i}
+                 for i, u in enumerate(uuids)],
+        "processes": [{"pid": m["root_pid"], "comm": "tiny",
+                       "gpus": [{"uuid": uuids[0], "memory": 1 << 30},
+                                {"uuid": uuids[1], "memory": None}]}]}
+    put(out, "manifest", "cuda.json", json.dumps(gpu, indent=1).encode())
+
+    # fuzz_criu: the dump's pagemap, pages, mm and files, as process 1.
+    pm, pages = small_pagemap(files["pagemap-%d.img" % pid],
+                              files["pages-1.img"])
+    mm = files["mm-%d.img" % pid]
+    changed = bytearray(pages)
+    changed[100] ^= 0xff
+    put(out, "criu", "same", criu_input([
+        (PAGEMAP1 | IN_A | IN_B, pm), (PAGES1 | IN_A | IN_B, pages),
+        (MM1 | IN_A | IN_B, mm), (FILES | IN_A | IN_B, files["files.img"])]))
+    put(out, "criu", "changed", criu_input([
+        (PAGEMAP1 | IN_A | IN_B, pm), (PAGES1 | IN_A, pages),
+        (PAGES1 | IN_B, bytes(changed)), (MM1 | IN_A, mm),
+        (FILES | IN_A | IN_B, files["files.img"])]))
+    put(out, "criu", "added", criu_input([
+        (PAGEMAP2 | IN_B, pm), (MM2 | IN_B, mm), (PAGES1 | IN_A | IN_B, pages),
+        (SHMEM7 | IN_A, pm)]))
+
+    # fuzz_frame: a whole send of the small image, and the other words.
+    z = imgs["zstd"]
+    put(out, "frame", "send", wire(z[:2048], chunk=512))
+    put(out, "frame", "words", jframe("A", 3, {"error": "gave up"}) +
+        frame("G", 0) + frame("B", 0) + jframe("R", 0, {"pid": 4242}) +
+        jframe("H", 0, {"proto": 1, "version": "0.1.0", "host": "h",
+                        "partial": {"size": 10, "xxh3": "0" * 32}}))
+
+    # fuzz_recv: flag byte (bit 0: resume, then the partial), the wire.
+    put(out, "recv", "store", b"\0" + wire(z))
+    put(out, "recv", "store-none", b"\0" + wire(imgs["none"], chunk=32768))
+    put(out, "recv", "resume", b"\1" + struct.pack("<H", 4096) + z[:4096] +
+        wire(z, offset=4096))
+    put(out, "recv", "abort", b"\0" + jframe("O", 0, {"offset": 0}) +
+        frame("D", 0, z[:4096]) + jframe("A", 1, {"error": "stopped"}))
+    shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()
