@@ -950,7 +950,7 @@ r_data(struct gck_reader *r, const char *name, uint64_t size, char *keep,
 		    "image truncated %s: entry incomplete (tar offset %"
 		    PRIu64 ")", where, gck_zin_total(r->z));
 	}
-	if (XXH3_64bits(keep, (size_t)size) != digest) {
+	if (GCK_DIGEST_DIFFERS(XXH3_64bits(keep, (size_t)size), digest)) {
 		display_name(name, d, sizeof d);
 		return gck_set_error(r->ctx, GCK_ECORRUPT,
 		    "corrupt image: checksum mismatch in %s (entry at tar "
@@ -1081,7 +1081,7 @@ r_trailer(struct gck_reader *r, const char *text, size_t len)
 		    (d = strtoull(hex, NULL, 16), 0) ||
 		    strcmp(name, r->seen[i].name) != 0 ||
 		    (uint64_t)size != r->seen[i].size ||
-		    d != r->seen[i].digest) {
+		    GCK_DIGEST_DIFFERS(d, r->seen[i].digest)) {
 			ret = gck_set_error(r->ctx, GCK_ECORRUPT,
 			    "corrupt image: trailer does not match entry %zu "
 			    "('%.200s')", i + 1, r->seen[i].name);
@@ -1332,7 +1332,7 @@ r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
 		    PRIu64 ")", where, gck_zin_total(r->z));
 		return -1;
 	}
-	if (XXH3_64bits_digest(r->xs) != r->edigest) {
+	if (GCK_DIGEST_DIFFERS(XXH3_64bits_digest(r->xs), r->edigest)) {
 		display_name(r->ename, d, sizeof d);
 		gck_set_error(r->ctx, GCK_ECORRUPT,
 		    "corrupt image: checksum mismatch in %s (entry at tar "
