@@ -211,6 +211,7 @@ static void	 test_page_dropped(void **);
 static void	 test_zero_page_dropped(void **);
 static void	 test_mappings(void **);
 static void	 test_mapping_shrunk(void **);
+static void	 test_mapping_no_files(void **);
 static void	 test_shared_memory(void **);
 static void	 test_processes_added_removed(void **);
 static void	 test_process_cmdline(void **);
@@ -1186,6 +1187,32 @@ test_mappings(void **state)
 }
 
 /*
+ * An image without files.img (a tree with no open files): its file
+ * mappings are described without a path.
+ */
+static void
+test_mapping_no_files(void **state)
+{
+	struct gck_ctx	*ctx = *state;
+	struct timg	 a, b;
+	json_t		*doc;
+	int		 differ;
+
+	base_image(&a);
+	b = a;
+	b.nf = 0;
+	vma_get(tproc(&b, 100), LIB_START)->prot = 5;
+	doc = diff(ctx, &a, &b, &differ);
+	assert_int_equal(differ, 1);
+	expect_json(json_object_get(changed_proc(doc, 100), "mappings"),
+	    json_pack("[o]", want_vma(LIB_START, LIB_START + PG, "r-xp",
+	    "file", NULL, "protection", 0)), "mappings");
+	expect_strings(json_object_get(json_object_get(doc, "files"),
+	    "removed"), "files.removed", "files.img", NULL);
+	json_decref(doc);
+}
+
+/*
  * The heap shrunk by two pages that held data: those bytes changed, and
  * the resized mapping accounts for them.
  */
@@ -1579,6 +1606,8 @@ main(void)
 		    teardown_ctx),
 		cmocka_unit_test_setup_teardown(test_mapping_shrunk, setup_ctx,
 		    teardown_ctx),
+		cmocka_unit_test_setup_teardown(test_mapping_no_files,
+		    setup_ctx, teardown_ctx),
 		cmocka_unit_test_setup_teardown(test_shared_memory, setup_ctx,
 		    teardown_ctx),
 		cmocka_unit_test_setup_teardown(test_processes_added_removed,
