@@ -144,6 +144,26 @@ def small_pagemap(pm, pages, keep=3, most=2):
     return out, pages[:total * 4096]
 
 
+def overflow():
+    """A manifest whose numbers add up beyond 64 bits (fixed in gpumap.c
+    and inspect.c)."""
+    big = (1 << 63) - 1
+    u = "GPU-11111111-2222-3333-4444-555555555555"
+    use = [{"uuid": u, "memory": big}]
+    return {"format": 1, "root_pid": 1,
+            "processes": [{"pid": p, "threads": big,
+                           "memory": {"vm_rss": big, "rss_anon": big}}
+                          for p in (1, 2)],
+            "files": [{"name": n, "size": big, "memory": True}
+                      for n in ("pages-1.img", "pages-2.img")],
+            "cuda": {"driver_version": 580000,
+                     "gpus": [{"index": 0, "uuid": u, "name": "H",
+                               "compute_capability": "9.0", "memory": 100,
+                               "pci_bus_id": "0:1"}],
+                     "processes": [{"pid": p, "comm": "c", "gpus": use}
+                                   for p in (1, 2)]}}
+
+
 def main():
     if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
@@ -183,6 +203,7 @@ def main():
                        "gpus": [{"uuid": uuids[0], "memory": 1 << 30},
                                 {"uuid": uuids[1], "memory": None}]}]}
     put(out, "manifest", "cuda.json", json.dumps(gpu, indent=1).encode())
+    put(out, "manifest", "overflow.json", json.dumps(overflow()).encode())
 
     # fuzz_criu: the dump's pagemap, pages, mm and files, as process 1.
     pm, pages = small_pagemap(files["pagemap-%d.img" % pid],
