@@ -992,6 +992,7 @@ gck_reader_head(struct gck_reader *r, const struct gck_manifest **mp)
 {
 	struct archive_entry	*e;
 	const char		*name;
+	char			 why[GCK_ERRMAX];
 	uint64_t		 digest, size;
 	int			 ret, vret;
 
@@ -1022,6 +1023,8 @@ gck_reader_head(struct gck_reader *r, const struct gck_manifest **mp)
 	ret = r_data(r, name, size, r->mtext, digest);
 	if (ret != GCK_OK && ret != GCK_ECORRUPT)
 		return ret;
+	if (ret == GCK_ECORRUPT)	/* its digest, or its padding */
+		snprintf(why, sizeof why, "%s", gck_error_string(r->ctx));
 	r->mtext[size] = '\0';
 	r->mlen = (size_t)size;
 	/* A newer format is said first: its reader would know the rest. */
@@ -1029,9 +1032,7 @@ gck_reader_head(struct gck_reader *r, const struct gck_manifest **mp)
 	if (vret == GCK_EVERSION)
 		return vret;
 	if (ret == GCK_ECORRUPT)
-		return gck_set_error(r->ctx, GCK_ECORRUPT,
-		    "corrupt image: checksum mismatch in '" NAME_MANIFEST "' "
-		    "(entry at tar offset %" PRIu64 ")", r->ehdr);
+		return gck_set_error(r->ctx, GCK_ECORRUPT, "%s", why);
 	if (vret != GCK_OK)
 		return vret;
 	if ((ret = r_record(r, name, size, digest)) != GCK_OK)
