@@ -85,6 +85,15 @@ for t in $FUZZ_TARGETS; do
 	    $objs $FUZZ_LIBS || die "cannot build fuzz_$t"
 done
 
+# mkimage, for mkcorpus.py: not a fuzzer, but built with the same objects.
+src=$FUZZ_SRCDIR/tests/fuzz/mkimage.c
+if [ ! -f "$FUZZ_BUILD/mkimage" ] || [ "$src" -nt "$FUZZ_BUILD/mkimage" ]; then
+	echo "  FUZZLD   mkimage"
+	# shellcheck disable=SC2086
+	$FUZZ_CC $cflags $FUZZ_CPPFLAGS -o "$FUZZ_BUILD/mkimage" "$src" \
+	    $objs $FUZZ_LIBS || die "cannot build mkimage"
+fi
+
 [ "${FUZZ_SECONDS:-60}" -gt 0 ] 2>/dev/null || exit 0
 
 # Each target: its input size bound, and the run.

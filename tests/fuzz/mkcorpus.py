@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """Regenerates the seed corpora of the fuzz targets, corpus/TARGET/.
 
-usage: mkcorpus.py BINDIR [OUTDIR]
+usage: mkcorpus.py BUILDDIR [OUTDIR]
 
-BINDIR is a build's src/ (gpuckpt and gpuinspect are under it).  Run as
-root, with criu: it checkpoints a tiny static program (leaving it
-running, then killing it) into two images, --compress=none and zstd,
-and takes the CRIU files apart with gpuinspect -x.  The other seeds are
-made from those: manifests, CRIU file sets for fuzz_criu, the frames of
-a send for fuzz_frame and fuzz_recv.  OUTDIR defaults to corpus/ beside
-this script.
+BUILDDIR is a configured build directory where `make` and then
+`make fuzz FUZZ_SECONDS=0` have run: gpuckpt and gpuinspect are under
+its src/, mkimage (an image writer) under its fuzz-build/.  Run as root,
+with criu: it checkpoints a tiny static program (leaving it running,
+then killing it) into two images, --compress=none and zstd, and takes
+the CRIU files apart with gpuinspect -x.  The other seeds are made from
+those: small images with parts and holes, manifests, CRIU file sets for
+fuzz_criu, the frames of a send for fuzz_frame and fuzz_recv.  OUTDIR
+defaults to corpus/ beside this script.
 """
 import hashlib
 import json
@@ -37,6 +39,27 @@ def put(out, target, name, data):
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, name), "wb") as f:
         f.write(data)
+
+
+def small_image(mkimage, work, level):
+    """A small image with the library's writer: a few small files, a
+    pages file with a hole, and one in parts."""
+    m = os.path.join(work, "m.json")
+    with open(m, "w") as f:
+        json.dump({"format": 1, "root_pid": 7, "part_size": 4096,
+                   "processes": [{"pid": 7, "comm": "seed"}]}, f)
+    small = os.path.join(work, "small")
+    with open(small, "wb") as f:
+        f.write(bytes(range(256)) * 2)
+    pg = os.path.join(work, "pg")
+    with open(pg, "wb") as f:
+        f.write(b"\x5a" * 4096 + bytes(4096) + b"\xa5" * 4096)
+    out = os.path.join(work, "small-%d.gck" % level)
+    subprocess.run([mkimage, out, str(level), "4096", m,
+                    "inventory.img", small, "core-7.img@", small,
+                    "pages-1.img=", pg, "pages-2.img@", pg], check=True)
+    with open(out, "rb") as f:
+        return f.read()
 
 
 def checkpoint(bindir, work):
@@ -167,20 +190,28 @@ def overflow():
 def main():
     if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
-    bindir = sys.argv[1]
+    bindir = os.path.join(sys.argv[1], "src")
+    mkimage = os.path.join(sys.argv[1], "fuzz-build", "mkimage")
     out = sys.argv[2] if len(sys.argv) == 3 else \
         os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
     work = tempfile.mkdtemp(prefix="gck-mkcorpus.")
     try:
-        imgs, files, pid = checkpoint(bindir, work)
+        make(bindir, mkimage, work, out)
     finally:
-        pass
+        shutil.rmtree(work)
+
+
+def make(bindir, mkimage, work, out):
+    imgs, files, pid = checkpoint(bindir, work)
     for t in ("stream", "manifest", "criu", "frame", "recv"):
         shutil.rmtree(os.path.join(out, t), ignore_errors=True)
 
-    # fuzz_stream: the two images, whole.
+    # fuzz_stream: the two images, whole, and two small ones.
     put(out, "stream", "none.gck", imgs["none"])
     put(out, "stream", "zstd.gck", imgs["zstd"])
+    tiny = {lv: small_image(mkimage, work, lv) for lv in (0, 3)}
+    put(out, "stream", "small-none.gck", tiny[0])
+    put(out, "stream", "small-zstd.gck", tiny[3])
 
     # fuzz_manifest: the real one, a small one, one with GPUs.
     m = json.loads(files["gpuckpt.json"])
@@ -232,12 +263,11 @@ def main():
 
     # fuzz_recv: flag byte (bit 0: resume, then the partial), the wire.
     put(out, "recv", "store", b"\0" + wire(z))
-    put(out, "recv", "store-none", b"\0" + wire(imgs["none"], chunk=32768))
+    put(out, "recv", "store-none", b"\0" + wire(tiny[0], chunk=8192))
     put(out, "recv", "resume", b"\1" + struct.pack("<H", 4096) + z[:4096] +
         wire(z, offset=4096))
     put(out, "recv", "abort", b"\0" + jframe("O", 0, {"offset": 0}) +
         frame("D", 0, z[:4096]) + jframe("A", 1, {"error": "stopped"}))
-    shutil.rmtree(work)
 
 
 if __name__ == "__main__":
