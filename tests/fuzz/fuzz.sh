@@ -121,14 +121,17 @@ for t in $FUZZ_TARGETS; do
 		    2>/dev/null
 	fi
 	chmod -R u+w "$work"
+	# What the targets write goes to memory where it can.
+	tmp=$(mktemp -d /dev/shm/gck-fuzz.XXXXXX 2>/dev/null) || tmp=$work
 	echo "  FUZZ     fuzz_$t for ${FUZZ_SECONDS}s"
-	TMPDIR=$work "$FUZZ_BUILD/fuzz_$t" -max_total_time="$FUZZ_SECONDS" \
+	TMPDIR=$tmp "$FUZZ_BUILD/fuzz_$t" -max_total_time="$FUZZ_SECONDS" \
 	    -max_len="$(max_len "$t")" -timeout=10 -rss_limit_mb=2048 \
 	    -malloc_limit_mb=2048 -error_exitcode=77 -timeout_exitcode=78 \
 	    -dict="$FUZZ_SRCDIR/tests/fuzz/fuzz.dict" \
 	    -artifact_prefix="$work/" -print_final_stats=1 \
 	    "$work/corpus" >"$work/log" 2>&1
 	r=$?
+	[ "$tmp" = "$work" ] || rm -rf "$tmp"
 	if [ "$r" != 0 ]; then
 		tail -n 60 "$work/log" >&2
 		echo "$me: fuzz_$t failed (exit $r): the input that did it" \
