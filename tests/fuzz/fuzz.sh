@@ -11,6 +11,7 @@
 # FUZZ_SOURCES (the library's sources, as automake lists them)
 # FUZZ_SRCDIR FUZZ_BUILDDIR FUZZ_BUILD FUZZ_TARGETS FUZZ_SECONDS.
 #
+# shellcheck disable=SC3013	# test -nt: dash, bash and busybox have it
 set -u
 
 me=fuzz
@@ -33,9 +34,10 @@ cflags="-g -O1 -fno-omit-frame-pointer $san"
 cflags="$cflags -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION"
 mkdir -p "$FUZZ_BUILD/obj" || exit 1
 
-# The library: what changed since the last build, on every core.
+# The library: what changed since the last build (this script's flags
+# included), on every core.
 headers=$(ls "$FUZZ_SRCDIR"/src/lib/*.h "$FUZZ_BUILDDIR"/src/lib/*.h \
-    "$FUZZ_BUILDDIR"/config.h 2>/dev/null)
+    "$FUZZ_BUILDDIR"/config.h "$0" 2>/dev/null)
 objs=
 todo=
 for s in $FUZZ_SOURCES; do
@@ -60,18 +62,26 @@ for s in $FUZZ_SOURCES; do
 done
 if [ -n "$todo" ]; then
 	echo "  FUZZCC   the library"
-	# shellcheck disable=SC2086
+	# shellcheck disable=SC2016,SC2086
 	printf '%s\n' $todo | xargs -P "$(nproc 2>/dev/null || echo 2)" -I{} \
 	    sh -c 'f={}; exec $0 $1 -fsanitize=fuzzer-no-link $2 -c \
 		-o "${f#*:}" "${f%%:*}"' \
 	    "$FUZZ_CC" "$cflags" "$FUZZ_CPPFLAGS" || die "cannot build the library"
 fi
 
-# The targets.
-for t in $FUZZ_TARGETS; do
-	src=$FUZZ_SRCDIR/tests/fuzz/fuzz_$t.c
+# The targets, and mkimage (for mkcorpus.py: not a fuzzer, but built
+# with the same objects).
+for t in $FUZZ_TARGETS mkimage; do
+	if [ "$t" = mkimage ]; then
+		bin=$FUZZ_BUILD/mkimage
+		src=$FUZZ_SRCDIR/tests/fuzz/mkimage.c
+		ldflags=
+	else
+		bin=$FUZZ_BUILD/fuzz_$t
+		src=$FUZZ_SRCDIR/tests/fuzz/fuzz_$t.c
+		ldflags=-fsanitize=fuzzer
+	fi
 	[ -f "$src" ] || die "no target '$t' ($src)"
-	bin=$FUZZ_BUILD/fuzz_$t
 	stale=
 	[ -f "$bin" ] || stale=1
 	for h in "$src" "$FUZZ_SRCDIR/tests/fuzz/fuzz.h" $objs; do
@@ -79,20 +89,11 @@ for t in $FUZZ_TARGETS; do
 		[ "$h" -nt "$bin" ] && stale=1
 	done
 	[ -n "$stale" ] || continue
-	echo "  FUZZLD   fuzz_$t"
+	echo "  FUZZLD   $(basename "$bin")"
 	# shellcheck disable=SC2086
-	$FUZZ_CC $cflags -fsanitize=fuzzer $FUZZ_CPPFLAGS -o "$bin" "$src" \
-	    $objs $FUZZ_LIBS || die "cannot build fuzz_$t"
+	$FUZZ_CC $cflags $ldflags $FUZZ_CPPFLAGS -o "$bin" "$src" $objs \
+	    $FUZZ_LIBS || die "cannot build $(basename "$bin")"
 done
-
-# mkimage, for mkcorpus.py: not a fuzzer, but built with the same objects.
-src=$FUZZ_SRCDIR/tests/fuzz/mkimage.c
-if [ ! -f "$FUZZ_BUILD/mkimage" ] || [ "$src" -nt "$FUZZ_BUILD/mkimage" ]; then
-	echo "  FUZZLD   mkimage"
-	# shellcheck disable=SC2086
-	$FUZZ_CC $cflags $FUZZ_CPPFLAGS -o "$FUZZ_BUILD/mkimage" "$src" \
-	    $objs $FUZZ_LIBS || die "cannot build mkimage"
-fi
 
 [ "${FUZZ_SECONDS:-60}" -gt 0 ] 2>/dev/null || exit 0
 
