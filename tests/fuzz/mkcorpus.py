@@ -11,7 +11,9 @@ then killing it) into two images, --compress=none and zstd, and takes
 the CRIU files apart with gpuinspect -x.  The other seeds are made from
 those: small images with parts and holes, manifests, CRIU file sets for
 fuzz_criu, the frames of a send for fuzz_frame and fuzz_recv.  OUTDIR
-defaults to corpus/ beside this script.
+defaults to corpus/ beside this script.  Files named found-* there are
+left alone: inputs that long runs of the targets found, chosen with
+libFuzzer's -merge=1 against these seeds.
 """
 import hashlib
 import json
@@ -203,8 +205,12 @@ def main():
 
 def make(bindir, mkimage, work, out):
     imgs, files, pid = checkpoint(bindir, work)
+    # found-*: inputs that long fuzzing runs found, kept as they are.
     for t in ("stream", "manifest", "criu", "frame", "recv"):
-        shutil.rmtree(os.path.join(out, t), ignore_errors=True)
+        d = os.path.join(out, t)
+        for n in os.listdir(d) if os.path.isdir(d) else ():
+            if not n.startswith("found-"):
+                os.remove(os.path.join(d, n))
 
     # fuzz_stream: the two images, whole, and two small ones.
     put(out, "stream", "none.gck", imgs["none"])
