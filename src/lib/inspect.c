@@ -968,7 +968,7 @@ bad_criu(struct gck_ctx *ctx, const char *name)
 
 /*
  * The pages that pagemap image name lists, by address, with the digests
- * of their content.  A missing pagemap gives an empty map.
+ * of their content.  A missing pagemap gives an empty map; a failure, none.
  */
 static int
 pmap_build(struct gck_ctx *ctx, const struct dimg *im, const char *name,
@@ -994,8 +994,10 @@ pmap_build(struct gck_ctx *ctx, const struct dimg *im, const char *name,
 	pagemap_head__free_unpacked(h, NULL);
 	while ((rec = gck_img_record(k->data, k->len, &pos, &len, &bad)) !=
 	    NULL) {
-		if ((e = pagemap_entry__unpack(NULL, len, rec)) == NULL)
-			return bad_criu(ctx, name);
+		if ((e = pagemap_entry__unpack(NULL, len, rec)) == NULL) {
+			r = bad_criu(ctx, name);
+			goto out;
+		}
 		flags = e->has_flags ? e->flags : PE_PRESENT;
 		if (!(flags & PE_PRESENT)) {
 			pagemap_entry__free_unpacked(e, NULL);
@@ -1004,29 +1006,34 @@ pmap_build(struct gck_ctx *ctx, const struct dimg *im, const char *name,
 		for (j = 0; j < e->nr_pages; j++) {
 			if (pd == NULL || used >= pd->n) {
 				pagemap_entry__free_unpacked(e, NULL);
-				return gck_set_error(ctx, GCK_EFORMAT,
+				r = gck_set_error(ctx, GCK_EFORMAT,
 				    "corrupt image: '%s' lists more pages "
 				    "than its pages file holds", name);
+				goto out;
 			}
 			if ((r = gck_grow(ctx, &pm->addr, &cap, pm->n,
 			    sizeof *pm->addr)) != GCK_OK ||
 			    (r = gck_grow(ctx, &pm->d, &cap2, pm->n,
 			    sizeof *pm->d)) != GCK_OK) {
 				pagemap_entry__free_unpacked(e, NULL);
-				return r;
+				goto out;
 			}
 			pm->addr[pm->n] = e->vaddr + (uint64_t)j * PAGE;
 			pm->d[pm->n++] = pd->d[used++];
 		}
 		pagemap_entry__free_unpacked(e, NULL);
 	}
+	r = GCK_OK;
 	if (bad)
-		return bad_criu(ctx, name);
-	for (j = 1; j < pm->n; j++)
+		r = bad_criu(ctx, name);
+	for (j = 1; r == GCK_OK && j < pm->n; j++)
 		if (pm->addr[j] <= pm->addr[j - 1])
-			return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
+			r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
 			    "'%s' lists pages out of order", name);
-	return GCK_OK;
+out:
+	if (r != GCK_OK)
+		pmap_free(pm);	/* what failed holds nothing */
+	return r;
 }
 
 static void
