@@ -867,6 +867,33 @@ test_expect_success 'gpusend --resume starts over on a partial of another image'
 	nothing_left
 '
 
+test_expect_success 'a data frame where GO is due counts as the sender going' '
+	start late -m 16 &&
+	"$GCKPT" -p $WPID >late.gck &&
+	wait_gone $WPID &&
+	python3 - late.gck >late.wire <<-\EOF &&
+	import json, struct, sys
+	def frame(t, seq, data=b""):
+	    return b"G" + t + b"\0\0" + struct.pack(">IQ", len(data), seq) + data
+	img = open(sys.argv[1], "rb").read()
+	out = frame(b"O", 0, b"{\"offset\": 0}")
+	seq = 0
+	for i in range(0, len(img), 1 << 20):
+	    out += frame(b"D", seq, img[i:i + (1 << 20)])
+	    seq += 1
+	out += frame(b"E", seq, json.dumps({"bytes": len(img)}).encode())
+	out += frame(b"D", seq + 1, bytes(1 << 20))
+	sys.stdout.buffer.write(out)
+	EOF
+	test_status 1 env GCK_RUNDIR=$RUNDIR TMPDIR=$TRASH/rtmp "$GCKRECV" \
+	    --restore --id 0123456789abcdef0123456789abcdef <late.wire \
+	    >out 2>err &&
+	test_grep "^gpurecv: gpusend went away before the hand-over" err &&
+	wait_gone $WPID &&
+	records_left &&
+	nothing_left
+'
+
 test_expect_success 'the source tree is still intact after it all' '
 	source_ok &&
 	kill_tree $SRC

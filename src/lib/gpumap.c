@@ -21,6 +21,8 @@
 #include "private.h"
 
 #define MIB	(1024 * 1024)
+/* What a GPU's processes need in all stops there: no GPU holds more. */
+#define NEED_MAX	(INT64_MAX / 2)
 
 static int	find_gpu(const struct gck_gpu *, size_t, const char *);
 static int	same_chip(const struct gck_gpu *, const struct gck_gpu *);
@@ -176,6 +178,8 @@ gck_gpumap_plan(struct gck_ctx *ctx, const struct gck_mcuda *mc,
 				continue;
 			if (mc->procs[i].mem[g] < 0)
 				unknown[g] = 1;
+			else if (mc->procs[i].mem[g] > NEED_MAX - need[g])
+				need[g] = NEED_MAX;
 			else
 				need[g] += mc->procs[i].mem[g];
 		}

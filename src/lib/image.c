@@ -1016,7 +1016,7 @@ r_data(struct gck_reader *r, const char *name, uint64_t size, char *keep,
 		    "image truncated %s: entry incomplete (tar offset %"
 		    PRIu64 ")", where, gck_zin_total(r->z));
 	}
-	if (XXH3_64bits(keep, (size_t)size) != digest) {
+	if (GCK_DIGEST_DIFFERS(XXH3_64bits(keep, (size_t)size), digest)) {
 		display_name(name, d, sizeof d);
 		return gck_set_error(r->ctx, GCK_ECORRUPT,
 		    "corrupt image: checksum mismatch in %s (entry at tar "
@@ -1058,6 +1058,7 @@ gck_reader_head(struct gck_reader *r, const struct gck_manifest **mp)
 {
 	struct archive_entry	*e;
 	const char		*name;
+	char			 why[GCK_ERRMAX];
 	uint64_t		 digest, size;
 	int			 ret, vret;
 
@@ -1088,6 +1089,8 @@ gck_reader_head(struct gck_reader *r, const struct gck_manifest **mp)
 	ret = r_data(r, name, size, r->mtext, digest);
 	if (ret != GCK_OK && ret != GCK_ECORRUPT)
 		return ret;
+	if (ret == GCK_ECORRUPT)	/* its digest, or its padding */
+		snprintf(why, sizeof why, "%s", gck_error_string(r->ctx));
 	r->mtext[size] = '\0';
 	r->mlen = (size_t)size;
 	/* A newer format is said first: its reader would know the rest. */
@@ -1095,9 +1098,7 @@ gck_reader_head(struct gck_reader *r, const struct gck_manifest **mp)
 	if (vret == GCK_EVERSION)
 		return vret;
 	if (ret == GCK_ECORRUPT)
-		return gck_set_error(r->ctx, GCK_ECORRUPT,
-		    "corrupt image: checksum mismatch in '" NAME_MANIFEST "' "
-		    "(entry at tar offset %" PRIu64 ")", r->ehdr);
+		return gck_set_error(r->ctx, GCK_ECORRUPT, "%s", why);
 	if (vret != GCK_OK)
 		return vret;
 	if ((ret = r_record(r, name, size, digest)) != GCK_OK)
@@ -1153,7 +1154,7 @@ r_trailer(struct gck_reader *r, const char *text, size_t len)
 		    (d = strtoull(hex, NULL, 16), 0) ||
 		    strcmp(name, r->seen[i].name) != 0 ||
 		    (uint64_t)size != r->seen[i].size ||
-		    d != r->seen[i].digest) {
+		    GCK_DIGEST_DIFFERS(d, r->seen[i].digest)) {
 			ret = gck_set_error(r->ctx, GCK_ECORRUPT,
 			    "corrupt image: trailer does not match entry %zu "
 			    "('%.200s')", i + 1, r->seen[i].name);
@@ -1448,7 +1449,7 @@ r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
 		    PRIu64 ")", where, gck_zin_total(r->z));
 		return -1;
 	}
-	if (XXH3_64bits_digest(r->xs) != r->edigest) {
+	if (GCK_DIGEST_DIFFERS(XXH3_64bits_digest(r->xs), r->edigest)) {
 		display_name(r->ename, d, sizeof d);
 		gck_set_error(r->ctx, GCK_ECORRUPT,
 		    "corrupt image: checksum mismatch in %s (entry at tar "

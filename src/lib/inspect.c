@@ -37,6 +37,7 @@
 #define FILES_MAGIC	0x56303138u
 #define PE_PRESENT	(1u << 2)
 #define KEEP_ONE_MAX	(64u << 20)	/* an mm, pagemap or files image */
+#define JINT_MAX	LLONG_MAX	/* json_int_t is long long */
 
 /* CRIU's VMA status bits (criu/include/image.h) */
 #define VMA_AREA_STACK		(1u << 1)
@@ -219,6 +220,18 @@ jsize(json_int_t v)
 	return v >= 0 ? json_integer(v) : json_null();
 }
 
+/*
+ * Adds v to *sum when v is positive, at most up to JINT_MAX: the
+ * totals of a hostile manifest stop there rather than wrap.
+ */
+static void
+jtotal(json_int_t *sum, json_int_t v)
+{
+	if (v <= 0)
+		return;
+	*sum = v > JINT_MAX - *sum ? JINT_MAX : *sum + v;
+}
+
 static void
 mix_free(struct mix *x)
 {
@@ -336,9 +349,9 @@ show_doc(const struct mix *x, int64_t disk)
 	json_array_foreach(json_object_get(mj, "files"), i, f) {
 		if ((v = jint(f, "size")) < 0)
 			continue;
-		data += v;
+		jtotal(&data, v);
 		if (json_is_true(json_object_get(f, "memory")))
-			pages += v;
+			jtotal(&pages, v);
 		nfiles++;
 	}
 	if (!json_is_array(json_object_get(mj, "files")))
@@ -389,16 +402,16 @@ show_doc(const struct mix *x, int64_t disk)
 		    (gpus = proc_gpus(x, jint(p, "pid"))) == NULL ||
 		    jset(np, "gpus", gpus))
 			goto out;
-		threads += jint(p, "threads") > 0 ? jint(p, "threads") : 0;
-		rss += jint(pm, "vm_rss") > 0 ? jint(pm, "vm_rss") : 0;
-		anon += jint(pm, "rss_anon") > 0 ? jint(pm, "rss_anon") : 0;
-		file += jint(pm, "rss_file") > 0 ? jint(pm, "rss_file") : 0;
-		shmem += jint(pm, "rss_shmem") > 0 ? jint(pm, "rss_shmem") : 0;
+		jtotal(&threads, jint(p, "threads"));
+		jtotal(&rss, jint(pm, "vm_rss"));
+		jtotal(&anon, jint(pm, "rss_anon"));
+		jtotal(&file, jint(pm, "rss_file"));
+		jtotal(&shmem, jint(pm, "rss_shmem"));
 		json_array_foreach(gpus, j, g) {
 			if ((v = jint(g, "memory")) < 0)
 				gknown = 0;
 			else
-				gmem += v;
+				jtotal(&gmem, v);
 		}
 	}
 	if (jset(d, "processes", procs) != 0)
@@ -960,7 +973,7 @@ bad_criu(struct gck_ctx *ctx, const char *name)
 
 /*
  * The pages that pagemap image name lists, by address, with the digests
- * of their content.  A missing pagemap gives an empty map.
+ * of their content.  A missing pagemap gives an empty map; a failure, none.
  */
 static int
 pmap_build(struct gck_ctx *ctx, const struct dimg *im, const char *name,
@@ -1137,7 +1150,7 @@ vma_path(const struct dimg *im, const struct vma *v)
 	struct fpath	 key, *f;
 
 	if (!(v->status & (VMA_FILE_PRIVATE | VMA_FILE_SHARED |
-	    VMA_AREA_MEMFD)) || v->shmid > UINT32_MAX)
+	    VMA_AREA_MEMFD)) || v->shmid > UINT32_MAX || im->nfp == 0)
 		return NULL;
 	key.id = (uint32_t)v->shmid;
 	f = bsearch(&key, im->fp, im->nfp, sizeof *im->fp, fpath_cmp);

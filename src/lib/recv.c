@@ -435,10 +435,12 @@ feed_control(struct recv *rv)
 			continue;
 		if (r == GCK_EINTR)
 			return;
+		/* A data frame here is no word: it is not read, into skip. */
 		word = -1;
 		if (r == GCK_OK && gck_frame_unpack(ctx, hdr, &f, "gpusend") ==
-		    GCK_OK && (f.len == 0 || gck_fd_read_wait(ctx, rv->in[0],
-		    skip, f.len, -1, rv->stop[0], NULL) == GCK_OK) &&
+		    GCK_OK && f.len <= sizeof skip && (f.len == 0 ||
+		    gck_fd_read_wait(ctx, rv->in[0], skip, f.len, -1,
+		    rv->stop[0], NULL) == GCK_OK) &&
 		    (f.type == GCK_F_GO || f.type == GCK_F_BYE ||
 		    f.type == GCK_F_ABORT))
 			word = f.type;

@@ -37,6 +37,7 @@ static void	image(struct gck_mcuda *, struct gck_mcproc *);
 static void	test_identity(void **);
 static void	test_auto_remap(void **);
 static void	test_auto_no_room(void **);
+static void	test_auto_no_room_huge(void **);
 static void	test_auto_wrong_chip(void **);
 static void	test_map_by_index_and_uuid(void **);
 static void	test_map_refused(void **);
@@ -160,6 +161,25 @@ test_auto_no_room(void **state)
 	assert_non_null(strstr(msg, "no " H100 " (compute capability 9.0) "
 	    "with 3072 MiB free for " UB));
 	assert_null(strchr(msg, '\n'));
+}
+
+/* Needs beyond any GPU, from a hostile manifest: refused, not overflowed. */
+static void
+test_auto_no_room_huge(void **state)
+{
+	struct gck_mcuda	mc;
+	struct gck_mcproc	procs[2];
+	struct gck_gpu		host[2];
+	int			dst[GCK_GPUS_MAX], remap;
+
+	image(&mc, procs);
+	procs[0].mem[1] = INT64_MAX;
+	procs[1].mem[1] = INT64_MAX;
+	gpu(&host[0], 0, UA, H100, 9, 0, INT64_MAX);
+	gpu(&host[1], 1, UD, H100, 9, 0, INT64_MAX / 4);
+	assert_int_equal(gck_gpumap_plan(*state, &mc, host, 2, NULL, dst,
+	    &remap), GCK_ECUDA);
+	assert_non_null(strstr(gck_error_string(*state), "MiB free for " UB));
 }
 
 static void
@@ -436,6 +456,7 @@ main(void)
 		cmocka_unit_test(test_identity),
 		cmocka_unit_test(test_auto_remap),
 		cmocka_unit_test(test_auto_no_room),
+		cmocka_unit_test(test_auto_no_room_huge),
 		cmocka_unit_test(test_auto_wrong_chip),
 		cmocka_unit_test(test_map_by_index_and_uuid),
 		cmocka_unit_test(test_map_refused),

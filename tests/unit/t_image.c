@@ -1324,8 +1324,15 @@ test_flipped_manifest(void **state)
 	p[0] = 'S';
 	assert_gck(f->ctx, read_buf(f->ctx, img, len, -1), GCK_ECORRUPT,
 	    "checksum mismatch in 'gpuckpt.json'");
-	/* A version flipped to a newer one is reported as such. */
 	p[0] = 's';
+	/* Its padding damaged is not taken for its digest. */
+	assert_non_null(p = memmem(img, len, manifest, strlen(manifest)));
+	assert_int_not_equal(strlen(manifest) % 512, 0);
+	p[strlen(manifest)] = 'x';
+	assert_gck(f->ctx, read_buf(f->ctx, img, len, -1), GCK_ECORRUPT,
+	    "non-zero padding after an entry");
+	p[strlen(manifest)] = '\0';
+	/* A version flipped to a newer one is reported as such. */
 	assert_non_null(p = memmem(img, len, "\"format\": 1", 11));
 	p[10] = '3';
 	assert_gck(f->ctx, read_buf(f->ctx, img, len, -1), GCK_EVERSION,

@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include <inttypes.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -211,6 +212,7 @@ static void	 test_page_dropped(void **);
 static void	 test_zero_page_dropped(void **);
 static void	 test_mappings(void **);
 static void	 test_mapping_shrunk(void **);
+static void	 test_mapping_no_files(void **);
 static void	 test_shared_memory(void **);
 static void	 test_processes_added_removed(void **);
 static void	 test_process_cmdline(void **);
@@ -222,6 +224,7 @@ static void	 test_part_size_only(void **);
 static void	 test_truncated(void **);
 static void	 test_pagemap_overruns(void **);
 static void	 test_mm_garbage(void **);
+static void	 test_show_totals_bounded(void **);
 
 #define expect_json(got, want, what)					\
 	check_json((got), (want), (what), __LINE__)
@@ -1186,6 +1189,32 @@ test_mappings(void **state)
 }
 
 /*
+ * An image without files.img (a tree with no open files): its file
+ * mappings are described without a path.
+ */
+static void
+test_mapping_no_files(void **state)
+{
+	struct gck_ctx	*ctx = *state;
+	struct timg	 a, b;
+	json_t		*doc;
+	int		 differ;
+
+	base_image(&a);
+	b = a;
+	b.nf = 0;
+	vma_get(tproc(&b, 100), LIB_START)->prot = 5;
+	doc = diff(ctx, &a, &b, &differ);
+	assert_int_equal(differ, 1);
+	expect_json(json_object_get(changed_proc(doc, 100), "mappings"),
+	    json_pack("[o]", want_vma(LIB_START, LIB_START + PG, "r-xp",
+	    "file", NULL, "protection", 0)), "mappings");
+	expect_strings(json_object_get(json_object_get(doc, "files"),
+	    "removed"), "files.removed", "files.img", NULL);
+	json_decref(doc);
+}
+
+/*
  * The heap shrunk by two pages that held data: those bytes changed, and
  * the resized mapping accounts for them.
  */
@@ -1557,6 +1586,52 @@ test_mm_garbage(void **state)
 		    gck_error_string(ctx));
 }
 
+/*
+ * The summary's totals of a manifest whose numbers add up beyond what
+ * a JSON integer holds stop at the largest one.
+ */
+static void
+test_show_totals_bounded(void **state)
+{
+	static const char	 m[] =
+	    "{\"format\": 1, \"root_pid\": 1, \"processes\": ["
+	    "{\"pid\": 1, \"threads\": 9223372036854775807, \"memory\": "
+	    "{\"vm_rss\": 9223372036854775807}},"
+	    "{\"pid\": 2, \"threads\": 9223372036854775807, \"memory\": "
+	    "{\"vm_rss\": 9223372036854775807}}],"
+	    "\"files\": [{\"name\": \"a.img\", \"size\": "
+	    "9223372036854775807, \"memory\": true}, {\"name\": \"b.img\", "
+	    "\"size\": 9223372036854775807, \"memory\": true}]}";
+	struct gck_ctx		*ctx = *state;
+	struct gck_writer	*w = NULL;
+	json_t			*doc, *tot, *img;
+	char			*text = NULL;
+	int			 fd;
+
+	assert_int_not_equal(fd = memfd_create("t_inspect", MFD_CLOEXEC), -1);
+	assert_int_equal(gck_writer_new(ctx, fd, 0, 0, &w), GCK_OK);
+	assert_int_equal(gck_writer_add(w, "gpuckpt.json", m, strlen(m)),
+	    GCK_OK);
+	assert_int_equal(gck_writer_finish(w), GCK_OK);
+	gck_writer_free(w);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	assert_int_equal(gck_inspect_show(ctx, fd, &text), GCK_OK);
+	close(fd);
+	assert_non_null(doc = json_loads(text, 0, NULL));
+	free(text);
+	tot = json_object_get(doc, "totals");
+	img = json_object_get(doc, "image");
+	assert_true(json_integer_value(json_object_get(tot, "threads")) ==
+	    LLONG_MAX);
+	assert_true(json_integer_value(json_object_get(tot, "rss")) ==
+	    LLONG_MAX);
+	assert_true(json_integer_value(json_object_get(img, "data_size")) ==
+	    LLONG_MAX);
+	assert_true(json_integer_value(json_object_get(img,
+	    "memory_size")) == LLONG_MAX);
+	json_decref(doc);
+}
+
 int
 main(void)
 {
@@ -1579,6 +1654,8 @@ main(void)
 		    teardown_ctx),
 		cmocka_unit_test_setup_teardown(test_mapping_shrunk, setup_ctx,
 		    teardown_ctx),
+		cmocka_unit_test_setup_teardown(test_mapping_no_files,
+		    setup_ctx, teardown_ctx),
 		cmocka_unit_test_setup_teardown(test_shared_memory, setup_ctx,
 		    teardown_ctx),
 		cmocka_unit_test_setup_teardown(test_processes_added_removed,
@@ -1601,6 +1678,8 @@ main(void)
 		    setup_ctx, teardown_ctx),
 		cmocka_unit_test_setup_teardown(test_mm_garbage, setup_ctx,
 		    teardown_ctx),
+		cmocka_unit_test_setup_teardown(test_show_totals_bounded,
+		    setup_ctx, teardown_ctx),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

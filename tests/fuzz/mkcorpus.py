@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""Regenerates the seed corpora of the fuzz targets, corpus/TARGET/.
+
+usage: mkcorpus.py BUILDDIR [OUTDIR]
+
+BUILDDIR is a configured build directory where `make` and then
+`make fuzz FUZZ_SECONDS=0` have run: gpuckpt and gpuinspect are under
+its src/, mkimage (an image writer) under its fuzz-build/.  Run as root,
+with criu: it checkpoints a tiny static program (leaving it running,
+then killing it) into two images, --compress=none and zstd, and takes
+the CRIU files apart with gpuinspect -x.  The other seeds are made from
+those: small images with parts and holes, manifests, CRIU file sets for
+fuzz_criu, the frames of a send for fuzz_frame and fuzz_recv.  OUTDIR
+defaults to corpus/ beside this script.  Files named found-* there are
+left alone: inputs that long runs of the targets found, chosen with
+libFuzzer's -merge=1 against these seeds.
+"""
+import hashlib
+import json
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+TINY = r"""
+#include <unistd.h>
+int main(void) { for (;;) pause(); }
+"""
+
+# fuzz_criu's names, by selector (fuzz_criu.c).
+PAGEMAP1, PAGES1, MM1, FILES, PAGEMAP2, PAGES2, MM2, SHMEM7 = range(8)
+IN_A, IN_B = 1 << 3, 1 << 4
+
+
+def put(out, target, name, data):
+    d = os.path.join(out, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def small_image(mkimage, work, level):
+    """A small image with the library's writer: a few small files, a
+    pages file with a hole, and one in parts."""
+    m = os.path.join(work, "m.json")
+    with open(m, "w") as f:
+        json.dump({"format": 1, "root_pid": 7, "part_size": 4096,
+                   "processes": [{"pid": 7, "comm": "seed"}]}, f)
+    small = os.path.join(work, "small")
+    with open(small, "wb") as f:
+        f.write(bytes(range(256)) * 2)
+    pg = os.path.join(work, "pg")
+    with open(pg, "wb") as f:
+        f.write(b"\x5a" * 4096 + bytes(4096) + b"\xa5" * 4096)
+    out = os.path.join(work, "small-%d.gck" % level)
+    subprocess.run([mkimage, out, str(level), "4096", m,
+                    "inventory.img", small, "core-7.img@", small,
+                    "pages-1.img=", pg, "pages-2.img@", pg], check=True)
+    with open(out, "rb") as f:
+        return f.read()
+
+
+def checkpoint(bindir, work):
+    src = os.path.join(work, "tiny.c")
+    exe = os.path.join(work, "tiny")
+    with open(src, "w") as f:
+        f.write(TINY)
+    subprocess.run(["cc", "-static", "-Os", "-o", exe, src], check=True)
+    p = subprocess.Popen([exe], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, cwd=work)
+    time.sleep(0.3)
+    imgs = {}
+    try:
+        for c in ("none", "zstd:19"):
+            out = os.path.join(work, c.split(":")[0] + ".gck")
+            subprocess.run([os.path.join(bindir, "ckpt", "gpuckpt"), "-R",
+                            "-c", c, "-o", out, "-p", str(p.pid)], check=True)
+            with open(out, "rb") as f:
+                imgs[c.split(":")[0]] = f.read()
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    x = os.path.join(work, "x")
+    subprocess.run([os.path.join(bindir, "inspect", "gpuinspect"), "-x", x,
+                    os.path.join(work, "none.gck")], check=True)
+    files = {}
+    for n in os.listdir(x):
+        with open(os.path.join(x, n), "rb") as f:
+            files[n] = f.read()
+    return imgs, files, p.pid
+
+
+def frame(t, seq, data=b""):
+    return b"G" + t.encode() + b"\0\0" + struct.pack(">IQ", len(data), seq) + data
+
+
+def jframe(t, seq, obj):
+    return frame(t, seq, json.dumps(obj, separators=(",", ":")).encode())
+
+
+def wire(img, offset=0, chunk=4096, end=True):
+    w = jframe("O", 0, {"offset": offset})
+    seq = 0
+    for i in range(offset, len(img), chunk):
+        w += frame("D", seq, img[i:i + chunk])
+        seq += 1
+    if end:
+        w += jframe("E", seq, {"bytes": len(img)})
+    return w
+
+
+def criu_input(files):
+    out = b""
+    for sel, data in files:
+        out += bytes([sel]) + struct.pack("<H", len(data)) + data
+    return out
+
+
+def varint(v):
+    b = b""
+    while True:
+        c = v & 0x7f
+        v >>= 7
+        if v == 0:
+            return b + bytes([c])
+        b += bytes([c | 0x80])
+
+
+def unvarint(b, p):
+    v = s = 0
+    while True:
+        c = b[p]
+        p += 1
+        v |= (c & 0x7f) << s
+        s += 7
+        if c < 0x80:
+            return v, p
+
+
+def records(img):
+    """The records of a CRIU image, after its two magic numbers."""
+    pos, out = 8, []
+    while pos < len(img):
+        (n,) = struct.unpack("<I", img[pos:pos + 4])
+        out.append(img[pos + 4:pos + 4 + n])
+        pos += 4 + n
+    return out
+
+
+def small_pagemap(pm, pages, keep=3, most=2):
+    """The dump's pagemap cut to its first entries of at most two pages
+    each, and as many pages: a seed small enough to mutate quickly."""
+    recs = records(pm)
+    out, total = pm[:8] + struct.pack("<I", len(recs[0])) + recs[0], 0
+    for rec in recs[1:keep + 1]:
+        p, f = 0, {}
+        while p < len(rec):
+            k, p = unvarint(rec, p)
+            f[k >> 3], p = unvarint(rec, p)
+        f[2] = min(f[2], most)
+        total += f[2]
+        r = b"".join(varint(k << 3) + varint(v) for k, v in sorted(f.items()))
+        out += struct.pack("<I", len(r)) + r
+    return out, pages[:total * 4096]
+
+
+def overflow():
+    """A manifest whose numbers add up beyond 64 bits (fixed in gpumap.c
+    and inspect.c)."""
+    big = (1 << 63) - 1
+    u = "GPU-11111111-2222-3333-4444-555555555555"
+    use = [{"uuid": u, "memory": big}]
+    return {"format": 1, "root_pid": 1,
+            "processes": [{"pid": p, "threads": big,
+                           "memory": {"vm_rss": big, "rss_anon": big}}
+                          for p in (1, 2)],
+            "files": [{"name": n, "size": big, "memory": True}
+                      for n in ("pages-1.img", "pages-2.img")],
+            "cuda": {"driver_version": 580000,
+                     "gpus": [{"index": 0, "uuid": u, "name": "H",
+                               "compute_capability": "9.0", "memory": 100,
+                               "pci_bus_id": "0:1"}],
+                     "processes": [{"pid": p, "comm": "c", "gpus": use}
+                                   for p in (1, 2)]}}
+
+
+def main():
+    if len(sys.argv) not in (2, 3):
+        sys.exit(__doc__)
+    bindir = os.path.join(sys.argv[1], "src")
+    mkimage = os.path.join(sys.argv[1], "fuzz-build", "mkimage")
+    out = sys.argv[2] if len(sys.argv) == 3 else \
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+    work = tempfile.mkdtemp(prefix="gck-mkcorpus.")
+    try:
+        make(bindir, mkimage, work, out)
+    finally:
+        shutil.rmtree(work)
+
+
+def make(bindir, mkimage, work, out):
+    imgs, files, pid = checkpoint(bindir, work)
+    # found-*: inputs that long fuzzing runs found, kept as they are.
+    for t in ("stream", "manifest", "criu", "frame", "recv"):
+        d = os.path.join(out, t)
+        for n in os.listdir(d) if os.path.isdir(d) else ():
+            if not n.startswith("found-"):
+                os.remove(os.path.join(d, n))
+
+    # fuzz_stream: the two images, whole, and two small ones.
+    put(out, "stream", "none.gck", imgs["none"])
+    put(out, "stream", "zstd.gck", imgs["zstd"])
+    tiny = {lv: small_image(mkimage, work, lv) for lv in (0, 3)}
+    put(out, "stream", "small-none.gck", tiny[0])
+    put(out, "stream", "small-zstd.gck", tiny[3])
+
+    # fuzz_manifest: the real one, a small one, one with GPUs.
+    m = json.loads(files["gpuckpt.json"])
+    put(out, "manifest", "real.json", files["gpuckpt.json"])
+    small = {"format": 1, "root_pid": 4242, "shell_job": True,
+             "processes": [{"pid": 4242, "comm": "a"}, {"pid": 4243}],
+             "files": [{"name": "pages-1.img", "size": 8192, "memory": True},
+                       {"name": "mm-1.img", "size": 10}]}
+    put(out, "manifest", "small.json", json.dumps(small).encode())
+    gpu = dict(m)
+    uuids = ["GPU-11111111-2222-3333-4444-555555555555",
+             "GPU-66666666-7777-8888-9999-aaaaaaaaaaaa"]
+    gpu["cuda"] = {
+        "driver_version": 580000, "cuda_version": "13.0",
+        "gpus": [{"index": i, "uuid": u, "name": "NVIDIA H100",
+                  "compute_capability": "9.0", "memory": 85899345920,
+                  "pci_bus_id": "00000000:0%d:00.0" % i}
+                 for i, u in enumerate(uuids)],
+        "processes": [{"pid": m["root_pid"], "comm": "tiny",
+                       "gpus": [{"uuid": uuids[0], "memory": 1 << 30},
+                                {"uuid": uuids[1], "memory": None}]}]}
+    put(out, "manifest", "cuda.json", json.dumps(gpu, indent=1).encode())
+    put(out, "manifest", "overflow.json", json.dumps(overflow()).encode())
+
+    # fuzz_criu: the dump's pagemap, pages, mm and files, as process 1.
+    pm, pages = small_pagemap(files["pagemap-%d.img" % pid],
+                              files["pages-1.img"])
+    mm = files["mm-%d.img" % pid]
+    changed = bytearray(pages)
+    changed[100] ^= 0xff
+    put(out, "criu", "same", criu_input([
+        (PAGEMAP1 | IN_A | IN_B, pm), (PAGES1 | IN_A | IN_B, pages),
+        (MM1 | IN_A | IN_B, mm), (FILES | IN_A | IN_B, files["files.img"])]))
+    put(out, "criu", "changed", criu_input([
+        (PAGEMAP1 | IN_A | IN_B, pm), (PAGES1 | IN_A, pages),
+        (PAGES1 | IN_B, bytes(changed)), (MM1 | IN_A, mm),
+        (FILES | IN_A | IN_B, files["files.img"])]))
+    put(out, "criu", "added", criu_input([
+        (PAGEMAP2 | IN_B, pm), (MM2 | IN_B, mm), (PAGES1 | IN_A | IN_B, pages),
+        (SHMEM7 | IN_A, pm)]))
+
+    # fuzz_frame: a whole send of the small image, and the other words.
+    z = imgs["zstd"]
+    put(out, "frame", "send", wire(z[:2048], chunk=512))
+    put(out, "frame", "words", jframe("A", 3, {"error": "gave up"}) +
+        frame("G", 0) + frame("B", 0) + jframe("R", 0, {"pid": 4242}) +
+        jframe("H", 0, {"proto": 1, "version": "0.1.0", "host": "h",
+                        "partial": {"size": 10, "xxh3": "0" * 32}}))
+
+    # fuzz_recv: flag byte (bit 0: resume, then the partial), the wire.
+    put(out, "recv", "store", b"\0" + wire(z))
+    put(out, "recv", "store-none", b"\0" + wire(tiny[0], chunk=8192))
+    put(out, "recv", "resume", b"\1" + struct.pack("<H", 4096) + z[:4096] +
+        wire(z, offset=4096))
+    put(out, "recv", "abort", b"\0" + jframe("O", 0, {"offset": 0}) +
+        frame("D", 0, z[:4096]) + jframe("A", 1, {"error": "stopped"}))
+
+
+if __name__ == "__main__":
+    main()
