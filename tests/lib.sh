@@ -56,7 +56,7 @@ test_expect_success() {
 
 test_done() {
 	# configure --enable-sanitizers: see sancheck.sh.
-	if test -n "$GCK_SANDIR" && test -n "$(ls -A "$GCK_SANDIR")"; then
+	if test -n "${GCK_SANDIR:-}" && test -n "$(ls -A "$GCK_SANDIR")"; then
 		test_count=$((test_count + 1))
 		test_failed=$((test_failed + 1))
 		echo "not ok $test_count - no sanitizer reports"
@@ -148,7 +148,7 @@ require_criu() {
 # memory needs terabytes of address space, ASan's bounds on what malloc
 # gives (a NULL past them: allocator_may_return_null is set).
 limit_memory() {
-	if test -n "$GCK_SANDIR"; then
+	if test -n "${GCK_SANDIR:-}"; then
 		ASAN_OPTIONS="$ASAN_OPTIONS:soft_rss_limit_mb=$1"
 		ASAN_OPTIONS="$ASAN_OPTIONS:max_allocation_size_mb=$1"
 		export ASAN_OPTIONS
@@ -218,7 +218,7 @@ start_sshd() {
 		PidFile none
 		EOF
 		# The sessions' programs report as the tests' do (sancheck.sh).
-		if test -n "$GCK_SANDIR"; then
+		if test -n "${GCK_SANDIR:-}"; then
 			echo "SetEnv ASAN_OPTIONS=$ASAN_OPTIONS" \
 			    "UBSAN_OPTIONS=$UBSAN_OPTIONS" >>"$TRASH/sshd_config"
 		fi
