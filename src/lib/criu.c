@@ -34,6 +34,7 @@ static int		 criu_run(struct gck_ctx *, char *const [],
 			    int (*)(void *, pid_t), void *, int *);
 static void		 criu_log_error(const struct clog *, char *, size_t);
 static int		 criu_add_opts(char *[], int, unsigned int);
+static void		 log_argv(struct gck_ctx *, char *const []);
 
 /* The options of criu a tree may need (GCK_CRIU_*), as criu names them. */
 static const struct {
@@ -102,6 +103,25 @@ gck_criu_opt_bit(const char *name)
 		if (strcmp(criu_opts[i].name, name) == 0)
 			return criu_opts[i].bit;
 	return 0;
+}
+
+/* Logs the command line argv, as it is run. */
+static void
+log_argv(struct gck_ctx *ctx, char *const argv[])
+{
+	char	buf[1024];
+	size_t	len = 0;
+	int	i, n;
+
+	buf[0] = '\0';
+	for (i = 0; argv[i] != NULL && len < sizeof buf; i++) {
+		n = snprintf(buf + len, sizeof buf - len, "%s%s",
+		    i > 0 ? " " : "", argv[i]);
+		if (n < 0)
+			break;
+		len += (size_t)n;
+	}
+	gck_log(ctx, 2, "running %s", buf);
 }
 
 /* Appends the options of opts to argv at argc; returns the new argc. */
@@ -436,11 +456,7 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *imgdir,
 		argv[argc++] = "--shell-job";
 	argc = criu_add_opts(argv, argc, opts);
 	argv[argc] = NULL;
-	gck_log(ctx, 2, "running %s dump -t %s %s --stream%s%s%s%s", argv[0],
-	    pidbuf, leave, shell_job ? " --shell-job" : "",
-	    opts & GCK_CRIU_TCP_ESTABLISHED ? " --tcp-established" : "",
-	    opts & GCK_CRIU_EXT_UNIX_SK ? " --ext-unix-sk" : "",
-	    opts & GCK_CRIU_FILE_LOCKS ? " --file-locks" : "");
+	log_argv(ctx, argv);
 	status = -1;
 	r = criu_run(ctx, argv, &log, 0, -1, gck_capture_hook_path(cap),
 	    capture_during, &ca, &status);
@@ -489,11 +505,7 @@ gck_criu_restore(struct gck_ctx *ctx, const char *imgdir, int shell_job,
 		argv[argc++] = "--shell-job";
 	argc = criu_add_opts(argv, argc, opts);
 	argv[argc] = NULL;
-	gck_log(ctx, 2, "running %s restore%s%s%s%s%s", argv[0], srv != NULL ?
-	    " --stream" : "", shell_job ? " --shell-job" : "",
-	    opts & GCK_CRIU_TCP_ESTABLISHED ? " --tcp-established" : "",
-	    opts & GCK_CRIU_EXT_UNIX_SK ? " --ext-unix-sk" : "",
-	    opts & GCK_CRIU_FILE_LOCKS ? " --file-locks" : "");
+	log_argv(ctx, argv);
 	status = -1;
 	r = criu_run(ctx, argv, &log, 1, keepfd, NULL, srv != NULL ?
 	    serve_during : NULL, &sa, &status);
