@@ -57,6 +57,7 @@ void	gck_rmtree(const char *);
 int	gck_read_small_file(const char *, char *, size_t);
 void	gck_hex64(uint64_t, char [17]);
 int	gck_msleep(int);
+int64_t	gck_now_ms(void);
 int	gck_grow(struct gck_ctx *, void *, size_t *, size_t, size_t);
 
 /* proc.c: a process tree as seen in /proc */

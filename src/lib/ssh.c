@@ -122,7 +122,6 @@ static int	ssh_error(struct gck_ssh *, int, const char *, ...)
 static int	ssh_fail(struct gck_ssh *, int, const char *);
 static int	timed_out(struct gck_ssh *);
 static int	usable(struct gck_ssh *, int);
-static int64_t	now_ms(void);
 static int64_t	deadline(const struct gck_ssh *);
 static int	wait_io(struct gck_ssh *, int64_t);
 static int	drain_stderr(struct gck_ssh *, int64_t *);
@@ -252,20 +251,11 @@ usable(struct gck_ssh *s, int need_channel)
 	return GCK_OK;
 }
 
-static int64_t
-now_ms(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* When a wait that starts now times out; -1: never. */
 static int64_t
 deadline(const struct gck_ssh *s)
 {
-	return s->timeout_ms == 0 ? -1 : now_ms() + s->timeout_ms;
+	return s->timeout_ms == 0 ? -1 : gck_now_ms() + s->timeout_ms;
 }
 
 /*
@@ -292,7 +282,7 @@ wait_io(struct gck_ssh *s, int64_t dl)
 		if (s->ctx != NULL && gck_check_interrupt(s->ctx) != GCK_OK)
 			return GCK_EINTR;
 		left = -1;
-		if (dl != -1 && (left = dl - now_ms()) <= 0)
+		if (dl != -1 && (left = dl - gck_now_ms()) <= 0)
 			return timed_out(s);
 		n = poll(&pfd, 1, left > INT_MAX ? INT_MAX : (int)left);
 		if (n > 0)
@@ -513,7 +503,7 @@ tcp_connect(struct gck_ssh *s, const char *host, int port)
 					goto out;
 				}
 				left = -1;
-				if (dl != -1 && (left = dl - now_ms()) < 0)
+				if (dl != -1 && (left = dl - gck_now_ms()) < 0)
 					left = 0;
 				n = poll(&pfd, 1, left > INT_MAX ? INT_MAX :
 				    (int)left);
@@ -1634,12 +1624,12 @@ gck_ssh_exit_status(struct gck_ssh *s, int wait_ms)
 	if (s == NULL || s->chan == NULL)
 		return -1;
 	s->ctx = NULL;
-	dl = now_ms() + (wait_ms > 0 ? wait_ms : 0);
+	dl = gck_now_ms() + (wait_ms > 0 ? wait_ms : 0);
 	while (!s->closed) {
 		if (s->dead != 0 || drain_stderr(s, &dummy) != GCK_OK ||
 		    remote_closed(s) < 0)
 			return -1;
-		if (s->closed || (left = dl - now_ms()) <= 0)
+		if (s->closed || (left = dl - gck_now_ms()) <= 0)
 			break;
 		pfd.fd = s->fd;
 		pfd.events = POLLIN;
@@ -1683,7 +1673,7 @@ gck_ssh_close(struct gck_ssh *s)
 			s->timeout_ms = SSH_CLOSE_MS;
 		if (s->dead != 0 && s->fd != -1)
 			shutdown(s->fd, SHUT_RDWR);
-		dl = now_ms() + SSH_CLOSE_MS;
+		dl = gck_now_ms() + SSH_CLOSE_MS;
 		if (s->chan != NULL) {
 			while ((rc = libssh2_channel_free(s->chan)) ==
 			    LIBSSH2_ERROR_EAGAIN)

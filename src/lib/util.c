@@ -206,6 +206,16 @@ gck_grow(struct gck_ctx *ctx, void *arrayp, size_t *capp, size_t n,
 	return GCK_OK;
 }
 
+/* Milliseconds on the monotonic clock. */
+int64_t
+gck_now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* Sleeps ms milliseconds; returns early on a signal. */
 int
 gck_msleep(int ms)
