@@ -894,6 +894,41 @@ test_expect_success 'a data frame where GO is due counts as the sender going' '
 	nothing_left
 '
 
+test_expect_success 'a --join whose gpurecv was killed gives up at once' '
+	id=00112233445566778899aabbccddeeff &&
+	python3 -c "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])" \
+	    "$RUNDIR/$id.sock" &&
+	test -S "$RUNDIR/$id.sock" &&
+	test_status 1 timeout 20 env GCK_RUNDIR=$RUNDIR "$GCKRECV" \
+	    --join $id </dev/null >out 2>err &&
+	test_grep "^gpurecv: the gpurecv of hand-over $id is gone\$" err &&
+	test_line_count err 1 &&
+	rm "$RUNDIR/$id.sock"
+'
+
+test_expect_success 'a --join whose gpusend has gone gives up at once' '
+	id=00112233445566778899aabbccddeef0 &&
+	{
+		timeout 20 env GCK_RUNDIR=$RUNDIR "$GCKRECV" --join $id \
+		    </dev/null 2>err
+		echo $? >status
+	} | true &&
+	test "$(cat status)" = 1 &&
+	test_grep "^gpurecv: gpusend went away\$" err &&
+	test_line_count err 1
+'
+
+test_expect_success 'a --join that waits stops at SIGTERM, with one line' '
+	env GCK_RUNDIR=$RUNDIR "$GCKRECV" \
+	    --join 00112233445566778899aabbccddeef1 </dev/null >out 2>err &
+	jpid=$! &&
+	sleep 0.3 &&
+	kill -TERM $jpid &&
+	test_status 1 wait $jpid &&
+	test_grep "^gpurecv: interrupted by SIGTERM\$" err &&
+	test_line_count err 1
+'
+
 test_expect_success 'the source tree is still intact after it all' '
 	source_ok &&
 	kill_tree $SRC

@@ -43,6 +43,7 @@
 #include "private.h"
 
 #define JOIN_WAIT_MS	30000	/* for the extra connections to come */
+#define JOIN_REFUSED_MS	1000	/* a join socket nobody listens on: gone */
 #define RECORD_MAX_AGE	(7 * 24 * 3600)
 
 struct recv {
@@ -965,15 +966,23 @@ out:
 	return r;
 }
 
-/* --join: relays one extra connection of --parallel to its gpurecv. */
+/*
+ * --join: relays one extra connection of --parallel to its gpurecv.
+ * Waits up to JOIN_WAIT_MS for that gpurecv's socket, and less when
+ * there is no one left to wait for: when the sender has gone (the end
+ * of its session that reads our standard output is closed), or when
+ * that gpurecv has (its socket is there, and nobody listens on it).
+ */
 static int
 recv_join(struct recv *rv)
 {
 	struct gck_ctx		*ctx = rv->ctx;
 	struct sockaddr_un	 sa;
+	struct pollfd		 pfd;
 	char			 dir[PATH_MAX], *buf = NULL;
 	ssize_t			 n;
-	int			 fd = -1, r, waited;
+	int64_t			 now, end, refused = -1;
+	int			 fd = -1, r, e;
 
 	if ((r = gck_rundir(ctx, dir, sizeof dir)) != GCK_OK)
 		return r;
@@ -983,20 +992,38 @@ recv_join(struct recv *rv)
 	    dir, rv->o->id) >= sizeof sa.sun_path)
 		return gck_set_error(ctx, GCK_EINVAL, "run directory '%s' "
 		    "too long for a socket", dir);
-	for (waited = 0; ; waited += 50) {
+	end = gck_now_ms() + JOIN_WAIT_MS;
+	for (;;) {
 		if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) ==
 		    -1)
 			return gck_set_syserr(ctx, errno, "socket: %s",
 			    strerror(errno));
 		if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
 			break;
+		e = errno;
 		close(fd);
 		fd = -1;
-		if (waited >= JOIN_WAIT_MS)
+		now = gck_now_ms();
+		/* It listens as soon as it binds: refused a while, it died. */
+		if (e != ECONNREFUSED)
+			refused = -1;
+		else if (refused == -1)
+			refused = now;
+		else if (now - refused >= JOIN_REFUSED_MS)
+			return gck_set_error(ctx, GCK_EREMOTE, "the gpurecv of "
+			    "hand-over %s is gone", rv->o->id);
+		if (now >= end)
 			return gck_set_error(ctx, GCK_ETIMEDOUT, "no gpurecv "
 			    "waits for hand-over %s", rv->o->id);
-		if (gck_msleep(50) != 0 || gck_check_interrupt(ctx) != GCK_OK)
-			return GCK_EINTR;
+		pfd.fd = rv->o->outfd;
+		pfd.events = 0;
+		if (poll(&pfd, 1, 0) == 1 &&
+		    (pfd.revents & (POLLERR | POLLHUP)) != 0)
+			return gck_set_error(ctx, GCK_EINTR, "gpusend went "
+			    "away");
+		gck_msleep(50);
+		if ((r = gck_check_interrupt(ctx)) != GCK_OK)
+			return r;
 	}
 	if ((buf = malloc(GCK_CHUNK)) == NULL) {
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
