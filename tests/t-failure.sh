@@ -162,6 +162,37 @@ test_expect_success 'SIGKILL to gpuckpt while the tree is stopped' '
 	test -z "$(ls -A | grep "^part\\.gck")"
 '
 
+# strace holds back gpuckpt's removals (unlinkat) for 3 s each: they
+# come once the image is complete and the tree killed, as it removes
+# its work directory.  Killed then, gpuckpt leaves that to its guard.
+test_expect_success 'SIGKILL to gpuckpt as it removes its work directory' '
+	command -v strace >/dev/null || { echo >&2 "strace not found"; false; } &&
+	kill_tree $WPID &&
+	start workdir -m 16 &&
+	test -z "$(ls -A "$TMPDIR")" &&
+	{ strace -o /dev/null -e trace=unlinkat \
+	    -e inject=unlinkat:delay_enter=3000000 \
+	    "$GCKPT" -p $WPID -c none -o workdir.gck 2>err & } &&
+	spid=$! &&
+	wait_gone $WPID &&
+	test -e workdir.gck &&
+	sleep 0.5 &&
+	gpid=$(cat /proc/$spid/task/*/children) &&
+	test -n "$gpid" &&
+	test -n "$(ls -A "$TMPDIR")" &&
+	kill -KILL $gpid
+	wait_child $spid
+	i=0 &&
+	while test -n "$(ls -A "$TMPDIR")" && test $i -lt 100; do
+		i=$((i + 1))
+		sleep 0.1
+	done &&
+	test -z "$(ls -A "$TMPDIR")" &&
+	"$GCKRESTORE" workdir.gck >out 2>rerr &&
+	test_must_be_empty rerr &&
+	verify_workload $WPID
+'
+
 # strace holds back the return of gpuckpt's rename for 5 s: it is killed
 # once the file has its name, before it has killed the tree.  The image
 # is complete: the guard must kill the tree, not resume it beside an

@@ -664,14 +664,18 @@ out:
 		free(out.path);
 		free(out.tmp);
 	}
-	gck_guard_free(guard);
 	gck_writer_free(writer);
 	gck_capture_free(cap);
+	/*
+	 * The work directory goes before the guard hears that all is
+	 * settled: killed in between, we leave it to the guard.
+	 */
+	gck_rmtree(work);
+	gck_guard_free(guard);
 	gck_cuda_close(cu);
 	free(cp);
 	free(gpus);
 	free(cand);
-	gck_rmtree(work);
 	free(work);
 	free(pids);
 	gck_ptree_free(pre);
