@@ -154,12 +154,23 @@ transient() {
 
 # quiesce SECONDS: waits for the tools, their guards, criu and gpurecv to
 # be gone.
+# One that takes over 3 s is logged, with what still ran at 3 s.
 quiesce() {
-	_end=$(( $(now_ms) + $1 * 1000 ))
+	_q0=$(now_ms)
+	_end=$(( _q0 + $1 * 1000 ))
+	_slow=
 	while ! transient; do
-		test "$(now_ms)" -lt $_end || return 1
+		_now=$(now_ms)
+		test -z "$_slow" && test $_now -ge $(( _q0 + 3000 )) &&
+		    _slow=$LEFT
+		if test $_now -ge $_end; then
+			log "quiesce: not done after $1 s; at 3 s: $_slow"
+			return 1
+		fi
 		sleep 0.05
 	done
+	test -z "$_slow" ||
+	    log "quiesce: took $(( $(now_ms) - _q0 )) ms; at 3 s: $_slow"
 }
 
 # wait_bounded PID SECONDS: waits for our background job PID; kills it
@@ -809,6 +820,7 @@ run_one() {
 	pick none zstd:1 zstd:3; COMP=$P
 	PARAMS="run $N/$RUNS: scenario $SC (${SCEN_NAMES[$SC]}) mib=$MIB zero=$ZP% c=$COMP"
 	log "======== $PARAMS"
+	_r0=$(now_ms)
 	if ! start_workload "r$N/w" -m $MIB -z $ZP 2>>"$LOG"; then
 		say "$PARAMS"
 		violation "the workload did not start"
@@ -831,6 +843,7 @@ run_one() {
 		test -s "$D/$_f" && sed "s/^/  $_f: /" "$D/$_f" >>"$LOG"
 	done
 	cleanup_run
+	log "  took $(( $(now_ms) - _r0 )) ms"
 	_res="-> $OUTCOME"
 	test "$CST" != - && _res="$_res gpuckpt=$CST"
 	test "$RST" != - && _res="$_res gpurestore=$RST"
