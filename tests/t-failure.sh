@@ -162,6 +162,63 @@ test_expect_success 'SIGKILL to gpuckpt while the tree is stopped' '
 	test -z "$(ls -A | grep "^part\\.gck")"
 '
 
+# strace holds back the return of the first mkdir, gpuckpt's (or
+# gpurestore's) work directory, for 3 s: killed then, with the directory
+# made, the tool leaves it to its guard, which already knows its name.
+test_expect_success 'SIGKILL to gpuckpt as it makes its work directory' '
+	command -v strace >/dev/null || { echo >&2 "strace not found"; false; } &&
+	test -z "$(ls -A "$TMPDIR")" &&
+	{ strace -o /dev/null -e trace=mkdir \
+	    -e inject=mkdir:delay_exit=3000000:when=1 \
+	    "$GCKPT" -p $WPID -o early.gck 2>err & } &&
+	spid=$! &&
+	i=0 &&
+	while test -z "$(ls -A "$TMPDIR")" && test $i -lt 100; do
+		i=$((i + 1))
+		sleep 0.1
+	done &&
+	gpid=$(cat /proc/$spid/task/*/children) &&
+	test -n "$gpid" &&
+	kill -KILL $gpid
+	wait_child $spid
+	i=0 &&
+	while test -n "$(ls -A "$TMPDIR")" && test $i -lt 100; do
+		i=$((i + 1))
+		sleep 0.1
+	done &&
+	test -z "$(ls -A "$TMPDIR")" &&
+	test -z "$(ls -A | grep "^early\.gck")" &&
+	proc_running $WPID &&
+	verify_workload $WPID
+'
+
+test_expect_success 'SIGKILL to gpurestore as it makes its work directory' '
+	"$GCKPT" -R -p $WPID -o snap.gck 2>err &&
+	test_must_be_empty err &&
+	{ strace -o /dev/null -f -e trace=mkdir \
+	    -e inject=mkdir:delay_exit=3000000:when=1 \
+	    "$GCKRESTORE" snap.gck >out 2>err & } &&
+	spid=$! &&
+	i=0 &&
+	while test -z "$(ls -A "$TMPDIR")" && test $i -lt 100; do
+		i=$((i + 1))
+		sleep 0.1
+	done &&
+	rpid=$(cat /proc/$spid/task/*/children) &&
+	test -n "$rpid" &&
+	kill -KILL $rpid
+	wait_child $spid
+	i=0 &&
+	while test -n "$(ls -A "$TMPDIR")" && test $i -lt 100; do
+		i=$((i + 1))
+		sleep 0.1
+	done &&
+	test -z "$(ls -A "$TMPDIR")" &&
+	rm snap.gck &&
+	proc_running $WPID &&
+	verify_workload $WPID
+'
+
 # strace holds back gpuckpt's removals (unlinkat) for 3 s each: they
 # come once the image is complete and the tree killed, as it removes
 # its work directory.  Killed then, gpuckpt leaves that to its guard.

@@ -30,6 +30,8 @@ struct out {
 	int	 owned;
 };
 
+static int	out_name(struct gck_ctx *, const struct gck_ckpt_opts *,
+		    struct out *);
 static int	out_open(struct gck_ctx *, const struct gck_ckpt_opts *,
 		    struct out *);
 static int	out_commit(struct gck_ctx *, struct out *);
@@ -40,20 +42,36 @@ static int	stream_image(struct gck_ctx *, const struct gck_ckpt_opts *,
 static int	tree_restorable(struct gck_ctx *, const struct gck_ptree *,
 		    pid_t);
 
+/*
+ * The output's names: for a file, the partial one it is written under
+ * until it is complete, chosen here and made by out_open().
+ */
+static int
+out_name(struct gck_ctx *ctx, const struct gck_ckpt_opts *o, struct out *out)
+{
+	char	*prefix;
+	int	 r;
+
+	out->fd = -1;
+	if (o->output == NULL)
+		return GCK_OK;
+	if ((out->path = strdup(o->output)) == NULL ||
+	    asprintf(&prefix, "%s.tmp.", o->output) == -1)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	r = gck_tempname(ctx, prefix, &out->tmp);
+	free(prefix);
+	return r;
+}
+
 static int
 out_open(struct gck_ctx *ctx, const struct gck_ckpt_opts *o, struct out *out)
 {
-	out->fd = -1;
 	if (o->output == NULL) {
 		out->fd = o->outfd;
 		return GCK_OK;
 	}
-	if ((out->path = strdup(o->output)) == NULL ||
-	    asprintf(&out->tmp, "%s.tmp.XXXXXX", o->output) == -1) {
-		out->tmp = NULL;
-		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-	}
-	if ((out->fd = mkostemp(out->tmp, O_CLOEXEC)) == -1) {
+	if ((out->fd = open(out->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
+	    0600)) == -1) {
 		int	oerrno = errno;
 
 		free(out->tmp);
@@ -478,21 +496,30 @@ gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	    pre->procs[0].tty_nr != 0;
 	if ((r = gck_check_interrupt(ctx)) != GCK_OK)
 		goto out;
-	if ((r = gck_mkworkdir(ctx, o->tmpdir, &work)) != GCK_OK)
+	if ((r = gck_criu_version(ctx, criuver, sizeof criuver)) !=
+	    GCK_OK)
 		goto out;
+	/*
+	 * The guard knows the work directory and the partial output file
+	 * before they are there: killed at any moment, we leave neither.
+	 */
+	if ((r = gck_workdir_name(ctx, o->tmpdir, &work)) != GCK_OK ||
+	    (r = out_name(ctx, o, &out)) != GCK_OK ||
+	    (r = gck_guard_start(ctx, o->pid, work, out.tmp, cand, ncand,
+	    &guard)) != GCK_OK)
+		goto out;
+	if ((r = gck_workdir_make(ctx, work)) != GCK_OK) {
+		free(work);
+		work = NULL;
+		goto out;
+	}
 	snprintf(imgdir, sizeof imgdir, "%s/img", work);
 	if (mkdir(imgdir, 0700) == -1) {
 		r = gck_set_syserr(ctx, errno, "cannot make '%s': %s", imgdir,
 		    strerror(errno));
 		goto out;
 	}
-	if ((r = gck_criu_version(ctx, criuver, sizeof criuver)) !=
-	    GCK_OK)
-		goto out;
 	if ((r = out_open(ctx, o, &out)) != GCK_OK)
-		goto out;
-	if ((r = gck_guard_start(ctx, o->pid, work, out.tmp, cand, ncand,
-	    &guard)) != GCK_OK)
 		goto out;
 
 	/*

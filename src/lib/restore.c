@@ -299,10 +299,16 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	char				 st;
 
 	*rootp = -1;
-	if ((r = gck_mkworkdir(ctx, o->tmpdir, &work)) != GCK_OK ||
+	/* The guard knows the work directory before it is there. */
+	if ((r = gck_workdir_name(ctx, o->tmpdir, &work)) != GCK_OK ||
 	    (r = gck_guard_start(ctx, 0, work, NULL, NULL, 0, &guard)) !=
 	    GCK_OK)
 		goto out;
+	if ((r = gck_workdir_make(ctx, work)) != GCK_OK) {
+		free(work);
+		work = NULL;
+		goto out;
+	}
 	snprintf(imgdir, sizeof imgdir, "%s/img", work);
 	if (mkdir(imgdir, 0700) == -1) {
 		r = gck_set_syserr(ctx, errno, "cannot make '%s': %s", imgdir,

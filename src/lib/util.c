@@ -3,12 +3,14 @@
  */
 #include "config.h"
 
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,31 +80,73 @@ gck_read_full(struct gck_ctx *ctx, int fd, void *buf, size_t len,
 }
 
 /*
- * Makes a private work directory under tmpdir ($TMPDIR, else /var/tmp).
- * Returns GCK_OK with *dirp set (free it) or a code.
+ * Chooses a name nobody uses yet: prefix and 12 random letters and
+ * digits.  Nothing is made: mkdir() or O_EXCL then makes sure, once a
+ * guard knows the name, so that no moment leaves the thing unknown to
+ * it.  Returns GCK_OK with *pathp set (free it) or a code.
  */
 int
-gck_mkworkdir(struct gck_ctx *ctx, const char *tmpdir, char **dirp)
+gck_tempname(struct gck_ctx *ctx, const char *prefix, char **pathp)
 {
-	char	*d = NULL;
+	static const char	 abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				     "abcdefghijklmnopqrstuvwxyz0123456789";
+	unsigned char		 b[12];
+	char			 suf[sizeof b + 1];
+	size_t			 i;
+
+	*pathp = NULL;
+	if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
+		return gck_set_syserr(ctx, errno, "getrandom: %s",
+		    strerror(errno));
+	for (i = 0; i < sizeof b; i++)
+		suf[i] = abc[b[i] % (sizeof abc - 1)];
+	suf[sizeof b] = '\0';
+	if (asprintf(pathp, "%s%s", prefix, suf) == -1) {
+		*pathp = NULL;
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	}
+	return GCK_OK;
+}
+
+/*
+ * The name of a private work directory under tmpdir ($TMPDIR, else
+ * /var/tmp), not yet made: gck_workdir_make() makes it.  Returns GCK_OK
+ * with *dirp set (free it) or a code.
+ */
+int
+gck_workdir_name(struct gck_ctx *ctx, const char *tmpdir, char **dirp)
+{
+	char	*prefix;
+	int	 r;
 
 	*dirp = NULL;
 	if (tmpdir == NULL || *tmpdir == '\0')
 		tmpdir = getenv("TMPDIR");
 	if (tmpdir == NULL || *tmpdir == '\0')
 		tmpdir = "/var/tmp";
-	if (asprintf(&d, "%s/gpuckpt.XXXXXX", tmpdir) == -1)
+	if (asprintf(&prefix, "%s/gpuckpt.", tmpdir) == -1)
 		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-	if (mkdtemp(d) == NULL) {
-		int oerrno = errno;
+	r = gck_tempname(ctx, prefix, dirp);
+	free(prefix);
+	return r;
+}
 
-		free(d);
-		return gck_set_syserr(ctx, oerrno,
-		    "cannot make a work directory in '%s': %s", tmpdir,
-		    strerror(oerrno));
-	}
-	*dirp = d;
-	return GCK_OK;
+/* Makes the work directory gck_workdir_name() named. */
+int
+gck_workdir_make(struct gck_ctx *ctx, const char *dir)
+{
+	char	*tmpdir;
+	int	 oerrno, r;
+
+	if (mkdir(dir, 0700) == 0)
+		return GCK_OK;
+	oerrno = errno;
+	if ((tmpdir = strdup(dir)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	r = gck_set_syserr(ctx, oerrno, "cannot make a work directory in "
+	    "'%s': %s", dirname(tmpdir), strerror(oerrno));
+	free(tmpdir);
+	return r;
 }
 
 static void
