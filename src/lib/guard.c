@@ -35,6 +35,7 @@
 #include "private.h"
 
 #define GUARD_CRIU_WAIT_MS	(30 * 60 * 1000)
+#define GUARD_RMTREE_MS		10000
 
 struct gck_guard {
 	pid_t	pid;
@@ -141,7 +142,16 @@ guard_main(struct gck_ctx *ctx, pid_t root, int fd, const char *work,
 		    (char)(intent - 'a' + 'A');
 	if (intent == 0 && partial != NULL)
 		unlink(partial);
+	/*
+	 * criu, done with the tree, may still be writing its last file
+	 * (stats-dump) into the work directory: until it is gone, again.
+	 */
 	gck_rmtree(work);
+	for (waited = 0; work != NULL && access(work, F_OK) == 0 &&
+	    waited < GUARD_RMTREE_MS; waited += 50) {
+		gck_msleep(50);
+		gck_rmtree(work);
+	}
 	if (root <= 0 || gck_ptree_scan(ctx, root, &t) != GCK_OK)
 		_exit(0);
 	for (i = 0; i < t->n; i++) {
