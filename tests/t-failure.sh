@@ -33,6 +33,25 @@ nothing_lost() {
 	test -z "$(ls -A "$TMPDIR")"
 }
 
+# tmpdir_is empty|full: waits up to 10 s for TMPDIR to be so; fails if
+# it does not become so.
+tmpdir_is() {
+	_i=0
+	while :; do
+		_l=$(ls -A "$TMPDIR")
+		case $1 in
+		empty)	test -z "$_l" && return 0 ;;
+		full)	test -n "$_l" && return 0 ;;
+		esac
+		_i=$((_i + 1))
+		if test $_i -gt 100; then
+			echo >&2 "TMPDIR is not $1 after 10 s: $_l"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
 # streaming PID: waits until PID blocks writing to a pipe.
 streaming() {
 	_i=0
@@ -153,12 +172,7 @@ test_expect_success 'SIGKILL to gpuckpt while the tree is stopped' '
 	test "$(proc_field $WPID 22)" = "$WSTART" &&
 	proc_running $WCHILD &&
 	verify_workload $WPID &&
-	i=0 &&
-	while test -n "$(ls -A "$TMPDIR")" && test $i -lt 100; do
-		i=$((i + 1))
-		sleep 0.1
-	done &&
-	test -z "$(ls -A "$TMPDIR")" &&
+	tmpdir_is empty &&
 	test -z "$(ls -A | grep "^part\\.gck")"
 '
 
@@ -172,21 +186,12 @@ test_expect_success 'SIGKILL to gpuckpt as it makes its work directory' '
 	    -e inject=mkdir:delay_exit=3000000:when=1 \
 	    "$GCKPT" -p $WPID -o early.gck 2>err & } &&
 	spid=$! &&
-	i=0 &&
-	while test -z "$(ls -A "$TMPDIR")" && test $i -lt 100; do
-		i=$((i + 1))
-		sleep 0.1
-	done &&
+	tmpdir_is full &&
 	gpid=$(cat /proc/$spid/task/*/children) &&
 	test -n "$gpid" &&
 	kill -KILL $gpid
 	wait_child $spid
-	i=0 &&
-	while test -n "$(ls -A "$TMPDIR")" && test $i -lt 100; do
-		i=$((i + 1))
-		sleep 0.1
-	done &&
-	test -z "$(ls -A "$TMPDIR")" &&
+	tmpdir_is empty &&
 	test -z "$(ls -A | grep "^early\.gck")" &&
 	proc_running $WPID &&
 	verify_workload $WPID
@@ -199,21 +204,12 @@ test_expect_success 'SIGKILL to gpurestore as it makes its work directory' '
 	    -e inject=mkdir:delay_exit=3000000:when=1 \
 	    "$GCKRESTORE" snap.gck >out 2>err & } &&
 	spid=$! &&
-	i=0 &&
-	while test -z "$(ls -A "$TMPDIR")" && test $i -lt 100; do
-		i=$((i + 1))
-		sleep 0.1
-	done &&
+	tmpdir_is full &&
 	rpid=$(cat /proc/$spid/task/*/children) &&
 	test -n "$rpid" &&
 	kill -KILL $rpid
 	wait_child $spid
-	i=0 &&
-	while test -n "$(ls -A "$TMPDIR")" && test $i -lt 100; do
-		i=$((i + 1))
-		sleep 0.1
-	done &&
-	test -z "$(ls -A "$TMPDIR")" &&
+	tmpdir_is empty &&
 	rm snap.gck &&
 	proc_running $WPID &&
 	verify_workload $WPID
@@ -239,12 +235,7 @@ test_expect_success 'SIGKILL to gpuckpt as it removes its work directory' '
 	test -n "$(ls -A "$TMPDIR")" &&
 	kill -KILL $gpid
 	wait_child $spid
-	i=0 &&
-	while test -n "$(ls -A "$TMPDIR")" && test $i -lt 100; do
-		i=$((i + 1))
-		sleep 0.1
-	done &&
-	test -z "$(ls -A "$TMPDIR")" &&
+	tmpdir_is empty &&
 	"$GCKRESTORE" workdir.gck >out 2>rerr &&
 	test_must_be_empty rerr &&
 	verify_workload $WPID
