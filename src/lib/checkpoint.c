@@ -508,11 +508,8 @@ gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	    (r = gck_guard_start(ctx, o->pid, work, out.tmp, cand, ncand,
 	    &guard)) != GCK_OK)
 		goto out;
-	if ((r = gck_workdir_make(ctx, work)) != GCK_OK) {
-		free(work);
-		work = NULL;
+	if ((r = gck_workdir_make(ctx, &work)) != GCK_OK)
 		goto out;
-	}
 	snprintf(imgdir, sizeof imgdir, "%s/img", work);
 	if (mkdir(imgdir, 0700) == -1) {
 		r = gck_set_syserr(ctx, errno, "cannot make '%s': %s", imgdir,

@@ -54,7 +54,7 @@ int	gck_write_all(struct gck_ctx *, int, const void *, size_t,
 ssize_t	gck_read_full(struct gck_ctx *, int, void *, size_t, const char *);
 int	gck_tempname(struct gck_ctx *, const char *, char **);
 int	gck_workdir_name(struct gck_ctx *, const char *, char **);
-int	gck_workdir_make(struct gck_ctx *, const char *);
+int	gck_workdir_make(struct gck_ctx *, char **);
 void	gck_rmtree(const char *);
 int	gck_read_small_file(const char *, char *, size_t);
 void	gck_hex64(uint64_t, char [17]);

@@ -304,11 +304,8 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	    (r = gck_guard_start(ctx, 0, work, NULL, NULL, 0, &guard)) !=
 	    GCK_OK)
 		goto out;
-	if ((r = gck_workdir_make(ctx, work)) != GCK_OK) {
-		free(work);
-		work = NULL;
+	if ((r = gck_workdir_make(ctx, &work)) != GCK_OK)
 		goto out;
-	}
 	snprintf(imgdir, sizeof imgdir, "%s/img", work);
 	if (mkdir(imgdir, 0700) == -1) {
 		r = gck_set_syserr(ctx, errno, "cannot make '%s': %s", imgdir,

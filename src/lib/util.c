@@ -131,21 +131,24 @@ gck_workdir_name(struct gck_ctx *ctx, const char *tmpdir, char **dirp)
 	return r;
 }
 
-/* Makes the work directory gck_workdir_name() named. */
+/*
+ * Makes the work directory gck_workdir_name() named.  On failure, *dirp
+ * is freed and NULL: what stands at that name is not ours to remove.
+ */
 int
-gck_workdir_make(struct gck_ctx *ctx, const char *dir)
+gck_workdir_make(struct gck_ctx *ctx, char **dirp)
 {
 	char	*tmpdir;
 	int	 oerrno, r;
 
-	if (mkdir(dir, 0700) == 0)
+	if (mkdir(*dirp, 0700) == 0)
 		return GCK_OK;
 	oerrno = errno;
-	if ((tmpdir = strdup(dir)) == NULL)
-		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	tmpdir = dirname(*dirp);
 	r = gck_set_syserr(ctx, oerrno, "cannot make a work directory in "
-	    "'%s': %s", dirname(tmpdir), strerror(oerrno));
-	free(tmpdir);
+	    "'%s': %s", tmpdir, strerror(oerrno));
+	free(*dirp);
+	*dirp = NULL;
 	return r;
 }
 
