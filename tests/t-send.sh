@@ -503,19 +503,6 @@ test_expect_success 'a connection cut once all the image has gone' '
 test_expect_success 'the answer lost once the tree runs there: asked, moved' '
 	# gpurecv as usual, but its answers pass through a filter that
 	# drops the one saying the tree runs, and ends the connection
-	cat >dropk.py <<-EOF &&
-	import os, struct, sys
-	i, o = sys.stdin.buffer, sys.stdout.buffer
-	while True:
-	    h = i.read(16)
-	    if len(h) < 16:
-	        sys.exit(0)
-	    d = i.read(struct.unpack(">I", h[4:8])[0])
-	    if h[1:2] == b"K":
-	        sys.exit(0)
-	    o.write(h + d)
-	    o.flush()
-	EOF
 	cat >losek <<-EOF &&
 	#!/bin/sh
 	export GCK_RUNDIR="$RUNDIR"
@@ -528,7 +515,7 @@ test_expect_success 'the answer lost once the tree runs there: asked, moved' '
 	TMPDIR="$TRASH/rtmp" setsid "$GCKRECV" "\$@" <&3 3<&- \
 	    >"$TRASH/k.fifo" 2>"$TRASH/k.err" &
 	exec 3<&-
-	python3 "$TRASH/dropk.py" <"$TRASH/k.fifo"
+	python3 "$GCK_SRCDIR/kframe.py" drop <"$TRASH/k.fifo"
 	EOF
 	chmod +x losek &&
 	start lost -m 16 &&
@@ -557,20 +544,6 @@ test_expect_success 'the answer lost once the tree runs there: asked, moved' '
 test_expect_success 'SIGTERM to gpusend after the go-ahead: it sees it through' '
 	# gpurecv as usual, but its answer that the tree runs is held back
 	# 2 s, and k.held says when it came: gpusend has said go by then
-	cat >holdk.py <<-EOF &&
-	import os, struct, sys, time
-	i, o = sys.stdin.buffer, sys.stdout.buffer
-	while True:
-	    h = i.read(16)
-	    if len(h) < 16:
-	        sys.exit(0)
-	    d = i.read(struct.unpack(">I", h[4:8])[0])
-	    if h[1:2] == b"K":
-	        open("$TRASH/k.held", "w").close()
-	        time.sleep(2)
-	    o.write(h + d)
-	    o.flush()
-	EOF
 	cat >holdk <<-EOF &&
 	#!/bin/sh
 	export GCK_RUNDIR="$RUNDIR"
@@ -579,7 +552,7 @@ test_expect_success 'SIGTERM to gpusend after the go-ahead: it sees it through' 
 	exec 3<&0
 	TMPDIR="$TRASH/rtmp" "$GCKRECV" "\$@" <&3 3<&- >"$TRASH/k.fifo" &
 	exec 3<&-
-	python3 "$TRASH/holdk.py" <"$TRASH/k.fifo"
+	python3 "$GCK_SRCDIR/kframe.py" hold "$TRASH/k.held" 2 <"$TRASH/k.fifo"
 	EOF
 	chmod +x holdk &&
 	rm -f k.held &&

@@ -914,23 +914,9 @@ printf '%s\n' "\$*" >>"\$d/recv.args"
 GCK_RUNDIR=$RUNDIR TMPDIR=\$d/rtmp exec "$GCKRECV" "\$@"
 EOF
 chmod +x recvwrap
-# recvhold: the same, gpurecv's answers passing through holdk.py, which
+# recvhold: the same, gpurecv's answers passing through kframe.py, which
 # holds back the one that says the tree runs for a second, and says
 # when it came in the file given.
-cat >holdk.py <<'EOF'
-import struct, sys, time
-i, o = sys.stdin.buffer, sys.stdout.buffer
-while True:
-    h = i.read(16)
-    if len(h) < 16:
-        sys.exit(0)
-    d = i.read(struct.unpack(">I", h[4:8])[0])
-    if h[1:2] == b"K":
-        open(sys.argv[1], "w").close()
-        time.sleep(1)
-    o.write(h + d)
-    o.flush()
-EOF
 cat >recvhold <<EOF
 #!/bin/sh
 d=\$1
@@ -946,7 +932,7 @@ mkfifo "\$d/k.fifo" || exit 1
 exec 3<&0
 "$GCKRECV" "\$@" <&3 3<&- >"\$d/k.fifo" &
 exec 3<&-
-python3 "$TRASH/holdk.py" "\$d/k.held" <"\$d/k.fifo"
+python3 "$GCK_SRCDIR/kframe.py" hold "\$d/k.held" 1 <"\$d/k.fifo"
 EOF
 chmod +x recvhold
 
