@@ -138,10 +138,12 @@ for sig in INT TERM HUP; do
 	'
 done
 
-# wait_running PID: waits up to 10 s for PID to run (not be stopped).
+# wait_running PID: waits up to 10 s for PID to run again: neither
+# stopped nor held by criu (state t).
 wait_running() {
 	_i=0
-	while test "$(proc_field $1 3)" = T && test $_i -lt 100; do
+	while case $(proc_field $1 3) in T|t) true ;; *) false ;; esac &&
+	    test $_i -lt 100; do
 		_i=$((_i + 1))
 		sleep 0.1
 	done
