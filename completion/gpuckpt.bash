@@ -27,11 +27,11 @@ _gck_opts()
 {
 	case $1 in
 	gpuckpt)
-		long='--compress --ext-unix-sk --file-locks --help
+		long='--compress --ext-unix-sk --file-locks --help --kill
 		    --leave-running --lock-timeout --output --pid --stop
 		    --suspend --tcp-established --verbose --version'
 		longarg='--compress --lock-timeout --output --pid'
-		short='c=--compress h=--help o=--output p=--pid
+		short='c=--compress h=--help k=--kill o=--output p=--pid
 		    R=--leave-running s=--stop V=--version v=--verbose'
 		operand=none
 		maxop='0 0'

@@ -22,6 +22,7 @@ static const struct option longopts[] = {
 	{ "ext-unix-sk",	no_argument,		NULL,	'E' },
 	{ "file-locks",		no_argument,		NULL,	'F' },
 	{ "help",		no_argument,		NULL,	'h' },
+	{ "kill",		no_argument,		NULL,	'k' },
 	{ "lock-timeout",	required_argument,	NULL,	'L' },
 	{ "output",		required_argument,	NULL,	'o' },
 	{ "pid",		required_argument,	NULL,	'p' },
@@ -38,7 +39,7 @@ static _Noreturn void
 usage(int status)
 {
 	fprintf(status ? stderr : stdout,
-	    "usage: %s [-hRsVv] [-c zstd[:LEVEL]|none] [--ext-unix-sk] "
+	    "usage: %s [-hkRsVv] [-c zstd[:LEVEL]|none] [--ext-unix-sk] "
 	    "[--file-locks]\n"
 	    "               [--lock-timeout seconds] [-o file] "
 	    "[--tcp-established] -p pid\n"
@@ -47,10 +48,50 @@ usage(int status)
 	exit(status);
 }
 
+/* Appends the PIDs of res to buf, each after a space. */
+static void
+pid_list(const struct gck_ckpt_result *res, char *buf, size_t len)
+{
+	size_t	i, off = 0;
+	int	n;
+
+	buf[0] = '\0';
+	for (i = 0; i < res->npids && off < len; i++) {
+		n = snprintf(buf + off, len - off, " %d", (int)res->pids[i]);
+		if (n < 0)
+			break;
+		off += (size_t)n;
+	}
+}
+
+/*
+ * Says how to end, or resume, a tree left stopped for its restore,
+ * unless the restore is on this host and ends it itself.
+ */
+static void
+handover_note(pid_t pid, const struct gck_ckpt_result *res)
+{
+	char	pids[4096], cuda[128];
+
+	/* A gpurestore here ends it, or says it did not. */
+	if (res->reader > 0 && strcmp(res->reader_comm, "gpurestore") == 0)
+		return;
+	pid_list(res, pids, sizeof pids);
+	cuda[0] = '\0';
+	if (res->ncuda > 0)
+		snprintf(cuda, sizeof cuda, ", then 'gpurestore --resume -p "
+		    "%d'", (int)pid);
+	warnx("process tree %d left stopped: its image went to %s, and "
+	    "only the restoring end knows if it runs there; once it does, "
+	    "end it here with 'kill -KILL%s', or resume it with 'kill -CONT%s'"
+	    "%s", (int)pid, res->output, pids, pids, cuda);
+}
+
 int
 main(int argc, char *argv[])
 {
 	struct gck_ckpt_opts	 o;
+	struct gck_ckpt_result	 res;
 	struct gck_ctx		*ctx;
 	int			 ch, verbose = 0, r, after_set = 0;
 	int			 suspend = 0, image_opts = 0;
@@ -58,14 +99,14 @@ main(int argc, char *argv[])
 	long			 ms;
 
 	/* Run again by criu, after its dump, as gck_checkpoint() asks. */
-	if ((r = gck_criu_hook()) != -1)
+	if ((r = gck_criu_hook(argv)) != -1)
 		return r;
 	memset(&o, 0, sizeof o);
 	o.lock_ms = GCK_LOCK_TIMEOUT_MS;
 	o.level = GCK_ZSTD_LEVEL;
-	o.after = GCK_AFTER_KILL;
+	o.after = GCK_AFTER_DEFAULT;
 	o.outfd = STDOUT_FILENO;
-	while ((ch = getopt_long(argc, argv, "c:ho:p:RsVv", longopts,
+	while ((ch = getopt_long(argc, argv, "c:hko:p:RsVv", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'c':
@@ -83,6 +124,18 @@ main(int argc, char *argv[])
 			break;
 		case 'h':
 			usage(0);
+		case 'k':
+		case 'R':
+		case 's':
+			if (after_set++) {
+				warnx("--kill, --leave-running and --stop "
+				    "exclude each other");
+				usage(2);
+			}
+			o.after = ch == 'k' ? GCK_AFTER_KILL : ch == 'R' ?
+			    GCK_AFTER_RUN : GCK_AFTER_STOP;
+			image_opts++;
+			break;
 		case 'L':
 			if ((ms = tool_seconds(optarg, "lock timeout",
 			    3600)) == -1)
@@ -95,16 +148,6 @@ main(int argc, char *argv[])
 			break;
 		case 'p':
 			o.pid = tool_pid(optarg);
-			break;
-		case 'R':
-		case 's':
-			if (after_set++) {
-				warnx("--leave-running and --stop exclude "
-				    "each other");
-				usage(2);
-			}
-			o.after = ch == 'R' ? GCK_AFTER_RUN : GCK_AFTER_STOP;
-			image_opts++;
 			break;
 		case 'S':
 			suspend = 1;
@@ -127,8 +170,8 @@ main(int argc, char *argv[])
 	if (argc != 0 || o.pid == 0)
 		usage(2);
 	if (suspend && image_opts) {
-		warnx("--suspend makes no image: it takes no -c, -o, -R or -s, "
-		    "nor criu options");
+		warnx("--suspend makes no image: it takes no -c, -k, -o, -R or "
+		    "-s, nor criu options");
 		usage(2);
 	}
 	if (suspend) {
@@ -145,9 +188,12 @@ main(int argc, char *argv[])
 
 	tool_signals();
 	ctx = tool_ctx(verbose);
-	r = gck_checkpoint(ctx, &o);
+	r = gck_checkpoint(ctx, &o, &res);
 	if (r != GCK_OK)
 		warnx("%s", gck_error_string(ctx));
+	else if (res.after == GCK_AFTER_HANDOVER)
+		handover_note(o.pid, &res);
+	gck_ckpt_result_free(&res);
 	gck_ctx_free(ctx);
 	return r == GCK_OK ? 0 : 1;
 }

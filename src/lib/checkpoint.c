@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/types.h>
 
 #include <errno.h>
@@ -28,6 +29,9 @@ struct out {
 	char	*tmp;		/* temporary name while writing */
 	int	 fd;
 	int	 owned;
+	int	 inplace;	/* an existing file that is no regular file */
+	mode_t	 kind;		/* S_IFMT of what the image goes to */
+	int	 null;		/* the null device */
 };
 
 static int	out_name(struct gck_ctx *, const struct gck_ckpt_opts *,
@@ -36,6 +40,7 @@ static int	out_open(struct gck_ctx *, const struct gck_ckpt_opts *,
 		    struct out *);
 static int	out_commit(struct gck_ctx *, struct out *);
 static void	out_abort(struct out *);
+static enum gck_after out_after(const struct out *);
 static int	stream_image(struct gck_ctx *, const struct gck_ckpt_opts *,
 		    const char *, const struct gck_capture *, int,
 		    struct gck_writer **);
@@ -44,19 +49,34 @@ static int	tree_restorable(struct gck_ctx *, const struct gck_ptree *,
 
 /*
  * The output's names: for a file, the partial one it is written under
- * until it is complete, chosen here and made by out_open().
+ * until it is complete, chosen here and made by out_open(), beside the
+ * file a symbolic link names.  What exists and is no regular file (a
+ * device, a FIFO) is written in place, never replaced.
  */
 static int
 out_name(struct gck_ctx *ctx, const struct gck_ckpt_opts *o, struct out *out)
 {
-	char	*prefix;
-	int	 r;
+	struct stat	 st;
+	char		*prefix;
+	int		 r;
 
 	out->fd = -1;
 	if (o->output == NULL)
 		return GCK_OK;
-	if ((out->path = strdup(o->output)) == NULL ||
-	    asprintf(&prefix, "%s.tmp.", o->output) == -1)
+	if (stat(o->output, &st) == 0 && !S_ISREG(st.st_mode)) {
+		if (S_ISDIR(st.st_mode))
+			return gck_set_error(ctx, GCK_EINVAL, "cannot write "
+			    "the image to '%s': it is a directory",
+			    o->output);
+		out->inplace = 1;
+		if ((out->path = strdup(o->output)) == NULL)
+			return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		return GCK_OK;
+	}
+	if ((out->path = realpath(o->output, NULL)) == NULL &&
+	    (out->path = strdup(o->output)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	if (asprintf(&prefix, "%s.tmp.", out->path) == -1)
 		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 	r = gck_tempname(ctx, prefix, &out->tmp);
 	free(prefix);
@@ -66,32 +86,67 @@ out_name(struct gck_ctx *ctx, const struct gck_ckpt_opts *o, struct out *out)
 static int
 out_open(struct gck_ctx *ctx, const struct gck_ckpt_opts *o, struct out *out)
 {
-	if (o->output == NULL) {
-		out->fd = o->outfd;
-		return GCK_OK;
-	}
-	if ((out->fd = open(out->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
-	    0600)) == -1) {
-		int	oerrno = errno;
+	struct stat	st;
+	int		oerrno;
 
-		free(out->tmp);
-		out->tmp = NULL;
-		return gck_set_syserr(ctx, oerrno, "cannot create '%s': %s",
-		    o->output, strerror(oerrno));
+	if (o->output == NULL)
+		out->fd = o->outfd;
+	else if (out->inplace) {
+		if ((out->fd = open(out->path, O_WRONLY | O_NOCTTY |
+		    O_CLOEXEC)) == -1) {
+			oerrno = errno;
+			return gck_set_syserr(ctx, oerrno, "cannot open '%s': "
+			    "%s", o->output, strerror(oerrno));
+		}
+		out->owned = 1;
+	} else {
+		if ((out->fd = open(out->tmp, O_RDWR | O_CREAT | O_EXCL |
+		    O_CLOEXEC, 0600)) == -1) {
+			oerrno = errno;
+			free(out->tmp);
+			out->tmp = NULL;
+			return gck_set_syserr(ctx, oerrno, "cannot create "
+			    "'%s': %s", o->output, strerror(oerrno));
+		}
+		out->owned = 1;
 	}
-	out->owned = 1;
+	if (fstat(out->fd, &st) == -1)
+		return gck_set_syserr(ctx, errno, "cannot write the image: %s",
+		    strerror(errno));
+	out->kind = st.st_mode & S_IFMT;
+	out->null = S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 &&
+	    minor(st.st_rdev) == 3;
+	if (isatty(out->fd))
+		return gck_set_error(ctx, GCK_EINVAL, "refusing to write an "
+		    "image to a terminal");
 	return GCK_OK;
+}
+
+/*
+ * What becomes of the tree when nothing was asked: an image in a file
+ * (or on a disk) is stored, and the tree goes; an image in the null
+ * device is gone, and the tree runs on; of an image in a pipe, a socket
+ * or another device only whoever restores it knows whether it arrived,
+ * so the tree is left stopped for them to end.
+ */
+static enum gck_after
+out_after(const struct out *out)
+{
+	if (out->null)
+		return GCK_AFTER_RUN;
+	if (out->kind == S_IFREG || out->kind == S_IFBLK)
+		return GCK_AFTER_KILL;
+	return GCK_AFTER_HANDOVER;
 }
 
 /* Makes the output durable and, for a file, gives it its name. */
 static int
 out_commit(struct gck_ctx *ctx, struct out *out)
 {
-	struct stat	 st;
 	char		*dir;
 	int		 dfd;
 
-	if (fstat(out->fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	if ((out->kind == S_IFREG || out->kind == S_IFBLK) &&
 	    fsync(out->fd) == -1)
 		return gck_set_syserr(ctx, errno, "cannot write %s: %s",
 		    out->path != NULL ? out->path : "image", strerror(errno));
@@ -103,6 +158,8 @@ out_commit(struct gck_ctx *ctx, struct out *out)
 		    out->path, strerror(errno));
 	}
 	out->fd = -1;
+	if (out->inplace)
+		return GCK_OK;
 	if (rename(out->tmp, out->path) == -1)
 		return gck_set_syserr(ctx, errno, "cannot rename to '%s': %s",
 		    out->path, strerror(errno));
@@ -341,14 +398,14 @@ out:
 struct wstate {
 	struct gck_ctx			*ctx;
 	const struct gck_ckpt_opts	*o;
+	enum gck_after			 after;	/* as the manifest says */
 	struct gck_capture		*cap;
 	const char			*criuver;
 	int				 shell_job;
 	const struct gck_cuda_facts	*cf;
 	struct out			*out;
-	struct gck_guard		*guard;
-	pid_t				*pids;
-	size_t				 npids;
+	struct gck_pst			*procs;	/* the tree, as criu holds it */
+	size_t				 nprocs;
 	struct gck_writer		*w;	/* the image, but its trailer */
 };
 
@@ -370,13 +427,15 @@ write_image(void *arg)
 
 	if ((r = gck_ptree_scan(ctx, w->o->pid, &t)) != GCK_OK)
 		goto out;
-	if ((w->pids = calloc(t->n, sizeof *w->pids)) == NULL ||
+	if ((w->procs = calloc(t->n, sizeof *w->procs)) == NULL ||
 	    (files = calloc(n + 1, sizeof *files)) == NULL) {
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
-	for (i = 0; i < t->n; i++)
-		w->pids[w->npids++] = t->procs[i].pid;
+	for (i = 0; i < t->n; i++) {
+		w->procs[w->nprocs].pid = t->procs[i].pid;
+		w->procs[w->nprocs++].start = t->procs[i].start;
+	}
 	if ((r = gck_check_interrupt(ctx)) != GCK_OK)
 		goto out;
 	for (i = 0; i < n; i++) {
@@ -384,7 +443,7 @@ write_image(void *arg)
 		files[i].size = gck_capture_file(w->cap, i)->size;
 		files[i].memory = gck_capture_file(w->cap, i)->pages;
 	}
-	if ((manifest = gck_manifest_build(ctx, t, w->o, w->criuver,
+	if ((manifest = gck_manifest_build(ctx, t, w->o, w->after, w->criuver,
 	    w->shell_job, w->cf, files, n)) == NULL) {
 		r = ctx->code;
 		goto out;
@@ -406,14 +465,18 @@ out:
  * - session 0 is the one a process has when no ancestor ever called
  *   setsid() in this PID namespace (children of an init that never did,
  *   or of a session leader outside the namespace), and CRIU cannot
- *   record it.
+ *   record it;
+ * - a pipe to a process outside the tree (a pipeline's other end, as in
+ *   `a | b &`) could never be joined up again: criu would dump it, and
+ *   the restored end would find nobody there.
  */
 static int
 tree_restorable(struct gck_ctx *ctx, const struct gck_ptree *t, pid_t root)
 {
 	const struct gck_proc	*p;
-	char			 tty[256];
+	char			 tty[256], comm[64], peercomm[64];
 	size_t			 i;
+	pid_t			 in, peer;
 	int			 fd;
 
 	for (i = 0; i < t->n; i++) {
@@ -432,18 +495,112 @@ tree_restorable(struct gck_ctx *ctx, const struct gck_ptree *t, pid_t root)
 			    "namespace), which CRIU cannot record (start the "
 			    "job with setsid)", (int)root, (int)p->pid, p->comm);
 	}
+	if (gck_ptree_outside_pipe(t, &in, &fd, &peer)) {
+		if (gck_pid_comm(in, comm, sizeof comm) == -1)
+			snprintf(comm, sizeof comm, "?");
+		if (gck_pid_comm(peer, peercomm, sizeof peercomm) == -1)
+			snprintf(peercomm, sizeof peercomm, "?");
+		return gck_set_error(ctx, GCK_EINVAL, "cannot checkpoint pid "
+		    "%d: process %d ('%s') has a pipe on fd %d to process %d "
+		    "('%s') outside the tree, which a restore could not join "
+		    "up again (checkpoint the whole pipeline: start it under "
+		    "one shell, e.g. (a | b) &, and give that shell's pid)",
+		    (int)root, (int)in, comm, fd, (int)peer, peercomm);
+	}
+	return GCK_OK;
+}
+
+/* Whether process pid was stopped in t, the tree as we found it. */
+static int
+was_stopped(const struct gck_ptree *t, pid_t pid)
+{
+	size_t	i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->procs[i].pid == pid)
+			return t->procs[i].state == 'T' ||
+			    t->procs[i].state == 't';
+	return 0;
+}
+
+/*
+ * Lets the tree (procs) run again, but for what was stopped in pre, as
+ * we found it: what the user stopped stays stopped.
+ */
+static void
+resume_tree(const struct gck_ptree *pre, const struct gck_pst *procs,
+    size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		if (!was_stopped(pre, procs[i].pid))
+			gck_psts_signal(&procs[i], 1, SIGCONT);
+}
+
+/* What the guard is to do with the tree should we die, after. */
+static char
+guard_intent(enum gck_after after)
+{
+	switch (after) {
+	case GCK_AFTER_KILL:
+		return 'K';
+	case GCK_AFTER_RUN:
+		return 'R';
+	default:
+		return 'S';
+	}
+}
+
+int
+gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
+    struct gck_ckpt_result *res)
+{
+	return gck_checkpoint_ex(ctx, o, NULL, NULL, res);
+}
+
+void
+gck_ckpt_result_free(struct gck_ckpt_result *res)
+{
+	if (res == NULL)
+		return;
+	free(res->pids);
+	res->pids = NULL;
+	res->npids = 0;
+}
+
+/* Fills res (if any) in with what became of the tree. */
+static int
+ckpt_result(struct gck_ctx *ctx, struct gck_ckpt_result *res,
+    enum gck_after after, const struct gck_pst *procs, size_t n, size_t ncp,
+    const struct out *out)
+{
+	size_t	i;
+
+	if (res == NULL)
+		return GCK_OK;
+	res->after = after;
+	res->ncuda = ncp;
+	res->reader = -1;
+	if ((res->pids = calloc(n + 1, sizeof *res->pids)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	for (i = 0; i < n; i++)
+		res->pids[i] = procs[i].pid;
+	res->npids = n;
+	res->output = out->kind == S_IFIFO ? "a pipe" : out->kind ==
+	    S_IFSOCK ? "a socket" : out->kind == S_IFREG ? "a file" :
+	    "a device";
+	if (after == GCK_AFTER_HANDOVER && out->kind == S_IFIFO &&
+	    (res->reader = gck_pipe_peer(out->fd)) > 0 &&
+	    gck_pid_comm(res->reader, res->reader_comm,
+	    sizeof res->reader_comm) == -1)
+		res->reader = -1;
 	return GCK_OK;
 }
 
 int
-gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o)
-{
-	return gck_checkpoint_ex(ctx, o, NULL, NULL);
-}
-
-int
 gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
-    gck_commit_fn commit, void *commit_arg)
+    gck_commit_fn commit, void *commit_arg, struct gck_ckpt_result *res)
 {
 	struct gck_ptree	*pre = NULL;
 	struct gck_guard	*guard = NULL;
@@ -456,16 +613,20 @@ gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	struct gck_writer	*writer = NULL;
 	struct wstate		 w;
 	enum gck_after		 after = o->after;
-	struct out		 out = { NULL, NULL, -1, 0 };
+	struct out		 out;
 	char			*work = NULL;
 	char			 imgdir[PATH_MAX], criuver[64], msg[GCK_ERRMAX];
-	pid_t			*pids = NULL;
-	size_t			 npids = 0, i, ncand = 0, ncp = 0, ngpus = 0;
+	struct gck_pst		*procs = NULL;
+	size_t			 nprocs = 0, i, ncand = 0, ncp = 0, ngpus = 0;
 	size_t			 nbad;
 	int			 r, shell_job, dumped = 0, gpu_touched = 0;
 	int			 tcp_run = 0;
 	char			 cudaver[16], why[GCK_ERRMAX];
 
+	memset(&out, 0, sizeof out);
+	out.fd = -1;
+	if (res != NULL)
+		memset(res, 0, sizeof *res);
 	if (o->criu_opts & ~GCK_CRIU_OPTS_ALL) {
 		r = gck_set_error(ctx, GCK_EINVAL, "unknown criu options %#x",
 		    o->criu_opts & ~GCK_CRIU_OPTS_ALL);
@@ -505,7 +666,7 @@ gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	 */
 	if ((r = gck_workdir_name(ctx, o->tmpdir, &work)) != GCK_OK ||
 	    (r = out_name(ctx, o, &out)) != GCK_OK ||
-	    (r = gck_guard_start(ctx, o->pid, work, out.tmp, cand, ncand,
+	    (r = gck_guard_start(ctx, pre, work, out.tmp, cand, ncand,
 	    &guard)) != GCK_OK)
 		goto out;
 	if ((r = gck_workdir_make(ctx, &work)) != GCK_OK)
@@ -518,6 +679,9 @@ gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	}
 	if ((r = out_open(ctx, o, &out)) != GCK_OK)
 		goto out;
+	/* gpusend's hand-over decides for itself; we, by the output. */
+	if (after == GCK_AFTER_DEFAULT)
+		after = commit != NULL ? GCK_AFTER_KILL : out_after(&out);
 
 	/*
 	 * The GPU first, while the tree runs: the lock lets the CUDA work
@@ -554,11 +718,12 @@ gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	memset(&w, 0, sizeof w);
 	w.ctx = ctx;
 	w.o = o;
+	/* A tree held for gpusend's word is handed over, as with a pipe. */
+	w.after = commit != NULL ? GCK_AFTER_HANDOVER : after;
 	w.cap = cap;
 	w.criuver = criuver;
 	w.shell_job = shell_job;
 	w.out = &out;
-	w.guard = guard;
 	if (ncp > 0) {
 		memset(&cf, 0, sizeof cf);
 		cf.driver_version = gck_cuda_version(cu);
@@ -582,8 +747,8 @@ gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	    (o->criu_opts & GCK_CRIU_TCP_ESTABLISHED);
 	r = gck_criu_dump(ctx, o->pid, imgdir, shell_job, o->criu_opts,
 	    tcp_run, cap, write_image, &w);
-	pids = w.pids;
-	npids = w.npids;
+	procs = w.procs;
+	nprocs = w.nprocs;
 	writer = w.w;
 	if (r != GCK_OK) {
 		/*
@@ -612,7 +777,8 @@ gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	 * beside an image that would restore it a second time.
 	 */
 	if (out.tmp != NULL && commit == NULL)
-		gck_guard_intent(guard, "krs"[after]);
+		gck_guard_intent(guard, (char)(guard_intent(after) - 'A' +
+		    'a'));
 	if ((r = out_commit(ctx, &out)) != GCK_OK) {
 		gck_guard_intent(guard, 'R');	/* rolled back after all */
 		goto out;
@@ -622,23 +788,32 @@ gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	    GCK_OK)
 		goto out;
 
+	if ((r = ckpt_result(ctx, res, after, procs, nprocs, ncp, &out)) !=
+	    GCK_OK)
+		goto out;
+
 	/*
 	 * The image is complete and flushed: dispose of the tree.  A signal
 	 * that arrives now comes too late to change that.
 	 */
-	gck_guard_intent(guard, "KRS"[after]);
+	gck_guard_intent(guard, guard_intent(after));
 	switch (after) {
 	case GCK_AFTER_KILL:
 		gck_log(ctx, 1, "killing process tree %d", (int)o->pid);
-		gck_pids_signal(pids, npids, SIGKILL);
-		if (gck_pids_wait_dead(pids, npids, 10000) == -1) {
+		/*
+		 * Only the processes dumped: on this host, a restore may
+		 * already have ended them and given their PIDs to the
+		 * restored tree.
+		 */
+		gck_psts_signal(procs, nprocs, SIGKILL);
+		if (gck_psts_wait_gone(procs, nprocs, 10000) == -1) {
 			r = gck_set_error(ctx, GCK_ESYS, "process tree %d "
 			    "did not die after SIGKILL", (int)o->pid);
 			goto out;
 		}
 		break;
 	case GCK_AFTER_RUN:
-		gck_pids_signal(pids, npids, SIGCONT);
+		resume_tree(pre, procs, nprocs);
 		if (gpu_touched && gck_cuda_settle(cu, cp, ncp, why,
 		    sizeof why) > 0) {
 			/* The image stands; out_abort() leaves it be. */
@@ -649,7 +824,7 @@ gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 			goto out;
 		}
 		break;
-	case GCK_AFTER_STOP:
+	default:
 		break;
 	}
 	dumped = 0;
@@ -659,8 +834,8 @@ out:
 	if (r != GCK_OK) {
 		out_abort(&out);
 		if (dumped) {
-			/* Roll back: the tree runs on as if nothing happened. */
-			gck_pids_signal(pids, npids, SIGCONT);
+			/* Roll back: the tree is left as we found it. */
+			resume_tree(pre, procs, nprocs);
 		}
 		/* Its restore threads running again, the GPU comes back. */
 		nbad = gpu_touched ? gck_cuda_settle(cu, cp, ncp, why,
@@ -681,9 +856,12 @@ out:
 				    "them", msg, (int)o->pid);
 			else
 				gck_set_error(ctx, r, "%s; process tree %d left "
-				    "running", msg, (int)o->pid);
+				    "%s", msg, (int)o->pid,
+				    pre->procs[0].state == 'T' ? "stopped, as it "
+				    "was" : "running");
 			ctx->oerrno = oerrno;
 		}
+		gck_ckpt_result_free(res);
 	} else {
 		free(out.path);
 		free(out.tmp);
@@ -701,7 +879,7 @@ out:
 	free(gpus);
 	free(cand);
 	free(work);
-	free(pids);
+	free(procs);
 	gck_ptree_free(pre);
 	return r;
 }

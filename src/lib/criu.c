@@ -30,8 +30,10 @@
 static const char	*criu_path(void);
 struct clog;
 static int		 criu_run(struct gck_ctx *, char *const [],
-			    struct clog *, int, int, const char *,
-			    int (*)(void *, pid_t), void *, int *);
+			    struct clog *, struct gck_keeper **,
+			    struct gck_guard *, const char *,
+			    int (*)(void *, struct gck_criu_run *), void *,
+			    int *);
 static void		 criu_log_error(const struct clog *, char *, size_t);
 static int		 criu_add_opts(char *[], int, unsigned int);
 static void		 log_argv(struct gck_ctx *, char *const []);
@@ -254,79 +256,130 @@ clog_main(void *arg)
 }
 
 /*
- * Runs criu with argv, its output and log (-o -) read into log.
- * newsession puts it in a session of its own (restore), otherwise in a
- * process group of its own, so that a terminal's ^C does not reach it:
- * criu is never interrupted half way, whatever happens to us.  keepfd
- * (or -1) is a descriptor of ours that criu inherits.  While it
- * runs, during(arg, pid) serves its image streamer; should that fail,
- * it has closed criu's files, so that criu fails too.  Returns GCK_OK
- * with *statusp set, the code of during(), or a code when criu could not
- * be started.
+ * Whether criu (run) has ended, and if so whether it failed (it is not
+ * reaped).  Never blocks.
+ */
+int
+gck_criu_ended(struct gck_criu_run *run, int *failedp)
+{
+	struct gck_keeper_report	rep;
+	siginfo_t			si;
+
+	*failedp = 1;
+	if (run->keeper != NULL) {
+		if (!gck_keeper_report(run->keeper, 0, &rep))
+			return 0;
+		*failedp = rep.err != 0 || !WIFEXITED(rep.status) ||
+		    WEXITSTATUS(rep.status) != 0;
+		return 1;
+	}
+	memset(&si, 0, sizeof si);
+	if (waitid(P_PID, (id_t)run->pid, &si, WEXITED | WNOHANG | WNOWAIT) ==
+	    -1)
+		return errno != EINTR;
+	*failedp = si.si_code != CLD_EXITED || si.si_status != 0;
+	return si.si_pid == run->pid;
+}
+
+/* Starts criu with argv, our child in a process group of its own. */
+static pid_t
+criu_fork(char *const argv[], int logfd, const char *hook)
+{
+	sigset_t	set;
+	pid_t		pid;
+	int		fd, i;
+
+	if ((pid = fork()) != 0)
+		return pid;
+	setpgid(0, 0);
+	if (hook != NULL)
+		setenv("GCK_CRIU_HOOK", hook, 1);
+	for (i = 1; i < NSIG; i++)
+		signal(i, SIG_DFL);
+	sigemptyset(&set);
+	sigprocmask(SIG_SETMASK, &set, NULL);
+	if ((fd = open("/dev/null", O_RDONLY)) != -1) {
+		dup2(fd, 0);
+		close(fd);
+	}
+	dup2(logfd, 1);
+	dup2(logfd, 2);
+	execv(argv[0], argv);
+	dprintf(2, "Error (gpuckpt): cannot run %s: %s\n", argv[0],
+	    strerror(errno));
+	_exit(127);
+}
+
+/*
+ * Runs criu with argv, its output and log (-o -) read into log: our
+ * child in a process group of its own (so that a terminal's ^C does not
+ * reach it: criu is never interrupted half way, whatever happens to
+ * us), or, with kp, under a keeper (keeper.c) returned in *kp, of
+ * which guard (or NULL) is told, and whose criu inherits the guard's
+ * pipe.  While it runs, during(arg, run) serves its image streamer;
+ * should that fail, it has closed criu's files, so that criu fails too.
+ * Returns GCK_OK with *statusp set, the code of during(), or a code when
+ * criu could not be started.
  */
 static int
 criu_run(struct gck_ctx *ctx, char *const argv[], struct clog *log,
-    int newsession, int keepfd, const char *hook, int (*during)(void *, pid_t),
-    void *arg, int *statusp)
+    struct gck_keeper **kp, struct gck_guard *guard, const char *hook,
+    int (*during)(void *, struct gck_criu_run *), void *arg, int *statusp)
 {
-	pid_t	pid;
-	int	fd, status, oerrno, i, r = GCK_OK, p[2];
+	struct gck_keeper_report	 rep;
+	struct gck_criu_run		 run;
+	pid_t				 pid = -1;
+	int				 status = -1, oerrno, r = GCK_OK;
+	int				 p[2];
 
 	memset(log, 0, sizeof *log);
+	memset(&run, 0, sizeof run);
+	run.pid = -1;
 	if (pipe2(p, O_CLOEXEC) == -1)
 		return gck_set_syserr(ctx, errno, "cannot start criu: %s",
 		    strerror(errno));
 	log->fd = p[0];
-	pid = fork();
-	if (pid == -1) {
+	if (kp != NULL) {
+		r = gck_keeper_start(ctx, argv, p[1], gck_guard_fd(guard),
+		    kp);
+		run.keeper = *kp;
+		/* Should we die now, what the keeper holds is the guard's. */
+		if (r == GCK_OK)
+			gck_guard_tree(guard, gck_keeper_pid(*kp));
+	} else if ((pid = criu_fork(argv, p[1], hook)) == -1) {
 		oerrno = errno;
-		close(p[0]);
-		close(p[1]);
-		return gck_set_syserr(ctx, oerrno, "cannot start criu: %s",
+		r = gck_set_syserr(ctx, oerrno, "cannot start criu: %s",
 		    strerror(oerrno));
 	}
-	if (pid == 0) {
-		sigset_t	set;
-
-		if (newsession)
-			setsid();
-		else
-			setpgid(0, 0);
-		if (hook != NULL)
-			setenv("GCK_CRIU_HOOK", hook, 1);
-		if (keepfd != -1)
-			(void)fcntl(keepfd, F_SETFD, 0);
-		for (i = 1; i < NSIG; i++)
-			signal(i, SIG_DFL);
-		sigemptyset(&set);
-		sigprocmask(SIG_SETMASK, &set, NULL);
-		if ((fd = open("/dev/null", O_RDONLY)) != -1) {
-			dup2(fd, 0);
-			close(fd);
-		}
-		dup2(p[1], 1);
-		dup2(p[1], 2);
-		execv(argv[0], argv);
-		dprintf(2, "Error (gpuckpt): cannot run %s: %s\n", argv[0],
-		    strerror(errno));
-		_exit(127);
-	}
 	close(p[1]);
+	if (r != GCK_OK) {
+		close(p[0]);
+		return r;
+	}
+	run.pid = pid;
 	if (pthread_create(&log->th, NULL, clog_main, log) != 0) {
 		/* No log then, but criu must not block on a full pipe. */
 		close(p[0]);
 		log->fd = -1;
 	}
 	if (during != NULL)
-		r = during(arg, pid);
-	while (waitpid(pid, &status, 0) == -1) {
-		if (errno != EINTR) {
-			oerrno = errno;
-			r = gck_set_syserr(ctx, oerrno,
-			    "cannot wait for criu: %s", strerror(oerrno));
-			break;
+		r = during(arg, &run);
+	if (run.keeper != NULL) {
+		(void)gck_keeper_report(run.keeper, 1, &rep);
+		if (rep.err != 0 && r == GCK_OK)
+			r = gck_set_syserr(ctx, rep.err, "cannot start criu: "
+			    "%s", strerror(rep.err));
+		status = rep.err != 0 ? -1 : rep.status;
+	} else
+		while (waitpid(pid, &status, 0) == -1) {
+			if (errno != EINTR) {
+				oerrno = errno;
+				r = gck_set_syserr(ctx, oerrno,
+				    "cannot wait for criu: %s",
+				    strerror(oerrno));
+				break;
+			}
 		}
-	}
 	/* What criu left in the pipe; a restored process may hold it. */
 	if (log->fd != -1) {
 		log->stop = 1;
@@ -360,8 +413,8 @@ gck_criu_version(struct gck_ctx *ctx, char *buf, size_t len)
 	argv[0] = (char *)criu_path();
 	argv[1] = "--version";
 	argv[2] = NULL;
-	if ((r = criu_run(ctx, argv, &log, 0, -1, NULL, NULL, NULL, &status)) !=
-	    GCK_OK)
+	if ((r = criu_run(ctx, argv, &log, NULL, NULL, NULL, NULL, NULL,
+	    &status)) != GCK_OK)
 		return r;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
 	    (s = strstr(log.head, "Version: ")) == NULL)
@@ -392,7 +445,7 @@ struct capture_args {
  * criu still holds the tree, and answers the hook with its outcome.
  */
 static int
-capture_during(void *arg, pid_t criu)
+capture_during(void *arg, struct gck_criu_run *criu)
 {
 	struct capture_args	*a = arg;
 	int			 r;
@@ -411,7 +464,7 @@ struct serve_args {
 };
 
 static int
-serve_during(void *arg, pid_t criu)
+serve_during(void *arg, struct gck_criu_run *criu)
 {
 	struct serve_args	*a = arg;
 
@@ -458,7 +511,7 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *imgdir,
 	argv[argc] = NULL;
 	log_argv(ctx, argv);
 	status = -1;
-	r = criu_run(ctx, argv, &log, 0, -1, gck_capture_hook_path(cap),
+	r = criu_run(ctx, argv, &log, NULL, NULL, gck_capture_hook_path(cap),
 	    capture_during, &ca, &status);
 	if (r != GCK_OK)
 		return r;
@@ -473,15 +526,17 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *imgdir,
 }
 
 /*
- * Restores the images in imgdir, detached, in a session of its own, tasks
- * left stopped.  criu inherits keepfd (or -1): a guard's pipe.  *donep
- * says whether criu succeeded, even when the image then fails.  Returns
+ * Restores the images in imgdir (from srv and rd, or from the files
+ * there), detached, under a keeper (keeper.c) in a session of its own,
+ * tasks left stopped; *kp is the keeper, whatever happened.  guard (or
+ * NULL) learns of the keeper, and criu inherits its pipe.  *donep says
+ * whether criu succeeded, even when the image then fails.  Returns
  * GCK_OK or a code.
  */
 int
 gck_criu_restore(struct gck_ctx *ctx, const char *imgdir, int shell_job,
     unsigned int opts, struct gck_serve *srv, struct gck_reader *rd,
-    int keepfd, int *donep)
+    struct gck_guard *guard, struct gck_keeper **kp, int *donep)
 {
 	struct serve_args	 sa = { srv, rd };
 	struct clog		 log;
@@ -490,6 +545,7 @@ gck_criu_restore(struct gck_ctx *ctx, const char *imgdir, int shell_job,
 	int	 argc = 0, status, r;
 
 	*donep = 0;
+	*kp = NULL;
 	argv[argc++] = (char *)criu_path();
 	argv[argc++] = "restore";
 	argv[argc++] = "-d";
@@ -507,7 +563,7 @@ gck_criu_restore(struct gck_ctx *ctx, const char *imgdir, int shell_job,
 	argv[argc] = NULL;
 	log_argv(ctx, argv);
 	status = -1;
-	r = criu_run(ctx, argv, &log, 1, keepfd, NULL, srv != NULL ?
+	r = criu_run(ctx, argv, &log, kp, guard, NULL, srv != NULL ?
 	    serve_during : NULL, &sa, &status);
 	if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		*donep = 1;	/* restored, even if the image failed */

@@ -48,11 +48,19 @@ struct gck_writer;
 struct gck_reader;
 struct gck_manifest;
 
-/* What happens to the tree once its image is complete. */
+/*
+ * What happens to the tree once its image is complete.  By default, as
+ * the output asks: after a regular file or a block device, killed (the
+ * image is stored); after the null device, resumed (nothing could
+ * restore it); after a pipe, a socket or another device, handed over:
+ * left stopped until whoever restores the image ends it.
+ */
 enum gck_after {
-	GCK_AFTER_KILL = 0,	/* killed (a move) */
+	GCK_AFTER_DEFAULT = 0,	/* as the output asks */
+	GCK_AFTER_KILL,		/* killed (a move) */
 	GCK_AFTER_RUN,		/* resumed (a snapshot) */
-	GCK_AFTER_STOP		/* left stopped */
+	GCK_AFTER_STOP,		/* left stopped */
+	GCK_AFTER_HANDOVER	/* left stopped for its restore to end */
 };
 
 /*
@@ -124,12 +132,27 @@ const char	*gck_criu_opt_name(unsigned int);
 /* Returns the version string of the library, e.g. "0.1.0". */
 const char	*gck_version(void);
 
+/* What became of a tree once its image was complete. */
+struct gck_ckpt_result {
+	enum gck_after	 after;		/* never GCK_AFTER_DEFAULT */
+	pid_t		*pids;		/* its processes, root first */
+	size_t		 npids;
+	size_t		 ncuda;		/* of them, CUDA processes */
+	const char	*output;	/* "a pipe", "a socket", "a device" */
+	pid_t		 reader;	/* a pipe's reader on this host, or -1 */
+	char		 reader_comm[64];
+};
+
 /*
  * Checkpoints the tree rooted at opts->pid into an image.  On any failure
- * before the image is complete the tree is left running and no output
- * file is left behind.  Returns GCK_OK or a GCK_* code.
+ * before the image is complete the tree is left as it was (running, or
+ * stopped where it was stopped) and no output file is left behind.  On
+ * success *res (if not NULL) says what became of the tree; free it with
+ * gck_ckpt_result_free().  Returns GCK_OK or a GCK_* code.
  */
-int		 gck_checkpoint(struct gck_ctx *, const struct gck_ckpt_opts *);
+int		 gck_checkpoint(struct gck_ctx *, const struct gck_ckpt_opts *,
+		    struct gck_ckpt_result *);
+void		 gck_ckpt_result_free(struct gck_ckpt_result *);
 
 /*
  * Restores the image read from opts->infd; every entry is verified before
@@ -149,11 +172,13 @@ int		 gck_restore(struct gck_ctx *, const struct gck_restore_opts *,
  */
 /*
  * gck_checkpoint() has criu run this program again as its post-dump
- * hook.  A program that checkpoints calls gck_criu_hook() first thing in
- * main(): -1 means it is not the hook, anything else is the exit status
- * the hook must exit with.
+ * hook, and gck_restore() runs it again as the keeper criu restores
+ * under.  A program that checkpoints or restores calls
+ * gck_criu_hook(argv) first thing in main(): -1 means it is neither,
+ * anything else is the exit status the hook must exit with (a keeper
+ * never returns).
  */
-int		 gck_criu_hook(void);
+int		 gck_criu_hook(char *[]);
 int		 gck_suspend(struct gck_ctx *, pid_t, unsigned int, size_t *);
 
 /*

@@ -10,14 +10,17 @@
  * finishes the job: it waits for criu to let go of the tree and resumes
  * it (and brings its CUDA processes back onto their GPUs), or, once the
  * image was complete, carries out what was asked; and it removes the
- * work directory and a partial output file.
+ * work directory and a partial output file.  It acts on the tree only
+ * if its root is still the process it was (the same start time), and
+ * never resumes a process that was stopped before gpuckpt came.
  *
- * A restore's guard learns the root of the tree criu restores, and
- * criu inherits its pipe: end of file then comes once both the restoring
- * tool and criu are gone.  The guard kills what criu left of the tree
- * (stopped, or half restored), unless it was told that the tree may run,
- * in which case it lets it continue; then it removes the work directory,
- * into which criu no longer writes.
+ * A restore's guard learns the root of the tree criu restores (its
+ * keeper), and criu inherits its pipe: end of file then comes once both
+ * the restoring tool and criu are gone.  The guard kills what criu left
+ * of the tree (stopped, or half restored), unless it was told that the
+ * tree may run, in which case it lets it continue; then it removes the
+ * work directory, into which criu no longer writes, and the copy of the
+ * stream the restore made, unless it ended the tree's source.
  */
 #include "config.h"
 
@@ -42,8 +45,9 @@ struct gck_guard {
 	int	fd;
 };
 
-static _Noreturn void	guard_main(struct gck_ctx *, pid_t, int, const char *,
-			    const char *, const struct gck_proc *, size_t);
+static _Noreturn void	guard_main(struct gck_ctx *, const struct gck_ptree *,
+			    int, const char *, const char *,
+			    const struct gck_proc *, size_t);
 static void		guard_gpu(struct gck_ctx *, const struct gck_proc *,
 			    size_t);
 static int		traced(pid_t);
@@ -102,16 +106,66 @@ guard_gpu(struct gck_ctx *ctx, const struct gck_proc *cand, size_t ncand)
 	gck_cuda_close(cu);
 }
 
-static _Noreturn void
-guard_main(struct gck_ctx *ctx, pid_t root, int fd, const char *work,
-    const char *partial, const struct gck_proc *cand, size_t ncand)
+/*
+ * Settles the tree of root as intent says, if root is still the process
+ * it was: 'K' kill it, 'S' leave it, else let it run, but for the
+ * processes in stopped (n of them), stopped before we came.
+ */
+static void
+guard_settle(struct gck_ctx *ctx, pid_t root, uint64_t start, char intent,
+    const pid_t *stopped, size_t nstopped)
 {
 	struct gck_ptree	*t = NULL;
+	size_t			 i, j;
+
+	if (root <= 0 || (start != 0 && gck_pid_start(root) != start) ||
+	    gck_ptree_scan(ctx, root, &t) != GCK_OK)
+		return;
+	for (i = 0; i < t->n; i++) {
+		switch (intent) {
+		case 'K':
+			kill(t->procs[i].pid, SIGKILL);
+			break;
+		case 'S':
+			break;
+		default:	/* roll back, or resume as asked */
+			for (j = 0; j < nstopped &&
+			    stopped[j] != t->procs[i].pid; j++)
+				;
+			if (j == nstopped && (t->procs[i].state == 'T' ||
+			    t->procs[i].state == 't'))
+				kill(t->procs[i].pid, SIGCONT);
+			break;
+		}
+	}
+	gck_ptree_free(t);
+}
+
+static _Noreturn void
+guard_main(struct gck_ctx *ctx, const struct gck_ptree *t, int fd,
+    const char *work, const char *partial, const struct gck_proc *cand,
+    size_t ncand)
+{
+	pid_t			*stopped = NULL, root = 0, keeper = 0;
+	uint64_t		 start = 0, kstart = 0;
+	size_t			 nstopped = 0, i;
 	char			 c, intent = 0;
 	ssize_t			 n;
-	size_t			 i;
 	int			 waited;
 
+	/*
+	 * A checkpoint's tree, as it was found before it was touched:
+	 * what was stopped then stays stopped whatever becomes of us.
+	 */
+	if (t != NULL && t->n > 0) {
+		root = t->procs[0].pid;
+		start = t->procs[0].start;
+		if ((stopped = calloc(t->n, sizeof *stopped)) != NULL)
+			for (i = 0; i < t->n; i++)
+				if (t->procs[i].state == 'T' ||
+				    t->procs[i].state == 't')
+					stopped[nstopped++] = t->procs[i].pid;
+	}
 	for (;;) {
 		n = read(fd, &c, 1);
 		if (n == -1 && errno == EINTR)
@@ -121,10 +175,11 @@ guard_main(struct gck_ctx *ctx, pid_t root, int fd, const char *work,
 		if (c == 'D')
 			_exit(0);
 		if (c == 'P') {
-			/* The root of the tree a restore makes: kill it. */
-			if (readn(fd, &root, sizeof root) != 0)
+			/* The tree a restore makes, under its keeper. */
+			if (readn(fd, &keeper, sizeof keeper) != 0)
 				break;
-			c = 'K';
+			kstart = gck_pid_start(keeper);
+			continue;
 		}
 		intent = c;
 	}
@@ -140,7 +195,11 @@ guard_main(struct gck_ctx *ctx, pid_t root, int fd, const char *work,
 	if (intent >= 'a' && intent <= 'z')
 		intent = partial != NULL && access(partial, F_OK) == 0 ? 0 :
 		    (char)(intent - 'a' + 'A');
-	if (intent == 0 && partial != NULL)
+	/*
+	 * A partial file goes, but for a restore's copy of the stream once
+	 * the source is ended ('E'): the job is in it.
+	 */
+	if (partial != NULL && intent != 'E')
 		unlink(partial);
 	/*
 	 * criu, done with the tree, may still be writing its last file
@@ -152,37 +211,29 @@ guard_main(struct gck_ctx *ctx, pid_t root, int fd, const char *work,
 		gck_msleep(50);
 		gck_rmtree(work);
 	}
-	if (root <= 0 || gck_ptree_scan(ctx, root, &t) != GCK_OK)
-		_exit(0);
-	for (i = 0; i < t->n; i++) {
-		switch (intent) {
-		case 'K':
-			kill(t->procs[i].pid, SIGKILL);
-			break;
-		case 'S':
-			break;
-		default:	/* roll back, or resume as asked */
-			if (t->procs[i].state == 'T' ||
-			    t->procs[i].state == 't')
-				kill(t->procs[i].pid, SIGCONT);
-			break;
-		}
+	/* A restore's tree: killed, unless it may run. */
+	if (keeper > 0)
+		guard_settle(ctx, keeper, kstart, intent == 'R' ? 'R' : 'K',
+		    NULL, 0);
+	if (root > 0) {
+		guard_settle(ctx, root, start, intent, stopped, nstopped);
+		if (intent != 'K' && intent != 'S')
+			guard_gpu(ctx, cand, ncand);
 	}
-	if (intent != 'K' && intent != 'S')
-		guard_gpu(ctx, cand, ncand);
 	_exit(0);
 }
 
 /*
- * Starts the guard of the tree rooted at root (0: of no tree), with the
- * work directory and the partial output file (or NULL) to remove, and
- * the processes whose GPU state it is to bring back.  Returns GCK_OK with *gp set, or
- * a code.
+ * Starts the guard of tree t (NULL: of no tree; a restore tells its
+ * guard of its trees later), as it is before anything is done to it,
+ * with the work directory and the partial output file (or NULL) to
+ * remove, and the processes whose GPU state it is to bring back.
+ * Returns GCK_OK with *gp set, or a code.
  */
 int
-gck_guard_start(struct gck_ctx *ctx, pid_t root, const char *work,
-    const char *partial, const struct gck_proc *cand, size_t ncand,
-    struct gck_guard **gp)
+gck_guard_start(struct gck_ctx *ctx, const struct gck_ptree *t,
+    const char *work, const char *partial, const struct gck_proc *cand,
+    size_t ncand, struct gck_guard **gp)
 {
 	struct gck_guard	*g;
 	int			 p[2], fd;
@@ -223,7 +274,7 @@ gck_guard_start(struct gck_ctx *ctx, pid_t root, const char *work,
 				close(fd);
 		}
 		gck_set_interrupt(ctx, NULL);
-		guard_main(ctx, root, p[0], work, partial, cand, ncand);
+		guard_main(ctx, t, p[0], work, partial, cand, ncand);
 	}
 	close(p[0]);
 	g->pid = pid;
@@ -235,8 +286,9 @@ gck_guard_start(struct gck_ctx *ctx, pid_t root, const char *work,
 /*
  * Tells the guard what it is to do should gpuckpt die from now on:
  * 'K' kill the tree, 'R' resume it, 'S' leave it stopped; 'k', 'r' or
- * 's' the same if the output file has its name by then, else roll back.  (For a
- * restore: 'R' once the restored tree may run.)
+ * 's' the same if the output file has its name by then, else roll
+ * back.  (For a restore: 'E' once it has ended the source, its copy of
+ * the stream to be kept; 'R' once its trees may run.)
  */
 void
 gck_guard_intent(struct gck_guard *g, char intent)
@@ -251,9 +303,9 @@ gck_guard_intent(struct gck_guard *g, char intent)
 }
 
 /*
- * Tells a restore's guard the root of the tree criu is about to restore:
- * should the tool die from now on, what is left of the tree is killed,
- * unless gck_guard_intent(g, 'R') said it may run.
+ * Tells a restore's guard of the tree it makes, by its root (criu's
+ * keeper): should the tool die from now on, what is left of the tree is
+ * killed, unless gck_guard_intent(g, 'R') said it may run.
  */
 void
 gck_guard_tree(struct gck_guard *g, pid_t root)

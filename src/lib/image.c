@@ -579,6 +579,30 @@ out:
 	return ret;
 }
 
+/*
+ * A copy of the whole stream, for a restore that must be able to keep
+ * the image: gck_reader_keep_raw(), before gck_reader_head(), keeps what
+ * the head takes; gck_reader_spool() writes that to fd, then all that
+ * is read after; gck_reader_nospool() lets it be.
+ */
+void
+gck_reader_keep_raw(struct gck_reader *r)
+{
+	gck_zin_keep_raw(r->z);
+}
+
+int
+gck_reader_spool(struct gck_reader *r, int fd)
+{
+	return gck_zin_spool(r->z, fd);
+}
+
+void
+gck_reader_nospool(struct gck_reader *r)
+{
+	gck_zin_nospool(r->z);
+}
+
 void
 gck_reader_free(struct gck_reader *r)
 {

@@ -41,6 +41,11 @@ struct gck_manifest {
 	json_t		*files;		/* CRIU files: name -> size */
 };
 
+/* The options.after of a manifest, by enum gck_after. */
+static const char *const after_names[] = {
+	"kill", "kill", "running", "stopped", "handover"
+};
+
 static json_t	*host_facts(void);
 static json_t	*cpu_flags(void);
 static json_t	*proc_json(const struct gck_proc *);
@@ -257,11 +262,10 @@ criu_json(const char *version, unsigned int opts)
  */
 char *
 gck_manifest_build(struct gck_ctx *ctx, const struct gck_ptree *t,
-    const struct gck_ckpt_opts *o, const char *criu_version, int shell_job,
-    const struct gck_cuda_facts *cf, const struct gck_imgfile *files,
-    size_t nfiles)
+    const struct gck_ckpt_opts *o, enum gck_after after,
+    const char *criu_version, int shell_job, const struct gck_cuda_facts *cf,
+    const struct gck_imgfile *files, size_t nfiles)
 {
-	static const char *after[] = { "kill", "running", "stopped" };
 	json_t		*m = NULL, *procs, *fl;
 	char		 created[32], *text = NULL;
 	time_t		 now = time(NULL);
@@ -302,7 +306,7 @@ gck_manifest_build(struct gck_ctx *ctx, const struct gck_ptree *t,
 	    "shell_job", shell_job,
 	    "processes", procs,
 	    "options", "compress", o->level > 0 ? "zstd" : "none",
-	    "level", o->level, "after", after[o->after],
+	    "level", o->level, "after", after_names[after],
 	    "part_size", (json_int_t)(o->part_size ? o->part_size :
 	    GCK_PART_SIZE), "files", fl);
 	if (m != NULL)
@@ -739,6 +743,25 @@ int
 gck_manifest_shell_job(const struct gck_manifest *m)
 {
 	return m->shell_job;
+}
+
+/*
+ * What gpuckpt did with the tree once the image was complete, as far as
+ * the manifest says: GCK_AFTER_KILL where it says nothing known.
+ */
+enum gck_after
+gck_manifest_after(const struct gck_manifest *m)
+{
+	const char	*s;
+	size_t		 i;
+
+	s = json_string_value(json_object_get(json_object_get(m->root,
+	    "options"), "after"));
+	for (i = GCK_AFTER_KILL; s != NULL && i < sizeof after_names /
+	    sizeof after_names[0]; i++)
+		if (strcmp(s, after_names[i]) == 0)
+			return (enum gck_after)i;
+	return GCK_AFTER_KILL;
 }
 
 unsigned int

@@ -93,21 +93,58 @@ uint64_t gck_pid_start(pid_t);
 pid_t	gck_pid_ppid(pid_t);
 int	gck_pid_comm(pid_t, char *, size_t);
 int	gck_pid_tty_fd(pid_t, char *, size_t);
+int	gck_children_stopped(pid_t);
+int	gck_ptree_outside_pipe(const struct gck_ptree *, pid_t *, int *,
+	    pid_t *);
+pid_t	gck_pipe_peer(int);
+
+/* A process known by its PID and its start time (0: any). */
+struct gck_pst {
+	pid_t		 pid;
+	uint64_t	 start;
+};
+void	gck_psts_signal(const struct gck_pst *, size_t, int);
+int	gck_psts_wait_gone(const struct gck_pst *, size_t, int);
+
+/* keeper.c: the process criu restores under */
+struct gck_keeper;
+struct gck_guard;
+struct gck_keeper_report {
+	int	err;		/* the keeper could not run criu: errno */
+	int	status;		/* criu's wait status */
+	pid_t	criu;
+};
+int	gck_keeper_hook(char *[]);
+int	gck_keeper_start(struct gck_ctx *, char *const [], int, int,
+	    struct gck_keeper **);
+pid_t	gck_keeper_pid(const struct gck_keeper *);
+int	gck_keeper_report(struct gck_keeper *, int,
+	    struct gck_keeper_report *);
+void	gck_keeper_release(struct gck_keeper *);
+void	gck_keeper_free(struct gck_keeper *);
 
 /* criu.c */
 int	gck_criu_version(struct gck_ctx *, char *, size_t);
 struct gck_capture;
 struct gck_serve;
+/* criu as it runs: our child, or a keeper's, which reports on it */
+struct gck_criu_run {
+	pid_t			 pid;
+	struct gck_keeper	*keeper;
+};
+int	gck_criu_ended(struct gck_criu_run *, int *);
 unsigned int	gck_criu_opt_bit(const char *);
 int	gck_criu_dump(struct gck_ctx *, pid_t, const char *, int,
 	    unsigned int, int, struct gck_capture *, int (*)(void *), void *);
 int	gck_criu_restore(struct gck_ctx *, const char *, int, unsigned int,
-	    struct gck_serve *, struct gck_reader *, int, int *);
+	    struct gck_serve *, struct gck_reader *, struct gck_guard *,
+	    struct gck_keeper **, int *);
 
 /* guard.c: resumes (or settles) the tree should gpuckpt be killed */
 struct gck_guard;
-int	gck_guard_start(struct gck_ctx *, pid_t, const char *, const char *,
-	    const struct gck_proc *, size_t, struct gck_guard **);
+int	gck_guard_start(struct gck_ctx *, const struct gck_ptree *,
+	    const char *, const char *, const struct gck_proc *, size_t,
+	    struct gck_guard **);
 void	gck_guard_intent(struct gck_guard *, char);
 void	gck_guard_tree(struct gck_guard *, pid_t);
 int	gck_guard_fd(const struct gck_guard *);
@@ -167,7 +204,7 @@ int	gck_rundir(struct gck_ctx *, char *, size_t);
 typedef int	(*gck_commit_fn)(struct gck_ctx *, void *, struct gck_guard *,
 		    enum gck_after *);
 int	gck_checkpoint_ex(struct gck_ctx *, const struct gck_ckpt_opts *,
-	    gck_commit_fn, void *);
+	    gck_commit_fn, void *, struct gck_ckpt_result *);
 /*
  * A ready hook runs once every restored process is there, stopped,
  * before any of them runs.  GCK_OK lets the tree continue; a code (its
@@ -176,6 +213,7 @@ int	gck_checkpoint_ex(struct gck_ctx *, const struct gck_ckpt_opts *,
 typedef int	(*gck_ready_fn)(struct gck_ctx *, void *, pid_t);
 int	gck_restore_ex(struct gck_ctx *, const struct gck_restore_opts *,
 	    gck_ready_fn, void *, pid_t *);
+int	gck_restore_not_init(struct gck_ctx *);
 
 /* zio.c: the compression layer under the tar layer */
 struct gck_zout;
@@ -192,6 +230,9 @@ uint64_t gck_zin_zero_tail(const struct gck_zin *);
 int	gck_zin_eof(const struct gck_zin *);
 int	gck_zin_zero_range(const struct gck_zin *, uint64_t, uint64_t);
 int	gck_zin_peek(const struct gck_zin *, uint64_t, void *, size_t);
+void	gck_zin_keep_raw(struct gck_zin *);
+int	gck_zin_spool(struct gck_zin *, int);
+void	gck_zin_nospool(struct gck_zin *);
 void	gck_zin_free(struct gck_zin *);
 
 /* cuda.c: the CUDA driver and NVML, loaded at run time */
@@ -310,8 +351,9 @@ struct gck_imgfile {
 };
 
 char	*gck_manifest_build(struct gck_ctx *, const struct gck_ptree *,
-	    const struct gck_ckpt_opts *, const char *, int,
+	    const struct gck_ckpt_opts *, enum gck_after, const char *, int,
 	    const struct gck_cuda_facts *, const struct gck_imgfile *, size_t);
+enum gck_after gck_manifest_after(const struct gck_manifest *);
 int	gck_manifest_has_file(const struct gck_manifest *, const char *);
 size_t	gck_manifest_nfiles(const struct gck_manifest *);
 int64_t	gck_manifest_file_pos(const struct gck_manifest *, const char *);
@@ -329,6 +371,9 @@ ssize_t	gck_reader_file_read(struct gck_reader *, void *, size_t);
 ssize_t	gck_reader_file_chunk(struct gck_reader *, const void **, size_t,
 	    int *);
 int	gck_reader_file_seen(struct gck_reader *, const char *);
+void	gck_reader_keep_raw(struct gck_reader *);
+int	gck_reader_spool(struct gck_reader *, int);
+void	gck_reader_nospool(struct gck_reader *);
 int	gck_writer_add_pages(struct gck_writer *, const char *, const void *,
 	    size_t);
 void	gck_writer_stats(const struct gck_writer *, uint64_t *, uint64_t *);
@@ -359,7 +404,7 @@ struct gck_serve;
 
 int	gck_capture_open(struct gck_ctx *, const char *, const char *,
 	    size_t, struct gck_capture **);
-int	gck_capture_run(struct gck_capture *, pid_t);
+int	gck_capture_run(struct gck_capture *, struct gck_criu_run *);
 int	gck_capture_hooked(const struct gck_capture *);
 void	gck_capture_answer(struct gck_capture *, int);
 const char *gck_capture_hook_path(const struct gck_capture *);
@@ -372,7 +417,8 @@ uint64_t gck_sample_digest(const char *, size_t);
 int	gck_serve_open(struct gck_ctx *, const char *,
 	    const struct gck_manifest *, struct gck_serve **);
 int	gck_serve_preload(struct gck_serve *, struct gck_reader *);
-int	gck_serve_run(struct gck_serve *, struct gck_reader *, pid_t);
+int	gck_serve_run(struct gck_serve *, struct gck_reader *,
+	    struct gck_criu_run *);
 void	gck_serve_free(struct gck_serve *);
 
 /* pagemap.c: a task's memory, as its pagemap image lists it */

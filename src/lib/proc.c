@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -419,4 +420,265 @@ gck_pids_wait_dead(const pid_t *pids, size_t n, int ms)
 		gck_msleep(10);
 		waited += 10;
 	}
+}
+
+/*
+ * Whether a process under pid (its descendants, not pid itself) is
+ * stopped by a signal.
+ */
+int
+gck_children_stopped(pid_t pid)
+{
+	pid_t	*pids = NULL;
+	size_t	 n = 0, cap = 0, i;
+	char	 st;
+	int	 stopped = 0;
+
+	if (proc_children(pid, &pids, &n, &cap) == -1) {
+		free(pids);
+		return 1;
+	}
+	for (i = 0; i < n && !stopped; i++) {
+		st = gck_pid_state(pids[i]);
+		stopped = st == 'T' || st == 't';
+		if (!stopped && proc_children(pids[i], &pids, &n, &cap) == -1)
+			stopped = 1;
+	}
+	free(pids);
+	return stopped;
+}
+
+/*
+ * Signals each process of list that is still the one it names: the
+ * same PID with the same start time.  A PID that another process has
+ * taken since is left alone.
+ */
+void
+gck_psts_signal(const struct gck_pst *list, size_t n, int sig)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		if (list[i].pid > 0 && (list[i].start == 0 ||
+		    gck_pid_start(list[i].pid) == list[i].start))
+			kill(list[i].pid, sig);
+}
+
+/*
+ * Waits up to ms for every process of list to be gone: no such PID, a
+ * zombie, or another process with the PID.  Returns 0, or -1 on timeout.
+ */
+int
+gck_psts_wait_gone(const struct gck_pst *list, size_t n, int ms)
+{
+	size_t	i;
+	char	st;
+	int	waited = 0, alive;
+
+	for (;;) {
+		alive = 0;
+		for (i = 0; i < n && !alive; i++) {
+			st = gck_pid_state(list[i].pid);
+			alive = st != 0 && st != 'Z' && st != 'X' &&
+			    (list[i].start == 0 ||
+			    gck_pid_start(list[i].pid) == list[i].start);
+		}
+		if (!alive)
+			return 0;
+		if (waited >= ms)
+			return -1;
+		gck_msleep(10);
+		waited += 10;
+	}
+}
+
+/* The inode of the pipe that link ("pipe:[N]") names, or 0. */
+static unsigned long
+pipe_ino(const char *link)
+{
+	unsigned long	ino;
+
+	if (sscanf(link, "pipe:[%lu]", &ino) != 1)
+		return 0;
+	return ino;
+}
+
+/* Whether descriptor fd of pid is open for reading only. */
+static int
+fd_reads(pid_t pid, const char *fd)
+{
+	char		 path[96], buf[512], *s;
+	unsigned long	 flags;
+
+	snprintf(path, sizeof path, "/proc/%d/fdinfo/%.16s", (int)pid, fd);
+	if (gck_read_small_file(path, buf, sizeof buf) == -1 ||
+	    (s = strstr(buf, "flags:")) == NULL ||
+	    sscanf(s + 6, "%lo", &flags) != 1)
+		return 0;
+	return (flags & O_ACCMODE) == O_RDONLY;
+}
+
+/*
+ * Finds, among the processes of no tree in skip (and not this one), one
+ * holding an end of a pipe in inos (with readers, its read end): its
+ * PID, its descriptor, the inode found.  Returns 1 when there is one,
+ * else 0.
+ */
+static int
+pipe_holder(const unsigned long *inos, size_t nino, const pid_t *skip,
+    size_t nskip, int readers, pid_t *pidp, int *fdp, unsigned long *inop)
+{
+	struct dirent	*de, *fe;
+	DIR		*d, *fd;
+	char		 path[96], link[64];
+	unsigned long	 ino;
+	ssize_t		 n;
+	size_t		 i;
+	pid_t		 pid;
+	int		 found = 0;
+
+	if ((d = opendir("/proc")) == NULL)
+		return 0;
+	while (!found && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		pid = (pid_t)atoi(de->d_name);
+		if (pid == getpid())
+			continue;
+		for (i = 0; i < nskip && skip[i] != pid; i++)
+			;
+		if (i < nskip)
+			continue;
+		snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+		if ((fd = opendir(path)) == NULL)
+			continue;
+		while (!found && (fe = readdir(fd)) != NULL) {
+			if (fe->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof path, "/proc/%d/fd/%.16s",
+			    (int)pid, fe->d_name);
+			if ((n = readlink(path, link, sizeof link - 1)) <= 0)
+				continue;
+			link[n] = '\0';
+			if ((ino = pipe_ino(link)) == 0 ||
+			    (readers && !fd_reads(pid, fe->d_name)))
+				continue;
+			for (i = 0; i < nino; i++)
+				if (inos[i] == ino) {
+					*pidp = pid;
+					*fdp = atoi(fe->d_name);
+					*inop = ino;
+					found = 1;
+					break;
+				}
+		}
+		closedir(fd);
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * Finds a pipe on the standard input, output or error of a process of
+ * tree t whose other end a process outside the tree (and outside this
+ * one) holds: a pipeline's.  (A pipe inherited on another descriptor is
+ * left to criu, which restores it with nobody at the other end.)
+ * Returns 1 with the tree's process and descriptor and the process at
+ * the other end, else 0.
+ */
+int
+gck_ptree_outside_pipe(const struct gck_ptree *t, pid_t *inp, int *infd,
+    pid_t *outp)
+{
+	struct dirent	*fe;
+	DIR		*fd;
+	char		 path[96], link[64];
+	unsigned long	*inos = NULL, ino, found_ino;
+	pid_t		*skip = NULL, *owner = NULL, peer;
+	int		*ofd = NULL, peerfd, r = 0;
+	size_t		 nino = 0, cap = 0, i, j;
+	ssize_t		 n;
+
+	if ((skip = calloc(t->n, sizeof *skip)) == NULL)
+		return 0;
+	for (i = 0; i < t->n; i++) {
+		skip[i] = t->procs[i].pid;
+		snprintf(path, sizeof path, "/proc/%d/fd", (int)skip[i]);
+		if ((fd = opendir(path)) == NULL)
+			continue;
+		while ((fe = readdir(fd)) != NULL) {
+			if (fe->d_name[0] < '0' || fe->d_name[0] > '2' ||
+			    fe->d_name[1] != '\0')
+				continue;
+			snprintf(path, sizeof path, "/proc/%d/fd/%.16s",
+			    (int)skip[i], fe->d_name);
+			if ((n = readlink(path, link, sizeof link - 1)) <= 0)
+				continue;
+			link[n] = '\0';
+			if ((ino = pipe_ino(link)) == 0)
+				continue;
+			for (j = 0; j < nino && inos[j] != ino; j++)
+				;
+			if (j < nino)
+				continue;
+			if (nino == cap) {
+				size_t	 nc = cap ? cap * 2 : 16;
+				void	*a, *b, *c;
+
+				a = reallocarray(inos, nc, sizeof *inos);
+				if (a != NULL)
+					inos = a;
+				b = reallocarray(owner, nc, sizeof *owner);
+				if (b != NULL)
+					owner = b;
+				c = reallocarray(ofd, nc, sizeof *ofd);
+				if (c != NULL)
+					ofd = c;
+				if (a == NULL || b == NULL || c == NULL)
+					break;
+				cap = nc;
+			}
+			inos[nino] = ino;
+			owner[nino] = skip[i];
+			ofd[nino++] = atoi(fe->d_name);
+		}
+		closedir(fd);
+	}
+	if (nino > 0 && pipe_holder(inos, nino, skip, t->n, 0, &peer, &peerfd,
+	    &found_ino)) {
+		for (j = 0; j < nino && inos[j] != found_ino; j++)
+			;
+		*inp = owner[j];
+		*infd = ofd[j];
+		*outp = peer;
+		r = 1;
+	}
+	free(inos);
+	free(owner);
+	free(ofd);
+	free(skip);
+	return r;
+}
+
+/*
+ * Finds a process reading the pipe fd, other than this one.  Returns its
+ * PID, or -1 when fd is no pipe or nobody reads it.
+ */
+pid_t
+gck_pipe_peer(int fd)
+{
+	char		path[64], link[64];
+	unsigned long	ino;
+	ssize_t		n;
+	pid_t		peer, self = getpid();
+	int		pfd;
+
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	if ((n = readlink(path, link, sizeof link - 1)) <= 0)
+		return -1;
+	link[n] = '\0';
+	if ((ino = pipe_ino(link)) == 0 ||
+	    !pipe_holder(&ino, 1, &self, 1, 1, &peer, &pfd, &ino))
+		return -1;
+	return peer;
 }

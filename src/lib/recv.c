@@ -1131,7 +1131,8 @@ gck_recv(struct gck_ctx *ctx, const struct gck_recv_opts *o,
 	switch (o->mode) {
 	case GCK_RECV_RESTORE:
 		records_prune();
-		if ((r = listen_joins(&rv)) == GCK_OK)
+		if ((r = gck_restore_not_init(ctx)) == GCK_OK &&
+		    (r = listen_joins(&rv)) == GCK_OK)
 			r = recv_restore(&rv, &res->pid);
 		break;
 	case GCK_RECV_STORE:

@@ -27,89 +27,44 @@
 
 #include "private.h"
 
+/* A restore, phase by phase. */
+struct rst {
+	struct gck_ctx			*ctx;
+	const struct gck_restore_opts	*o;
+	gck_ready_fn			 ready;
+	void				*ready_arg;
+	const struct gck_manifest	*m;
+	struct gck_reader		*rd;
+	struct gck_serve		*srv;
+	struct gck_guard		*guard;
+	struct gck_keeper		*keeper;	/* criu's, and the tree's */
+	struct gck_cuda			*cu;
+	struct gck_cproc		*cp;
+	size_t				 ncp;
+	char				*work;
+	char				 imgdir[PATH_MAX];
+	int				 dfd;	/* the image is in imgdir */
+	char				*spool;	/* a copy of the stream */
+	int				 spoolfd;
+	pid_t				*pids;	/* the image's processes */
+	struct gck_pst			*src;	/* its source, as it was */
+	size_t				 n;
+	int				 subreaper, criu_ran, restored;
+	int				 handover;	/* the source is ours */
+	int				 source_ended;
+};
+
 static int	pids_free(struct gck_ctx *, const struct gck_manifest *, int,
 		    int);
 static int	source_here(const struct gck_manifest *);
-static void	reap_image_pids(const pid_t *, size_t, int);
-static void	kill_leftovers(const pid_t *, size_t, pid_t);
+static int	source_busy(struct gck_ctx *, const struct gck_manifest *,
+		    pid_t, char);
 static int	gpu_preflight(struct gck_ctx *, const struct gck_manifest *,
 		    const char *, struct gck_cuda **, struct gck_cproc **,
 		    size_t *);
-
-/*
- * Waits up to ms for the image's processes, killed, to be gone: criu
- * leaves the ones it restored, or was restoring, to us (a subreaper for
- * the while), and we reap them, so that none lingers as a zombie.
- */
-static void
-reap_image_pids(const pid_t *pids, size_t n, int ms)
-{
-	size_t	i, left;
-	int	waited;
-
-	for (waited = 0; waited <= ms; waited += 10) {
-		for (i = left = 0; i < n; i++) {
-			while (waitpid(pids[i], NULL, WNOHANG | __WALL) > 0)
-				;
-			if (gck_pid_state(pids[i]) != 0)
-				left++;
-		}
-		if (left == 0)
-			return;
-		gck_msleep(10);
-	}
-}
-
-/*
- * Kills what a criu that failed, or was killed, left behind: the
- * image's processes that are ours (we are their subreaper while criu
- * runs) or children of one of them, whose PIDs were free when criu
- * started; and any other child of ours but the guard (a process criu
- * was making), with what it had made in turn, which comes to us as
- * its parent dies.
- */
-static void
-kill_leftovers(const pid_t *pids, size_t n, pid_t guard)
-{
-	struct dirent	*de;
-	DIR		*d;
-	pid_t		 ppid, p;
-	size_t		 i, j;
-	int		 ours, round, found;
-
-	for (i = 0; i < n; i++) {
-		if ((ppid = gck_pid_ppid(pids[i])) <= 0)
-			continue;
-		ours = ppid == getpid();
-		for (j = 0; j < n && !ours; j++)
-			ours = ppid == pids[j];
-		if (ours) {
-			kill(pids[i], SIGKILL);
-			kill(pids[i], SIGCONT);
-		}
-	}
-	for (round = 0; round < 100; round++) {
-		if ((d = opendir("/proc")) == NULL)
-			return;
-		found = 0;
-		while ((de = readdir(d)) != NULL) {
-			if (!isdigit((unsigned char)de->d_name[0]))
-				continue;
-			p = (pid_t)atoi(de->d_name);
-			if (p == guard || gck_pid_ppid(p) != getpid())
-				continue;
-			if (waitpid(p, NULL, WNOHANG | __WALL) == p)
-				continue;
-			kill(p, SIGKILL);
-			kill(p, SIGCONT);
-			found = 1;
-		}
-		closedir(d);
-		if (!found)
-			return;
-		gck_msleep(10);
-	}
-}
+static void	tree_kill(struct rst *);
+static int	source_stopped(const struct rst *);
+static int	end_source(struct rst *);
 
 /*
  * Checks, before anything is touched, that this host can take the
@@ -232,6 +187,37 @@ source_here(const struct gck_manifest *m)
 }
 
 /*
+ * Says that pid is taken by the image's own source, still on this host
+ * (st: the state of the process holding it).  Returns GCK_EBUSY.
+ */
+static int
+source_busy(struct gck_ctx *ctx, const struct gck_manifest *m, pid_t pid,
+    char st)
+{
+	char	list[1024];
+	size_t	i, off = 0;
+	int	k;
+
+	list[0] = '\0';
+	for (i = 0; i < gck_manifest_nprocs(m) && off < sizeof list; i++) {
+		k = snprintf(list + off, sizeof list - off, " %d",
+		    (int)gck_manifest_pid(m, i));
+		if (k < 0)
+			break;
+		off += (size_t)k;
+	}
+	if (st == 'T' || st == 't')
+		return gck_set_error(ctx, GCK_EBUSY, "pid %d is in use on "
+		    "this host by the image's source, process tree %d, left "
+		    "stopped: end it (kill -KILL%s) or restore on another "
+		    "host", (int)pid, (int)gck_manifest_root_pid(m), list);
+	return gck_set_error(ctx, GCK_EBUSY, "pid %d is in use on this host "
+	    "by the image's source, process tree %d, still running: restore "
+	    "on another host, or once that tree has ended", (int)pid,
+	    (int)gck_manifest_root_pid(m));
+}
+
+/*
  * Checks that the image's PIDs are free on this host.  The source tree
  * that gpuckpt kills on this same host once the image is written is
  * waited for, up to ms: when source_here() found it (src), whatever
@@ -258,11 +244,14 @@ pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms, int src)
 			if (busy > BUSY_MS || waited >= ms) {
 				if (gck_pid_comm(pid, comm, sizeof comm) == -1)
 					snprintf(comm, sizeof comm, "?");
+				if (src)
+					return source_busy(ctx, m, pid, st);
 				return gck_set_error(ctx, GCK_EBUSY,
-				    "pid %d is in use on this host (by '%s'); "
-				    "the image's process '%s' needs it: stop "
+				    "pid %d is in use on this host (by '%s'%s); "
+				    "the image's process '%s' needs it: end "
 				    "that process or restore on another host",
-				    (int)pid, comm, gck_manifest_comm(m, i));
+				    (int)pid, comm, st == 'T' || st == 't' ?
+				    ", stopped" : "", gck_manifest_comm(m, i));
 			}
 			if (gck_check_interrupt(ctx) != GCK_OK)
 				return GCK_EINTR;
@@ -271,6 +260,368 @@ pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms, int src)
 		}
 	}
 	return GCK_OK;
+}
+
+/*
+ * Kills what there is of the restored tree, with its keeper, and reaps
+ * what comes to us of it (as their parents die, we are their subreaper).
+ */
+static void
+tree_kill(struct rst *st)
+{
+	struct gck_ctx		*tmp;
+	struct gck_ptree	*pt = NULL;
+	struct gck_pst		*all = NULL;
+	pid_t			 k = gck_keeper_pid(st->keeper);
+	size_t			 n = 0, i;
+	int			 waited;
+
+	if (st->keeper == NULL && !st->restored)
+		return;
+	/* What the scan says does not replace why the restore failed. */
+	if (k > 0 && (tmp = gck_ctx_new()) != NULL) {
+		if (gck_ptree_scan(tmp, k, &pt) != GCK_OK)
+			pt = NULL;
+		gck_ctx_free(tmp);
+	}
+	if ((all = calloc((pt != NULL ? pt->n : 0) + st->n + 1,
+	    sizeof *all)) != NULL) {
+		for (i = 0; pt != NULL && i < pt->n; i++) {
+			all[n].pid = pt->procs[i].pid;
+			all[n++].start = pt->procs[i].start;
+		}
+		for (i = 0; st->restored && i < st->n; i++) {
+			all[n].pid = st->pids[i];
+			all[n++].start = gck_pid_start(st->pids[i]);
+		}
+		gck_psts_signal(all, n, SIGKILL);
+		gck_psts_signal(all, n, SIGCONT);
+		for (waited = 0; waited < 5000; waited += 10) {
+			for (i = 0; i < n; i++)
+				while (waitpid(all[i].pid, NULL,
+				    WNOHANG | __WALL) > 0)
+					;
+			if (gck_psts_wait_gone(all, n, 0) == 0)
+				break;
+			gck_msleep(10);
+		}
+	}
+	free(all);
+	gck_ptree_free(pt);
+	gck_keeper_free(st->keeper);
+	st->keeper = NULL;
+	st->restored = 0;
+}
+
+/*
+ * Has criu restore the image, every process left stopped (a zombie of
+ * the image restored as one).  Returns GCK_OK or a code.
+ */
+static int
+rst_restore(struct rst *st)
+{
+	struct gck_ctx	*ctx = st->ctx;
+	size_t		 i;
+	int		 r, waited;
+	char		 c;
+
+	gck_log(ctx, 1, "restoring process tree %d",
+	    (int)gck_manifest_root_pid(st->m));
+	(void)prctl(PR_GET_CHILD_SUBREAPER, &st->subreaper);
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+	st->criu_ran = 1;
+	if ((r = gck_criu_restore(ctx, st->imgdir,
+	    gck_manifest_shell_job(st->m), gck_manifest_criu_opts(st->m),
+	    st->dfd == -1 ? st->srv : NULL, st->rd, st->guard, &st->keeper,
+	    &st->restored)) != GCK_OK)
+		return r;
+	/*
+	 * The stop criu leaves the tasks in may land a moment later.  A
+	 * zombie of the image is restored as one.
+	 */
+	for (i = 0; i < st->n; i++) {
+		for (waited = 0; ; waited += 10) {
+			c = gck_pid_state(st->pids[i]);
+			if (gck_manifest_zombie(st->m, i) ? c == 'Z' :
+			    c == 'T' || c == 't')
+				break;
+			if (c == 0 || c == 'Z' || waited >= 5000)
+				return gck_set_error(ctx, GCK_ECRIU, "restored "
+				    "process %d is %s", (int)st->pids[i],
+				    c == 0 || c == 'Z' ? "not there" :
+				    "not stopped");
+			gck_msleep(10);
+		}
+	}
+	return GCK_OK;
+}
+
+/*
+ * Whether the image's source is on this host as gpuckpt left it for
+ * its restore to end: every process of it still there, with its start
+ * time, stopped.
+ */
+static int
+source_stopped(const struct rst *st)
+{
+	size_t	i;
+	char	c;
+
+	for (i = 0; i < st->n; i++) {
+		c = gck_pid_state(st->src[i].pid);
+		if (gck_manifest_zombie(st->m, i))
+			continue;
+		if ((c != 'T' && c != 't') || st->src[i].start == 0 ||
+		    gck_pid_start(st->src[i].pid) != st->src[i].start)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Ends the image's source tree, stopped on this host as gpuckpt left it
+ * for its restore to end, once the whole image is here, checked and
+ * kept: only if it is still the tree the image was made of, and still
+ * stopped.  Returns GCK_OK, or a code (then it runs again, or was left
+ * alone).
+ */
+static int
+end_source(struct rst *st)
+{
+	struct gck_ctx	*ctx = st->ctx;
+
+	if (!source_stopped(st))
+		return gck_set_error(ctx, GCK_EBUSY, "the image's source, "
+		    "process tree %d, is no longer stopped on this host: "
+		    "restoring it too would run it twice",
+		    (int)gck_manifest_root_pid(st->m));
+	gck_log(ctx, 1, "ending the source, process tree %d",
+	    (int)gck_manifest_root_pid(st->m));
+	/* From now on the copy of the stream is the job: it stays. */
+	gck_guard_intent(st->guard, 'E');
+	st->source_ended = 1;
+	gck_psts_signal(st->src, st->n, SIGKILL);
+	if (gck_psts_wait_gone(st->src, st->n, 10000) == -1)
+		return gck_set_error(ctx, GCK_ESYS, "the image's source, "
+		    "process tree %d, did not die after SIGKILL",
+		    (int)gck_manifest_root_pid(st->m));
+	return GCK_OK;
+}
+
+/*
+ * Refuses to restore as a PID namespace's init (unshare --pid --fork
+ * gpurecv): its end would be the end of every process restored in the
+ * namespace, however well the restore went.  Returns GCK_OK or
+ * GCK_EINVAL.
+ */
+int
+gck_restore_not_init(struct gck_ctx *ctx)
+{
+	if (getpid() != 1)
+		return GCK_OK;
+	return gck_set_error(ctx, GCK_EINVAL, "refusing to restore as the "
+	    "init of a PID namespace (pid 1): the restored tree would be "
+	    "killed when this process exits");
+}
+
+/* Opens the image, checks it can be restored here, notes its PIDs. */
+static int
+rst_prepare(struct rst *st)
+{
+	struct gck_ctx	*ctx = st->ctx;
+	size_t		 i;
+	int		 r;
+
+	if ((r = gck_restore_not_init(ctx)) != GCK_OK)
+		return r;
+	/*
+	 * The guard knows the work directory, and where a copy of the
+	 * stream would go, before they are there.
+	 */
+	if ((r = gck_workdir_name(ctx, st->o->tmpdir, &st->work)) != GCK_OK)
+		return r;
+	if (asprintf(&st->spool, "%s.gck", st->work) == -1) {
+		st->spool = NULL;
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	}
+	if ((r = gck_guard_start(ctx, NULL, st->work, st->spool, NULL, 0,
+	    &st->guard)) != GCK_OK)
+		return r;
+	if ((r = gck_workdir_make(ctx, &st->work)) != GCK_OK)
+		return r;
+	snprintf(st->imgdir, sizeof st->imgdir, "%s/img", st->work);
+	if (mkdir(st->imgdir, 0700) == -1)
+		return gck_set_syserr(ctx, errno, "cannot make '%s': %s",
+		    st->imgdir, strerror(errno));
+	if ((r = gck_reader_new(ctx, st->o->infd, &st->rd)) != GCK_OK)
+		return r;
+	gck_reader_keep_raw(st->rd);
+	if ((r = gck_reader_head(st->rd, &st->m)) != GCK_OK)
+		return r;
+	if ((r = gpu_preflight(ctx, st->m, st->o->gpu_map, &st->cu, &st->cp,
+	    &st->ncp)) != GCK_OK)
+		return r;
+	st->n = gck_manifest_nprocs(st->m);
+	if ((st->pids = calloc(st->n, sizeof *st->pids)) == NULL ||
+	    (st->src = calloc(st->n, sizeof *st->src)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	for (i = 0; i < st->n; i++) {
+		st->pids[i] = gck_manifest_pid(st->m, i);
+		st->src[i].pid = st->pids[i];
+		st->src[i].start = gck_manifest_start(st->m, i);
+	}
+	return GCK_OK;
+}
+
+/*
+ * A hand-over on one host: gpuckpt left the source stopped for us to
+ * end.  The whole stream is copied to a file beside the work directory
+ * as it is read into it and checked, to the trailer; only then is the
+ * source ended and its PIDs taken for the restore.  Should the restore
+ * fail from there on, the copy is kept, and said where: the job is in
+ * it.
+ */
+static int
+rst_handover(struct rst *st)
+{
+	struct gck_ctx	*ctx = st->ctx;
+	int		 r;
+
+	if ((st->spoolfd = open(st->spool, O_WRONLY | O_CREAT | O_EXCL |
+	    O_CLOEXEC, 0600)) == -1)
+		return gck_set_syserr(ctx, errno, "cannot create '%s': %s",
+		    st->spool, strerror(errno));
+	if ((r = gck_reader_spool(st->rd, st->spoolfd)) != GCK_OK ||
+	    (r = gck_reader_extract(st->rd, st->dfd)) != GCK_OK)
+		return r;
+	if (fsync(st->spoolfd) == -1 || close(st->spoolfd) == -1) {
+		st->spoolfd = -1;
+		return gck_set_syserr(ctx, errno, "cannot write '%s': %s",
+		    st->spool, strerror(errno));
+	}
+	st->spoolfd = -1;
+	if ((r = gck_check_interrupt(ctx)) != GCK_OK ||
+	    (r = end_source(st)) != GCK_OK ||
+	    (r = pids_free(ctx, st->m, 10000, 0)) != GCK_OK)
+		return r;
+	return rst_restore(st);
+}
+
+/*
+ * Where the image is read from: as it arrives, or, when its source is
+ * still on this host (its PIDs taken until it goes), all of it first.
+ * Returns GCK_OK or a code.
+ */
+static int
+rst_stage(struct rst *st)
+{
+	struct gck_ctx	*ctx = st->ctx;
+	int		 src, r;
+
+	src = source_here(st->m);
+	if (src || !gck_manifest_has_file_list(st->m)) {
+		/*
+		 * The source is this host's own stopped tree, which goes
+		 * only once its image is all written (or the image does not
+		 * say which of its files are memory, to be fed to criu as
+		 * they arrive): read it all first, into the work area, then
+		 * restore from there.
+		 */
+		if (gck_manifest_has_file_list(st->m))
+			gck_log(ctx, 1, "process tree %d is still on this "
+			    "host, stopped: reading the whole image before "
+			    "restoring it", (int)gck_manifest_root_pid(st->m));
+		if ((st->dfd = open(st->imgdir, O_RDONLY | O_DIRECTORY |
+		    O_CLOEXEC)) == -1)
+			return gck_set_syserr(ctx, errno, "cannot open '%s': "
+			    "%s", st->imgdir, strerror(errno));
+		/*
+		 * A source left for us to end, and still there; but gpusend
+		 * (ready) ends its source itself, on its word.
+		 */
+		if (src && gck_manifest_after(st->m) == GCK_AFTER_HANDOVER &&
+		    source_stopped(st)) {
+			if (st->ready != NULL)
+				return gck_set_error(ctx, GCK_EINVAL, "the "
+				    "image's source, process tree %d, is on "
+				    "this host: gpusend moves a tree to "
+				    "another host (on one host: gpuckpt -p %d "
+				    "| gpurestore)",
+				    (int)gck_manifest_root_pid(st->m),
+				    (int)gck_manifest_root_pid(st->m));
+			st->handover = 1;
+			return GCK_OK;
+		}
+		gck_reader_nospool(st->rd);
+		if ((r = gck_reader_extract(st->rd, st->dfd)) != GCK_OK)
+			return r;
+	}
+	gck_reader_nospool(st->rd);
+	if ((r = pids_free(ctx, st->m, st->o->pid_wait_ms, src)) != GCK_OK)
+		return r;
+	/*
+	 * Otherwise CRIU restores as the image arrives, each part checked
+	 * before it is handed over; the tree stays stopped until the
+	 * trailer has proved the image whole.
+	 */
+	gck_log(ctx, 1, "reading image of process tree %d",
+	    (int)gck_manifest_root_pid(st->m));
+	if (st->dfd == -1 && ((r = gck_serve_open(ctx, st->imgdir, st->m,
+	    &st->srv)) != GCK_OK || (r = gck_serve_preload(st->srv, st->rd)) !=
+	    GCK_OK))
+		return r;
+	return GCK_OK;
+}
+
+/*
+ * Every process is there: lets the tree continue.  Its CUDA processes
+ * stay locked, their CUDA calls waiting, while their restore threads
+ * bring the device memory back; should that fail, the tree is killed.
+ */
+static int
+rst_run(struct rst *st)
+{
+	int	r;
+
+	if ((r = gck_check_interrupt(st->ctx)) != GCK_OK ||
+	    (st->ready != NULL && (r = st->ready(st->ctx, st->ready_arg,
+	    st->pids[0])) != GCK_OK))
+		return r;
+	/* The tree may run: should we die now, the guard lets it. */
+	gck_guard_intent(st->guard, 'R');
+	gck_pids_signal(st->pids, st->n, SIGCONT);
+	/* Its process groups need a parent in their session no more. */
+	gck_keeper_release(st->keeper);
+	if ((r = gck_cuda_step(st->ctx, st->cu, st->cp, st->ncp,
+	    GCK_CS_RESTORE, 0)) != GCK_OK ||
+	    (r = gck_cuda_step(st->ctx, st->cu, st->cp, st->ncp,
+	    GCK_CS_UNLOCK, 0)) != GCK_OK)
+		return r;
+	return GCK_OK;
+}
+
+/* Adds to the message on ctx what became of the job, after r. */
+static void
+rst_failed(struct rst *st, int r)
+{
+	struct gck_ctx	*ctx = st->ctx;
+	char		 msg[GCK_ERRMAX];
+	int		 oerrno = ctx->oerrno;
+
+	snprintf(msg, sizeof msg, "%s", ctx->msg);
+	if (st->source_ended)
+		gck_set_error(ctx, r, "%s; %sits source had been ended: the "
+		    "image is kept in '%s' (restore it from there)", msg,
+		    st->restored ? "the restored process tree was killed, and "
+		    : "", st->spool);
+	else if (st->handover)
+		gck_set_error(ctx, r, "%s; nothing restored: its source, "
+		    "process tree %d, is left stopped on this host", msg,
+		    (int)gck_manifest_root_pid(st->m));
+	else if (st->restored)
+		gck_set_error(ctx, r, "%s; the restored process tree %d was "
+		    "killed", msg, (int)gck_manifest_root_pid(st->m));
+	ctx->oerrno = oerrno;
 }
 
 int
@@ -284,169 +635,48 @@ int
 gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
     gck_ready_fn ready, void *ready_arg, pid_t *rootp)
 {
-	const struct gck_manifest	*m;
-	struct gck_reader		*rd = NULL;
-	struct gck_serve		*srv = NULL;
-	struct gck_cuda			*cu = NULL;
-	struct gck_cproc		*cp = NULL;
-	struct gck_guard		*guard = NULL;
-	size_t				 ncp = 0;
-	char				*work = NULL, imgdir[PATH_MAX];
-	pid_t				*pids = NULL, root = -1;
-	size_t				 n = 0, i;
-	int				 r, restored = 0, waited, dfd = -1;
-	int				 subreaper = 0, criu_ran = 0, src;
-	char				 st;
+	struct rst	st;
+	int		r;
 
 	*rootp = -1;
-	/* The guard knows the work directory before it is there. */
-	if ((r = gck_workdir_name(ctx, o->tmpdir, &work)) != GCK_OK ||
-	    (r = gck_guard_start(ctx, 0, work, NULL, NULL, 0, &guard)) !=
-	    GCK_OK)
+	memset(&st, 0, sizeof st);
+	st.ctx = ctx;
+	st.o = o;
+	st.ready = ready;
+	st.ready_arg = ready_arg;
+	st.dfd = st.spoolfd = -1;
+	if ((r = rst_prepare(&st)) != GCK_OK ||
+	    (r = rst_stage(&st)) != GCK_OK)
 		goto out;
-	if ((r = gck_workdir_make(ctx, &work)) != GCK_OK)
+	if ((r = st.handover ? rst_handover(&st) : rst_restore(&st)) !=
+	    GCK_OK || (r = rst_run(&st)) != GCK_OK)
 		goto out;
-	snprintf(imgdir, sizeof imgdir, "%s/img", work);
-	if (mkdir(imgdir, 0700) == -1) {
-		r = gck_set_syserr(ctx, errno, "cannot make '%s': %s", imgdir,
-		    strerror(errno));
-		goto out;
-	}
-	if ((r = gck_reader_new(ctx, o->infd, &rd)) != GCK_OK ||
-	    (r = gck_reader_head(rd, &m)) != GCK_OK)
-		goto out;
-	if ((r = gpu_preflight(ctx, m, o->gpu_map, &cu, &cp, &ncp)) != GCK_OK)
-		goto out;
-	n = gck_manifest_nprocs(m);
-	if ((pids = calloc(n, sizeof *pids)) == NULL) {
-		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-		goto out;
-	}
-	for (i = 0; i < n; i++)
-		pids[i] = gck_manifest_pid(m, i);
-	src = source_here(m);
-	if (src || !gck_manifest_has_file_list(m)) {
-		/*
-		 * The source is this host's own stopped tree, which goes
-		 * only once its image is all written (or the image does not
-		 * say which of its files are memory, to be fed to criu as
-		 * they arrive): read it all first, into the work area, then
-		 * restore from there.
-		 */
-		if (gck_manifest_has_file_list(m))
-			gck_log(ctx, 1, "process tree %d is still on this "
-			    "host, stopped: reading the whole image before "
-			    "restoring it", (int)gck_manifest_root_pid(m));
-		if ((dfd = open(imgdir, O_RDONLY | O_DIRECTORY |
-		    O_CLOEXEC)) == -1) {
-			r = gck_set_syserr(ctx, errno, "cannot open '%s': %s",
-			    imgdir, strerror(errno));
-			goto out;
-		}
-		if ((r = gck_reader_extract(rd, dfd)) != GCK_OK)
-			goto out;
-	}
-	if ((r = pids_free(ctx, m, o->pid_wait_ms, src)) != GCK_OK)
-		goto out;
-	/*
-	 * Otherwise CRIU restores as the image arrives, each part checked
-	 * before it is handed over; the tree stays stopped until the
-	 * trailer has proved the image whole.
-	 */
-	gck_log(ctx, 1, "reading image of process tree %d",
-	    (int)gck_manifest_root_pid(m));
-	if (dfd == -1 && ((r = gck_serve_open(ctx, imgdir, m, &srv)) !=
-	    GCK_OK || (r = gck_serve_preload(srv, rd)) != GCK_OK))
-		goto out;
-	gck_log(ctx, 1, "restoring process tree %d",
-	    (int)gck_manifest_root_pid(m));
-	(void)prctl(PR_GET_CHILD_SUBREAPER, &subreaper);
-	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
-	criu_ran = 1;
-	/*
-	 * Should we die from now on, our guard waits for criu to be gone
-	 * too, and kills what is left of the tree.
-	 */
-	gck_guard_tree(guard, gck_manifest_root_pid(m));
-	r = gck_criu_restore(ctx, imgdir, gck_manifest_shell_job(m),
-	    gck_manifest_criu_opts(m), srv, rd, gck_guard_fd(guard),
-	    &restored);
-	if (restored)
-		root = gck_manifest_root_pid(m);
-	if (r != GCK_OK)
-		goto out;
-	if (root != gck_manifest_root_pid(m)) {
-		r = gck_set_error(ctx, GCK_ECRIU, "criu restored pid %d, "
-		    "not %d", (int)root, (int)gck_manifest_root_pid(m));
-		goto out;
-	}
-	/*
-	 * The stop criu leaves the tasks in may land a moment later.  A
-	 * zombie of the image is restored as one.
-	 */
-	for (i = 0; i < n; i++) {
-		for (waited = 0; ; waited += 10) {
-			st = gck_pid_state(pids[i]);
-			if (gck_manifest_zombie(m, i) ? st == 'Z' :
-			    st == 'T' || st == 't')
-				break;
-			if (st == 0 || st == 'Z' || waited >= 5000) {
-				r = gck_set_error(ctx, GCK_ECRIU, "restored "
-				    "process %d is %s", (int)pids[i], st == 0 ||
-				    st == 'Z' ? "not there" : "not stopped");
-				goto out;
-			}
-			gck_msleep(10);
-		}
-	}
-	if ((r = gck_check_interrupt(ctx)) != GCK_OK ||
-	    (ready != NULL && (r = ready(ctx, ready_arg, root)) != GCK_OK))
-		goto out;
-	/* The tree may run: should we die now, the guard lets it. */
-	gck_guard_intent(guard, 'R');
-	/*
-	 * Every process is there: let the tree continue.  Its CUDA
-	 * processes stay locked, their CUDA calls waiting, while their
-	 * restore threads bring the device memory back; should that fail,
-	 * the tree is killed.
-	 */
-	gck_pids_signal(pids, n, SIGCONT);
-	if ((r = gck_cuda_step(ctx, cu, cp, ncp, GCK_CS_RESTORE, 0)) !=
-	    GCK_OK || (r = gck_cuda_step(ctx, cu, cp, ncp, GCK_CS_UNLOCK, 0)) !=
-	    GCK_OK)
-		goto out;
-	restored = 0;
-	*rootp = root;
+	*rootp = st.pids[0];
 	r = GCK_OK;
 out:
-	if (restored) {
-		char	msg[GCK_ERRMAX];
-		int	oerrno = ctx->oerrno;
-
-		gck_pids_signal(pids, n, SIGKILL);
-		gck_pids_signal(pids, n, SIGCONT);
-		gck_pids_wait_dead(pids, n, 5000);
-		snprintf(msg, sizeof msg, "%s", ctx->msg);
-		gck_set_error(ctx, r, "%s; the restored process tree %d was "
-		    "killed", msg, (int)gck_manifest_root_pid(m));
-		ctx->oerrno = oerrno;
+	if (r != GCK_OK) {
+		rst_failed(&st, r);
+		tree_kill(&st);
 	}
-	if (criu_ran && r != GCK_OK) {
-		if (!restored)
-			kill_leftovers(pids, n, gck_guard_pid(guard));
-		reap_image_pids(pids, n, 5000);
-	}
-	if (criu_ran)
-		(void)prctl(PR_SET_CHILD_SUBREAPER, subreaper);
-	if (dfd != -1)
-		close(dfd);
-	gck_serve_free(srv);
-	gck_reader_free(rd);
-	gck_cuda_close(cu);
-	free(cp);
-	gck_rmtree(work);
-	gck_guard_free(guard);
-	free(work);
-	free(pids);
+	gck_keeper_free(st.keeper);
+	if (st.criu_ran)
+		(void)prctl(PR_SET_CHILD_SUBREAPER, st.subreaper);
+	if (st.dfd != -1)
+		close(st.dfd);
+	if (st.spoolfd != -1)
+		close(st.spoolfd);
+	/* The copy of the stream goes, unless the job is in it. */
+	if (st.spool != NULL && (r == GCK_OK || !st.source_ended))
+		unlink(st.spool);
+	gck_serve_free(st.srv);
+	gck_reader_free(st.rd);
+	gck_cuda_close(st.cu);
+	free(st.cp);
+	gck_rmtree(st.work);
+	gck_guard_free(st.guard);
+	free(st.work);
+	free(st.spool);
+	free(st.pids);
+	free(st.src);
 	return r;
 }

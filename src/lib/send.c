@@ -904,7 +904,7 @@ gck_send(struct gck_ctx *ctx, const struct gck_send_opts *o,
 	co.lock_ms = o->lock_ms;
 	co.criu_opts = o->criu_opts;
 	touched = 1;
-	r = gck_checkpoint_ex(ctx, &co, commit_hook, &s);
+	r = gck_checkpoint_ex(ctx, &co, commit_hook, &s, NULL);
 	if (s.wfd != -1) {
 		close(s.wfd);
 		s.wfd = -1;

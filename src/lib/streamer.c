@@ -81,7 +81,6 @@ static int	listen_at(struct gck_ctx *, const char *, const char *, char *,
 		    size_t);
 static int	recv_request(struct gck_ctx *, int, char *, size_t, int *);
 static int	recv_pipe(struct gck_ctx *, int, const char *, int *);
-static int	criu_gone(pid_t, int *);
 static int	accept_criu(struct gck_ctx *, int *, int *);
 static int	poll_room(struct gck_ctx *, struct pollfd **, size_t **,
 		    size_t *, size_t);
@@ -173,20 +172,6 @@ poll_room(struct gck_ctx *ctx, struct pollfd **pfdp, size_t **idxp,
 	*idxp = ni;
 	*capp = need;
 	return GCK_OK;
-}
-
-/* Whether criu has exited (it is not reaped), and if so whether it failed. */
-static int
-criu_gone(pid_t pid, int *failedp)
-{
-	siginfo_t	si;
-
-	memset(&si, 0, sizeof si);
-	*failedp = 1;
-	if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == -1)
-		return errno != EINTR;
-	*failedp = si.si_code != CLD_EXITED || si.si_status != 0;
-	return si.si_pid == pid;
 }
 
 /* Receives the pipe criu sends for file name. */
@@ -571,7 +556,7 @@ capture_hook(struct gck_capture *c)
  * it), GCK_ECRIU when criu ended without asking, or a code.
  */
 int
-gck_capture_run(struct gck_capture *c, pid_t criu)
+gck_capture_run(struct gck_capture *c, struct gck_criu_run *criu)
 {
 	struct pollfd	*pfd = NULL;
 	size_t		*idx = NULL, i, np, open, pcap = 0;
@@ -610,7 +595,7 @@ gck_capture_run(struct gck_capture *c, pid_t criu)
 			goto out;
 		}
 		if (n <= 0) {
-			if (criu_gone(criu, &failed)) {
+			if (gck_criu_ended(criu, &failed)) {
 				/* criu died: its status tells why */
 				r = failed ? GCK_OK : gck_set_error(c->ctx,
 				    GCK_ECRIU, "criu ended the dump without "
@@ -711,11 +696,12 @@ gck_capture_hook_path(const struct gck_capture *c)
 
 /*
  * The post-dump action script criu runs: this program, run again with
- * GCK_CRIU_HOOK in its environment.  Returns -1 when this process is not
- * such a hook, else its exit status: 0 for criu to go on.
+ * GCK_CRIU_HOOK in its environment; or the keeper a restore runs criu
+ * under (keeper.c), which does not return.  Returns -1 when this
+ * process is neither, else the hook's exit status: 0 for criu to go on.
  */
 int
-gck_criu_hook(void)
+gck_criu_hook(char *argv[])
 {
 	struct sockaddr_un	 sun;
 	const char		*path = getenv(HOOK_ENV);
@@ -724,7 +710,7 @@ gck_criu_hook(void)
 	char			 answer;
 	int			 s;
 
-	if (path == NULL || action == NULL)
+	if (gck_keeper_hook(argv) != -1 || path == NULL || action == NULL)
 		return -1;
 	if (strcmp(action, HOOK_ASK) != 0)
 		return 0;
@@ -1119,7 +1105,8 @@ serve_next_piece(struct gck_serve *s, struct gck_reader *rd)
  * code; criu's own status is for the caller.
  */
 int
-gck_serve_run(struct gck_serve *s, struct gck_reader *rd, pid_t criu)
+gck_serve_run(struct gck_serve *s, struct gck_reader *rd,
+    struct gck_criu_run *criu)
 {
 	struct pollfd	*pfd = NULL;
 	size_t		*idx = NULL, i, np, pcap = 0;
@@ -1202,7 +1189,7 @@ gck_serve_run(struct gck_serve *s, struct gck_reader *rd, pid_t criu)
 			goto out;
 		}
 		if (n <= 0) {
-			if (!gone && criu_gone(criu, &failed)) {
+			if (!gone && gck_criu_ended(criu, &failed)) {
 				/*
 				 * A failed criu is reported at once: the
 				 * source, still writing, learns of it too.

@@ -16,6 +16,7 @@
 
 #define ZIO_BUFSZ	(1u << 17)
 #define ZIO_RING	(1u << 20)	/* recent bytes kept for checks */
+#define ZIO_KEEP_MAX	(64u << 20)	/* input kept for a spool, at most */
 
 struct gck_zout {
 	struct gck_ctx	*ctx;
@@ -36,6 +37,10 @@ struct gck_zin {
 	uint64_t	 total;		/* bytes handed out */
 	uint64_t	 nonzero_end;	/* offset after last non-zero byte */
 	char		*ring;		/* the last ZIO_RING bytes handed out */
+	char		*raw;		/* the input read, kept for a spool */
+	size_t		 rawlen, rawcap;
+	int		 keep;		/* keep what is read in raw */
+	int		 spoolfd;	/* copy what is read there, or -1 */
 };
 
 int
@@ -151,8 +156,86 @@ gck_zin_new(struct gck_ctx *ctx, int fd, struct gck_zin **zp)
 	z->ctx = ctx;
 	z->fd = fd;
 	z->bufsz = ZIO_BUFSZ;
+	z->spoolfd = -1;
 	*zp = z;
 	return GCK_OK;
+}
+
+/*
+ * Notes n bytes just read at p: into the spool, or kept for one (up to
+ * ZIO_KEEP_MAX, beyond which no spool can be had).  Returns 0, or -1
+ * with the error set.
+ */
+static int
+zin_raw(struct gck_zin *z, const char *p, size_t n)
+{
+	char	*nr;
+	size_t	 nc;
+
+	if (z->spoolfd != -1)
+		return gck_write_all(z->ctx, z->spoolfd, p, n, "the copy of "
+		    "the image") == GCK_OK ? 0 : -1;
+	if (!z->keep || n == 0)
+		return 0;
+	if (z->rawlen + n > ZIO_KEEP_MAX) {
+		free(z->raw);
+		z->raw = NULL;
+		z->rawlen = z->rawcap = 0;
+		z->keep = 0;
+		return 0;
+	}
+	if (z->rawlen + n > z->rawcap) {
+		for (nc = z->rawcap ? z->rawcap : ZIO_BUFSZ; nc < z->rawlen + n;
+		    nc *= 2)
+			;
+		if ((nr = realloc(z->raw, nc)) == NULL) {
+			gck_set_error(z->ctx, GCK_ENOMEM, "out of memory");
+			return -1;
+		}
+		z->raw = nr;
+		z->rawcap = nc;
+	}
+	memcpy(z->raw + z->rawlen, p, n);
+	z->rawlen += n;
+	return 0;
+}
+
+/* Keeps what is read from now on, for gck_zin_spool(). */
+void
+gck_zin_keep_raw(struct gck_zin *z)
+{
+	z->keep = 1;
+}
+
+/*
+ * Copies the whole input to fd: what was read so far (kept since the
+ * start by gck_zin_keep_raw()), then whatever is read.  Returns GCK_OK
+ * or a code.
+ */
+int
+gck_zin_spool(struct gck_zin *z, int fd)
+{
+	int	r;
+
+	if (!z->keep)
+		return gck_set_error(z->ctx, GCK_EINVAL, "cannot copy the "
+		    "image: its head was not kept");
+	if ((r = gck_write_all(z->ctx, fd, z->raw, z->rawlen, "the copy of "
+	    "the image")) != GCK_OK)
+		return r;
+	gck_zin_nospool(z);
+	z->spoolfd = fd;
+	return GCK_OK;
+}
+
+/* Keeps nothing more for a spool, and lets go of what was kept. */
+void
+gck_zin_nospool(struct gck_zin *z)
+{
+	free(z->raw);
+	z->raw = NULL;
+	z->rawlen = z->rawcap = 0;
+	z->keep = 0;
 }
 
 /* Refills the raw buffer.  Returns bytes available, 0 at EOF, -1. */
@@ -167,7 +250,7 @@ zin_fill(struct gck_zin *z)
 		return 0;
 	z->pos = z->len = 0;
 	if ((n = gck_read_full(z->ctx, z->fd, z->buf, z->bufsz,
-	    "image")) == -1)
+	    "image")) == -1 || zin_raw(z, z->buf, (size_t)n) == -1)
 		return -1;
 	if ((size_t)n < z->bufsz)
 		z->eof = 1;
@@ -269,6 +352,8 @@ gck_zin_read(struct gck_zin *z, void *p, size_t len)
 			}
 			if (n == 0)
 				z->eof = 1;
+			if (zin_raw(z, z->buf + z->len, (size_t)n) == -1)
+				return -1;
 			z->len += (size_t)n;
 		}
 		z->detected = 1;
@@ -369,6 +454,7 @@ gck_zin_free(struct gck_zin *z)
 		return;
 	ZSTD_freeDCtx(z->dctx);
 	free(z->ring);
+	free(z->raw);
 	free(z->buf);
 	free(z);
 }
