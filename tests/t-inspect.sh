@@ -373,6 +373,49 @@ test_expect_success 'the summary of an image damaged in its head fails, with one
 	done
 '
 
+# refuses TOOL FILE MESSAGE: TOOL (gpuinspect or gpurestore) refuses
+# FILE, read from the file and from standard input, with status 1,
+# nothing on standard output and the one line "TOOL: MESSAGE".
+refuses() {
+	case $1 in
+	gpuinspect)	_tool=$GCKINSPECT ;;
+	gpurestore)	_tool=$GCKRESTORE ;;
+	esac
+	printf "%s: %s\n" "$1" "$3" >expect &&
+	test_status 1 "$_tool" "$2" >out 2>err &&
+	test_must_be_empty out &&
+	test_cmp expect err &&
+	test_status 1 "$_tool" <"$2" >out 2>err &&
+	test_must_be_empty out &&
+	test_cmp expect err
+}
+
+test_expect_success 'input that is not an image is not taken for one cut short' '
+	printf "hello\\n" >hello &&
+	seq 1000 >text && test "$(wc -c <text)" -gt 512 &&
+	head -c 100000 /dev/urandom >random &&
+	echo hi | zstd -q >hi.zst &&
+	: >nothing &&
+	notimg="not a gpuckpt image: no tar header for '"'"'gpuckpt.json'"'"' at the start" &&
+	for t in gpuinspect gpurestore; do
+		refuses $t hello "$notimg" &&
+		refuses $t text "$notimg" &&
+		refuses $t random "$notimg" &&
+		refuses $t hi.zst "$notimg of the zstd stream" &&
+		refuses $t nothing "empty input: no image" || return 1
+	done
+'
+
+test_expect_success 'an image cut after 6 bytes is truncated, compressed or not' '
+	head -c 6 c.gck >c6.gck &&
+	head -c 6 b.tar >b6.tar &&
+	for t in gpuinspect gpurestore; do
+		refuses $t c6.gck "image truncated at the start (tar offset 0)" &&
+		refuses $t b6.tar "image truncated at the start (tar offset 6)" ||
+		return 1
+	done
+'
+
 test_expect_success '--extract writes the files that stock tar extracts, parts joined' '
 	python3 -c "import criuimg; criuimg.unpack(\"c.tar\", \"ct\")" &&
 	(cd ct && ls) >want &&
