@@ -344,6 +344,18 @@ def flip(buf, off, mask=0xff):
     return bytes(b)
 
 
+def cut_expect(o, head):
+    """What gpurestore says of an image cut after o bytes, when that
+    is before head, where its head ends: however little of it is left,
+    an image cut short, not something else.  (Cut later, it may have
+    started criu, which may fail first.)"""
+    if o == 0:
+        return r"^gpurestore: empty input: no image$"
+    if o < head:
+        return r"^gpurestore: image truncated at the start[ :]"
+    return None
+
+
 def gen_truncations(c):
     tar, gck = c.tar, c.gck
     offs = {}
@@ -388,7 +400,7 @@ def gen_truncations(c):
     for o, what in sorted(offs.items()):
         if 0 <= o < len(tar):
             c.add("truncate-tar", "tar cut at %d (%s)" % (o, what),
-                  lambda o=o: c.tar[:o])
+                  lambda o=o: c.tar[:o], cut_expect(o, c.head_len))
     # The compressed image: in its frame header, its blocks' headers and
     # contents, and its checksum.
     hlen, blocks, ck = zstd_layout(gck)
@@ -406,10 +418,12 @@ def gen_truncations(c):
     rnd = random.Random(8)
     for _ in range(20):
         offs.setdefault(rnd.randrange(len(gck)), "random")
+    # Until its first block ends, the frame yields no tar byte at all.
+    zhead = blocks[1][0] if len(blocks) > 1 else len(gck)
     for o, what in sorted(offs.items()):
         if 0 <= o < len(gck):
             c.add("truncate-zstd", "zstd cut at %d (%s)" % (o, what),
-                  lambda o=o: c.gck[:o])
+                  lambda o=o: c.gck[:o], cut_expect(o, zhead))
 
 
 def gen_zstd_flips(c):
@@ -1080,18 +1094,28 @@ def gen_tail(c):
           zstd(img[:len(img) // 2]) + zstd(img[len(img) // 2:]))
     c.add("tail", "a zstd frame without its checksum",
           zstd(img, "--no-check"))
+    # Streams that are no image, which must not be taken for images cut
+    # short or damaged.
+    noimg = r"^gpurestore: not a gpuckpt image: "
     c.add("tail", "a tar that is not an image", finish(
-        entry("hello.txt", b"hello\n")))
+        entry("hello.txt", b"hello\n")), noimg + "first entry is ")
     rnd = random.Random(9)
     for n in (1, 4, 100, 512, 1024, 100000):
-        c.add("tail", "%d random bytes" % n, bytes(
-            rnd.randrange(256) for _ in range(n)))
+        b = bytes(rnd.randrange(256) for _ in range(n))
+        c.add("tail", "%d random bytes" % n, b,
+              None if b[:1] in b"(P.g" else noimg)
         c.add("tail", "%d random bytes after the zstd magic" % n,
               ZSTD_MAGIC + bytes(rnd.randrange(256) for _ in range(n)))
     c.add("tail", "a zstd stream of random bytes", lambda: zstd(bytes(
-        random.Random(10).randrange(256) for _ in range(100000))))
-    c.add("tail", "an empty zstd frame", zstd(b""))
-    c.add("tail", "only the end-of-archive blocks", bytes(RECORD))
+        random.Random(10).randrange(256) for _ in range(100000))), noimg)
+    c.add("tail", "a zstd stream of a text", zstd(b"hello\n"), noimg +
+          "no tar header for 'gpuckpt.json' at the start of the zstd "
+          "stream$")
+    c.add("tail", "a text", b"hello\n", noimg +
+          "no tar header for 'gpuckpt.json' at the start$")
+    c.add("tail", "an empty zstd frame", zstd(b""),
+          noimg + "the zstd stream is empty$")
+    c.add("tail", "only the end-of-archive blocks", bytes(RECORD), noimg)
 
 
 def gen_versions(c):

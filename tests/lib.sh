@@ -36,12 +36,18 @@ if test -n "$BASH_VERSION"; then
 	BASH_XTRACEFD=4
 fi
 
+# Runs the commands of a test: a 'return' among them ends the test, not
+# test_expect_success, which then says whether it passed.
+test_eval_() {
+	eval "$1"
+}
+
 test_expect_success() {
 	test_count=$((test_count + 1))
 	echo >&2 "expecting success of $test_count - $1"
 	{
 		test -n "$BASH_VERSION" && set -x
-		eval "$2"
+		test_eval_ "$2"
 		_r=$?
 		{ set +x; } 2>/dev/null
 	} >&2

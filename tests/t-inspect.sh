@@ -274,6 +274,148 @@ test_expect_success '--verify says where a stream was cut short' '
 	test_grep "^gpuinspect: image truncated after '"'"'pages-1.img'"'"' part 0: entry incomplete (tar offset [0-9]*)\$" err
 '
 
+# The line of the summary that says how much of the image was read.
+cat >unverified <<'EOF'
+verified    no: only the manifest at the head was read; check the rest with gpuinspect --verify
+EOF
+
+test_expect_success 'the summary says that it read only the head, and how to check the rest' '
+	for i in a.gck b.tar c.gck; do
+		test_status 0 "$GCKINSPECT" $i >out 2>err &&
+		test_must_be_empty err &&
+		sed -n 2p out >line &&
+		test_cmp unverified line &&
+		test "$(grep -c "^verified " out)" = 1 &&
+		test_status 0 "$GCKINSPECT" --json $i >doc &&
+		python3 -c "
+import json
+assert json.load(open(\"doc\"))[\"verified\"] is False" || return 1
+	done
+'
+
+# summary_of IMAGE GOOD [same]: the summary of IMAGE, damaged beyond its
+# head, is that of the undamaged GOOD but for its name and, unless
+# "same" is given (the same size), its size; it says it was not
+# verified.
+summary_of() {
+	test_status 0 "$GCKINSPECT" "$1" >damaged.out 2>err &&
+	test_must_be_empty err &&
+	test_status 0 "$GCKINSPECT" "$2" >good.out &&
+	grep -vx "image *$1" damaged.out >damaged.rest &&
+	grep -vx "image *$2" good.out >good.rest &&
+	if test -z "$3"; then
+		sed -i "/^size /d" damaged.rest good.rest
+	fi &&
+	test_cmp good.rest damaged.rest &&
+	grep -x "verified .*" damaged.out >line &&
+	test_cmp unverified line &&
+	test_status 0 "$GCKINSPECT" -j "$1" >damaged.doc 2>err &&
+	test_must_be_empty err &&
+	test_status 0 "$GCKINSPECT" -j "$2" >good.doc &&
+	python3 - "$3" <<-\EOF
+	import json, sys
+	a = json.load(open("good.doc"))
+	b = json.load(open("damaged.doc"))
+	assert a["verified"] is False and b["verified"] is False
+	if not sys.argv[1]:
+	    for d in (a, b):
+	        del d["image"]["size"], d["image"]["ratio"]
+	assert a == b, (a, b)
+	EOF
+}
+
+test_expect_success 'the summary of an image cut short: its head, unverified, exit 0' '
+	size=$(wc -c <c.gck) &&
+	head -c $((size / 2)) c.gck >half.gck &&
+	summary_of half.gck c.gck &&
+	summary_of cut.tar c.tar &&
+	cat half.gck | "$GCKINSPECT" >out 2>err &&
+	test_must_be_empty err &&
+	test_grep "^verified    no: " out
+'
+
+test_expect_success '--verify of an image cut short fails, with one line' '
+	test_status 1 "$GCKINSPECT" --verify half.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpuinspect: image truncated after '"'"'[a-z0-9-]*\.img'"'"'\( part [0-9]*\)*: entry incomplete (tar offset [0-9]*)\$" err
+'
+
+test_expect_success 'the summary of an image with a flipped byte in its pages: unverified, exit 0' '
+	where=$(python3 where.py b.tar criu/pages-1.img.part00001) &&
+	hdr=${where% *} && data=${where#* } &&
+	test -n "$data" &&
+	cp b.tar flip.tar &&
+	printf "\\377" | dd of=flip.tar bs=1 seek=$((data + 5000)) \
+	    conv=notrunc status=none &&
+	! cmp -s b.tar flip.tar &&
+	summary_of flip.tar b.tar same &&
+	test_status 1 "$GCKINSPECT" --verify flip.tar >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	echo "gpuinspect: corrupt image: checksum mismatch in '"'"'pages-1.img'"'"' part 1 (entry at tar offset $hdr)" >expect &&
+	test_cmp expect err
+'
+
+test_expect_success 'the summary of an image damaged in its head fails, with one line' '
+	where=$(python3 where.py b.tar gpuckpt.json) &&
+	hdr=${where% *} && data=${where#* } &&
+	test -n "$data" &&
+	cp b.tar head.tar &&
+	# the first byte of the manifest, "{", becomes "["
+	test "$(dd if=head.tar bs=1 skip=$data count=1 status=none)" = "{" &&
+	printf "[" | dd of=head.tar bs=1 seek=$data conv=notrunc status=none &&
+	echo "gpuinspect: corrupt image: checksum mismatch in '"'"'gpuckpt.json'"'"' (entry at tar offset $hdr)" >expect &&
+	for opt in "" --json --verify; do
+		test_status 1 "$GCKINSPECT" $opt head.tar >out 2>err &&
+		test_must_be_empty out &&
+		test_cmp expect err || return 1
+	done
+'
+
+# refuses TOOL FILE MESSAGE: TOOL (gpuinspect or gpurestore) refuses
+# FILE, read from the file and from standard input, with status 1,
+# nothing on standard output and the one line "TOOL: MESSAGE".
+refuses() {
+	case $1 in
+	gpuinspect)	_tool=$GCKINSPECT ;;
+	gpurestore)	_tool=$GCKRESTORE ;;
+	esac
+	printf "%s: %s\n" "$1" "$3" >expect &&
+	test_status 1 "$_tool" "$2" >out 2>err &&
+	test_must_be_empty out &&
+	test_cmp expect err &&
+	test_status 1 "$_tool" <"$2" >out 2>err &&
+	test_must_be_empty out &&
+	test_cmp expect err
+}
+
+test_expect_success 'input that is not an image is not taken for one cut short' '
+	printf "hello\\n" >hello &&
+	seq 1000 >text && test "$(wc -c <text)" -gt 512 &&
+	head -c 100000 /dev/urandom >random &&
+	echo hi | zstd -q >hi.zst &&
+	: >nothing &&
+	notimg="not a gpuckpt image: no tar header for '"'"'gpuckpt.json'"'"' at the start" &&
+	for t in gpuinspect gpurestore; do
+		refuses $t hello "$notimg" &&
+		refuses $t text "$notimg" &&
+		refuses $t random "$notimg" &&
+		refuses $t hi.zst "$notimg of the zstd stream" &&
+		refuses $t nothing "empty input: no image" || return 1
+	done
+'
+
+test_expect_success 'an image cut after 6 bytes is truncated, compressed or not' '
+	head -c 6 c.gck >c6.gck &&
+	head -c 6 b.tar >b6.tar &&
+	for t in gpuinspect gpurestore; do
+		refuses $t c6.gck "image truncated at the start (tar offset 0)" &&
+		refuses $t b6.tar "image truncated at the start (tar offset 6)" ||
+		return 1
+	done
+'
+
 test_expect_success '--extract writes the files that stock tar extracts, parts joined' '
 	python3 -c "import criuimg; criuimg.unpack(\"c.tar\", \"ct\")" &&
 	(cd ct && ls) >want &&

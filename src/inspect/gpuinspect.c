@@ -202,6 +202,9 @@ print_show(const char *name, json_t *d)
 	o = json_object_get(d, "options");
 	c = json_object_get(d, "cuda");
 	printf("image       %s\n", name);
+	if (!json_is_true(json_object_get(d, "verified")))
+		printf("verified    no: only the manifest at the head was read; "
+		    "check the rest with gpuinspect --verify\n");
 	printf("created     %s by %s, format %lld\n", str(d, "created"),
 	    str(d, "tool"), (long long)num(img, "format"));
 	printf("source      %s: Linux %s %s\n", str(h, "hostname"),

@@ -118,6 +118,10 @@ static int	r_padding(struct gck_reader *, uint64_t);
 static int	r_unverifiable(struct gck_reader *);
 static int	r_file_done(struct gck_reader *);
 static int	r_pax_records(struct gck_reader *, uint64_t, uint64_t);
+static int	r_not_image(struct gck_reader *);
+static int	head_could_be(const unsigned char *, size_t, int);
+static int	name_could_be(const char *, const unsigned char *, size_t,
+		    int);
 static const char *printable(const char *, char *, size_t);
 
 /* libarchive output callback: into the compression layer. */
@@ -660,15 +664,117 @@ r_where(const struct gck_reader *r, char *buf, size_t len)
 	snprintf(buf, len, "after %s", d);
 }
 
+/*
+ * The names that tar writers give the first header of an image: that of
+ * the manifest, or that of its pax extended header (libarchive's, GNU
+ * tar's, Python's).  '#' stands for one or more decimal digits.
+ */
+static const char *const head_names[] = { NAME_MANIFEST,
+	"PaxHeader/" NAME_MANIFEST, "./PaxHeaders/" NAME_MANIFEST,
+	"./PaxHeaders.#/" NAME_MANIFEST, "././@PaxHeader", NULL };
+
+/*
+ * Whether the name s, n bytes, is pattern pat (see head_names) when
+ * complete, or can begin it when not.
+ */
+static int
+name_could_be(const char *pat, const unsigned char *s, size_t n,
+    int complete)
+{
+	size_t	i = 0, d;
+
+	for (; *pat != '\0'; pat++) {
+		if (*pat == '#') {
+			for (d = i; i < n && isdigit(s[i]); i++)
+				;
+			if (i == n)
+				return !complete;
+			if (i == d)
+				return 0;
+			continue;
+		}
+		if (i == n)
+			return !complete;
+		if (s[i++] != (unsigned char)*pat)
+			return 0;
+	}
+	return i == n;
+}
+
+/*
+ * Whether b, the first n bytes of the tar stream, can begin an image: a
+ * tar header of the manifest, or of its pax extended header, as far as
+ * b goes: its name, its type and the ustar magic.  In an uncompressed
+ * stream, the first bytes of the zstd magic can also begin one.
+ */
+static int
+head_could_be(const unsigned char *b, size_t n, int compressed)
+{
+	static const unsigned char zmagic[4] = { 0x28, 0xb5, 0x2f, 0xfd };
+	const unsigned char	*nul;
+	size_t			 l, i;
+
+	if (!compressed && n < sizeof zmagic && memcmp(b, zmagic, n) == 0)
+		return 1;
+	l = n < 100 ? n : 100;
+	if ((nul = memchr(b, '\0', l)) != NULL)
+		l = (size_t)(nul - b);
+	for (i = 0; head_names[i] != NULL; i++)
+		if (name_could_be(head_names[i], b, l, nul != NULL ||
+		    n >= 100))
+			break;
+	if (head_names[i] == NULL)
+		return 0;
+	if (n > 156 && b[156] != 'x' && b[156] != '0' && b[156] != '\0')
+		return 0;
+	for (i = 257; i < n && i < 262; i++)
+		if (b[i] != (unsigned char)"ustar"[i - 257])
+			return 0;
+	return 1;
+}
+
+/*
+ * Before the manifest's header has been read, when the stream failed:
+ * whether what it held cannot begin an image, which then is no image
+ * rather than a truncated or damaged one.  Returns the code, the error
+ * set, if so; GCK_OK if it can, or if there is no telling.
+ */
+static int
+r_not_image(struct gck_reader *r)
+{
+	unsigned char	b[512];
+	uint64_t	n = gck_zin_total(r->z);
+	int		z = gck_zin_compressed(r->z);
+
+	if (n == 0) {
+		/* a whole zstd frame, which holds nothing */
+		if (z && !r->ioerr && gck_zin_eof(r->z))
+			return gck_set_error(r->ctx, GCK_EFORMAT,
+			    "not a gpuckpt image: the zstd stream is empty");
+		return GCK_OK;
+	}
+	if (n > sizeof b)
+		n = sizeof b;
+	if (gck_zin_peek(r->z, 0, b, (size_t)n) == -1 ||
+	    head_could_be(b, (size_t)n, z))
+		return GCK_OK;
+	return gck_set_error(r->ctx, GCK_EFORMAT, "not a gpuckpt image: no tar "
+	    "header for '" NAME_MANIFEST "' at the start%s",
+	    z ? " of the zstd stream" : "");
+}
+
 /* Turns a libarchive failure into our error, saying where. */
 static int
 r_archive_error(struct gck_reader *r, int during_data)
 {
 	char	where[NAME_MAX_LEN + 64];
+	int	ret;
 
 	r_where(r, where, sizeof where);
 	if (r->ioerr && r->ctx->code != GCK_ETRUNC)
 		return r->ctx->code;
+	if (r->mtext == NULL && (ret = r_not_image(r)) != GCK_OK)
+		return ret;
 	if (gck_zin_total(r->z) == 0 && gck_zin_eof(r->z) &&
 	    !gck_zin_compressed(r->z))
 		return gck_set_error(r->ctx, GCK_EFORMAT, "empty input: no image");
@@ -678,9 +784,6 @@ r_archive_error(struct gck_reader *r, int during_data)
 		    ": entry incomplete" : "", gck_zin_total(r->z));
 	if (gck_zin_total(r->z) == 0)
 		return gck_set_error(r->ctx, GCK_EFORMAT, "empty input: no image");
-	if (r->mtext == NULL)
-		return gck_set_error(r->ctx, GCK_EFORMAT,
-		    "not a gpuckpt image: %s", archive_error_string(r->a));
 	return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image %s: %s",
 	    where, archive_error_string(r->a));
 }
@@ -696,7 +799,8 @@ r_next(struct gck_reader *r, struct archive_entry **ep)
 	ret = archive_read_next_header(r->a, ep);
 	if (ret == ARCHIVE_EOF) {
 		if (gck_zin_total(r->z) == 0 && r->mtext == NULL)
-			return gck_set_error(r->ctx, GCK_EFORMAT,
+			return (ret = r_not_image(r)) != GCK_OK ? ret :
+			    gck_set_error(r->ctx, GCK_EFORMAT,
 			    "empty input: no image");
 		return 1;
 	}

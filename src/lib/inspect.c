@@ -356,7 +356,9 @@ show_doc(const struct mix *x, int64_t disk)
 	}
 	if (!json_is_array(json_object_get(mj, "files")))
 		known = 0;
+	/* Drawn from the head alone: the rest of the image is unread. */
 	if (jset(d, "schema", json_integer(GCK_INSPECT_SCHEMA)) != 0 ||
+	    jset(d, "verified", json_false()) != 0 ||
 	    jset(d, "image", img) != 0 ||
 	    jset(img, "format", jcopy(mj, "format")) != 0 ||
 	    jset(img, "size", jsize(disk)) != 0 ||

@@ -89,6 +89,7 @@ static int	make_image(struct gck_ctx *, int, size_t, const char *,
 static int	read_image(struct gck_ctx *, int, int,
 		    struct gck_image_stats *);
 static int	read_buf(struct gck_ctx *, const char *, size_t, int);
+static char	*zstd_frame(const void *, size_t, size_t *);
 static void	check_files(int, const struct tfile *, size_t);
 static size_t	count_dir(const char *);
 static size_t	eoa_offset(const char *, size_t);
@@ -115,6 +116,7 @@ static void	test_pipe_input(void **);
 static void	test_extract_existing(void **);
 static void	test_empty_input(void **);
 static void	test_garbage(void **);
+static void	test_cut_head(void **);
 static void	test_first_not_manifest(void **);
 static void	test_newer_image(void **);
 static void	test_truncated_plain(void **);
@@ -394,6 +396,27 @@ read_buf(struct gck_ctx *ctx, const char *buf, size_t len, int dirfd)
 	ret = read_image(ctx, fd, dirfd, NULL);
 	close(fd);
 	return ret;
+}
+
+/*
+ * len bytes of buf as one zstd frame with a content checksum, as zstd(1)
+ * writes it; *zlenp gets its length.
+ */
+static char *
+zstd_frame(const void *buf, size_t len, size_t *zlenp)
+{
+	ZSTD_CCtx	*cc;
+	char		*z;
+	size_t		 zlen = ZSTD_compressBound(len);
+
+	assert_non_null(z = malloc(zlen));
+	assert_non_null(cc = ZSTD_createCCtx());
+	assert_false(ZSTD_isError(ZSTD_CCtx_setParameter(cc,
+	    ZSTD_c_checksumFlag, 1)));
+	*zlenp = ZSTD_compress2(cc, z, zlen, buf, len);
+	assert_false(ZSTD_isError(*zlenp));
+	ZSTD_freeCCtx(cc);
+	return z;
 }
 
 /* The files t[] are under dirfd, byte for byte, and nothing else. */
@@ -1018,12 +1041,9 @@ test_empty_input(void **state)
 	close(fd);
 
 	/* An empty zstd frame holds no tar stream either. */
-	zlen = ZSTD_compressBound(0);
-	assert_non_null(z = malloc(zlen));
-	zlen = ZSTD_compress(z, zlen, "", 0, 3);
-	assert_false(ZSTD_isError(zlen));
-	assert_int_not_equal(read_buf(f->ctx, z, zlen, -1), GCK_OK);
-	assert_non_null(gck_error_string(f->ctx));
+	z = zstd_frame("", 0, &zlen);
+	assert_gck(f->ctx, read_buf(f->ctx, z, zlen, -1), GCK_EFORMAT,
+	    "not a gpuckpt image: the zstd stream is empty");
 	free(z);
 }
 
@@ -1050,10 +1070,76 @@ test_garbage(void **state)
 	memset(buf, 0, 512);
 	assert_gck(f->ctx, read_buf(f->ctx, buf, 512, -1), GCK_EFORMAT,
 	    "not a gpuckpt image");
-	/* Less than a tar block cannot be told from a cut image. */
-	assert_int_not_equal(read_buf(f->ctx, "hello\n", 6, -1), GCK_OK);
-	assert_non_null(gck_error_string(f->ctx));
+	/* Less than a tar block: no header of the manifest begins so. */
+	assert_gck(f->ctx, read_buf(f->ctx, "hello\n", 6, -1), GCK_EFORMAT,
+	    "not a gpuckpt image: no tar header for 'gpuckpt.json' at the "
+	    "start");
+	assert_gck(f->ctx, read_buf(f->ctx, "P", 1, -1), GCK_ETRUNC,
+	    "image truncated at the start");
+	assert_gck(f->ctx, read_buf(f->ctx, "Pax", 3, -1), GCK_ETRUNC,
+	    "image truncated at the start");
+	assert_gck(f->ctx, read_buf(f->ctx, "Pay", 3, -1), GCK_EFORMAT,
+	    "not a gpuckpt image");
+	assert_gck(f->ctx, read_buf(f->ctx, "./PaxHeaders.123", 16, -1),
+	    GCK_ETRUNC, "image truncated at the start");
+	assert_gck(f->ctx, read_buf(f->ctx, "./PaxHeaders./", 14, -1),
+	    GCK_EFORMAT, "not a gpuckpt image");
+	assert_gck(f->ctx, read_buf(f->ctx, "././@PaxHeader\0\0", 16, -1),
+	    GCK_ETRUNC, "image truncated at the start");
+	assert_gck(f->ctx, read_buf(f->ctx, "gpuckpt.json.x\0", 15, -1),
+	    GCK_EFORMAT, "not a gpuckpt image");
+	/* The first bytes of the zstd magic begin a compressed image. */
+	assert_gck(f->ctx, read_buf(f->ctx, "\x28\xb5", 2, -1), GCK_ETRUNC,
+	    "image truncated at the start");
+	assert_gck(f->ctx, read_buf(f->ctx, "\x28\xb6", 2, -1), GCK_EFORMAT,
+	    "not a gpuckpt image");
+	/* Text longer than a tar block. */
+	for (i = 0; i < len; i++)
+		buf[i] = "Lorem ipsum dolor sit amet\n"[i % 27];
+	assert_gck(f->ctx, read_buf(f->ctx, buf, 2000, -1), GCK_EFORMAT,
+	    "not a gpuckpt image: no tar header for 'gpuckpt.json' at the "
+	    "start");
 	free(buf);
+}
+
+/*
+ * The head of a sound image cut short, or something else compressed:
+ * truncated, or no image, by what the stream held.
+ */
+static void
+test_cut_head(void **state)
+{
+	struct fixture	*f = *state;
+	char		*img, *z;
+	size_t		 len, zlen, i, off[] = { 1, 6, 99, 100, 101, 156, 157,
+	    258, 300, 511, 512, 600 };
+	int		 fd, r, bad = 0;
+
+	fd = make_image(f->ctx, 0, PART, manifest, files, NELEM(files));
+	img = slurp(fd, &len);
+	close(fd);
+	for (i = 0; i < NELEM(off); i++) {
+		r = read_buf(f->ctx, img, off[i], -1);
+		if (r != GCK_ETRUNC || strncmp(gck_error_string(f->ctx),
+		    "image truncated at the start", 28) != 0) {
+			print_message("# cut at %zu: %d %s\n", off[i], r,
+			    gck_error_string(f->ctx));
+			bad++;
+		}
+	}
+	assert_int_equal(bad, 0);
+	/* A cut head, compressed whole: still truncated. */
+	z = zstd_frame(img, 300, &zlen);
+	assert_gck(f->ctx, read_buf(f->ctx, z, zlen, -1), GCK_ETRUNC,
+	    "image truncated at the start (tar offset 300)");
+	free(z);
+	/* A text, compressed: no image. */
+	z = zstd_frame("hi\n", 3, &zlen);
+	assert_gck(f->ctx, read_buf(f->ctx, z, zlen, -1), GCK_EFORMAT,
+	    "not a gpuckpt image: no tar header for 'gpuckpt.json' at the "
+	    "start of the zstd stream");
+	free(z);
+	free(img);
 }
 
 static void
@@ -1935,6 +2021,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_empty_input, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_garbage, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cut_head, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_first_not_manifest,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_image, setup,
