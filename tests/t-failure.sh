@@ -360,25 +360,6 @@ while True:
 	test -z "$(ls -A "$TMPDIR")"
 '
 
-test_expect_success 'a tree using a terminal is refused untouched' '
-	kill_tree $WPID &&
-	rm -f tty.status &&
-	{ script -qec "\"$WORKLOAD\" -f tty.status -m 8" /dev/null \
-	    </dev/null >/dev/null 2>&1 & } &&
-	wait_for_line tty.status "^ready " 60 &&
-	WPID=$(sed -n "s/^ready pid=\([0-9]*\).*/\1/p" tty.status) &&
-	WSUM=$(sed -n "s/^ready .*sum=\([0-9a-f]*\).*/\1/p" tty.status) &&
-	WCHILD=$(sed -n "s/^ready .*child=\([0-9]*\).*/\1/p" tty.status) &&
-	WSTATUS=$TRASH/tty.status &&
-	started="$started $WPID" &&
-	WSTART=$(proc_field $WPID 22) &&
-	test "$(proc_field $WPID 7)" != 0 &&
-	test_status 1 "$GCKPT" -p $WPID -o img.gck >out 2>err &&
-	test_must_be_empty out &&
-	nothing_lost err "has terminal /dev/pts/[0-9]* open on fd 0" &&
-	test -z "$(ls -A | grep "^img\\.gck")"
-'
-
 test_expect_success 'a process that does not exist' '
 	kill_tree $WPID &&
 	test_status 1 "$GCKPT" -p $WPID -o img.gck >out 2>err &&

@@ -85,10 +85,13 @@ moved() {
 	    sed 's/.*\( child=[0-9]*\)$/\1/')"
 }
 
-test_expect_success 'cmd & from an interactive shell moves' '
-	shell_job amp "\"$WORKLOAD\" -m 16 -f amp.status </dev/null >amp.log 2>&1 &" &&
+test_expect_success 'cmd >log 2>&1 & from an interactive shell moves' '
+	shell_job amp "\"$WORKLOAD\" -m 16 -f amp.status >amp.log 2>&1 &" &&
 	ishell amp &&
-	moved amp
+	moved amp &&
+	# its input was the terminal: /dev/null now, as nohup would
+	test "$(readlink /proc/$WPID/fd/0)" = /dev/null &&
+	test "$(readlink /proc/$WPID/fd/1)" = "$TRASH/amp.log"
 '
 
 test_expect_success 'nohup cmd & from an interactive shell moves' '
@@ -99,9 +102,22 @@ test_expect_success 'nohup cmd & from an interactive shell moves' '
 '
 
 test_expect_success 'cmd & disown from an interactive shell moves' '
-	shell_job disown "\"$WORKLOAD\" -m 16 -f disown.status </dev/null >disown.log 2>&1 & disown" &&
+	shell_job disown "\"$WORKLOAD\" -m 16 -f disown.status >disown.log 2>&1 & disown" &&
 	ishell disown &&
 	moved disown
+'
+
+test_expect_success 'cmd & writing to the terminal moves, and says so' '
+	shell_job term "\"$WORKLOAD\" -m 16 -f term.status &" &&
+	ishell term &&
+	job_ready term &&
+	test_line_count term.ckerr 1 &&
+	test_grep "^gpuckpt: process $WPID wrote to terminal /dev/pts/[0-9]* on fd 1, which a restore cannot give back: restored, it writes to /dev/null there\$" term.ckerr &&
+	: >term.ckerr &&
+	moved term &&
+	for fd in 0 1 2; do
+		test "$(readlink /proc/$WPID/fd/$fd)" = /dev/null || return 1
+	done
 '
 
 test_expect_success 'a job whose root leads no process group moves' '
@@ -119,7 +135,7 @@ test_expect_success 'a job whose root leads no process group moves' '
 	ishell inner &&
 	job_ready inner &&
 	started="$started $(cat inner.sh.pid)" &&
-	test "$(cat inner.pgid)" = "$(cat inner.sh.pid)" &&
+	test $(cat inner.pgid) = $(cat inner.sh.pid) &&
 	echo "0 0" >expect &&
 	test_cmp expect inner.st &&
 	test_must_be_empty inner.ckerr &&
@@ -177,23 +193,40 @@ test_expect_success '(a | b) & moves whole' '
 	test "$(wc -l <desc)" -ge 3
 '
 
-test_expect_success 'a job with a terminal on its input is refused, and runs on' '
-	cat >tty.sh <<-EOF &&
-	cd "$TRASH"
-	"$WORKLOAD" -m 16 -f tty.status >tty.log 2>&1 &
-	while ! grep "^ready " tty.status >/dev/null 2>&1; do sleep 0.1; done
-	p=\$(sed -n "s/^ready pid=\([0-9]*\).*/\1/p" tty.status)
-	"$GCKPT" -p \$p >tty.gck 2>tty.ckerr
-	echo \$? >tty.st
-	disown -a
-	exit
-	EOF
-	ishell tty &&
-	job_ready tty &&
-	test "$(cat tty.st)" = 1 &&
-	test_line_count tty.ckerr 1 &&
-	test_grep "^gpuckpt: cannot checkpoint pid $WPID: process $WPID (.workload.) has terminal /dev/pts/[0-9]* open on fd 0, which a restore could not give back" tty.ckerr &&
-	test_grep "; process tree $WPID left running\$" tty.ckerr &&
+test_expect_success 'a terminal emulator (a pty master) is refused, and runs on' '
+	(setsid script -qfc "\"$WORKLOAD\" -m 8 -f emu.status" /dev/null \
+	    </dev/null >/dev/null 2>&1 &) &&
+	job_ready emu &&
+	emu=$(proc_field $WPID 4) &&
+	started="$started $emu" &&
+	test_status 1 "$GCKPT" -p $emu >emu.gck 2>err &&
+	test_line_count err 1 &&
+	test_grep "^gpuckpt: cannot checkpoint pid $emu: process $emu (.script.) holds the master side of a terminal (/dev/ptmx on fd [0-9]*), which a restore could not give back; process tree $emu left running\$" err &&
+	proc_running $emu &&
+	verify_workload $WPID
+'
+
+test_expect_success 'a session on a terminal of its own moves, the terminal /dev/null' '
+	(setsid script -qfc "\"$WORKLOAD\" -m 8 -f sess.status" /dev/null \
+	    </dev/null >/dev/null 2>&1 &) &&
+	job_ready sess &&
+	emu=$(proc_field $WPID 4) &&
+	started="$started $emu" &&
+	test "$(proc_field $WPID 6)" = $WPID &&
+	test "$(proc_field $WPID 7)" != 0 &&
+	test_status 0 "$GCKPT" -p $WPID -o sess.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpuckpt: process $WPID wrote to terminal /dev/pts/[0-9]* on fd 1" err &&
+	# script(1) stops itself as its child is stopped: it reaps on SIGCONT
+	kill -CONT $emu &&
+	wait_gone $WPID &&
+	test_status 0 "$GCKRESTORE" sess.gck >out 2>err &&
+	test_must_be_empty err &&
+	echo $WPID >expect &&
+	test_cmp expect out &&
+	test "$(proc_field $WPID 7)" = 0 &&
+	test "$(readlink /proc/$WPID/fd/1)" = /dev/null &&
 	verify_workload $WPID
 '
 

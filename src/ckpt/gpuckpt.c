@@ -191,8 +191,15 @@ main(int argc, char *argv[])
 	r = gck_checkpoint(ctx, &o, &res);
 	if (r != GCK_OK)
 		warnx("%s", gck_error_string(ctx));
-	else if (res.after == GCK_AFTER_HANDOVER)
-		handover_note(o.pid, &res);
+	else {
+		if (res.tty_pid > 0)
+			warnx("process %d wrote to terminal %s on fd %d, which "
+			    "a restore cannot give back: restored, it writes "
+			    "to /dev/null there", (int)res.tty_pid, res.tty,
+			    res.tty_fd);
+		if (res.after == GCK_AFTER_HANDOVER)
+			handover_note(o.pid, &res);
+	}
 	gck_ckpt_result_free(&res);
 	gck_ctx_free(ctx);
 	return r == GCK_OK ? 0 : 1;

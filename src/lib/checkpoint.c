@@ -406,6 +406,7 @@ struct wstate {
 	struct out			*out;
 	struct gck_pst			*procs;	/* the tree, as criu holds it */
 	size_t				 nprocs;
+	size_t				 nttys;	/* terminal files made null */
 	struct gck_writer		*w;	/* the image, but its trailer */
 };
 
@@ -438,6 +439,12 @@ write_image(void *arg)
 	}
 	if ((r = gck_check_interrupt(ctx)) != GCK_OK)
 		goto out;
+	/* Whatever has a terminal open has /dev/null there, restored. */
+	if ((r = gck_ttys_to_null(ctx, w->cap, &w->nttys)) != GCK_OK)
+		goto out;
+	if (w->nttys > 0)
+		gck_log(ctx, 1, "image: %zu terminal file%s made /dev/null",
+		    w->nttys, w->nttys == 1 ? "" : "s");
 	for (i = 0; i < n; i++) {
 		files[i].name = gck_capture_file(w->cap, i)->name;
 		files[i].size = gck_capture_file(w->cap, i)->size;
@@ -460,8 +467,10 @@ out:
 /*
  * Refuses, before it is touched, a tree whose image could not be made or
  * could never be restored:
- * - gpurestore restores detached, with no terminal to hand out, so a
- *   process with a terminal open could be dumped but never restored;
+ * - gpurestore restores detached, with no terminal to hand out: a
+ *   terminal a process has open becomes /dev/null in the image
+ *   (ttynull.c), but the master side of one, a terminal emulator's,
+ *   could not stand for it;
  * - session 0 is the one a process has when no ancestor ever called
  *   setsid() in this PID namespace (children of an init that never did,
  *   or of a session leader outside the namespace), and CRIU cannot
@@ -474,20 +483,19 @@ static int
 tree_restorable(struct gck_ctx *ctx, const struct gck_ptree *t, pid_t root)
 {
 	const struct gck_proc	*p;
-	char			 tty[256], comm[64], peercomm[64];
+	char			 comm[64], peercomm[64];
 	size_t			 i;
 	pid_t			 in, peer;
 	int			 fd;
 
 	for (i = 0; i < t->n; i++) {
 		p = &t->procs[i];
-		if ((fd = gck_pid_tty_fd(p->pid, tty, sizeof tty)) != -1)
+		if ((fd = gck_pid_ptmx_fd(p->pid)) != -1)
 			return gck_set_error(ctx, GCK_EINVAL, "cannot "
-			    "checkpoint pid %d: process %d ('%s') has terminal "
-			    "%s open on fd %d, which a restore could not give "
-			    "back (start the job with its input and output on "
-			    "files, e.g. nohup or setsid)", (int)root,
-			    (int)p->pid, p->comm, tty, fd);
+			    "checkpoint pid %d: process %d ('%s') holds the "
+			    "master side of a terminal (/dev/ptmx on fd %d), "
+			    "which a restore could not give back", (int)root,
+			    (int)p->pid, p->comm, fd);
 		if (p->sid == 0)
 			return gck_set_error(ctx, GCK_EINVAL, "cannot "
 			    "checkpoint pid %d: process %d ('%s') is in session "
@@ -576,9 +584,20 @@ ckpt_result(struct gck_ctx *ctx, struct gck_ckpt_result *res,
     const struct out *out)
 {
 	size_t	i;
+	int	fd;
 
 	if (res == NULL)
 		return GCK_OK;
+	/* The first whose output went to a terminal, gone on restore. */
+	res->tty_pid = -1;
+	for (i = 0; i < n && res->tty_pid == -1; i++)
+		for (fd = 1; fd <= 2; fd++)
+			if (gck_pid_fd_tty(procs[i].pid, fd, res->tty,
+			    sizeof res->tty)) {
+				res->tty_pid = procs[i].pid;
+				res->tty_fd = fd;
+				break;
+			}
 	res->after = after;
 	res->ncuda = ncp;
 	res->reader = -1;

@@ -141,6 +141,9 @@ struct gck_ckpt_result {
 	const char	*output;	/* "a pipe", "a socket", "a device" */
 	pid_t		 reader;	/* a pipe's reader on this host, or -1 */
 	char		 reader_comm[64];
+	pid_t		 tty_pid;	/* a process whose output went to */
+	int		 tty_fd;	/* a terminal, -1 if none; restored, */
+	char		 tty[64];	/* it goes to /dev/null */
 };
 
 /*

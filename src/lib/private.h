@@ -92,7 +92,8 @@ int	gck_pid_dying(pid_t);
 uint64_t gck_pid_start(pid_t);
 pid_t	gck_pid_ppid(pid_t);
 int	gck_pid_comm(pid_t, char *, size_t);
-int	gck_pid_tty_fd(pid_t, char *, size_t);
+int	gck_pid_fd_tty(pid_t, int, char *, size_t);
+int	gck_pid_ptmx_fd(pid_t);
 int	gck_children_stopped(pid_t);
 int	gck_ptree_outside_pipe(const struct gck_ptree *, pid_t *, int *,
 	    pid_t *);
@@ -412,6 +413,8 @@ size_t	gck_capture_nfiles(const struct gck_capture *);
 const struct gck_sfile *gck_capture_file(const struct gck_capture *, size_t);
 const struct gck_sfile *gck_capture_find(const struct gck_capture *,
 	    const char *);
+int	gck_capture_replace(struct gck_capture *, const char *, char *,
+	    size_t);
 void	gck_capture_free(struct gck_capture *);
 uint64_t gck_sample_digest(const char *, size_t);
 int	gck_serve_open(struct gck_ctx *, const char *,
@@ -420,6 +423,9 @@ int	gck_serve_preload(struct gck_serve *, struct gck_reader *);
 int	gck_serve_run(struct gck_serve *, struct gck_reader *,
 	    struct gck_criu_run *);
 void	gck_serve_free(struct gck_serve *);
+
+/* ttynull.c: the terminals of a tree, in its image, become /dev/null */
+int	gck_ttys_to_null(struct gck_ctx *, struct gck_capture *, size_t *);
 
 /* pagemap.c: a task's memory, as its pagemap image lists it */
 #define GCK_IMG_COMMON_MAGIC	0x54564319u	/* CRIU's image header */

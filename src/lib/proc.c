@@ -262,12 +262,44 @@ gck_pids_signal(const pid_t *pids, size_t n, int sig)
 			kill(pids[i], sig);
 }
 
+/* Whether a descriptor's link names a terminal: 1, 2 for a pty master. */
+static int
+tty_link(const char *target)
+{
+	if (strcmp(target, "/dev/ptmx") == 0 ||
+	    strcmp(target, "/dev/pts/ptmx") == 0)
+		return 2;
+	return strncmp(target, "/dev/pts/", 9) == 0 ||
+	    strncmp(target, "/dev/tty", 8) == 0 ||
+	    strcmp(target, "/dev/console") == 0;
+}
+
 /*
- * Finds a descriptor of pid open on a terminal.  Returns its number with
- * the terminal's path in buf, or -1 if there is none.
+ * Whether descriptor fd of pid is open on a terminal: 1 with its path
+ * in buf, else 0.
  */
 int
-gck_pid_tty_fd(pid_t pid, char *buf, size_t len)
+gck_pid_fd_tty(pid_t pid, int fd, char *buf, size_t len)
+{
+	char	path[64], target[256];
+	ssize_t	n;
+
+	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pid, fd);
+	if ((n = readlink(path, target, sizeof target - 1)) <= 0)
+		return 0;
+	target[n] = '\0';
+	if (tty_link(target) != 1)
+		return 0;
+	snprintf(buf, len, "%s", target);
+	return 1;
+}
+
+/*
+ * Finds a descriptor of pid open on the master side of a terminal.
+ * Returns its number, or -1 if there is none.
+ */
+int
+gck_pid_ptmx_fd(pid_t pid)
 {
 	struct dirent	*de;
 	char		 path[64], target[256];
@@ -286,13 +318,8 @@ gck_pid_tty_fd(pid_t pid, char *buf, size_t len)
 		if ((n = readlink(path, target, sizeof target - 1)) <= 0)
 			continue;
 		target[n] = '\0';
-		if (strncmp(target, "/dev/pts/", 9) == 0 ||
-		    strncmp(target, "/dev/tty", 8) == 0 ||
-		    strcmp(target, "/dev/console") == 0 ||
-		    strcmp(target, "/dev/ptmx") == 0) {
+		if (tty_link(target) == 2)
 			fd = atoi(de->d_name);
-			snprintf(buf, len, "%s", target);
-		}
 	}
 	closedir(d);
 	return fd;

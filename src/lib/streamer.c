@@ -370,6 +370,34 @@ gck_capture_find(const struct gck_capture *c, const char *name)
 	return NULL;
 }
 
+/*
+ * Replaces what is kept of file name by data (len bytes, malloc'ed: the
+ * capture owns it from now on).  Returns GCK_OK, or GCK_EINVAL for no
+ * such file kept in memory.
+ */
+int
+gck_capture_replace(struct gck_capture *c, const char *name, char *data,
+    size_t len)
+{
+	struct gck_sfile	*f;
+	size_t			 i;
+
+	for (i = 0; i < c->nfiles; i++)
+		if (strcmp(c->files[i].name, name) == 0)
+			break;
+	if (i == c->nfiles || (f = &c->files[i])->pages) {
+		free(data);
+		return gck_set_error(c->ctx, GCK_EINVAL, "criu wrote no '%s' "
+		    "to rewrite", name);
+	}
+	c->kept -= f->cap;
+	c->kept += len;
+	free(f->data);
+	f->data = data;
+	f->len = f->cap = f->size = len;
+	return GCK_OK;
+}
+
 /* A new file announced by CRIU, its data to come on fd. */
 static int
 capture_add(struct gck_capture *c, const char *name, int fd)
