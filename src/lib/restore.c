@@ -52,6 +52,7 @@ struct rst {
 	int				 subreaper, criu_ran, restored;
 	int				 handover;	/* the source is ours */
 	int				 source_ended;
+	int				 source_resumed;	/* by another */
 };
 
 static int	pids_free(struct gck_ctx *, const struct gck_manifest *, int,
@@ -390,11 +391,13 @@ end_source(struct rst *st)
 {
 	struct gck_ctx	*ctx = st->ctx;
 
-	if (!source_stopped(st))
+	if (!source_stopped(st)) {
+		st->source_resumed = 1;
 		return gck_set_error(ctx, GCK_EBUSY, "the image's source, "
 		    "process tree %d, is no longer stopped on this host: "
 		    "restoring it too would run it twice",
 		    (int)gck_manifest_root_pid(st->m));
+	}
 	gck_log(ctx, 1, "ending the source, process tree %d",
 	    (int)gck_manifest_root_pid(st->m));
 	/* From now on the copy of the stream is the job: it stays. */
@@ -536,11 +539,12 @@ rst_stage(struct rst *st)
 			return gck_set_syserr(ctx, errno, "cannot open '%s': "
 			    "%s", st->imgdir, strerror(errno));
 		/*
-		 * A source left for us to end, and still there; but gpusend
-		 * (ready) ends its source itself, on its word.
+		 * A source left for us to end, and still there (criu may
+		 * hold it yet: whether it is stopped is seen once the image
+		 * is whole); but gpusend (ready) ends its source itself, on
+		 * its word.
 		 */
-		if (src && gck_manifest_after(st->m) == GCK_AFTER_HANDOVER &&
-		    source_stopped(st)) {
+		if (src && gck_manifest_after(st->m) == GCK_AFTER_HANDOVER) {
 			if (st->ready != NULL)
 				return gck_set_error(ctx, GCK_EINVAL, "the "
 				    "image's source, process tree %d, is on "
@@ -614,7 +618,7 @@ rst_failed(struct rst *st, int r)
 		    "image is kept in '%s' (restore it from there)", msg,
 		    st->restored ? "the restored process tree was killed, and "
 		    : "", st->spool);
-	else if (st->handover)
+	else if (st->handover && !st->source_resumed)
 		gck_set_error(ctx, r, "%s; nothing restored: its source, "
 		    "process tree %d, is left stopped on this host", msg,
 		    (int)gck_manifest_root_pid(st->m));
