@@ -12,8 +12,11 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
+#include <linux/capability.h>
+
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -35,6 +38,9 @@ static int		 criu_run(struct gck_ctx *, char *const [],
 static void		 criu_log_error(const struct clog *, char *, size_t);
 static int		 criu_add_opts(char *[], int, unsigned int);
 static void		 log_argv(struct gck_ctx *, char *const []);
+static int		 criu_privileged(struct gck_ctx *, const char *, int,
+			    const char *);
+static int		 tree_other_user(struct gck_ctx *, pid_t);
 
 /* The options of criu a tree may need (GCK_CRIU_*), as criu names them. */
 static const struct {
@@ -82,6 +88,24 @@ static const struct {
 	  "criu restores only with --ext-unix-sk" },
 };
 
+/*
+ * The capabilities criu cannot work without, as root: those of a dump,
+ * and those a restore needs besides (CAP_SYS_TIME where the kernel has
+ * time namespaces, in which criu restores the clocks).
+ */
+static const struct {
+	int		 cap;
+	const char	*name;
+	int		 restore;	/* needed to restore only */
+} criu_caps[] = {
+	{ CAP_SYS_ADMIN,	"CAP_SYS_ADMIN",	0 },
+	{ CAP_SYS_PTRACE,	"CAP_SYS_PTRACE",	0 },
+	{ CAP_NET_ADMIN,	"CAP_NET_ADMIN",	1 },
+	{ CAP_SYS_CHROOT,	"CAP_SYS_CHROOT",	1 },
+	{ CAP_SYS_TIME,		"CAP_SYS_TIME",		1 },
+};
+#define NCRIU_CAPS	(sizeof criu_caps / sizeof criu_caps[0])
+
 const char *
 gck_criu_opt_name(unsigned int bit)
 {
@@ -103,6 +127,143 @@ gck_criu_opt_bit(const char *name)
 		if (strcmp(criu_opts[i].name, name) == 0)
 			return criu_opts[i].bit;
 	return 0;
+}
+
+/*
+ * Checks that this process is what criu must be, root with the
+ * capabilities of criu_caps (those of a restore too with restore),
+ * before anything is done; what says what would have been done
+ * ("cannot restore"), todo what to do about a user other than root
+ * (NULL: "run it as root").  Returns GCK_OK or GCK_EINVAL.
+ */
+static int
+criu_privileged(struct gck_ctx *ctx, const char *what, int restore,
+    const char *todo)
+{
+	char		 buf[256], missing[256];
+	uint64_t	 eff;
+	size_t		 i, len = 0;
+	uid_t		 euid = geteuid();
+
+	if (gck_pid_status(0, "CapEff", buf, sizeof buf) == -1)
+		return GCK_OK;		/* criu will say */
+	eff = strtoull(buf, NULL, 16);
+	missing[0] = '\0';
+	for (i = 0; i < NCRIU_CAPS; i++) {
+		if (eff & (UINT64_C(1) << criu_caps[i].cap) ||
+		    (criu_caps[i].restore && !restore) ||
+		    (criu_caps[i].cap == CAP_SYS_TIME &&
+		    access("/proc/self/ns/time", F_OK) == -1))
+			continue;
+		if (euid != 0 && criu_caps[i].cap != CAP_SYS_ADMIN)
+			continue;	/* root is what it lacks */
+		len += (size_t)snprintf(missing + len, len < sizeof missing ?
+		    sizeof missing - len : 0, "%s%s", len > 0 ? ", " : "",
+		    criu_caps[i].name);
+	}
+	if (euid != 0)
+		return gck_set_error(ctx, GCK_EINVAL, "%s: criu needs root "
+		    "(this %s runs as uid %u%s%s): %s", what,
+		    program_invocation_short_name, (unsigned)euid,
+		    missing[0] != '\0' ? " without " : "", missing,
+		    todo != NULL ? todo : "run it as root");
+	if (missing[0] != '\0')
+		return gck_set_error(ctx, GCK_EINVAL, "%s: criu needs root's "
+		    "%s, which this %s lacks: run it with all of root's "
+		    "capabilities, not in a container or under a setpriv or "
+		    "capsh that drops them", what, missing,
+		    program_invocation_short_name);
+	return GCK_OK;
+}
+
+/*
+ * criu reads the resource limits of each process it dumps, which the
+ * kernel lets it do for another user's process only with
+ * CAP_SYS_RESOURCE.  Refuses a tree with such a process when this one
+ * lacks it.  Returns GCK_OK or a code.
+ */
+static int
+tree_other_user(struct gck_ctx *ctx, pid_t pid)
+{
+	struct gck_ptree	*t = NULL;
+	const struct gck_proc	*p;
+	char			 buf[256];
+	unsigned int		 u[3], g[3];
+	size_t			 i, k;
+	int			 r = GCK_OK;
+
+	if (gck_pid_status(0, "CapEff", buf, sizeof buf) == -1 ||
+	    strtoull(buf, NULL, 16) & (UINT64_C(1) << CAP_SYS_RESOURCE))
+		return GCK_OK;
+	if ((r = gck_ptree_scan(ctx, pid, &t)) != GCK_OK)
+		return r;
+	for (i = 0; i < t->n; i++) {
+		p = &t->procs[i];
+		if (gck_pid_status(p->pid, "Uid", buf, sizeof buf) == -1 ||
+		    sscanf(buf, "%u %u %u", &u[0], &u[1], &u[2]) != 3 ||
+		    gck_pid_status(p->pid, "Gid", buf, sizeof buf) == -1 ||
+		    sscanf(buf, "%u %u %u", &g[0], &g[1], &g[2]) != 3)
+			continue;	/* gone meanwhile */
+		for (k = 0; k < 3; k++)
+			if (u[k] != (unsigned)getuid() ||
+			    g[k] != (unsigned)getgid())
+				break;
+		if (k == 3)
+			continue;
+		r = gck_set_error(ctx, GCK_EINVAL, "cannot checkpoint pid %d: "
+		    "process %d ('%s') runs as %s %u: criu needs "
+		    "CAP_SYS_RESOURCE to read another user's resource limits, "
+		    "and this %s lacks it: run it with CAP_SYS_RESOURCE, not "
+		    "in a container or under a setpriv or capsh that drops it",
+		    (int)pid, (int)p->pid, p->comm,
+		    u[k] != (unsigned)getuid() ? "uid" : "gid",
+		    u[k] != (unsigned)getuid() ? u[k] : g[k],
+		    program_invocation_short_name);
+		break;
+	}
+	gck_ptree_free(t);
+	return r;
+}
+
+/*
+ * Checks, before anything is done to it, what would make criu refuse
+ * to dump pid, or fail to in words a user cannot act on: pid a thread,
+ * not a process; this process not root, or without the capabilities
+ * criu needs; a process of the tree that belongs to another user, and
+ * no CAP_SYS_RESOURCE.  Returns GCK_OK or a code (GCK_ENOPROC when there
+ * is no pid).
+ */
+int
+gck_criu_can_dump(struct gck_ctx *ctx, pid_t pid)
+{
+	char	what[64], buf[64], comm[64];
+	long	tgid;
+	int	r;
+
+	snprintf(what, sizeof what, "cannot checkpoint pid %d", (int)pid);
+	if (pid > 0 && gck_pid_status(pid, "Tgid", buf, sizeof buf) == 0 &&
+	    (tgid = strtol(buf, NULL, 10)) > 0 && tgid != (long)pid) {
+		if (gck_pid_comm((pid_t)tgid, comm, sizeof comm) == -1)
+			snprintf(comm, sizeof comm, "?");
+		return gck_set_error(ctx, GCK_EINVAL, "%s: it is a thread of "
+		    "process %ld ('%s'); give the process ID: -p %ld", what,
+		    tgid, comm, tgid);
+	}
+	if ((r = criu_privileged(ctx, what, 0, NULL)) != GCK_OK)
+		return r;
+	return tree_other_user(ctx, pid);
+}
+
+/*
+ * Checks, before anything is done, that criu can restore here: this
+ * process root, with the capabilities criu needs.  todo says what to do
+ * when it is not root, NULL for "run it as root".  Returns GCK_OK or a
+ * code.
+ */
+int
+gck_criu_can_restore(struct gck_ctx *ctx, const char *todo)
+{
+	return criu_privileged(ctx, "cannot restore", 1, todo);
 }
 
 /* Logs the command line argv, as it is run. */

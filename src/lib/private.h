@@ -93,9 +93,12 @@ uint64_t gck_pid_start(pid_t);
 pid_t	gck_pid_ppid(pid_t);
 int	gck_pid_comm(pid_t, char *, size_t);
 int	gck_pid_tty_fd(pid_t, char *, size_t);
+int	gck_pid_status(pid_t, const char *, char *, size_t);
 
 /* criu.c */
 int	gck_criu_version(struct gck_ctx *, char *, size_t);
+int	gck_criu_can_dump(struct gck_ctx *, pid_t);
+int	gck_criu_can_restore(struct gck_ctx *, const char *);
 struct gck_capture;
 struct gck_serve;
 unsigned int	gck_criu_opt_bit(const char *);

@@ -299,6 +299,8 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	char				 st;
 
 	*rootp = -1;
+	if ((r = gck_criu_can_restore(ctx, NULL)) != GCK_OK)
+		goto out;
 	/* The guard knows the work directory before it is there. */
 	if ((r = gck_workdir_name(ctx, o->tmpdir, &work)) != GCK_OK ||
 	    (r = gck_guard_start(ctx, 0, work, NULL, NULL, 0, &guard)) !=
