@@ -56,36 +56,54 @@ static const struct {
 
 /*
  * What criu says when a tree needs one of those options, or has what it
- * cannot dump even so, and what we say instead: the option to use, by
- * the name gpuckpt and gpusend take it.
+ * cannot dump even so, or when criu lacks what it needs, and what we
+ * say instead: the option to use, by the name gpuckpt and gpusend take
+ * it, or what to do.  Most are in criu's error lines; those of "any"
+ * in whatever line it writes.
  */
 static const struct {
 	const char	*says;
 	const char	*hint;
+	int		 any;
 } criu_hints[] = {
+	{ "CRIU needs to have the CAP_SYS_ADMIN",
+	  "criu ran without CAP_SYS_ADMIN, which it needs (it must run as "
+	  "root, with root's capabilities, not in a container or under a "
+	  "setpriv or capsh that drops them)", 1 },
+	{ "Running as non-root requires",
+	  "criu ran as a user other than root (it must run as root)", 1 },
+	{ "Can't get rlimit 0: Operation not permitted",
+	  "criu may not read the resource limits of a process of the tree "
+	  "that belongs to another user without CAP_SYS_RESOURCE, which it "
+	  "lacks (it must run with CAP_SYS_RESOURCE, not in a container or "
+	  "under a setpriv or capsh that drops it)", 0 },
+	{ "doesn't live in IPC ns",
+	  "a process of the tree has System V shared memory attached, which "
+	  "criu checkpoints only when the tree has an IPC namespace of its "
+	  "own (start the job with 'unshare --ipc')", 0 },
 	{ "Some file locks are hold by dumping tasks",
 	  "a process of the tree holds a file lock, which criu checkpoints "
-	  "only with --file-locks" },
+	  "only with --file-locks", 0 },
 	{ "External socket is used",
 	  "a unix socket of the tree is connected to a socket outside it, "
-	  "which criu checkpoints only with --ext-unix-sk" },
+	  "which criu checkpoints only with --ext-unix-sk", 0 },
 	{ "Can't dump half of stream unix connection",
 	  "a unix stream socket of the tree is connected to a socket outside "
 	  "it, which criu cannot checkpoint (--ext-unix-sk takes datagram "
-	  "sockets only)" },
+	  "sockets only)", 0 },
 	{ "Connected TCP socket, consider using",
 	  "a process of the tree has an established TCP connection, which "
-	  "criu checkpoints only with --tcp-established" },
+	  "criu checkpoints only with --tcp-established", 0 },
 	{ "Can't get 1:16 opt: Operation not supported",
 	  "this kernel refuses criu the options of an inet socket of the "
 	  "tree (getsockopt SO_PASSCRED: Operation not supported), so criu "
-	  "cannot checkpoint it" },
+	  "cannot checkpoint it", 0 },
 	{ "Connected TCP socket in image",
 	  "the image has an established TCP connection, which criu restores "
-	  "only with --tcp-established" },
+	  "only with --tcp-established", 0 },
 	{ "External socket found in image",
 	  "the image has a unix socket connected outside its tree, which "
-	  "criu restores only with --ext-unix-sk" },
+	  "criu restores only with --ext-unix-sk", 0 },
 };
 
 /*
@@ -357,17 +375,20 @@ clog_line(struct clog *c, char *line)
 	if (l == 0)
 		return;
 	snprintf(c->last, sizeof c->last, "%s", line);
-	if (c->failed || (s = strstr(line, "Error (")) == NULL)
+	if (c->failed)
 		return;
-	if (strstr(s, "FAILED") != NULL) {
+	if ((s = strstr(line, "Error (")) != NULL &&
+	    strstr(s, "FAILED") != NULL) {
 		c->failed = 1;
 		return;
 	}
 	for (i = 0; c->hint == NULL && i < sizeof criu_hints /
 	    sizeof criu_hints[0]; i++)
-		if (strstr(s, criu_hints[i].says) != NULL)
+		if ((s != NULL || criu_hints[i].any) &&
+		    strstr(line, criu_hints[i].says) != NULL)
 			c->hint = criu_hints[i].hint;
-	if (c->best[0] != '\0' || strstr(s, "rlimit: Can't setup") != NULL)
+	if (s == NULL || c->best[0] != '\0' ||
+	    strstr(s, "rlimit: Can't setup") != NULL)
 		return;
 	if ((s = strstr(s, "): ")) != NULL)
 		s += 3;
@@ -625,7 +646,7 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *imgdir,
 		return r;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		criu_log_error(&log, why, sizeof why);
-		if (log.hint != NULL)
+		if (log.best[0] != '\0' && strcmp(why, log.best) != 0)
 			gck_log(ctx, 1, "criu: %s", log.best);
 		return gck_set_error(ctx, GCK_ECRIU,
 		    "criu dump of pid %d failed: %s", (int)pid, why);
