@@ -21,6 +21,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,13 @@ struct clog;
 static int		 criu_run(struct gck_ctx *, char *const [],
 			    struct clog *, int, int, const char *,
 			    int (*)(void *, pid_t), void *, int *);
-static void		 criu_log_error(const struct clog *, char *, size_t);
+static void		 criu_log_error(const struct clog *, int, char *,
+			    size_t);
+static const char	*criu_path_in(const char *, const char *,
+			    const char *, char *, size_t);
+static void		 criu_said(const char *, char *, size_t);
+static void		 say(char *, size_t, const char *, ...)
+			    __attribute__((__format__(__printf__, 3, 4)));
 static int		 criu_add_opts(char *[], int, unsigned int);
 static void		 log_argv(struct gck_ctx *, char *const []);
 static int		 criu_privileged(struct gck_ctx *, const char *, int,
@@ -361,6 +368,93 @@ struct clog {
 };
 
 /*
+ * Copies from criu's error line s the path that follows prefix, up to
+ * the last occurrence of end (NULL: to the end of s), into buf as an
+ * absolute path: criu names files relative to the root, without the
+ * leading "/".  Returns what follows end, or NULL when s does not read
+ * so.
+ */
+static const char *
+criu_path_in(const char *s, const char *prefix, const char *end, char *buf,
+    size_t len)
+{
+	const char	*p, *e, *x;
+	size_t		 n;
+
+	if (strncmp(s, prefix, strlen(prefix)) != 0)
+		return NULL;
+	p = s + strlen(prefix);
+	if (end == NULL)
+		e = p + strlen(p);
+	else {
+		for (e = NULL, x = p; (x = strstr(x, end)) != NULL; x++)
+			e = x;
+		if (e == NULL)
+			return NULL;
+	}
+	if (e == p)
+		return NULL;
+	n = (size_t)(e - p);
+	snprintf(buf, len, "%s%.*s", *p == '/' ? "" : "/", (int)n, p);
+	return end != NULL ? e + strlen(end) : e;
+}
+
+/* snprintf(), for a message that may be cut short. */
+static void
+say(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Puts into buf, in words a user can act on, criu's error s when it is
+ * about a file the image's processes had open that is not on this host
+ * as it was: missing, or of another size, mode or build; else "".
+ */
+static void
+criu_said(const char *s, char *buf, size_t len)
+{
+	static const char	*had = "that the image's processes had open";
+	char			 path[1024], a[32], b[32];
+	const char		*rest;
+	unsigned long		 m, want;
+
+	buf[0] = '\0';
+	if ((rest = criu_path_in(s, "Can't open file ", " on restore: ",
+	    path, sizeof path)) != NULL ||
+	    (rest = criu_path_in(s, "Can't open file ", ": ", path,
+	    sizeof path)) != NULL) {
+		if (strcmp(rest, strerror(ENOENT)) == 0)
+			say(buf, len, "file '%s' %s is missing on this "
+			    "host (it must exist, with the size it had, to "
+			    "restore)", path, had);
+		else
+			say(buf, len, "cannot open file '%s' %s: %s",
+			    path, had, rest);
+	} else if ((rest = criu_path_in(s, "File ", " has bad size ", path,
+	    sizeof path)) != NULL &&
+	    sscanf(rest, "%31s (expect %31[0-9])", a, b) == 2)
+		say(buf, len, "file '%s' %s is %s bytes on this host, not "
+		    "%s (it must exist, with the size it had, to restore)",
+		    path, had, a, b);
+	else if ((rest = criu_path_in(s, "File ", " has bad mode ", path,
+	    sizeof path)) != NULL &&
+	    sscanf(rest, "%lo (expect %lo)", &m, &want) == 2)
+		say(buf, len, "file '%s' %s has mode %04lo on this host, "
+		    "not %04lo (it must have the mode it had, to restore)",
+		    path, had, m & 07777, want & 07777);
+	else if ((rest = criu_path_in(s, "File ", " has bad build-ID", path,
+	    sizeof path)) != NULL)
+		say(buf, len, "file '%s' %s is another build on this host "
+		    "(its build-ID differs; it must be the same file, to "
+		    "restore)", path, had);
+}
+
+/*
  * A line of criu's log.  The first "Error" line before the closing
  * summary says what went wrong (what follows it is cleanup).
  */
@@ -521,14 +615,19 @@ criu_run(struct gck_ctx *ctx, char *const argv[], struct clog *log,
 
 /*
  * Says in buf why criu failed, from its log: in our words where we know
- * what it means, else in its own.
+ * what it means (for a restore, what criu_said() knows too), else in
+ * its own.
  */
 static void
-criu_log_error(const struct clog *log, char *buf, size_t len)
+criu_log_error(const struct clog *log, int restore, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s", log->hint != NULL ? log->hint :
-	    log->best[0] != '\0' ? log->best :
-	    log->last[0] != '\0' ? log->last : "no message");
+	buf[0] = '\0';
+	if (log->hint == NULL && restore)
+		criu_said(log->best, buf, len);
+	if (buf[0] == '\0')
+		snprintf(buf, len, "%s", log->hint != NULL ? log->hint :
+		    log->best[0] != '\0' ? log->best :
+		    log->last[0] != '\0' ? log->last : "no message");
 }
 
 /* Writes criu's version ("4.1.1") into buf.  Returns GCK_OK or a code. */
@@ -645,7 +744,7 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *imgdir,
 	if (r != GCK_OK)
 		return r;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		criu_log_error(&log, why, sizeof why);
+		criu_log_error(&log, 0, why, sizeof why);
 		if (log.best[0] != '\0' && strcmp(why, log.best) != 0)
 			gck_log(ctx, 1, "criu: %s", log.best);
 		return gck_set_error(ctx, GCK_ECRIU,
@@ -696,14 +795,14 @@ gck_criu_restore(struct gck_ctx *ctx, const char *imgdir, int shell_job,
 	if (r != GCK_OK)
 		return r;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		criu_log_error(&log, why, sizeof why);
+		criu_log_error(&log, 1, why, sizeof why);
 		if (strstr(why, "tty") != NULL)
 			return gck_set_error(ctx, GCK_ECRIU, "criu restore "
 			    "failed: %s (the tree had a controlling terminal, "
 			    "which a detached restore cannot give it: start "
 			    "jobs to be moved without one, e.g. with setsid "
 			    "and their output in files)", why);
-		if (log.hint != NULL)
+		if (log.best[0] != '\0' && strcmp(why, log.best) != 0)
 			gck_log(ctx, 1, "criu: %s", log.best);
 		return gck_set_error(ctx, GCK_ECRIU, "criu restore failed: %s",
 		    why);
