@@ -2,18 +2,21 @@
  * workload -- a process tree whose state can be checked after a
  * checkpoint and restore.
  *
- * usage: workload [-m MiB] [-z PERCENT] [-f statusfile]
+ * usage: workload [-m MiB] [-s KiB] [-z PERCENT] [-f statusfile]
  *
  * It fills MiB of memory (default 256) with a pseudo-random pattern,
  * PERCENT of its pages (scattered, default 0) written with zeros, and
  * remembers its checksum, opens STATUSFILE.data and writes to it so
  * that the file offset is known, forks a child that echoes bytes back
  * over a pair of pipes, and runs a thread that counts every 10 ms while
- * the main loop counts every 50 ms.  When ready it appends
+ * the main loop counts every 50 ms.  With -s it also attaches a System V
+ * shared memory segment of KiB, filled with a pattern of its own and
+ * marked for removal at once, so that it goes when the process does.
+ * When ready it appends
  *	ready pid=PID sum=HEX child=PID mib=N
  * to STATUSFILE (default "workload.status").  On SIGUSR1 it checks the
- * memory checksum, the file offset, a round trip through the child and
- * that the thread still counts, and appends either
+ * memory checksum (and the segment's), the file offset, a round trip
+ * through the child and that the thread still counts, and appends either
  *	verify ok sum=HEX counter=N thread=N child=PID
  * or "verify FAIL what".  The status file is opened for each line and
  * written with one write(2), so it never stays open across a checkpoint.
@@ -25,7 +28,9 @@
 #endif
 
 #include <sys/types.h>
+#include <sys/ipc.h>
 #include <sys/prctl.h>
+#include <sys/shm.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -64,6 +69,9 @@ static uint64_t			 sum;
 static unsigned long		 counter;
 static int			 datafd = -1, tochild = -1, fromchild = -1;
 static off_t			 dataoff;
+static uint64_t			*shm;		/* -s: the segment */
+static size_t			 shmwords;
+static uint64_t			 shmsum;
 static pid_t			 child;
 
 static void
@@ -169,7 +177,7 @@ verify(void)
 	struct pollfd	pfd;
 	char		nonce[32], back[32];
 	unsigned long	t0, t1;
-	uint64_t	now;
+	uint64_t	now, shmnow;
 	off_t		off;
 	size_t		len, got;
 	ssize_t		n;
@@ -178,6 +186,11 @@ verify(void)
 	if ((now = checksum(mem, nwords)) != sum) {
 		status("verify FAIL memory sum=%016" PRIx64 " expected=%016"
 		    PRIx64, now, sum);
+		return;
+	}
+	if (shm != NULL && (shmnow = checksum(shm, shmwords)) != shmsum) {
+		status("verify FAIL shm sum=%016" PRIx64 " expected=%016"
+		    PRIx64, shmnow, shmsum);
 		return;
 	}
 	if ((off = lseek(datafd, 0, SEEK_CUR)) != dataoff) {
@@ -231,13 +244,13 @@ main(int argc, char *argv[])
 	struct sigaction	 sa;
 	pthread_t		 th;
 	char			 datafile[4096], buf[DATA_BYTES];
-	unsigned long		 mib = 256, zpct = 0;
+	unsigned long		 mib = 256, zpct = 0, shmkib = 0;
 	char			*ep;
-	int			 ch, p1[2], p2[2];
+	int			 ch, p1[2], p2[2], shmid;
 	size_t			 i;
 	struct timespec		 ts;
 
-	while ((ch = getopt(argc, argv, "f:m:z:")) != -1) {
+	while ((ch = getopt(argc, argv, "f:m:s:z:")) != -1) {
 		switch (ch) {
 		case 'f':
 			statusfile = optarg;
@@ -247,6 +260,16 @@ main(int argc, char *argv[])
 			mib = strtoul(optarg, &ep, 10);
 			if (errno || *ep != '\0' || mib == 0 || mib > 65536) {
 				fprintf(stderr, "workload: bad -m '%s'\n",
+				    optarg);
+				return 2;
+			}
+			break;
+		case 's':
+			errno = 0;
+			shmkib = strtoul(optarg, &ep, 10);
+			if (errno || *ep != '\0' || shmkib == 0 ||
+			    shmkib > 1048576 || shmkib % 4 != 0) {
+				fprintf(stderr, "workload: bad -s '%s'\n",
 				    optarg);
 				return 2;
 			}
@@ -261,8 +284,8 @@ main(int argc, char *argv[])
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: workload [-m MiB] [-z PERCENT] "
-			    "[-f statusfile]\n");
+			fprintf(stderr, "usage: workload [-m MiB] [-s KiB] "
+			    "[-z PERCENT] [-f statusfile]\n");
 			return 2;
 		}
 	}
@@ -335,6 +358,20 @@ main(int argc, char *argv[])
 		if ((i * 37) % 100 < zpct)
 			memset(mem + i * 512, 0, 4096);
 	sum = checksum(mem, nwords);
+
+	if (shmkib > 0) {
+		shmwords = (size_t)shmkib * 1024 / sizeof *shm;
+		if ((shmid = shmget(IPC_PRIVATE, shmwords * sizeof *shm,
+		    IPC_CREAT | 0600)) == -1 ||
+		    (shm = shmat(shmid, NULL, 0)) == (void *)-1) {
+			status("error System V shared memory: %s",
+			    strerror(errno));
+			return 1;
+		}
+		(void)shmctl(shmid, IPC_RMID, NULL);
+		fill(shm, shmwords, sum);
+		shmsum = checksum(shm, shmwords);
+	}
 
 	if ((errno = pthread_create(&th, NULL, ticker, NULL)) != 0) {
 		status("error pthread_create: %s", strerror(errno));

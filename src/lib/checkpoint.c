@@ -651,6 +651,8 @@ gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 		    o->criu_opts & ~GCK_CRIU_OPTS_ALL);
 		goto out;
 	}
+	if ((r = gck_criu_can_dump(ctx, o->pid)) != GCK_OK)
+		goto out;
 	if ((r = gck_ptree_scan(ctx, o->pid, &pre)) != GCK_OK)
 		goto out;
 	for (i = 0; i < pre->n; i++)

@@ -94,6 +94,7 @@ pid_t	gck_pid_ppid(pid_t);
 int	gck_pid_comm(pid_t, char *, size_t);
 int	gck_pid_fd_tty(pid_t, int, char *, size_t);
 int	gck_pid_ptmx_fd(pid_t);
+int	gck_pid_status(pid_t, const char *, char *, size_t);
 int	gck_children_stopped(pid_t);
 int	gck_ptree_outside_pipe(const struct gck_ptree *, pid_t *, int *,
 	    pid_t *);
@@ -126,6 +127,8 @@ void	gck_keeper_free(struct gck_keeper *);
 
 /* criu.c */
 int	gck_criu_version(struct gck_ctx *, char *, size_t);
+int	gck_criu_can_dump(struct gck_ctx *, pid_t);
+int	gck_criu_can_restore(struct gck_ctx *, const char *);
 struct gck_capture;
 struct gck_serve;
 /* criu as it runs: our child, or a keeper's, which reports on it */

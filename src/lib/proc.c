@@ -406,6 +406,36 @@ gck_pid_ppid(pid_t pid)
 	return (pid_t)ppid;
 }
 
+/*
+ * Copies the value of the line key (such as "Tgid") of
+ * /proc/PID/status into buf; pid 0 is this process.  Returns 0, or -1
+ * when there is no such process or line.
+ */
+int
+gck_pid_status(pid_t pid, const char *key, char *buf, size_t len)
+{
+	char	path[64], status[8192], *s, *e;
+	size_t	klen = strlen(key);
+
+	if (pid == 0)
+		snprintf(path, sizeof path, "/proc/self/status");
+	else
+		snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	if (gck_read_small_file(path, status, sizeof status) == -1)
+		return -1;
+	for (s = status; s != NULL && *s != '\0'; s = e) {
+		if ((e = strchr(s, '\n')) != NULL)
+			*e++ = '\0';
+		if (strncmp(s, key, klen) != 0 || s[klen] != ':')
+			continue;
+		s += klen + 1;
+		s += strspn(s, " \t");
+		snprintf(buf, len, "%s", s);
+		return 0;
+	}
+	return -1;
+}
+
 /* Copies the comm of pid into buf.  Returns 0 or -1. */
 int
 gck_pid_comm(pid_t pid, char *buf, size_t len)

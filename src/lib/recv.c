@@ -1130,6 +1130,9 @@ gck_recv(struct gck_ctx *ctx, const struct gck_recv_opts *o,
 	}
 	switch (o->mode) {
 	case GCK_RECV_RESTORE:
+		if ((r = gck_criu_can_restore(ctx, "have gpusend log in "
+		    "there as root")) != GCK_OK)
+			break;
 		records_prune();
 		if ((r = gck_restore_not_init(ctx)) == GCK_OK &&
 		    (r = listen_joins(&rv)) == GCK_OK)

@@ -435,7 +435,8 @@ rst_prepare(struct rst *st)
 	size_t		 i;
 	int		 r;
 
-	if ((r = gck_restore_not_init(ctx)) != GCK_OK)
+	if ((r = gck_restore_not_init(ctx)) != GCK_OK ||
+	    (r = gck_criu_can_restore(ctx, NULL)) != GCK_OK)
 		return r;
 	/*
 	 * The guard knows the work directory, and where a copy of the

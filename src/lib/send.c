@@ -823,6 +823,7 @@ gck_send(struct gck_ctx *ctx, const struct gck_send_opts *o,
 	const char		*tail;
 	unsigned		 i;
 	int			 r, pf, touched = 0, p[2] = { -1, -1 };
+	int			 refused = 0;
 
 	memset(res, 0, sizeof *res);
 	res->pid = -1;
@@ -849,6 +850,13 @@ gck_send(struct gck_ctx *ctx, const struct gck_send_opts *o,
 	if (o->pid > 0 && kill(o->pid, 0) == -1 && errno == ESRCH) {
 		r = gck_set_error(ctx, GCK_ENOPROC, "local: no process %d",
 		    (int)o->pid);
+		goto out;
+	}
+	/* What the checkpoint would refuse is refused before connecting. */
+	if (o->pid > 0 && (r = gck_criu_can_dump(ctx, o->pid)) != GCK_OK) {
+		snprintf(msg, sizeof msg, "%s", ctx->msg);
+		r = gck_set_error(ctx, r, "local: %s", msg);
+		refused = 1;
 		goto out;
 	}
 	if ((r = make_id(ctx, s.id)) != GCK_OK ||
@@ -943,7 +951,8 @@ gck_send(struct gck_ctx *ctx, const struct gck_send_opts *o,
 	}
 	r = GCK_OK;
 out:
-	if (r != GCK_OK && o->pid > 0 && !touched && r != GCK_ENOPROC) {
+	if (r != GCK_OK && o->pid > 0 && !touched && !refused &&
+	    r != GCK_ENOPROC) {
 		/* Nothing was done to it. */
 		snprintf(msg, sizeof msg, "%s", ctx->msg);
 		gck_set_error(ctx, r, "%s; process tree %d left running", msg,
