@@ -282,6 +282,32 @@ ns_pid() {
 	    done
 }
 
+# remote_kh KNOWN_HOSTS COMMAND: runs COMMAND as root@127.0.0.1 through
+# the sshd of start_sshd ($port), with OpenSSH's ssh, which checks the
+# host key against KNOWN_HOSTS, logging in with $TRASH/userkey.
+remote_kh() {
+	_kh=$1
+	shift
+	timeout 300 ssh -F /dev/null -i "$TRASH/userkey" -o IdentitiesOnly=yes \
+	    -o IdentityAgent=none -o UserKnownHostsFile="$_kh" \
+	    -o GlobalKnownHostsFile=/dev/null \
+	    -o StrictHostKeyChecking=yes -o BatchMode=yes -o LogLevel=ERROR \
+	    -o ConnectTimeout=10 -p "$port" root@127.0.0.1 "$@"
+}
+
+# remote COMMAND: the same, with $TRASH/known_hosts.
+remote() {
+	remote_kh "$TRASH/known_hosts" "$@"
+}
+
+# elsewhere SCRIPT: runs the shell commands of SCRIPT in a PID namespace
+# of their own, as on another host: there the image's process IDs are
+# free while its source still exists here.  Everything in it dies when
+# SCRIPT ends.
+elsewhere() {
+	unshare --pid --fork --mount-proc "$GCK_TESTDIR/reaper" sh -c "$1"
+}
+
 require_python() {
 	command -v python3 >/dev/null || test_skip_all "python3 not found"
 }

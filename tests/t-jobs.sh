@@ -315,14 +315,6 @@ test_expect_success 'sshd on loopback' '
 	echo "[127.0.0.1]:$port $(cat hostkey.pub)" >known_hosts
 '
 
-remote() {
-	timeout 60 ssh -F /dev/null -i "$TRASH/userkey" -o IdentitiesOnly=yes \
-	    -o IdentityAgent=none -o UserKnownHostsFile="$TRASH/known_hosts" \
-	    -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes \
-	    -o BatchMode=yes -o LogLevel=ERROR -o ConnectTimeout=10 \
-	    -p "$port" root@127.0.0.1 "$@"
-}
-
 # resume_as_told ERR: runs the 'kill -CONT ...' that gpuckpt's note in
 # ERR gives.
 resume_as_told() {
@@ -354,12 +346,6 @@ test_expect_success 'gpuckpt -p PID | ssh host gpurestoreX (a typo): not lost' '
 	test_grep "${GCKRESTORE}X: " err &&
 	not_lost "$(cat ck.st)" ck.err
 '
-
-# elsewhere SCRIPT: the shell commands of SCRIPT in a PID namespace of
-# their own, as on another host.
-elsewhere() {
-	unshare --pid --fork --mount-proc "$GCK_TESTDIR/reaper" sh -c "$1"
-}
 
 test_expect_success 'a far-end criu failure after the whole image was read: not lost' '
 	cat >failcriu <<-EOF &&
@@ -402,6 +388,18 @@ test_expect_success 'the same, on this host: the image is kept, and restores' '
 	test -z "$(ls -A "$TMPDIR")"
 '
 
+test_expect_success 'the pipe cut in its last bytes: the source waits, stopped' '
+	{ "$GCKPT" -p $WPID 2>ck.err; echo $? >ck.st; } | head -c -1000 |
+	    "$GCKRESTORE" >rs.out 2>rs.err
+	test $? = 1 &&
+	test_must_be_empty rs.out &&
+	test_line_count rs.err 1 &&
+	test_grep "^gpurestore: image truncated .*; nothing restored: its source, process tree $WPID, is left stopped on this host\$" rs.err &&
+	test "$(cat ck.st)" = 0 &&
+	not_lost 0 ck.err &&
+	test -z "$(ls -A "$TMPDIR")"
+'
+
 test_expect_success 'a gpurestore on this host failing before the image: not lost' '
 	{ "$GCKPT" -p $WPID 2>ck.err; echo $? >ck.st; } |
 	    TMPDIR=/nonexistent "$GCKRESTORE" >rs.out 2>rs.err
@@ -413,10 +411,18 @@ test_expect_success 'a gpurestore on this host failing before the image: not los
 
 # gpusend and gpurecv on one host.
 
+# gsend REMOTE_PATH ARGS: gpusend to the sshd here, gpurecv run there as
+# REMOTE_PATH says, with our key and known_hosts.
+gsend() {
+	_rp=$1
+	shift
+	"$GCKSEND" -P "$port" -i "$TRASH/userkey" -o IdentityAgent=none \
+	    -o UserKnownHostsFile="$TRASH/known_hosts" \
+	    --remote-path "TMPDIR=$TMPDIR $_rp" "$@"
+}
+
 test_expect_success 'gpurecv refuses to be a PID namespace init; the source runs on' '
-	test_status 1 "$GCKSEND" -P "$port" -i "$TRASH/userkey" \
-	    -o IdentityAgent=none -o UserKnownHostsFile="$TRASH/known_hosts" \
-	    --remote-path "TMPDIR=$TMPDIR unshare -fp --mount-proc $GCKRECV" \
+	test_status 1 gsend "unshare -fp --mount-proc $GCKRECV" \
 	    -p $WPID root@127.0.0.1 >out 2>err &&
 	test_must_be_empty out &&
 	test_line_count err 1 &&
@@ -426,10 +432,7 @@ test_expect_success 'gpurecv refuses to be a PID namespace init; the source runs
 '
 
 test_expect_success 'gpusend to this host says how to move a tree on one host' '
-	test_status 1 "$GCKSEND" -P "$port" -i "$TRASH/userkey" \
-	    -o IdentityAgent=none -o UserKnownHostsFile="$TRASH/known_hosts" \
-	    --remote-path "TMPDIR=$TMPDIR $GCKRECV" \
-	    -p $WPID root@127.0.0.1 >out 2>err &&
+	test_status 1 gsend "$GCKRECV" -p $WPID root@127.0.0.1 >out 2>err &&
 	test_must_be_empty out &&
 	test_line_count err 1 &&
 	test_grep "^gpusend: .*the image.s source, process tree $WPID, is on this host: gpusend moves a tree to another host (on one host: gpuckpt -p $WPID | gpurestore).*; process tree $WPID left running\$" err &&

@@ -33,22 +33,6 @@ start() {
 	started="$started $WPID"
 }
 
-# remote_kh KNOWN_HOSTS COMMAND: runs COMMAND as root@127.0.0.1 with
-# OpenSSH's ssh, which checks the host key against KNOWN_HOSTS.
-remote_kh() {
-	_kh=$1
-	shift
-	timeout 60 ssh -F /dev/null -i "$TRASH/userkey" -o IdentitiesOnly=yes \
-	    -o IdentityAgent=none -o UserKnownHostsFile="$_kh" \
-	    -o GlobalKnownHostsFile=/dev/null \
-	    -o StrictHostKeyChecking=yes -o BatchMode=yes -o LogLevel=ERROR \
-	    -o ConnectTimeout=10 -p "$port" root@127.0.0.1 "$@"
-}
-
-remote() {
-	remote_kh "$TRASH/known_hosts" "$@"
-}
-
 # gsend_base ARGS: gpusend to this sshd, with our known_hosts and
 # gpurecv, and a home of its own (no keys but those we give).  A later
 # option of the same name wins.

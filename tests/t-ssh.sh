@@ -13,15 +13,6 @@ test_cleanup() {
 	:
 }
 
-# remote COMMAND: runs COMMAND as root@127.0.0.1 through that sshd.
-remote() {
-	timeout 300 ssh -F /dev/null -i "$TRASH/userkey" -o IdentitiesOnly=yes \
-	    -o UserKnownHostsFile="$TRASH/known_hosts" \
-	    -o GlobalKnownHostsFile=/dev/null \
-	    -o StrictHostKeyChecking=yes -o BatchMode=yes -o LogLevel=ERROR \
-	    -o ConnectTimeout=10 -p "$port" root@127.0.0.1 "$@"
-}
-
 test_expect_success 'start sshd on 127.0.0.1' '
 	ssh-keygen -q -t ed25519 -N "" -C gck-host -f hostkey &&
 	ssh-keygen -q -t ed25519 -N "" -C gck-user -f userkey &&

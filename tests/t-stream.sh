@@ -15,14 +15,6 @@ start() {
 	started="$started $WPID"
 }
 
-# elsewhere SCRIPT: runs the shell commands of SCRIPT in a PID namespace
-# of their own, as on another host: there the image's process IDs are
-# free while its source still exists here.  Everything in it dies when
-# SCRIPT ends.
-elsewhere() {
-	unshare --pid --fork --mount-proc "$GCK_TESTDIR/reaper" sh -c "$1"
-}
-
 # A script for elsewhere: restores standard input with gpurestore
 # (its options $1), and has the restored workload check itself.
 restore_there() {
