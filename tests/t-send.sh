@@ -180,6 +180,28 @@ test_expect_success 'gpusend -p PID host moves the tree there' '
 	kill_tree $VHOST
 '
 
+test_expect_success 'gpusend -p of a session on a terminal says so, and moves it' '
+	(setsid script -qfc "\"$WORKLOAD\" -m 8 -f term.status" /dev/null \
+	    </dev/null >/dev/null 2>&1 &) &&
+	wait_for_line term.status "^ready " 60 &&
+	WSTATUS=$TRASH/term.status &&
+	WPID=$(sed -n "s/^ready pid=\([0-9]*\).*/\1/p" term.status) &&
+	WCHILD=$(sed -n "s/^ready .*child=\([0-9]*\).*/\1/p" term.status) &&
+	emu=$(proc_field $WPID 4) &&
+	started="$started $WPID $emu" &&
+	gsend -p $WPID root@127.0.0.1 >out 2>err &&
+	test_line_count err 1 &&
+	test_grep "^gpusend: process $WPID wrote to terminal /dev/pts/[0-9]* on fd 1, which a restore cannot give back: restored, it writes to /dev/null there\$" err &&
+	echo $WPID >expect &&
+	test_cmp expect out &&
+	# script(1) stops itself as its child is stopped: it reaps on SIGCONT
+	kill -CONT $emu &&
+	wait_gone $WPID &&
+	verify_there $WPID &&
+	test "$(readlink /proc/$VHOST/fd/1)" = /dev/null &&
+	kill_tree $VHOST
+'
+
 test_expect_success 'gpusend --parallel 3 moves it over three connections' '
 	start par -m 32 &&
 	verify_workload $WPID &&

@@ -192,11 +192,7 @@ main(int argc, char *argv[])
 	if (r != GCK_OK)
 		warnx("%s", gck_error_string(ctx));
 	else {
-		if (res.tty_pid > 0)
-			warnx("process %d wrote to terminal %s on fd %d, which "
-			    "a restore cannot give back: restored, it writes "
-			    "to /dev/null there", (int)res.tty_pid, res.tty,
-			    res.tty_fd);
+		tool_tty_note(res.tty_pid, res.tty, res.tty_fd);
 		if (res.after == GCK_AFTER_HANDOVER)
 			handover_note(o.pid, &res);
 	}

@@ -339,6 +339,9 @@ struct gck_send_result {
 	uint64_t	 bytes;		/* of the image, in all */
 	uint64_t	 skipped;	/* of them, held there already */
 	int		 in_doubt;
+	pid_t		 tty_pid;	/* as gck_ckpt_result's, for -p */
+	int		 tty_fd;
+	char		 tty[64];
 };
 int		 gck_send(struct gck_ctx *, const struct gck_send_opts *,
 		    struct gck_send_result *);

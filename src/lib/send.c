@@ -818,6 +818,7 @@ gck_send(struct gck_ctx *ctx, const struct gck_send_opts *o,
 	struct send		 s;
 	struct sender		 sd[GCK_STREAMS_MAX];
 	struct gck_ckpt_opts	 co;
+	struct gck_ckpt_result	 cres;
 	json_t			*hello = NULL, *so = NULL;
 	char			 msg[GCK_ERRMAX];
 	const char		*tail;
@@ -827,6 +828,8 @@ gck_send(struct gck_ctx *ctx, const struct gck_send_opts *o,
 
 	memset(res, 0, sizeof *res);
 	res->pid = -1;
+	res->tty_pid = -1;
+	memset(&cres, 0, sizeof cres);
 	memset(&s, 0, sizeof s);
 	s.ctx = ctx;
 	s.o = o;
@@ -912,7 +915,11 @@ gck_send(struct gck_ctx *ctx, const struct gck_send_opts *o,
 	co.lock_ms = o->lock_ms;
 	co.criu_opts = o->criu_opts;
 	touched = 1;
-	r = gck_checkpoint_ex(ctx, &co, commit_hook, &s, NULL);
+	r = gck_checkpoint_ex(ctx, &co, commit_hook, &s, &cres);
+	res->tty_pid = cres.tty_pid;
+	res->tty_fd = cres.tty_fd;
+	memcpy(res->tty, cres.tty, sizeof res->tty);
+	gck_ckpt_result_free(&cres);
 	if (s.wfd != -1) {
 		close(s.wfd);
 		s.wfd = -1;

@@ -311,6 +311,7 @@ main(int argc, char *argv[])
 	switch (r) {
 	case GCK_OK:
 		status = 0;
+		tool_tty_note(res.tty_pid, res.tty, res.tty_fd);
 		if (o.path == NULL)
 			printf("%d\n", (int)res.pid);
 		else if (verbose)

@@ -140,3 +140,16 @@ tool_version(void)
 	printf("%s (gpuckpt) %s\n", getprogname(), gck_version());
 	exit(0);
 }
+
+/*
+ * Says that process pid wrote to terminal tty on fd, which a restore
+ * cannot give back: restored, it writes to /dev/null there.
+ */
+void
+tool_tty_note(pid_t pid, const char *tty, int fd)
+{
+	if (pid > 0)
+		warnx("process %d wrote to terminal %s on fd %d, which a "
+		    "restore cannot give back: restored, it writes to "
+		    "/dev/null there", (int)pid, tty, fd);
+}

@@ -36,5 +36,10 @@ long		 tool_seconds(const char *, const char *, long);
 int		 tool_open_image(const char *, int);
 /* Prints "PROG (gpuckpt) VERSION" and exits 0. */
 _Noreturn void	 tool_version(void);
+/*
+ * Says, if pid > 0, that process pid wrote to terminal tty on fd, which
+ * becomes /dev/null on restore.
+ */
+void		 tool_tty_note(pid_t, const char *, int);
 
 #endif /* GCK_TOOL_H */
