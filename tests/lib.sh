@@ -165,11 +165,18 @@ limit_memory() {
 
 # fake_criu HOW: writes ./fakecriu, which runs the real criu ($CRIU, see
 # require_criu) and, for a dump, misbehaves as HOW says: fail-before,
-# fail-after (criu dumped and left the tree stopped) or slow.
+# fail-after (criu dumped and left the tree stopped) or slow; or, with
+# fail-restore, fails every restore.
 fake_criu() {
 	cat >fakecriu <<-EOF
 	#!/bin/sh
 	case " \$* " in
+	*" restore "*)
+		case $1 in
+		fail-restore)
+			echo "Error (criu/cr-restore.c:1): injected failure" >&2
+			exit 1 ;;
+		esac ;;
 	*" dump "*)
 		case $1 in
 		fail-before)

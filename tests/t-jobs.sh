@@ -193,12 +193,18 @@ test_expect_success '(a | b) & moves whole' '
 	test "$(wc -l <desc)" -ge 3
 '
 
-test_expect_success 'a terminal emulator (a pty master) is refused, and runs on' '
-	(setsid script -qfc "\"$WORKLOAD\" -m 8 -f emu.status" /dev/null \
+# under_script NAME: a workload (status file NAME.status) in a session
+# of its own on the terminal of a script(1), whose PID is $emu.
+under_script() {
+	(setsid script -qfc "\"$WORKLOAD\" -m 8 -f $1.status" /dev/null \
 	    </dev/null >/dev/null 2>&1 &) &&
-	job_ready emu &&
+	job_ready $1 &&
 	emu=$(proc_field $WPID 4) &&
-	started="$started $emu" &&
+	started="$started $emu"
+}
+
+test_expect_success 'a terminal emulator (a pty master) is refused, and runs on' '
+	under_script emu &&
 	test_status 1 "$GCKPT" -p $emu >emu.gck 2>err &&
 	test_line_count err 1 &&
 	test_grep "^gpuckpt: cannot checkpoint pid $emu: process $emu (.script.) holds the master side of a terminal (/dev/ptmx on fd [0-9]*), which a restore could not give back; process tree $emu left running\$" err &&
@@ -207,11 +213,7 @@ test_expect_success 'a terminal emulator (a pty master) is refused, and runs on'
 '
 
 test_expect_success 'a session on a terminal of its own moves, the terminal /dev/null' '
-	(setsid script -qfc "\"$WORKLOAD\" -m 8 -f sess.status" /dev/null \
-	    </dev/null >/dev/null 2>&1 &) &&
-	job_ready sess &&
-	emu=$(proc_field $WPID 4) &&
-	started="$started $emu" &&
+	under_script sess &&
 	test "$(proc_field $WPID 6)" = $WPID &&
 	test "$(proc_field $WPID 7)" != 0 &&
 	test_status 0 "$GCKPT" -p $WPID -o sess.gck >out 2>err &&
@@ -348,18 +350,9 @@ test_expect_success 'gpuckpt -p PID | ssh host gpurestoreX (a typo): not lost' '
 '
 
 test_expect_success 'a far-end criu failure after the whole image was read: not lost' '
-	cat >failcriu <<-EOF &&
-	#!/bin/sh
-	case " \$* " in
-	*" restore "*)
-		echo "Error (criu/cr-restore.c:1): injected failure" >&2
-		exit 1 ;;
-	esac
-	exec "$CRIU" "\$@"
-	EOF
-	chmod +x failcriu &&
+	fake_criu fail-restore &&
 	{ "$GCKPT" -p $WPID 2>ck.err; echo $? >ck.st; } |
-	    elsewhere "cat >far.gck; GCK_CRIU=$TRASH/failcriu \"$GCKRESTORE\" far.gck >rs.out 2>rs.err; echo \$? >rs.st" &&
+	    elsewhere "cat >far.gck; GCK_CRIU=$TRASH/fakecriu \"$GCKRESTORE\" far.gck >rs.out 2>rs.err; echo \$? >rs.st" &&
 	test "$(cat ck.st)" = 0 &&
 	test "$(cat rs.st)" = 1 &&
 	test_must_be_empty rs.out &&
@@ -370,7 +363,7 @@ test_expect_success 'a far-end criu failure after the whole image was read: not 
 
 test_expect_success 'the same, on this host: the image is kept, and restores' '
 	{ "$GCKPT" -p $WPID 2>ck.err; echo $? >ck.st; } |
-	    GCK_CRIU=$TRASH/failcriu "$GCKRESTORE" >rs.out 2>rs.err
+	    GCK_CRIU=$TRASH/fakecriu "$GCKRESTORE" >rs.out 2>rs.err
 	test $? = 1 &&
 	test "$(cat ck.st)" = 0 &&
 	test_must_be_empty ck.err &&

@@ -221,19 +221,10 @@ test_expect_success 'a tree of four with shared memory, restored elsewhere' '
 
 test_expect_success 'a restore failing elsewhere: the source runs on' '
 	start fail -m 64 &&
-	cat >failcriu <<-EOF &&
-	#!/bin/sh
-	case " \$* " in
-	*" restore "*)
-		echo "Error (criu/cr-restore.c:1): injected failure" >&2
-		exit 1 ;;
-	esac
-	exec "$CRIU" "\$@"
-	EOF
-	chmod +x failcriu &&
+	fake_criu fail-restore &&
 	restore_there "" >there.sh &&
 	{ "$GCKPT" -p $WPID 2>ck.err; echo $? >ck.st; } |
-	    GCK_CRIU=$TRASH/failcriu elsewhere "$(cat there.sh)" &&
+	    GCK_CRIU=$TRASH/fakecriu elsewhere "$(cat there.sh)" &&
 	test "$(cat rs.st)" = 1 &&
 	test_grep "injected failure" rs.err &&
 	test "$(cat ck.st)" = 1 &&
