@@ -8,8 +8,8 @@
 #   baseline-pipe   criu dump -D A -t PID; tar -C A -cf - . | zstd |
 #                   { mkdir B && zstd -d | tar -C B -xf - && criu restore -D B -d; }
 #   baseline-ssh    the same, the second half through ssh to 127.0.0.1
-#   gpuckpt-pipe    gpuckpt -p PID | gpurestore
-#   gpuckpt-ssh     gpuckpt -p PID | ssh root@127.0.0.1 gpurestore
+#   gpuckpt-pipe    gpuckpt -k -p PID | gpurestore
+#   gpuckpt-ssh     gpuckpt -k -p PID | ssh root@127.0.0.1 gpurestore
 #   gpusend         gpusend -p PID root@127.0.0.1, when gpusend has -p:
 #                   it migrates the live tree over ssh to gpurecv, which
 #                   restores it there
@@ -598,10 +598,13 @@ run_one()
 		st="${PIPESTATUS[*]}"
 		;;
 	ok.gpuckpt-pipe)
+		# -k: a move, the source killed once its image is written,
+		# as the baseline's criu dump does (after a pipe, gpuckpt
+		# would leave it stopped for the restore to end).
 		mkdir -p "$A" "$B"
 		elsewhere "$d"
 		TMPDIR=$A timeout "$LIMIT" "$TIME" -f %M -o "$d/rss.ckpt" \
-		    "$GPUCKPT" -p "$WPID" 2>"$d/err" |
+		    "$GPUCKPT" -k -p "$WPID" 2>"$d/err" |
 		    "$BCOUNT" "$d/wire" >"$d/in"
 		st="${PIPESTATUS[*]} $(elsewhere_done "$d" || echo 1)"
 		t1=$(cat "$d/t.restored" 2>/dev/null || now)
@@ -610,7 +613,7 @@ run_one()
 		mkdir -p "$A" "$B"
 		elsewhere "$d"
 		TMPDIR=$A timeout "$LIMIT" "$TIME" -f %M -o "$d/rss.ckpt" \
-		    "$GPUCKPT" -p "$WPID" 2>"$d/err" |
+		    "$GPUCKPT" -k -p "$WPID" 2>"$d/err" |
 		    "$BCOUNT" "$d/wire" |
 		    remote "cat >'$d/in'" 2>>"$d/err"
 		st="${PIPESTATUS[*]} $(elsewhere_done "$d" || echo 1)"
@@ -758,7 +761,7 @@ none_vs_dump()
 	if start_work "$kind" "$mib"; then
 		t0=$(now)
 		if TMPDIR=$d/tmp timeout "$LIMIT" "$GPUCKPT" --compress=none \
-		    -p "$WPID" >/dev/null 2>"$d/err"; then
+		    -k -p "$WPID" >/dev/null 2>"$d/err"; then
 			t1=$(now)
 			tn=$(elapsed "$t0" "$t1")
 		else
