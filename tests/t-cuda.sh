@@ -258,6 +258,22 @@ test_expect_success 'the steps run for all processes at once' '
 	verify_workload $WPID
 '
 
+test_expect_success 'gpuckpt -p PID | gpurestore on one host moves them' '
+	: >"$F/log" &&
+	"$GCKPT" -p $WPID 2>ck.err | "$GCKRESTORE" >out 2>err &&
+	test_must_be_empty ck.err &&
+	test_must_be_empty err &&
+	echo $WPID >expect &&
+	test_cmp expect out &&
+	logged checkpoint $WPIDS &&
+	logged restore $WPIDS &&
+	logged unlock $WPIDS &&
+	states RUNNING &&
+	verify_workload $WPID &&
+	grep "^verify ok" "$WSTATUS" | tail -n 1 | grep " devs=$WDEVS\$" &&
+	test -z "$(ls -A "$TMPDIR")"
+'
+
 test_expect_success 'a snapshot (-R) leaves them running on their GPUs' '
 	: >"$F/log" &&
 	"$GCKPT" -R -p $WPID -o snap.gck &&
