@@ -468,6 +468,21 @@ test_expect_success 'a failed checkpoint leaves a stopped tree stopped' '
 	verify_workload $WPID
 '
 
+test_expect_success 'a PID taken by a stopped process: gpurestore says end it' '
+	elsewhere "echo $((WPID - 1)) >/proc/sys/kernel/ns_last_pid
+		sleep 1000 &
+		s=\$!
+		kill -STOP \$s
+		\"$GCKRESTORE\" snap.gck >taken.out 2>taken.err
+		echo \$? >taken.st
+		echo \$s >taken.pid" &&
+	test "$(cat taken.pid)" = $WPID &&
+	test "$(cat taken.st)" = 1 &&
+	test_must_be_empty taken.out &&
+	test_line_count taken.err 1 &&
+	test_grep "^gpurestore: pid $WPID is in use on this host (by .[a-z]*., stopped); the image.s process .workload. needs it: end that process or restore on another host\$" taken.err
+'
+
 test_expect_success 'nothing left in TMPDIR' '
 	test -z "$(ls -A "$TMPDIR")"
 '
