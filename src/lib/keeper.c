@@ -137,7 +137,6 @@ keeper_main(char *argv[])
 	}
 	/* The guard waits for criu, not for us. */
 	close(KEEPER_KEEP);
-	rep.criu = criu;
 	while (waitpid(criu, &rep.status, 0) == -1 && errno == EINTR)
 		;
 	put(KEEPER_STATUS, &rep, sizeof rep);

@@ -86,7 +86,6 @@ struct gck_ptree {
 int	gck_ptree_scan(struct gck_ctx *, pid_t, struct gck_ptree **);
 void	gck_ptree_free(struct gck_ptree *);
 void	gck_pids_signal(const pid_t *, size_t, int);
-int	gck_pids_wait_dead(const pid_t *, size_t, int);
 char	gck_pid_state(pid_t);
 int	gck_pid_dying(pid_t);
 uint64_t gck_pid_start(pid_t);
@@ -114,7 +113,6 @@ struct gck_guard;
 struct gck_keeper_report {
 	int	err;		/* the keeper could not run criu: errno */
 	int	status;		/* criu's wait status */
-	pid_t	criu;
 };
 int	gck_keeper_hook(char *[]);
 int	gck_keeper_start(struct gck_ctx *, char *const [], int, int,

@@ -453,33 +453,6 @@ gck_pid_comm(pid_t pid, char *buf, size_t len)
 }
 
 /*
- * Waits up to ms milliseconds for every pid to be gone or a zombie.
- * Returns 0 when they are, -1 on timeout.
- */
-int
-gck_pids_wait_dead(const pid_t *pids, size_t n, int ms)
-{
-	size_t	i;
-	char	st;
-	int	waited = 0, alive;
-
-	for (;;) {
-		alive = 0;
-		for (i = 0; i < n; i++) {
-			st = gck_pid_state(pids[i]);
-			if (st != 0 && st != 'Z' && st != 'X')
-				alive = 1;
-		}
-		if (!alive)
-			return 0;
-		if (waited >= ms)
-			return -1;
-		gck_msleep(10);
-		waited += 10;
-	}
-}
-
-/*
  * Whether a process under pid (its descendants, not pid itself) is
  * stopped by a signal.
  */
