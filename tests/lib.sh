@@ -364,6 +364,19 @@ wait_gone() {
 	proc_gone "$1"
 }
 
+# script_reap EMU PID: script(1), EMU, stops itself each time its child
+# stops, and reaps that child only once continued; as a stop can be told
+# it again after its continuation, continue it until PID is gone (10 s).
+script_reap() {
+	_i=0
+	while test -d "/proc/$2" && test $_i -lt 100; do
+		kill -CONT "$1" 2>/dev/null
+		_i=$((_i + 1))
+		sleep 0.1
+	done
+	proc_gone "$2"
+}
+
 # wait_child PID [SECONDS]: waits for the background job PID, killing it
 # if it has not exited within SECONDS (default 30); returns its status.
 wait_child() {

@@ -221,8 +221,7 @@ test_expect_success 'a session on a terminal of its own moves, the terminal /dev
 	test_line_count err 1 &&
 	test_grep "^gpuckpt: process $WPID wrote to terminal /dev/pts/[0-9]* on fd 1" err &&
 	# script(1) stops itself as its child is stopped: it reaps on SIGCONT
-	kill -CONT $emu &&
-	wait_gone $WPID &&
+	script_reap $emu $WPID &&
 	test_status 0 "$GCKRESTORE" sess.gck >out 2>err &&
 	test_must_be_empty err &&
 	echo $WPID >expect &&

@@ -195,8 +195,7 @@ test_expect_success 'gpusend -p of a session on a terminal says so, and moves it
 	echo $WPID >expect &&
 	test_cmp expect out &&
 	# script(1) stops itself as its child is stopped: it reaps on SIGCONT
-	kill -CONT $emu &&
-	wait_gone $WPID &&
+	script_reap $emu $WPID &&
 	verify_there $WPID &&
 	test "$(readlink /proc/$VHOST/fd/1)" = /dev/null &&
 	kill_tree $VHOST
