@@ -36,7 +36,7 @@ mkdir -p "$FUZZ_BUILD/obj" || exit 1
 
 # The library: what changed since the last build (this script's flags
 # included), on every core.
-headers=$(ls "$FUZZ_SRCDIR"/src/lib/*.h "$FUZZ_BUILDDIR"/src/lib/*.h \
+headers=$(ls "$FUZZ_SRCDIR"/src/lib/*.h "$FUZZ_SRCDIR"/src/lib/*/*.h "$FUZZ_BUILDDIR"/src/lib/*/*.h \
     "$FUZZ_BUILDDIR"/config.h "$0" 2>/dev/null)
 objs=
 todo=

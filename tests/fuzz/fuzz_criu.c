@@ -15,6 +15,9 @@
 #include "config.h"
 
 #include "private.h"
+#include "criu/pagemap.h"
+#include "criu/streamer.h"
+#include "image/image.h"
 #include "fuzz.h"
 
 #define READ_MAX	(256u << 10)

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "private.h"
+#include "transport/frame.h"
 #include "fuzz.h"
 
 int

@@ -7,6 +7,9 @@
 #include "config.h"
 
 #include "private.h"
+#include "gpu/cuda.h"
+#include "gpu/gpumap.h"
+#include "image/manifest.h"
 #include "fuzz.h"
 
 static const char *const names[] = { "pages-1.img", "mm-1.img",

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 
 #include "private.h"
+#include "image/image.h"
 #include "fuzz.h"
 
 static char *

@@ -16,6 +16,9 @@
 #include <cmocka.h>
 
 #include "private.h"
+#include "gpu/cuda.h"
+#include "gpu/gpumap.h"
+#include "image/manifest.h"
 
 #define MIB		(1024LL * 1024)
 #define NELEM(a)	(sizeof(a) / sizeof((a)[0]))

@@ -31,7 +31,8 @@
 #include <jansson.h>
 
 #include "private.h"
-#include "criu-images.pb-c.h"
+#include "image/image.h"
+#include "criu/criu-images.pb-c.h"
 
 #define PG		4096
 #define PART		8192		/* pages files span several parts */

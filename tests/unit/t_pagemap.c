@@ -19,7 +19,9 @@
 #include <cmocka.h>
 
 #include "private.h"
-#include "criu-images.pb-c.h"
+#include "criu/pagemap.h"
+#include "criu/streamer.h"
+#include "criu/criu-images.pb-c.h"
 
 #define PG		4096
 #define COMMON_MAGIC	0x54564319u

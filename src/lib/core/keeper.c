@@ -1,0 +1,360 @@
+/*
+ * keeper.c: the process under which criu restores a tree.
+ *
+ * criu restore -d hands the tree it restored to its own parent's
+ * reaper when it exits.  A tree that was a shell's job (its root leads
+ * its process group but not its session: `cmd &`, `nohup cmd &`) is
+ * restored into criu's session, in a process group of its own; had
+ * criu run straight under gpurestore, in another session, that process
+ * group would be orphaned the moment criu exits while its processes
+ * are still stopped, and the kernel would send it SIGHUP and SIGCONT:
+ * the job dies, or runs before its image has been checked.
+ *
+ * So criu runs under a keeper: a process that leads a session of its
+ * own, is a child subreaper, runs criu in its own process group and
+ * adopts the tree when criu exits.  The tree's process group keeps a
+ * parent in its session, in another group, and is not orphaned until
+ * the keeper goes: after the tree has been let run, or killed.
+ *
+ * The keeper is this program again (fexecve(2) of /proc/self/exe, with
+ * GCK_KEEPER in its environment), so that it holds none of the
+ * restoring tool's memory; gck_criu_hook() runs it.  It reports criu's
+ * wait status on one pipe and waits on another for the word to go.
+ */
+#include "config.h"
+
+#include <sys/prctl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "private.h"
+#include "core/keeper.h"
+#include "core/proc.h"
+#include "core/util.h"
+
+#define KEEPER_ENV	"GCK_KEEPER"
+#define KEEPER_STATUS	3	/* the keeper's descriptors */
+#define KEEPER_RELEASE	4
+#define KEEPER_KEEP	5	/* criu's: the guard's pipe */
+#define KEEPER_FIRSTFREE 6
+
+struct gck_keeper {
+	pid_t	pid;
+	int	statusfd;	/* its report; -1 once read */
+	int	releasefd;	/* closed, or a byte: go */
+	int	reported;
+	struct gck_keeper_report rep;
+};
+
+static _Noreturn void	keeper_main(char *[]);
+static void		keeper_release_wait(void);
+
+/* Writes all of buf; the reader may be gone. */
+static void
+put(int fd, const void *buf, size_t len)
+{
+	const char	*p = buf;
+	ssize_t		 n;
+
+	while (len > 0) {
+		n = write(fd, p, len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+/*
+ * Until gpurestore says go.  Should it die instead, its guard settles
+ * the tree (kills it, or lets it run); the keeper goes once nothing of
+ * the tree is stopped under it.
+ */
+static void
+keeper_release_wait(void)
+{
+	char	c;
+	ssize_t	n;
+
+	do
+		n = read(KEEPER_RELEASE, &c, 1);
+	while (n == -1 && errno == EINTR);
+	if (n == 1)
+		return;
+	for (;;) {
+		while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
+			;
+		if (!gck_children_stopped(getpid()))
+			return;
+		gck_msleep(50);
+	}
+}
+
+static _Noreturn void
+keeper_main(char *argv[])
+{
+	struct gck_keeper_report	 rep;
+	sigset_t			 set;
+	pid_t				 criu = -1;
+	int				 i, fd;
+
+	memset(&rep, 0, sizeof rep);
+	(void)prctl(PR_SET_NAME, "gpuckpt-keeper");
+	(void)close_range(KEEPER_FIRSTFREE, ~0u, 0);
+	for (i = 1; i < NSIG; i++)
+		if (i != SIGCHLD)
+			signal(i, i == SIGPIPE ? SIG_IGN : SIG_DFL);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	if (setsid() == -1 || prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
+		rep.err = errno;
+	if (rep.err == 0 && (criu = fork()) == -1)
+		rep.err = errno;
+	if (rep.err != 0) {
+		put(KEEPER_STATUS, &rep, sizeof rep);
+		_exit(1);
+	}
+	if (criu == 0) {
+		close(KEEPER_STATUS);
+		close(KEEPER_RELEASE);
+		for (i = 1; i < NSIG; i++)
+			signal(i, SIG_DFL);
+		sigemptyset(&set);
+		sigprocmask(SIG_SETMASK, &set, NULL);
+		execv(argv[0], argv);
+		dprintf(2, "Error (gpuckpt): cannot run %s: %s\n", argv[0],
+		    strerror(errno));
+		_exit(127);
+	}
+	/* The guard waits for criu, not for us. */
+	close(KEEPER_KEEP);
+	while (waitpid(criu, &rep.status, 0) == -1 && errno == EINTR)
+		;
+	put(KEEPER_STATUS, &rep, sizeof rep);
+	close(KEEPER_STATUS);
+	/* criu's log pipe: let its reader see the end. */
+	if ((fd = open("/dev/null", O_RDWR)) != -1) {
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (fd > 2)
+			close(fd);
+	}
+	keeper_release_wait();
+	while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
+		;
+	_exit(0);
+}
+
+/*
+ * The keeper's entry, from gck_criu_hook(): returns -1 when this
+ * process is no keeper, and does not return when it is.
+ */
+int
+gck_keeper_hook(char *argv[])
+{
+	const char	*env = getenv(KEEPER_ENV);
+
+	if (env == NULL || strcmp(env, "1") != 0)
+		return -1;
+	unsetenv(KEEPER_ENV);
+	if (argv == NULL || argv[0] == NULL || argv[1] == NULL)
+		_exit(127);
+	keeper_main(argv + 1);
+}
+
+/*
+ * Starts a keeper that runs criu (argv) with its output on logfd and
+ * keepfd inherited.  Returns GCK_OK with *kp, or a code.
+ */
+int
+gck_keeper_start(struct gck_ctx *ctx, char *const argv[], int logfd,
+    int keepfd, struct gck_keeper **kp)
+{
+	extern char		**environ;
+	struct gck_keeper	 *k = NULL;
+	char			**envp = NULL, *kenv = NULL, **kargv = NULL;
+	size_t			  n, i;
+	int			  exe = -1, nul = -1, sp[2] = { -1, -1 };
+	int			  rp[2] = { -1, -1 }, fds[4], r, oerrno;
+	pid_t			  pid;
+
+	*kp = NULL;
+	for (n = 0; environ[n] != NULL; n++)
+		;
+	for (i = 0; argv[i] != NULL; i++)
+		;
+	if ((k = calloc(1, sizeof *k)) == NULL ||
+	    (envp = calloc(n + 2, sizeof *envp)) == NULL ||
+	    (kargv = calloc(i + 2, sizeof *kargv)) == NULL ||
+	    asprintf(&kenv, "%s=1", KEEPER_ENV) == -1) {
+		kenv = NULL;
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		envp[i] = environ[i];
+	envp[n] = kenv;
+	kargv[0] = "gpuckpt-keeper";
+	for (i = 0; argv[i] != NULL; i++)
+		kargv[i + 1] = argv[i];
+	k->statusfd = k->releasefd = -1;
+	if ((exe = open("/proc/self/exe", O_RDONLY | O_CLOEXEC)) == -1 ||
+	    (nul = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1 ||
+	    pipe2(sp, O_CLOEXEC) == -1 || pipe2(rp, O_CLOEXEC) == -1) {
+		r = gck_set_syserr(ctx, errno, "cannot start criu: %s",
+		    strerror(errno));
+		goto out;
+	}
+	/* Out of the way of the numbers the keeper is given them at. */
+	fds[0] = fcntl(sp[1], F_DUPFD_CLOEXEC, KEEPER_FIRSTFREE + 64);
+	fds[1] = fcntl(rp[0], F_DUPFD_CLOEXEC, KEEPER_FIRSTFREE + 64);
+	fds[2] = keepfd != -1 ? fcntl(keepfd, F_DUPFD_CLOEXEC,
+	    KEEPER_FIRSTFREE + 64) : fcntl(nul, F_DUPFD_CLOEXEC,
+	    KEEPER_FIRSTFREE + 64);
+	fds[3] = fcntl(logfd, F_DUPFD_CLOEXEC, KEEPER_FIRSTFREE + 64);
+	if (fds[0] == -1 || fds[1] == -1 || fds[2] == -1 || fds[3] == -1) {
+		r = gck_set_syserr(ctx, errno, "cannot start criu: %s",
+		    strerror(errno));
+		for (i = 0; i < 4; i++)
+			if (fds[i] != -1)
+				close(fds[i]);
+		goto out;
+	}
+	if ((pid = fork()) == 0) {
+		/* Async-signal-safe calls only, up to the exec. */
+		dup2(nul, 0);
+		dup2(fds[3], 1);
+		dup2(fds[3], 2);
+		dup2(fds[0], KEEPER_STATUS);
+		dup2(fds[1], KEEPER_RELEASE);
+		dup2(fds[2], KEEPER_KEEP);
+		fexecve(exe, kargv, envp);
+		_exit(127);
+	}
+	oerrno = errno;
+	for (i = 0; i < 4; i++)
+		close(fds[i]);
+	if (pid == -1) {
+		r = gck_set_syserr(ctx, oerrno, "cannot start criu: %s",
+		    strerror(oerrno));
+		goto out;
+	}
+	close(sp[1]);
+	close(rp[0]);
+	sp[1] = rp[0] = -1;
+	k->pid = pid;
+	k->statusfd = sp[0];
+	k->releasefd = rp[1];
+	sp[0] = rp[1] = -1;
+	*kp = k;
+	k = NULL;
+	r = GCK_OK;
+out:
+	for (i = 0; i < 2; i++) {
+		if (sp[i] != -1)
+			close(sp[i]);
+		if (rp[i] != -1)
+			close(rp[i]);
+	}
+	if (exe != -1)
+		close(exe);
+	if (nul != -1)
+		close(nul);
+	free(kenv);
+	free(envp);
+	free(kargv);
+	free(k);
+	return r;
+}
+
+/* The keeper's PID (as we see it), -1 for none. */
+pid_t
+gck_keeper_pid(const struct gck_keeper *k)
+{
+	return k != NULL ? k->pid : -1;
+}
+
+/*
+ * Takes the keeper's report on criu, waiting for it when wait.  Returns
+ * 1 with *rep once it is in (rep->err: the keeper could not run criu;
+ * a keeper that died without a word reports err EPIPE), 0 when it is
+ * not in yet.
+ */
+int
+gck_keeper_report(struct gck_keeper *k, int wait,
+    struct gck_keeper_report *rep)
+{
+	struct pollfd	pfd;
+	size_t		got = 0;
+	ssize_t		n;
+	char		*p = (char *)&k->rep;
+
+	if (k->reported) {
+		*rep = k->rep;
+		return 1;
+	}
+	pfd.fd = k->statusfd;
+	pfd.events = POLLIN;
+	if (!wait && poll(&pfd, 1, 0) <= 0)
+		return 0;
+	while (got < sizeof k->rep) {
+		n = read(k->statusfd, p + got, sizeof k->rep - got);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	if (got < sizeof k->rep) {
+		memset(&k->rep, 0, sizeof k->rep);
+		k->rep.err = EPIPE;
+	}
+	close(k->statusfd);
+	k->statusfd = -1;
+	k->reported = 1;
+	*rep = k->rep;
+	return 1;
+}
+
+/* Lets the keeper go: it exits, leaving the tree to our reaper. */
+void
+gck_keeper_release(struct gck_keeper *k)
+{
+	char	c = 'R';
+
+	if (k == NULL || k->releasefd == -1)
+		return;
+	put(k->releasefd, &c, 1);
+	close(k->releasefd);
+	k->releasefd = -1;
+}
+
+/* Releases the keeper, reaps it and forgets it.  NULL is fine. */
+void
+gck_keeper_free(struct gck_keeper *k)
+{
+	struct gck_keeper_report	rep;
+
+	if (k == NULL)
+		return;
+	if (!k->reported && k->statusfd != -1)
+		(void)gck_keeper_report(k, 0, &rep);
+	if (k->statusfd != -1)
+		close(k->statusfd);
+	gck_keeper_release(k);
+	while (waitpid(k->pid, NULL, 0) == -1 && errno == EINTR)
+		;
+	free(k);
+}

@@ -1,0 +1,24 @@
+#ifndef GCK_CORE_KEEPER_H
+#define GCK_CORE_KEEPER_H
+
+struct gck_ctx;
+struct gck_guard;
+struct gck_keeper;
+
+/* keeper.c: the process criu restores under */
+struct gck_keeper;
+struct gck_guard;
+struct gck_keeper_report {
+	int	err;		/* the keeper could not run criu: errno */
+	int	status;		/* criu's wait status */
+};
+int	gck_keeper_hook(char *[]);
+int	gck_keeper_start(struct gck_ctx *, char *const [], int, int,
+	    struct gck_keeper **);
+pid_t	gck_keeper_pid(const struct gck_keeper *);
+int	gck_keeper_report(struct gck_keeper *, int,
+	    struct gck_keeper_report *);
+void	gck_keeper_release(struct gck_keeper *);
+void	gck_keeper_free(struct gck_keeper *);
+
+#endif /* GCK_CORE_KEEPER_H */

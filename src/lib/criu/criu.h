@@ -1,0 +1,34 @@
+#ifndef GCK_CRIU_CRIU_H
+#define GCK_CRIU_CRIU_H
+
+struct gck_ctx;
+struct gck_guard;
+struct gck_keeper;
+
+/* criu.c */
+int	gck_criu_version(struct gck_ctx *, char *, size_t);
+int	gck_criu_can_dump(struct gck_ctx *, pid_t);
+int	gck_criu_can_restore(struct gck_ctx *, const char *);
+/* criu as it runs: our child, or a keeper's, which reports on it */
+struct gck_criu_run {
+	pid_t			 pid;
+	struct gck_keeper	*keeper;
+};
+int	gck_criu_ended(struct gck_criu_run *, int *);
+/*
+ * What runs while criu does, streaming its images: whoever asked for the
+ * dump or the restore says what (criu.c knows nothing of the streamer).
+ */
+typedef int	(*gck_criu_during_fn)(void *, struct gck_criu_run *);
+struct gck_criu_stream {
+	gck_criu_during_fn	 during;
+	void			*arg;
+	const char		*hook;	/* told to criu's action script */
+};
+int	gck_criu_dump(struct gck_ctx *, pid_t, const char *, int,
+	    unsigned int, int, const struct gck_criu_stream *);
+int	gck_criu_restore(struct gck_ctx *, const char *, int, unsigned int,
+	    const struct gck_criu_stream *, struct gck_guard *,
+	    struct gck_keeper **, int *);
+
+#endif /* GCK_CRIU_CRIU_H */

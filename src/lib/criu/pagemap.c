@@ -1,0 +1,323 @@
+/*
+ * pagemap.c: a task's memory pages, read again from the task itself.
+ *
+ * CRIU's pages-N.img holds, back to back, the pages its pagemap-PID.img
+ * lists as present.  While the tree stays stopped after the dump, the
+ * same bytes can be read from the processes, in whatever order suits
+ * the stream; the capture's digests prove they are the same.
+ */
+#include "config.h"
+
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "private.h"
+#include "core/util.h"
+#include "criu/pagemap.h"
+#include "criu/streamer.h"
+#include "criu/criu-images.pb-c.h"
+
+#define PAGEMAP_MAGIC		0x56084025u
+#define CORE_MAGIC		0x55053847u
+#define PE_PARENT		(1u << 0)
+#define PE_LAZY			(1u << 1)
+#define PE_PRESENT		(1u << 2)
+
+struct run {
+	uint64_t	addr, len;
+};
+
+struct gck_pmread {
+	struct gck_ctx	*ctx;
+	pid_t		 pid;
+	char		 name[GCK_SNAME];
+	struct run	*runs;
+	size_t		 nruns, capruns, cur;
+	uint64_t	 off;		/* into runs[cur] */
+	int		 memfd;		/* /proc/PID/mem, when needed */
+	int		 err;		/* of a failed read: errno (-1: EOF) */
+	uint64_t	 erraddr;	/* and where */
+};
+
+/*
+ * Next record of a CRIU protobuf image of len bytes at data, from *posp:
+ * its bytes and length, or NULL at the end, with *bad set if the image
+ * ends inside a record.
+ */
+const uint8_t *
+gck_img_record(const char *data, size_t len, size_t *posp, uint32_t *lenp,
+    int *bad)
+{
+	uint32_t	rl;
+
+	*bad = 0;
+	if (*posp >= len)
+		return NULL;
+	if (len - *posp < sizeof rl) {
+		*bad = 1;
+		return NULL;
+	}
+	memcpy(&rl, data + *posp, sizeof rl);
+	if (rl > len - *posp - sizeof rl) {
+		*bad = 1;
+		return NULL;
+	}
+	*posp += sizeof rl + rl;
+	*lenp = rl;
+	return (const uint8_t *)data + *posp - rl;
+}
+
+static const uint8_t *
+next_record(const struct gck_sfile *f, size_t *posp, uint32_t *lenp, int *bad)
+{
+	return gck_img_record(f->data, f->len, posp, lenp, bad);
+}
+
+/*
+ * Opens the pages of pages, as listed by pagemap, for reading from the
+ * task (pages->pid).  Checks that the pagemap names that pages file and
+ * adds up to the bytes criu wrote there.
+ */
+int
+gck_pmread_open(struct gck_ctx *ctx, const struct gck_sfile *pagemap,
+    const struct gck_sfile *pages, struct gck_pmread **pp)
+{
+	struct gck_pmread	*p = NULL;
+	PagemapHead		*h;
+	PagemapEntry		*e;
+	const uint8_t		*rec;
+	uint32_t		 magic[2], len, flags;
+	uint64_t		 total = 0, psz = (uint64_t)sysconf(_SC_PAGESIZE);
+	size_t			 pos = sizeof magic;
+	unsigned		 id;
+	int			 bad, r;
+	char			 tail[8];
+
+	*pp = NULL;
+	if ((p = calloc(1, sizeof *p)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	p->ctx = ctx;
+	p->pid = pages->pid;
+	p->memfd = -1;
+	snprintf(p->name, sizeof p->name, "%s", pages->name);
+	if (pagemap->len < sizeof magic || (memcpy(magic, pagemap->data,
+	    sizeof magic), magic[0] != GCK_IMG_COMMON_MAGIC) ||
+	    magic[1] != PAGEMAP_MAGIC)
+		goto bad;
+	if ((rec = next_record(pagemap, &pos, &len, &bad)) == NULL ||
+	    (h = pagemap_head__unpack(NULL, len, rec)) == NULL)
+		goto bad;
+	id = h->pages_id;
+	pagemap_head__free_unpacked(h, NULL);
+	if (sscanf(pages->name, "pages-%u%7s", &flags, tail) != 2 ||
+	    flags != id) {
+		r = gck_set_error(ctx, GCK_ECRIU, "'%s' names pages-%u.img, "
+		    "not '%s'", pagemap->name, id, pages->name);
+		goto out;
+	}
+	while ((rec = next_record(pagemap, &pos, &len, &bad)) != NULL) {
+		if ((e = pagemap_entry__unpack(NULL, len, rec)) == NULL)
+			goto bad;
+		flags = e->has_flags ? e->flags : (e->has_in_parent &&
+		    e->in_parent ? PE_PARENT : PE_PRESENT);
+		if (!(flags & PE_PRESENT) && e->nr_pages > 0) {
+			pagemap_entry__free_unpacked(e, NULL);
+			r = gck_set_error(ctx, GCK_ECRIU, "'%s' has pages "
+			    "that are not in the image (flags %#x)",
+			    pagemap->name, flags);
+			goto out;
+		}
+		if (flags & PE_PRESENT && e->nr_pages > 0) {
+			if ((r = gck_grow(ctx, &p->runs, &p->capruns,
+			    p->nruns, sizeof *p->runs)) != GCK_OK) {
+				pagemap_entry__free_unpacked(e, NULL);
+				goto out;
+			}
+			p->runs[p->nruns].addr = e->vaddr;
+			p->runs[p->nruns++].len = (uint64_t)e->nr_pages * psz;
+			total += (uint64_t)e->nr_pages * psz;
+		}
+		pagemap_entry__free_unpacked(e, NULL);
+	}
+	if (bad)
+		goto bad;
+	if (total != pages->size) {
+		r = gck_set_error(ctx, GCK_ECRIU, "'%s' lists %" PRIu64 " bytes "
+		    "of pages, criu wrote %" PRIu64 " to '%s'", pagemap->name,
+		    total, pages->size, pages->name);
+		goto out;
+	}
+	*pp = p;
+	return GCK_OK;
+bad:
+	r = gck_set_error(ctx, GCK_ECRIU, "cannot parse criu's '%s'",
+	    pagemap->name);
+out:
+	gck_pmread_free(p);
+	return r;
+}
+
+void
+gck_pmread_free(struct gck_pmread *p)
+{
+	if (p == NULL)
+		return;
+	if (p->memfd != -1)
+		close(p->memfd);
+	free(p->runs);
+	free(p);
+}
+
+/*
+ * Reads the next len bytes of the pages (fewer at their end) from the
+ * stopped task.  Returns the bytes read, 0 at the end, or -1, and then
+ * gck_pmread_error() sets the error.  Touches no context: it may run in
+ * a thread of its own.
+ */
+ssize_t
+gck_pmread_read(struct gck_pmread *p, void *buf, size_t len)
+{
+	struct iovec	 local, remote;
+	char		 path[64];
+	size_t		 got = 0, want;
+	ssize_t		 n;
+
+	while (got < len && p->cur < p->nruns) {
+		want = len - got;
+		if (want > p->runs[p->cur].len - p->off)
+			want = (size_t)(p->runs[p->cur].len - p->off);
+		local.iov_base = (char *)buf + got;
+		local.iov_len = want;
+		remote.iov_base = (void *)(uintptr_t)(p->runs[p->cur].addr +
+		    p->off);
+		remote.iov_len = want;
+		n = process_vm_readv(p->pid, &local, 1, &remote, 1, 0);
+		if (n <= 0) {
+			/* Pages the task may not read: through its mem file. */
+			if (p->memfd == -1) {
+				snprintf(path, sizeof path, "/proc/%d/mem",
+				    (int)p->pid);
+				p->memfd = open(path, O_RDONLY | O_CLOEXEC);
+			}
+			n = p->memfd == -1 ? -1 : pread(p->memfd, local.iov_base,
+			    want, (off_t)(p->runs[p->cur].addr + p->off));
+			if (n <= 0) {
+				p->err = n == 0 ? -1 : errno;
+				p->erraddr = p->runs[p->cur].addr + p->off;
+				return -1;
+			}
+		}
+		got += (size_t)n;
+		p->off += (uint64_t)n;
+		if (p->off == p->runs[p->cur].len) {
+			p->cur++;
+			p->off = 0;
+		}
+	}
+	return (ssize_t)got;
+}
+
+/*
+ * Whether bytes [off, off + len) of the pages come from memory that
+ * overlaps [addr, addr + size).
+ */
+int
+gck_pmread_overlaps(const struct gck_pmread *p, uint64_t off, uint64_t len,
+    uint64_t addr, uint64_t size)
+{
+	uint64_t	pos = 0, a, b, lo, hi;
+	size_t		i;
+
+	for (i = 0; i < p->nruns && pos < off + len; i++) {
+		a = pos > off ? pos : off;
+		b = pos + p->runs[i].len < off + len ? pos + p->runs[i].len :
+		    off + len;
+		if (a < b) {
+			lo = p->runs[i].addr + (a - pos);
+			hi = p->runs[i].addr + (b - pos);
+			if (lo < addr + size && addr < hi)
+				return 1;
+		}
+		pos += p->runs[i].len;
+	}
+	return 0;
+}
+
+/*
+ * The rseq areas of process pid's threads, from their core images: the
+ * kernel rewrites their CPU numbers whenever a thread runs, as it does
+ * when criu takes its parasite out.  Returns GCK_OK with *areasp (free
+ * it) or a code.
+ */
+int
+gck_rseq_areas(struct gck_ctx *ctx, const struct gck_capture *cap, pid_t pid,
+    struct gck_area **areasp, size_t *np)
+{
+	const struct gck_sfile	*f;
+	struct gck_area		*a = NULL;
+	struct dirent		*d;
+	CoreEntry		*ce;
+	DIR			*dir;
+	char			 path[64], name[NAME_MAX + 16];
+	uint32_t		 magic[2], len;
+	size_t			 n = 0, na = 0;
+
+	*areasp = NULL;
+	*np = 0;
+	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	if ((dir = opendir(path)) == NULL)
+		return gck_set_syserr(ctx, errno, "cannot read '%s': %s", path,
+		    strerror(errno));
+	while ((d = readdir(dir)) != NULL) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(name, sizeof name, "core-%s.img", d->d_name);
+		if ((f = gck_capture_find(cap, name)) == NULL ||
+		    f->len < sizeof magic + sizeof len)
+			continue;
+		memcpy(magic, f->data, sizeof magic);
+		memcpy(&len, f->data + sizeof magic, sizeof len);
+		if (magic[0] != GCK_IMG_COMMON_MAGIC || magic[1] != CORE_MAGIC ||
+		    len > f->len - sizeof magic - sizeof len ||
+		    (ce = core_entry__unpack(NULL, len, (const uint8_t *)f->data +
+		    sizeof magic + sizeof len)) == NULL)
+			continue;
+		if (ce->thread_core != NULL && ce->thread_core->rseq_entry !=
+		    NULL && ce->thread_core->rseq_entry->rseq_abi_pointer != 0) {
+			if (gck_grow(ctx, &a, &na, n, sizeof *a) != GCK_OK) {
+				core_entry__free_unpacked(ce, NULL);
+				closedir(dir);
+				free(a);
+				return ctx->code;
+			}
+			a[n].addr = ce->thread_core->rseq_entry->rseq_abi_pointer;
+			a[n].size = ce->thread_core->rseq_entry->has_rseq_abi_size ?
+			    ce->thread_core->rseq_entry->rseq_abi_size : 32;
+			n++;
+		}
+		core_entry__free_unpacked(ce, NULL);
+	}
+	closedir(dir);
+	*areasp = a;
+	*np = n;
+	return GCK_OK;
+}
+
+/* Sets the error of the read that failed.  Returns its code. */
+int
+gck_pmread_error(const struct gck_pmread *p)
+{
+	return gck_set_syserr(p->ctx, p->err > 0 ? p->err : 0, "cannot read "
+	    "the memory of process %d at %#" PRIx64 ": %s", (int)p->pid,
+	    p->erraddr, p->err > 0 ? strerror(p->err) : "end of file");
+}

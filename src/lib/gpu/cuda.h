@@ -1,0 +1,112 @@
+#ifndef GCK_GPU_CUDA_H
+#define GCK_GPU_CUDA_H
+
+struct gck_ctx;
+struct gck_cuda;
+struct gck_proc;
+struct gck_ptree;
+
+/* cuda.c: the CUDA driver and NVML, loaded at run time */
+#define GCK_CUDA_CKPT_VERSION	12080	/* checkpoint API: r570, CUDA 12.8 */
+#define GCK_CUDA_REMAP_VERSION	13000	/* GPU remapping: r580, CUDA 13.0 */
+#define GCK_GPUS_MAX		64
+
+struct gck_cuda;
+
+struct gck_gpu {
+	int		 index;		/* driver ordinal on its host */
+	unsigned char	 uuid[16];
+	char		 uuidstr[48];	/* GPU-xxxxxxxx-... */
+	char		 name[128];
+	int		 cc_major, cc_minor;
+	uint64_t	 total;
+	int64_t		 free;		/* -1: unknown */
+	char		 pci[32];
+};
+
+/* CUprocessState, for the code that does not include cuda.h */
+#define GCK_CUDA_RUNNING	0
+#define GCK_CUDA_LOCKED		1
+#define GCK_CUDA_CHECKPOINTED	2
+
+enum gck_cstep {
+	GCK_CS_LOCK,
+	GCK_CS_CHECKPOINT,
+	GCK_CS_RESTORE,
+	GCK_CS_UNLOCK
+};
+
+/* A CUDA process and where the steps left it. */
+struct gck_cproc {
+	pid_t		 pid;
+	char		 comm[64];
+	int		 state;		/* CUprocessState last seen */
+	uint64_t	 gpus;		/* bit g: uses GPU g of the list */
+	int64_t		 mem[GCK_GPUS_MAX];	/* bytes on GPU g */
+	int		 gpu_memory_known;
+	unsigned char	 pairs[GCK_GPUS_MAX][2][16];	/* for restore */
+	unsigned int	 npairs;
+	enum gck_cstep	 step;		/* last step taken */
+	int		 cuerr;		/* its CUresult */
+	int		 failed;
+	int		 getstate;	/* the state could not be read */
+};
+
+int	gck_cuda_open(struct gck_ctx *, struct gck_cuda **);
+int	gck_cuda_init(struct gck_ctx *, struct gck_cuda *);
+void	gck_cuda_close(struct gck_cuda *);
+int	gck_cuda_version(const struct gck_cuda *);
+const char *gck_cuda_release(const struct gck_cuda *);
+int	gck_cuda_has_nvml(const struct gck_cuda *);
+void	gck_cuda_version_string(int, char *, size_t);
+const char *gck_cuda_errname(const struct gck_cuda *, int);
+const char *gck_cuda_state_name(int);
+int	gck_cuda_parse_uuid(const char *, unsigned char [16]);
+int	gck_cuda_probe(pid_t);
+int	gck_cuda_find(struct gck_ctx *, struct gck_cuda *,
+	    const struct gck_proc *, size_t, struct gck_cproc **, size_t *);
+int	gck_cuda_devices(struct gck_ctx *, struct gck_cuda *, int,
+	    struct gck_gpu **, size_t *);
+void	gck_cuda_usage(struct gck_cuda *, const struct gck_gpu *, size_t,
+	    struct gck_cproc *, size_t);
+int	gck_cuda_step(struct gck_ctx *, struct gck_cuda *, struct gck_cproc *,
+	    size_t, enum gck_cstep, unsigned int);
+size_t	gck_cuda_settle(struct gck_cuda *, struct gck_cproc *, size_t, char *,
+	    size_t);
+int	gck_cuda_prepare(struct gck_ctx *, const char *, pid_t,
+	    const struct gck_proc *, size_t, struct gck_cuda **);
+int	gck_cuda_all_running(struct gck_ctx *, const char *,
+	    const struct gck_cproc *, size_t);
+void	gck_cuda_bring_back(struct gck_ctx *, const struct gck_proc *, size_t);
+int	gck_cuda_candidates(struct gck_ctx *, const struct gck_ptree *,
+	    struct gck_proc **, size_t *);
+
+/* The GPU section of a manifest, as parsed. */
+struct gck_mcproc {
+	pid_t		 pid;
+	const char	*comm;
+	uint64_t	 gpus;		/* bit g: uses gpus[g] */
+	int64_t		 mem[GCK_GPUS_MAX];	/* -1: unknown */
+};
+
+struct gck_mcuda {
+	int		 driver_version;
+	struct gck_gpu	 gpus[GCK_GPUS_MAX];
+	size_t		 ngpus;
+	struct gck_mcproc *procs;
+	size_t		 nprocs;
+};
+
+/* What the manifest records of the GPUs at checkpoint time. */
+struct gck_cuda_facts {
+	int			 driver_version;
+	const char		*cuda_version;	/* "13.0" */
+	const char		*release;	/* NVML's, or NULL */
+	int			 nvml;
+	const struct gck_gpu	*gpus;
+	size_t			 ngpus;
+	const struct gck_cproc	*procs;
+	size_t			 nprocs;
+};
+
+#endif /* GCK_GPU_CUDA_H */

@@ -1,0 +1,1699 @@
+/*
+ * image.c: the image format, v1 (see gpuckpt-image(5)).
+ *
+ * A pax tar stream: gpuckpt.json first, the CRIU files (large ones split
+ * into parts), the gpuckpt.sums trailer last.  Every entry carries its
+ * XXH3-64 digest in a pax record, so a reader checks each part as it
+ * arrives; the trailer lists them all and so proves the stream complete
+ * and in order.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <search.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <jansson.h>
+#include <xxhash.h>
+
+#include "private.h"
+#include "core/util.h"
+#include "image/image.h"
+#include "image/manifest.h"
+#include "image/names.h"
+#include "image/zio.h"
+
+#define XATTR_DIGEST	"gpuckpt.xxh3"
+#define FILES_MAX	65536
+#define TAIL_SLACK	(1u << 16)
+#define GCK_HOLE_PAGE	4096
+#define USTAR_SIZE_MAX	077777777777LL	/* the most a ustar size holds */
+
+struct seen {
+	char		*name;
+	uint64_t	 size;
+	uint64_t	 digest;
+};
+
+struct gck_writer {
+	struct gck_ctx	*ctx;
+	struct archive	*a;
+	struct gck_zout	*z;
+	json_t		*entries;
+	uint64_t	 count, bytes, holes;
+	size_t		 part_size;
+	char		*buf;		/* gck_writer_add_file()'s, on first use */
+	time_t		 mtime;
+	int		 ioerr;
+	int		 finished, abandoned;
+	XXH3_state_t	*xs;
+};
+
+struct gck_reader {
+	struct gck_ctx		*ctx;
+	struct archive		*a;
+	struct gck_zin		*z;
+	char			*rbuf;		/* for libarchive */
+	char			*mtext;		/* manifest JSON */
+	size_t			 mlen;
+	struct gck_manifest	*m;
+	struct seen		*seen;
+	size_t			 nseen, capseen;
+	uint64_t		 bytes;
+	struct hsearch_data	 files;
+	int			 files_ok;
+	char			**fkeys;	/* keys of files */
+	size_t			 nfiles;
+	int			 ioerr;
+	uint64_t		 trailer_end;	/* tar offset, padded */
+	uint64_t		 entry_end;	/* tar offset after last entry */
+	uint64_t		 data_start;	/* tar offset of entry data */
+	XXH3_state_t		*xs;		/* digest of the entry */
+	char			 cur[GCK_NAME_MAX + 1];	/* current file */
+	char			 ename[GCK_NAME_MAX + 32];	/* its entry */
+	uint64_t		 esize, egot, edigest;
+	uint64_t		 ehdr;		/* tar offset of its header */
+	int			 nextpart;
+	int			 indata;	/* entry data to read */
+	int			 newfile;	/* at a file's first entry */
+	uint64_t		 fbytes;	/* its entries' sizes so far */
+	int			 done;		/* trailer checked */
+	int			 esparse;	/* the entry has holes */
+	uint64_t		 estored;	/* bytes it takes in the tar */
+	const char		*bp;		/* its current data block */
+	size_t			 bleft;
+	uint64_t		 boff;		/* offset of bp in the entry */
+	int			 beof;		/* no more blocks */
+	uint64_t		*reg;		/* a sparse entry's regions */
+	size_t			 nreg, capreg;
+};
+
+static int	w_archive_error(struct gck_writer *);
+static int	r_archive_error(struct gck_reader *, int);
+static int	r_next(struct gck_reader *, struct archive_entry **);
+static int	r_check_entry(struct gck_reader *, struct archive_entry *,
+		    uint64_t, uint64_t *);
+static int	r_data(struct gck_reader *, const char *, uint64_t,
+		    char *, uint64_t);
+static int	r_record(struct gck_reader *, const char *, uint64_t,
+		    uint64_t);
+static int	r_trailer(struct gck_reader *, const char *, size_t);
+static int	r_finish(struct gck_reader *);
+static void	r_where(const struct gck_reader *, char *, size_t);
+static int	r_layout(struct gck_reader *, struct archive_entry *);
+static int	r_sparse_map(struct gck_reader *, uint64_t, uint64_t);
+static int	r_padding(struct gck_reader *, uint64_t);
+static int	r_unverifiable(struct gck_reader *);
+static int	r_file_done(struct gck_reader *);
+static int	r_pax_records(struct gck_reader *, uint64_t, uint64_t);
+static int	r_not_image(struct gck_reader *);
+static int	head_could_be(const unsigned char *, size_t, int);
+static int	name_could_be(const char *, const unsigned char *, size_t,
+		    int);
+static const char *printable(const char *, char *, size_t);
+
+/* libarchive output callback: into the compression layer. */
+static la_ssize_t
+w_write_cb(struct archive *a, void *arg, const void *buf, size_t len)
+{
+	struct gck_writer	*w = arg;
+
+	if (w->abandoned)
+		return -1;
+	if (gck_zout_write(w->z, buf, len) != GCK_OK) {
+		w->ioerr = 1;
+		return -1;
+	}
+	return (la_ssize_t)len;
+}
+
+static int
+w_archive_error(struct gck_writer *w)
+{
+	if (w->ioerr)
+		return w->ctx->code;
+	return gck_set_error(w->ctx, GCK_EFORMAT, "cannot write image: %s",
+	    archive_error_string(w->a));
+}
+
+/*
+ * Starts an image on fd, zstd-compressed at level (0: not compressed),
+ * files split into parts of part_size bytes (0: the default).  Returns
+ * GCK_OK with *wp set, or a code.
+ */
+int
+gck_writer_new(struct gck_ctx *ctx, int fd, int level, size_t part_size,
+    struct gck_writer **wp)
+{
+	struct gck_writer	*w = NULL;
+	int			 r;
+
+	*wp = NULL;
+	if (part_size == 0)
+		part_size = GCK_PART_SIZE;
+	if (part_size > GCK_PART_MAX) {
+		r = gck_set_error(ctx, GCK_EINVAL, "part size %zu is larger "
+		    "than %u bytes", part_size, GCK_PART_MAX);
+		goto out;
+	}
+	if ((w = calloc(1, sizeof *w)) == NULL ||
+	    (w->xs = XXH3_createState()) == NULL ||
+	    (w->entries = json_array()) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	w->ctx = ctx;
+	w->part_size = part_size;
+	w->mtime = time(NULL);
+	if ((r = gck_zout_new(ctx, fd, level, &w->z)) != GCK_OK)
+		goto out;
+	if ((w->a = archive_write_new()) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (archive_write_set_format_pax(w->a) != ARCHIVE_OK ||
+	    archive_write_set_format_option(w->a, "pax", "xattrheader",
+	    "SCHILY") != ARCHIVE_OK ||
+	    archive_write_set_bytes_per_block(w->a, GCK_TAR_RECORD) !=
+	    ARCHIVE_OK ||
+	    archive_write_open2(w->a, w, NULL, w_write_cb, NULL, NULL) !=
+	    ARCHIVE_OK) {
+		r = w_archive_error(w);
+		goto out;
+	}
+	*wp = w;
+	w = NULL;
+	r = GCK_OK;
+out:
+	gck_writer_free(w);
+	return r;
+}
+
+/* Whether the page at p (len bytes) is all zero. */
+static int
+zero_page(const char *p, size_t len)
+{
+	const uint64_t	*q = (const uint64_t *)(const void *)p;
+	size_t		 i;
+
+	if (len % sizeof *q != 0)
+		return 0;
+	for (i = 0; i < len / sizeof *q; i += 4)
+		if ((q[i] | q[i + 1] | q[i + 2] | q[i + 3]) != 0)
+			return 0;
+	return 1;
+}
+
+/* Feeds a little-endian 64-bit number to a digest. */
+static void
+digest_u64(XXH3_state_t *st, uint64_t v)
+{
+	unsigned char	b[8];
+	int		i;
+
+	for (i = 0; i < 8; i++)
+		b[i] = (unsigned char)(v >> (8 * i));
+	XXH3_64bits_update(st, b, sizeof b);
+}
+
+/*
+ * Records, as holes of entry e, the zero pages of buf: they are neither
+ * compressed nor stored, and a reader recreates them.  The digest of
+ * such an entry covers the bytes stored, then the offset and length of
+ * each region stored and the whole size, so that zero pages cost no
+ * hashing.  Returns the bytes left out (0: no holes, *dp untouched).
+ */
+static uint64_t
+add_holes(struct archive_entry *e, const char *buf, size_t len,
+    XXH3_state_t *st, uint64_t *dp)
+{
+	size_t		 off, start = 0, pg = GCK_HOLE_PAGE, i, n = 0, cap = 0;
+	uint64_t	 holes = 0, *reg = NULL, *nr;
+	int		 indata = 0, any = 0;
+
+	if (len % pg != 0 || ((uintptr_t)buf & 7) != 0)
+		return 0;
+	for (off = 0; off < len; off += pg)
+		if (zero_page(buf + off, pg)) {
+			any = 1;
+			break;
+		}
+	if (!any)
+		return 0;
+	XXH3_64bits_reset(st);
+	for (off = 0; off <= len; off += pg) {
+		if (off < len && !zero_page(buf + off, pg)) {
+			if (!indata)
+				start = off;
+			indata = 1;
+			continue;
+		}
+		if (off < len)
+			holes += pg;
+		if (!indata)
+			continue;
+		indata = 0;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			if ((nr = reallocarray(reg, cap, 2 * sizeof *reg)) ==
+			    NULL) {
+				free(reg);
+				return 0;	/* stored whole, then */
+			}
+			reg = nr;
+		}
+		reg[2 * n] = start;
+		reg[2 * n + 1] = off - start;
+		n++;
+		XXH3_64bits_update(st, buf + start, off - start);
+	}
+	for (i = 0; i < n; i++) {
+		archive_entry_sparse_add_entry(e, (la_int64_t)reg[2 * i],
+		    (la_int64_t)reg[2 * i + 1]);
+		digest_u64(st, reg[2 * i]);
+		digest_u64(st, reg[2 * i + 1]);
+	}
+	if (n == 0 || reg[2 * (n - 1)] + reg[2 * (n - 1) + 1] < len)
+		archive_entry_sparse_add_entry(e, (la_int64_t)len, 0);
+	digest_u64(st, len);
+	*dp = XXH3_64bits_digest(st);
+	free(reg);
+	return holes;
+}
+
+static int
+w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
+    int sparse)
+{
+	struct archive_entry	*e = NULL;
+	char			 hex[17];
+	uint64_t		 d = 0, h = 0;
+	json_t			*o;
+	la_ssize_t		 n;
+	size_t			 off = 0;
+	int			 r;
+
+	if ((r = gck_check_interrupt(w->ctx)) != GCK_OK)
+		goto out;
+	if ((e = archive_entry_new()) == NULL) {
+		r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	archive_entry_set_pathname(e, name);
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0600);
+	archive_entry_set_size(e, (la_int64_t)len);
+	/* (holes are checked against the size: it comes first) */
+	if (sparse)
+		h = add_holes(e, buf, len, w->xs, &d);
+	if (h == 0)
+		d = XXH3_64bits(buf, len);
+	w->holes += h;
+	gck_hex64(d, hex);
+	archive_entry_set_uid(e, 0);
+	archive_entry_set_gid(e, 0);
+	archive_entry_set_uname(e, "root");
+	archive_entry_set_gname(e, "root");
+	archive_entry_set_mtime(e, w->mtime, 0);
+	archive_entry_xattr_add_entry(e, XATTR_DIGEST, hex, 16);
+	if (archive_write_header(w->a, e) != ARCHIVE_OK) {
+		r = w_archive_error(w);
+		goto out;
+	}
+	while (off < len) {
+		n = archive_write_data(w->a, (const char *)buf + off,
+		    len - off);
+		if (n <= 0) {
+			r = w_archive_error(w);
+			goto out;
+		}
+		off += (size_t)n;
+	}
+	if (strcmp(name, GCK_ENTRY_TRAILER) != 0) {
+		o = json_pack("{s:s, s:I, s:s}", "name", name, "size",
+		    (json_int_t)len, "xxh3", hex);
+		if (o == NULL || json_array_append_new(w->entries, o) != 0) {
+			r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+			goto out;
+		}
+		w->count++;
+		w->bytes += len;
+	}
+	r = GCK_OK;
+out:
+	archive_entry_free(e);
+	return r;
+}
+
+/*
+ * Adds one entry, name, holding len bytes of buf.  Returns GCK_OK or a
+ * code.
+ */
+int
+gck_writer_add(struct gck_writer *w, const char *name, const void *buf,
+    size_t len)
+{
+	return w_add(w, name, buf, len, 0);
+}
+
+/*
+ * Adds one entry of memory pages: its zero pages become holes.  Returns
+ * GCK_OK or a code.
+ */
+int
+gck_writer_add_pages(struct gck_writer *w, const char *name, const void *buf,
+    size_t len)
+{
+	return w_add(w, name, buf, len, 1);
+}
+
+/* The bytes added so far, and of those the bytes left out as holes. */
+void
+gck_writer_stats(const struct gck_writer *w, uint64_t *bytesp,
+    uint64_t *holesp)
+{
+	*bytesp = w->bytes;
+	*holesp = w->holes;
+}
+
+/*
+ * Adds the CRIU image file open on fd as criu/name, split into parts
+ * criu/name.partNNNNN when larger than the part size.  Returns GCK_OK or
+ * a code.
+ */
+int
+gck_writer_add_file(struct gck_writer *w, const char *name, int fd)
+{
+	struct stat	 st;
+	char		 ename[GCK_NAME_MAX + 32];
+	uint64_t	 left;
+	ssize_t		 n;
+	unsigned	 part;
+	int		 r;
+
+	if (!gck_criu_name_ok(name))
+		return gck_set_error(w->ctx, GCK_EINVAL,
+		    "cannot store '%s': not a CRIU image file name", name);
+	if (fstat(fd, &st) == -1)
+		return gck_set_syserr(w->ctx, errno, "cannot stat '%s': %s",
+		    name, strerror(errno));
+	if (w->buf == NULL && (w->buf = malloc(w->part_size)) == NULL)
+		return gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+	left = (uint64_t)st.st_size;
+	if (left <= w->part_size) {
+		if ((n = gck_read_full(w->ctx, fd, w->buf, (size_t)left,
+		    name)) == -1)
+			return w->ctx->code;
+		if ((uint64_t)n != left)
+			return gck_set_syserr(w->ctx, EIO,
+			    "'%s' shrank while being read", name);
+		gck_entry_name(ename, sizeof ename, name, -1);
+		return gck_writer_add(w, ename, w->buf, (size_t)n);
+	}
+	for (part = 0; left > 0; part++) {
+		size_t	want = left < w->part_size ? (size_t)left :
+		    w->part_size;
+
+		if (part > 99999)
+			return gck_set_error(w->ctx, GCK_EINVAL,
+			    "'%s' has too many parts", name);
+		if ((n = gck_read_full(w->ctx, fd, w->buf, want,
+		    name)) == -1)
+			return w->ctx->code;
+		if ((size_t)n != want)
+			return gck_set_syserr(w->ctx, EIO,
+			    "'%s' shrank while being read", name);
+		gck_entry_name(ename, sizeof ename, name, (long)part);
+		if ((r = gck_writer_add(w, ename, w->buf, want)) != GCK_OK)
+			return r;
+		left -= want;
+	}
+	return GCK_OK;
+}
+
+/*
+ * Adds the trailer, closes the tar stream and the compressed frame and
+ * writes everything out.  Returns GCK_OK or a code.
+ */
+int
+gck_writer_finish(struct gck_writer *w)
+{
+	json_t	*t = NULL;
+	char	*text = NULL;
+	int	 r;
+
+	t = json_pack("{s:i, s:O, s:I, s:I}", "format", GCK_FORMAT_VERSION,
+	    "entries", w->entries, "count", (json_int_t)w->count, "bytes",
+	    (json_int_t)w->bytes);
+	if (t == NULL || (text = json_dumps(t, JSON_COMPACT)) == NULL) {
+		r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((r = gck_writer_add(w, GCK_ENTRY_TRAILER, text, strlen(text))) !=
+	    GCK_OK)
+		goto out;
+	if (archive_write_close(w->a) != ARCHIVE_OK) {
+		r = w_archive_error(w);
+		goto out;
+	}
+	r = gck_zout_finish(w->z);
+	w->finished = r == GCK_OK;
+out:
+	free(text);
+	json_decref(t);
+	return r;
+}
+
+void
+gck_writer_free(struct gck_writer *w)
+{
+	if (w == NULL)
+		return;
+	/* An unfinished image stays so: nothing more is written. */
+	w->abandoned = !w->finished;
+	/*
+	 * archive_write_free() does not close an archive that a failed
+	 * write left in ARCHIVE_STATE_FATAL, and libarchive before pull
+	 * request #2729 (3.6.2 in Debian 12) then leaks the output block
+	 * buffer that archive_write_open2() allocated: close it first.
+	 */
+	if (w->a != NULL) {
+		archive_write_close(w->a);
+		archive_write_free(w->a);
+	}
+	gck_zout_free(w->z);
+	json_decref(w->entries);
+	if (w->xs != NULL)
+		XXH3_freeState(w->xs);
+	free(w->buf);
+	free(w);
+}
+
+/* Copies s into buf with control characters as '?'. */
+static const char *
+printable(const char *s, char *buf, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; s[i] != '\0' && i + 1 < len; i++)
+		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' :
+		    s[i];
+	buf[i] = '\0';
+	return buf;
+}
+
+/* libarchive input callback: from the decompression layer. */
+static la_ssize_t
+r_read_cb(struct archive *a, void *arg, const void **bufp)
+{
+	struct gck_reader	*r = arg;
+	ssize_t			 n;
+
+	*bufp = r->rbuf;
+	if ((n = gck_zin_read(r->z, r->rbuf, 1u << 16)) == -1) {
+		r->ioerr = 1;
+		return -1;
+	}
+	return n;
+}
+
+int
+gck_reader_new(struct gck_ctx *ctx, int fd, struct gck_reader **rp)
+{
+	struct gck_reader	*r = NULL;
+	int			 ret;
+
+	*rp = NULL;
+	if ((r = calloc(1, sizeof *r)) == NULL ||
+	    (r->rbuf = malloc(1u << 16)) == NULL ||
+	    (r->xs = XXH3_createState()) == NULL) {
+		ret = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	r->ctx = ctx;
+	if (hcreate_r(FILES_MAX * 2, &r->files) == 0) {
+		ret = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	r->files_ok = 1;
+	if ((r->fkeys = calloc(FILES_MAX, sizeof *r->fkeys)) == NULL) {
+		ret = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((ret = gck_zin_new(ctx, fd, &r->z)) != GCK_OK)
+		goto out;
+	if ((r->a = archive_read_new()) == NULL) {
+		ret = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	archive_read_support_format_tar(r->a);
+	*rp = r;
+	r = NULL;
+	ret = GCK_OK;
+out:
+	gck_reader_free(r);
+	return ret;
+}
+
+/*
+ * A copy of the whole stream, for a restore that must be able to keep
+ * the image: gck_reader_keep_raw(), before gck_reader_head(), keeps what
+ * the head takes; gck_reader_spool() writes that to fd, then all that
+ * is read after; gck_reader_nospool() lets it be.
+ */
+void
+gck_reader_keep_raw(struct gck_reader *r)
+{
+	gck_zin_keep_raw(r->z);
+}
+
+int
+gck_reader_spool(struct gck_reader *r, int fd)
+{
+	return gck_zin_spool(r->z, fd);
+}
+
+void
+gck_reader_nospool(struct gck_reader *r)
+{
+	gck_zin_nospool(r->z);
+}
+
+void
+gck_reader_free(struct gck_reader *r)
+{
+	size_t	i;
+
+	if (r == NULL)
+		return;
+	if (r->a != NULL)
+		archive_read_free(r->a);
+	gck_zin_free(r->z);
+	for (i = 0; i < r->nseen; i++)
+		free(r->seen[i].name);
+	free(r->seen);
+	if (r->files_ok)
+		hdestroy_r(&r->files);
+	for (i = 0; i < r->nfiles; i++)
+		free(r->fkeys[i]);
+	free(r->fkeys);
+	gck_manifest_free(r->m);
+	free(r->mtext);
+	free(r->rbuf);
+	if (r->xs != NULL)
+		XXH3_freeState(r->xs);
+	free(r->reg);
+	free(r);
+}
+
+/* Says where the stream is: "after 'pages-1.img' part 12". */
+static void
+r_where(const struct gck_reader *r, char *buf, size_t len)
+{
+	char	d[GCK_NAME_MAX + 48];
+
+	if (r->nseen == 0) {
+		snprintf(buf, len, "at the start");
+		return;
+	}
+	gck_entry_display(r->seen[r->nseen - 1].name, d, sizeof d);
+	snprintf(buf, len, "after %s", d);
+}
+
+/*
+ * The names that tar writers give the first header of an image: that of
+ * the manifest, or that of its pax extended header (libarchive's, GNU
+ * tar's, Python's).  '#' stands for one or more decimal digits.
+ */
+static const char *const head_names[] = { GCK_ENTRY_MANIFEST,
+	"PaxHeader/" GCK_ENTRY_MANIFEST, "./PaxHeaders/" GCK_ENTRY_MANIFEST,
+	"./PaxHeaders.#/" GCK_ENTRY_MANIFEST, "././@PaxHeader", NULL };
+
+/*
+ * Whether the name s, n bytes, is pattern pat (see head_names) when
+ * complete, or can begin it when not.
+ */
+static int
+name_could_be(const char *pat, const unsigned char *s, size_t n,
+    int complete)
+{
+	size_t	i = 0, d;
+
+	for (; *pat != '\0'; pat++) {
+		if (*pat == '#') {
+			for (d = i; i < n && isdigit(s[i]); i++)
+				;
+			if (i == n)
+				return !complete;
+			if (i == d)
+				return 0;
+			continue;
+		}
+		if (i == n)
+			return !complete;
+		if (s[i++] != (unsigned char)*pat)
+			return 0;
+	}
+	return i == n;
+}
+
+/*
+ * Whether b, the first n bytes of the tar stream, can begin an image: a
+ * tar header of the manifest, or of its pax extended header, as far as
+ * b goes: its name, its type and the ustar magic.  In an uncompressed
+ * stream, the first bytes of the zstd magic can also begin one.
+ */
+static int
+head_could_be(const unsigned char *b, size_t n, int compressed)
+{
+	static const unsigned char zmagic[4] = { 0x28, 0xb5, 0x2f, 0xfd };
+	const unsigned char	*nul;
+	size_t			 l, i;
+
+	if (!compressed && n < sizeof zmagic && memcmp(b, zmagic, n) == 0)
+		return 1;
+	l = n < 100 ? n : 100;
+	if ((nul = memchr(b, '\0', l)) != NULL)
+		l = (size_t)(nul - b);
+	for (i = 0; head_names[i] != NULL; i++)
+		if (name_could_be(head_names[i], b, l, nul != NULL ||
+		    n >= 100))
+			break;
+	if (head_names[i] == NULL)
+		return 0;
+	if (n > 156 && b[156] != 'x' && b[156] != '0' && b[156] != '\0')
+		return 0;
+	for (i = 257; i < n && i < 262; i++)
+		if (b[i] != (unsigned char)"ustar"[i - 257])
+			return 0;
+	return 1;
+}
+
+/*
+ * Before the manifest's header has been read, when the stream failed:
+ * whether what it held cannot begin an image, which then is no image
+ * rather than a truncated or damaged one.  Returns the code, the error
+ * set, if so; GCK_OK if it can, or if there is no telling.
+ */
+static int
+r_not_image(struct gck_reader *r)
+{
+	unsigned char	b[512];
+	uint64_t	n = gck_zin_total(r->z);
+	int		z = gck_zin_compressed(r->z);
+
+	if (n == 0) {
+		/* a whole zstd frame, which holds nothing */
+		if (z && !r->ioerr && gck_zin_eof(r->z))
+			return gck_set_error(r->ctx, GCK_EFORMAT,
+			    "not a gpuckpt image: the zstd stream is empty");
+		return GCK_OK;
+	}
+	if (n > sizeof b)
+		n = sizeof b;
+	if (gck_zin_peek(r->z, 0, b, (size_t)n) == -1 ||
+	    head_could_be(b, (size_t)n, z))
+		return GCK_OK;
+	return gck_set_error(r->ctx, GCK_EFORMAT, "not a gpuckpt image: no tar "
+	    "header for '" GCK_ENTRY_MANIFEST "' at the start%s",
+	    z ? " of the zstd stream" : "");
+}
+
+/* Turns a libarchive failure into our error, saying where. */
+static int
+r_archive_error(struct gck_reader *r, int during_data)
+{
+	char	where[GCK_NAME_MAX + 64];
+	int	ret;
+
+	r_where(r, where, sizeof where);
+	if (r->ioerr && r->ctx->code != GCK_ETRUNC)
+		return r->ctx->code;
+	if (r->mtext == NULL && (ret = r_not_image(r)) != GCK_OK)
+		return ret;
+	if (gck_zin_total(r->z) == 0 && gck_zin_eof(r->z) &&
+	    !gck_zin_compressed(r->z))
+		return gck_set_error(r->ctx, GCK_EFORMAT, "empty input: no image");
+	if (r->ioerr || gck_zin_eof(r->z))
+		return gck_set_error(r->ctx, GCK_ETRUNC, "image truncated %s%s "
+		    "(tar offset %" PRIu64 ")", where, during_data ?
+		    ": entry incomplete" : "", gck_zin_total(r->z));
+	if (gck_zin_total(r->z) == 0)
+		return gck_set_error(r->ctx, GCK_EFORMAT, "empty input: no image");
+	return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image %s: %s",
+	    where, archive_error_string(r->a));
+}
+
+/* Returns 0 with *ep, 1 at the end of the archive, or a code. */
+static int
+r_next(struct gck_reader *r, struct archive_entry **ep)
+{
+	int	ret;
+
+	if ((ret = gck_check_interrupt(r->ctx)) != GCK_OK)
+		return ret;
+	ret = archive_read_next_header(r->a, ep);
+	if (ret == ARCHIVE_EOF) {
+		if (gck_zin_total(r->z) == 0 && r->mtext == NULL)
+			return (ret = r_not_image(r)) != GCK_OK ? ret :
+			    gck_set_error(r->ctx, GCK_EFORMAT,
+			    "empty input: no image");
+		return 1;
+	}
+	if (ret < ARCHIVE_WARN || ret == ARCHIVE_RETRY)
+		return r_archive_error(r, 0);
+	return r_layout(r, *ep);
+}
+
+static int
+r_unverifiable(struct gck_reader *r)
+{
+	char	where[GCK_NAME_MAX + 64];
+
+	r_where(r, where, sizeof where);
+	return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image %s: "
+	    "unexpected tar layout", where);
+}
+
+/*
+ * Every byte of the tar stream is accounted for: headers carry their
+ * checksums, data its digest, and the padding around them must be zero.
+ * (A compressed stream's frame checksum shows only that it is the
+ * stream its writer made, who may be hostile.)  Checks the headers of
+ * the entry just read: a ustar header, or a pax header, its records and
+ * zero padding, then a ustar header whose size is the entry's.
+ */
+static int
+r_layout(struct gck_reader *r, struct archive_entry *e)
+{
+	unsigned char	 h[512];
+	uint64_t	 p, ds, l, padded, hend;
+	char		 size[13], *end, pbuf[201];
+	int		 z;
+
+	p = (uint64_t)archive_read_header_position(r->a);
+	r->ehdr = p;
+	ds = (uint64_t)archive_filter_bytes(r->a, 0);
+	r->esparse = archive_entry_sparse_count(e) > 0;
+	r->nreg = 0;
+	if (r->esparse) {
+		la_int64_t	 so, sl;
+		uint64_t	*nr;
+
+		archive_entry_sparse_reset(e);
+		while (archive_entry_sparse_next(e, &so, &sl) == ARCHIVE_OK) {
+			if (sl <= 0)
+				continue;
+			if (r->nreg == r->capreg) {
+				size_t	nc = r->capreg ? r->capreg * 2 : 256;
+
+				if (nc > GCK_PART_MAX / 512 || (nr = reallocarray(
+				    r->reg, nc, 2 * sizeof *nr)) == NULL)
+					return gck_set_error(r->ctx, GCK_EFORMAT,
+					    "corrupt image: too many holes");
+				r->reg = nr;
+				r->capreg = nc;
+			}
+			r->reg[2 * r->nreg] = (uint64_t)so;
+			r->reg[2 * r->nreg + 1] = (uint64_t)sl;
+			r->nreg++;
+		}
+	}
+	if (p != r->entry_end || ds < p + 512)
+		return r_unverifiable(r);
+	hend = p + 512;
+	if (ds > p + 512) {
+		if (gck_zin_peek(r->z, p, h, sizeof h) == -1 || h[156] != 'x')
+			return r_unverifiable(r);
+		memcpy(size, h + 124, 12);
+		size[12] = '\0';
+		l = strtoull(size, &end, 8);
+		padded = (l + 511) / 512 * 512;
+		hend = p + 512 + padded + 512;
+		if (end == size || ds < hend || (ds != hend && !r->esparse))
+			return r_unverifiable(r);
+		if ((z = gck_zin_zero_range(r->z, p + 512 + l,
+		    p + 512 + padded)) != 1)
+			return z == 0 ? gck_set_error(r->ctx, GCK_ECORRUPT,
+			    "corrupt image: non-zero padding in a header") :
+			    r_unverifiable(r);
+		if ((z = r_pax_records(r, p + 512, l)) != GCK_OK)
+			return z;
+	}
+	if (!r->esparse && archive_entry_size(e) < USTAR_SIZE_MAX) {
+		/*
+		 * Two sizes, the pax record's and the ustar field's, where it
+		 * can hold it: one value.  (A larger entry is refused later.)
+		 */
+		if (gck_zin_peek(r->z, hend - 512, h, sizeof h) == -1)
+			return r_unverifiable(r);
+		memcpy(size, h + 124, 12);
+		size[12] = '\0';
+		l = strtoull(size, &end, 8);
+		if (end == size || (*end != '\0' && *end != ' ') ||
+		    l != (uint64_t)archive_entry_size(e))
+			return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt "
+			    "image: entry '%s' has two sizes", printable(
+			    archive_entry_pathname(e) != NULL ?
+			    archive_entry_pathname(e) : "", pbuf,
+			    sizeof pbuf));
+	}
+	if (r->esparse) {
+		/* The map of holes, read with the header, and what follows. */
+		if (gck_zin_peek(r->z, hend - 512, h, sizeof h) == -1)
+			return r_unverifiable(r);
+		memcpy(size, h + 124, 12);
+		size[12] = '\0';
+		l = strtoull(size, &end, 8);
+		if (end == size || ds == hend || l < ds - hend ||
+		    (z = r_sparse_map(r, hend, ds)) != GCK_OK)
+			return end == size || ds == hend || l < ds - hend ?
+			    r_unverifiable(r) : z;
+		r->estored = l - (ds - hend);
+	}
+	r->data_start = ds;
+	return GCK_OK;
+}
+
+/*
+ * The records of a pax header, len bytes at tar offset from: each
+ * "LEN KEY=VALUE\n" with LEN its own length, filling the header exactly,
+ * and each KEY one that a tar writer puts there for a regular file.  No
+ * checksum covers them, so nothing else may hide there.
+ */
+static int
+r_pax_records(struct gck_reader *r, uint64_t from, uint64_t len)
+{
+	static const char *const keys[] = { "SCHILY.xattr." XATTR_DIGEST,
+	    "GNU.sparse.major", "GNU.sparse.minor", "GNU.sparse.name",
+	    "GNU.sparse.realsize", "path", "size", "mtime", "atime",
+	    "ctime", "uid", "gid", "uname", "gname", NULL };
+	char		*buf, *q, *end, *eq;
+	unsigned long	 n;
+	size_t		 i, kl;
+	int		 ret = GCK_OK;
+
+	if (len > GCK_META_MAX || (buf = malloc((size_t)len + 1)) == NULL)
+		return r_unverifiable(r);
+	if (gck_zin_peek(r->z, from, buf, (size_t)len) == -1) {
+		free(buf);
+		return r_unverifiable(r);
+	}
+	buf[len] = '\0';
+	for (q = buf; q < buf + len; q += n) {
+		if (!isdigit((unsigned char)*q) || (n = strtoul(q, &end, 10),
+		    *end != ' ') || n == 0 || n > (size_t)(buf + len - q) ||
+		    q[n - 1] != '\n' || (eq = memchr(end, '=', (size_t)(q +
+		    n - end))) == NULL) {
+			ret = r_unverifiable(r);
+			break;
+		}
+		kl = (size_t)(eq - end - 1);
+		for (i = 0; keys[i] != NULL; i++)
+			if (strlen(keys[i]) == kl &&
+			    memcmp(keys[i], end + 1, kl) == 0)
+				break;
+		if (keys[i] == NULL) {
+			char	pbuf[64];
+
+			snprintf(pbuf, sizeof pbuf, "%.*s", (int)(kl < 40 ?
+			    kl : 40), end + 1);
+			ret = gck_set_error(r->ctx, GCK_EFORMAT, "corrupt "
+			    "image: unexpected pax record '%s'",
+			    printable(pbuf, pbuf, sizeof pbuf));
+			break;
+		}
+	}
+	free(buf);
+	return ret;
+}
+
+/* After the data of an entry of size bytes: its padding must be zero. */
+static int
+r_padding(struct gck_reader *r, uint64_t size)
+{
+	uint64_t	de = (uint64_t)archive_filter_bytes(r->a, 0);
+	int		z;
+
+	r->entry_end = de;
+	if (r->esparse)
+		size = r->estored;	/* the map, then the data kept */
+	if (de < r->data_start + size)
+		return r_unverifiable(r);
+	if ((z = gck_zin_zero_range(r->z, r->data_start + size, de)) != 1)
+		return z == 0 ? gck_set_error(r->ctx, GCK_ECORRUPT,
+		    "corrupt image: non-zero padding after an entry") :
+		    r_unverifiable(r);
+	return GCK_OK;
+}
+
+/*
+ * The map of an entry with holes, in the
+ * blocks [from, to) before its data: a count, then offsets and lengths,
+ * one decimal number a line, then zeros to the end of its last block.
+ */
+static int
+r_sparse_map(struct gck_reader *r, uint64_t from, uint64_t to)
+{
+	uint64_t	 at, lines = 1, n, cnt;
+	char		 c, num[24];
+	int		 digits = 0, z;
+
+	for (at = from, n = 0; n < lines; at++) {
+		if (at >= to || gck_zin_peek(r->z, at, &c, 1) == -1)
+			return r_unverifiable(r);
+		if (c == '\n') {
+			if (digits == 0 || digits > 20)
+				return r_unverifiable(r);
+			if (n == 0) {
+				if (gck_zin_peek(r->z, at - (uint64_t)digits,
+				    num, (size_t)digits) == -1)
+					return r_unverifiable(r);
+				num[digits] = '\0';
+				cnt = strtoull(num, NULL, 10);
+				if (cnt > GCK_PART_MAX / 512)
+					return r_unverifiable(r);
+				lines = 1 + 2 * cnt;
+			}
+			n++;
+			digits = 0;
+		} else if (c >= '0' && c <= '9')
+			digits++;
+		else
+			return r_unverifiable(r);
+	}
+	if ((at - from + 511) / 512 * 512 != to - from)
+		return r_unverifiable(r);
+	if ((z = gck_zin_zero_range(r->z, at, to)) != 1)
+		return z == 0 ? gck_set_error(r->ctx, GCK_ECORRUPT,
+		    "corrupt image: non-zero padding after a map of holes") :
+		    r_unverifiable(r);
+	return GCK_OK;
+}
+
+/*
+ * Checks what the header of e says before its data is read: a regular
+ * file, a sane size, a digest.  Returns GCK_OK with *digestp or a code.
+ */
+static int
+r_check_entry(struct gck_reader *r, struct archive_entry *e, uint64_t max,
+    uint64_t *digestp)
+{
+	const char	*name = archive_entry_pathname(e), *xn, *shown;
+	const void	*xv;
+	char		 hex[17], *end, pbuf[201];
+	size_t		 xl;
+	la_int64_t	 size;
+	int		 have = 0;
+
+	if (name == NULL)
+		name = "";
+	shown = printable(name, pbuf, sizeof pbuf);
+	if (name[0] == '/')
+		return gck_set_error(r->ctx, GCK_EUNSAFE,
+		    "unsafe entry '%s': absolute path", shown);
+	if (strcmp(name, "..") == 0 || strncmp(name, "../", 3) == 0 ||
+	    strstr(name, "/../") != NULL ||
+	    (strlen(name) >= 3 && strcmp(name + strlen(name) - 3,
+	    "/..") == 0))
+		return gck_set_error(r->ctx, GCK_EUNSAFE,
+		    "unsafe entry '%s': path with '..'", shown);
+	if (archive_entry_hardlink(e) != NULL)
+		return gck_set_error(r->ctx, GCK_EUNSAFE,
+		    "unsafe entry '%s': hard link", shown);
+	switch (archive_entry_filetype(e)) {
+	case AE_IFREG:
+		break;
+	case AE_IFLNK:
+		return gck_set_error(r->ctx, GCK_EUNSAFE,
+		    "unsafe entry '%s': symbolic link", shown);
+	case AE_IFCHR:
+	case AE_IFBLK:
+		return gck_set_error(r->ctx, GCK_EUNSAFE,
+		    "unsafe entry '%s': device node", shown);
+	case AE_IFIFO:
+		return gck_set_error(r->ctx, GCK_EUNSAFE,
+		    "unsafe entry '%s': fifo", shown);
+	case AE_IFDIR:
+		return gck_set_error(r->ctx, GCK_EUNSAFE,
+		    "unsafe entry '%s': directory", shown);
+	default:
+		return gck_set_error(r->ctx, GCK_EUNSAFE,
+		    "unsafe entry '%s': not a regular file", shown);
+	}
+	size = archive_entry_size(e);
+	if (!archive_entry_size_is_set(e) || size < 0)
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "corrupt image: entry '%s' has no size", shown);
+	if ((uint64_t)size > max)
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "entry '%s' too large (%lld bytes, limit %llu)", shown,
+		    (long long)size, (unsigned long long)max);
+	archive_entry_xattr_reset(e);
+	while (archive_entry_xattr_next(e, &xn, &xv, &xl) == ARCHIVE_OK) {
+		if (strcmp(xn, XATTR_DIGEST) != 0 || xl != 16)
+			continue;
+		memcpy(hex, xv, 16);
+		hex[16] = '\0';
+		errno = 0;
+		*digestp = strtoull(hex, &end, 16);
+		if (*end == '\0' && errno == 0 && isxdigit((unsigned char)hex[0]))
+			have = 1;
+	}
+	if (!have)
+		return gck_set_error(r->ctx, GCK_ECORRUPT,
+		    "corrupt image: entry '%s' has no checksum", shown);
+	return GCK_OK;
+}
+
+/*
+ * Reads the data of the current entry (size bytes) into keep, which
+ * holds size bytes and one more, and checks it against digest.  Returns
+ * GCK_OK or a code.
+ */
+static int
+r_data(struct gck_reader *r, const char *name, uint64_t size, char *keep,
+    uint64_t digest)
+{
+	char		 d[GCK_NAME_MAX + 48], where[GCK_NAME_MAX + 64];
+	uint64_t	 got = 0;
+	la_ssize_t	 n;
+	int		 ret;
+
+	for (;;) {
+		n = archive_read_data(r->a, keep + got, (size_t)(size - got) +
+		    1);
+		if (n < 0)
+			return r_archive_error(r, 1);
+		if (n == 0)
+			break;
+		if (got + (uint64_t)n > size)
+			return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: "
+			    "entry '%.200s' longer than declared", name);
+		got += (uint64_t)n;
+		if ((ret = gck_check_interrupt(r->ctx)) != GCK_OK)
+			return ret;
+	}
+	if (got != size) {
+		r_where(r, where, sizeof where);
+		return gck_set_error(r->ctx, GCK_ETRUNC,
+		    "image truncated %s: entry incomplete (tar offset %"
+		    PRIu64 ")", where, gck_zin_total(r->z));
+	}
+	if (GCK_DIGEST_DIFFERS(XXH3_64bits(keep, (size_t)size), digest)) {
+		gck_entry_display(name, d, sizeof d);
+		return gck_set_error(r->ctx, GCK_ECORRUPT,
+		    "corrupt image: checksum mismatch in %s (entry at tar "
+		    "offset %" PRIu64 ")", d, r->ehdr);
+	}
+	return r_padding(r, size);
+}
+
+static int
+r_record(struct gck_reader *r, const char *name, uint64_t size,
+    uint64_t digest)
+{
+	struct seen	*ns;
+
+	if (r->nseen == r->capseen) {
+		size_t	nc = r->capseen ? r->capseen * 2 : 256;
+
+		if ((ns = reallocarray(r->seen, nc, sizeof *ns)) == NULL)
+			return gck_set_error(r->ctx, GCK_ENOMEM,
+			    "out of memory");
+		r->seen = ns;
+		r->capseen = nc;
+	}
+	if ((r->seen[r->nseen].name = strdup(name)) == NULL)
+		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
+	r->seen[r->nseen].size = size;
+	r->seen[r->nseen].digest = digest;
+	r->nseen++;
+	r->bytes += size;
+	return GCK_OK;
+}
+
+/*
+ * Reads and checks the manifest, which must come first.  Returns GCK_OK
+ * with *mp set (owned by the reader) or a code.
+ */
+int
+gck_reader_head(struct gck_reader *r, const struct gck_manifest **mp)
+{
+	struct archive_entry	*e;
+	const char		*name;
+	char			 why[GCK_ERRMAX];
+	uint64_t		 digest, size;
+	int			 ret, vret;
+
+	*mp = NULL;
+	if (archive_read_open2(r->a, r, NULL, r_read_cb, NULL, NULL) !=
+	    ARCHIVE_OK)
+		return r_archive_error(r, 0);
+	if ((ret = r_next(r, &e)) != 0) {
+		if (ret == 1)
+			return gck_set_error(r->ctx, GCK_EFORMAT,
+			    "not a gpuckpt image: no entries");
+		return ret;
+	}
+	name = archive_entry_pathname(e);
+	if (name == NULL || strcmp(name, GCK_ENTRY_MANIFEST) != 0) {
+		char	pbuf[201];
+
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "not a gpuckpt image: first entry is '%s', not '"
+		    GCK_ENTRY_MANIFEST "'", printable(name != NULL ? name : "",
+		    pbuf, sizeof pbuf));
+	}
+	if ((ret = r_check_entry(r, e, GCK_META_MAX, &digest)) != GCK_OK)
+		return ret;
+	size = (uint64_t)archive_entry_size(e);
+	if ((r->mtext = malloc((size_t)size + 2)) == NULL)
+		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
+	ret = r_data(r, name, size, r->mtext, digest);
+	if (ret != GCK_OK && ret != GCK_ECORRUPT)
+		return ret;
+	if (ret == GCK_ECORRUPT)	/* its digest, or its padding */
+		snprintf(why, sizeof why, "%s", gck_error_string(r->ctx));
+	r->mtext[size] = '\0';
+	r->mlen = (size_t)size;
+	/* A newer format is said first: its reader would know the rest. */
+	vret = gck_manifest_parse(r->ctx, r->mtext, r->mlen, &r->m);
+	if (vret == GCK_EVERSION)
+		return vret;
+	if (ret == GCK_ECORRUPT)
+		return gck_set_error(r->ctx, GCK_ECORRUPT, "%s", why);
+	if (vret != GCK_OK)
+		return vret;
+	if ((ret = r_record(r, name, size, digest)) != GCK_OK)
+		return ret;
+	*mp = r->m;
+	return GCK_OK;
+}
+
+void
+gck_reader_manifest_text(const struct gck_reader *r, const char **textp,
+    size_t *lenp)
+{
+	*textp = r->mtext;
+	*lenp = r->mlen;
+}
+
+static int
+r_trailer(struct gck_reader *r, const char *text, size_t len)
+{
+	json_t		*t = NULL, *es, *o;
+	json_error_t	 jerr;
+	const char	*name, *hex;
+	json_int_t	 size, count, bytes;
+	uint64_t	 d;
+	size_t		 i;
+	int		 fmt, ret;
+
+	if ((t = json_loadb(text, len, 0, &jerr)) == NULL ||
+	    json_unpack(t, "{s:i, s:o, s:I, s:I}", "format", &fmt,
+	    "entries", &es, "count", &count, "bytes", &bytes) != 0 ||
+	    !json_is_array(es)) {
+		ret = gck_set_error(r->ctx, GCK_EFORMAT,
+		    "corrupt image: unreadable checksum trailer");
+		goto out;
+	}
+	if (fmt != gck_manifest_format(r->m)) {
+		ret = gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: "
+		    "trailer of format version %d in an image of version %d",
+		    fmt, gck_manifest_format(r->m));
+		goto out;
+	}
+	if (json_array_size(es) != r->nseen || (uint64_t)count != r->nseen ||
+	    (uint64_t)bytes != r->bytes) {
+		ret = gck_set_error(r->ctx, GCK_ECORRUPT, "corrupt image: "
+		    "trailer lists %zu entries (%lld bytes), the stream has "
+		    "%zu (%llu bytes)", json_array_size(es), (long long)bytes,
+		    r->nseen, (unsigned long long)r->bytes);
+		goto out;
+	}
+	json_array_foreach(es, i, o) {
+		if (json_unpack(o, "{s:s, s:I, s:s}", "name", &name, "size",
+		    &size, "xxh3", &hex) != 0 || strlen(hex) != 16 ||
+		    (d = strtoull(hex, NULL, 16), 0) ||
+		    strcmp(name, r->seen[i].name) != 0 ||
+		    (uint64_t)size != r->seen[i].size ||
+		    GCK_DIGEST_DIFFERS(d, r->seen[i].digest)) {
+			ret = gck_set_error(r->ctx, GCK_ECORRUPT,
+			    "corrupt image: trailer does not match entry %zu "
+			    "('%.200s')", i + 1, r->seen[i].name);
+			goto out;
+		}
+	}
+	ret = GCK_OK;
+out:
+	json_decref(t);
+	return ret;
+}
+
+/*
+ * After the trailer: the tar stream must end there, complete (a whole
+ * number of records, two zero blocks), with nothing after it.
+ */
+static int
+r_finish(struct gck_reader *r)
+{
+	struct archive_entry	*e;
+	char			 buf[4096];
+	uint64_t		 extra = 0;
+	ssize_t			 n;
+	int			 ret;
+
+	if ((ret = r_next(r, &e)) == 0)
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "corrupt image: entry '%s' after the trailer",
+		    printable(archive_entry_pathname(e) != NULL ?
+		    archive_entry_pathname(e) : "", buf, 201));
+	if (ret != 1)
+		return ret;
+	while ((n = gck_zin_read(r->z, buf, sizeof buf)) > 0) {
+		extra += (uint64_t)n;
+		if (extra > TAIL_SLACK)
+			break;
+	}
+	if (n == -1)
+		return r->ctx->code;
+	if (extra > TAIL_SLACK || gck_zin_total(r->z) -
+	    gck_zin_zero_tail(r->z) > r->trailer_end)
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "corrupt image: data after the end of the image");
+	if (gck_zin_total(r->z) < r->trailer_end + 1024 ||
+	    gck_zin_total(r->z) % GCK_TAR_RECORD != 0)
+		return gck_set_error(r->ctx, GCK_ETRUNC,
+		    "image truncated after the trailer");
+	return GCK_OK;
+}
+
+/*
+ * At the end of the current CRIU file (none before the first): its parts
+ * add up to the size the manifest's file list gives it.
+ */
+static int
+r_file_done(struct gck_reader *r)
+{
+	int64_t	size;
+
+	if (r->nfiles == 0 || !gck_manifest_has_file_list(r->m))
+		return GCK_OK;
+	size = gck_manifest_file_size(r->m, r->cur);
+	if (size < 0 || (uint64_t)size != r->fbytes)
+		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: "
+		    "'%s' holds %" PRIu64 " bytes, the manifest says %lld",
+		    r->cur, r->fbytes, (long long)size);
+	return GCK_OK;
+}
+
+/*
+ * Reads the next entry's header and checks it: a part of a CRIU file,
+ * in order, or the trailer, which is read and checked along with the end
+ * of the stream.  Returns 0 at a part (its data next), 1 after the
+ * trailer, or a code.
+ */
+static int
+r_entry(struct gck_reader *r)
+{
+	struct archive_entry	*e;
+	ENTRY			 item, *found;
+	char			 name[GCK_NAME_MAX + 32], file[GCK_NAME_MAX + 1];
+	char			 where[300];
+	char			*text = NULL;
+	const char		*n;
+	uint64_t		 digest, size;
+	long			 part;
+	int			 ret;
+
+	if ((ret = r_next(r, &e)) == 1) {
+		r_where(r, where, sizeof where);
+		return gck_set_error(r->ctx, GCK_ETRUNC,
+		    "image truncated %s: no checksum trailer (tar offset %"
+		    PRIu64 ")", where, gck_zin_total(r->z));
+	}
+	if (ret != GCK_OK)
+		return ret;
+	if ((n = archive_entry_pathname(e)) == NULL)
+		n = "";
+	snprintf(name, sizeof name, "%s", n);
+	if (strcmp(name, GCK_ENTRY_TRAILER) == 0) {
+		if ((ret = r_file_done(r)) != GCK_OK)
+			return ret;
+		if (gck_manifest_has_file_list(r->m) &&
+		    r->nfiles != gck_manifest_nfiles(r->m))
+			return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt "
+			    "image: %zu of the %zu files the manifest lists are "
+			    "missing", gck_manifest_nfiles(r->m) - r->nfiles,
+			    gck_manifest_nfiles(r->m));
+		if ((ret = r_check_entry(r, e, GCK_META_MAX, &digest)) !=
+		    GCK_OK)
+			return ret;
+		size = (uint64_t)archive_entry_size(e);
+		if ((text = malloc((size_t)size + 1)) == NULL)
+			return gck_set_error(r->ctx, GCK_ENOMEM,
+			    "out of memory");
+		if ((ret = r_data(r, name, size, text, digest)) ==
+		    GCK_OK && (ret = r_trailer(r, text, (size_t)size)) ==
+		    GCK_OK) {
+			r->trailer_end = ((uint64_t)archive_filter_bytes(r->a,
+			    0) + 511) / 512 * 512;
+			ret = r_finish(r);
+		}
+		free(text);
+		if (ret == GCK_OK) {
+			r->done = 1;
+			return 1;
+		}
+		return ret;
+	}
+	if ((ret = r_check_entry(r, e, GCK_PART_MAX, &digest)) != GCK_OK)
+		return ret;
+	if (strcmp(name, GCK_ENTRY_MANIFEST) == 0)
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "corrupt image: second manifest");
+	if (gck_entry_parse(name, file, sizeof file, &part) == -1)
+		return gck_set_error(r->ctx, GCK_EUNSAFE,
+		    "unsafe entry '%s': unexpected name",
+		    printable(name, where, 201));
+	if (r->nseen >= GCK_ENTRIES_MAX)
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "corrupt image: more than %d entries", GCK_ENTRIES_MAX);
+	if (part > 0) {
+		if (strcmp(file, r->cur) != 0 || part != r->nextpart)
+			return gck_set_error(r->ctx, GCK_EFORMAT,
+			    "corrupt image: part %ld of '%s' out of order",
+			    part, file);
+	} else {
+		item.key = file;
+		item.data = NULL;
+		if (hsearch_r(item, FIND, &found, &r->files) != 0)
+			return gck_set_error(r->ctx, GCK_EFORMAT,
+			    "corrupt image: '%s' appears twice", file);
+		if ((ret = r_file_done(r)) != GCK_OK)
+			return ret;
+		/* The files the manifest lists, in the order it gives. */
+		if (gck_manifest_has_file_list(r->m)) {
+			if (!gck_manifest_has_file(r->m, file))
+				return gck_set_error(r->ctx, GCK_EFORMAT,
+				    "corrupt image: '%s' is not in the "
+				    "manifest's file list", file);
+			if (gck_manifest_file_pos(r->m, file) !=
+			    (int64_t)r->nfiles)
+				return gck_set_error(r->ctx, GCK_EFORMAT,
+				    "corrupt image: '%s' out of order", file);
+		}
+		r->fbytes = 0;
+		/* item.key is file, on the stack, until strdup'ed. */
+		if (r->nfiles >= FILES_MAX ||
+		    (item.key = strdup(file)) == NULL ||
+		    hsearch_r(item, ENTER, &found, &r->files) == 0) {
+			if (item.key != file)
+				free(item.key);
+			return gck_set_error(r->ctx, GCK_EFORMAT,
+			    "corrupt image: too many files");
+		}
+		r->fkeys[r->nfiles++] = item.key;
+		snprintf(r->cur, sizeof r->cur, "%s", file);
+		r->newfile = 1;
+	}
+	r->nextpart = part >= 0 ? (int)part + 1 : -1;
+	snprintf(r->ename, sizeof r->ename, "%s", name);
+	r->esize = (uint64_t)archive_entry_size(e);
+	r->fbytes += r->esize;
+	r->edigest = digest;
+	r->egot = 0;
+	r->indata = 1;
+	r->bleft = 0;
+	r->beof = 0;
+	XXH3_64bits_reset(r->xs);
+	return 0;
+}
+
+/*
+ * Reads up to len bytes of the current entry's data; at its end checks
+ * its digest and records it.  Returns the bytes read, 0 at the end, or
+ * -1 with the error set.
+ */
+static const char	zeros[1u << 16];
+
+/*
+ * Gets the next piece of the current entry's data, at most max bytes:
+ * data, pointed to in *pp (valid until the next call), or, with *holep
+ * set, a hole, that many zero bytes.  At the end of the data checks its
+ * digest and records it.  Returns the bytes, 0 at the end, or -1 with
+ * the error set.
+ */
+static ssize_t
+r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
+{
+	char		 d[GCK_NAME_MAX + 48], where[GCK_NAME_MAX + 64];
+	const void	*p;
+	size_t		 l, i, z;
+	la_int64_t	 off;
+	uint64_t	 n;
+	int		 ret;
+
+	*holep = 0;
+	*pp = NULL;
+	if (!r->indata)
+		return 0;
+	if (gck_check_interrupt(r->ctx) != GCK_OK)
+		return -1;
+	/* The entry's data comes in blocks; a hole between them is zeros. */
+	while (r->bleft == 0 && !r->beof) {
+		ret = archive_read_data_block(r->a, &p, &l, &off);
+		if (ret == ARCHIVE_EOF)
+			r->beof = 1;
+		else if (ret < ARCHIVE_WARN || ret == ARCHIVE_RETRY) {
+			r_archive_error(r, 1);
+			return -1;
+		} else if (off < 0 || (uint64_t)off < r->egot ||
+		    (uint64_t)off > r->esize || l > r->esize - (uint64_t)off) {
+			gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: "
+			    "entry '%.200s' longer than declared", r->ename);
+			return -1;
+		} else {
+			r->bp = p;
+			r->bleft = l;
+			r->boff = (uint64_t)off;
+		}
+	}
+	if (r->egot < (r->beof ? r->esize : r->boff)) {
+		/* a hole: zeros, which a sparse entry's digest leaves out */
+		n = (r->beof ? r->esize : r->boff) - r->egot;
+		if (n > max)
+			n = max;
+		*holep = 1;
+		for (i = 0; !r->esparse && i < n; i += z) {
+			z = n - i < sizeof zeros ? (size_t)(n - i) :
+			    sizeof zeros;
+			XXH3_64bits_update(r->xs, zeros, z);
+		}
+	} else if (!r->beof) {
+		n = r->bleft < max ? r->bleft : max;
+		*pp = r->bp;
+		XXH3_64bits_update(r->xs, r->bp, (size_t)n);
+		r->bp += n;
+		r->bleft -= (size_t)n;
+		r->boff += n;
+	} else
+		n = 0;
+	if (n > 0) {
+		r->egot += n;
+		return (ssize_t)n;
+	}
+	if (r->esparse) {
+		/* then the regions stored, and the size */
+		for (i = 0; i < r->nreg; i++) {
+			digest_u64(r->xs, r->reg[2 * i]);
+			digest_u64(r->xs, r->reg[2 * i + 1]);
+		}
+		digest_u64(r->xs, r->esize);
+	}
+	r->indata = 0;
+	if (r->egot != r->esize) {
+		r_where(r, where, sizeof where);
+		gck_set_error(r->ctx, GCK_ETRUNC,
+		    "image truncated %s: entry incomplete (tar offset %"
+		    PRIu64 ")", where, gck_zin_total(r->z));
+		return -1;
+	}
+	if (GCK_DIGEST_DIFFERS(XXH3_64bits_digest(r->xs), r->edigest)) {
+		gck_entry_display(r->ename, d, sizeof d);
+		gck_set_error(r->ctx, GCK_ECORRUPT,
+		    "corrupt image: checksum mismatch in %s (entry at tar "
+		    "offset %" PRIu64 ")", d, r->ehdr);
+		return -1;
+	}
+	if (r_padding(r, r->esize) != GCK_OK ||
+	    r_record(r, r->ename, r->esize, r->edigest) != GCK_OK)
+		return -1;
+	return 0;
+}
+
+/*
+ * Moves to the next CRIU file, reading and checking whatever is left of
+ * the current one.  Returns 0 with its name and the size of its first
+ * part, 1 at the end of the image (the trailer checked), or a code.
+ */
+int
+gck_reader_file(struct gck_reader *r, char *name, size_t len,
+    uint64_t *sizep)
+{
+	const void	*p;
+	ssize_t		 n;
+	int		 ret, hole;
+
+	for (;;) {
+		if (r->done)
+			return 1;
+		if (r->newfile && r->indata && r->egot == 0) {
+			r->newfile = 0;
+			snprintf(name, len, "%s", r->cur);
+			*sizep = r->esize;
+			return 0;
+		}
+		while ((n = r_chunk(r, &p, SIZE_MAX, &hole)) > 0)
+			;
+		if (n < 0)
+			return r->ctx->code;
+		if ((ret = r_entry(r)) != 0)
+			return ret;
+	}
+}
+
+/*
+ * Reads up to len bytes of the current file, across its parts.  Returns
+ * the bytes read, 0 at its end, or -1 with the error set.
+ */
+ssize_t
+gck_reader_file_read(struct gck_reader *r, void *buf, size_t len)
+{
+	const void	*p;
+	ssize_t		 n;
+	int		 hole;
+
+	if ((n = gck_reader_file_chunk(r, &p, len, &hole)) > 0) {
+		if (hole)
+			memset(buf, 0, (size_t)n);
+		else
+			memcpy(buf, p, (size_t)n);
+	}
+	return n;
+}
+
+/*
+ * Gets the next piece of the current file, across its parts, at most
+ * max bytes: data pointed to in *pp, valid until the next call on the
+ * reader, or a hole (*holep set) of that many zeros.  Returns the bytes,
+ * 0 at its end, or -1 with the error set.
+ */
+ssize_t
+gck_reader_file_chunk(struct gck_reader *r, const void **pp, size_t max,
+    int *holep)
+{
+	ssize_t	n;
+	int	ret;
+
+	for (;;) {
+		*holep = 0;
+		if (r->done || r->newfile)
+			return 0;
+		if ((n = r_chunk(r, pp, max, holep)) != 0)
+			return n;
+		if ((ret = r_entry(r)) < 0)
+			return -1;
+		if (ret == 1 || r->newfile)
+			return 0;
+	}
+}
+
+/* Whether file name has been read already. */
+int
+gck_reader_file_seen(struct gck_reader *r, const char *name)
+{
+	ENTRY	item, *found;
+
+	item.key = (char *)name;
+	item.data = NULL;
+	if (r->newfile && strcmp(name, r->cur) == 0)
+		return 0;
+	return hsearch_r(item, FIND, &found, &r->files) != 0;
+}
+
+/*
+ * Reads every entry after the manifest, writes the CRIU files under
+ * dirfd (-1: none), and checks the trailer and the end of the stream.
+ * Returns GCK_OK or a code.
+ */
+int
+gck_reader_extract(struct gck_reader *r, int dirfd)
+{
+	char		 file[GCK_NAME_MAX + 1];
+	const void	*p;
+	uint64_t	 size, off;
+	ssize_t		 n;
+	int		 ret = GCK_OK, fd = -1, hole;
+
+	for (;;) {
+		if ((ret = gck_reader_file(r, file, sizeof file, &size)) != 0)
+			return ret == 1 ? GCK_OK : ret;
+		if (dirfd != -1 && (fd = openat(dirfd, file,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		    0600)) == -1)
+			return gck_set_syserr(r->ctx, errno,
+			    "cannot create work file '%s': %s", file,
+			    strerror(errno));
+		/* holes stay holes: skipped, and the size set at the end */
+		off = 0;
+		while ((n = gck_reader_file_chunk(r, &p, SIZE_MAX, &hole)) >
+		    0) {
+			if (fd != -1 && !hole && ((uint64_t)lseek(fd,
+			    (off_t)off, SEEK_SET) != off ||
+			    (ret = gck_write_all(r->ctx, fd, p, (size_t)n,
+			    "a work file")) != GCK_OK)) {
+				if (ret == GCK_OK)
+					ret = gck_set_syserr(r->ctx, errno,
+					    "cannot write work file '%s': %s",
+					    file, strerror(errno));
+				break;
+			}
+			off += (uint64_t)n;
+		}
+		if (fd != -1 && n == 0 && ret == GCK_OK &&
+		    ftruncate(fd, (off_t)off) == -1)
+			ret = gck_set_syserr(r->ctx, errno,
+			    "cannot write work file '%s': %s", file,
+			    strerror(errno));
+		if (fd != -1)
+			close(fd);
+		fd = -1;
+		if (n < 0)
+			return r->ctx->code;
+		if (ret != GCK_OK)
+			return ret;
+	}
+}
+
+void
+gck_reader_stats(const struct gck_reader *r, struct gck_image_stats *st)
+{
+	st->entries = r->nseen + 1;	/* and the trailer */
+	st->bytes = r->bytes;
+	st->stream_bytes = gck_zin_total(r->z);
+	st->compressed = gck_zin_compressed(r->z);
+}

@@ -1,0 +1,802 @@
+/*
+ * manifest.c: gpuckpt.json, the first entry of an image.
+ */
+#include "config.h"
+
+#include <sys/types.h>
+#include <sys/utsname.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "private.h"
+#include "core/proc.h"
+#include "core/util.h"
+#include "gpu/cuda.h"
+#include "image/manifest.h"
+#include "image/names.h"
+
+#define MANIFEST_PROCS_MAX	65536
+#define MANIFEST_FILES_MAX	65536
+#define CRIU_INVENTORY		"inventory.img"
+
+struct mproc {
+	pid_t		 pid;
+	const char	*comm;
+	int		 zombie;
+	uint64_t	 start;
+};
+
+struct gck_manifest {
+	json_t		*root;
+	int		 format;
+	pid_t		 root_pid;
+	int		 shell_job;
+	unsigned int	 criu_opts;	/* GCK_CRIU_* */
+	struct mproc	*procs;
+	size_t		 n;
+	struct gck_mcuda *cuda;
+	json_t		*files;		/* CRIU files: name -> size */
+};
+
+/* The options.after of a manifest, by enum gck_after. */
+static const char *const after_names[] = {
+	"kill", "kill", "running", "stopped", "handover"
+};
+
+static json_t	*host_facts(void);
+static json_t	*cpu_flags(void);
+static json_t	*proc_json(const struct gck_proc *);
+static int	 pid_cmp(const void *, const void *);
+static json_t	*cuda_json(const struct gck_cuda_facts *);
+static int	 cuda_parse(struct gck_ctx *, struct gck_manifest *, json_t *);
+static int	 files_parse(struct gck_ctx *, struct gck_manifest *, json_t *);
+static json_t	*criu_json(const char *, unsigned int);
+static int	 criu_parse(struct gck_ctx *, struct gck_manifest *, json_t *);
+
+static int
+pid_cmp(const void *a, const void *b)
+{
+	pid_t	x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The CPU features a restored process may depend on. */
+static json_t *
+cpu_flags(void)
+{
+	static const char *keep[] = { "fpu", "sse", "sse2", "sse3", "ssse3",
+	    "sse4_1", "sse4_2", "avx", "avx2", "avx512", "fma", "xsave",
+	    "xsaveopt", "xsavec", "xsaves", "aes", "bmi1", "bmi2", "pku",
+	    "amx", "sha_ni", "vaes", "f16c", "adx", "erms", "fsrm", NULL };
+	char	 line[8192], *s, *tok, *save = NULL;
+	json_t	*a;
+	FILE	*f;
+	size_t	 i;
+
+	if ((a = json_array()) == NULL)
+		return NULL;
+	if ((f = fopen("/proc/cpuinfo", "re")) == NULL)
+		return a;
+	while (fgets(line, sizeof line, f) != NULL) {
+		if (strncmp(line, "flags", 5) != 0 ||
+		    (s = strchr(line, ':')) == NULL)
+			continue;
+		for (tok = strtok_r(s + 1, " \n", &save); tok != NULL;
+		    tok = strtok_r(NULL, " \n", &save)) {
+			for (i = 0; keep[i] != NULL; i++) {
+				size_t	l = strlen(keep[i]);
+
+				if (strncmp(tok, keep[i], l) == 0 &&
+				    (tok[l] == '\0' || strcmp(keep[i],
+				    "avx512") == 0 || strcmp(keep[i],
+				    "amx") == 0)) {
+					json_array_append_new(a,
+					    json_string(tok));
+					break;
+				}
+			}
+		}
+		break;
+	}
+	fclose(f);
+	return a;
+}
+
+static json_t *
+host_facts(void)
+{
+	struct utsname	u;
+	char		host[256] = "", boot[64] = "";
+
+	gethostname(host, sizeof host - 1);
+	if (uname(&u) == -1)
+		memset(&u, 0, sizeof u);
+	gck_boot_id(boot, sizeof boot);
+	return json_pack("{s:s, s:s, s:s, s:s, s:o}", "hostname", host,
+	    "boot_id", boot, "kernel", u.release, "arch", u.machine,
+	    "cpu_flags", cpu_flags());
+}
+
+/* This boot of this host, as the kernel names it ("" if unknown). */
+void
+gck_boot_id(char *buf, size_t len)
+{
+	size_t	l;
+
+	if (gck_read_small_file("/proc/sys/kernel/random/boot_id", buf,
+	    len) == -1)
+		buf[0] = '\0';
+	l = strlen(buf);
+	while (l > 0 && (buf[l - 1] == '\n' || buf[l - 1] == ' '))
+		buf[--l] = '\0';
+}
+
+/* Whether the image was made during this boot of this host. */
+int
+gck_manifest_this_boot(const struct gck_manifest *m)
+{
+	const char	*b = NULL;
+	char		 boot[64];
+
+	gck_boot_id(boot, sizeof boot);
+	if (json_unpack(m->root, "{s:{s:s}}", "host", "boot_id", &b) != 0)
+		return 0;
+	return boot[0] != '\0' && strcmp(b, boot) == 0;
+}
+
+static json_t *
+proc_json(const struct gck_proc *p)
+{
+	json_t	*argv, *o;
+	int	 i;
+
+	if ((argv = json_array()) == NULL)
+		return NULL;
+	for (i = 0; i < p->argc; i++)
+		json_array_append_new(argv, json_string(p->argv[i]));
+	o = json_pack("{s:i, s:i, s:i, s:i, s:I, s:I, s:s, s:o, s:s?, "
+	    "s:i, s:{s:I, s:I, s:I, s:I, s:I}}",
+	    "pid", (int)p->pid, "ppid", (int)p->ppid, "pgid", (int)p->pgid,
+	    "sid", (int)p->sid, "uid", (json_int_t)p->uid,
+	    "gid", (json_int_t)p->gid, "comm", p->comm, "cmdline", argv,
+	    "cwd", p->cwd, "threads", p->threads, "memory",
+	    "vm_size", (json_int_t)p->vm_size, "vm_rss",
+	    (json_int_t)p->vm_rss, "rss_anon", (json_int_t)p->rss_anon,
+	    "rss_file", (json_int_t)p->rss_file, "rss_shmem",
+	    (json_int_t)p->rss_shmem);
+	if (o != NULL && p->start != 0 && json_object_set_new(o, "start",
+	    json_integer((json_int_t)p->start)) != 0) {
+		json_decref(o);
+		o = NULL;
+	}
+	/* Only where it is one: a restored zombie is not stopped. */
+	if (o != NULL && p->state == 'Z' &&
+	    json_object_set_new(o, "zombie", json_true()) != 0) {
+		json_decref(o);
+		o = NULL;
+	}
+	return o;
+}
+
+/*
+ * The GPU section: the driver, the GPUs the processes use, and what each
+ * process holds on each of them.
+ */
+static json_t *
+cuda_json(const struct gck_cuda_facts *cf)
+{
+	json_t		*c, *gpus, *procs, *pg, *p;
+	char		 cc[32];
+	uint64_t	 used = 0;
+	size_t		 i, g;
+
+	for (i = 0; i < cf->nprocs; i++)
+		used |= cf->procs[i].gpus;
+	if ((gpus = json_array()) == NULL || (procs = json_array()) == NULL) {
+		json_decref(gpus);
+		return NULL;
+	}
+	for (g = 0; g < cf->ngpus; g++) {
+		if (!(used & 1ULL << g))
+			continue;
+		snprintf(cc, sizeof cc, "%d.%d", cf->gpus[g].cc_major,
+		    cf->gpus[g].cc_minor);
+		json_array_append_new(gpus, json_pack("{s:i, s:s, s:s, s:s, "
+		    "s:I, s:s}", "index", cf->gpus[g].index, "uuid",
+		    cf->gpus[g].uuidstr, "name", cf->gpus[g].name,
+		    "compute_capability", cc, "memory",
+		    (json_int_t)cf->gpus[g].total, "pci_bus_id",
+		    cf->gpus[g].pci));
+	}
+	for (i = 0; i < cf->nprocs; i++) {
+		if ((pg = json_array()) == NULL)
+			break;
+		for (g = 0; g < cf->ngpus; g++) {
+			if (!(cf->procs[i].gpus & 1ULL << g))
+				continue;
+			json_array_append_new(pg, cf->procs[i].gpu_memory_known ?
+			    json_pack("{s:s, s:I}", "uuid", cf->gpus[g].uuidstr,
+			    "memory", (json_int_t)cf->procs[i].mem[g]) :
+			    json_pack("{s:s, s:n}", "uuid", cf->gpus[g].uuidstr,
+			    "memory"));
+		}
+		p = json_pack("{s:i, s:s, s:o}", "pid", (int)cf->procs[i].pid,
+		    "comm", cf->procs[i].comm, "gpus", pg);
+		json_array_append_new(procs, p);
+	}
+	c = json_pack("{s:i, s:s, s:s?, s:b, s:o, s:o}",
+	    "driver_version", cf->driver_version,
+	    "cuda_version", cf->cuda_version,
+	    "driver", cf->release,
+	    "nvml", cf->nvml,
+	    "gpus", gpus,
+	    "processes", procs);
+	return c;
+}
+
+/* The CRIU section: its version and the options of the dump. */
+static json_t *
+criu_json(const char *version, unsigned int opts)
+{
+	json_t		*a;
+	unsigned int	 bit;
+
+	if ((a = json_array()) == NULL)
+		return NULL;
+	for (bit = 1; bit <= GCK_CRIU_OPTS_ALL; bit <<= 1)
+		if ((opts & bit) && json_array_append_new(a,
+		    json_string(gck_criu_opt_name(bit))) != 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return json_pack("{s:s, s:o}", "version", version, "options", a);
+}
+
+/*
+ * Builds the manifest of a checkpoint of tree t.  Returns the JSON text
+ * (free it), or NULL with the error set.
+ */
+char *
+gck_manifest_build(struct gck_ctx *ctx, const struct gck_ptree *t,
+    const struct gck_ckpt_opts *o, enum gck_after after,
+    const char *criu_version, int shell_job, const struct gck_cuda_facts *cf,
+    const struct gck_imgfile *files, size_t nfiles)
+{
+	json_t		*m = NULL, *procs, *fl;
+	char		 created[32], *text = NULL;
+	time_t		 now = time(NULL);
+	struct tm	 tm;
+	size_t		 i;
+
+	gmtime_r(&now, &tm);
+	strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if ((procs = json_array()) == NULL)
+		goto out;
+	for (i = 0; i < t->n; i++)
+		if (json_array_append_new(procs,
+		    proc_json(&t->procs[i])) != 0) {
+			json_decref(procs);
+			goto out;
+		}
+	if ((fl = json_array()) == NULL) {
+		json_decref(procs);
+		goto out;
+	}
+	for (i = 0; i < nfiles; i++)
+		if (json_array_append_new(fl, json_pack("{s:s, s:I, s:b}",
+		    "name", files[i].name, "size", (json_int_t)files[i].size,
+		    "memory", files[i].memory)) != 0) {
+			json_decref(procs);
+			json_decref(fl);
+			goto out;
+		}
+	m = json_pack("{s:i, s:s, s:s, s:o, s:o, s:o?, s:i, s:b, s:o, "
+	    "s:{s:s, s:i, s:s}, s:I, s:o}",
+	    "format", GCK_FORMAT_VERSION,
+	    "tool", "gpuckpt " PACKAGE_VERSION,
+	    "created", created,
+	    "host", host_facts(),
+	    "criu", criu_json(criu_version, o->criu_opts),
+	    "cuda", cf != NULL ? cuda_json(cf) : NULL,
+	    "root_pid", (int)t->procs[0].pid,
+	    "shell_job", shell_job,
+	    "processes", procs,
+	    "options", "compress", o->level > 0 ? "zstd" : "none",
+	    "level", o->level, "after", after_names[after],
+	    "part_size", (json_int_t)(o->part_size ? o->part_size :
+	    GCK_PART_SIZE), "files", fl);
+	if (m != NULL)
+		text = json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+out:
+	json_decref(m);
+	if (text == NULL)
+		gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	return text;
+}
+
+/*
+ * The list of CRIU files (absent in images that predate it): each a
+ * file name the reader accepts, once, with a size.
+ */
+static int
+files_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *fl)
+{
+	json_t		*f;
+	json_int_t	 size;
+	const char	*name;
+	size_t		 i, pos[2] = { 0, 0 };
+	int		 memory;
+
+	if (fl == NULL)
+		return GCK_OK;
+	if (!json_is_array(fl) || json_array_size(fl) > MANIFEST_FILES_MAX ||
+	    (m->files = json_object()) == NULL)
+		goto bad;
+	json_array_foreach(fl, i, f) {
+		memory = 0;
+		if (json_unpack(f, "{s:s, s:I, s?b}", "name", &name, "size",
+		    &size, "memory", &memory) != 0 || size < 0 ||
+		    !gck_criu_name_ok(name) ||
+		    json_object_get(m->files, name) != NULL ||
+		    json_object_set_new(m->files, name, json_pack("{s:I, s:b}",
+		    "size", size, "memory", memory)) != 0)
+			goto bad;
+		pos[1] += !memory;
+	}
+	/*
+	 * Where each file comes in the stream: inventory.img first, the
+	 * others in the order of the list, then the memory in that order.
+	 */
+	pos[0] = json_object_get(m->files, CRIU_INVENTORY) != NULL;
+	json_array_foreach(fl, i, f) {
+		memory = 0;
+		(void)json_unpack(f, "{s:s, s?b}", "name", &name, "memory",
+		    &memory);
+		memory = memory != 0;
+		if (json_object_set_new(json_object_get(m->files, name), "pos",
+		    json_integer(strcmp(name, CRIU_INVENTORY) == 0 ? 0 :
+		    (json_int_t)pos[memory]++)) != 0)
+			goto bad;
+	}
+	return GCK_OK;
+bad:
+	return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: bad file list "
+	    "in the manifest");
+}
+
+/*
+ * The CRIU section: an object whose options (absent in images that
+ * predate them) are distinct names of options this version knows.  A
+ * name it does not know is an option a newer gpuckpt dumped with, which
+ * criu restore would need too: such an image is refused.
+ */
+static int
+criu_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *c)
+{
+	json_t		*opts, *o;
+	const char	*name;
+	unsigned int	 bit;
+	size_t		 i;
+
+	if (c == NULL)
+		return GCK_OK;
+	if (!json_is_object(c))
+		goto bad;
+	if ((opts = json_object_get(c, "options")) == NULL)
+		return GCK_OK;
+	if (!json_is_array(opts))
+		goto bad;
+	json_array_foreach(opts, i, o) {
+		if ((name = json_string_value(o)) == NULL)
+			goto bad;
+		if ((bit = gck_criu_opt_bit(name)) == 0)
+			return gck_set_error(ctx, GCK_EVERSION, "the image was "
+			    "dumped with criu option '%.64s', which this "
+			    "version of gpuckpt does not know: upgrade "
+			    "gpuckpt", name);
+		if (m->criu_opts & bit)
+			goto bad;
+		m->criu_opts |= bit;
+	}
+	return GCK_OK;
+bad:
+	return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: bad criu "
+	    "section in the manifest");
+}
+
+/*
+ * Whether the manifest lists the image's CRIU files (images made before
+ * streaming did not).
+ */
+int
+gck_manifest_has_file_list(const struct gck_manifest *m)
+{
+	return m->files != NULL;
+}
+
+/* Where CRIU file name comes among the files in the stream, or -1. */
+int64_t
+gck_manifest_file_pos(const struct gck_manifest *m, const char *name)
+{
+	json_t	*v;
+
+	if (m->files == NULL || (v = json_object_get(m->files, name)) ==
+	    NULL)
+		return -1;
+	return (int64_t)json_integer_value(json_object_get(v, "pos"));
+}
+
+/* How many CRIU files the manifest lists. */
+size_t
+gck_manifest_nfiles(const struct gck_manifest *m)
+{
+	return m->files != NULL ? json_object_size(m->files) : 0;
+}
+
+/* Whether the image has CRIU file name. */
+int
+gck_manifest_has_file(const struct gck_manifest *m, const char *name)
+{
+	return m->files != NULL && json_object_get(m->files, name) != NULL;
+}
+
+/* The size of the image's CRIU file name, or -1 if it has none. */
+int64_t
+gck_manifest_file_size(const struct gck_manifest *m, const char *name)
+{
+	json_t	*v;
+
+	if (m->files == NULL || (v = json_object_get(m->files, name)) ==
+	    NULL)
+		return -1;
+	return (int64_t)json_integer_value(json_object_get(v, "size"));
+}
+
+/*
+ * Whether the image's CRIU file name holds a process's memory pages,
+ * which come after every other file.
+ */
+int
+gck_manifest_file_memory(const struct gck_manifest *m, const char *name)
+{
+	json_t	*v;
+
+	if (m->files == NULL || (v = json_object_get(m->files, name)) ==
+	    NULL)
+		return 0;
+	return json_is_true(json_object_get(v, "memory"));
+}
+
+/*
+ * Parses and checks the GPU section: null (no CUDA process), or GPUs
+ * with well-formed, distinct UUIDs and processes of the tree that use
+ * only those GPUs.
+ */
+static int
+cuda_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *c)
+{
+	struct gck_mcuda	*mc;
+	struct gck_gpu		*g;
+	struct gck_mcproc	*cp;
+	json_t			*gpus, *procs, *e, *pg, *u;
+	json_int_t		 ver, idx, mem, pid;
+	const char		*uuid, *name, *cc, *pci, *comm;
+	size_t			 i, j, k;
+	int			 maj, min, n;
+
+	if (c == NULL || json_is_null(c))
+		return GCK_OK;
+	if ((mc = calloc(1, sizeof *mc)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	m->cuda = mc;
+	if (json_unpack(c, "{s:I, s:o, s:o}", "driver_version", &ver, "gpus",
+	    &gpus, "processes", &procs) != 0 || !json_is_array(gpus) ||
+	    !json_is_array(procs) || ver < 0 || ver > INT32_MAX ||
+	    json_array_size(gpus) > GCK_GPUS_MAX ||
+	    json_array_size(procs) > m->n)
+		return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: bad "
+		    "cuda section in the manifest");
+	mc->driver_version = (int)ver;
+	json_array_foreach(gpus, i, e) {
+		g = &mc->gpus[i];
+		n = 0;
+		if (json_unpack(e, "{s:I, s:s, s:s, s:s, s:I, s:s}", "index",
+		    &idx, "uuid", &uuid, "name", &name, "compute_capability",
+		    &cc, "memory", &mem, "pci_bus_id", &pci) != 0 ||
+		    idx < 0 || idx >= 4096 || mem < 0 ||
+		    gck_cuda_parse_uuid(uuid, g->uuid) == -1 ||
+		    strlen(name) >= sizeof g->name ||
+		    strlen(pci) >= sizeof g->pci ||
+		    sscanf(cc, "%d.%d%n", &maj, &min, &n) != 2 ||
+		    cc[n] != '\0' || maj < 0 || min < 0)
+			return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
+			    "bad GPU %zu in the manifest", i + 1);
+		for (j = 0; j < i; j++)
+			if (memcmp(mc->gpus[j].uuid, g->uuid, 16) == 0)
+				return gck_set_error(ctx, GCK_EFORMAT,
+				    "corrupt image: GPU %s twice in the "
+				    "manifest", uuid);
+		g->index = (int)idx;
+		snprintf(g->uuidstr, sizeof g->uuidstr, "%s", uuid);
+		snprintf(g->name, sizeof g->name, "%s", name);
+		snprintf(g->pci, sizeof g->pci, "%s", pci);
+		g->cc_major = maj;
+		g->cc_minor = min;
+		g->total = (uint64_t)mem;
+	}
+	mc->ngpus = json_array_size(gpus);
+	if ((mc->procs = calloc(json_array_size(procs) + 1,
+	    sizeof *mc->procs)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	json_array_foreach(procs, i, e) {
+		cp = &mc->procs[i];
+		if (json_unpack(e, "{s:I, s:s, s:o}", "pid", &pid, "comm",
+		    &comm, "gpus", &pg) != 0 || !json_is_array(pg))
+			return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
+			    "bad CUDA process %zu in the manifest", i + 1);
+		for (j = 0; j < m->n; j++)
+			if (m->procs[j].pid == pid)
+				break;
+		if (j == m->n)
+			return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
+			    "CUDA process %lld is not in the process list",
+			    (long long)pid);
+		for (k = 0; k < i; k++)
+			if (mc->procs[k].pid == pid)
+				return gck_set_error(ctx, GCK_EFORMAT,
+				    "corrupt image: CUDA process %lld twice "
+				    "in the manifest", (long long)pid);
+		cp->pid = (pid_t)pid;
+		cp->comm = m->procs[j].comm;
+		json_array_foreach(pg, j, u) {
+			json_t	*jm = NULL;
+
+			if (json_unpack(u, "{s:s, s:o}", "uuid", &uuid,
+			    "memory", &jm) != 0 ||
+			    !(json_is_null(jm) || (json_is_integer(jm) &&
+			    json_integer_value(jm) >= 0)))
+				return gck_set_error(ctx, GCK_EFORMAT,
+				    "corrupt image: bad GPU use of process "
+				    "%d in the manifest", (int)cp->pid);
+			for (k = 0; k < mc->ngpus; k++)
+				if (strcmp(mc->gpus[k].uuidstr, uuid) == 0)
+					break;
+			if (k == mc->ngpus || cp->gpus & 1ULL << k)
+				return gck_set_error(ctx, GCK_EFORMAT,
+				    "corrupt image: process %d uses GPU '%s', "
+				    "which the manifest does not list once",
+				    (int)cp->pid, uuid);
+			cp->gpus |= 1ULL << k;
+			cp->mem[k] = json_is_null(jm) ? -1 :
+			    (int64_t)json_integer_value(jm);
+		}
+	}
+	mc->nprocs = json_array_size(procs);
+	return GCK_OK;
+}
+
+/*
+ * Parses and checks a manifest.  Returns GCK_OK with *mp set, GCK_EVERSION
+ * for a newer format, or GCK_EFORMAT.
+ */
+int
+gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
+    struct gck_manifest **mp)
+{
+	struct gck_manifest	*m = NULL;
+	json_error_t		 jerr;
+	json_t			*procs, *p;
+	json_int_t		 fmt, root, pid, start;
+	const char		*comm;
+	pid_t			*sorted = NULL;
+	size_t			 i;
+	int			 shell = 0, zombie, r, found = 0;
+
+	*mp = NULL;
+	if ((m = calloc(1, sizeof *m)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((m->root = json_loadb(text, len, JSON_REJECT_DUPLICATES,
+	    &jerr)) == NULL || !json_is_object(m->root)) {
+		r = gck_set_error(ctx, GCK_EFORMAT, "not a gpuckpt image: "
+		    "manifest is not a JSON object");
+		goto out;
+	}
+	if (json_unpack(m->root, "{s:I}", "format", &fmt) != 0) {
+		r = gck_set_error(ctx, GCK_EFORMAT, "not a gpuckpt image: "
+		    "manifest has no format version");
+		goto out;
+	}
+	if (fmt > GCK_FORMAT_VERSION) {
+		r = gck_set_error(ctx, GCK_EVERSION, "image format version "
+		    "%lld is newer than this version supports (%d): "
+		    "upgrade gpuckpt", (long long)fmt, GCK_FORMAT_VERSION);
+		goto out;
+	}
+	if (fmt < 1) {
+		r = gck_set_error(ctx, GCK_EFORMAT, "not a gpuckpt image: "
+		    "bad format version %lld", (long long)fmt);
+		goto out;
+	}
+	if (json_unpack_ex(m->root, &jerr, 0, "{s:I, s?b, s:o}", "root_pid",
+	    &root, "shell_job", &shell, "processes", &procs) != 0 ||
+	    !json_is_array(procs) || json_array_size(procs) == 0 ||
+	    json_array_size(procs) > MANIFEST_PROCS_MAX ||
+	    root <= 0 || root > INT32_MAX) {
+		r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: bad "
+		    "process list in the manifest");
+		goto out;
+	}
+	m->format = (int)fmt;
+	m->root_pid = (pid_t)root;
+	m->shell_job = shell;
+	m->n = json_array_size(procs);
+	if ((m->procs = calloc(m->n, sizeof *m->procs)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	json_array_foreach(procs, i, p) {
+		comm = NULL;
+		zombie = 0;
+		start = 0;
+		if (json_unpack(p, "{s:I, s?s, s?b, s?I}", "pid", &pid, "comm",
+		    &comm, "zombie", &zombie, "start", &start) != 0 ||
+		    pid <= 0 || pid > INT32_MAX || start < 0) {
+			r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
+			    "bad process %zu in the manifest", i + 1);
+			goto out;
+		}
+		m->procs[i].pid = (pid_t)pid;
+		m->procs[i].comm = comm != NULL ? comm : "?";
+		m->procs[i].zombie = zombie;
+		m->procs[i].start = (uint64_t)start;
+		if (pid == root)
+			found = 1;
+	}
+	if ((sorted = calloc(m->n, sizeof *sorted)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < m->n; i++)
+		sorted[i] = m->procs[i].pid;
+	qsort(sorted, m->n, sizeof *sorted, pid_cmp);
+	for (i = 1; i < m->n; i++)
+		if (sorted[i] == sorted[i - 1]) {
+			r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
+			    "pid %d twice in the manifest", (int)sorted[i]);
+			goto out;
+		}
+	if (!found) {
+		r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: root "
+		    "pid %lld is not in the process list", (long long)root);
+		goto out;
+	}
+	if ((r = cuda_parse(ctx, m, json_object_get(m->root, "cuda"))) !=
+	    GCK_OK || (r = files_parse(ctx, m, json_object_get(m->root,
+	    "files"))) != GCK_OK || (r = criu_parse(ctx, m,
+	    json_object_get(m->root, "criu"))) != GCK_OK)
+		goto out;
+	*mp = m;
+	m = NULL;
+	r = GCK_OK;
+out:
+	free(sorted);
+	gck_manifest_free(m);
+	return r;
+}
+
+/* The manifest as parsed, for readers of its other facts. */
+json_t *
+gck_manifest_json(const struct gck_manifest *m)
+{
+	return m->root;
+}
+
+int
+gck_manifest_format(const struct gck_manifest *m)
+{
+	return m->format;
+}
+
+pid_t
+gck_manifest_root_pid(const struct gck_manifest *m)
+{
+	return m->root_pid;
+}
+
+size_t
+gck_manifest_nprocs(const struct gck_manifest *m)
+{
+	return m->n;
+}
+
+pid_t
+gck_manifest_pid(const struct gck_manifest *m, size_t i)
+{
+	return i < m->n ? m->procs[i].pid : -1;
+}
+
+const char *
+gck_manifest_comm(const struct gck_manifest *m, size_t i)
+{
+	return i < m->n ? m->procs[i].comm : NULL;
+}
+
+int
+gck_manifest_zombie(const struct gck_manifest *m, size_t i)
+{
+	return i < m->n && m->procs[i].zombie;
+}
+
+uint64_t
+gck_manifest_start(const struct gck_manifest *m, size_t i)
+{
+	return i < m->n ? m->procs[i].start : 0;
+}
+
+int
+gck_manifest_shell_job(const struct gck_manifest *m)
+{
+	return m->shell_job;
+}
+
+/*
+ * What gpuckpt did with the tree once the image was complete, as far as
+ * the manifest says: GCK_AFTER_KILL where it says nothing known.
+ */
+enum gck_after
+gck_manifest_after(const struct gck_manifest *m)
+{
+	const char	*s;
+	size_t		 i;
+
+	s = json_string_value(json_object_get(json_object_get(m->root,
+	    "options"), "after"));
+	for (i = GCK_AFTER_KILL; s != NULL && i < sizeof after_names /
+	    sizeof after_names[0]; i++)
+		if (strcmp(s, after_names[i]) == 0)
+			return (enum gck_after)i;
+	return GCK_AFTER_KILL;
+}
+
+unsigned int
+gck_manifest_criu_opts(const struct gck_manifest *m)
+{
+	return m->criu_opts;
+}
+
+const struct gck_mcuda *
+gck_manifest_cuda(const struct gck_manifest *m)
+{
+	return m->cuda;
+}
+
+size_t
+gck_manifest_cuda_nprocs(const struct gck_manifest *m)
+{
+	return m->cuda != NULL ? m->cuda->nprocs : 0;
+}
+
+void
+gck_manifest_free(struct gck_manifest *m)
+{
+	if (m == NULL)
+		return;
+	json_decref(m->root);
+	json_decref(m->files);
+	if (m->cuda != NULL)
+		free(m->cuda->procs);
+	free(m->cuda);
+	free(m->procs);
+	free(m);
+}

@@ -1,0 +1,136 @@
+/*
+ * names.c: the names of an image's entries, and of the criu options it
+ * records.  Whoever builds or reads an entry name does it here.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "private.h"
+#include "image/names.h"
+#include "image/names.h"
+
+/* The options of criu a tree may need (GCK_CRIU_*), as criu names them. */
+static const struct {
+	unsigned int	 bit;
+	const char	*name;
+	const char	*arg;
+} criu_opts[] = {
+	{ GCK_CRIU_TCP_ESTABLISHED,	"tcp-established", "--tcp-established" },
+	{ GCK_CRIU_EXT_UNIX_SK,		"ext-unix-sk",	"--ext-unix-sk" },
+	{ GCK_CRIU_FILE_LOCKS,		"file-locks",	"--file-locks" },
+};
+#define NCRIU_OPTS	(sizeof criu_opts / sizeof criu_opts[0])
+
+const char *
+gck_criu_opt_name(unsigned int bit)
+{
+	size_t	i;
+
+	for (i = 0; i < NCRIU_OPTS; i++)
+		if (criu_opts[i].bit == bit)
+			return criu_opts[i].name;
+	return NULL;
+}
+
+/* The GCK_CRIU_* bit of the option criu names name, or 0. */
+unsigned int
+gck_criu_opt_bit(const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < NCRIU_OPTS; i++)
+		if (strcmp(criu_opts[i].name, name) == 0)
+			return criu_opts[i].bit;
+	return 0;
+}
+
+/* The argument of criu's command line for the option bit, or NULL. */
+const char *
+gck_criu_opt_arg(unsigned int bit)
+{
+	size_t	i;
+
+	for (i = 0; i < NCRIU_OPTS; i++)
+		if (criu_opts[i].bit == bit)
+			return criu_opts[i].arg;
+	return NULL;
+}
+
+/* A CRIU file name: a plain name of [A-Za-z0-9._-], not starting '.'. */
+int
+gck_criu_name_ok(const char *s)
+{
+	size_t	i;
+
+	if (s[0] == '\0' || s[0] == '.' || strlen(s) > GCK_NAME_MAX)
+		return 0;
+	for (i = 0; s[i] != '\0'; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '.' &&
+		    s[i] != '_' && s[i] != '-')
+			return 0;
+	return 1;
+}
+
+/*
+ * The entry of CRIU file file: "criu/FILE" for a file in one entry (part
+ * -1), "criu/FILE.partNNNNN" for part part of a larger one.
+ */
+void
+gck_entry_name(char *buf, size_t len, const char *file, long part)
+{
+	if (part < 0)
+		snprintf(buf, len, GCK_ENTRY_CRIU "%s", file);
+	else
+		snprintf(buf, len, GCK_ENTRY_CRIU "%s.part%05ld", file, part);
+}
+
+/*
+ * Reads an entry name back: the CRIU file it holds into file (len bytes)
+ * and its part into *partp (-1: the whole file).  Returns 0, or -1 when
+ * it is not the entry of a CRIU file of a safe name.
+ */
+int
+gck_entry_parse(const char *entry, char *file, size_t len, long *partp)
+{
+	const char	*base;
+	char		*end;
+	size_t		 bl;
+	long		 part = -1;
+
+	if (strncmp(entry, GCK_ENTRY_CRIU, strlen(GCK_ENTRY_CRIU)) != 0 ||
+	    !gck_criu_name_ok(entry + strlen(GCK_ENTRY_CRIU)))
+		return -1;
+	base = entry + strlen(GCK_ENTRY_CRIU);
+	bl = strlen(base);
+	if (bl > 10 && strncmp(base + bl - 10, ".part", 5) == 0) {
+		part = strtol(base + bl - 5, &end, 10);
+		if (*end != '\0' || !isdigit((unsigned char)base[bl - 5]))
+			part = -1;
+		else
+			bl -= 10;
+	}
+	snprintf(file, len, "%.*s", (int)bl, base);
+	*partp = part;
+	return 0;
+}
+
+/* An entry as messages name it: "'pages-1.img' part 12". */
+void
+gck_entry_display(const char *name, char *buf, size_t len)
+{
+	const char	*p;
+	size_t		 l;
+
+	if (strncmp(name, GCK_ENTRY_CRIU, strlen(GCK_ENTRY_CRIU)) == 0)
+		name += strlen(GCK_ENTRY_CRIU);
+	l = strlen(name);
+	if (l > 10 && (p = name + l - 10, strncmp(p, ".part", 5) == 0))
+		snprintf(buf, len, "'%.*s' part %d", (int)(l - 10), name,
+		    atoi(p + 5));
+	else
+		snprintf(buf, len, "'%s'", name);
+}

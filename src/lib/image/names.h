@@ -1,0 +1,23 @@
+#ifndef GCK_IMAGE_NAMES_H
+#define GCK_IMAGE_NAMES_H
+
+/*
+ * names.c: the names an image gives things, in one place: its entries
+ * ("gpuckpt.json", "criu/NAME", "criu/NAME.partNNNNN", "gpuckpt.sums")
+ * and the options of criu it records.
+ */
+#define GCK_ENTRY_MANIFEST	"gpuckpt.json"
+#define GCK_ENTRY_TRAILER	"gpuckpt.sums"
+#define GCK_ENTRY_CRIU		"criu/"
+#define GCK_NAME_MAX		200	/* a CRIU file name, at the most */
+#define GCK_PARTS_MAX		99999	/* parts of one file */
+#define GCK_ENAME_MAX		(GCK_NAME_MAX + 32)	/* an entry name */
+
+int	gck_criu_name_ok(const char *);
+void	gck_entry_name(char *, size_t, const char *, long);
+int	gck_entry_parse(const char *, char *, size_t, long *);
+void	gck_entry_display(const char *, char *, size_t);
+unsigned int	gck_criu_opt_bit(const char *);
+const char *gck_criu_opt_arg(unsigned int);
+
+#endif /* GCK_IMAGE_NAMES_H */

@@ -1,0 +1,28 @@
+#ifndef GCK_IMAGE_ZIO_H
+#define GCK_IMAGE_ZIO_H
+
+struct gck_ctx;
+struct gck_zin;
+struct gck_zout;
+
+/* zio.c: the compression layer under the tar layer */
+struct gck_zout;
+struct gck_zin;
+int	gck_zout_new(struct gck_ctx *, int, int, struct gck_zout **);
+int	gck_zout_write(struct gck_zout *, const void *, size_t);
+int	gck_zout_finish(struct gck_zout *);
+void	gck_zout_free(struct gck_zout *);
+int	gck_zin_new(struct gck_ctx *, int, struct gck_zin **);
+ssize_t	gck_zin_read(struct gck_zin *, void *, size_t);
+int	gck_zin_compressed(const struct gck_zin *);
+uint64_t gck_zin_total(const struct gck_zin *);
+uint64_t gck_zin_zero_tail(const struct gck_zin *);
+int	gck_zin_eof(const struct gck_zin *);
+int	gck_zin_zero_range(const struct gck_zin *, uint64_t, uint64_t);
+int	gck_zin_peek(const struct gck_zin *, uint64_t, void *, size_t);
+void	gck_zin_keep_raw(struct gck_zin *);
+int	gck_zin_spool(struct gck_zin *, int);
+void	gck_zin_nospool(struct gck_zin *);
+void	gck_zin_free(struct gck_zin *);
+
+#endif /* GCK_IMAGE_ZIO_H */

@@ -1,0 +1,926 @@
+/*
+ * checkpoint.c: gck_checkpoint(), the safety protocol of gpuckpt.
+ *
+ * CRIU dumps the tree and leaves it stopped; the image is streamed; only
+ * once all of it, trailer included, has been written and flushed is the
+ * tree disposed of.  Any failure before that resumes the tree.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "private.h"
+#include "core/guard.h"
+#include "core/proc.h"
+#include "core/util.h"
+#include "criu/criu.h"
+#include "criu/pagemap.h"
+#include "criu/streamer.h"
+#include "criu/ttynull.h"
+#include "gpu/cuda.h"
+#include "image/image.h"
+#include "image/manifest.h"
+#include "image/names.h"
+#include "ops/ops.h"
+
+struct out {
+	char	*path;		/* final name, or NULL for a given fd */
+	char	*tmp;		/* temporary name while writing */
+	int	 fd;
+	int	 owned;
+	int	 inplace;	/* an existing file that is no regular file */
+	mode_t	 kind;		/* S_IFMT of what the image goes to */
+	int	 null;		/* the null device */
+};
+
+static int	out_name(struct gck_ctx *, const struct gck_ckpt_opts *,
+		    struct out *);
+static int	out_open(struct gck_ctx *, const struct gck_ckpt_opts *,
+		    struct out *);
+static int	out_commit(struct gck_ctx *, struct out *);
+static void	out_abort(struct out *);
+static enum gck_after out_after(const struct out *);
+static int	stream_image(struct gck_ctx *, const struct gck_ckpt_opts *,
+		    const char *, const struct gck_capture *, int,
+		    struct gck_writer **);
+static int	tree_restorable(struct gck_ctx *, const struct gck_ptree *,
+		    pid_t);
+
+/*
+ * The output's names: for a file, the partial one it is written under
+ * until it is complete, chosen here and made by out_open(), beside the
+ * file a symbolic link names.  What exists and is no regular file (a
+ * device, a FIFO) is written in place, never replaced.
+ */
+static int
+out_name(struct gck_ctx *ctx, const struct gck_ckpt_opts *o, struct out *out)
+{
+	struct stat	 st;
+	char		*prefix;
+	int		 r;
+
+	out->fd = -1;
+	if (o->output == NULL)
+		return GCK_OK;
+	if (stat(o->output, &st) == 0 && !S_ISREG(st.st_mode)) {
+		if (S_ISDIR(st.st_mode))
+			return gck_set_error(ctx, GCK_EINVAL, "cannot write "
+			    "the image to '%s': it is a directory",
+			    o->output);
+		out->inplace = 1;
+		if ((out->path = strdup(o->output)) == NULL)
+			return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		return GCK_OK;
+	}
+	if ((out->path = realpath(o->output, NULL)) == NULL &&
+	    (out->path = strdup(o->output)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	if (asprintf(&prefix, "%s.tmp.", out->path) == -1)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	r = gck_tempname(ctx, prefix, &out->tmp);
+	free(prefix);
+	return r;
+}
+
+static int
+out_open(struct gck_ctx *ctx, const struct gck_ckpt_opts *o, struct out *out)
+{
+	struct stat	st;
+	int		oerrno;
+
+	if (o->output == NULL)
+		out->fd = o->outfd;
+	else if (out->inplace) {
+		if ((out->fd = open(out->path, O_WRONLY | O_NOCTTY |
+		    O_CLOEXEC)) == -1) {
+			oerrno = errno;
+			return gck_set_syserr(ctx, oerrno, "cannot open '%s': "
+			    "%s", o->output, strerror(oerrno));
+		}
+		out->owned = 1;
+	} else {
+		if ((out->fd = open(out->tmp, O_RDWR | O_CREAT | O_EXCL |
+		    O_CLOEXEC, 0600)) == -1) {
+			oerrno = errno;
+			free(out->tmp);
+			out->tmp = NULL;
+			return gck_set_syserr(ctx, oerrno, "cannot create "
+			    "'%s': %s", o->output, strerror(oerrno));
+		}
+		out->owned = 1;
+	}
+	if (fstat(out->fd, &st) == -1)
+		return gck_set_syserr(ctx, errno, "cannot write the image: %s",
+		    strerror(errno));
+	out->kind = st.st_mode & S_IFMT;
+	out->null = S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 &&
+	    minor(st.st_rdev) == 3;
+	if (isatty(out->fd))
+		return gck_set_error(ctx, GCK_EINVAL, "refusing to write an "
+		    "image to a terminal");
+	return GCK_OK;
+}
+
+/*
+ * What becomes of the tree when nothing was asked: an image in a file
+ * (or on a disk) is stored, and the tree goes; an image in the null
+ * device is gone, and the tree runs on; of an image in a pipe, a socket
+ * or another device only whoever restores it knows whether it arrived,
+ * so the tree is left stopped for them to end.
+ */
+static enum gck_after
+out_after(const struct out *out)
+{
+	if (out->null)
+		return GCK_AFTER_RUN;
+	if (out->kind == S_IFREG || out->kind == S_IFBLK)
+		return GCK_AFTER_KILL;
+	return GCK_AFTER_HANDOVER;
+}
+
+/* Makes the output durable and, for a file, gives it its name. */
+static int
+out_commit(struct gck_ctx *ctx, struct out *out)
+{
+	char		*dir;
+	int		 dfd;
+
+	if ((out->kind == S_IFREG || out->kind == S_IFBLK) &&
+	    fsync(out->fd) == -1)
+		return gck_set_syserr(ctx, errno, "cannot write %s: %s",
+		    out->path != NULL ? out->path : "image", strerror(errno));
+	if (!out->owned)
+		return GCK_OK;
+	if (close(out->fd) == -1) {
+		out->fd = -1;
+		return gck_set_syserr(ctx, errno, "cannot write '%s': %s",
+		    out->path, strerror(errno));
+	}
+	out->fd = -1;
+	if (out->inplace)
+		return GCK_OK;
+	if (rename(out->tmp, out->path) == -1)
+		return gck_set_syserr(ctx, errno, "cannot rename to '%s': %s",
+		    out->path, strerror(errno));
+	free(out->tmp);
+	out->tmp = NULL;
+	if ((dir = strdup(out->path)) != NULL) {
+		if ((dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY |
+		    O_CLOEXEC)) != -1) {
+			fsync(dfd);
+			close(dfd);
+		}
+		free(dir);
+	}
+	return GCK_OK;
+}
+
+static void
+out_abort(struct out *out)
+{
+	if (out->owned && out->fd != -1)
+		close(out->fd);
+	if (out->tmp != NULL)
+		unlink(out->tmp);
+	free(out->tmp);
+	free(out->path);
+}
+
+/* Adds file f, kept in memory, as one entry or in parts. */
+static int
+add_kept(struct gck_writer *w, const struct gck_sfile *f, size_t part_size)
+{
+	char		 ename[GCK_SNAME + 32];
+	size_t		 off, n;
+	unsigned	 part;
+	int		 r, sparse = strncmp(f->name, "pages-", 6) == 0;
+
+	if (f->len <= part_size) {
+		gck_entry_name(ename, sizeof ename, f->name, -1);
+		return sparse ? gck_writer_add_pages(w, ename, f->data,
+		    f->len) : gck_writer_add(w, ename, f->data, f->len);
+	}
+	for (off = 0, part = 0; off < f->len; off += n, part++) {
+		n = f->len - off < part_size ? f->len - off : part_size;
+		gck_entry_name(ename, sizeof ename, f->name, part);
+		if ((r = sparse ? gck_writer_add_pages(w, ename,
+		    f->data + off, n) : gck_writer_add(w, ename, f->data + off,
+		    n)) != GCK_OK)
+			return r;
+	}
+	return GCK_OK;
+}
+
+/* A part being read from a task while the one before is written. */
+struct fetch {
+	struct gck_pmread	*rd;
+	char			*buf;
+	size_t			 want;
+	ssize_t			 n;
+	pthread_t		 th;
+	int			 running;
+};
+
+static void *
+fetch_main(void *arg)
+{
+	struct fetch	*f = arg;
+
+	f->n = gck_pmread_read(f->rd, f->buf, f->want);
+	return NULL;
+}
+
+/* Starts reading the next part, in a thread if one can be had. */
+static void
+fetch_start(struct fetch *f, char *buf, size_t want)
+{
+	f->buf = buf;
+	f->want = want;
+	f->running = pthread_create(&f->th, NULL, fetch_main, f) == 0;
+	if (!f->running)
+		fetch_main(f);
+}
+
+static ssize_t
+fetch_finish(struct fetch *f)
+{
+	if (f->running)
+		pthread_join(f->th, NULL);
+	f->running = 0;
+	return f->n;
+}
+
+/*
+ * Adds the pages file f, read again from its stopped task as its
+ * pagemap lists them, part by part, the samples of each checked against
+ * those of what criu wrote.  One part is read while the one before it
+ * is written.
+ */
+static int
+add_pages(struct gck_ctx *ctx, struct gck_writer *w,
+    const struct gck_capture *cap, const struct gck_sfile *f, char *bufs[2],
+    size_t part_size)
+{
+	const struct gck_sfile	*pm;
+	struct gck_pmread	*rd = NULL;
+	struct gck_area		*rseq = NULL;
+	struct fetch		 fe;
+	char			 pmname[64], ename[GCK_SNAME + 32], *buf;
+	uint64_t		 left = f->size, d;
+	unsigned		 part;
+	ssize_t			 n;
+	size_t			 want, nrseq = 0, k;
+	int			 r;
+
+	memset(&fe, 0, sizeof fe);
+	snprintf(pmname, sizeof pmname, "pagemap-%d.img", (int)f->pid);
+	if ((pm = gck_capture_find(cap, pmname)) == NULL)
+		return gck_set_error(ctx, GCK_ECRIU, "criu wrote '%s' without "
+		    "'%s'", f->name, pmname);
+	if ((r = gck_pmread_open(ctx, pm, f, &rd)) != GCK_OK ||
+	    (r = gck_rseq_areas(ctx, cap, f->pid, &rseq, &nrseq)) != GCK_OK)
+		goto out;
+	gck_log(ctx, 2, "adding %s: %llu bytes of process %d's memory",
+	    f->name, (unsigned long long)f->size, (int)f->pid);
+	fe.rd = rd;
+	want = left < part_size ? (size_t)left : part_size;
+	fetch_start(&fe, bufs[0], want);
+	for (part = 0; ; part++) {
+		buf = bufs[part % 2];
+		if ((n = fetch_finish(&fe)) == -1) {
+			r = gck_pmread_error(rd);
+			goto out;
+		}
+		if ((size_t)n != want || part >= f->ndigests) {
+			r = gck_set_error(ctx, GCK_ECRIU, "'%s' of process %d "
+			    "is shorter than criu wrote it", f->name,
+			    (int)f->pid);
+			goto out;
+		}
+		left -= (uint64_t)n;
+		if (left > 0) {
+			want = left < part_size ? (size_t)left : part_size;
+			fetch_start(&fe, bufs[(part + 1) % 2], want);
+		}
+		d = gck_sample_digest(buf, (size_t)n);
+		/*
+		 * The tree has been held by criu all along: only the kernel
+		 * can have written to it since, in the rseq areas.
+		 */
+		for (k = 0; d != f->digests[part] && k < nrseq; k++)
+			if (gck_pmread_overlaps(rd, (uint64_t)part * part_size,
+			    (uint64_t)n, rseq[k].addr, rseq[k].size))
+				break;
+		if (d != f->digests[part] && k == nrseq) {
+			r = gck_set_error(ctx, GCK_ECRIU, "the memory of "
+			    "process %d changed after criu dumped it (part %u "
+			    "of '%s')", (int)f->pid, part, f->name);
+			goto out;
+		}
+		if (f->size <= part_size)
+			gck_entry_name(ename, sizeof ename, f->name, -1);
+		else
+			gck_entry_name(ename, sizeof ename, f->name, part);
+		if ((r = gck_writer_add_pages(w, ename, buf, (size_t)n)) !=
+		    GCK_OK)
+			goto out;
+		if (left == 0)
+			break;
+	}
+	r = GCK_OK;
+out:
+	fetch_finish(&fe);
+	gck_pmread_free(rd);
+	free(rseq);
+	return r;
+}
+
+/*
+ * Writes the image but for its trailer: the manifest, the files criu
+ * wrote that restore reads first (inventory.img first of all), then the
+ * memory pages of each task, read again from the stopped tree, in the
+ * order criu restores them.  Returns GCK_OK with *wp, to be finished.
+ */
+static int
+stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
+    const char *manifest, const struct gck_capture *cap, int fd,
+    struct gck_writer **wp)
+{
+	const struct gck_sfile	*f;
+	struct gck_writer	*w = NULL;
+	char			*buf[2] = { NULL, NULL };
+	size_t			 part_size = o->part_size ? o->part_size :
+				    GCK_PART_SIZE, i, n;
+	uint64_t		 bytes, holes;
+	int			 r, pass;
+
+	if (posix_memalign((void **)&buf[0], 4096, part_size) != 0 ||
+	    posix_memalign((void **)&buf[1], 4096, part_size) != 0) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((r = gck_writer_new(ctx, fd, o->level, part_size, &w)) != GCK_OK)
+		goto out;
+	if ((r = gck_writer_add(w, "gpuckpt.json", manifest,
+	    strlen(manifest))) != GCK_OK)
+		goto out;
+	n = gck_capture_nfiles(cap);
+	for (pass = 0; pass < 3; pass++)
+		for (i = 0; i < n; i++) {
+			f = gck_capture_file(cap, i);
+			if ((pass == 0) != (strcmp(f->name,
+			    "inventory.img") == 0) || (pass == 2) != f->pages)
+				continue;
+			if (pass < 2)
+				r = add_kept(w, f, part_size);
+			else
+				r = add_pages(ctx, w, cap, f, buf, part_size);
+			if (r != GCK_OK)
+				goto out;
+		}
+	gck_writer_stats(w, &bytes, &holes);
+	gck_log(ctx, 1, "image: %llu bytes of CRIU data, %llu of them zero "
+	    "pages left as holes", (unsigned long long)bytes,
+	    (unsigned long long)holes);
+	*wp = w;
+	w = NULL;
+	r = GCK_OK;
+out:
+	gck_writer_free(w);
+	free(buf[0]);
+	free(buf[1]);
+	return r;
+}
+
+/* What write_image() needs, and what it leaves. */
+struct wstate {
+	struct gck_ctx			*ctx;
+	const struct gck_ckpt_opts	*o;
+	enum gck_after			 after;	/* as the manifest says */
+	struct gck_capture		*cap;
+	const char			*criuver;
+	int				 shell_job;
+	const struct gck_cuda_facts	*cf;
+	struct out			*out;
+	struct gck_pst			*procs;	/* the tree, as criu holds it */
+	size_t				 nprocs;
+	size_t				 nttys;	/* terminal files made null */
+	struct gck_writer		*w;	/* the image, but its trailer */
+};
+
+/*
+ * Writes the image while criu still holds the tree, every process
+ * stopped where it was dumped; only its trailer is left, to be written
+ * once criu has finished well.  Returns GCK_OK or a code.
+ */
+static int
+write_image(void *arg)
+{
+	struct wstate		*w = arg;
+	struct gck_ctx		*ctx = w->ctx;
+	struct gck_ptree	*t = NULL;
+	struct gck_imgfile	*files = NULL;
+	char			*manifest = NULL;
+	size_t			 i, n = gck_capture_nfiles(w->cap);
+	int			 r;
+
+	if ((r = gck_ptree_scan(ctx, w->o->pid, &t)) != GCK_OK)
+		goto out;
+	if ((w->procs = calloc(t->n, sizeof *w->procs)) == NULL ||
+	    (files = calloc(n + 1, sizeof *files)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < t->n; i++) {
+		w->procs[w->nprocs].pid = t->procs[i].pid;
+		w->procs[w->nprocs++].start = t->procs[i].start;
+	}
+	if ((r = gck_check_interrupt(ctx)) != GCK_OK)
+		goto out;
+	/* Whatever has a terminal open has /dev/null there, restored. */
+	if ((r = gck_ttys_to_null(ctx, w->cap, &w->nttys)) != GCK_OK)
+		goto out;
+	if (w->nttys > 0)
+		gck_log(ctx, 1, "image: %zu terminal file%s made /dev/null",
+		    w->nttys, w->nttys == 1 ? "" : "s");
+	for (i = 0; i < n; i++) {
+		files[i].name = gck_capture_file(w->cap, i)->name;
+		files[i].size = gck_capture_file(w->cap, i)->size;
+		files[i].memory = gck_capture_file(w->cap, i)->pages;
+	}
+	if ((manifest = gck_manifest_build(ctx, t, w->o, w->after, w->criuver,
+	    w->shell_job, w->cf, files, n)) == NULL) {
+		r = ctx->code;
+		goto out;
+	}
+	gck_log(ctx, 1, "writing image");
+	r = stream_image(ctx, w->o, manifest, w->cap, w->out->fd, &w->w);
+out:
+	gck_ptree_free(t);
+	free(files);
+	free(manifest);
+	return r;
+}
+
+/*
+ * Refuses, before it is touched, a tree whose image could not be made or
+ * could never be restored:
+ * - gpurestore restores detached, with no terminal to hand out: a
+ *   terminal a process has open becomes /dev/null in the image
+ *   (ttynull.c), but the master side of one, a terminal emulator's,
+ *   could not stand for it;
+ * - session 0 is the one a process has when no ancestor ever called
+ *   setsid() in this PID namespace (children of an init that never did,
+ *   or of a session leader outside the namespace), and CRIU cannot
+ *   record it;
+ * - a pipe to a process outside the tree (a pipeline's other end, as in
+ *   `a | b &`) could never be joined up again: criu would dump it, and
+ *   the restored end would find nobody there.
+ */
+static int
+tree_restorable(struct gck_ctx *ctx, const struct gck_ptree *t, pid_t root)
+{
+	const struct gck_proc	*p;
+	char			 comm[64], peercomm[64];
+	size_t			 i;
+	pid_t			 in, peer;
+	int			 fd;
+
+	for (i = 0; i < t->n; i++) {
+		p = &t->procs[i];
+		if ((fd = gck_pid_ptmx_fd(p->pid)) != -1)
+			return gck_set_error(ctx, GCK_EINVAL, "cannot "
+			    "checkpoint pid %d: process %d ('%s') holds the "
+			    "master side of a terminal (/dev/ptmx on fd %d), "
+			    "which a restore could not give back", (int)root,
+			    (int)p->pid, p->comm, fd);
+		if (p->sid == 0)
+			return gck_set_error(ctx, GCK_EINVAL, "cannot "
+			    "checkpoint pid %d: process %d ('%s') is in session "
+			    "0 (its session leader is outside this PID "
+			    "namespace), which CRIU cannot record (start the "
+			    "job with setsid)", (int)root, (int)p->pid, p->comm);
+	}
+	if (gck_ptree_outside_pipe(t, &in, &fd, &peer)) {
+		if (gck_pid_comm(in, comm, sizeof comm) == -1)
+			snprintf(comm, sizeof comm, "?");
+		if (gck_pid_comm(peer, peercomm, sizeof peercomm) == -1)
+			snprintf(peercomm, sizeof peercomm, "?");
+		return gck_set_error(ctx, GCK_EINVAL, "cannot checkpoint pid "
+		    "%d: process %d ('%s') has a pipe on fd %d to process %d "
+		    "('%s') outside the tree, which a restore could not join "
+		    "up again (checkpoint the whole pipeline: start it under "
+		    "one shell, e.g. (a | b) &, and give that shell's pid)",
+		    (int)root, (int)in, comm, fd, (int)peer, peercomm);
+	}
+	return GCK_OK;
+}
+
+/* Whether process pid was stopped in t, the tree as we found it. */
+static int
+was_stopped(const struct gck_ptree *t, pid_t pid)
+{
+	size_t	i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->procs[i].pid == pid)
+			return t->procs[i].state == 'T' ||
+			    t->procs[i].state == 't';
+	return 0;
+}
+
+/*
+ * Lets the tree (procs) run again, but for what was stopped in pre, as
+ * we found it: what the user stopped stays stopped.
+ */
+static void
+resume_tree(const struct gck_ptree *pre, const struct gck_pst *procs,
+    size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		if (!was_stopped(pre, procs[i].pid))
+			gck_psts_signal(&procs[i], 1, SIGCONT);
+}
+
+/* What the guard is to do with the tree should we die, after. */
+static char
+guard_intent(enum gck_after after)
+{
+	switch (after) {
+	case GCK_AFTER_KILL:
+		return 'K';
+	case GCK_AFTER_RUN:
+		return 'R';
+	default:
+		return 'S';
+	}
+}
+
+int
+gck_checkpoint(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
+    struct gck_ckpt_result *res)
+{
+	return gck_checkpoint_ex(ctx, o, NULL, NULL, res);
+}
+
+void
+gck_ckpt_result_free(struct gck_ckpt_result *res)
+{
+	if (res == NULL)
+		return;
+	free(res->pids);
+	res->pids = NULL;
+	res->npids = 0;
+}
+
+/* Fills res (if any) in with what became of the tree. */
+static int
+ckpt_result(struct gck_ctx *ctx, struct gck_ckpt_result *res,
+    enum gck_after after, const struct gck_pst *procs, size_t n, size_t ncp,
+    const struct out *out)
+{
+	size_t	i;
+	int	fd;
+
+	if (res == NULL)
+		return GCK_OK;
+	/* The first whose output went to a terminal, gone on restore. */
+	res->tty_pid = -1;
+	for (i = 0; i < n && res->tty_pid == -1; i++)
+		for (fd = 1; fd <= 2; fd++)
+			if (gck_pid_fd_tty(procs[i].pid, fd, res->tty,
+			    sizeof res->tty)) {
+				res->tty_pid = procs[i].pid;
+				res->tty_fd = fd;
+				break;
+			}
+	res->after = after;
+	res->ncuda = ncp;
+	res->reader = -1;
+	if ((res->pids = calloc(n + 1, sizeof *res->pids)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	for (i = 0; i < n; i++)
+		res->pids[i] = procs[i].pid;
+	res->npids = n;
+	res->output = out->kind == S_IFIFO ? "a pipe" : out->kind ==
+	    S_IFSOCK ? "a socket" : out->kind == S_IFREG ? "a file" :
+	    "a device";
+	if (after == GCK_AFTER_HANDOVER && out->kind == S_IFIFO &&
+	    (res->reader = gck_pipe_peer(out->fd)) > 0 &&
+	    gck_pid_comm(res->reader, res->reader_comm,
+	    sizeof res->reader_comm) == -1)
+		res->reader = -1;
+	return GCK_OK;
+}
+
+int
+gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
+    gck_commit_fn commit, void *commit_arg, struct gck_ckpt_result *res)
+{
+	struct gck_ptree	*pre = NULL;
+	struct gck_guard	*guard = NULL;
+	struct gck_proc		*cand = NULL;
+	struct gck_cuda		*cu = NULL;
+	struct gck_cproc	*cp = NULL;
+	struct gck_gpu		*gpus = NULL;
+	struct gck_cuda_facts	 cf;
+	struct gck_capture	*cap = NULL;
+	struct gck_writer	*writer = NULL;
+	struct wstate		 w;
+	struct gck_capture_job	 job;
+	struct gck_criu_stream	 stream;
+	enum gck_after		 after = o->after;
+	struct out		 out;
+	char			*work = NULL;
+	char			 imgdir[PATH_MAX], criuver[64], msg[GCK_ERRMAX];
+	struct gck_pst		*procs = NULL;
+	size_t			 nprocs = 0, i, ncand = 0, ncp = 0, ngpus = 0;
+	size_t			 nbad;
+	int			 r, shell_job, dumped = 0, gpu_touched = 0;
+	int			 tcp_run = 0;
+	char			 cudaver[16], why[GCK_ERRMAX];
+
+	memset(&out, 0, sizeof out);
+	out.fd = -1;
+	if (res != NULL)
+		memset(res, 0, sizeof *res);
+	if (o->criu_opts & ~GCK_CRIU_OPTS_ALL) {
+		r = gck_set_error(ctx, GCK_EINVAL, "unknown criu options %#x",
+		    o->criu_opts & ~GCK_CRIU_OPTS_ALL);
+		goto out;
+	}
+	if ((r = gck_criu_can_dump(ctx, o->pid)) != GCK_OK)
+		goto out;
+	if ((r = gck_ptree_scan(ctx, o->pid, &pre)) != GCK_OK)
+		goto out;
+	for (i = 0; i < pre->n; i++)
+		if (pre->procs[i].pid == getpid()) {
+			r = gck_set_error(ctx, GCK_EINVAL, "cannot checkpoint "
+			    "pid %d: the tree contains this gpuckpt (pid %d)",
+			    (int)o->pid, (int)getpid());
+			gck_ptree_free(pre);
+			pre = NULL;
+			goto out;
+		}
+	if ((r = tree_restorable(ctx, pre, o->pid)) != GCK_OK)
+		goto out;
+	if ((r = gck_cuda_candidates(ctx, pre, &cand, &ncand)) != GCK_OK ||
+	    (r = gck_cuda_prepare(ctx, "checkpoint", o->pid, cand, ncand,
+	    &cu)) != GCK_OK)
+		goto out;
+	/*
+	 * A root that does not lead its own session, or has a controlling
+	 * terminal, belongs to a shell's job: CRIU must be told.
+	 */
+	shell_job = pre->procs[0].sid != pre->procs[0].pid ||
+	    pre->procs[0].tty_nr != 0;
+	if ((r = gck_check_interrupt(ctx)) != GCK_OK)
+		goto out;
+	if ((r = gck_criu_version(ctx, criuver, sizeof criuver)) !=
+	    GCK_OK)
+		goto out;
+	/*
+	 * The guard knows the work directory and the partial output file
+	 * before they are there: killed at any moment, we leave neither.
+	 */
+	if ((r = gck_workdir_name(ctx, o->tmpdir, &work)) != GCK_OK ||
+	    (r = out_name(ctx, o, &out)) != GCK_OK ||
+	    (r = gck_guard_start(ctx, pre, work, out.tmp,
+	    gck_cuda_bring_back, cand, ncand,
+	    &guard)) != GCK_OK)
+		goto out;
+	if ((r = gck_workdir_make(ctx, &work)) != GCK_OK)
+		goto out;
+	snprintf(imgdir, sizeof imgdir, "%s/img", work);
+	if (mkdir(imgdir, 0700) == -1) {
+		r = gck_set_syserr(ctx, errno, "cannot make '%s': %s", imgdir,
+		    strerror(errno));
+		goto out;
+	}
+	if ((r = out_open(ctx, o, &out)) != GCK_OK)
+		goto out;
+	/* gpusend's hand-over decides for itself; we, by the output. */
+	if (after == GCK_AFTER_DEFAULT)
+		after = commit != NULL ? GCK_AFTER_KILL : out_after(&out);
+
+	/*
+	 * The GPU first, while the tree runs: the lock lets the CUDA work
+	 * already submitted finish and blocks any more; the checkpoint
+	 * moves device memory into each process's host memory, where CRIU
+	 * finds it, and releases the GPUs.
+	 */
+	if (cu != NULL) {
+		if ((r = gck_cuda_init(ctx, cu)) != GCK_OK ||
+		    (r = gck_cuda_find(ctx, cu, cand, ncand, &cp, &ncp)) !=
+		    GCK_OK || (r = gck_cuda_all_running(ctx, "checkpoint", cp,
+		    ncp)) != GCK_OK)
+			goto out;
+	}
+	if (ncp > 0) {
+		if ((r = gck_cuda_devices(ctx, cu, 0, &gpus, &ngpus)) != GCK_OK)
+			goto out;
+		gpu_touched = 1;
+		if ((r = gck_cuda_step(ctx, cu, cp, ncp, GCK_CS_LOCK,
+		    o->lock_ms)) != GCK_OK ||
+		    (r = gck_check_interrupt(ctx)) != GCK_OK)
+			goto out;
+		gck_cuda_usage(cu, gpus, ngpus, cp, ncp);
+		if ((r = gck_cuda_step(ctx, cu, cp, ncp, GCK_CS_CHECKPOINT,
+		    0)) != GCK_OK || (r = gck_check_interrupt(ctx)) != GCK_OK)
+			goto out;
+	}
+
+	gck_log(ctx, 1, "dumping process tree %d (%zu processes)",
+	    (int)o->pid, pre->n);
+	if ((r = gck_capture_open(ctx, imgdir, work, o->part_size ?
+	    o->part_size : GCK_PART_SIZE, &cap)) != GCK_OK)
+		goto out;
+	memset(&w, 0, sizeof w);
+	w.ctx = ctx;
+	w.o = o;
+	/* A tree held for gpusend's word is handed over, as with a pipe. */
+	w.after = commit != NULL ? GCK_AFTER_HANDOVER : after;
+	w.cap = cap;
+	w.criuver = criuver;
+	w.shell_job = shell_job;
+	w.out = &out;
+	if (ncp > 0) {
+		memset(&cf, 0, sizeof cf);
+		cf.driver_version = gck_cuda_version(cu);
+		snprintf(cudaver, sizeof cudaver, "%d.%d", cf.driver_version /
+		    1000, cf.driver_version % 1000 / 10);
+		cf.cuda_version = cudaver;
+		cf.release = gck_cuda_release(cu);
+		cf.nvml = gck_cuda_has_nvml(cu);
+		cf.gpus = gpus;
+		cf.ngpus = ngpus;
+		cf.procs = cp;
+		cf.nprocs = ncp;
+		w.cf = &cf;
+	}
+	/*
+	 * criu leaves the TCP connections it dumps frozen (in repair mode,
+	 * the network locked) for a restore to take over; only criu itself
+	 * can let go of them, so a tree to run on is left running by criu.
+	 */
+	tcp_run = after == GCK_AFTER_RUN &&
+	    (o->criu_opts & GCK_CRIU_TCP_ESTABLISHED);
+	job.cap = cap;
+	job.post = write_image;
+	job.arg = &w;
+	stream.during = gck_capture_during;
+	stream.arg = &job;
+	stream.hook = gck_capture_hook_path(cap);
+	r = gck_criu_dump(ctx, o->pid, imgdir, shell_job, o->criu_opts,
+	    tcp_run, &stream);
+	procs = w.procs;
+	nprocs = w.nprocs;
+	writer = w.w;
+	if (r != GCK_OK) {
+		/*
+		 * criu resumes the tree when it fails; should it have died
+		 * without doing so, or after leaving the tree stopped,
+		 * resume what it stopped.  The stop it leaves may still be
+		 * pending: SIGCONT discards it as well.
+		 */
+		for (i = 0; i < pre->n; i++)
+			if (pre->procs[i].state != 'T' &&
+			    pre->procs[i].state != 't')
+				kill(pre->procs[i].pid, SIGCONT);
+		goto out;
+	}
+	dumped = 1;
+	/*
+	 * criu has done well and left the tree stopped: the trailer makes
+	 * the image whole.
+	 */
+	if ((r = gck_check_interrupt(ctx)) != GCK_OK ||
+	    (r = gck_writer_finish(writer)) != GCK_OK)
+		goto out;
+	/*
+	 * The rename makes a file image complete: should we die once it is
+	 * done, the guard must dispose of the tree as asked, not resume it
+	 * beside an image that would restore it a second time.
+	 */
+	if (out.tmp != NULL && commit == NULL)
+		gck_guard_intent(guard, (char)(guard_intent(after) - 'A' +
+		    'a'));
+	if ((r = out_commit(ctx, &out)) != GCK_OK) {
+		gck_guard_intent(guard, 'R');	/* rolled back after all */
+		goto out;
+	}
+	/* Whoever takes the image over may still say no. */
+	if (commit != NULL && (r = commit(ctx, commit_arg, guard, &after)) !=
+	    GCK_OK)
+		goto out;
+
+	if ((r = ckpt_result(ctx, res, after, procs, nprocs, ncp, &out)) !=
+	    GCK_OK)
+		goto out;
+
+	/*
+	 * The image is complete and flushed: dispose of the tree.  A signal
+	 * that arrives now comes too late to change that.
+	 */
+	gck_guard_intent(guard, guard_intent(after));
+	switch (after) {
+	case GCK_AFTER_KILL:
+		gck_log(ctx, 1, "killing process tree %d", (int)o->pid);
+		/*
+		 * Only the processes dumped: on this host, a restore may
+		 * already have ended them and given their PIDs to the
+		 * restored tree.
+		 */
+		gck_psts_signal(procs, nprocs, SIGKILL);
+		if (gck_psts_wait_gone(procs, nprocs, 10000) == -1) {
+			r = gck_set_syserr(ctx, ETIMEDOUT, "process tree %d "
+			    "did not die after SIGKILL", (int)o->pid);
+			goto out;
+		}
+		break;
+	case GCK_AFTER_RUN:
+		resume_tree(pre, procs, nprocs);
+		if (gpu_touched && gck_cuda_settle(cu, cp, ncp, why,
+		    sizeof why) > 0) {
+			/* The image stands; out_abort() leaves it be. */
+			dumped = gpu_touched = 0;
+			r = gck_set_error(ctx, GCK_ECUDA, "the image is "
+			    "complete, but a process could not get its GPU "
+			    "back: %s", why);
+			goto out;
+		}
+		break;
+	default:
+		break;
+	}
+	dumped = 0;
+	gpu_touched = 0;
+	r = GCK_OK;
+out:
+	if (r != GCK_OK) {
+		out_abort(&out);
+		if (dumped) {
+			/* Roll back: the tree is left as we found it. */
+			resume_tree(pre, procs, nprocs);
+		}
+		/* Its restore threads running again, the GPU comes back. */
+		nbad = gpu_touched ? gck_cuda_settle(cu, cp, ncp, why,
+		    sizeof why) : 0;
+		if (r != GCK_ENOPROC && pre != NULL) {
+			int	oerrno = ctx->oerrno;
+
+			snprintf(msg, sizeof msg, "%s", ctx->msg);
+			if (nbad > 0)
+				gck_set_error(ctx, r, "%s; process tree %d "
+				    "left running, but %s", msg, (int)o->pid,
+				    why);
+			else if (dumped && !tcp_run &&
+			    (o->criu_opts & GCK_CRIU_TCP_ESTABLISHED))
+				gck_set_error(ctx, r, "%s; process tree %d left "
+				    "running, but its TCP connections stay "
+				    "frozen, as criu --tcp-established left "
+				    "them", msg, (int)o->pid);
+			else
+				gck_set_error(ctx, r, "%s; process tree %d left "
+				    "%s", msg, (int)o->pid,
+				    pre->procs[0].state == 'T' ? "stopped, as it "
+				    "was" : "running");
+			ctx->oerrno = oerrno;
+		}
+		gck_ckpt_result_free(res);
+	} else {
+		free(out.path);
+		free(out.tmp);
+	}
+	gck_writer_free(writer);
+	gck_capture_free(cap);
+	/*
+	 * The work directory goes before the guard hears that all is
+	 * settled: killed in between, we leave it to the guard.
+	 */
+	gck_rmtree(work);
+	gck_guard_free(guard);
+	gck_cuda_close(cu);
+	free(cp);
+	free(gpus);
+	free(cand);
+	free(work);
+	free(procs);
+	gck_ptree_free(pre);
+	return r;
+}

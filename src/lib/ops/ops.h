@@ -1,0 +1,33 @@
+#ifndef GCK_OPS_OPS_H
+#define GCK_OPS_OPS_H
+
+struct gck_ckpt_opts;
+struct gck_ckpt_result;
+struct gck_ctx;
+struct gck_guard;
+struct gck_restore_opts;
+
+/*
+ * checkpoint.c, restore.c: the hand-over hooks of gpusend.
+ *
+ * A commit hook runs once the image is complete and flushed, before the
+ * tree is disposed of.  It returns GCK_OK to go on with *after (which
+ * it may change), or a code (its message set on ctx) to roll the tree
+ * back.  It may tell the guard what to do should this process die
+ * while it waits.
+ */
+typedef int	(*gck_commit_fn)(struct gck_ctx *, void *, struct gck_guard *,
+		    enum gck_after *);
+int	gck_checkpoint_ex(struct gck_ctx *, const struct gck_ckpt_opts *,
+	    gck_commit_fn, void *, struct gck_ckpt_result *);
+/*
+ * A ready hook runs once every restored process is there, stopped,
+ * before any of them runs.  GCK_OK lets the tree continue; a code (its
+ * message set on ctx) has it killed.
+ */
+typedef int	(*gck_ready_fn)(struct gck_ctx *, void *, pid_t);
+int	gck_restore_ex(struct gck_ctx *, const struct gck_restore_opts *,
+	    gck_ready_fn, void *, pid_t *);
+int	gck_restore_not_init(struct gck_ctx *);
+
+#endif /* GCK_OPS_OPS_H */

@@ -1,0 +1,705 @@
+/*
+ * restore.c: gck_restore(), the safety protocol of gpurestore.
+ *
+ * CRIU restores the tree as the stream arrives, stopped, in a session of
+ * its own; every part is checked before CRIU gets it.  Only when the
+ * trailer has proved the stream whole, and every process is there, does
+ * the tree continue.  On any failure what was restored is killed and the
+ * work area removed.
+ */
+#include "config.h"
+
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/types.h>
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "private.h"
+#include "core/guard.h"
+#include "core/keeper.h"
+#include "core/proc.h"
+#include "core/util.h"
+#include "criu/criu.h"
+#include "criu/streamer.h"
+#include "gpu/cuda.h"
+#include "gpu/gpumap.h"
+#include "image/image.h"
+#include "image/manifest.h"
+#include "ops/ops.h"
+
+/* A restore, phase by phase. */
+struct rst {
+	struct gck_ctx			*ctx;
+	const struct gck_restore_opts	*o;
+	gck_ready_fn			 ready;
+	void				*ready_arg;
+	const struct gck_manifest	*m;
+	struct gck_reader		*rd;
+	struct gck_serve		*srv;
+	struct gck_guard		*guard;
+	struct gck_keeper		*keeper;	/* criu's, and the tree's */
+	struct gck_cuda			*cu;
+	struct gck_cproc		*cp;
+	size_t				 ncp;
+	char				*work;
+	char				 imgdir[PATH_MAX];
+	int				 dfd;	/* the image is in imgdir */
+	char				*spool;	/* a copy of the stream */
+	int				 spoolfd;
+	pid_t				*pids;	/* the image's processes */
+	struct gck_pst			*src;	/* its source, as it was */
+	size_t				 n;
+	int				 subreaper, criu_ran, restored;
+	int				 handover;	/* the source is ours */
+	int				 source_ended;
+	int				 source_resumed;	/* by another */
+};
+
+static int	pids_free(struct gck_ctx *, const struct gck_manifest *, int,
+		    int);
+static int	source_here(const struct gck_manifest *);
+static int	source_busy(struct gck_ctx *, const struct gck_manifest *,
+		    pid_t, char);
+static int	gpu_preflight(struct gck_ctx *, const struct gck_manifest *,
+		    const char *, struct gck_cuda **, struct gck_cproc **,
+		    size_t *);
+static void	tree_kill(struct rst *);
+static int	source_stopped(const struct rst *);
+static int	end_source(struct rst *);
+
+/*
+ * Checks, before anything is touched, that this host can take the
+ * image's GPU state: a driver new enough, and for each of the image's
+ * GPUs one of the same chip with room enough, as mapped.  Returns with
+ * the processes to restore and the GPU pairs each needs.
+ */
+static int
+gpu_preflight(struct gck_ctx *ctx, const struct gck_manifest *m,
+    const char *map, struct gck_cuda **cup, struct gck_cproc **cpp,
+    size_t *np)
+{
+	const struct gck_mcuda	*mc = gck_manifest_cuda(m);
+	struct gck_gpu		*host = NULL;
+	struct gck_cproc	*cp = NULL;
+	char			 msg[GCK_ERRMAX], ver[32];
+	int			 dst[GCK_GPUS_MAX], remap = 0, r;
+	size_t			 nhost = 0, i, g;
+
+	*cup = NULL;
+	*cpp = NULL;
+	*np = 0;
+	if (mc == NULL || mc->nprocs == 0) {
+		if (map != NULL)
+			return gck_set_error(ctx, GCK_EINVAL, "a GPU map was "
+			    "given, but the image has no CUDA process");
+		return GCK_OK;
+	}
+	if ((r = gck_cuda_open(ctx, cup)) != GCK_OK) {
+		snprintf(msg, sizeof msg, "%s", ctx->msg);
+		return gck_set_error(ctx, r, "cannot restore: the image's "
+		    "process %d ('%s') uses CUDA, but %s", (int)mc->procs[0].pid,
+		    mc->procs[0].comm, msg);
+	}
+	if ((r = gck_cuda_init(ctx, *cup)) != GCK_OK ||
+	    (r = gck_cuda_devices(ctx, *cup, 1, &host, &nhost)) != GCK_OK)
+		goto out;
+	if ((r = gck_gpumap_plan(ctx, mc, host, nhost, map, dst, &remap)) !=
+	    GCK_OK)
+		goto out;
+	if (remap && gck_cuda_version(*cup) < GCK_CUDA_REMAP_VERSION) {
+		gck_cuda_version_string(gck_cuda_version(*cup), ver,
+		    sizeof ver);
+		for (g = 0; g < mc->ngpus; g++)
+			if (memcmp(mc->gpus[g].uuid, host[dst[g]].uuid, 16) !=
+			    0)
+				break;
+		r = gck_set_error(ctx, GCK_ECUDA, "cannot restore: GPU %s "
+		    "must be remapped (to %s), which needs NVIDIA driver r580 "
+		    "(CUDA 13.0) or newer; this driver is %s",
+		    mc->gpus[g].uuidstr, host[dst[g]].uuidstr, ver);
+		goto out;
+	}
+	if ((cp = calloc(mc->nprocs, sizeof *cp)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < mc->nprocs; i++) {
+		cp[i].pid = mc->procs[i].pid;
+		snprintf(cp[i].comm, sizeof cp[i].comm, "%s",
+		    mc->procs[i].comm);
+		for (g = 0; remap && g < mc->ngpus; g++) {
+			if (!(mc->procs[i].gpus & 1ULL << g))
+				continue;
+			memcpy(cp[i].pairs[cp[i].npairs][0], mc->gpus[g].uuid,
+			    16);
+			memcpy(cp[i].pairs[cp[i].npairs][1], host[dst[g]].uuid,
+			    16);
+			cp[i].npairs++;
+			gck_log(ctx, 1, "process %d: GPU %s -> %s",
+			    (int)cp[i].pid, mc->gpus[g].uuidstr,
+			    host[dst[g]].uuidstr);
+		}
+	}
+	*cpp = cp;
+	*np = mc->nprocs;
+	cp = NULL;
+	r = GCK_OK;
+out:
+	free(cp);
+	free(host);
+	return r;
+}
+
+/*
+ * Whether the image's tree is still here, stopped, as gpuckpt leaves it
+ * while it writes the image: a checkpoint piped into a restore on the
+ * same host.  Its PIDs are freed only once the whole image is written.
+ * A process is known by its start time where the image has it (criu may
+ * not have stopped it yet), otherwise by being stopped with its name.
+ */
+static int
+source_here(const struct gck_manifest *m)
+{
+	char	comm[64], st;
+	size_t	i;
+	int	busy = 0;
+
+	if (!gck_manifest_this_boot(m))
+		return 0;
+	for (i = 0; i < gck_manifest_nprocs(m); i++) {
+		if ((st = gck_pid_state(gck_manifest_pid(m, i))) == 0 ||
+		    st == 'Z')
+			continue;
+		/* The very process, in whatever state criu left it. */
+		if (gck_manifest_start(m, i) != 0 &&
+		    gck_pid_start(gck_manifest_pid(m, i)) ==
+		    gck_manifest_start(m, i)) {
+			busy = 1;
+			continue;
+		}
+		if ((st != 'T' && st != 't') ||
+		    gck_pid_comm(gck_manifest_pid(m, i), comm,
+		    sizeof comm) == -1 ||
+		    strcmp(comm, gck_manifest_comm(m, i)) != 0)
+			return 0;
+		busy = 1;
+	}
+	return busy;
+}
+
+/*
+ * Says that pid is taken by the image's own source, still on this host
+ * (st: the state of the process holding it).  Returns GCK_EBUSY.
+ */
+static int
+source_busy(struct gck_ctx *ctx, const struct gck_manifest *m, pid_t pid,
+    char st)
+{
+	char	list[1024];
+	size_t	i, off = 0;
+	int	k;
+
+	list[0] = '\0';
+	for (i = 0; i < gck_manifest_nprocs(m) && off < sizeof list; i++) {
+		k = snprintf(list + off, sizeof list - off, " %d",
+		    (int)gck_manifest_pid(m, i));
+		if (k < 0)
+			break;
+		off += (size_t)k;
+	}
+	if (st == 'T' || st == 't')
+		return gck_set_error(ctx, GCK_EBUSY, "pid %d is in use on "
+		    "this host by the image's source, process tree %d, left "
+		    "stopped: end it (kill -KILL%s) or restore on another "
+		    "host", (int)pid, (int)gck_manifest_root_pid(m), list);
+	return gck_set_error(ctx, GCK_EBUSY, "pid %d is in use on this host "
+	    "by the image's source, process tree %d, still running: restore "
+	    "on another host, or once that tree has ended", (int)pid,
+	    (int)gck_manifest_root_pid(m));
+}
+
+/*
+ * Checks that the image's PIDs are free on this host.  The source tree
+ * that gpuckpt kills on this same host once the image is written is
+ * waited for, up to ms: when source_here() found it (src), whatever
+ * state its processes are in (stopped, or running for the moment criu
+ * takes to leave them stopped); otherwise while they are exiting
+ * (SIGKILL pending), zombies whose parent has yet to reap them, or
+ * being reaped.  Any other process seen busy for BUSY_MS on end is in
+ * use.
+ */
+#define BUSY_MS	100
+static int
+pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms, int src)
+{
+	char	comm[64], st;
+	size_t	i;
+	int	waited = 0, busy;
+	pid_t	pid;
+
+	for (i = 0; i < gck_manifest_nprocs(m); i++) {
+		pid = gck_manifest_pid(m, i);
+		busy = 0;
+		while ((st = gck_pid_state(pid)) != 0) {
+			busy = src || gck_pid_dying(pid) ? 0 : busy + 20;
+			if (busy > BUSY_MS || waited >= ms) {
+				if (gck_pid_comm(pid, comm, sizeof comm) == -1)
+					snprintf(comm, sizeof comm, "?");
+				if (src)
+					return source_busy(ctx, m, pid, st);
+				return gck_set_error(ctx, GCK_EBUSY,
+				    "pid %d is in use on this host (by '%s'%s); "
+				    "the image's process '%s' needs it: end "
+				    "that process or restore on another host",
+				    (int)pid, comm, st == 'T' || st == 't' ?
+				    ", stopped" : "", gck_manifest_comm(m, i));
+			}
+			if (gck_check_interrupt(ctx) != GCK_OK)
+				return GCK_EINTR;
+			gck_msleep(20);
+			waited += 20;
+		}
+	}
+	return GCK_OK;
+}
+
+/*
+ * Kills what there is of the restored tree, with its keeper, and reaps
+ * what comes to us of it (as their parents die, we are their subreaper).
+ */
+static void
+tree_kill(struct rst *st)
+{
+	struct gck_ctx		*tmp;
+	struct gck_ptree	*pt = NULL;
+	struct gck_pst		*all = NULL;
+	pid_t			 k = gck_keeper_pid(st->keeper);
+	size_t			 n = 0, i;
+	int			 waited;
+
+	if (st->keeper == NULL && !st->restored)
+		return;
+	/* What the scan says does not replace why the restore failed. */
+	if (k > 0 && (tmp = gck_ctx_new()) != NULL) {
+		if (gck_ptree_scan(tmp, k, &pt) != GCK_OK)
+			pt = NULL;
+		gck_ctx_free(tmp);
+	}
+	if ((all = calloc((pt != NULL ? pt->n : 0) + st->n + 1,
+	    sizeof *all)) != NULL) {
+		for (i = 0; pt != NULL && i < pt->n; i++) {
+			all[n].pid = pt->procs[i].pid;
+			all[n++].start = pt->procs[i].start;
+		}
+		for (i = 0; st->restored && i < st->n; i++) {
+			all[n].pid = st->pids[i];
+			all[n++].start = gck_pid_start(st->pids[i]);
+		}
+		gck_psts_signal(all, n, SIGKILL);
+		gck_psts_signal(all, n, SIGCONT);
+		for (waited = 0; waited < 5000; waited += 10) {
+			for (i = 0; i < n; i++)
+				while (waitpid(all[i].pid, NULL,
+				    WNOHANG | __WALL) > 0)
+					;
+			if (gck_psts_wait_gone(all, n, 0) == 0)
+				break;
+			gck_msleep(10);
+		}
+	}
+	free(all);
+	gck_ptree_free(pt);
+	gck_keeper_free(st->keeper);
+	st->keeper = NULL;
+	st->restored = 0;
+}
+
+/*
+ * Has criu restore the image, every process left stopped (a zombie of
+ * the image restored as one).  Returns GCK_OK or a code.
+ */
+static int
+rst_restore(struct rst *st)
+{
+	struct gck_ctx		*ctx = st->ctx;
+	struct gck_serve_job	 job;
+	struct gck_criu_stream	 stream;
+	size_t			 i;
+	int			 r, waited;
+	char			 c;
+
+	gck_log(ctx, 1, "restoring process tree %d",
+	    (int)gck_manifest_root_pid(st->m));
+	(void)prctl(PR_GET_CHILD_SUBREAPER, &st->subreaper);
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+	st->criu_ran = 1;
+	job.s = st->srv;
+	job.rd = st->rd;
+	stream.during = gck_serve_during;
+	stream.arg = &job;
+	stream.hook = NULL;
+	if ((r = gck_criu_restore(ctx, st->imgdir,
+	    gck_manifest_shell_job(st->m), gck_manifest_criu_opts(st->m),
+	    st->dfd == -1 ? &stream : NULL, st->guard, &st->keeper,
+	    &st->restored)) != GCK_OK)
+		return r;
+	/*
+	 * The stop criu leaves the tasks in may land a moment later.  A
+	 * zombie of the image is restored as one.
+	 */
+	for (i = 0; i < st->n; i++) {
+		for (waited = 0; ; waited += 10) {
+			c = gck_pid_state(st->pids[i]);
+			if (gck_manifest_zombie(st->m, i) ? c == 'Z' :
+			    c == 'T' || c == 't')
+				break;
+			if (c == 0 || c == 'Z' || waited >= 5000)
+				return gck_set_error(ctx, GCK_ECRIU, "restored "
+				    "process %d is %s", (int)st->pids[i],
+				    c == 0 || c == 'Z' ? "not there" :
+				    "not stopped");
+			gck_msleep(10);
+		}
+	}
+	return GCK_OK;
+}
+
+/*
+ * Whether the image's source is on this host as gpuckpt left it for
+ * its restore to end: every process of it still there, with its start
+ * time, stopped.
+ */
+static int
+source_stopped(const struct rst *st)
+{
+	size_t	i;
+	char	c;
+
+	for (i = 0; i < st->n; i++) {
+		c = gck_pid_state(st->src[i].pid);
+		if (gck_manifest_zombie(st->m, i))
+			continue;
+		if ((c != 'T' && c != 't') || st->src[i].start == 0 ||
+		    gck_pid_start(st->src[i].pid) != st->src[i].start)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Ends the image's source tree, stopped on this host as gpuckpt left it
+ * for its restore to end, once the whole image is here, checked and
+ * kept: only if it is still the tree the image was made of, and still
+ * stopped.  Returns GCK_OK, or a code (then it runs again, or was left
+ * alone).
+ */
+static int
+end_source(struct rst *st)
+{
+	struct gck_ctx	*ctx = st->ctx;
+
+	if (!source_stopped(st)) {
+		st->source_resumed = 1;
+		return gck_set_error(ctx, GCK_EBUSY, "the image's source, "
+		    "process tree %d, is no longer stopped on this host: "
+		    "restoring it too would run it twice",
+		    (int)gck_manifest_root_pid(st->m));
+	}
+	gck_log(ctx, 1, "ending the source, process tree %d",
+	    (int)gck_manifest_root_pid(st->m));
+	/* From now on the copy of the stream is the job: it stays. */
+	gck_guard_intent(st->guard, 'E');
+	st->source_ended = 1;
+	gck_psts_signal(st->src, st->n, SIGKILL);
+	if (gck_psts_wait_gone(st->src, st->n, 10000) == -1)
+		return gck_set_syserr(ctx, ETIMEDOUT, "the image's source, "
+		    "process tree %d, did not die after SIGKILL",
+		    (int)gck_manifest_root_pid(st->m));
+	return GCK_OK;
+}
+
+/*
+ * Refuses to restore as a PID namespace's init (unshare --pid --fork
+ * gpurecv): its end would be the end of every process restored in the
+ * namespace, however well the restore went.  Returns GCK_OK or
+ * GCK_EINVAL.
+ */
+int
+gck_restore_not_init(struct gck_ctx *ctx)
+{
+	if (getpid() != 1)
+		return GCK_OK;
+	return gck_set_error(ctx, GCK_EINVAL, "refusing to restore as the "
+	    "init of a PID namespace (pid 1): the restored tree would be "
+	    "killed when this process exits");
+}
+
+/* Opens the image, checks it can be restored here, notes its PIDs. */
+static int
+rst_prepare(struct rst *st)
+{
+	struct gck_ctx	*ctx = st->ctx;
+	size_t		 i;
+	int		 r;
+
+	if ((r = gck_restore_not_init(ctx)) != GCK_OK ||
+	    (r = gck_criu_can_restore(ctx, NULL)) != GCK_OK)
+		return r;
+	/*
+	 * The guard knows the work directory, and where a copy of the
+	 * stream would go, before they are there.
+	 */
+	if ((r = gck_workdir_name(ctx, st->o->tmpdir, &st->work)) != GCK_OK)
+		return r;
+	if (asprintf(&st->spool, "%s.gck", st->work) == -1) {
+		st->spool = NULL;
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	}
+	if ((r = gck_guard_start(ctx, NULL, st->work, st->spool, NULL, NULL, 0,
+	    &st->guard)) != GCK_OK)
+		return r;
+	if ((r = gck_workdir_make(ctx, &st->work)) != GCK_OK)
+		return r;
+	snprintf(st->imgdir, sizeof st->imgdir, "%s/img", st->work);
+	if (mkdir(st->imgdir, 0700) == -1)
+		return gck_set_syserr(ctx, errno, "cannot make '%s': %s",
+		    st->imgdir, strerror(errno));
+	if ((r = gck_reader_new(ctx, st->o->infd, &st->rd)) != GCK_OK)
+		return r;
+	gck_reader_keep_raw(st->rd);
+	if ((r = gck_reader_head(st->rd, &st->m)) != GCK_OK)
+		return r;
+	if ((r = gpu_preflight(ctx, st->m, st->o->gpu_map, &st->cu, &st->cp,
+	    &st->ncp)) != GCK_OK)
+		return r;
+	st->n = gck_manifest_nprocs(st->m);
+	if ((st->pids = calloc(st->n, sizeof *st->pids)) == NULL ||
+	    (st->src = calloc(st->n, sizeof *st->src)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	for (i = 0; i < st->n; i++) {
+		st->pids[i] = gck_manifest_pid(st->m, i);
+		st->src[i].pid = st->pids[i];
+		st->src[i].start = gck_manifest_start(st->m, i);
+	}
+	return GCK_OK;
+}
+
+/*
+ * A hand-over on one host: gpuckpt left the source stopped for us to
+ * end.  The whole stream is copied to a file beside the work directory
+ * as it is read into it and checked, to the trailer; only then is the
+ * source ended and its PIDs taken for the restore.  Should the restore
+ * fail from there on, the copy is kept, and said where: the job is in
+ * it.
+ */
+static int
+rst_handover(struct rst *st)
+{
+	struct gck_ctx	*ctx = st->ctx;
+	int		 r;
+
+	if ((st->spoolfd = open(st->spool, O_WRONLY | O_CREAT | O_EXCL |
+	    O_CLOEXEC, 0600)) == -1)
+		return gck_set_syserr(ctx, errno, "cannot create '%s': %s",
+		    st->spool, strerror(errno));
+	if ((r = gck_reader_spool(st->rd, st->spoolfd)) != GCK_OK ||
+	    (r = gck_reader_extract(st->rd, st->dfd)) != GCK_OK)
+		return r;
+	if (fsync(st->spoolfd) == -1 || close(st->spoolfd) == -1) {
+		st->spoolfd = -1;
+		return gck_set_syserr(ctx, errno, "cannot write '%s': %s",
+		    st->spool, strerror(errno));
+	}
+	st->spoolfd = -1;
+	if ((r = gck_check_interrupt(ctx)) != GCK_OK ||
+	    (r = end_source(st)) != GCK_OK ||
+	    (r = pids_free(ctx, st->m, 10000, 0)) != GCK_OK)
+		return r;
+	return rst_restore(st);
+}
+
+/*
+ * Where the image is read from: as it arrives, or, when its source is
+ * still on this host (its PIDs taken until it goes), all of it first.
+ * Returns GCK_OK or a code.
+ */
+static int
+rst_stage(struct rst *st)
+{
+	struct gck_ctx	*ctx = st->ctx;
+	int		 src, r;
+
+	src = source_here(st->m);
+	if (src || !gck_manifest_has_file_list(st->m)) {
+		/*
+		 * The source is this host's own stopped tree, which goes
+		 * only once its image is all written (or the image does not
+		 * say which of its files are memory, to be fed to criu as
+		 * they arrive): read it all first, into the work area, then
+		 * restore from there.
+		 */
+		if (gck_manifest_has_file_list(st->m))
+			gck_log(ctx, 1, "process tree %d is still on this "
+			    "host, stopped: reading the whole image before "
+			    "restoring it", (int)gck_manifest_root_pid(st->m));
+		if ((st->dfd = open(st->imgdir, O_RDONLY | O_DIRECTORY |
+		    O_CLOEXEC)) == -1)
+			return gck_set_syserr(ctx, errno, "cannot open '%s': "
+			    "%s", st->imgdir, strerror(errno));
+		/*
+		 * A source left for us to end, and still there (criu may
+		 * hold it yet: whether it is stopped is seen once the image
+		 * is whole); but gpusend (ready) ends its source itself, on
+		 * its word.
+		 */
+		if (src && gck_manifest_after(st->m) == GCK_AFTER_HANDOVER) {
+			if (st->ready != NULL)
+				return gck_set_error(ctx, GCK_EINVAL, "the "
+				    "image's source, process tree %d, is on "
+				    "this host: gpusend moves a tree to "
+				    "another host (on one host: gpuckpt -p %d "
+				    "| gpurestore)",
+				    (int)gck_manifest_root_pid(st->m),
+				    (int)gck_manifest_root_pid(st->m));
+			st->handover = 1;
+			return GCK_OK;
+		}
+		gck_reader_nospool(st->rd);
+		if ((r = gck_reader_extract(st->rd, st->dfd)) != GCK_OK)
+			return r;
+	}
+	gck_reader_nospool(st->rd);
+	if ((r = pids_free(ctx, st->m, st->o->pid_wait_ms, src)) != GCK_OK)
+		return r;
+	/*
+	 * Otherwise CRIU restores as the image arrives, each part checked
+	 * before it is handed over; the tree stays stopped until the
+	 * trailer has proved the image whole.
+	 */
+	gck_log(ctx, 1, "reading image of process tree %d",
+	    (int)gck_manifest_root_pid(st->m));
+	if (st->dfd == -1 && ((r = gck_serve_open(ctx, st->imgdir, st->m,
+	    &st->srv)) != GCK_OK || (r = gck_serve_preload(st->srv, st->rd)) !=
+	    GCK_OK))
+		return r;
+	return GCK_OK;
+}
+
+/*
+ * Every process is there: lets the tree continue.  Its CUDA processes
+ * stay locked, their CUDA calls waiting, while their restore threads
+ * bring the device memory back; should that fail, the tree is killed.
+ */
+static int
+rst_run(struct rst *st)
+{
+	int	r;
+
+	if ((r = gck_check_interrupt(st->ctx)) != GCK_OK ||
+	    (st->ready != NULL && (r = st->ready(st->ctx, st->ready_arg,
+	    st->pids[0])) != GCK_OK))
+		return r;
+	/* The tree may run: should we die now, the guard lets it. */
+	gck_guard_intent(st->guard, 'R');
+	gck_pids_signal(st->pids, st->n, SIGCONT);
+	/* Its process groups need a parent in their session no more. */
+	gck_keeper_release(st->keeper);
+	if ((r = gck_cuda_step(st->ctx, st->cu, st->cp, st->ncp,
+	    GCK_CS_RESTORE, 0)) != GCK_OK ||
+	    (r = gck_cuda_step(st->ctx, st->cu, st->cp, st->ncp,
+	    GCK_CS_UNLOCK, 0)) != GCK_OK)
+		return r;
+	return GCK_OK;
+}
+
+/* Adds to the message on ctx what became of the job, after r. */
+static void
+rst_failed(struct rst *st, int r)
+{
+	struct gck_ctx	*ctx = st->ctx;
+	char		 msg[GCK_ERRMAX];
+	int		 oerrno = ctx->oerrno;
+
+	snprintf(msg, sizeof msg, "%s", ctx->msg);
+	if (st->source_ended)
+		gck_set_error(ctx, r, "%s; %sits source had been ended: the "
+		    "image is kept in '%s' (restore it from there)", msg,
+		    st->restored ? "the restored process tree was killed, and "
+		    : "", st->spool);
+	else if (st->handover && !st->source_resumed)
+		gck_set_error(ctx, r, "%s; nothing restored: its source, "
+		    "process tree %d, is left stopped on this host", msg,
+		    (int)gck_manifest_root_pid(st->m));
+	else if (st->restored)
+		gck_set_error(ctx, r, "%s; the restored process tree %d was "
+		    "killed", msg, (int)gck_manifest_root_pid(st->m));
+	ctx->oerrno = oerrno;
+}
+
+int
+gck_restore(struct gck_ctx *ctx, const struct gck_restore_opts *o,
+    pid_t *rootp)
+{
+	return gck_restore_ex(ctx, o, NULL, NULL, rootp);
+}
+
+int
+gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
+    gck_ready_fn ready, void *ready_arg, pid_t *rootp)
+{
+	struct rst	st;
+	int		r;
+
+	*rootp = -1;
+	memset(&st, 0, sizeof st);
+	st.ctx = ctx;
+	st.o = o;
+	st.ready = ready;
+	st.ready_arg = ready_arg;
+	st.dfd = st.spoolfd = -1;
+	if ((r = rst_prepare(&st)) != GCK_OK ||
+	    (r = rst_stage(&st)) != GCK_OK)
+		goto out;
+	if ((r = st.handover ? rst_handover(&st) : rst_restore(&st)) !=
+	    GCK_OK || (r = rst_run(&st)) != GCK_OK)
+		goto out;
+	*rootp = st.pids[0];
+	r = GCK_OK;
+out:
+	if (r != GCK_OK) {
+		rst_failed(&st, r);
+		tree_kill(&st);
+	}
+	gck_keeper_free(st.keeper);
+	if (st.criu_ran)
+		(void)prctl(PR_SET_CHILD_SUBREAPER, st.subreaper);
+	if (st.dfd != -1)
+		close(st.dfd);
+	if (st.spoolfd != -1)
+		close(st.spoolfd);
+	/* The copy of the stream goes, unless the job is in it. */
+	if (st.spool != NULL && (r == GCK_OK || !st.source_ended))
+		unlink(st.spool);
+	gck_serve_free(st.srv);
+	gck_reader_free(st.rd);
+	gck_cuda_close(st.cu);
+	free(st.cp);
+	gck_rmtree(st.work);
+	gck_guard_free(st.guard);
+	free(st.work);
+	free(st.spool);
+	free(st.pids);
+	free(st.src);
+	return r;
+}

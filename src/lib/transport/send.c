@@ -1,0 +1,1001 @@
+/*
+ * send.c: gck_send(), the sending end of a hand-over over ssh.
+ *
+ * The remote gpurecv is reached first (host key, authentication, its
+ * hello), so that a host that cannot take the image costs the tree
+ * nothing.  The image, read from a file or made by gck_checkpoint_ex()
+ * into a pipe, is cut into numbered data frames that one thread per
+ * connection sends, round-robin, while the next are read.  For a live
+ * tree, the hand-over is the commit hook of the checkpoint: the tree is
+ * killed only once the remote has restored it, heard GO and said that it
+ * runs; before GO every failure resumes it.  Should the connection be
+ * lost after GO, a second connection asks the remote what became of it;
+ * when nobody can tell, the tree is left stopped, never run twice.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "private.h"
+#include "core/guard.h"
+#include "core/util.h"
+#include "criu/criu.h"
+#include "ops/ops.h"
+#include "transport/frame.h"
+#include "transport/ssh.h"
+
+#define QDEPTH		4	/* chunks queued per connection */
+
+struct item {
+	int	 type;		/* GCK_F_DATA, GCK_F_END, or 0 to stop */
+	char	*buf;
+	size_t	 len;
+	uint64_t seq;
+	uint64_t total;		/* END: image bytes in all */
+};
+
+struct queue {
+	struct item	 items[QDEPTH];
+	unsigned	 head, count;
+};
+
+struct send {
+	struct gck_ctx			*ctx;
+	const struct gck_send_opts	*o;
+	struct gck_send_result		*res;
+	char				 id[33];
+	char				 rname[300];	/* "remote HOST" */
+	int				 refused;	/* it said why it failed */
+	unsigned			 n;		/* connections */
+	struct gck_ssh			*c[GCK_STREAMS_MAX];
+	struct gck_ctx			*cctx[GCK_STREAMS_MAX];
+
+	/* The pump: one reader, a sender per connection. */
+	int				 srcfd;
+	int				 own_src;	/* close it to stop */
+	int				 wfd;		/* the checkpoint's end */
+	uint64_t			 offset;	/* resumed from */
+	pthread_mutex_t			 mu;
+	pthread_cond_t			 cv;
+	struct queue			 q[GCK_STREAMS_MAX];
+	pthread_t			 reader, senders[GCK_STREAMS_MAX];
+	unsigned			 nthreads;
+	int				 reader_up;
+	int				 failed;	/* a code; fail_msg why */
+	int				 fail_remote;	/* the remote said it */
+	char				 fail_msg[GCK_ERRMAX + 16];
+	uint64_t			 sent;		/* image bytes */
+	struct timespec			 t0;
+};
+
+static void
+fail(struct send *s, int code, int remote, const char *msg)
+{
+	pthread_mutex_lock(&s->mu);
+	/* The remote's own word wins over what its going did to us. */
+	if (s->failed == GCK_OK || (remote && !s->fail_remote)) {
+		s->failed = code;
+		s->fail_remote = remote;
+		snprintf(s->fail_msg, sizeof s->fail_msg, "%s", msg);
+	}
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* Quotes s for the remote shell. */
+static int
+shquote(char **dst, const char *s)
+{
+	size_t	 n = 2, i;
+	char	*p;
+
+	for (i = 0; s[i] != '\0'; i++)
+		n += s[i] == '\'' ? 4 : 1;
+	if ((*dst = p = malloc(n + 1)) == NULL)
+		return -1;
+	*p++ = '\'';
+	for (i = 0; s[i] != '\0'; i++) {
+		if (s[i] == '\'') {
+			memcpy(p, "'\\''", 4);
+			p += 4;
+		} else
+			*p++ = s[i];
+	}
+	*p++ = '\'';
+	*p = '\0';
+	return 0;
+}
+
+/* Appends " ARG" (quoted if asked) to *cmd. */
+static int
+cmd_add(char **cmd, const char *arg, int quote)
+{
+	char	*q = NULL, *n;
+	int	 r;
+
+	if (quote && shquote(&q, arg) == -1)
+		return -1;
+	r = asprintf(&n, "%s %s", *cmd, quote ? q : arg);
+	free(q);
+	if (r == -1)
+		return -1;
+	free(*cmd);
+	*cmd = n;
+	return 0;
+}
+
+static void
+ssh_opts(const struct gck_send_opts *o, struct gck_ssh_opts *so)
+{
+	memset(so, 0, sizeof *so);
+	so->host = o->host;
+	so->user = o->user;
+	so->port = o->port;
+	so->identity = o->identity;
+	so->known_hosts = o->known_hosts;
+	so->agent = o->agent;
+	so->accept_new = o->accept_new;
+	so->timeout_ms = o->timeout_ms;
+}
+
+/*
+ * Explains a remote that went quiet: its exit status and the last line
+ * it wrote on its standard error.
+ */
+static int
+remote_gone(struct send *s, struct gck_ctx *ctx, struct gck_ssh *c,
+    const char *when)
+{
+	const char	*err = gck_ssh_stderr(c);
+	const char	*sp = *when != '\0' ? " " : "";
+	int		 st = gck_ssh_exit_status(c, 1000);
+
+	if (st == 127 || st == 126)
+		return gck_set_error(ctx, GCK_EREMOTE, "%s: cannot run '%s'%s%s "
+		    "(exit %d): install gpuckpt there, or give gpurecv's path "
+		    "with --remote-path", s->rname, s->o->remote_path,
+		    *err != '\0' ? ": " : "", err, st);
+	if (st >= 0)
+		return gck_set_error(ctx, GCK_EREMOTE, "%s: gpurecv exited "
+		    "with status %d%s%s%s%s", s->rname, st, sp, when,
+		    *err != '\0' ? ": " : "", err);
+	if (*err != '\0')
+		return gck_set_error(ctx, GCK_ESSH, "ssh %s: connection lost"
+		    "%s%s (remote said: %s)", gck_ssh_name(c), sp, when, err);
+	return gck_set_error(ctx, GCK_ESSH, "ssh %s: connection lost%s%s",
+	    gck_ssh_name(c), sp, when);
+}
+
+/*
+ * Reads the next frame from the remote but keepalives: its type in
+ * *typep, its JSON (control frames only) in *op.  Returns GCK_OK or a
+ * code with the error set (an X frame becomes GCK_EREMOTE with the
+ * remote's message).
+ */
+static int
+read_ctl(struct send *s, struct gck_ctx *ctx, struct gck_ssh *c,
+    int *typep, json_t **op, const char *when)
+{
+	struct gck_frame	 f;
+	unsigned char		 hdr[GCK_FRAME_HDR];
+	char			*buf = NULL;
+	json_t			*o;
+	const char		*e;
+	int			 r;
+
+	*op = NULL;
+	for (;;) {
+		r = gck_ssh_read_full(ctx, c, hdr, sizeof hdr);
+		if (r == GCK_ETRUNC)
+			return remote_gone(s, ctx, c, when);
+		if (r != GCK_OK)
+			return r;
+		if ((r = gck_frame_unpack(ctx, hdr, &f, s->rname)) != GCK_OK)
+			return r;
+		if (f.type == GCK_F_DATA || f.len > GCK_CTL_MAX)
+			return gck_set_error(ctx, GCK_EFORMAT, "%s sent a "
+			    "data frame", s->rname);
+		if (f.len > 0) {
+			if ((buf = malloc(f.len)) == NULL)
+				return gck_set_error(ctx, GCK_ENOMEM,
+				    "out of memory");
+			if ((r = gck_ssh_read_full(ctx, c, buf, f.len)) !=
+			    GCK_OK) {
+				free(buf);
+				return r == GCK_ETRUNC ? remote_gone(s, ctx, c,
+				    when) : r;
+			}
+		}
+		if (f.type == GCK_F_KEEPALIVE) {
+			free(buf);
+			buf = NULL;
+			continue;
+		}
+		break;
+	}
+	o = gck_frame_parse(ctx, buf != NULL ? buf : "{}", f.len > 0 ? f.len :
+	    2, s->rname);
+	free(buf);
+	if (o == NULL)
+		return ctx->code;
+	if (f.type == GCK_F_ERROR) {
+		s->refused = 1;
+		e = json_string_value(json_object_get(o, "error"));
+		r = gck_set_error(ctx, GCK_EREMOTE, "%s: %s", s->rname,
+		    e != NULL ? e : "failed");
+		json_decref(o);
+		return r;
+	}
+	*typep = f.type;
+	*op = o;
+	return GCK_OK;
+}
+
+/* Expects a control frame of type; returns its JSON in *op. */
+static int
+expect(struct send *s, struct gck_ctx *ctx, struct gck_ssh *c, int type,
+    json_t **op, const char *when)
+{
+	int	r, t;
+
+	if ((r = read_ctl(s, ctx, c, &t, op, when)) != GCK_OK)
+		return r;
+	if (t != type) {
+		json_decref(*op);
+		*op = NULL;
+		return gck_set_error(ctx, GCK_EFORMAT, "%s sent '%c' where "
+		    "'%c' was due", s->rname, t, type);
+	}
+	return GCK_OK;
+}
+
+static int
+send_ctl(struct gck_ctx *ctx, struct gck_ssh *c, int type, uint64_t seq,
+    const char *fmt, ...)
+{
+	unsigned char	*buf;
+	size_t		 len;
+	va_list		 ap;
+	int		 r;
+
+	va_start(ap, fmt);
+	buf = gck_frame_vjson(type, seq, &len, fmt, ap);
+	va_end(ap);
+	if (buf == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	r = gck_ssh_write(ctx, c, buf, len);
+	free(buf);
+	return r;
+}
+
+/* The remote command: gpurecv and its arguments. */
+static char *
+remote_cmd(struct send *s, int join)
+{
+	const struct gck_send_opts	*o = s->o;
+	char				*cmd, num[32];
+	int				 bad = 0;
+
+	if ((cmd = strdup(o->remote_path)) == NULL)
+		return NULL;
+	if (join) {
+		bad |= cmd_add(&cmd, "--join", 0) | cmd_add(&cmd, s->id, 0);
+		goto out;
+	}
+	bad |= cmd_add(&cmd, "--id", 0) | cmd_add(&cmd, s->id, 0);
+	snprintf(num, sizeof num, "%u", s->n);
+	bad |= cmd_add(&cmd, "--streams", 0) | cmd_add(&cmd, num, 0);
+	snprintf(num, sizeof num, "%u", (o->timeout_ms + 999) / 1000);
+	bad |= cmd_add(&cmd, "--timeout", 0) | cmd_add(&cmd, num, 0);
+	if (o->verbose)
+		bad |= cmd_add(&cmd, "-v", 0);
+	if (o->path == NULL) {
+		bad |= cmd_add(&cmd, "--restore", 0);
+		if (o->gpu_map != NULL)
+			bad |= cmd_add(&cmd, "--gpu-map", 0) |
+			    cmd_add(&cmd, o->gpu_map, 1);
+	} else {
+		if (o->resume)
+			bad |= cmd_add(&cmd, "--resume", 0);
+		if (o->name != NULL)
+			bad |= cmd_add(&cmd, "--name", 0) |
+			    cmd_add(&cmd, o->name, 1);
+		bad |= cmd_add(&cmd, "--", 0) | cmd_add(&cmd, o->path, 1);
+	}
+out:
+	if (bad) {
+		free(cmd);
+		return NULL;
+	}
+	return cmd;
+}
+
+/*
+ * Connects, starts gpurecv and reads its hello; then the extra
+ * connections of --parallel.  *hellop is the hello's JSON.
+ */
+static int
+connect_all(struct send *s, json_t **hellop)
+{
+	struct gck_ctx		*ctx = s->ctx;
+	struct gck_ssh_opts	 so;
+	char			*cmd = NULL;
+	json_int_t		 proto;
+	unsigned		 i;
+	int			 r;
+
+	ssh_opts(s->o, &so);
+	for (i = 0; i < s->n; i++) {
+		if ((cmd = remote_cmd(s, i > 0)) == NULL) {
+			r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+			goto out;
+		}
+		gck_log(ctx, 2, "connection %u: %s", i, cmd);
+		if ((r = gck_ssh_connect(ctx, &so, &s->c[i])) != GCK_OK ||
+		    (r = gck_ssh_exec(ctx, s->c[i], cmd)) != GCK_OK)
+			goto out;
+		free(cmd);
+		cmd = NULL;
+		if (i == 0) {
+			snprintf(s->rname, sizeof s->rname, "remote %s",
+			    s->o->host);
+			if ((r = expect(s, ctx, s->c[0], GCK_F_HELLO, hellop,
+			    "before it answered")) != GCK_OK)
+				goto out;
+			proto = json_integer_value(json_object_get(*hellop,
+			    "proto"));
+			if (proto != GCK_PROTO) {
+				r = gck_set_error(ctx, GCK_EREMOTE, "%s: its "
+				    "gpurecv (%s) speaks protocol %lld, this "
+				    "gpusend %d", s->rname, json_is_string(
+				    json_object_get(*hellop, "version")) ?
+				    json_string_value(json_object_get(*hellop,
+				    "version")) : "?", (long long)proto,
+				    GCK_PROTO);
+				goto out;
+			}
+		} else if ((r = send_ctl(ctx, s->c[i], GCK_F_JOIN, 0, "{s:i}",
+		    "index", (int)i)) != GCK_OK)
+			goto out;
+	}
+	r = GCK_OK;
+out:
+	free(cmd);
+	return r;
+}
+
+/*
+ * Where a resumed send starts: the remote's partial image, when it is
+ * the same bytes as the start of ours.
+ */
+static uint64_t
+resume_offset(struct send *s, json_t *hello)
+{
+	struct gck_ctx	*ctx = s->ctx;
+	struct stat	 st;
+	json_t		*p = json_object_get(hello, "partial");
+	json_int_t	 size = json_integer_value(json_object_get(p, "size"));
+	const char	*want = json_string_value(json_object_get(p, "xxh3"));
+	char		 hex[33];
+
+	if (!s->o->resume || p == NULL || size <= 0 || want == NULL)
+		return 0;
+	if (fstat(s->srcfd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size < (uint64_t)size ||
+	    gck_prefix_digest(ctx, s->srcfd, (uint64_t)size, hex) != GCK_OK ||
+	    strcmp(hex, want) != 0) {
+		gck_log(ctx, 1, "the remote's partial image (%lld bytes) is "
+		    "not the start of this one: sending all of it",
+		    (long long)size);
+		return 0;
+	}
+	if (lseek(s->srcfd, (off_t)size, SEEK_SET) == -1)
+		return 0;
+	gck_log(ctx, 1, "resuming: the remote holds the first %lld bytes",
+	    (long long)size);
+	return (uint64_t)size;
+}
+
+/* Queues it for connection i; 0 if the send has failed meanwhile. */
+static int
+push(struct send *s, unsigned i, const struct item *it)
+{
+	struct queue	*q = &s->q[i];
+	int		 ok;
+
+	pthread_mutex_lock(&s->mu);
+	while (q->count == QDEPTH && s->failed == GCK_OK)
+		pthread_cond_wait(&s->cv, &s->mu);
+	if ((ok = s->failed == GCK_OK)) {
+		q->items[(q->head + q->count) % QDEPTH] = *it;
+		q->count++;
+		pthread_cond_broadcast(&s->cv);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return ok;
+}
+
+static int
+pop(struct send *s, unsigned i, struct item *it)
+{
+	struct queue	*q = &s->q[i];
+	int		 ok;
+
+	pthread_mutex_lock(&s->mu);
+	while (q->count == 0 && s->failed == GCK_OK)
+		pthread_cond_wait(&s->cv, &s->mu);
+	if ((ok = s->failed == GCK_OK)) {
+		*it = q->items[q->head];
+		q->head = (q->head + 1) % QDEPTH;
+		q->count--;
+		pthread_cond_broadcast(&s->cv);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return ok;
+}
+
+/* Cuts the image into chunks, dealt out round-robin. */
+static void *
+reader_main(void *arg)
+{
+	struct send	*s = arg;
+	struct gck_ctx	*ctx = s->cctx[0];
+	struct item	 it;
+	uint64_t	 seq, total = s->offset;
+	unsigned	 i;
+	ssize_t		 n;
+
+	for (seq = 0; ; seq++) {
+		memset(&it, 0, sizeof it);
+		if ((it.buf = malloc(GCK_CHUNK)) == NULL) {
+			fail(s, GCK_ENOMEM, 0, "out of memory");
+			break;
+		}
+		n = gck_read_full(ctx, s->srcfd, it.buf, GCK_CHUNK,
+		    "the image");
+		if (n == -1) {
+			char	msg[GCK_ERRMAX + 8];
+
+			snprintf(msg, sizeof msg, "local: %s", ctx->msg);
+			fail(s, ctx->code, 0, msg);
+			free(it.buf);
+			break;
+		}
+		it.seq = seq;
+		it.type = n > 0 ? GCK_F_DATA : GCK_F_END;
+		it.len = (size_t)n;
+		total += (uint64_t)n;
+		it.total = total;
+		if (n == 0) {
+			free(it.buf);
+			it.buf = NULL;
+		}
+		if (!push(s, (unsigned)(seq % s->n), &it)) {
+			free(it.buf);
+			break;
+		}
+		if (n == 0) {
+			/* The others stop. */
+			memset(&it, 0, sizeof it);
+			for (i = 1; i < s->n; i++)
+				push(s, (unsigned)((seq + i) % s->n), &it);
+			break;
+		}
+	}
+	/* A checkpoint still writing learns of the failure at once. */
+	if (s->own_src) {
+		close(s->srcfd);
+		s->srcfd = -1;
+	}
+	return NULL;
+}
+
+/* On connection 0: has the remote said something meanwhile? */
+static int
+heard(struct send *s, struct gck_ctx *ctx)
+{
+	json_t	*o;
+	int	 r, t;
+
+	if (!gck_ssh_pending(s->c[0]))
+		return GCK_OK;
+	/* read_ctl() passes keepalives over; anything else is wrong. */
+	if ((r = read_ctl(s, ctx, s->c[0], &t, &o, "while the image was "
+	    "sent")) != GCK_OK)
+		return r;
+	json_decref(o);
+	return gck_set_error(ctx, GCK_EFORMAT, "%s sent '%c' while the image "
+	    "was sent", s->rname, t);
+}
+
+struct sender {
+	struct send	*s;
+	unsigned	 i;
+};
+
+static void *
+sender_main(void *arg)
+{
+	struct sender	*sd = arg;
+	struct send	*s = sd->s;
+	struct gck_ctx	*ctx = s->cctx[sd->i];
+	struct gck_ssh	*c = s->c[sd->i];
+	unsigned char	 hdr[GCK_FRAME_HDR];
+	struct item	 it;
+	char		 when[64];
+	int		 r = GCK_OK;
+
+	while (pop(s, sd->i, &it)) {
+		if (it.type == 0)
+			break;
+		if (it.type == GCK_F_END) {
+			r = send_ctl(ctx, c, GCK_F_END, it.seq, "{s:I}",
+			    "bytes", (json_int_t)it.total);
+			break;
+		}
+		gck_frame_pack(hdr, GCK_F_DATA, (uint32_t)it.len, it.seq);
+		if ((r = gck_ssh_write(ctx, c, hdr, sizeof hdr)) == GCK_OK)
+			r = gck_ssh_write(ctx, c, it.buf, it.len);
+		free(it.buf);
+		if (r == GCK_OK) {
+			pthread_mutex_lock(&s->mu);
+			s->sent += it.len;
+			pthread_mutex_unlock(&s->mu);
+			if (sd->i == 0)
+				r = heard(s, ctx);
+		}
+		if (r != GCK_OK)
+			break;
+	}
+	if (r != GCK_OK) {
+		if (r == GCK_ETRUNC || r == GCK_ESSH) {
+			snprintf(when, sizeof when, "after %llu bytes of the "
+			    "image", (unsigned long long)(s->offset + s->sent));
+			if (r == GCK_ETRUNC)
+				remote_gone(s, ctx, c, when);
+		}
+		fail(s, r, r == GCK_EREMOTE, ctx->msg);
+	}
+	return NULL;
+}
+
+/* Starts the reader and a sender per connection. */
+static int
+pump_start(struct send *s, struct sender *sd)
+{
+	struct gck_ctx	*ctx = s->ctx;
+	unsigned	 i;
+
+	clock_gettime(CLOCK_MONOTONIC, &s->t0);
+	for (i = 0; i < s->n; i++) {
+		sd[i].s = s;
+		sd[i].i = i;
+		if ((errno = pthread_create(&s->senders[i], NULL, sender_main,
+		    &sd[i])) != 0)
+			break;
+		s->nthreads++;
+	}
+	if (i == s->n && (errno = pthread_create(&s->reader, NULL,
+	    reader_main, s)) == 0) {
+		s->reader_up = 1;
+		return GCK_OK;
+	}
+	gck_set_syserr(ctx, errno, "cannot start a thread: %s",
+	    strerror(errno));
+	fail(s, GCK_ESYS, 0, ctx->msg);
+	return GCK_ESYS;
+}
+
+/*
+ * Waits for the pump to finish.  On failure, sets why on ctx (the
+ * remote's word if it can be had) and returns the code.
+ */
+static int
+pump_finish(struct send *s)
+{
+	struct gck_ctx	*ctx = s->ctx;
+	struct timespec	 t1;
+	json_t		*o = NULL;
+	unsigned	 i;
+	double		 secs;
+	int		 t;
+
+	if (s->reader_up)
+		pthread_join(s->reader, NULL);
+	s->reader_up = 0;
+	for (i = 0; i < s->nthreads; i++)
+		pthread_join(s->senders[i], NULL);
+	s->nthreads = 0;
+	for (i = 0; i < s->n; i++)
+		while (s->q[i].count > 0) {
+			free(s->q[i].items[s->q[i].head].buf);
+			s->q[i].head = (s->q[i].head + 1) % QDEPTH;
+			s->q[i].count--;
+		}
+	if (s->failed == GCK_OK) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		secs = (double)(t1.tv_sec - s->t0.tv_sec) +
+		    (double)(t1.tv_nsec - s->t0.tv_nsec) / 1e9;
+		gck_log(ctx, 1, "sent %llu bytes in %.2f s (%.1f MB/s) over "
+		    "%u connection%s", (unsigned long long)s->sent, secs,
+		    secs > 0 ? (double)s->sent / secs / 1e6 : 0.0, s->n,
+		    s->n > 1 ? "s" : "");
+		s->res->bytes = s->offset + s->sent;
+		return GCK_OK;
+	}
+	/* Why the remote stopped taking it, if it says so at once. */
+	if (!s->fail_remote && s->c[0] != NULL &&
+	    (s->failed == GCK_ESSH || s->failed == GCK_ETRUNC)) {
+		struct gck_ctx	tmp;
+
+		memset(&tmp, 0, sizeof tmp);
+		if (read_ctl(s, &tmp, s->c[0], &t, &o, "") == GCK_EREMOTE)
+			fail(s, GCK_EREMOTE, 1, tmp.msg);
+		json_decref(o);
+	}
+	return gck_set_error(ctx, s->failed, "%s", s->fail_msg);
+}
+
+/*
+ * Asks the remote, over a new connection, what became of a hand-over
+ * whose answer was lost.  Returns 1 (it runs, *pidp), 0 (it does not) or
+ * -1 (nobody can tell; why in ctx).
+ */
+static int
+ask_outcome(struct send *s, pid_t *pidp)
+{
+	struct gck_ctx		*ctx = s->ctx;
+	struct gck_ssh_opts	 so;
+	struct gck_ssh		*c = NULL;
+	char			*cmd = NULL, buf[128], num[32];
+	size_t			 got = 0;
+	ssize_t			 n;
+	int			 pid, ret = -1;
+
+	ssh_opts(s->o, &so);
+	snprintf(num, sizeof num, "%u", (s->o->timeout_ms + 999) / 1000);
+	if ((cmd = strdup(s->o->remote_path)) == NULL ||
+	    cmd_add(&cmd, "--timeout", 0) == -1 ||
+	    cmd_add(&cmd, num, 0) == -1 ||
+	    cmd_add(&cmd, "--outcome", 0) == -1 ||
+	    cmd_add(&cmd, s->id, 0) == -1) {
+		gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	gck_log(ctx, 1, "asking %s what became of the hand-over", s->o->host);
+	if (gck_ssh_connect(ctx, &so, &c) != GCK_OK ||
+	    gck_ssh_exec(ctx, c, cmd) != GCK_OK)
+		goto out;
+	while (got < sizeof buf - 1 && (n = gck_ssh_read(ctx, c, buf + got,
+	    sizeof buf - 1 - got)) > 0)
+		got += (size_t)n;
+	buf[got] = '\0';
+	if (sscanf(buf, "running %d", &pid) == 1 && pid > 0) {
+		*pidp = pid;
+		ret = 1;
+	} else if (strncmp(buf, "failed", 6) == 0)
+		ret = 0;
+	else
+		gck_set_error(ctx, GCK_EDOUBT, "%s cannot tell", s->rname);
+out:
+	free(cmd);
+	gck_ssh_close(c);
+	return ret;
+}
+
+/* handover() from the go-ahead on. */
+static int
+handover_go(struct send *s)
+{
+	struct gck_ctx	*ctx = s->ctx;
+	struct gck_ssh	*c = s->c[0];
+	json_t		*o = NULL;
+	char		 msg[GCK_ERRMAX], why[GCK_ERRMAX];
+	pid_t		 pid;
+	int		 r, k;
+
+	if ((r = send_ctl(ctx, c, GCK_F_GO, 0, "{}")) == GCK_OK &&
+	    (r = expect(s, ctx, c, GCK_F_RUNNING, &o, "after the restore "
+	    "was done")) == GCK_OK) {
+		s->res->pid = (pid_t)json_integer_value(json_object_get(o,
+		    "pid"));
+		json_decref(o);
+		(void)send_ctl(ctx, c, GCK_F_BYE, 0, "{}");
+		return GCK_OK;
+	}
+	/*
+	 * Only its own word says it failed and killed what it had; its
+	 * going quiet says nothing of what it did with GO.
+	 */
+	if (r == GCK_EREMOTE && s->refused)
+		return r;
+	snprintf(msg, sizeof msg, "%s", ctx->msg);
+	switch ((k = ask_outcome(s, &pid))) {
+	case 1:
+		s->res->pid = pid;
+		gck_log(ctx, 1, "%s runs process tree %d", s->rname, (int)pid);
+		return GCK_OK;
+	case 0:
+		return gck_set_error(ctx, GCK_EREMOTE, "%s; %s did not let "
+		    "the restored tree run", msg, s->rname);
+	default:
+		s->res->in_doubt = 1;
+		snprintf(why, sizeof why, "%s", ctx->msg);
+		return gck_set_error(ctx, GCK_EDOUBT, "hand-over in doubt: %s; "
+		    "asked again: %s; %s may be running it (ask it with "
+		    "'gpurecv --outcome %s')", msg, why, s->rname, s->id);
+	}
+}
+
+/*
+ * The hand-over, once all the image has gone: the remote restores it
+ * and holds it stopped (READY), this side says GO, the remote lets it
+ * run (RUNNING).  guard (or NULL) is told to leave the source stopped
+ * from GO on.  Returns GCK_OK, GCK_EDOUBT (the source must stay
+ * stopped; why in ctx) or a code (the remote does not run it).
+ */
+static int
+handover(struct send *s, struct gck_guard *guard)
+{
+	struct gck_ctx		*ctx = s->ctx;
+	struct gck_ssh		*c = s->c[0];
+	json_t			*o = NULL;
+	volatile sig_atomic_t	*intr;
+	pid_t			 pid;
+	int			 r;
+
+	if ((r = expect(s, ctx, c, GCK_F_READY, &o, "before the restore "
+	    "was done")) != GCK_OK)
+		return r;
+	pid = (pid_t)json_integer_value(json_object_get(o, "pid"));
+	json_decref(o);
+	gck_log(ctx, 1, "%s restored process tree %d, stopped: letting it "
+	    "run", s->rname, (int)pid);
+	/* From here on, should gpusend die, neither side runs it twice. */
+	if (guard != NULL)
+		gck_guard_intent(guard, 'S');
+	/*
+	 * A signal now comes too late: the word goes, and its answer is
+	 * waited for (or asked for) as if nothing had come, rather than
+	 * leaving in doubt a hand-over that is going well.
+	 */
+	intr = ctx->intr;
+	gck_set_interrupt(ctx, NULL);
+	r = handover_go(s);
+	gck_set_interrupt(ctx, intr);
+	return r;
+}
+
+/* The checkpoint's commit hook: the image is all written. */
+static int
+commit_hook(struct gck_ctx *ctx, void *arg, struct gck_guard *guard,
+    enum gck_after *after)
+{
+	struct send	*s = arg;
+	int		 r;
+
+	close(s->wfd);
+	s->wfd = -1;
+	if ((r = pump_finish(s)) != GCK_OK)
+		return r;
+	r = handover(s, guard);
+	if (r == GCK_EDOUBT) {
+		*after = GCK_AFTER_STOP;
+		return GCK_OK;
+	}
+	return r;
+}
+
+/* A random id for the hand-over. */
+static int
+make_id(struct gck_ctx *ctx, char id[33])
+{
+	unsigned char	b[16];
+	size_t		i;
+
+	if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
+		return gck_set_syserr(ctx, errno, "getrandom: %s",
+		    strerror(errno));
+	for (i = 0; i < sizeof b; i++)
+		snprintf(id + 2 * i, 3, "%02x", b[i]);
+	return GCK_OK;
+}
+
+int
+gck_send(struct gck_ctx *ctx, const struct gck_send_opts *o,
+    struct gck_send_result *res)
+{
+	struct send		 s;
+	struct sender		 sd[GCK_STREAMS_MAX];
+	struct gck_ckpt_opts	 co;
+	struct gck_ckpt_result	 cres;
+	json_t			*hello = NULL, *so = NULL;
+	char			 msg[GCK_ERRMAX];
+	const char		*tail;
+	unsigned		 i;
+	int			 r, pf, touched = 0, p[2] = { -1, -1 };
+	int			 refused = 0;
+
+	memset(res, 0, sizeof *res);
+	res->pid = -1;
+	res->tty_pid = -1;
+	memset(&cres, 0, sizeof cres);
+	memset(&s, 0, sizeof s);
+	s.ctx = ctx;
+	s.o = o;
+	s.res = res;
+	s.srcfd = o->pid > 0 ? -1 : o->infd;
+	s.wfd = -1;
+	s.n = o->parallel > 0 ? o->parallel : 1;
+	pthread_mutex_init(&s.mu, NULL);
+	pthread_cond_init(&s.cv, NULL);
+	if (s.n > GCK_STREAMS_MAX) {
+		r = gck_set_error(ctx, GCK_EINVAL, "at most %d connections",
+		    GCK_STREAMS_MAX);
+		goto out;
+	}
+	for (i = 0; i < s.n; i++)
+		if ((s.cctx[i] = gck_ctx_new()) == NULL) {
+			r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+			goto out;
+		} else
+			gck_set_interrupt(s.cctx[i], ctx->intr);
+	if (o->pid > 0 && kill(o->pid, 0) == -1 && errno == ESRCH) {
+		r = gck_set_error(ctx, GCK_ENOPROC, "local: no process %d",
+		    (int)o->pid);
+		goto out;
+	}
+	/* What the checkpoint would refuse is refused before connecting. */
+	if (o->pid > 0 && (r = gck_criu_can_dump(ctx, o->pid)) != GCK_OK) {
+		snprintf(msg, sizeof msg, "%s", ctx->msg);
+		r = gck_set_error(ctx, r, "local: %s", msg);
+		refused = 1;
+		goto out;
+	}
+	if ((r = make_id(ctx, s.id)) != GCK_OK ||
+	    (r = connect_all(&s, &hello)) != GCK_OK)
+		goto out;
+	if (o->pid <= 0)
+		s.offset = resume_offset(&s, hello);
+	res->skipped = s.offset;
+	if ((r = send_ctl(ctx, s.c[0], GCK_F_START, 0, "{s:I}", "offset",
+	    (json_int_t)s.offset)) != GCK_OK)
+		goto out;
+
+	if (o->pid <= 0) {
+		/* An image already made. */
+		if ((r = pump_start(&s, sd)) != GCK_OK ||
+		    (r = pump_finish(&s)) != GCK_OK)
+			goto out;
+		if (o->path != NULL) {
+			if ((r = expect(&s, ctx, s.c[0], GCK_F_STORED, &so,
+			    "before the image was stored")) != GCK_OK)
+				goto out;
+			tail = json_string_value(json_object_get(so, "path"));
+			if (tail != NULL && (res->stored = strdup(tail)) ==
+			    NULL) {
+				r = gck_set_error(ctx, GCK_ENOMEM,
+				    "out of memory");
+				goto out;
+			}
+		} else if ((r = handover(&s, NULL)) != GCK_OK)
+			goto out;
+		r = GCK_OK;
+		goto out;
+	}
+
+	/* A live tree: the image is made into a pipe as it is sent. */
+	if (pipe2(p, O_CLOEXEC) == -1) {
+		r = gck_set_syserr(ctx, errno, "local: cannot make a pipe: %s",
+		    strerror(errno));
+		goto out;
+	}
+	(void)fcntl(p[1], F_SETPIPE_SZ, (int)GCK_CHUNK);
+	s.srcfd = p[0];
+	s.own_src = 1;
+	s.wfd = p[1];
+	if ((r = pump_start(&s, sd)) != GCK_OK)
+		goto out;
+	memset(&co, 0, sizeof co);
+	co.pid = o->pid;
+	co.level = o->level;
+	co.after = GCK_AFTER_KILL;
+	co.outfd = s.wfd;
+	co.tmpdir = o->tmpdir;
+	co.lock_ms = o->lock_ms;
+	co.criu_opts = o->criu_opts;
+	touched = 1;
+	r = gck_checkpoint_ex(ctx, &co, commit_hook, &s, &cres);
+	res->tty_pid = cres.tty_pid;
+	res->tty_fd = cres.tty_fd;
+	memcpy(res->tty, cres.tty, sizeof res->tty);
+	gck_ckpt_result_free(&cres);
+	if (s.wfd != -1) {
+		close(s.wfd);
+		s.wfd = -1;
+	}
+	if (r != GCK_OK) {
+		/*
+		 * A checkpoint that failed writing because the pump had
+		 * stopped failed for the pump's reason; the fate of the
+		 * tree is what the checkpoint reported.
+		 */
+		snprintf(msg, sizeof msg, "%s", ctx->msg);
+		tail = strstr(msg, "; process tree");
+		pthread_mutex_lock(&s.mu);
+		pf = s.failed;
+		pthread_mutex_unlock(&s.mu);
+		if (pf == GCK_OK)
+			fail(&s, GCK_EINTR, 0, "stopped");
+		(void)pump_finish(&s);
+		if (strncmp(msg, "ssh ", 4) == 0 ||
+		    strncmp(msg, "remote ", 7) == 0 ||
+		    strncmp(msg, "hand-over ", 10) == 0)
+			gck_set_error(ctx, r, "%s", msg);
+		else if (pf != GCK_OK)
+			gck_set_error(ctx, pf, "%s%s", s.fail_msg,
+			    tail != NULL ? tail : "");
+		else
+			gck_set_error(ctx, r, "local: %s", msg);
+		r = ctx->code;
+		goto out;
+	}
+	if (res->in_doubt) {
+		snprintf(msg, sizeof msg, "%s", ctx->msg);
+		r = gck_set_error(ctx, GCK_EDOUBT, "%s; process tree %d left "
+		    "stopped", msg, (int)o->pid);
+		goto out;
+	}
+	r = GCK_OK;
+out:
+	if (r != GCK_OK && o->pid > 0 && !touched && !refused &&
+	    r != GCK_ENOPROC) {
+		/* Nothing was done to it. */
+		snprintf(msg, sizeof msg, "%s", ctx->msg);
+		gck_set_error(ctx, r, "%s; process tree %d left running", msg,
+		    (int)o->pid);
+	}
+	if (s.reader_up || s.nthreads > 0) {
+		fail(&s, GCK_EINTR, 0, "stopped");
+		if (s.own_src && s.srcfd != -1)
+			close(s.srcfd);
+		pump_finish(&s);
+	}
+	if (r != GCK_OK && s.c[0] != NULL && !s.refused) {
+		struct gck_ctx	tmp;
+
+		/* Whatever of it the remote holds, it need not wait for more. */
+		memset(&tmp, 0, sizeof tmp);
+		(void)send_ctl(&tmp, s.c[0], GCK_F_ABORT, 0, "{s:s}", "error",
+		    ctx->msg);
+	}
+	if (s.wfd != -1)
+		close(s.wfd);
+	if (s.own_src && s.srcfd != -1)
+		close(s.srcfd);
+	json_decref(hello);
+	json_decref(so);
+	for (i = 0; i < s.n; i++) {
+		gck_ssh_close(s.c[i]);
+		gck_ctx_free(s.cctx[i]);
+	}
+	pthread_mutex_destroy(&s.mu);
+	pthread_cond_destroy(&s.cv);
+	return r;
+}
