@@ -25,13 +25,8 @@
 #include "core/util.h"
 #include "criu/pagemap.h"
 #include "criu/streamer.h"
+#include "image/names.h"
 #include "criu/criu-images.pb-c.h"
-
-#define PAGEMAP_MAGIC		0x56084025u
-#define CORE_MAGIC		0x55053847u
-#define PE_PARENT		(1u << 0)
-#define PE_LAZY			(1u << 1)
-#define PE_PRESENT		(1u << 2)
 
 struct run {
 	uint64_t	addr, len;
@@ -77,10 +72,121 @@ gck_img_record(const char *data, size_t len, size_t *posp, uint32_t *lenp,
 	return (const uint8_t *)data + *posp - rl;
 }
 
-static const uint8_t *
-next_record(const struct gck_sfile *f, size_t *posp, uint32_t *lenp, int *bad)
+/*
+ * Whether data, len bytes, starts with CRIU's header for an image of
+ * kind magic: 0 with *posp at its first record, or -1.
+ */
+int
+gck_img_start(const char *data, size_t len, uint32_t magic, size_t *posp)
 {
-	return gck_img_record(f->data, f->len, posp, lenp, bad);
+	uint32_t	m[2];
+
+	if (len < sizeof m)
+		return -1;
+	memcpy(m, data, sizeof m);
+	if (m[0] != GCK_IMG_COMMON_MAGIC || m[1] != magic)
+		return -1;
+	*posp = sizeof m;
+	return 0;
+}
+
+/*
+ * Starts reading the pagemap image of len bytes at data: its header and
+ * head record, which names the pages file (pm->pages_id).  Returns 0, or
+ * -1 if it is no pagemap image.
+ */
+int
+gck_pagemap_open(struct gck_pagemap *pm, const char *data, size_t len)
+{
+	PagemapHead	*h;
+	const uint8_t	*rec;
+	uint32_t	 rl;
+	int		 bad;
+
+	memset(pm, 0, sizeof *pm);
+	pm->data = data;
+	pm->len = len;
+	if (gck_img_start(data, len, GCK_PAGEMAP_MAGIC, &pm->pos) == -1 ||
+	    (rec = gck_img_record(data, len, &pm->pos, &rl, &bad)) == NULL ||
+	    (h = pagemap_head__unpack(NULL, rl, rec)) == NULL)
+		return -1;
+	pm->pages_id = h->pages_id;
+	pagemap_head__free_unpacked(h, NULL);
+	return 0;
+}
+
+/*
+ * The next entry of the pagemap into *e, its flags as CRIU means them
+ * (an entry of the old form, without flags: in the parent or present).
+ * Returns 1, 0 at the end, or -1 if the image ends inside a record or
+ * holds one that is no entry.
+ */
+int
+gck_pagemap_next(struct gck_pagemap *pm, struct gck_pmentry *e)
+{
+	PagemapEntry	*pe;
+	const uint8_t	*rec;
+	uint32_t	 rl;
+	int		 bad;
+
+	if ((rec = gck_img_record(pm->data, pm->len, &pm->pos, &rl, &bad)) ==
+	    NULL)
+		return bad ? -1 : 0;
+	if ((pe = pagemap_entry__unpack(NULL, rl, rec)) == NULL)
+		return -1;
+	e->vaddr = pe->vaddr;
+	e->nr_pages = pe->nr_pages;
+	e->flags = pe->has_flags ? pe->flags : (pe->has_in_parent &&
+	    pe->in_parent ? GCK_PE_PARENT : GCK_PE_PRESENT);
+	pagemap_entry__free_unpacked(pe, NULL);
+	return 1;
+}
+
+/*
+ * The runs of memory the pagemap lists as present into p, checked
+ * against the pages file they name.
+ */
+static int
+pmread_runs(struct gck_pmread *p, const struct gck_sfile *pagemap,
+    const struct gck_sfile *pages)
+{
+	struct gck_ctx		*ctx = p->ctx;
+	struct gck_pagemap	 pm;
+	struct gck_pmentry	 e;
+	uint64_t		 total = 0, psz;
+	unsigned		 id;
+	int			 ok, r;
+
+	psz = (uint64_t)sysconf(_SC_PAGESIZE);
+	if (gck_pagemap_open(&pm, pagemap->data, pagemap->len) == -1)
+		goto bad;
+	if (!gck_pages_id(pages->name, &id) || id != pm.pages_id)
+		return gck_set_error(ctx, GCK_ECRIU, "'%s' names pages-%u.img, "
+		    "not '%s'", pagemap->name, pm.pages_id, pages->name);
+	while ((ok = gck_pagemap_next(&pm, &e)) == 1) {
+		if (!(e.flags & GCK_PE_PRESENT) && e.nr_pages > 0)
+			return gck_set_error(ctx, GCK_ECRIU, "'%s' has pages "
+			    "that are not in the image (flags %#x)",
+			    pagemap->name, e.flags);
+		if (!(e.flags & GCK_PE_PRESENT) || e.nr_pages == 0)
+			continue;
+		if ((r = gck_grow(ctx, &p->runs, &p->capruns, p->nruns,
+		    sizeof *p->runs)) != GCK_OK)
+			return r;
+		p->runs[p->nruns].addr = e.vaddr;
+		p->runs[p->nruns++].len = (uint64_t)e.nr_pages * psz;
+		total += (uint64_t)e.nr_pages * psz;
+	}
+	if (ok == -1)
+		goto bad;
+	if (total != pages->size)
+		return gck_set_error(ctx, GCK_ECRIU, "'%s' lists %" PRIu64
+		    " bytes of pages, criu wrote %" PRIu64 " to '%s'",
+		    pagemap->name, total, pages->size, pages->name);
+	return GCK_OK;
+bad:
+	return gck_set_error(ctx, GCK_ECRIU, "cannot parse criu's '%s'",
+	    pagemap->name);
 }
 
 /*
@@ -93,15 +199,7 @@ gck_pmread_open(struct gck_ctx *ctx, const struct gck_sfile *pagemap,
     const struct gck_sfile *pages, struct gck_pmread **pp)
 {
 	struct gck_pmread	*p = NULL;
-	PagemapHead		*h;
-	PagemapEntry		*e;
-	const uint8_t		*rec;
-	uint32_t		 magic[2], len, flags;
-	uint64_t		 total = 0, psz = (uint64_t)sysconf(_SC_PAGESIZE);
-	size_t			 pos = sizeof magic;
-	unsigned		 id;
-	int			 bad, r;
-	char			 tail[8];
+	int			 r;
 
 	*pp = NULL;
 	if ((p = calloc(1, sizeof *p)) == NULL)
@@ -110,61 +208,12 @@ gck_pmread_open(struct gck_ctx *ctx, const struct gck_sfile *pagemap,
 	p->pid = pages->pid;
 	p->memfd = -1;
 	snprintf(p->name, sizeof p->name, "%s", pages->name);
-	if (pagemap->len < sizeof magic || (memcpy(magic, pagemap->data,
-	    sizeof magic), magic[0] != GCK_IMG_COMMON_MAGIC) ||
-	    magic[1] != PAGEMAP_MAGIC)
-		goto bad;
-	if ((rec = next_record(pagemap, &pos, &len, &bad)) == NULL ||
-	    (h = pagemap_head__unpack(NULL, len, rec)) == NULL)
-		goto bad;
-	id = h->pages_id;
-	pagemap_head__free_unpacked(h, NULL);
-	if (sscanf(pages->name, "pages-%u%7s", &flags, tail) != 2 ||
-	    flags != id) {
-		r = gck_set_error(ctx, GCK_ECRIU, "'%s' names pages-%u.img, "
-		    "not '%s'", pagemap->name, id, pages->name);
-		goto out;
-	}
-	while ((rec = next_record(pagemap, &pos, &len, &bad)) != NULL) {
-		if ((e = pagemap_entry__unpack(NULL, len, rec)) == NULL)
-			goto bad;
-		flags = e->has_flags ? e->flags : (e->has_in_parent &&
-		    e->in_parent ? PE_PARENT : PE_PRESENT);
-		if (!(flags & PE_PRESENT) && e->nr_pages > 0) {
-			pagemap_entry__free_unpacked(e, NULL);
-			r = gck_set_error(ctx, GCK_ECRIU, "'%s' has pages "
-			    "that are not in the image (flags %#x)",
-			    pagemap->name, flags);
-			goto out;
-		}
-		if (flags & PE_PRESENT && e->nr_pages > 0) {
-			if ((r = gck_grow(ctx, &p->runs, &p->capruns,
-			    p->nruns, sizeof *p->runs)) != GCK_OK) {
-				pagemap_entry__free_unpacked(e, NULL);
-				goto out;
-			}
-			p->runs[p->nruns].addr = e->vaddr;
-			p->runs[p->nruns++].len = (uint64_t)e->nr_pages * psz;
-			total += (uint64_t)e->nr_pages * psz;
-		}
-		pagemap_entry__free_unpacked(e, NULL);
-	}
-	if (bad)
-		goto bad;
-	if (total != pages->size) {
-		r = gck_set_error(ctx, GCK_ECRIU, "'%s' lists %" PRIu64 " bytes "
-		    "of pages, criu wrote %" PRIu64 " to '%s'", pagemap->name,
-		    total, pages->size, pages->name);
-		goto out;
+	if ((r = pmread_runs(p, pagemap, pages)) != GCK_OK) {
+		gck_pmread_free(p);
+		return r;
 	}
 	*pp = p;
 	return GCK_OK;
-bad:
-	r = gck_set_error(ctx, GCK_ECRIU, "cannot parse criu's '%s'",
-	    pagemap->name);
-out:
-	gck_pmread_free(p);
-	return r;
 }
 
 void
@@ -268,9 +317,11 @@ gck_rseq_areas(struct gck_ctx *ctx, const struct gck_capture *cap, pid_t pid,
 	struct dirent		*d;
 	CoreEntry		*ce;
 	DIR			*dir;
+	const uint8_t		*rec;
 	char			 path[64], name[NAME_MAX + 16];
-	uint32_t		 magic[2], len;
-	size_t			 n = 0, na = 0;
+	uint32_t		 len;
+	size_t			 n = 0, na = 0, pos;
+	int			 bad;
 
 	*areasp = NULL;
 	*np = 0;
@@ -283,14 +334,11 @@ gck_rseq_areas(struct gck_ctx *ctx, const struct gck_capture *cap, pid_t pid,
 			continue;
 		snprintf(name, sizeof name, "core-%s.img", d->d_name);
 		if ((f = gck_capture_find(cap, name)) == NULL ||
-		    f->len < sizeof magic + sizeof len)
-			continue;
-		memcpy(magic, f->data, sizeof magic);
-		memcpy(&len, f->data + sizeof magic, sizeof len);
-		if (magic[0] != GCK_IMG_COMMON_MAGIC || magic[1] != CORE_MAGIC ||
-		    len > f->len - sizeof magic - sizeof len ||
-		    (ce = core_entry__unpack(NULL, len, (const uint8_t *)f->data +
-		    sizeof magic + sizeof len)) == NULL)
+		    gck_img_start(f->data, f->len, GCK_CORE_MAGIC, &pos) ==
+		    -1 ||
+		    (rec = gck_img_record(f->data, f->len, &pos, &len,
+		    &bad)) == NULL ||
+		    (ce = core_entry__unpack(NULL, len, rec)) == NULL)
 			continue;
 		if (ce->thread_core != NULL && ce->thread_core->rseq_entry !=
 		    NULL && ce->thread_core->rseq_entry->rseq_abi_pointer != 0) {

@@ -6,11 +6,39 @@ struct gck_ctx;
 struct gck_pmread;
 struct gck_sfile;
 
-/* pagemap.c: a task's memory, as its pagemap image lists it */
+/* pagemap.c: CRIU's images, and a task's memory as its pagemap lists it */
 #define GCK_IMG_COMMON_MAGIC	0x54564319u	/* CRIU's image header */
+#define GCK_CORE_MAGIC		0x55053847u	/* core-TID.img */
+#define GCK_FILES_MAGIC		0x56303138u	/* files.img */
+#define GCK_MM_MAGIC		0x57492820u	/* mm-PID.img */
+#define GCK_PAGEMAP_MAGIC	0x56084025u	/* pagemap-PID.img */
+
+/* The flags of a pagemap entry */
+#define GCK_PE_PARENT		(1u << 0)	/* in the parent image */
+#define GCK_PE_LAZY		(1u << 1)	/* may be served lazily */
+#define GCK_PE_PRESENT		(1u << 2)	/* in the pages file */
+
+int	gck_img_start(const char *, size_t, uint32_t, size_t *);
 const uint8_t *gck_img_record(const char *, size_t, size_t *, uint32_t *,
 	    int *);
-struct gck_pmread;
+
+/* A pagemap image, read an entry at a time. */
+struct gck_pagemap {
+	const char	*data;
+	size_t		 len, pos;
+	unsigned	 pages_id;	/* its pages file: pages-ID.img */
+};
+
+/* One entry: nr_pages pages at vaddr. */
+struct gck_pmentry {
+	uint64_t	 vaddr;
+	uint32_t	 nr_pages;
+	uint32_t	 flags;		/* GCK_PE_* */
+};
+
+int	gck_pagemap_open(struct gck_pagemap *, const char *, size_t);
+int	gck_pagemap_next(struct gck_pagemap *, struct gck_pmentry *);
+
 
 int	gck_pmread_open(struct gck_ctx *, const struct gck_sfile *,
 	    const struct gck_sfile *, struct gck_pmread **);

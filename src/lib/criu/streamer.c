@@ -91,7 +91,6 @@ static int	recv_pipe(struct gck_ctx *, int, const char *, int *);
 static int	accept_criu(struct gck_ctx *, int *, int *);
 static int	poll_room(struct gck_ctx *, struct pollfd **, size_t **,
 		    size_t *, size_t);
-static int	pages_id(const char *, unsigned *);
 static int	pagemap_pid(const char *, pid_t *);
 
 /*
@@ -267,16 +266,6 @@ broken:
 	    "connection broke: %s", n == 0 ? "closed" : strerror(errno));
 }
 
-/* "pages-N.img": N. */
-static int
-pages_id(const char *name, unsigned *idp)
-{
-	char	tail[8];
-
-	return sscanf(name, "pages-%u%7s", idp, tail) == 2 &&
-	    strcmp(tail, ".img") == 0;
-}
-
 /* "pagemap-PID.img", a task's (not "pagemap-shmem-N.img"): PID. */
 static int
 pagemap_pid(const char *name, pid_t *pidp)
@@ -429,7 +418,7 @@ capture_add(struct gck_capture *c, const char *name, int fd)
 	memset(f, 0, sizeof *f);
 	memcpy(f->name, name, strlen(name) + 1);
 	f->fd = fd;
-	if (pages_id(name, &id) && c->last_pagemap > 0) {
+	if (gck_pages_id(name, &id) && c->last_pagemap > 0) {
 		f->pid = c->last_pagemap;
 		f->pages = 1;
 		if ((f->xs = XXH3_createState()) == NULL)

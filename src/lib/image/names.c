@@ -5,12 +5,13 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "private.h"
-#include "image/names.h"
 #include "image/names.h"
 
 /* The options of criu a tree may need (GCK_CRIU_*), as criu names them. */
@@ -133,4 +134,21 @@ gck_entry_display(const char *name, char *buf, size_t len)
 		    atoi(p + 5));
 	else
 		snprintf(buf, len, "'%s'", name);
+}
+
+/* Whether name is a pages file, pages-ID.img; its ID in *idp. */
+int
+gck_pages_id(const char *name, unsigned *idp)
+{
+	unsigned long	 v;
+	char		*end;
+
+	if (strncmp(name, "pages-", 6) != 0 || !isdigit((unsigned char)name[6]))
+		return 0;
+	errno = 0;
+	v = strtoul(name + 6, &end, 10);
+	if (errno != 0 || v > UINT_MAX || strcmp(end, ".img") != 0)
+		return 0;
+	*idp = (unsigned)v;
+	return 1;
 }

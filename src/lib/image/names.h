@@ -14,6 +14,7 @@
 #define GCK_ENAME_MAX		(GCK_NAME_MAX + 32)	/* an entry name */
 
 int	gck_criu_name_ok(const char *);
+int	gck_pages_id(const char *, unsigned *);
 void	gck_entry_name(char *, size_t, const char *, long);
 int	gck_entry_parse(const char *, char *, size_t, long *);
 void	gck_entry_display(const char *, char *, size_t);

@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -32,14 +31,11 @@
 #include "criu/pagemap.h"
 #include "image/image.h"
 #include "image/manifest.h"
+#include "image/names.h"
 #include "criu/criu-images.pb-c.h"
 
 #define PAGE		4096u
 #define NAME_LEN	256
-#define MM_MAGIC	0x57492820u
-#define PAGEMAP_MAGIC	0x56084025u
-#define FILES_MAGIC	0x56303138u
-#define PE_PRESENT	(1u << 2)
 #define KEEP_ONE_MAX	(64u << 20)	/* an mm, pagemap or files image */
 #define JINT_MAX	LLONG_MAX	/* json_int_t is long long */
 
@@ -167,7 +163,6 @@ static const char *vma_kind(uint32_t);
 static const char *vma_path(const struct dimg *, const struct vma *);
 static int	 files_index(struct gck_ctx *, struct dimg *);
 static int	 fpath_cmp(const void *, const void *);
-static int	 img_magic(const struct kept *, uint32_t, size_t *);
 static int	 bad_criu(struct gck_ctx *, const char *);
 
 static int
@@ -550,8 +545,8 @@ gck_inspect_extract(struct gck_ctx *ctx, int fd, const char *dir)
 	    (r = gck_reader_head(rd, &m)) != GCK_OK)
 		goto out;
 	gck_reader_manifest_text(rd, &text, &len);
-	if ((mfd = openat(dfd, "gpuckpt.json", O_WRONLY | O_CREAT | O_EXCL |
-	    O_NOFOLLOW | O_CLOEXEC, 0600)) == -1) {
+	if ((mfd = openat(dfd, "gpuckpt.json", O_WRONLY | O_CREAT |
+	    O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) == -1) {
 		r = gck_set_syserr(ctx, errno, "cannot create '%s/gpuckpt.json'"
 		    ": %s", tmp, strerror(errno));
 		goto out;
@@ -694,23 +689,6 @@ keep_current(struct gck_ctx *ctx, struct dimg *im, const char *name,
 	return GCK_OK;
 }
 
-/* Whether name is a pages file, pages-ID.img; its ID in *idp. */
-static int
-pages_id(const char *name, unsigned *idp)
-{
-	unsigned long	 v;
-	char		*end;
-
-	if (strncmp(name, "pages-", 6) != 0 || !isdigit((unsigned char)name[6]))
-		return 0;
-	errno = 0;
-	v = strtoul(name + 6, &end, 10);
-	if (errno != 0 || v > UINT_MAX || strcmp(end, ".img") != 0)
-		return 0;
-	*idp = (unsigned)v;
-	return 1;
-}
-
 /* Digests the rest of the current file, holes as zeros; *sizep its size. */
 static int
 digest_file(struct gck_ctx *ctx, struct gck_reader *rd, uint64_t *digestp,
@@ -788,7 +766,7 @@ dimg_read(struct gck_ctx *ctx, struct dimg *im, int fd)
 			k = &im->kept[im->nkept - 1];
 			cf->digest = XXH3_64bits(k->data, k->len);
 			cf->size = k->len;
-		} else if (pages_id(name, &id)) {
+		} else if (gck_pages_id(name, &id)) {
 			struct pdig	*pd;
 
 			if ((r = gck_grow(ctx, &im->pd, &im->cappd, im->npd,
@@ -854,7 +832,7 @@ files_index(struct gck_ctx *ctx, struct dimg *im)
 
 	if ((k = dimg_find(im, "files.img")) == NULL)
 		return GCK_OK;
-	if (img_magic(k, FILES_MAGIC, &pos) != 0)
+	if (gck_img_start(k->data, k->len, GCK_FILES_MAGIC, &pos) == -1)
 		return bad_criu(ctx, "files.img");
 	while ((rec = gck_img_record(k->data, k->len, &pos, &len, &bad)) !=
 	    NULL) {
@@ -955,21 +933,6 @@ dimg_pages(const struct dimg *im, unsigned id)
 	return i >= 0 ? &im->pd[i] : NULL;
 }
 
-/* Checks a CRIU image's two magic numbers; returns the first record's offset. */
-static int
-img_magic(const struct kept *k, uint32_t magic, size_t *posp)
-{
-	uint32_t	m[2];
-
-	if (k->len < sizeof m)
-		return -1;
-	memcpy(m, k->data, sizeof m);
-	if (m[0] != GCK_IMG_COMMON_MAGIC || m[1] != magic)
-		return -1;
-	*posp = sizeof m;
-	return 0;
-}
-
 static int
 bad_criu(struct gck_ctx *ctx, const char *name)
 {
@@ -987,30 +950,20 @@ pmap_build(struct gck_ctx *ctx, const struct dimg *im, const char *name,
 {
 	const struct kept	*k;
 	const struct pdig	*pd;
-	const uint8_t		*rec;
-	PagemapHead		*h;
-	PagemapEntry		*e = NULL;
-	size_t			 pos, used = 0, cap = 0, cap2 = 0;
-	uint32_t		 len, flags, j;
-	int			 bad, r;
+	struct gck_pagemap	 it;
+	struct gck_pmentry	 e;
+	size_t			 used = 0, cap = 0, cap2 = 0;
+	uint32_t		 j;
+	int			 ok, r;
 
 	memset(pm, 0, sizeof *pm);
 	if ((k = dimg_find(im, name)) == NULL)
 		return GCK_OK;
-	if (img_magic(k, PAGEMAP_MAGIC, &pos) != 0 ||
-	    (rec = gck_img_record(k->data, k->len, &pos, &len, &bad)) ==
-	    NULL || (h = pagemap_head__unpack(NULL, len, rec)) == NULL)
+	if (gck_pagemap_open(&it, k->data, k->len) == -1)
 		return bad_criu(ctx, name);
-	pd = dimg_pages(im, h->pages_id);
-	pagemap_head__free_unpacked(h, NULL);
-	while ((rec = gck_img_record(k->data, k->len, &pos, &len, &bad)) !=
-	    NULL) {
-		if ((e = pagemap_entry__unpack(NULL, len, rec)) == NULL) {
-			r = bad_criu(ctx, name);
-			goto out;
-		}
-		flags = e->has_flags ? e->flags : PE_PRESENT;
-		for (j = 0; (flags & PE_PRESENT) && j < e->nr_pages; j++) {
+	pd = dimg_pages(im, it.pages_id);
+	while ((ok = gck_pagemap_next(&it, &e)) == 1) {
+		for (j = 0; e.flags & GCK_PE_PRESENT && j < e.nr_pages; j++) {
 			if (pd == NULL || used >= pd->n) {
 				r = gck_set_error(ctx, GCK_EFORMAT,
 				    "corrupt image: '%s' lists more pages "
@@ -1022,13 +975,11 @@ pmap_build(struct gck_ctx *ctx, const struct dimg *im, const char *name,
 			    (r = gck_grow(ctx, &pm->d, &cap2, pm->n,
 			    sizeof *pm->d)) != GCK_OK)
 				goto out;
-			pm->addr[pm->n] = e->vaddr + (uint64_t)j * PAGE;
+			pm->addr[pm->n] = e.vaddr + (uint64_t)j * PAGE;
 			pm->d[pm->n++] = pd->d[used++];
 		}
-		pagemap_entry__free_unpacked(e, NULL);
-		e = NULL;
 	}
-	if (bad) {
+	if (ok == -1) {
 		r = bad_criu(ctx, name);
 		goto out;
 	}
@@ -1040,8 +991,6 @@ pmap_build(struct gck_ctx *ctx, const struct dimg *im, const char *name,
 		}
 	r = GCK_OK;
 out:
-	if (e != NULL)
-		pagemap_entry__free_unpacked(e, NULL);
 	/* A failed build hands back no half-built map. */
 	if (r != GCK_OK)
 		pmap_free(pm);
@@ -1072,7 +1021,7 @@ vmas_load(struct gck_ctx *ctx, const struct dimg *im, pid_t pid,
 	snprintf(name, sizeof name, "mm-%d.img", (int)pid);
 	if ((k = dimg_find(im, name)) == NULL)
 		return GCK_OK;
-	if (img_magic(k, MM_MAGIC, &pos) != 0 ||
+	if (gck_img_start(k->data, k->len, GCK_MM_MAGIC, &pos) == -1 ||
 	    (rec = gck_img_record(k->data, k->len, &pos, &len, &bad)) ==
 	    NULL || (mm = mm_entry__unpack(NULL, len, rec)) == NULL)
 		return bad_criu(ctx, name);
