@@ -374,7 +374,7 @@ stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	}
 	if ((r = gck_writer_new(ctx, fd, o->level, part_size, &w)) != GCK_OK)
 		goto out;
-	if ((r = gck_writer_add(w, "gpuckpt.json", manifest,
+	if ((r = gck_writer_add(w, GCK_ENTRY_MANIFEST, manifest,
 	    strlen(manifest))) != GCK_OK)
 		goto out;
 	n = gck_capture_nfiles(cap);

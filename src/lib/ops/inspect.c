@@ -545,7 +545,7 @@ gck_inspect_extract(struct gck_ctx *ctx, int fd, const char *dir)
 	    (r = gck_reader_head(rd, &m)) != GCK_OK)
 		goto out;
 	gck_reader_manifest_text(rd, &text, &len);
-	if ((mfd = openat(dfd, "gpuckpt.json", O_WRONLY | O_CREAT |
+	if ((mfd = openat(dfd, GCK_ENTRY_MANIFEST, O_WRONLY | O_CREAT |
 	    O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) == -1) {
 		r = gck_set_syserr(ctx, errno, "cannot create '%s/gpuckpt.json'"
 		    ": %s", tmp, strerror(errno));
