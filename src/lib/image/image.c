@@ -117,6 +117,11 @@ static int	r_sparse_map(struct gck_reader *, uint64_t, uint64_t);
 static int	r_padding(struct gck_reader *, uint64_t);
 static int	r_unverifiable(struct gck_reader *);
 static int	r_file_done(struct gck_reader *);
+static int	r_entry_trailer(struct gck_reader *, struct archive_entry *,
+		    const char *);
+static int	r_entry_file(struct gck_reader *, char *);
+static int	r_entry_part(struct gck_reader *, struct archive_entry *,
+		    const char *);
 static int	r_pax_records(struct gck_reader *, uint64_t, uint64_t);
 static int	r_not_image(struct gck_reader *);
 static int	head_could_be(const unsigned char *, size_t, int);
@@ -1321,6 +1326,132 @@ r_file_done(struct gck_reader *r)
 }
 
 /*
+ * At the trailer, entry e: every file the manifest lists has come; the
+ * trailer is read, checked against the entries, and so is the end of the
+ * stream.  Returns GCK_OK or a code.
+ */
+static int
+r_entry_trailer(struct gck_reader *r, struct archive_entry *e,
+    const char *name)
+{
+	char		*text = NULL;
+	uint64_t	 digest, size;
+	int		 ret;
+
+	if ((ret = r_file_done(r)) != GCK_OK)
+		return ret;
+	if (gck_manifest_has_file_list(r->m) &&
+	    r->nfiles != gck_manifest_nfiles(r->m))
+		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: %zu "
+		    "of the %zu files the manifest lists are missing",
+		    gck_manifest_nfiles(r->m) - r->nfiles,
+		    gck_manifest_nfiles(r->m));
+	if ((ret = r_check_entry(r, e, GCK_META_MAX, &digest)) != GCK_OK)
+		return ret;
+	size = (uint64_t)archive_entry_size(e);
+	if ((text = malloc((size_t)size + 1)) == NULL)
+		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
+	if ((ret = r_data(r, name, size, text, digest)) == GCK_OK &&
+	    (ret = r_trailer(r, text, (size_t)size)) == GCK_OK) {
+		r->trailer_end = ((uint64_t)archive_filter_bytes(r->a, 0) +
+		    511) / 512 * 512;
+		ret = r_finish(r);
+	}
+	free(text);
+	if (ret == GCK_OK)
+		r->done = 1;
+	return ret;
+}
+
+/*
+ * At the first part of CRIU file file: it has not come before, and it
+ * comes where the manifest's file list says; the file before it is
+ * whole.  It becomes the current file.  Returns GCK_OK or a code.
+ */
+static int
+r_entry_file(struct gck_reader *r, char *file)
+{
+	ENTRY	 item, *found;
+	int	 ret;
+
+	item.key = file;
+	item.data = NULL;
+	if (hsearch_r(item, FIND, &found, &r->files) != 0)
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "corrupt image: '%s' appears twice", file);
+	if ((ret = r_file_done(r)) != GCK_OK)
+		return ret;
+	/* The files the manifest lists, in the order it gives. */
+	if (gck_manifest_has_file_list(r->m)) {
+		if (!gck_manifest_has_file(r->m, file))
+			return gck_set_error(r->ctx, GCK_EFORMAT,
+			    "corrupt image: '%s' is not in the manifest's "
+			    "file list", file);
+		if (gck_manifest_file_pos(r->m, file) != (int64_t)r->nfiles)
+			return gck_set_error(r->ctx, GCK_EFORMAT,
+			    "corrupt image: '%s' out of order", file);
+	}
+	r->fbytes = 0;
+	/* item.key is file, the caller's, until strdup'ed. */
+	if (r->nfiles >= FILES_MAX || (item.key = strdup(file)) == NULL ||
+	    hsearch_r(item, ENTER, &found, &r->files) == 0) {
+		if (item.key != file)
+			free(item.key);
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "corrupt image: too many files");
+	}
+	r->fkeys[r->nfiles++] = item.key;
+	snprintf(r->cur, sizeof r->cur, "%s", file);
+	r->newfile = 1;
+	return GCK_OK;
+}
+
+/*
+ * At a part of a CRIU file, entry e named name: a name of the image's,
+ * and the next part of the current file or the first of a new one.
+ * Then its data is next.  Returns GCK_OK or a code.
+ */
+static int
+r_entry_part(struct gck_reader *r, struct archive_entry *e, const char *name)
+{
+	char		 file[GCK_NAME_MAX + 1], buf[300];
+	uint64_t	 digest;
+	long		 part;
+	int		 ret;
+
+	if ((ret = r_check_entry(r, e, GCK_PART_MAX, &digest)) != GCK_OK)
+		return ret;
+	if (strcmp(name, GCK_ENTRY_MANIFEST) == 0)
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "corrupt image: second manifest");
+	if (gck_entry_parse(name, file, sizeof file, &part) == -1)
+		return gck_set_error(r->ctx, GCK_EUNSAFE,
+		    "unsafe entry '%s': unexpected name",
+		    printable(name, buf, 201));
+	if (r->nseen >= GCK_ENTRIES_MAX)
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "corrupt image: more than %d entries", GCK_ENTRIES_MAX);
+	if (part > 0) {
+		if (strcmp(file, r->cur) != 0 || part != r->nextpart)
+			return gck_set_error(r->ctx, GCK_EFORMAT,
+			    "corrupt image: part %ld of '%s' out of order",
+			    part, file);
+	} else if ((ret = r_entry_file(r, file)) != GCK_OK)
+		return ret;
+	r->nextpart = part >= 0 ? (int)part + 1 : -1;
+	snprintf(r->ename, sizeof r->ename, "%s", name);
+	r->esize = (uint64_t)archive_entry_size(e);
+	r->fbytes += r->esize;
+	r->edigest = digest;
+	r->egot = 0;
+	r->indata = 1;
+	r->bleft = 0;
+	r->beof = 0;
+	XXH3_64bits_reset(r->xs);
+	return GCK_OK;
+}
+
+/*
  * Reads the next entry's header and checks it: a part of a CRIU file,
  * in order, or the trailer, which is read and checked along with the end
  * of the stream.  Returns 0 at a part (its data next), 1 after the
@@ -1330,13 +1461,8 @@ static int
 r_entry(struct gck_reader *r)
 {
 	struct archive_entry	*e;
-	ENTRY			 item, *found;
-	char			 name[GCK_NAME_MAX + 32], file[GCK_NAME_MAX + 1];
-	char			 where[300];
-	char			*text = NULL;
+	char			 name[GCK_NAME_MAX + 32], where[300];
 	const char		*n;
-	uint64_t		 digest, size;
-	long			 part;
 	int			 ret;
 
 	if ((ret = r_next(r, &e)) == 1) {
@@ -1351,96 +1477,11 @@ r_entry(struct gck_reader *r)
 		n = "";
 	snprintf(name, sizeof name, "%s", n);
 	if (strcmp(name, GCK_ENTRY_TRAILER) == 0) {
-		if ((ret = r_file_done(r)) != GCK_OK)
+		if ((ret = r_entry_trailer(r, e, name)) != GCK_OK)
 			return ret;
-		if (gck_manifest_has_file_list(r->m) &&
-		    r->nfiles != gck_manifest_nfiles(r->m))
-			return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt "
-			    "image: %zu of the %zu files the manifest lists are "
-			    "missing", gck_manifest_nfiles(r->m) - r->nfiles,
-			    gck_manifest_nfiles(r->m));
-		if ((ret = r_check_entry(r, e, GCK_META_MAX, &digest)) !=
-		    GCK_OK)
-			return ret;
-		size = (uint64_t)archive_entry_size(e);
-		if ((text = malloc((size_t)size + 1)) == NULL)
-			return gck_set_error(r->ctx, GCK_ENOMEM,
-			    "out of memory");
-		if ((ret = r_data(r, name, size, text, digest)) ==
-		    GCK_OK && (ret = r_trailer(r, text, (size_t)size)) ==
-		    GCK_OK) {
-			r->trailer_end = ((uint64_t)archive_filter_bytes(r->a,
-			    0) + 511) / 512 * 512;
-			ret = r_finish(r);
-		}
-		free(text);
-		if (ret == GCK_OK) {
-			r->done = 1;
-			return 1;
-		}
-		return ret;
+		return 1;
 	}
-	if ((ret = r_check_entry(r, e, GCK_PART_MAX, &digest)) != GCK_OK)
-		return ret;
-	if (strcmp(name, GCK_ENTRY_MANIFEST) == 0)
-		return gck_set_error(r->ctx, GCK_EFORMAT,
-		    "corrupt image: second manifest");
-	if (gck_entry_parse(name, file, sizeof file, &part) == -1)
-		return gck_set_error(r->ctx, GCK_EUNSAFE,
-		    "unsafe entry '%s': unexpected name",
-		    printable(name, where, 201));
-	if (r->nseen >= GCK_ENTRIES_MAX)
-		return gck_set_error(r->ctx, GCK_EFORMAT,
-		    "corrupt image: more than %d entries", GCK_ENTRIES_MAX);
-	if (part > 0) {
-		if (strcmp(file, r->cur) != 0 || part != r->nextpart)
-			return gck_set_error(r->ctx, GCK_EFORMAT,
-			    "corrupt image: part %ld of '%s' out of order",
-			    part, file);
-	} else {
-		item.key = file;
-		item.data = NULL;
-		if (hsearch_r(item, FIND, &found, &r->files) != 0)
-			return gck_set_error(r->ctx, GCK_EFORMAT,
-			    "corrupt image: '%s' appears twice", file);
-		if ((ret = r_file_done(r)) != GCK_OK)
-			return ret;
-		/* The files the manifest lists, in the order it gives. */
-		if (gck_manifest_has_file_list(r->m)) {
-			if (!gck_manifest_has_file(r->m, file))
-				return gck_set_error(r->ctx, GCK_EFORMAT,
-				    "corrupt image: '%s' is not in the "
-				    "manifest's file list", file);
-			if (gck_manifest_file_pos(r->m, file) !=
-			    (int64_t)r->nfiles)
-				return gck_set_error(r->ctx, GCK_EFORMAT,
-				    "corrupt image: '%s' out of order", file);
-		}
-		r->fbytes = 0;
-		/* item.key is file, on the stack, until strdup'ed. */
-		if (r->nfiles >= FILES_MAX ||
-		    (item.key = strdup(file)) == NULL ||
-		    hsearch_r(item, ENTER, &found, &r->files) == 0) {
-			if (item.key != file)
-				free(item.key);
-			return gck_set_error(r->ctx, GCK_EFORMAT,
-			    "corrupt image: too many files");
-		}
-		r->fkeys[r->nfiles++] = item.key;
-		snprintf(r->cur, sizeof r->cur, "%s", file);
-		r->newfile = 1;
-	}
-	r->nextpart = part >= 0 ? (int)part + 1 : -1;
-	snprintf(r->ename, sizeof r->ename, "%s", name);
-	r->esize = (uint64_t)archive_entry_size(e);
-	r->fbytes += r->esize;
-	r->edigest = digest;
-	r->egot = 0;
-	r->indata = 1;
-	r->bleft = 0;
-	r->beof = 0;
-	XXH3_64bits_reset(r->xs);
-	return 0;
+	return r_entry_part(r, e, name);
 }
 
 /*
