@@ -21,6 +21,7 @@
 #include "private.h"
 #include "criu/pagemap.h"
 #include "criu/streamer.h"
+#include "image/names.h"
 #include "criu/criu-images.pb-c.h"
 
 #define PG		4096
@@ -322,6 +323,73 @@ test_sample_digest(void **state)
 	    gck_sample_digest(b, sizeof b));
 }
 
+/* The decoder, an entry at a time, flags as criu means them. */
+static void
+test_pagemap_entries(void **state)
+{
+	struct gck_pagemap	pm;
+	struct gck_pmentry	e;
+	PagemapEntry		pe = PAGEMAP_ENTRY__INIT;
+	struct img		im;
+	uint8_t			msg[64];
+
+	(void)state;
+	img_start(&im, COMMON_MAGIC, PAGEMAP_MAGIC, 7);
+	img_entry(&im, 0x10000, 2, PE_PRESENT | PE_LAZY, 1);
+	img_entry(&im, 0x20000, 3, 0, 0);		/* old form: present */
+	pe.vaddr = 0x30000;				/* old form: parent */
+	pe.nr_pages = 1;
+	pe.has_in_parent = 1;
+	pe.in_parent = 1;
+	put_record(&im, msg, pagemap_entry__pack(&pe, msg));
+	assert_int_equal(gck_pagemap_open(&pm, im.buf, im.len), 0);
+	assert_int_equal(pm.pages_id, 7);
+	assert_int_equal(gck_pagemap_next(&pm, &e), 1);
+	assert_int_equal(e.vaddr, 0x10000);
+	assert_int_equal(e.nr_pages, 2);
+	assert_int_equal(e.flags, PE_PRESENT | PE_LAZY);
+	assert_int_equal(gck_pagemap_next(&pm, &e), 1);
+	assert_int_equal(e.vaddr, 0x20000);
+	assert_int_equal(e.nr_pages, 3);
+	assert_int_equal(e.flags, PE_PRESENT);
+	assert_int_equal(gck_pagemap_next(&pm, &e), 1);
+	assert_int_equal(e.flags, PE_PARENT);
+	assert_int_equal(gck_pagemap_next(&pm, &e), 0);
+	assert_int_equal(gck_pagemap_next(&pm, &e), 0);
+
+	/* Cut inside its last record. */
+	assert_int_equal(gck_pagemap_open(&pm, im.buf, im.len - 1), 0);
+	assert_int_equal(gck_pagemap_next(&pm, &e), 1);
+	assert_int_equal(gck_pagemap_next(&pm, &e), 1);
+	assert_int_equal(gck_pagemap_next(&pm, &e), -1);
+
+	/* No pagemap: another image, a header cut short, no head. */
+	img_start(&im, COMMON_MAGIC, 0x12345678, 1);
+	assert_int_equal(gck_pagemap_open(&pm, im.buf, im.len), -1);
+	img_start(&im, COMMON_MAGIC, PAGEMAP_MAGIC, 1);
+	assert_int_equal(gck_pagemap_open(&pm, im.buf, 6), -1);
+	assert_int_equal(gck_pagemap_open(&pm, im.buf, 8), -1);
+}
+
+static void
+test_pages_id(void **state)
+{
+	unsigned	id = 0;
+
+	(void)state;
+	assert_true(gck_pages_id("pages-12.img", &id));
+	assert_int_equal(id, 12);
+	assert_true(gck_pages_id("pages-0.img", &id));
+	assert_int_equal(id, 0);
+	assert_false(gck_pages_id("pages-.img", &id));
+	assert_false(gck_pages_id("pages-+1.img", &id));
+	assert_false(gck_pages_id("pages- 1.img", &id));
+	assert_false(gck_pages_id("pages-1.imgx", &id));
+	assert_false(gck_pages_id("pages-1", &id));
+	assert_false(gck_pages_id("pages-99999999999.img", &id));
+	assert_false(gck_pages_id("pagemap-1.img", &id));
+}
+
 int
 main(void)
 {
@@ -345,6 +413,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_overlaps, setup_ctx,
 		    teardown_ctx),
 		cmocka_unit_test(test_sample_digest),
+		cmocka_unit_test(test_pagemap_entries),
+		cmocka_unit_test(test_pages_id),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
