@@ -3,8 +3,9 @@
 
 /*
  * names.c: the names an image gives things, in one place: its entries
- * ("gpuckpt.json", "criu/NAME", "criu/NAME.partNNNNN", "gpuckpt.sums")
- * and the options of criu it records.
+ * ("gpuckpt.json", "criu/NAME", "criu/NAME.partNNNNN", "gpuckpt.sums"),
+ * the CRIU files it holds (pages-ID.img) and the options of criu it
+ * records.
  */
 #define GCK_ENTRY_MANIFEST	"gpuckpt.json"
 #define GCK_ENTRY_TRAILER	"gpuckpt.sums"
