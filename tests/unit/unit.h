@@ -86,7 +86,9 @@ unit_path(const struct unit *u, const char *name)
 	static int	i;
 
 	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof buf[i], "%s/%s", u->dir, name);
+	if ((size_t)snprintf(buf[i], sizeof buf[i], "%s/%s", u->dir, name) >=
+	    sizeof buf[i])
+		fail_msg("path too long: %s/%s", u->dir, name);
 	return buf[i];
 }
 
