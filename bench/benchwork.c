@@ -41,13 +41,14 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "common/work.h"
 
 #define PAGE		4096UL
 #define BLOCK		(1024UL * 1024)
@@ -60,11 +61,8 @@ static void		 fill_random(unsigned char *, size_t);
 static void		 fill_text(unsigned char *, size_t);
 static void		 fill_zero90(unsigned char *, size_t);
 static int64_t		 now_ms(void);
-static void		 on_usr1(int);
 static uint64_t		 rnd(void);
 static long long	 start_time(void);
-static void		 status(const char *, ...)
-			    __attribute__((__format__(__printf__, 1, 2)));
 static void		 usage(void) __attribute__((__noreturn__));
 
 /* A fixed list of common English words: text made of them compresses
@@ -97,9 +95,7 @@ static const char *const words[] = {
 	"economic", "physical", "medical", "central", "local", "federal",
 };
 
-static const char		*statusfile = "benchwork.status";
-static volatile sig_atomic_t	 want_verify;
-static uint64_t			 rstate;
+static uint64_t	 rstate;
 
 static void
 usage(void)
@@ -107,36 +103,6 @@ usage(void)
 	fprintf(stderr, "usage: benchwork [-k mixed|zero90|random] [-m MiB] "
 	    "[-s seed] [-f statusfile]\n");
 	exit(2);
-}
-
-static void
-on_usr1(int sig)
-{
-	want_verify = 1;
-}
-
-static void
-status(const char *fmt, ...)
-{
-	char	buf[512];
-	va_list	ap;
-	int	fd, n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n > sizeof buf - 2)
-		n = sizeof buf - 2;
-	buf[n++] = '\n';
-	if ((fd = open(statusfile, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-	    0644)) == -1)
-		return;
-	if (write(fd, buf, n) != n) {
-		/* nothing better to do: the bench will time out */
-	}
-	close(fd);
 }
 
 /* xorshift64*: fast, and the same bytes for the same seed. */
@@ -290,7 +256,6 @@ start_time(void)
 int
 main(int argc, char *argv[])
 {
-	struct sigaction	 sa;
 	struct timespec		 turn = { 0, TURN_MS * 1000000L };
 	const char		*kind = "mixed";
 	unsigned long		 mib = 256;
@@ -299,14 +264,15 @@ main(int argc, char *argv[])
 	uint64_t		 sum, now;
 	int64_t			 t0, prev, t;
 	long long		 started;
-	size_t			 len, i;
+	size_t			 len;
 	char			*ep;
 	int			 ch;
 
+	work_statusfile = "benchwork.status";
 	while ((ch = getopt(argc, argv, "f:k:m:s:")) != -1) {
 		switch (ch) {
 		case 'f':
-			statusfile = optarg;
+			work_statusfile = optarg;
 			break;
 		case 'k':
 			kind = optarg;
@@ -333,22 +299,15 @@ main(int argc, char *argv[])
 	    strcmp(kind, "random") != 0)
 		usage();
 
-	/* Descriptors inherited from make or the shell are not ours. */
-	if (close_range(3, ~0U, 0) == -1)
-		for (i = 3; i < 1024; i++)
-			close((int)i);
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_usr1;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR1, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	work_close_inherited();
+	work_signals(0);
 
 	len = (size_t)mib * 1024 * 1024;
 	mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
 	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED) {
-		status("error cannot map %lu MiB: %s", mib, strerror(errno));
+		work_status("error cannot map %lu MiB: %s", mib,
+		    strerror(errno));
 		return 1;
 	}
 	rstate = seed * 0x9e3779b97f4a7c15ULL + 0x2545f4914f6cdd1dULL;
@@ -364,22 +323,23 @@ main(int argc, char *argv[])
 	sum = checksum(mem, len);
 	started = start_time();
 
-	status("ready pid=%ld kind=%s mib=%lu sum=%016" PRIx64 " fill_ms=%lld",
-	    (long)getpid(), kind, mib, sum, (long long)(now_ms() - t0));
+	work_status("ready pid=%ld kind=%s mib=%lu sum=%016" PRIx64
+	    " fill_ms=%lld", (long)getpid(), kind, mib, sum,
+	    (long long)(now_ms() - t0));
 	prev = now_ms();
 	for (;;) {
 		nanosleep(&turn, NULL);	/* a signal may cut it short */
 		t = now_ms();
 		if (t - prev > GAP_MS)
-			status("gap %lld restored=%d", (long long)(t - prev),
-			    start_time() != started);
+			work_status("gap %lld restored=%d",
+			    (long long)(t - prev), start_time() != started);
 		prev = t;
-		if (want_verify) {
-			want_verify = 0;
+		if (work_want_verify) {
+			work_want_verify = 0;
 			if ((now = checksum(mem, len)) == sum)
-				status("verify ok sum=%016" PRIx64, now);
+				work_status("verify ok sum=%016" PRIx64, now);
 			else
-				status("verify FAIL sum=%016" PRIx64
+				work_status("verify FAIL sum=%016" PRIx64
 				    " expected=%016" PRIx64, now, sum);
 			/* the check itself is not downtime */
 			prev = now_ms();

@@ -36,7 +36,6 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <stddef.h>
@@ -46,10 +45,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cuda.h>
+
+#include "common/work.h"
 
 #define CHUNK		(1024 * 1024)
 #define MAXPROC		64
@@ -71,14 +71,9 @@ struct cuda {
 };
 
 static _Noreturn void	 usage(void);
-static void		 on_usr1(int);
-static void		 msleep(long);
-static void		 status(const char *, ...)
-			    __attribute__((__format__(__printf__, 1, 2)));
 static void		 failed(const char *, ...)
 			    __attribute__((__format__(__printf__, 1, 2)));
 static const char	*cuname(CUresult);
-static uint64_t		 hash(uint64_t, const uint64_t *, size_t);
 static int		 cuda_load(void);
 static int		 device_uuid(char *);
 static int		 cuda_start(int, unsigned long);
@@ -90,8 +85,6 @@ static _Noreturn void	 child_main(int, int, int, unsigned long);
 static void		 verify(void);
 
 static struct cuda		 cu;
-static const char		*statusfile;
-static volatile sig_atomic_t	 want_verify;
 static CUdeviceptr		 dbuf, dctr;
 static size_t			 nbytes;
 static uint64_t			 sum;		/* of the pattern written */
@@ -110,46 +103,6 @@ usage(void)
 	fprintf(stderr, "usage: cudawork [-n nproc] [-m MiB] [-d devlist] "
 	    "-f statusfile\n");
 	exit(2);
-}
-
-static void
-on_usr1(int sig)
-{
-	want_verify = 1;
-}
-
-static void
-msleep(long ms)
-{
-	struct timespec	ts;
-
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (ms % 1000) * 1000000L;
-	nanosleep(&ts, NULL);	/* a signal may cut it short: fine */
-}
-
-static void
-status(const char *fmt, ...)
-{
-	char	buf[LINELEN];
-	va_list	ap;
-	int	fd, n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n > sizeof buf - 2)
-		n = sizeof buf - 2;
-	buf[n++] = '\n';
-	if ((fd = open(statusfile, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-	    0644)) == -1)
-		return;
-	if (write(fd, buf, n) != n) {
-		/* nothing better to do: the test will time out */
-	}
-	close(fd);
 }
 
 /* Keeps the first failure of this process for the next check. */
@@ -174,19 +127,6 @@ cuname(CUresult r)
 	    s == NULL)
 		return "unknown CUresult";
 	return s;
-}
-
-/* FNV-1a over 64-bit words, going on from h. */
-static uint64_t
-hash(uint64_t h, const uint64_t *p, size_t n)
-{
-	size_t	i;
-
-	for (i = 0; i < n; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
 }
 
 static int
@@ -258,7 +198,7 @@ cuda_start(int ordinal, unsigned long mib)
 	CUdevice	dev;
 	CUresult	r;
 	uint64_t	x, zero = 0;
-	size_t		off, i;
+	size_t		off;
 
 	if (cuda_load() == -1)
 		return -1;
@@ -280,16 +220,11 @@ cuda_start(int ordinal, unsigned long mib)
 		failed("cuMemAlloc %lu MiB: %s", mib, cuname(r));
 		return -1;
 	}
-	x = ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15ULL;
-	sum = 0xcbf29ce484222325ULL;
+	x = ((uint64_t)getpid() << 32) ^ WORK_GOLDEN;
+	sum = WORK_FNV_INIT;
 	for (off = 0; off < nbytes; off += CHUNK) {
-		for (i = 0; i < CHUNK / sizeof(uint64_t); i++) {
-			x ^= x << 13;
-			x ^= x >> 7;
-			x ^= x << 17;
-			chunk[i] = x;
-		}
-		sum = hash(sum, chunk, CHUNK / sizeof(uint64_t));
+		x = work_fill(chunk, CHUNK / sizeof(uint64_t), x);
+		sum = work_fnv(sum, chunk, CHUNK / sizeof(uint64_t));
 		if ((r = cu.MemcpyHtoD(dbuf + off, chunk, CHUNK)) !=
 		    CUDA_SUCCESS) {
 			failed("cuMemcpyHtoD: %s", cuname(r));
@@ -338,7 +273,7 @@ static int
 check(char *out, size_t len)
 {
 	char		uuid[UUIDLEN];
-	uint64_t	v = 0, h = 0xcbf29ce484222325ULL;
+	uint64_t	v = 0, h = WORK_FNV_INIT;
 	CUresult	r;
 	size_t		off;
 
@@ -357,7 +292,7 @@ check(char *out, size_t len)
 		    CUDA_SUCCESS)
 			failed("cuMemcpyDtoH: %s", cuname(r));
 		else
-			h = hash(h, chunk, CHUNK / sizeof(uint64_t));
+			h = work_fnv(h, chunk, CHUNK / sizeof(uint64_t));
 	}
 	if (failure[0] == '\0' && h != sum)
 		failed("memory sum=%016" PRIx64 " expected=%016" PRIx64, h,
@@ -466,7 +401,7 @@ verify(void)
 	for (i = 1; i < nproc; i++)
 		put_line(tochild[i], seq);
 	if (check(mine, sizeof mine) == -1) {
-		status("verify %s", mine);
+		work_status("verify %s", mine);
 		return;
 	}
 	/* "ok SUM COUNTER UUID" */
@@ -478,14 +413,14 @@ verify(void)
 		do {
 			if (get_line(fromchild[i], line, sizeof line,
 			    ANSWER_MS) == -1) {
-				status("verify FAIL pid %ld: no answer",
+				work_status("verify FAIL pid %ld: no answer",
 				    (long)kids[i]);
 				return;
 			}
 		} while (strncmp(line, seq, n) != 0 || line[n] != ' ');
 		p = line + n + 1;
 		if (strncmp(p, "ok ", 3) != 0) {
-			status("verify %s", p);
+			work_status("verify %s", p);
 			return;
 		}
 		h = strtoull(p + 3, &e, 16);
@@ -494,7 +429,7 @@ verify(void)
 		snprintf(devs + strlen(devs), sizeof devs - strlen(devs), ",%s",
 		    e + 1);
 	}
-	status("verify ok sum=%016" PRIx64 " counter=%" PRIu64 " thread=%"
+	work_status("verify ok sum=%016" PRIx64 " counter=%" PRIu64 " thread=%"
 	    PRIu64 " child=%ld devs=%s", total, counter, counter,
 	    (long)(nproc > 1 ? kids[1] : 0), devs);
 }
@@ -502,7 +437,6 @@ verify(void)
 int
 main(int argc, char *argv[])
 {
-	struct sigaction	 sa;
 	char			 line[LINELEN], devs[MAXPROC * UUIDLEN];
 	char			*ep, *p;
 	unsigned long		 mib = 8, v;
@@ -528,7 +462,7 @@ main(int argc, char *argv[])
 			}
 			break;
 		case 'f':
-			statusfile = optarg;
+			work_statusfile = optarg;
 			break;
 		case 'm':
 			errno = 0;
@@ -547,35 +481,24 @@ main(int argc, char *argv[])
 			usage();
 		}
 	}
-	if (statusfile == NULL || optind != argc)
+	if (work_statusfile == NULL || optind != argc)
 		usage();
 	if (ndev == 0)
 		dev[ndev++] = 0;
 
-	/*
-	 * Descriptors inherited from the test harness (log files, make's
-	 * jobserver pipes) are not part of the state under test.
-	 */
-	if (close_range(3, ~0U, 0) == -1)
-		for (i = 3; i < 1024; i++)
-			close(i);
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_usr1;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR1, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	work_close_inherited();
+	work_signals(0);
 
 	for (i = 1; i < nproc; i++)
 		if (pipe(p1[i]) == -1 || pipe(p2[i]) == -1) {
-			status("error pid %ld: pipe: %s", (long)getpid(),
+			work_status("error pid %ld: pipe: %s", (long)getpid(),
 			    strerror(errno));
 			return 1;
 		}
 	for (i = 1; i < nproc; i++) {
 		switch (kids[i] = fork()) {
 		case -1:
-			status("error pid %ld: fork: %s", (long)getpid(),
+			work_status("error pid %ld: fork: %s", (long)getpid(),
 			    strerror(errno));
 			return 1;
 		case 0:
@@ -599,19 +522,19 @@ main(int argc, char *argv[])
 	}
 
 	if (cuda_start(dev[0], mib) == -1 || device_uuid(devs) == -1) {
-		status("error pid %ld: %s", (long)getpid(), failure);
+		work_status("error pid %ld: %s", (long)getpid(), failure);
 		return 1;
 	}
 	total = sum;
 	for (i = 1; i < nproc; i++) {
 		if (get_line(fromchild[i], line, sizeof line, 60000) == -1) {
-			status("error pid %ld: no word from child %ld",
+			work_status("error pid %ld: no word from child %ld",
 			    (long)getpid(), (long)kids[i]);
 			return 1;
 		}
 		/* "ready PID SUM UUID" */
 		if (strncmp(line, "ready ", 6) != 0) {
-			status("%s", line);
+			work_status("%s", line);
 			return 1;
 		}
 		strtol(line + 6, &p, 10);
@@ -619,15 +542,15 @@ main(int argc, char *argv[])
 		snprintf(devs + strlen(devs), sizeof devs - strlen(devs), ",%s",
 		    p + 1);
 	}
-	status("ready pid=%ld sum=%016" PRIx64 " child=%ld mib=%lu nproc=%d "
-	    "devs=%s", (long)getpid(), total, (long)(nproc > 1 ? kids[1] : 0),
-	    mib, nproc, devs);
+	work_status("ready pid=%ld sum=%016" PRIx64 " child=%ld mib=%lu "
+	    "nproc=%d devs=%s", (long)getpid(), total,
+	    (long)(nproc > 1 ? kids[1] : 0), mib, nproc, devs);
 	for (;;) {
 		step();
-		if (want_verify) {
-			want_verify = 0;
+		if (work_want_verify) {
+			work_want_verify = 0;
 			verify();
 		}
-		msleep(10);
+		work_msleep(10);
 	}
 }

@@ -39,7 +39,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,20 +47,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/work.h"
+
 #define DATA_BYTES	12345
 
 static void	 child_loop(int, int);
-static uint64_t	 checksum(const uint64_t *, size_t);
-static void	 fill(uint64_t *, size_t, uint64_t);
-static void	 on_usr1(int);
-static void	 msleep(long);
-static void	 status(const char *, ...)
-		    __attribute__((__format__(__printf__, 1, 2)));
 static void	*ticker(void *);
 static void	 verify(void);
 
-static const char		*statusfile = "workload.status";
-static volatile sig_atomic_t	 want_verify;
 static atomic_ulong		 thread_ticks;
 static uint64_t			*mem;
 static size_t			 nwords;
@@ -74,81 +67,12 @@ static size_t			 shmwords;
 static uint64_t			 shmsum;
 static pid_t			 child;
 
-static void
-on_usr1(int sig)
-{
-	want_verify = 1;
-}
-
-static void
-msleep(long ms)
-{
-	struct timespec	ts;
-
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (ms % 1000) * 1000000L;
-	nanosleep(&ts, NULL);	/* a signal may cut it short: fine */
-}
-
-static void
-status(const char *fmt, ...)
-{
-	char	buf[512];
-	va_list	ap;
-	int	fd, n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n > sizeof buf - 2)
-		n = sizeof buf - 2;
-	buf[n++] = '\n';
-	if ((fd = open(statusfile, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-	    0644)) == -1)
-		return;
-	if (write(fd, buf, n) != n) {
-		/* nothing better to do: the test will time out */
-	}
-	close(fd);
-}
-
-static void
-fill(uint64_t *p, size_t n, uint64_t x)
-{
-	size_t	i;
-
-	if (x == 0)
-		x = 0x9e3779b97f4a7c15ULL;
-	for (i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		p[i] = x;
-	}
-}
-
-/* FNV-1a over 64-bit words. */
-static uint64_t
-checksum(const uint64_t *p, size_t n)
-{
-	uint64_t	h = 0xcbf29ce484222325ULL;
-	size_t		i;
-
-	for (i = 0; i < n; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 static void *
 ticker(void *arg)
 {
 	for (;;) {
 		atomic_fetch_add(&thread_ticks, 1);
-		msleep(10);
+		work_msleep(10);
 	}
 	return NULL;
 }
@@ -183,18 +107,19 @@ verify(void)
 	ssize_t		n;
 	int		waited;
 
-	if ((now = checksum(mem, nwords)) != sum) {
-		status("verify FAIL memory sum=%016" PRIx64 " expected=%016"
-		    PRIx64, now, sum);
+	if ((now = work_fnv(WORK_FNV_INIT, mem, nwords)) != sum) {
+		work_status("verify FAIL memory sum=%016" PRIx64
+		    " expected=%016" PRIx64, now, sum);
 		return;
 	}
-	if (shm != NULL && (shmnow = checksum(shm, shmwords)) != shmsum) {
-		status("verify FAIL shm sum=%016" PRIx64 " expected=%016"
+	if (shm != NULL && (shmnow = work_fnv(WORK_FNV_INIT, shm,
+	    shmwords)) != shmsum) {
+		work_status("verify FAIL shm sum=%016" PRIx64 " expected=%016"
 		    PRIx64, shmnow, shmsum);
 		return;
 	}
 	if ((off = lseek(datafd, 0, SEEK_CUR)) != dataoff) {
-		status("verify FAIL data offset %lld expected %lld",
+		work_status("verify FAIL data offset %lld expected %lld",
 		    (long long)off, (long long)dataoff);
 		return;
 	}
@@ -202,7 +127,7 @@ verify(void)
 	len = (size_t)snprintf(nonce, sizeof nonce, "%lu.%ld.%lu", counter,
 	    (long)time(NULL), (unsigned long)random());
 	if (write(tochild, nonce, len) != (ssize_t)len) {
-		status("verify FAIL pipe write: %s", strerror(errno));
+		work_status("verify FAIL pipe write: %s", strerror(errno));
 		return;
 	}
 	for (got = 0, waited = 0; got < len && waited < 1000; ) {
@@ -213,35 +138,34 @@ verify(void)
 			continue;
 		}
 		if ((n = read(fromchild, back + got, len - got)) <= 0) {
-			status("verify FAIL pipe read: %s",
+			work_status("verify FAIL pipe read: %s",
 			    n == 0 ? "end of file" : strerror(errno));
 			return;
 		}
 		got += (size_t)n;
 	}
 	if (got != len || memcmp(nonce, back, len) != 0) {
-		status("verify FAIL pipe round trip (%zu of %zu bytes)",
+		work_status("verify FAIL pipe round trip (%zu of %zu bytes)",
 		    got, len);
 		return;
 	}
 
 	t0 = atomic_load(&thread_ticks);
-	msleep(100);
-	msleep(50);	/* in case a signal cut the first one short */
+	work_msleep(100);
+	work_msleep(50);	/* in case a signal cut the first one short */
 	t1 = atomic_load(&thread_ticks);
 	if (t1 == t0) {
-		status("verify FAIL thread stopped at %lu", t0);
+		work_status("verify FAIL thread stopped at %lu", t0);
 		return;
 	}
 
-	status("verify ok sum=%016" PRIx64 " counter=%lu thread=%lu "
+	work_status("verify ok sum=%016" PRIx64 " counter=%lu thread=%lu "
 	    "child=%ld", now, counter, t1, (long)child);
 }
 
 int
 main(int argc, char *argv[])
 {
-	struct sigaction	 sa;
 	pthread_t		 th;
 	char			 datafile[4096], buf[DATA_BYTES];
 	unsigned long		 mib = 256, zpct = 0, shmkib = 0;
@@ -250,10 +174,11 @@ main(int argc, char *argv[])
 	size_t			 i;
 	struct timespec		 ts;
 
+	work_statusfile = "workload.status";
 	while ((ch = getopt(argc, argv, "f:m:s:z:")) != -1) {
 		switch (ch) {
 		case 'f':
-			statusfile = optarg;
+			work_statusfile = optarg;
 			break;
 		case 'm':
 			errno = 0;
@@ -290,26 +215,15 @@ main(int argc, char *argv[])
 		}
 	}
 
-	/*
-	 * Descriptors inherited from the test harness (log files, make's
-	 * jobserver pipes) are not part of the state under test.
-	 */
-	if (close_range(3, ~0U, 0) == -1)
-		for (i = 3; i < 1024; i++)
-			close((int)i);
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_usr1;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR1, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	work_close_inherited();
+	work_signals(0);
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	srandom((unsigned)(getpid() ^ ts.tv_nsec));
-	snprintf(datafile, sizeof datafile, "%s.data", statusfile);
+	snprintf(datafile, sizeof datafile, "%s.data", work_statusfile);
 	if ((datafd = open(datafile, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC,
 	    0644)) == -1) {
-		status("error cannot open '%s': %s", datafile,
+		work_status("error cannot open '%s': %s", datafile,
 		    strerror(errno));
 		return 1;
 	}
@@ -318,19 +232,19 @@ main(int argc, char *argv[])
 	if (write(datafd, buf, sizeof buf) != (ssize_t)sizeof buf ||
 	    lseek(datafd, 1000, SEEK_SET) != 1000 ||
 	    write(datafd, "offset", 6) != 6) {
-		status("error cannot write '%s': %s", datafile,
+		work_status("error cannot write '%s': %s", datafile,
 		    strerror(errno));
 		return 1;
 	}
 	dataoff = 1006;
 
 	if (pipe(p1) == -1 || pipe(p2) == -1) {
-		status("error pipe: %s", strerror(errno));
+		work_status("error pipe: %s", strerror(errno));
 		return 1;
 	}
 	switch (child = fork()) {
 	case -1:
-		status("error fork: %s", strerror(errno));
+		work_status("error fork: %s", strerror(errno));
 		return 1;
 	case 0:
 		close(p1[1]);
@@ -348,44 +262,44 @@ main(int argc, char *argv[])
 	/* After the fork, so that the child does not share the pages. */
 	nwords = (size_t)mib * 1024 * 1024 / sizeof *mem;
 	if ((mem = aligned_alloc(4096, nwords * sizeof *mem)) == NULL) {
-		status("error cannot allocate %lu MiB", mib);
+		work_status("error cannot allocate %lu MiB", mib);
 		return 1;
 	}
-	fill(mem, nwords, ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_sec ^
-	    ((uint64_t)ts.tv_nsec << 16));
+	(void)work_fill(mem, nwords, ((uint64_t)getpid() << 32) ^
+	    (uint64_t)ts.tv_sec ^ ((uint64_t)ts.tv_nsec << 16));
 	/* Pages written with zeros: present, but all zero. */
 	for (i = 0; i < nwords / 512; i++)
 		if ((i * 37) % 100 < zpct)
 			memset(mem + i * 512, 0, 4096);
-	sum = checksum(mem, nwords);
+	sum = work_fnv(WORK_FNV_INIT, mem, nwords);
 
 	if (shmkib > 0) {
 		shmwords = (size_t)shmkib * 1024 / sizeof *shm;
 		if ((shmid = shmget(IPC_PRIVATE, shmwords * sizeof *shm,
 		    IPC_CREAT | 0600)) == -1 ||
 		    (shm = shmat(shmid, NULL, 0)) == (void *)-1) {
-			status("error System V shared memory: %s",
+			work_status("error System V shared memory: %s",
 			    strerror(errno));
 			return 1;
 		}
 		(void)shmctl(shmid, IPC_RMID, NULL);
-		fill(shm, shmwords, sum);
-		shmsum = checksum(shm, shmwords);
+		(void)work_fill(shm, shmwords, sum);
+		shmsum = work_fnv(WORK_FNV_INIT, shm, shmwords);
 	}
 
 	if ((errno = pthread_create(&th, NULL, ticker, NULL)) != 0) {
-		status("error pthread_create: %s", strerror(errno));
+		work_status("error pthread_create: %s", strerror(errno));
 		return 1;
 	}
 
-	status("ready pid=%ld sum=%016" PRIx64 " child=%ld mib=%lu",
+	work_status("ready pid=%ld sum=%016" PRIx64 " child=%ld mib=%lu",
 	    (long)getpid(), sum, (long)child, mib);
 	for (;;) {
 		counter++;
-		if (want_verify) {
-			want_verify = 0;
+		if (work_want_verify) {
+			work_want_verify = 0;
 			verify();
 		}
-		msleep(50);
+		work_msleep(50);
 	}
 }

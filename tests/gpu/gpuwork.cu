@@ -36,11 +36,9 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,10 +46,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/work.h"
+
 #define CHUNK_WORDS	((size_t)2 << 20)	/* 16 MiB per copy */
 #define SCRATCH_WORDS	4096
 #define TICK_MS		10
-#define GOLDEN		0x9e3779b97f4a7c15ULL
+#define GOLDEN		WORK_GOLDEN
 
 __host__ __device__ static uint64_t	 mix(uint64_t);
 __global__ static void	 fill_kernel(uint64_t *, size_t, uint64_t);
@@ -59,12 +59,8 @@ __global__ static void	 tick_kernel(unsigned long long *, uint64_t *);
 static void		 cuda_fatal(const char *, cudaError_t)
 			    __attribute__((__noreturn__));
 static int		 device_uuid(char *, size_t);
-static void		 msleep(long);
-static void		 on_usr1(int);
 static cudaError_t	 pattern_sum(int, uint64_t *, size_t *);
 static int		 probe(void);
-static void		 status(const char *, ...)
-			    __attribute__((__format__(__printf__, 1, 2)));
 static cudaError_t	 tick(void);
 static void		 usage(void) __attribute__((__noreturn__));
 static void		 verify(void);
@@ -74,8 +70,6 @@ static const struct option longopts[] = {
 	{ NULL,		0,			NULL,	0 }
 };
 
-static const char		*statusfile;
-static volatile sig_atomic_t	 want_verify;
 static char			 uuid[64];
 static uint64_t			*d_pattern, *d_scratch;
 static unsigned long long	*d_counter;
@@ -121,50 +115,9 @@ tick_kernel(unsigned long long *counter, uint64_t *scratch)
 }
 
 static void
-on_usr1(int sig)
-{
-	(void)sig;
-	want_verify = 1;
-}
-
-static void
-msleep(long ms)
-{
-	struct timespec	ts;
-
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (ms % 1000) * 1000000L;
-	nanosleep(&ts, NULL);	/* a signal may cut it short: fine */
-}
-
-static void
-status(const char *fmt, ...)
-{
-	char	buf[512];
-	va_list	ap;
-	int	fd, n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n > sizeof buf - 2)
-		n = sizeof buf - 2;
-	buf[n++] = '\n';
-	if ((fd = open(statusfile, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-	    0644)) == -1)
-		return;
-	if (write(fd, buf, n) != n) {
-		/* nothing better to do: the test will time out */
-	}
-	close(fd);
-}
-
-static void
 cuda_fatal(const char *what, cudaError_t e)
 {
-	status("error %s: %s", what, cudaGetErrorString(e));
+	work_status("error %s: %s", what, cudaGetErrorString(e));
 	exit(1);
 }
 
@@ -208,7 +161,7 @@ device_uuid(char *buf, size_t len)
 static cudaError_t
 pattern_sum(int check, uint64_t *sump, size_t *badp)
 {
-	uint64_t	h = 0xcbf29ce484222325ULL;
+	uint64_t	h = WORK_FNV_INIT;
 	size_t		i, j, n, bad = 0;
 	cudaError_t	e;
 
@@ -217,13 +170,10 @@ pattern_sum(int check, uint64_t *sump, size_t *badp)
 		if ((e = cudaMemcpy(h_chunk, d_pattern + i, n * sizeof *h_chunk,
 		    cudaMemcpyDeviceToHost)) != cudaSuccess)
 			return e;
-		for (j = 0; j < n; j++) {
-			h ^= h_chunk[j];
-			h *= 0x100000001b3ULL;
-			if (check && h_chunk[j] != mix(seed + (i + j + 1) *
-			    GOLDEN))
+		h = work_fnv(h, h_chunk, n);
+		for (j = 0; check && j < n; j++)
+			if (h_chunk[j] != mix(seed + (i + j + 1) * GOLDEN))
 				bad++;
-		}
 	}
 	*sump = h;
 	if (badp != NULL)
@@ -262,12 +212,12 @@ verify(void)
 	    cudaMemcpyDeviceToHost)) != cudaSuccess)
 		goto cuda;
 	if (c != launches) {
-		status("verify FAIL device counter %llu after %llu launches",
-		    c, launches);
+		work_status("verify FAIL device counter %llu after %llu "
+		    "launches", c, launches);
 		return;
 	}
 	if (c <= last_counter) {
-		status("verify FAIL device counter %llu, was %llu", c,
+		work_status("verify FAIL device counter %llu, was %llu", c,
 		    last_counter);
 		return;
 	}
@@ -284,7 +234,7 @@ verify(void)
 			first = j;
 	}
 	if (bad != 0) {
-		status("verify FAIL scratch: %zu of %d words wrong, first "
+		work_status("verify FAIL scratch: %zu of %d words wrong, first "
 		    "word %zu", bad, SCRATCH_WORDS, first);
 		return;
 	}
@@ -293,8 +243,8 @@ verify(void)
 	if ((e = pattern_sum(0, &now, NULL)) != cudaSuccess)
 		goto cuda;
 	if (now != sum) {
-		status("verify FAIL pattern sum=%016" PRIx64 " expected=%016"
-		    PRIx64, now, sum);
+		work_status("verify FAIL pattern sum=%016" PRIx64
+		    " expected=%016" PRIx64, now, sum);
 		return;
 	}
 
@@ -305,11 +255,11 @@ verify(void)
 	}
 
 	last_counter = c;
-	status("verify ok sum=%016" PRIx64 " counter=%llu thread=%llu "
+	work_status("verify ok sum=%016" PRIx64 " counter=%llu thread=%llu "
 	    "child=0 devs=%s", now, c, launches, uuid);
 	return;
 cuda:
-	status("verify FAIL %s: %s", what, cudaGetErrorString(e));
+	work_status("verify FAIL %s: %s", what, cudaGetErrorString(e));
 }
 
 static int
@@ -364,13 +314,12 @@ probe(void)
 int
 main(int argc, char *argv[])
 {
-	struct sigaction	 sa;
 	struct timespec		 ts;
 	unsigned long		 mib = 256;
 	size_t			 bad;
 	char			*ep;
 	cudaError_t		 e;
-	int			 ch, fd;
+	int			 ch;
 
 	while ((ch = getopt_long(argc, argv, "f:m:", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -379,7 +328,7 @@ main(int argc, char *argv[])
 				usage();
 			return probe();
 		case 'f':
-			statusfile = optarg;
+			work_statusfile = optarg;
 			break;
 		case 'm':
 			errno = 0;
@@ -394,24 +343,12 @@ main(int argc, char *argv[])
 			usage();
 		}
 	}
-	if (optind != argc || statusfile == NULL)
+	if (optind != argc || work_statusfile == NULL)
 		usage();
 
-	/*
-	 * Descriptors inherited from the test harness (log files, make's
-	 * jobserver pipes) are not part of the state under test.  Close
-	 * them before the CUDA runtime opens its own.
-	 */
-	if (close_range(3, ~0U, 0) == -1)
-		for (fd = 3; fd < 1024; fd++)
-			close(fd);
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_usr1;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR1, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	/* Before the CUDA runtime opens descriptors of its own. */
+	work_close_inherited();
+	work_signals(SA_RESTART);
 
 	if ((e = cudaFree(0)) != cudaSuccess)
 		cuda_fatal("CUDA initialisation", e);
@@ -421,7 +358,7 @@ main(int argc, char *argv[])
 	nwords = (size_t)mib * 1024 * 1024 / sizeof *d_pattern;
 	if ((h_chunk = (uint64_t *)malloc(CHUNK_WORDS *
 	    sizeof *h_chunk)) == NULL) {
-		status("error out of memory");
+		work_status("error out of memory");
 		return 1;
 	}
 	if ((e = cudaMalloc(&d_pattern, nwords * sizeof *d_pattern)) !=
@@ -446,19 +383,19 @@ main(int argc, char *argv[])
 	if ((e = pattern_sum(1, &sum, &bad)) != cudaSuccess)
 		cuda_fatal("pattern copy", e);
 	if (bad != 0) {
-		status("error fill kernel: %zu of %zu words wrong", bad,
+		work_status("error fill kernel: %zu of %zu words wrong", bad,
 		    nwords);
 		return 1;
 	}
 
-	status("ready pid=%ld sum=%016" PRIx64 " child=0 mib=%lu devs=%s",
+	work_status("ready pid=%ld sum=%016" PRIx64 " child=0 mib=%lu devs=%s",
 	    (long)getpid(), sum, mib, uuid);
 	for (;;) {
-		if (want_verify) {
-			want_verify = 0;
+		if (work_want_verify) {
+			work_want_verify = 0;
 			verify();
 		}
-		msleep(TICK_MS);
+		work_msleep(TICK_MS);
 		if ((e = tick()) != cudaSuccess)
 			cuda_fatal("tick kernel", e);
 	}

@@ -19,6 +19,7 @@
 #include "gpu/cuda.h"
 #include "gpu/gpumap.h"
 #include "image/manifest.h"
+#include "unit.h"
 
 #define MIB		(1024LL * 1024)
 #define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
@@ -32,8 +33,6 @@
 #define H100	"NVIDIA H100 80GB HBM3"
 #define A100	"NVIDIA A100-SXM4-40GB"
 
-static int	setup_ctx(void **);
-static int	teardown_ctx(void **);
 static void	gpu(struct gck_gpu *, int, const char *, const char *, int,
 		    int, int64_t);
 static void	image(struct gck_mcuda *, struct gck_mcproc *);
@@ -51,20 +50,6 @@ static void	test_host_pairs(void **);
 static void	test_host_refused(void **);
 static void	test_manifest_cuda(void **);
 static void	test_manifest_cuda_bad(void **);
-
-static int
-setup_ctx(void **state)
-{
-	*state = gck_ctx_new();
-	return *state == NULL ? -1 : 0;
-}
-
-static int
-teardown_ctx(void **state)
-{
-	gck_ctx_free(*state);
-	return 0;
-}
 
 static void
 gpu(struct gck_gpu *g, int index, const char *uuid, const char *name,
@@ -472,5 +457,5 @@ main(void)
 		cmocka_unit_test(test_manifest_cuda_bad),
 	};
 
-	return cmocka_run_group_tests(tests, setup_ctx, teardown_ctx);
+	return cmocka_run_group_tests(tests, unit_ctx_setup, unit_ctx_teardown);
 }

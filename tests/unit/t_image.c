@@ -15,8 +15,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,6 +34,7 @@
 #include <zstd.h>
 
 #include "gpuckpt.h"
+#include "unit.h"
 
 #define PART		4096		/* small parts keep the tests fast */
 #define RECORD		10240		/* tar blocking of the writer */
@@ -70,17 +71,14 @@ struct hb {
 
 /* Per-test state: a context and a scratch directory. */
 struct fixture {
-	struct gck_ctx	*ctx;
-	char		 top[256];	/* scratch, removed afterwards */
-	char		 dir[300];	/* top/x: where images are extracted */
+	struct unit	 u;		/* the context and scratch directory */
+	char		 dir[PATH_MAX + 2]; /* u.dir/x: images extracted */
 	int		 dirfd;
 };
 
 static int	setup(void **);
 static int	teardown(void **);
-static int	rm_cb(const char *, const struct stat *, int, struct FTW *);
 static void	check_gck(struct gck_ctx *, int, int, const char *, int);
-static int	mem_fd(const void *, size_t);
 static char	*slurp(int, size_t *);
 static void	fill(char *, size_t, unsigned);
 static char	*file_data(const struct tfile *);
@@ -195,21 +193,18 @@ static int
 setup(void **state)
 {
 	struct fixture	*f;
-	const char	*tmp;
 
 	if ((f = calloc(1, sizeof *f)) == NULL)
 		return -1;
-	if ((tmp = getenv("TMPDIR")) == NULL || *tmp == '\0')
-		tmp = "/tmp";
-	snprintf(f->top, sizeof f->top, "%s/t_image.XXXXXX", tmp);
-	if (mkdtemp(f->top) == NULL) {
+	if (unit_init(&f->u) == -1) {
 		free(f);
 		return -1;
 	}
-	snprintf(f->dir, sizeof f->dir, "%s/x", f->top);
+	snprintf(f->dir, sizeof f->dir, "%s/x", f->u.dir);
 	if (mkdir(f->dir, 0700) == -1 ||
 	    (f->dirfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
-	    -1 || (f->ctx = gck_ctx_new()) == NULL) {
+	    -1) {
+		unit_release(&f->u);
 		free(f);
 		return -1;
 	}
@@ -218,19 +213,12 @@ setup(void **state)
 }
 
 static int
-rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
-static int
 teardown(void **state)
 {
 	struct fixture	*f = *state;
 
-	gck_ctx_free(f->ctx);
 	close(f->dirfd);
-	nftw(f->top, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	unit_release(&f->u);
 	free(f);
 	return 0;
 }
@@ -254,26 +242,6 @@ check_gck(struct gck_ctx *ctx, int r, int code, const char *sub, int line)
 		    e != NULL ? e : "(null)", sub);
 	if (strchr(e, '\n') != NULL)
 		fail_msg("line %d: message '%s' is not one line", line, e);
-}
-
-/* Returns a memory file holding len bytes of buf, at offset 0. */
-static int
-mem_fd(const void *buf, size_t len)
-{
-	const char	*p = buf;
-	ssize_t		 n;
-	int		 fd;
-
-	fd = memfd_create("t_image", MFD_CLOEXEC);
-	assert_int_not_equal(fd, -1);
-	while (len > 0) {
-		n = write(fd, p, len);
-		assert_true(n > 0);
-		p += n;
-		len -= (size_t)n;
-	}
-	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
-	return fd;
 }
 
 /* Returns the whole content of the file on fd (free it). */
@@ -340,7 +308,7 @@ make_image(struct gck_ctx *ctx, int level, size_t part, const char *m,
 	size_t			 i;
 	int			 fd, dfd;
 
-	fd = memfd_create("image", MFD_CLOEXEC);
+	fd = unit_memfd_ok(NULL, 0);
 	assert_int_not_equal(fd, -1);
 	assert_gck(ctx, gck_writer_new(ctx, fd, level, part, &w), GCK_OK,
 	    NULL);
@@ -349,7 +317,7 @@ make_image(struct gck_ctx *ctx, int level, size_t part, const char *m,
 	    GCK_OK, NULL);
 	for (i = 0; i < n; i++) {
 		data = file_data(&t[i]);
-		dfd = mem_fd(data, t[i].size);
+		dfd = unit_memfd_ok(data, t[i].size);
 		free(data);
 		assert_gck(ctx, gck_writer_add_file(w, t[i].name, dfd),
 		    GCK_OK, NULL);
@@ -392,7 +360,7 @@ read_buf(struct gck_ctx *ctx, const char *buf, size_t len, int dirfd)
 {
 	int	fd, ret;
 
-	fd = mem_fd(buf, len);
+	fd = unit_memfd_ok(buf, len);
 	ret = read_image(ctx, fd, dirfd, NULL);
 	close(fd);
 	return ret;
@@ -488,7 +456,7 @@ static void
 hb_start(struct hb *h)
 {
 	memset(h, 0, sizeof *h);
-	h->fd = memfd_create("handbuilt", MFD_CLOEXEC);
+	h->fd = unit_memfd_ok(NULL, 0);
 	assert_int_not_equal(h->fd, -1);
 	assert_non_null(h->sums = open_memstream(&h->sbuf, &h->slen));
 	assert_non_null(h->a = archive_write_new());
@@ -627,10 +595,10 @@ roundtrip(struct fixture *f, int level)
 	uint64_t			 bytes;
 	int				 fd;
 
-	fd = make_image(f->ctx, level, PART, manifest, files, NELEM(files));
-	assert_gck(f->ctx, gck_reader_new(f->ctx, fd, &r), GCK_OK, NULL);
+	fd = make_image(f->u.ctx, level, PART, manifest, files, NELEM(files));
+	assert_gck(f->u.ctx, gck_reader_new(f->u.ctx, fd, &r), GCK_OK, NULL);
 	assert_non_null(r);
-	assert_gck(f->ctx, gck_reader_head(r, &m), GCK_OK, NULL);
+	assert_gck(f->u.ctx, gck_reader_head(r, &m), GCK_OK, NULL);
 	assert_non_null(m);
 	assert_int_equal(gck_manifest_format(m), 1);
 	assert_int_equal(gck_manifest_root_pid(m), 4242);
@@ -645,7 +613,7 @@ roundtrip(struct fixture *f, int level)
 
 	/* The head alone: nothing extracted yet. */
 	assert_int_equal(count_dir(f->dir), 0);
-	assert_gck(f->ctx, gck_reader_extract(r, f->dirfd), GCK_OK, NULL);
+	assert_gck(f->u.ctx, gck_reader_extract(r, f->dirfd), GCK_OK, NULL);
 	check_files(f->dirfd, files, NELEM(files));
 
 	/* The manifest and its text outlive the extraction. */
@@ -687,16 +655,16 @@ test_stats(void **state)
 	char			*p, *z;
 	int			 pfd, zfd;
 
-	pfd = make_image(f->ctx, 0, PART, manifest, files, NELEM(files));
-	zfd = make_image(f->ctx, 3, PART, manifest, files, NELEM(files));
+	pfd = make_image(f->u.ctx, 0, PART, manifest, files, NELEM(files));
+	zfd = make_image(f->u.ctx, 3, PART, manifest, files, NELEM(files));
 	p = slurp(pfd, &plen);
 	z = slurp(zfd, &zlen);
 	assert_int_equal(plen % RECORD, 0);
 	assert_memory_equal(z, "\x28\xb5\x2f\xfd", 4);
 	assert_true(zlen < plen);
-	assert_gck(f->ctx, read_image(f->ctx, pfd, -1, &plain), GCK_OK,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, pfd, -1, &plain), GCK_OK,
 	    NULL);
-	assert_gck(f->ctx, read_image(f->ctx, zfd, -1, &zstd), GCK_OK,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, zfd, -1, &zstd), GCK_OK,
 	    NULL);
 	assert_int_equal(plain.stream_bytes, plen);
 	assert_int_equal(zstd.stream_bytes, plen);
@@ -707,8 +675,8 @@ test_stats(void **state)
 
 	/* Only the manifest: manifest and trailer. */
 	close(pfd);
-	pfd = make_image(f->ctx, 0, PART, manifest, NULL, 0);
-	assert_gck(f->ctx, read_image(f->ctx, pfd, -1, &plain), GCK_OK,
+	pfd = make_image(f->u.ctx, 0, PART, manifest, NULL, 0);
+	assert_gck(f->u.ctx, read_image(f->u.ctx, pfd, -1, &plain), GCK_OK,
 	    NULL);
 	assert_int_equal(plain.entries, 2);
 	assert_int_equal(plain.bytes, strlen(manifest));
@@ -736,7 +704,7 @@ test_layout(void **state)
 	uint64_t		 total = 0;
 	int			 fd, have;
 
-	fd = make_image(f->ctx, 0, PART, manifest, files, NELEM(files));
+	fd = make_image(f->u.ctx, 0, PART, manifest, files, NELEM(files));
 	img = slurp(fd, &len);
 	assert_non_null(data = malloc(PART + 1));
 	assert_non_null(a = archive_read_new());
@@ -816,7 +784,7 @@ test_layout_zstd(void **state)
 	size_t			 len, i = 0;
 	int			 fd;
 
-	fd = make_image(f->ctx, 3, PART, manifest, files, NELEM(files));
+	fd = make_image(f->u.ctx, 3, PART, manifest, files, NELEM(files));
 	img = slurp(fd, &len);
 	assert_non_null(a = archive_read_new());
 	assert_int_equal(archive_read_support_format_tar(a), ARCHIVE_OK);
@@ -847,16 +815,16 @@ test_verify_only(void **state)
 	int			 fd, level;
 
 	for (level = 0; level <= 3; level += 3) {
-		fd = make_image(f->ctx, level, PART, manifest, files,
+		fd = make_image(f->u.ctx, level, PART, manifest, files,
 		    NELEM(files));
-		assert_gck(f->ctx, read_image(f->ctx, fd, -1, &st), GCK_OK,
+		assert_gck(f->u.ctx, read_image(f->u.ctx, fd, -1, &st), GCK_OK,
 		    NULL);
 		assert_int_equal(st.entries, NELEM(layout));
 		assert_int_equal(st.compressed, level > 0);
 		close(fd);
 	}
 	assert_int_equal(count_dir(f->dir), 0);
-	assert_int_equal(count_dir(f->top), 1);
+	assert_int_equal(count_dir(f->u.dir), 1);
 }
 
 /* Part size 0 is the default, 16 MiB: no file of the test is split. */
@@ -870,7 +838,7 @@ test_default_part_size(void **state)
 	size_t			 len, n = 0;
 	int			 fd;
 
-	fd = make_image(f->ctx, 0, 0, manifest, files, NELEM(files));
+	fd = make_image(f->u.ctx, 0, 0, manifest, files, NELEM(files));
 	img = slurp(fd, &len);
 	assert_non_null(a = archive_read_new());
 	assert_int_equal(archive_read_support_format_tar(a), ARCHIVE_OK);
@@ -881,7 +849,7 @@ test_default_part_size(void **state)
 	}
 	assert_int_equal(n, NELEM(files) + 2);
 	archive_read_free(a);
-	assert_gck(f->ctx, read_image(f->ctx, fd, f->dirfd, NULL), GCK_OK,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, f->dirfd, NULL), GCK_OK,
 	    NULL);
 	check_files(f->dirfd, files, NELEM(files));
 	free(img);
@@ -895,12 +863,12 @@ test_part_size_too_large(void **state)
 	struct gck_writer	*w = (struct gck_writer *)(uintptr_t)1;
 	int			 fd;
 
-	fd = memfd_create("image", MFD_CLOEXEC);
+	fd = unit_memfd_ok(NULL, 0);
 	assert_int_not_equal(fd, -1);
-	assert_gck(f->ctx, gck_writer_new(f->ctx, fd, 0,
+	assert_gck(f->u.ctx, gck_writer_new(f->u.ctx, fd, 0,
 	    (size_t)GCK_PART_MAX + 1, &w), GCK_EINVAL, "part size");
 	assert_null(w);
-	assert_non_null(strstr(gck_error_string(f->ctx), "67108865"));
+	assert_non_null(strstr(gck_error_string(f->u.ctx), "67108865"));
 	assert_int_equal(lseek(fd, 0, SEEK_END), 0);
 	close(fd);
 }
@@ -918,30 +886,30 @@ test_bad_file_names(void **state)
 	size_t			 i;
 	int			 fd, dfd;
 
-	fd = memfd_create("image", MFD_CLOEXEC);
+	fd = unit_memfd_ok(NULL, 0);
 	assert_int_not_equal(fd, -1);
-	dfd = mem_fd("data", 4);
-	assert_gck(f->ctx, gck_writer_new(f->ctx, fd, 0, PART, &w), GCK_OK,
+	dfd = unit_memfd_ok("data", 4);
+	assert_gck(f->u.ctx, gck_writer_new(f->u.ctx, fd, 0, PART, &w), GCK_OK,
 	    NULL);
-	assert_gck(f->ctx, gck_writer_add(w, "gpuckpt.json", manifest,
+	assert_gck(f->u.ctx, gck_writer_add(w, "gpuckpt.json", manifest,
 	    strlen(manifest)), GCK_OK, NULL);
 	for (i = 0; i < NELEM(bad); i++) {
-		assert_gck(f->ctx, gck_writer_add_file(w, bad[i], dfd),
+		assert_gck(f->u.ctx, gck_writer_add_file(w, bad[i], dfd),
 		    GCK_EINVAL, "not a CRIU image file name");
 		if (*bad[i] != '\0')
-			assert_non_null(strstr(gck_error_string(f->ctx),
+			assert_non_null(strstr(gck_error_string(f->u.ctx),
 			    bad[i]));
 	}
 	memset(longname, 'a', sizeof longname - 1);
 	longname[sizeof longname - 1] = '\0';
-	assert_gck(f->ctx, gck_writer_add_file(w, longname, dfd),
+	assert_gck(f->u.ctx, gck_writer_add_file(w, longname, dfd),
 	    GCK_EINVAL, "not a CRIU image file name");
 	/* The good names pass, dots and dashes included. */
-	assert_gck(f->ctx, gck_writer_add_file(w, "ok-1_x.img", dfd), GCK_OK,
+	assert_gck(f->u.ctx, gck_writer_add_file(w, "ok-1_x.img", dfd), GCK_OK,
 	    NULL);
-	assert_gck(f->ctx, gck_writer_finish(w), GCK_OK, NULL);
+	assert_gck(f->u.ctx, gck_writer_finish(w), GCK_OK, NULL);
 	gck_writer_free(w);
-	assert_gck(f->ctx, read_image(f->ctx, fd, f->dirfd, &st), GCK_OK,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, f->dirfd, &st), GCK_OK,
 	    NULL);
 	assert_int_equal(st.entries, 3);
 	assert_int_equal(count_dir(f->dir), 1);
@@ -957,8 +925,8 @@ test_no_files(void **state)
 	struct fixture	*f = *state;
 	int		 fd;
 
-	fd = make_image(f->ctx, 3, PART, manifest, NULL, 0);
-	assert_gck(f->ctx, read_image(f->ctx, fd, f->dirfd, NULL), GCK_OK,
+	fd = make_image(f->u.ctx, 3, PART, manifest, NULL, 0);
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, f->dirfd, NULL), GCK_OK,
 	    NULL);
 	assert_int_equal(count_dir(f->dir), 0);
 	close(fd);
@@ -976,7 +944,7 @@ test_pipe_input(void **state)
 	pid_t			 pid;
 	int			 fd, p[2], status;
 
-	fd = make_image(f->ctx, 3, PART, manifest, files, NELEM(files));
+	fd = make_image(f->u.ctx, 3, PART, manifest, files, NELEM(files));
 	img = slurp(fd, &len);
 	close(fd);
 	assert_int_equal(pipe(p), 0);
@@ -995,7 +963,7 @@ test_pipe_input(void **state)
 		_exit(off == len ? 0 : 1);
 	}
 	close(p[1]);
-	assert_gck(f->ctx, read_image(f->ctx, p[0], f->dirfd, &st), GCK_OK,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, p[0], f->dirfd, &st), GCK_OK,
 	    NULL);
 	close(p[0]);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -1012,12 +980,12 @@ test_extract_existing(void **state)
 	struct fixture	*f = *state;
 	int		 fd;
 
-	fd = make_image(f->ctx, 0, PART, manifest, files, NELEM(files));
-	assert_gck(f->ctx, read_image(f->ctx, fd, f->dirfd, NULL), GCK_OK,
+	fd = make_image(f->u.ctx, 0, PART, manifest, files, NELEM(files));
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, f->dirfd, NULL), GCK_OK,
 	    NULL);
-	assert_gck(f->ctx, read_image(f->ctx, fd, f->dirfd, NULL), GCK_ESYS,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, f->dirfd, NULL), GCK_ESYS,
 	    "cannot create work file 'inventory.img'");
-	assert_int_equal(gck_errno(f->ctx), EEXIST);
+	assert_int_equal(gck_errno(f->u.ctx), EEXIST);
 	check_files(f->dirfd, files, NELEM(files));
 	close(fd);
 }
@@ -1030,19 +998,19 @@ test_empty_input(void **state)
 	char		*z;
 	int		 fd;
 
-	assert_gck(f->ctx, read_buf(f->ctx, "", 0, -1), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, "", 0, -1), GCK_EFORMAT,
 	    "empty input");
 
 	/* /dev/null, as a shell would pass it. */
 	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	assert_int_not_equal(fd, -1);
-	assert_gck(f->ctx, read_image(f->ctx, fd, -1, NULL), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, -1, NULL), GCK_EFORMAT,
 	    "empty input");
 	close(fd);
 
 	/* An empty zstd frame holds no tar stream either. */
 	z = zstd_frame("", 0, &zlen);
-	assert_gck(f->ctx, read_buf(f->ctx, z, zlen, -1), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, z, zlen, -1), GCK_EFORMAT,
 	    "not a gpuckpt image: the zstd stream is empty");
 	free(z);
 }
@@ -1056,47 +1024,47 @@ test_garbage(void **state)
 
 	assert_non_null(buf = malloc(len));
 	fill(buf, len, 42);
-	assert_gck(f->ctx, read_buf(f->ctx, buf, len, -1), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, buf, len, -1), GCK_EFORMAT,
 	    "not a gpuckpt image");
 	for (i = 0; i < len; i++)
 		buf[i] = "Lorem ipsum dolor sit amet\n"[i % 27];
-	assert_gck(f->ctx, read_buf(f->ctx, buf, len, -1), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, buf, len, -1), GCK_EFORMAT,
 	    "not a gpuckpt image");
 	/* An ELF header, as when a binary is fed by mistake. */
 	memcpy(buf, "\x7f" "ELF\x02\x01\x01", 7);
-	assert_gck(f->ctx, read_buf(f->ctx, buf, len, -1), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, buf, len, -1), GCK_EFORMAT,
 	    "not a gpuckpt image");
 	/* A whole tar block of zeros: a tar stream with no entries. */
 	memset(buf, 0, 512);
-	assert_gck(f->ctx, read_buf(f->ctx, buf, 512, -1), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, buf, 512, -1), GCK_EFORMAT,
 	    "not a gpuckpt image");
 	/* Less than a tar block: no header of the manifest begins so. */
-	assert_gck(f->ctx, read_buf(f->ctx, "hello\n", 6, -1), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, "hello\n", 6, -1), GCK_EFORMAT,
 	    "not a gpuckpt image: no tar header for 'gpuckpt.json' at the "
 	    "start");
-	assert_gck(f->ctx, read_buf(f->ctx, "P", 1, -1), GCK_ETRUNC,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, "P", 1, -1), GCK_ETRUNC,
 	    "image truncated at the start");
-	assert_gck(f->ctx, read_buf(f->ctx, "Pax", 3, -1), GCK_ETRUNC,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, "Pax", 3, -1), GCK_ETRUNC,
 	    "image truncated at the start");
-	assert_gck(f->ctx, read_buf(f->ctx, "Pay", 3, -1), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, "Pay", 3, -1), GCK_EFORMAT,
 	    "not a gpuckpt image");
-	assert_gck(f->ctx, read_buf(f->ctx, "./PaxHeaders.123", 16, -1),
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, "./PaxHeaders.123", 16, -1),
 	    GCK_ETRUNC, "image truncated at the start");
-	assert_gck(f->ctx, read_buf(f->ctx, "./PaxHeaders./", 14, -1),
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, "./PaxHeaders./", 14, -1),
 	    GCK_EFORMAT, "not a gpuckpt image");
-	assert_gck(f->ctx, read_buf(f->ctx, "././@PaxHeader\0\0", 16, -1),
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, "././@PaxHeader\0\0", 16, -1),
 	    GCK_ETRUNC, "image truncated at the start");
-	assert_gck(f->ctx, read_buf(f->ctx, "gpuckpt.json.x\0", 15, -1),
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, "gpuckpt.json.x\0", 15, -1),
 	    GCK_EFORMAT, "not a gpuckpt image");
 	/* The first bytes of the zstd magic begin a compressed image. */
-	assert_gck(f->ctx, read_buf(f->ctx, "\x28\xb5", 2, -1), GCK_ETRUNC,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, "\x28\xb5", 2, -1), GCK_ETRUNC,
 	    "image truncated at the start");
-	assert_gck(f->ctx, read_buf(f->ctx, "\x28\xb6", 2, -1), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, "\x28\xb6", 2, -1), GCK_EFORMAT,
 	    "not a gpuckpt image");
 	/* Text longer than a tar block. */
 	for (i = 0; i < len; i++)
 		buf[i] = "Lorem ipsum dolor sit amet\n"[i % 27];
-	assert_gck(f->ctx, read_buf(f->ctx, buf, 2000, -1), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, buf, 2000, -1), GCK_EFORMAT,
 	    "not a gpuckpt image: no tar header for 'gpuckpt.json' at the "
 	    "start");
 	free(buf);
@@ -1115,27 +1083,27 @@ test_cut_head(void **state)
 	    258, 300, 511, 512, 600 };
 	int		 fd, r, bad = 0;
 
-	fd = make_image(f->ctx, 0, PART, manifest, files, NELEM(files));
+	fd = make_image(f->u.ctx, 0, PART, manifest, files, NELEM(files));
 	img = slurp(fd, &len);
 	close(fd);
 	for (i = 0; i < NELEM(off); i++) {
-		r = read_buf(f->ctx, img, off[i], -1);
-		if (r != GCK_ETRUNC || strncmp(gck_error_string(f->ctx),
+		r = read_buf(f->u.ctx, img, off[i], -1);
+		if (r != GCK_ETRUNC || strncmp(gck_error_string(f->u.ctx),
 		    "image truncated at the start", 28) != 0) {
 			print_message("# cut at %zu: %d %s\n", off[i], r,
-			    gck_error_string(f->ctx));
+			    gck_error_string(f->u.ctx));
 			bad++;
 		}
 	}
 	assert_int_equal(bad, 0);
 	/* A cut head, compressed whole: still truncated. */
 	z = zstd_frame(img, 300, &zlen);
-	assert_gck(f->ctx, read_buf(f->ctx, z, zlen, -1), GCK_ETRUNC,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, z, zlen, -1), GCK_ETRUNC,
 	    "image truncated at the start (tar offset 300)");
 	free(z);
 	/* A text, compressed: no image. */
 	z = zstd_frame("hi\n", 3, &zlen);
-	assert_gck(f->ctx, read_buf(f->ctx, z, zlen, -1), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, z, zlen, -1), GCK_EFORMAT,
 	    "not a gpuckpt image: no tar header for 'gpuckpt.json' at the "
 	    "start of the zstd stream");
 	free(z);
@@ -1154,7 +1122,7 @@ test_first_not_manifest(void **state)
 	hb_add_str(&h, "gpuckpt.json", manifest);
 	hb_trailer(&h);
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, -1, NULL), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, -1, NULL), GCK_EFORMAT,
 	    "not a gpuckpt image: first entry is 'criu/inventory.img'");
 	close(fd);
 
@@ -1162,14 +1130,14 @@ test_first_not_manifest(void **state)
 	hb_start(&h);
 	hb_add_str(&h, "README", "hello\n");
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, -1, NULL), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, -1, NULL), GCK_EFORMAT,
 	    "not a gpuckpt image");
 	close(fd);
 
 	/* A tar with no entries. */
 	hb_start(&h);
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, -1, NULL), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, -1, NULL), GCK_EFORMAT,
 	    "not a gpuckpt image");
 	close(fd);
 
@@ -1177,7 +1145,7 @@ test_first_not_manifest(void **state)
 	hb_start(&h);
 	hb_add_str(&h, "x/gpuckpt.json", manifest);
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, -1, NULL), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, -1, NULL), GCK_EFORMAT,
 	    "first entry is 'x/gpuckpt.json'");
 	close(fd);
 }
@@ -1188,9 +1156,9 @@ test_newer_image(void **state)
 	struct fixture	*f = *state;
 	int		 fd;
 
-	fd = make_image(f->ctx, 3, PART, "{\"format\":2,\"whatever\":[]}",
+	fd = make_image(f->u.ctx, 3, PART, "{\"format\":2,\"whatever\":[]}",
 	    files, 1);
-	assert_gck(f->ctx, read_image(f->ctx, fd, f->dirfd, NULL),
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, f->dirfd, NULL),
 	    GCK_EVERSION, "version 2 is newer");
 	assert_int_equal(count_dir(f->dir), 0);
 	close(fd);
@@ -1223,7 +1191,7 @@ test_truncated_plain(void **state)
 	size_t		 len, off, eoa;
 	int		 fd, r, bad = 0;
 
-	fd = make_image(f->ctx, 0, PART, manifest, files, NELEM(files));
+	fd = make_image(f->u.ctx, 0, PART, manifest, files, NELEM(files));
 	img = slurp(fd, &len);
 	close(fd);
 	eoa = eoa_offset(img, len);
@@ -1231,8 +1199,8 @@ test_truncated_plain(void **state)
 	    512 - off % 512) {
 		if (off >= eoa && off < eoa + 1024)
 			continue;
-		r = read_buf(f->ctx, img, off, -1);
-		e = gck_error_string(f->ctx);
+		r = read_buf(f->u.ctx, img, off, -1);
+		e = gck_error_string(f->u.ctx);
 		if (r != GCK_ETRUNC || e == NULL ||
 		    strstr(e, "truncated") == NULL) {
 			print_message("# cut at %zu of %zu: %d %s\n", off,
@@ -1240,12 +1208,12 @@ test_truncated_plain(void **state)
 			bad++;
 		}
 	}
-	assert_gck(f->ctx, read_buf(f->ctx, img, len - 1, -1), GCK_ETRUNC,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, img, len - 1, -1), GCK_ETRUNC,
 	    "truncated");
-	assert_gck(f->ctx, read_buf(f->ctx, img, 700, -1), GCK_ETRUNC,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, img, 700, -1), GCK_ETRUNC,
 	    "truncated");
-	assert_gck(f->ctx, read_buf(f->ctx, img, eoa + 1024, -1), GCK_ETRUNC,
-	    "image truncated after the trailer");
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, img, eoa + 1024, -1),
+	    GCK_ETRUNC, "image truncated after the trailer");
 	assert_int_equal(bad, 0);
 	free(img);
 }
@@ -1264,13 +1232,13 @@ test_truncated_eoa(void **state)
 	    1023 };
 	int		 fd, r, bad = 0;
 
-	fd = make_image(f->ctx, 0, PART, manifest, files, NELEM(files));
+	fd = make_image(f->u.ctx, 0, PART, manifest, files, NELEM(files));
 	img = slurp(fd, &len);
 	close(fd);
 	eoa = eoa_offset(img, len);
 	for (i = 0; i < NELEM(off); i++) {
-		r = read_buf(f->ctx, img, eoa + off[i], -1);
-		e = gck_error_string(f->ctx);
+		r = read_buf(f->u.ctx, img, eoa + off[i], -1);
+		e = gck_error_string(f->u.ctx);
 		if (r != GCK_ETRUNC || e == NULL ||
 		    strstr(e, "truncated") == NULL) {
 			print_message("# cut at %zu of %zu: %d %s\n",
@@ -1292,7 +1260,7 @@ test_truncated_zstd(void **state)
 	    0, 0, 0, 0 };
 	int		 fd, r, bad = 0;
 
-	fd = make_image(f->ctx, 3, PART, manifest, files, NELEM(files));
+	fd = make_image(f->u.ctx, 3, PART, manifest, files, NELEM(files));
 	img = slurp(fd, &len);
 	close(fd);
 	off[9] = len / 4;
@@ -1302,8 +1270,8 @@ test_truncated_zstd(void **state)
 	off[13] = len - 4;		/* the content checksum is missing */
 	off[14] = len - 1;
 	for (i = 0; i < NELEM(off); i++) {
-		r = read_buf(f->ctx, img, off[i], -1);
-		e = gck_error_string(f->ctx);
+		r = read_buf(f->u.ctx, img, off[i], -1);
+		e = gck_error_string(f->u.ctx);
 		if (r != GCK_ETRUNC || e == NULL ||
 		    strstr(e, "truncated") == NULL) {
 			print_message("# cut at %zu of %zu: %d %s\n", off[i],
@@ -1328,7 +1296,7 @@ test_flipped_zstd(void **state)
 	size_t		 len, off, step, tlen, alen, cap = 1u << 20;
 	int		 fd, r, same, bad = 0, caught = 0;
 
-	fd = make_image(f->ctx, 3, PART, manifest, files, NELEM(files));
+	fd = make_image(f->u.ctx, 3, PART, manifest, files, NELEM(files));
 	img = slurp(fd, &len);
 	close(fd);
 	assert_non_null(tar = malloc(cap));
@@ -1341,15 +1309,15 @@ test_flipped_zstd(void **state)
 		alen = ZSTD_decompress(alt, cap, img, len);
 		same = !ZSTD_isError(alen) && alen == tlen &&
 		    memcmp(alt, tar, tlen) == 0;
-		r = read_buf(f->ctx, img, len, -1);
+		r = read_buf(f->u.ctx, img, len, -1);
 		img[off] ^= 0x10;
 		if (same && r != GCK_OK) {
 			print_message("# flip at %zu of %zu: harmless, but "
-			    "%d %s\n", off, len, r, gck_error_string(f->ctx));
+			    "%d %s\n", off, len, r, gck_error_string(f->u.ctx));
 			bad++;
 		}
 		if (!same && (r == GCK_OK ||
-		    gck_error_string(f->ctx) == NULL)) {
+		    gck_error_string(f->u.ctx) == NULL)) {
 			print_message("# flip at %zu of %zu read as intact\n",
 			    off, len);
 			bad++;
@@ -1361,7 +1329,7 @@ test_flipped_zstd(void **state)
 
 	/* The magic flipped: no longer zstd, and not a tar either. */
 	img[0] ^= 0x01;
-	assert_gck(f->ctx, read_buf(f->ctx, img, len, -1), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, img, len, -1), GCK_EFORMAT,
 	    "not a gpuckpt image");
 	free(alt);
 	free(tar);
@@ -1377,19 +1345,19 @@ test_flipped_data(void **state)
 	size_t		 len;
 	int		 fd;
 
-	fd = make_image(f->ctx, 0, PART, manifest, files, NELEM(files));
+	fd = make_image(f->u.ctx, 0, PART, manifest, files, NELEM(files));
 	img = slurp(fd, &len);
 	close(fd);
 	assert_non_null(p = memmem(img, len, marker, sizeof marker - 1));
 	p[5] ^= 0x01;
-	assert_gck(f->ctx, read_buf(f->ctx, img, len, -1), GCK_ECORRUPT,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, img, len, -1), GCK_ECORRUPT,
 	    "checksum mismatch in 'pages-1.img' part 2");
 	p[5] ^= 0x01;
-	assert_gck(f->ctx, read_buf(f->ctx, img, len, -1), GCK_OK, NULL);
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, img, len, -1), GCK_OK, NULL);
 
 	/* The same while extracting. */
 	p[sizeof marker - 2] ^= 0x80;
-	assert_gck(f->ctx, read_buf(f->ctx, img, len, f->dirfd),
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, img, len, f->dirfd),
 	    GCK_ECORRUPT, "checksum mismatch in 'pages-1.img' part 2");
 	free(img);
 }
@@ -1403,25 +1371,25 @@ test_flipped_manifest(void **state)
 	size_t		 len;
 	int		 fd;
 
-	fd = make_image(f->ctx, 0, PART, manifest, files, NELEM(files));
+	fd = make_image(f->u.ctx, 0, PART, manifest, files, NELEM(files));
 	img = slurp(fd, &len);
 	close(fd);
 	assert_non_null(p = memmem(img, len, "sleeper", 7));
 	p[0] = 'S';
-	assert_gck(f->ctx, read_buf(f->ctx, img, len, -1), GCK_ECORRUPT,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, img, len, -1), GCK_ECORRUPT,
 	    "checksum mismatch in 'gpuckpt.json'");
 	p[0] = 's';
 	/* Its padding damaged is not taken for its digest. */
 	assert_non_null(p = memmem(img, len, manifest, strlen(manifest)));
 	assert_int_not_equal(strlen(manifest) % 512, 0);
 	p[strlen(manifest)] = 'x';
-	assert_gck(f->ctx, read_buf(f->ctx, img, len, -1), GCK_ECORRUPT,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, img, len, -1), GCK_ECORRUPT,
 	    "non-zero padding after an entry");
 	p[strlen(manifest)] = '\0';
 	/* A version flipped to a newer one is reported as such. */
 	assert_non_null(p = memmem(img, len, "\"format\": 1", 11));
 	p[10] = '3';
-	assert_gck(f->ctx, read_buf(f->ctx, img, len, -1), GCK_EVERSION,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, img, len, -1), GCK_EVERSION,
 	    "newer");
 	free(img);
 }
@@ -1435,7 +1403,7 @@ test_flipped_digest(void **state)
 	size_t		 len;
 	int		 fd;
 
-	fd = make_image(f->ctx, 0, PART, manifest, files, NELEM(files));
+	fd = make_image(f->u.ctx, 0, PART, manifest, files, NELEM(files));
 	img = slurp(fd, &len);
 	close(fd);
 	/* The first digest is the manifest's, the second inventory's. */
@@ -1445,11 +1413,11 @@ test_flipped_digest(void **state)
 	    "gpuckpt.xxh3=", 13));
 	p += 13 + 7;
 	*p = *p == '0' ? '1' : '0';
-	assert_gck(f->ctx, read_buf(f->ctx, img, len, -1), GCK_ECORRUPT,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, img, len, -1), GCK_ECORRUPT,
 	    "checksum mismatch in 'inventory.img'");
 	/* Not hex: no digest at all. */
 	*p = 'g';
-	assert_gck(f->ctx, read_buf(f->ctx, img, len, -1), GCK_ECORRUPT,
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, img, len, -1), GCK_ECORRUPT,
 	    "'criu/inventory.img' has no checksum");
 	free(img);
 }
@@ -1462,12 +1430,12 @@ test_flipped_trailer(void **state)
 	size_t		 len;
 	int		 fd;
 
-	fd = make_image(f->ctx, 0, PART, manifest, files, NELEM(files));
+	fd = make_image(f->u.ctx, 0, PART, manifest, files, NELEM(files));
 	img = slurp(fd, &len);
 	close(fd);
 	assert_non_null(p = memmem(img, len, "\"count\":12", 10));
 	p[9] = '3';
-	assert_gck(f->ctx, read_buf(f->ctx, img, len, f->dirfd),
+	assert_gck(f->u.ctx, read_buf(f->u.ctx, img, len, f->dirfd),
 	    GCK_ECORRUPT, "checksum mismatch in 'gpuckpt.sums'");
 	free(img);
 }
@@ -1481,16 +1449,16 @@ test_flipped_header(void **state)
 	size_t		 len;
 	int		 fd, r;
 
-	fd = make_image(f->ctx, 0, PART, manifest, files, NELEM(files));
+	fd = make_image(f->u.ctx, 0, PART, manifest, files, NELEM(files));
 	img = slurp(fd, &len);
 	close(fd);
 	/* The name field of the ustar header of mm-4242.img. */
 	assert_non_null(p = memmem(img, len, "criu/mm-4242.img\0", 17));
 	assert_int_equal((p - img) % 512, 0);
 	p[5] = 'M';
-	r = read_buf(f->ctx, img, len, -1);
+	r = read_buf(f->u.ctx, img, len, -1);
 	assert_int_not_equal(r, GCK_OK);
-	assert_gck(f->ctx, r, GCK_EFORMAT, "corrupt image");
+	assert_gck(f->u.ctx, r, GCK_EFORMAT, "corrupt image");
 	free(img);
 }
 
@@ -1513,7 +1481,7 @@ test_handbuilt_ok(void **state)
 	hb_add(&h, "criu/empty.img", HK_REG, "", 0);
 	hb_trailer(&h);
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, f->dirfd, &st), GCK_OK,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, f->dirfd, &st), GCK_OK,
 	    NULL);
 	assert_int_equal(st.entries, 7);
 	assert_int_equal(st.bytes, strlen(manifest) + 9 + 18);
@@ -1539,16 +1507,16 @@ test_missing_trailer(void **state)
 	hb_add_str(&h, "criu/inventory.img", "inventory");
 	hb_add_str(&h, "criu/pages-1.img.part00000", "pages");
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, f->dirfd, NULL),
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, f->dirfd, NULL),
 	    GCK_ETRUNC, "no checksum trailer");
-	assert_non_null(strstr(gck_error_string(f->ctx),
+	assert_non_null(strstr(gck_error_string(f->u.ctx),
 	    "after 'pages-1.img' part 0"));
 	close(fd);
 
 	/* Only the manifest. */
 	hb_image_start(&h);
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, -1, NULL), GCK_ETRUNC,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, -1, NULL), GCK_ETRUNC,
 	    "image truncated after 'gpuckpt.json': no checksum trailer");
 	close(fd);
 }
@@ -1568,31 +1536,31 @@ test_writer_unfinished(void **state)
 
 	data = file_data(&big);
 	for (level = 0; level <= 3; level += 3) {
-		fd = memfd_create("image", MFD_CLOEXEC);
+		fd = unit_memfd_ok(NULL, 0);
 		assert_int_not_equal(fd, -1);
-		dfd = mem_fd(data, big.size);
-		assert_gck(f->ctx, gck_writer_new(f->ctx, fd, level, PART,
+		dfd = unit_memfd_ok(data, big.size);
+		assert_gck(f->u.ctx, gck_writer_new(f->u.ctx, fd, level, PART,
 		    &w), GCK_OK, NULL);
-		assert_gck(f->ctx, gck_writer_add(w, "gpuckpt.json", manifest,
+		assert_gck(f->u.ctx, gck_writer_add(w, "gpuckpt.json", manifest,
 		    strlen(manifest)), GCK_OK, NULL);
-		assert_gck(f->ctx, gck_writer_add_file(w, big.name, dfd),
+		assert_gck(f->u.ctx, gck_writer_add_file(w, big.name, dfd),
 		    GCK_OK, NULL);
 		gck_writer_free(w);
 		close(dfd);
 		if (level > 0 && lseek(fd, 0, SEEK_END) == 0) {
 			/* zstd's workers held it all back: no image at all */
-			assert_gck(f->ctx, read_image(f->ctx, fd, -1, NULL),
+			assert_gck(f->u.ctx, read_image(f->u.ctx, fd, -1, NULL),
 			    GCK_EFORMAT, "empty input: no image");
 			close(fd);
 			continue;
 		}
 		assert_true(lseek(fd, 0, SEEK_END) > 0);
 		if (level == 0)
-			assert_gck(f->ctx, read_image(f->ctx, fd, f->dirfd,
+			assert_gck(f->u.ctx, read_image(f->u.ctx, fd, f->dirfd,
 			    NULL), GCK_ETRUNC, "image truncated after "
 			    "'pages-2.img' part");
 		else
-			assert_gck(f->ctx, read_image(f->ctx, fd, -1, NULL),
+			assert_gck(f->u.ctx, read_image(f->u.ctx, fd, -1, NULL),
 			    GCK_ETRUNC,
 			    "image truncated after 'pages-2.img' part");
 		close(fd);
@@ -1641,10 +1609,10 @@ test_unsafe_entries(void **state)
 		fd = hb_finish(&h);
 		snprintf(want, sizeof want, "unsafe entry '%s': %s",
 		    c[i].name, c[i].why);
-		assert_gck(f->ctx, read_image(f->ctx, fd, f->dirfd, NULL),
+		assert_gck(f->u.ctx, read_image(f->u.ctx, fd, f->dirfd, NULL),
 		    GCK_EUNSAFE, want);
 		close(fd);
-		assert_int_equal(count_dir(f->top), 1);
+		assert_int_equal(count_dir(f->u.dir), 1);
 		assert_true(count_dir(f->dir) <= 1);
 		unlinkat(f->dirfd, "inventory.img", 0);
 	}
@@ -1667,10 +1635,10 @@ test_unsafe_name_printed(void **state)
 		hb_add_str(&h, names[i], "x");
 		hb_trailer(&h);
 		fd = hb_finish(&h);
-		assert_int_equal(read_image(f->ctx, fd, -1, NULL),
+		assert_int_equal(read_image(f->u.ctx, fd, -1, NULL),
 		    GCK_EUNSAFE);
 		close(fd);
-		assert_non_null(e = gck_error_string(f->ctx));
+		assert_non_null(e = gck_error_string(f->u.ctx));
 		assert_non_null(strstr(e, "unsafe entry"));
 		for (p = e; *p != '\0'; p++)
 			if ((unsigned char)*p < 0x20 || *p == 0x7f)
@@ -1689,27 +1657,27 @@ test_unsafe_absolute(void **state)
 {
 	struct fixture	*f = *state;
 	struct hb	 h;
-	char		 path[512];
+	char		 path[PATH_MAX + 64];
 	int		 fd;
 
 	/* A path that would land next to the extraction directory. */
-	snprintf(path, sizeof path, "%s/escaped.img", f->top);
+	snprintf(path, sizeof path, "%s/escaped.img", f->u.dir);
 	hb_image_start(&h);
 	hb_add(&h, path, HK_REG, "x", 1);
 	hb_trailer(&h);
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, f->dirfd, NULL),
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, f->dirfd, NULL),
 	    GCK_EUNSAFE, "unsafe entry '/");
-	assert_non_null(strstr(gck_error_string(f->ctx), "absolute path"));
+	assert_non_null(strstr(gck_error_string(f->u.ctx), "absolute path"));
 	assert_int_equal(access(path, F_OK), -1);
-	assert_int_equal(count_dir(f->top), 1);
+	assert_int_equal(count_dir(f->u.dir), 1);
 	close(fd);
 
 	hb_image_start(&h);
 	hb_add(&h, "/criu/inventory.img", HK_REG, "x", 1);
 	hb_trailer(&h);
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, f->dirfd, NULL),
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, f->dirfd, NULL),
 	    GCK_EUNSAFE, "unsafe entry '/criu/inventory.img': absolute path");
 	close(fd);
 }
@@ -1726,7 +1694,7 @@ test_entry_after_trailer(void **state)
 	hb_trailer(&h);
 	hb_add_str(&h, "criu/late.img", "late");
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, f->dirfd, NULL),
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, f->dirfd, NULL),
 	    GCK_EFORMAT, "entry 'criu/late.img' after the trailer");
 	close(fd);
 
@@ -1735,7 +1703,7 @@ test_entry_after_trailer(void **state)
 	hb_trailer(&h);
 	hb_trailer(&h);
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, -1, NULL), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, -1, NULL), GCK_EFORMAT,
 	    "after the trailer");
 	close(fd);
 }
@@ -1753,7 +1721,7 @@ test_duplicate_file(void **state)
 	hb_add_str(&h, "criu/core.img", "two");
 	hb_trailer(&h);
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, -1, NULL), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, -1, NULL), GCK_EFORMAT,
 	    "'core.img' appears twice");
 	close(fd);
 
@@ -1764,7 +1732,7 @@ test_duplicate_file(void **state)
 	hb_add_str(&h, "criu/pages.img.part00000", "part");
 	hb_trailer(&h);
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, f->dirfd, NULL),
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, f->dirfd, NULL),
 	    GCK_EFORMAT, "'pages.img' appears twice");
 	close(fd);
 }
@@ -1799,7 +1767,7 @@ test_parts_out_of_order(void **state)
 			hb_add_str(&h, seq[i][j], "data");
 		hb_trailer(&h);
 		fd = hb_finish(&h);
-		assert_gck(f->ctx, read_image(f->ctx, fd, -1, NULL),
+		assert_gck(f->u.ctx, read_image(f->u.ctx, fd, -1, NULL),
 		    GCK_EFORMAT, why[i]);
 		close(fd);
 	}
@@ -1816,7 +1784,7 @@ test_second_manifest(void **state)
 	hb_add_str(&h, "gpuckpt.json", manifest);
 	hb_trailer(&h);
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, -1, NULL), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, -1, NULL), GCK_EFORMAT,
 	    "second manifest");
 	close(fd);
 }
@@ -1832,7 +1800,7 @@ test_digest_missing(void **state)
 	hb_add(&h, "criu/inventory.img", HK_NODIGEST, "inventory", 9);
 	hb_trailer(&h);
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, -1, NULL), GCK_ECORRUPT,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, -1, NULL), GCK_ECORRUPT,
 	    "entry 'criu/inventory.img' has no checksum");
 	close(fd);
 
@@ -1840,7 +1808,7 @@ test_digest_missing(void **state)
 	hb_start(&h);
 	hb_add(&h, "gpuckpt.json", HK_NODIGEST, manifest, strlen(manifest));
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, -1, NULL), GCK_ECORRUPT,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, -1, NULL), GCK_ECORRUPT,
 	    "entry 'gpuckpt.json' has no checksum");
 	close(fd);
 }
@@ -1857,7 +1825,7 @@ test_digest_wrong(void **state)
 	hb_add(&h, "criu/core.img", HK_BADDIGEST, "core", 4);
 	hb_trailer(&h);
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, f->dirfd, NULL),
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, f->dirfd, NULL),
 	    GCK_ECORRUPT, "checksum mismatch in 'core.img'");
 	close(fd);
 }
@@ -1881,7 +1849,7 @@ test_trailer_mismatch(void **state)
 	hb_add_str(&h, "gpuckpt.sums", t);
 	free(t);
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, -1, NULL), GCK_ECORRUPT,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, -1, NULL), GCK_ECORRUPT,
 	    "trailer lists 2 entries");
 	close(fd);
 
@@ -1897,7 +1865,7 @@ test_trailer_mismatch(void **state)
 	hb_add_str(&h, "gpuckpt.sums", t);
 	free(t);
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, -1, NULL), GCK_ECORRUPT,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, -1, NULL), GCK_ECORRUPT,
 	    "trailer does not match entry 2 ('criu/inventory.img')");
 	close(fd);
 
@@ -1905,7 +1873,7 @@ test_trailer_mismatch(void **state)
 	hb_image_start(&h);
 	hb_add_str(&h, "gpuckpt.sums", "not json");
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, -1, NULL), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, -1, NULL), GCK_EFORMAT,
 	    "unreadable checksum trailer");
 	close(fd);
 }
@@ -1931,7 +1899,7 @@ test_oversized_entry(void **state)
 	archive_entry_free(e);
 	/* Closing pads the entry with zeros to its size. */
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, f->dirfd, NULL),
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, f->dirfd, NULL),
 	    GCK_EFORMAT, "entry 'criu/pages-1.img' too large");
 	assert_int_equal(count_dir(f->dir), 0);
 	close(fd);
@@ -1948,7 +1916,7 @@ test_oversized_entry(void **state)
 	assert_int_equal(archive_write_header(h.a, e), ARCHIVE_OK);
 	archive_entry_free(e);
 	fd = hb_finish(&h);
-	assert_gck(f->ctx, read_image(f->ctx, fd, -1, NULL), GCK_EFORMAT,
+	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, -1, NULL), GCK_EFORMAT,
 	    "entry 'gpuckpt.json' too large");
 	close(fd);
 }
@@ -1962,7 +1930,7 @@ test_data_after_end(void **state)
 	int		 fd, level;
 
 	for (level = 0; level <= 3; level += 3) {
-		fd = make_image(f->ctx, level, PART, manifest, files,
+		fd = make_image(f->u.ctx, level, PART, manifest, files,
 		    NELEM(files));
 		img = slurp(fd, &len);
 		close(fd);
@@ -1970,16 +1938,16 @@ test_data_after_end(void **state)
 		/* Zero records may follow a tar stream, */
 		memset(img + len, 0, 2 * RECORD);
 		if (level == 0)
-			assert_gck(f->ctx, read_buf(f->ctx, img,
+			assert_gck(f->u.ctx, read_buf(f->u.ctx, img,
 			    len + RECORD, -1), GCK_OK, NULL);
 		/* but nothing else may. */
 		memcpy(img + len + RECORD - 5, "extra", 5);
-		assert_gck(f->ctx, read_buf(f->ctx, img, len + RECORD, -1),
+		assert_gck(f->u.ctx, read_buf(f->u.ctx, img, len + RECORD, -1),
 		    GCK_EFORMAT, level == 0 ?
 		    "data after the end of the image" :
 		    "data after the end of the compressed stream");
 		memcpy(img + len, "junk\n", 5);
-		assert_gck(f->ctx, read_buf(f->ctx, img, len + 5, -1),
+		assert_gck(f->u.ctx, read_buf(f->u.ctx, img, len + 5, -1),
 		    GCK_EFORMAT, "data after the end");
 		free(img);
 	}

@@ -33,6 +33,7 @@
 #include "private.h"
 #include "image/image.h"
 #include "criu/criu-images.pb-c.h"
+#include "unit.h"
 
 #define PG		4096
 #define PART		8192		/* pages files span several parts */
@@ -164,8 +165,6 @@ static const struct tgpu gpus[] = {
 	    "NVIDIA A100-SXM4-40GB", "8.0", 42505273344, "00000000:3b:00.0" },
 };
 
-static int	 setup_ctx(void **);
-static int	 teardown_ctx(void **);
 static void	 base_image(struct timg *);
 static struct tproc *tproc(struct timg *, int);
 static struct tshm *tshm(struct timg *, uint64_t);
@@ -231,20 +230,6 @@ static void	 test_show_totals_bounded(void **);
 	check_json((got), (want), (what), __LINE__)
 #define expect_strings(...)						\
 	check_strings(__LINE__, __VA_ARGS__)
-
-static int
-setup_ctx(void **state)
-{
-	*state = gck_ctx_new();
-	return *state == NULL ? -1 : 0;
-}
-
-static int
-teardown_ctx(void **state)
-{
-	gck_ctx_free(*state);
-	return 0;
-}
 
 /*
  * The image most tests start from: a server (pid 100) with a text, a
@@ -1637,50 +1622,28 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_identical, setup_ctx,
-		    teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_identical_odd_parts,
-		    setup_ctx, teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_page_changed, setup_ctx,
-		    teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_page_changed_kinds,
-		    setup_ctx, teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_page_changed_across_parts,
-		    setup_ctx, teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_page_dropped, setup_ctx,
-		    teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_zero_page_dropped,
-		    setup_ctx, teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_mappings, setup_ctx,
-		    teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_mapping_shrunk, setup_ctx,
-		    teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_mapping_no_files,
-		    setup_ctx, teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_shared_memory, setup_ctx,
-		    teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_processes_added_removed,
-		    setup_ctx, teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_process_cmdline,
-		    setup_ctx, teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_process_threads,
-		    setup_ctx, teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_process_gpus, setup_ctx,
-		    teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_files, setup_ctx,
-		    teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_differ_files_only,
-		    setup_ctx, teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_part_size_only, setup_ctx,
-		    teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_truncated, setup_ctx,
-		    teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_pagemap_overruns,
-		    setup_ctx, teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_mm_garbage, setup_ctx,
-		    teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_show_totals_bounded,
-		    setup_ctx, teardown_ctx),
+		unit_ctx_test(test_identical),
+		unit_ctx_test(test_identical_odd_parts),
+		unit_ctx_test(test_page_changed),
+		unit_ctx_test(test_page_changed_kinds),
+		unit_ctx_test(test_page_changed_across_parts),
+		unit_ctx_test(test_page_dropped),
+		unit_ctx_test(test_zero_page_dropped),
+		unit_ctx_test(test_mappings),
+		unit_ctx_test(test_mapping_shrunk),
+		unit_ctx_test(test_mapping_no_files),
+		unit_ctx_test(test_shared_memory),
+		unit_ctx_test(test_processes_added_removed),
+		unit_ctx_test(test_process_cmdline),
+		unit_ctx_test(test_process_threads),
+		unit_ctx_test(test_process_gpus),
+		unit_ctx_test(test_files),
+		unit_ctx_test(test_differ_files_only),
+		unit_ctx_test(test_part_size_only),
+		unit_ctx_test(test_truncated),
+		unit_ctx_test(test_pagemap_overruns),
+		unit_ctx_test(test_mm_garbage),
+		unit_ctx_test(test_show_totals_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "gpuckpt.h"
+#include "unit.h"
 
 /* One manifest the parser must refuse, and how. */
 struct bad_case {
@@ -24,8 +25,6 @@ struct bad_case {
 	const char	*msg;		/* a substring of the message */
 };
 
-static int	setup_ctx(void **);
-static int	teardown_ctx(void **);
 static void	parse_ok(struct gck_ctx *, const char *,
 		    struct gck_manifest **);
 static void	check_bad(struct gck_ctx *, const struct bad_case *, size_t);
@@ -88,24 +87,6 @@ static const char full_manifest[] =
     " \"after\": \"kill\"},\n"
     "  \"part_size\": 16777216\n"
     "}\n";
-
-static int
-setup_ctx(void **state)
-{
-	struct gck_ctx	*ctx;
-
-	if ((ctx = gck_ctx_new()) == NULL)
-		return -1;
-	*state = ctx;
-	return 0;
-}
-
-static int
-teardown_ctx(void **state)
-{
-	gck_ctx_free(*state);
-	return 0;
-}
 
 /* Parses json, which must be accepted. */
 static void
@@ -646,5 +627,5 @@ main(void)
 		cmocka_unit_test(test_free_null),
 	};
 
-	return cmocka_run_group_tests(tests, setup_ctx, teardown_ctx);
+	return cmocka_run_group_tests(tests, unit_ctx_setup, unit_ctx_teardown);
 }

@@ -23,6 +23,7 @@
 #include "criu/streamer.h"
 #include "image/names.h"
 #include "criu/criu-images.pb-c.h"
+#include "unit.h"
 
 #define PG		4096
 #define COMMON_MAGIC	0x54564319u
@@ -36,8 +37,6 @@ struct img {
 	size_t	len;
 };
 
-static int	setup_ctx(void **);
-static int	teardown_ctx(void **);
 static void	img_start(struct img *, uint32_t, uint32_t, unsigned);
 static void	img_entry(struct img *, uint64_t, uint32_t, uint32_t, int);
 static void	sfiles(struct img *, struct gck_sfile *, struct gck_sfile *,
@@ -52,20 +51,6 @@ static void	test_size_mismatch(void **);
 static void	test_unreadable_memory(void **);
 static void	test_overlaps(void **);
 static void	test_sample_digest(void **);
-
-static int
-setup_ctx(void **state)
-{
-	*state = gck_ctx_new();
-	return *state == NULL ? -1 : 0;
-}
-
-static int
-teardown_ctx(void **state)
-{
-	gck_ctx_free(*state);
-	return 0;
-}
 
 static void
 put_record(struct img *im, const void *msg, size_t len)
@@ -394,24 +379,15 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_reads_own_memory,
-		    setup_ctx, teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_lazy_present_is_read,
-		    setup_ctx, teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_wrong_pages_file,
-		    setup_ctx, teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_bad_magic, setup_ctx,
-		    teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_truncated_record,
-		    setup_ctx, teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_parent_pages, setup_ctx,
-		    teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_size_mismatch,
-		    setup_ctx, teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_unreadable_memory,
-		    setup_ctx, teardown_ctx),
-		cmocka_unit_test_setup_teardown(test_overlaps, setup_ctx,
-		    teardown_ctx),
+		unit_ctx_test(test_reads_own_memory),
+		unit_ctx_test(test_lazy_present_is_read),
+		unit_ctx_test(test_wrong_pages_file),
+		unit_ctx_test(test_bad_magic),
+		unit_ctx_test(test_truncated_record),
+		unit_ctx_test(test_parent_pages),
+		unit_ctx_test(test_size_mismatch),
+		unit_ctx_test(test_unreadable_memory),
+		unit_ctx_test(test_overlaps),
 		cmocka_unit_test(test_sample_digest),
 		cmocka_unit_test(test_pagemap_entries),
 		cmocka_unit_test(test_pages_id),

@@ -16,7 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,13 +32,14 @@
 #include <xxhash.h>
 
 #include "gpuckpt.h"
+#include "unit.h"
 
 #define HDR	16
+#define PATHLEN	(PATH_MAX + 64)	/* a path in the scratch directory */
 #define ID	"0123456789abcdef0123456789abcdef"
 
 struct fixture {
-	struct gck_ctx	*ctx;
-	char		 top[256];
+	struct unit	 u;		/* the context and scratch directory */
 	char		*image;		/* a valid image */
 	size_t		 ilen;
 };
@@ -48,15 +49,6 @@ static const char manifest[] =
     "\"created\": \"2025-01-02T03:04:05Z\", \"root_pid\": 4242, "
     "\"processes\": [{\"pid\": 4242, \"comm\": \"sleeper\"}], "
     "\"part_size\": 65536}";
-
-static int
-rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
 
 /* Builds an image of about 300 KiB of CRIU files, zstd-compressed. */
 static char *
@@ -68,7 +60,7 @@ make_image(struct gck_ctx *ctx, size_t *lenp)
 	size_t			 i, n = 300000;
 	int			 fd, dfd;
 
-	fd = memfd_create("image", MFD_CLOEXEC);
+	fd = unit_memfd_ok(NULL, 0);
 	assert_int_not_equal(fd, -1);
 	assert_int_equal(gck_writer_new(ctx, fd, 3, 65536, &w), GCK_OK);
 	assert_int_equal(gck_writer_add(w, "gpuckpt.json", manifest,
@@ -77,7 +69,7 @@ make_image(struct gck_ctx *ctx, size_t *lenp)
 	srand(7);
 	for (i = 0; i < n; i++)
 		data[i] = (char)(rand() >> 7);
-	dfd = memfd_create("pages", MFD_CLOEXEC);
+	dfd = unit_memfd_ok(NULL, 0);
 	assert_int_equal(write(dfd, data, n), (ssize_t)n);
 	assert_int_equal(lseek(dfd, 0, SEEK_SET), 0);
 	free(data);
@@ -97,16 +89,14 @@ static int
 setup(void **state)
 {
 	struct fixture	*f;
-	const char	*tmp;
 
 	if ((f = calloc(1, sizeof *f)) == NULL)
 		return -1;
-	if ((tmp = getenv("TMPDIR")) == NULL || *tmp == '\0')
-		tmp = "/tmp";
-	snprintf(f->top, sizeof f->top, "%s/t_recv.XXXXXX", tmp);
-	if (mkdtemp(f->top) == NULL || (f->ctx = gck_ctx_new()) == NULL)
+	if (unit_init(&f->u) == -1) {
+		free(f);
 		return -1;
-	f->image = make_image(f->ctx, &f->ilen);
+	}
+	f->image = make_image(f->u.ctx, &f->ilen);
 	*state = f;
 	return 0;
 }
@@ -116,8 +106,7 @@ teardown(void **state)
 {
 	struct fixture	*f = *state;
 
-	nftw(f->top, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-	gck_ctx_free(f->ctx);
+	unit_release(&f->u);
 	free(f->image);
 	free(f);
 	return 0;
@@ -158,7 +147,7 @@ wire_start(struct wire *w, uint64_t offset)
 {
 	char	buf[64];
 
-	w->fd = memfd_create("in", MFD_CLOEXEC);
+	w->fd = unit_memfd_ok(NULL, 0);
 	assert_int_not_equal(w->fd, -1);
 	w->seq = 0;
 	snprintf(buf, sizeof buf, "{\"offset\":%llu}",
@@ -237,7 +226,7 @@ run(struct fixture *f, struct wire *w, struct gck_recv_opts *o,
 {
 	int	out, r;
 
-	out = memfd_create("out", MFD_CLOEXEC);
+	out = unit_memfd_ok(NULL, 0);
 	assert_int_not_equal(out, -1);
 	assert_int_equal(lseek(w->fd, 0, SEEK_SET), 0);
 	o->infd = w->fd;
@@ -246,7 +235,7 @@ run(struct fixture *f, struct wire *w, struct gck_recv_opts *o,
 		o->id = ID;
 	if (o->timeout_ms == 0)
 		o->timeout_ms = 2000;
-	r = gck_recv(f->ctx, o, res);
+	r = gck_recv(f->u.ctx, o, res);
 	answers_read(out, a);
 	close(out);
 	close(w->fd);
@@ -312,9 +301,9 @@ test_store(void **state)
 	struct gck_recv_result	 res;
 	struct answers		 a;
 	struct wire		 w;
-	char			 dir[300], want[400], part[400];
+	char			 dir[PATHLEN], want[PATHLEN], part[PATHLEN];
 
-	snprintf(dir, sizeof dir, "%s/", f->top);
+	snprintf(dir, sizeof dir, "%s/", f->u.dir);
 	wire_start(&w, 0);
 	wire_data(&w, f->image, 0, f->ilen, 100000);
 	wire_end(&w, f->ilen);
@@ -323,8 +312,8 @@ test_store(void **state)
 	o.path = dir;
 	o.name = "job.gck";
 	assert_int_equal(run(f, &w, &o, &a, &res), GCK_OK);
-	snprintf(want, sizeof want, "%s/job.gck", f->top);
-	snprintf(part, sizeof part, "%s/.job.gck.gpurecv-part", f->top);
+	snprintf(want, sizeof want, "%s/job.gck", f->u.dir);
+	snprintf(part, sizeof part, "%s/.job.gck.gpurecv-part", f->u.dir);
 	assert_file(want, f->image, f->ilen);
 	assert_false(exists(part));
 	assert_int_equal(a.n, 2);
@@ -357,20 +346,20 @@ test_cut_and_resume(void **state)
 	struct wire		 w;
 	XXH128_hash_t		 h;
 	json_t			*p;
-	char			 target[300], part[400], hex[33];
+	char			 target[PATHLEN], part[PATHLEN], hex[33];
 	size_t			 cut = 200000;
 
-	snprintf(target, sizeof target, "%s/job.gck", f->top);
-	snprintf(part, sizeof part, "%s/.job.gck.gpurecv-part", f->top);
+	snprintf(target, sizeof target, "%s/job.gck", f->u.dir);
+	snprintf(part, sizeof part, "%s/.job.gck.gpurecv-part", f->u.dir);
 	wire_start(&w, 0);
 	wire_data(&w, f->image, 0, cut, 50000);
 	memset(&o, 0, sizeof o);
 	o.mode = GCK_RECV_STORE;
 	o.path = target;
 	assert_int_equal(run(f, &w, &o, &a, &res), GCK_ETRUNC);
-	assert_non_null(strstr(gck_error_string(f->ctx), "the sender went "
+	assert_non_null(strstr(gck_error_string(f->u.ctx), "the sender went "
 	    "away after 200000 bytes"));
-	assert_non_null(strstr(gck_error_string(f->ctx), "kept for gpusend "
+	assert_non_null(strstr(gck_error_string(f->u.ctx), "kept for gpusend "
 	    "--resume"));
 	assert_false(exists(target));
 	assert_file(part, f->image, cut);
@@ -412,11 +401,11 @@ test_abort(void **state)
 	struct gck_recv_result	 res;
 	struct answers		 a;
 	struct wire		 w;
-	char			 target[300], part[400];
+	char			 target[PATHLEN], part[PATHLEN];
 	static const char	 why[] = "{\"error\":\"local: interrupted by SIGTERM\"}";
 
-	snprintf(target, sizeof target, "%s/job.gck", f->top);
-	snprintf(part, sizeof part, "%s/.job.gck.gpurecv-part", f->top);
+	snprintf(target, sizeof target, "%s/job.gck", f->u.dir);
+	snprintf(part, sizeof part, "%s/.job.gck.gpurecv-part", f->u.dir);
 	wire_start(&w, 0);
 	wire_data(&w, f->image, 0, 100000, 40000);
 	frame(&w, 'A', 0, why, sizeof why - 1);
@@ -424,7 +413,7 @@ test_abort(void **state)
 	o.mode = GCK_RECV_STORE;
 	o.path = target;
 	assert_int_equal(run(f, &w, &o, &a, &res), GCK_EINTR);
-	assert_non_null(strstr(gck_error_string(f->ctx), "the sender gave up "
+	assert_non_null(strstr(gck_error_string(f->u.ctx), "the sender gave up "
 	    "after 100000 bytes of the image: local: interrupted by SIGTERM; "
 	    "what came is kept for gpusend --resume"));
 	assert_false(exists(target));
@@ -441,11 +430,11 @@ test_partial_restarted(void **state)
 	struct gck_recv_result	 res;
 	struct answers		 a;
 	struct wire		 w;
-	char			 target[300], part[400];
+	char			 target[PATHLEN], part[PATHLEN];
 	int			 fd;
 
-	snprintf(target, sizeof target, "%s/job.gck", f->top);
-	snprintf(part, sizeof part, "%s/.job.gck.gpurecv-part", f->top);
+	snprintf(target, sizeof target, "%s/job.gck", f->u.dir);
+	snprintf(part, sizeof part, "%s/.job.gck.gpurecv-part", f->u.dir);
 	fd = open(part, O_WRONLY | O_CREAT, 0600);
 	assert_int_equal(write(fd, "stale bytes", 11), 11);
 	close(fd);
@@ -471,9 +460,9 @@ test_resume_beyond(void **state)
 	struct gck_recv_result	 res;
 	struct answers		 a;
 	struct wire		 w;
-	char			 target[300];
+	char			 target[PATHLEN];
 
-	snprintf(target, sizeof target, "%s/job.gck", f->top);
+	snprintf(target, sizeof target, "%s/job.gck", f->u.dir);
 	wire_start(&w, 1000);
 	wire_data(&w, f->image, 1000, f->ilen, 1 << 20);
 	wire_end(&w, f->ilen);
@@ -496,10 +485,10 @@ test_corrupt(void **state)
 	struct gck_recv_result	 res;
 	struct answers		 a;
 	struct wire		 w;
-	char			 target[300], part[400], *bad;
+	char			 target[PATHLEN], part[PATHLEN], *bad;
 
-	snprintf(target, sizeof target, "%s/job.gck", f->top);
-	snprintf(part, sizeof part, "%s/.job.gck.gpurecv-part", f->top);
+	snprintf(target, sizeof target, "%s/job.gck", f->u.dir);
+	snprintf(part, sizeof part, "%s/.job.gck.gpurecv-part", f->u.dir);
 	assert_non_null(bad = malloc(f->ilen));
 	memcpy(bad, f->image, f->ilen);
 	bad[f->ilen / 2] ^= 0x40;
@@ -526,12 +515,12 @@ test_bad_frames(void **state)
 	struct gck_recv_result	 res;
 	struct answers		 a;
 	struct wire		 w;
-	char			 target[300], part[400];
+	char			 target[PATHLEN], part[PATHLEN];
 	unsigned char		 big[HDR];
 	static const char	 shell[] = "sh: 1: gpurecv: not found\n";
 
-	snprintf(target, sizeof target, "%s/job.gck", f->top);
-	snprintf(part, sizeof part, "%s/.job.gck.gpurecv-part", f->top);
+	snprintf(target, sizeof target, "%s/job.gck", f->u.dir);
+	snprintf(part, sizeof part, "%s/.job.gck.gpurecv-part", f->u.dir);
 	memset(&o, 0, sizeof o);
 	o.mode = GCK_RECV_STORE;
 	o.path = target;
@@ -569,7 +558,7 @@ test_bad_frames(void **state)
 	answers_free(&a);
 
 	/* Text where the start was due, quoted in the refusal. */
-	w.fd = memfd_create("in", MFD_CLOEXEC);
+	w.fd = unit_memfd_ok(NULL, 0);
 	assert_int_equal(write(w.fd, shell, sizeof shell - 1),
 	    (ssize_t)sizeof shell - 1);
 	assert_int_equal(run(f, &w, &o, &a, &res), GCK_EFORMAT);
@@ -587,27 +576,27 @@ test_refused_targets(void **state)
 	struct gck_recv_result	 res;
 	struct answers		 a;
 	struct wire		 w;
-	char			 target[300], part[400];
+	char			 target[PATHLEN], part[PATHLEN];
 	int			 fd;
 
 	wire_start(&w, 0);
 	memset(&o, 0, sizeof o);
 	o.mode = GCK_RECV_STORE;
-	o.path = f->top;
+	o.path = f->u.dir;
 	assert_int_equal(run(f, &w, &o, &a, &res), GCK_EINVAL);
-	assert_non_null(strstr(gck_error_string(f->ctx), "is a directory: "
+	assert_non_null(strstr(gck_error_string(f->u.ctx), "is a directory: "
 	    "give the image a file name"));
 	answers_free(&a);
 
-	snprintf(target, sizeof target, "%s/job.gck", f->top);
-	snprintf(part, sizeof part, "%s/.job.gck.gpurecv-part", f->top);
+	snprintf(target, sizeof target, "%s/job.gck", f->u.dir);
+	snprintf(part, sizeof part, "%s/.job.gck.gpurecv-part", f->u.dir);
 	fd = open(part, O_RDWR | O_CREAT, 0600);
 	assert_int_equal(flock(fd, LOCK_EX), 0);
 	wire_start(&w, 0);
 	o.path = target;
 	/* flock() locks are per open file: this one conflicts. */
 	assert_int_equal(run(f, &w, &o, &a, &res), GCK_EBUSY);
-	assert_non_null(strstr(gck_error_string(f->ctx), "another gpurecv "
+	assert_non_null(strstr(gck_error_string(f->u.ctx), "another gpurecv "
 	    "is receiving"));
 	assert_true(exists(part));
 	close(fd);
@@ -616,7 +605,7 @@ test_refused_targets(void **state)
 	o.id = "not-an-id";
 	wire_start(&w, 0);
 	assert_int_equal(run(f, &w, &o, &a, &res), GCK_EINVAL);
-	assert_non_null(strstr(gck_error_string(f->ctx), "invalid hand-over "
+	assert_non_null(strstr(gck_error_string(f->u.ctx), "invalid hand-over "
 	    "id"));
 	answers_free(&a);
 }
@@ -630,7 +619,7 @@ test_outcome(void **state)
 	struct gck_recv_result	 res;
 	struct answers		 a;
 	struct wire		 w;
-	char			 dir[300], rec[400], out[64];
+	char			 dir[PATHLEN], rec[PATHLEN + 64], out[64];
 	static const struct {
 		const char	*id, *content, *says;
 		int		 kept;
@@ -650,7 +639,7 @@ test_outcome(void **state)
 	ssize_t			 n;
 
 	/* A run directory of this test's own. */
-	snprintf(dir, sizeof dir, "%s/run", f->top);
+	snprintf(dir, sizeof dir, "%s/run", f->u.dir);
 	assert_int_equal(setenv("GCK_RUNDIR", dir, 1), 0);
 	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		snprintf(rec, sizeof rec, "%s/%s.rec", dir, cases[i].id);
@@ -668,9 +657,9 @@ test_outcome(void **state)
 		o.id = cases[i].id;
 		o.timeout_ms = 500;
 		o.infd = -1;
-		ofd = memfd_create("out", MFD_CLOEXEC);
+		ofd = unit_memfd_ok(NULL, 0);
 		o.outfd = ofd;
-		assert_int_equal(gck_recv(f->ctx, &o, &res), GCK_OK);
+		assert_int_equal(gck_recv(f->u.ctx, &o, &res), GCK_OK);
 		n = pread(ofd, out, sizeof out - 1, 0);
 		assert_true(n > 0);
 		out[n] = '\0';

@@ -1,0 +1,146 @@
+/*
+ * work.h: what the workloads of the tests and the benchmark share (the
+ * status file, sleeping, the SIGUSR1 request, a pattern and its
+ * checksum).  Header only, so that nvcc compiles it into gpuwork too.
+ *
+ * A program sets work_statusfile, calls work_close_inherited() and
+ * work_signals(), and then appends lines with work_status(); its loop
+ * checks work_want_verify.
+ */
+#ifndef GCK_TESTS_WORK_H
+#define GCK_TESTS_WORK_H
+
+#include <sys/types.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WORK_LINE_MAX	4096		/* a status line, at the most */
+#define WORK_FNV_INIT	0xcbf29ce484222325ULL
+#define WORK_GOLDEN	0x9e3779b97f4a7c15ULL
+
+static const char		*work_statusfile;
+static volatile sig_atomic_t	 work_want_verify;
+
+/*
+ * Appends a line to work_statusfile.  The file is opened for each line
+ * and written with one write(2), so it never stays open across a
+ * checkpoint.
+ */
+static inline void
+work_status(const char *fmt, ...)
+    __attribute__((__format__(__printf__, 1, 2)));
+
+static inline void
+work_status(const char *fmt, ...)
+{
+	char	buf[WORK_LINE_MAX];
+	va_list	ap;
+	int	fd, n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof buf - 2)
+		n = sizeof buf - 2;
+	buf[n++] = '\n';
+	if ((fd = open(work_statusfile, O_WRONLY | O_APPEND | O_CREAT |
+	    O_CLOEXEC, 0644)) == -1)
+		return;
+	if (write(fd, buf, n) != n) {
+		/* nothing better to do: the caller will time out */
+	}
+	close(fd);
+}
+
+static inline void
+work_msleep(long ms)
+{
+	struct timespec	ts;
+
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);	/* a signal may cut it short: fine */
+}
+
+static inline void
+work_on_usr1(int sig)
+{
+	(void)sig;
+	work_want_verify = 1;
+}
+
+/*
+ * SIGUSR1 asks for a check (with flags such as SA_RESTART); SIGPIPE is
+ * ignored.
+ */
+static inline void
+work_signals(int flags)
+{
+	struct sigaction	sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = work_on_usr1;
+	sa.sa_flags = flags;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/*
+ * Closes the descriptors above 2: those inherited from the test harness
+ * or the shell (log files, make's jobserver pipes) are not part of the
+ * state under test.
+ */
+static inline void
+work_close_inherited(void)
+{
+	int	fd;
+
+	if (close_range(3, ~0U, 0) == -1)
+		for (fd = 3; fd < 1024; fd++)
+			close(fd);
+}
+
+/*
+ * Fills n words with xorshift64 from x (0: a fixed seed).  Returns the
+ * state, from which another fill goes on.
+ */
+static inline uint64_t
+work_fill(uint64_t *p, size_t n, uint64_t x)
+{
+	size_t	i;
+
+	if (x == 0)
+		x = WORK_GOLDEN;
+	for (i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		p[i] = x;
+	}
+	return x;
+}
+
+/* FNV-1a over n 64-bit words, going on from h (WORK_FNV_INIT to start). */
+static inline uint64_t
+work_fnv(uint64_t h, const uint64_t *p, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+#endif /* GCK_TESTS_WORK_H */
