@@ -46,6 +46,40 @@ struct out {
 	int	 null;		/* the null device */
 };
 
+/* A checkpoint, phase by phase. */
+struct ckpt {
+	struct gck_ctx			*ctx;
+	const struct gck_ckpt_opts	*o;
+	gck_commit_fn			 commit;
+	void				*commit_arg;
+	struct gck_ckpt_result		*res;
+	struct gck_ptree		*pre;	/* the tree as we found it */
+	struct gck_guard		*guard;
+	struct gck_proc			*cand;	/* may hold GPU state */
+	size_t				 ncand;
+	struct gck_cuda			*cu;
+	struct gck_cproc		*cp;	/* its CUDA processes */
+	size_t				 ncp;
+	struct gck_gpu			*gpus;
+	size_t				 ngpus;
+	struct gck_cuda_facts		 cf;
+	struct gck_capture		*cap;
+	struct gck_writer		*writer;	/* but its trailer */
+	enum gck_after			 after;
+	struct out			 out;
+	char				*work;
+	char				 imgdir[PATH_MAX];
+	char				 criuver[64];
+	char				 cudaver[16];
+	char				 why[GCK_ERRMAX];	/* of a GPU */
+	struct gck_pst			*procs;	/* the tree, as dumped */
+	size_t				 nprocs;
+	int				 shell_job;
+	int				 dumped;	/* left stopped */
+	int				 gpu_touched;
+	int				 tcp_run;	/* criu lets it run */
+};
+
 static int	out_name(struct gck_ctx *, const struct gck_ckpt_opts *,
 		    struct out *);
 static int	out_open(struct gck_ctx *, const struct gck_ckpt_opts *,
@@ -58,6 +92,15 @@ static int	stream_image(struct gck_ctx *, const struct gck_ckpt_opts *,
 		    struct gck_writer **);
 static int	tree_restorable(struct gck_ctx *, const struct gck_ptree *,
 		    pid_t);
+static int	ckpt_preflight(struct ckpt *);
+static int	ckpt_stage(struct ckpt *);
+static int	ckpt_quiesce(struct ckpt *);
+static void	ckpt_cuda_facts(struct ckpt *);
+static int	ckpt_dump(struct ckpt *);
+static int	ckpt_commit(struct ckpt *);
+static int	ckpt_dispose(struct ckpt *);
+static void	ckpt_rollback(struct ckpt *, int);
+static void	ckpt_free(struct ckpt *);
 
 /*
  * The output's names: for a file, the partial one it is written under
@@ -628,169 +671,194 @@ ckpt_result(struct gck_ctx *ctx, struct gck_ckpt_result *res,
 	return GCK_OK;
 }
 
-int
-gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
-    gck_commit_fn commit, void *commit_arg, struct gck_ckpt_result *res)
+/*
+ * Checks the tree before anything is touched: that it is there, can be
+ * dumped and restored, does not hold us, and what of it uses CUDA.
+ */
+static int
+ckpt_preflight(struct ckpt *c)
 {
-	struct gck_ptree	*pre = NULL;
-	struct gck_guard	*guard = NULL;
-	struct gck_proc		*cand = NULL;
-	struct gck_cuda		*cu = NULL;
-	struct gck_cproc	*cp = NULL;
-	struct gck_gpu		*gpus = NULL;
-	struct gck_cuda_facts	 cf;
-	struct gck_capture	*cap = NULL;
-	struct gck_writer	*writer = NULL;
-	struct wstate		 w;
-	struct gck_capture_job	 job;
-	struct gck_criu_stream	 stream;
-	enum gck_after		 after = o->after;
-	struct out		 out;
-	char			*work = NULL;
-	char			 imgdir[PATH_MAX], criuver[64], msg[GCK_ERRMAX];
-	struct gck_pst		*procs = NULL;
-	size_t			 nprocs = 0, i, ncand = 0, ncp = 0, ngpus = 0;
-	size_t			 nbad;
-	int			 r, shell_job, dumped = 0, gpu_touched = 0;
-	int			 tcp_run = 0;
-	char			 cudaver[16], why[GCK_ERRMAX];
+	struct gck_ctx			*ctx = c->ctx;
+	const struct gck_ckpt_opts	*o = c->o;
+	size_t				 i;
+	int				 r;
 
-	memset(&out, 0, sizeof out);
-	out.fd = -1;
-	if (res != NULL)
-		memset(res, 0, sizeof *res);
-	if (o->criu_opts & ~GCK_CRIU_OPTS_ALL) {
-		r = gck_set_error(ctx, GCK_EINVAL, "unknown criu options %#x",
-		    o->criu_opts & ~GCK_CRIU_OPTS_ALL);
-		goto out;
-	}
+	if (o->criu_opts & ~GCK_CRIU_OPTS_ALL)
+		return gck_set_error(ctx, GCK_EINVAL, "unknown criu options "
+		    "%#x", o->criu_opts & ~GCK_CRIU_OPTS_ALL);
 	if ((r = gck_criu_can_dump(ctx, o->pid)) != GCK_OK)
-		goto out;
-	if ((r = gck_ptree_scan(ctx, o->pid, &pre)) != GCK_OK)
-		goto out;
-	for (i = 0; i < pre->n; i++)
-		if (pre->procs[i].pid == getpid()) {
+		return r;
+	if ((r = gck_ptree_scan(ctx, o->pid, &c->pre)) != GCK_OK)
+		return r;
+	for (i = 0; i < c->pre->n; i++)
+		if (c->pre->procs[i].pid == getpid()) {
 			r = gck_set_error(ctx, GCK_EINVAL, "cannot checkpoint "
 			    "pid %d: the tree contains this gpuckpt (pid %d)",
 			    (int)o->pid, (int)getpid());
-			gck_ptree_free(pre);
-			pre = NULL;
-			goto out;
+			/* The message says nothing of a tree holding us. */
+			gck_ptree_free(c->pre);
+			c->pre = NULL;
+			return r;
 		}
-	if ((r = tree_restorable(ctx, pre, o->pid)) != GCK_OK)
-		goto out;
-	if ((r = gck_cuda_candidates(ctx, pre, &cand, &ncand)) != GCK_OK ||
-	    (r = gck_cuda_prepare(ctx, "checkpoint", o->pid, cand, ncand,
-	    &cu)) != GCK_OK)
-		goto out;
+	if ((r = tree_restorable(ctx, c->pre, o->pid)) != GCK_OK)
+		return r;
+	if ((r = gck_cuda_candidates(ctx, c->pre, &c->cand, &c->ncand)) !=
+	    GCK_OK || (r = gck_cuda_prepare(ctx, "checkpoint", o->pid, c->cand,
+	    c->ncand, &c->cu)) != GCK_OK)
+		return r;
 	/*
 	 * A root that does not lead its own session, or has a controlling
 	 * terminal, belongs to a shell's job: CRIU must be told.
 	 */
-	shell_job = pre->procs[0].sid != pre->procs[0].pid ||
-	    pre->procs[0].tty_nr != 0;
+	c->shell_job = c->pre->procs[0].sid != c->pre->procs[0].pid ||
+	    c->pre->procs[0].tty_nr != 0;
 	if ((r = gck_check_interrupt(ctx)) != GCK_OK)
-		goto out;
-	if ((r = gck_criu_version(ctx, criuver, sizeof criuver)) !=
-	    GCK_OK)
-		goto out;
+		return r;
+	return gck_criu_version(ctx, c->criuver, sizeof c->criuver);
+}
+
+/*
+ * Makes the work directory and opens the output, the guard started
+ * first, and settles what becomes of the tree.
+ */
+static int
+ckpt_stage(struct ckpt *c)
+{
+	struct gck_ctx	*ctx = c->ctx;
+	int		 r;
+
 	/*
 	 * The guard knows the work directory and the partial output file
 	 * before they are there: killed at any moment, we leave neither.
 	 */
-	if ((r = gck_workdir_name(ctx, o->tmpdir, &work)) != GCK_OK ||
-	    (r = out_name(ctx, o, &out)) != GCK_OK ||
-	    (r = gck_guard_start(ctx, pre, work, out.tmp,
-	    gck_cuda_bring_back, cand, ncand,
-	    &guard)) != GCK_OK)
-		goto out;
-	if ((r = gck_workdir_make(ctx, &work)) != GCK_OK)
-		goto out;
-	snprintf(imgdir, sizeof imgdir, "%s/img", work);
-	if (mkdir(imgdir, 0700) == -1) {
-		r = gck_set_syserr(ctx, errno, "cannot make '%s': %s", imgdir,
-		    strerror(errno));
-		goto out;
-	}
-	if ((r = out_open(ctx, o, &out)) != GCK_OK)
-		goto out;
+	if ((r = gck_workdir_name(ctx, c->o->tmpdir, &c->work)) != GCK_OK ||
+	    (r = out_name(ctx, c->o, &c->out)) != GCK_OK ||
+	    (r = gck_guard_start(ctx, c->pre, c->work, c->out.tmp,
+	    gck_cuda_bring_back, c->cand, c->ncand, &c->guard)) != GCK_OK)
+		return r;
+	if ((r = gck_workdir_make(ctx, &c->work)) != GCK_OK)
+		return r;
+	snprintf(c->imgdir, sizeof c->imgdir, "%s/img", c->work);
+	if (mkdir(c->imgdir, 0700) == -1)
+		return gck_set_syserr(ctx, errno, "cannot make '%s': %s",
+		    c->imgdir, strerror(errno));
+	if ((r = out_open(ctx, c->o, &c->out)) != GCK_OK)
+		return r;
 	/* gpusend's hand-over decides for itself; we, by the output. */
-	if (after == GCK_AFTER_DEFAULT)
-		after = commit != NULL ? GCK_AFTER_KILL : out_after(&out);
+	if (c->after == GCK_AFTER_DEFAULT)
+		c->after = c->commit != NULL ? GCK_AFTER_KILL :
+		    out_after(&c->out);
+	return GCK_OK;
+}
 
-	/*
-	 * The GPU first, while the tree runs: the lock lets the CUDA work
-	 * already submitted finish and blocks any more; the checkpoint
-	 * moves device memory into each process's host memory, where CRIU
-	 * finds it, and releases the GPUs.
-	 */
-	if (cu != NULL) {
-		if ((r = gck_cuda_init(ctx, cu)) != GCK_OK ||
-		    (r = gck_cuda_find(ctx, cu, cand, ncand, &cp, &ncp)) !=
-		    GCK_OK || (r = gck_cuda_all_running(ctx, "checkpoint", cp,
-		    ncp)) != GCK_OK)
-			goto out;
+/*
+ * The GPU first, while the tree runs: the lock lets the CUDA work
+ * already submitted finish and blocks any more; the checkpoint moves
+ * device memory into each process's host memory, where CRIU finds it,
+ * and releases the GPUs.
+ */
+static int
+ckpt_quiesce(struct ckpt *c)
+{
+	struct gck_ctx	*ctx = c->ctx;
+	int		 r;
+
+	if (c->cu != NULL) {
+		if ((r = gck_cuda_init(ctx, c->cu)) != GCK_OK ||
+		    (r = gck_cuda_find(ctx, c->cu, c->cand, c->ncand, &c->cp,
+		    &c->ncp)) != GCK_OK ||
+		    (r = gck_cuda_all_running(ctx, "checkpoint", c->cp,
+		    c->ncp)) != GCK_OK)
+			return r;
 	}
-	if (ncp > 0) {
-		if ((r = gck_cuda_devices(ctx, cu, 0, &gpus, &ngpus)) != GCK_OK)
-			goto out;
-		gpu_touched = 1;
-		if ((r = gck_cuda_step(ctx, cu, cp, ncp, GCK_CS_LOCK,
-		    o->lock_ms)) != GCK_OK ||
-		    (r = gck_check_interrupt(ctx)) != GCK_OK)
-			goto out;
-		gck_cuda_usage(cu, gpus, ngpus, cp, ncp);
-		if ((r = gck_cuda_step(ctx, cu, cp, ncp, GCK_CS_CHECKPOINT,
-		    0)) != GCK_OK || (r = gck_check_interrupt(ctx)) != GCK_OK)
-			goto out;
-	}
+	if (c->ncp == 0)
+		return GCK_OK;
+	if ((r = gck_cuda_devices(ctx, c->cu, 0, &c->gpus, &c->ngpus)) !=
+	    GCK_OK)
+		return r;
+	c->gpu_touched = 1;
+	if ((r = gck_cuda_step(ctx, c->cu, c->cp, c->ncp, GCK_CS_LOCK,
+	    c->o->lock_ms)) != GCK_OK ||
+	    (r = gck_check_interrupt(ctx)) != GCK_OK)
+		return r;
+	gck_cuda_usage(c->cu, c->gpus, c->ngpus, c->cp, c->ncp);
+	if ((r = gck_cuda_step(ctx, c->cu, c->cp, c->ncp, GCK_CS_CHECKPOINT,
+	    0)) != GCK_OK)
+		return r;
+	return gck_check_interrupt(ctx);
+}
+
+/* What the manifest says of the CUDA processes, in c->cf. */
+static void
+ckpt_cuda_facts(struct ckpt *c)
+{
+	struct gck_cuda_facts	*cf = &c->cf;
+
+	memset(cf, 0, sizeof *cf);
+	cf->driver_version = gck_cuda_version(c->cu);
+	snprintf(c->cudaver, sizeof c->cudaver, "%d.%d", cf->driver_version /
+	    1000, cf->driver_version % 1000 / 10);
+	cf->cuda_version = c->cudaver;
+	cf->release = gck_cuda_release(c->cu);
+	cf->nvml = gck_cuda_has_nvml(c->cu);
+	cf->gpus = c->gpus;
+	cf->ngpus = c->ngpus;
+	cf->procs = c->cp;
+	cf->nprocs = c->ncp;
+}
+
+/*
+ * Has criu dump the tree, the image written (but its trailer) while criu
+ * holds it stopped.  Returns GCK_OK with the tree left stopped, or a
+ * code with the tree let go on.
+ */
+static int
+ckpt_dump(struct ckpt *c)
+{
+	struct gck_ctx		*ctx = c->ctx;
+	const struct gck_ptree	*pre = c->pre;
+	struct wstate		 w;
+	struct gck_capture_job	 job;
+	struct gck_criu_stream	 stream;
+	size_t			 i;
+	int			 r;
 
 	gck_log(ctx, 1, "dumping process tree %d (%zu processes)",
-	    (int)o->pid, pre->n);
-	if ((r = gck_capture_open(ctx, imgdir, work, o->part_size ?
-	    o->part_size : GCK_PART_SIZE, &cap)) != GCK_OK)
-		goto out;
+	    (int)c->o->pid, pre->n);
+	if ((r = gck_capture_open(ctx, c->imgdir, c->work, c->o->part_size ?
+	    c->o->part_size : GCK_PART_SIZE, &c->cap)) != GCK_OK)
+		return r;
 	memset(&w, 0, sizeof w);
 	w.ctx = ctx;
-	w.o = o;
+	w.o = c->o;
 	/* A tree held for gpusend's word is handed over, as with a pipe. */
-	w.after = commit != NULL ? GCK_AFTER_HANDOVER : after;
-	w.cap = cap;
-	w.criuver = criuver;
-	w.shell_job = shell_job;
-	w.out = &out;
-	if (ncp > 0) {
-		memset(&cf, 0, sizeof cf);
-		cf.driver_version = gck_cuda_version(cu);
-		snprintf(cudaver, sizeof cudaver, "%d.%d", cf.driver_version /
-		    1000, cf.driver_version % 1000 / 10);
-		cf.cuda_version = cudaver;
-		cf.release = gck_cuda_release(cu);
-		cf.nvml = gck_cuda_has_nvml(cu);
-		cf.gpus = gpus;
-		cf.ngpus = ngpus;
-		cf.procs = cp;
-		cf.nprocs = ncp;
-		w.cf = &cf;
+	w.after = c->commit != NULL ? GCK_AFTER_HANDOVER : c->after;
+	w.cap = c->cap;
+	w.criuver = c->criuver;
+	w.shell_job = c->shell_job;
+	w.out = &c->out;
+	if (c->ncp > 0) {
+		ckpt_cuda_facts(c);
+		w.cf = &c->cf;
 	}
 	/*
 	 * criu leaves the TCP connections it dumps frozen (in repair mode,
 	 * the network locked) for a restore to take over; only criu itself
 	 * can let go of them, so a tree to run on is left running by criu.
 	 */
-	tcp_run = after == GCK_AFTER_RUN &&
-	    (o->criu_opts & GCK_CRIU_TCP_ESTABLISHED);
-	job.cap = cap;
+	c->tcp_run = c->after == GCK_AFTER_RUN &&
+	    (c->o->criu_opts & GCK_CRIU_TCP_ESTABLISHED);
+	job.cap = c->cap;
 	job.post = write_image;
 	job.arg = &w;
 	stream.during = gck_capture_during;
 	stream.arg = &job;
-	stream.hook = gck_capture_hook_path(cap);
-	r = gck_criu_dump(ctx, o->pid, imgdir, shell_job, o->criu_opts,
-	    tcp_run, &stream);
-	procs = w.procs;
-	nprocs = w.nprocs;
-	writer = w.w;
+	stream.hook = gck_capture_hook_path(c->cap);
+	r = gck_criu_dump(ctx, c->o->pid, c->imgdir, c->shell_job,
+	    c->o->criu_opts, c->tcp_run, &stream);
+	c->procs = w.procs;
+	c->nprocs = w.nprocs;
+	c->writer = w.w;
 	if (r != GCK_OK) {
 		/*
 		 * criu resumes the tree when it fails; should it have died
@@ -802,125 +870,178 @@ gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 			if (pre->procs[i].state != 'T' &&
 			    pre->procs[i].state != 't')
 				kill(pre->procs[i].pid, SIGCONT);
-		goto out;
+		return r;
 	}
-	dumped = 1;
-	/*
-	 * criu has done well and left the tree stopped: the trailer makes
-	 * the image whole.
-	 */
+	c->dumped = 1;
+	return GCK_OK;
+}
+
+/*
+ * criu has done well and left the tree stopped: the trailer makes the
+ * image whole, the rename (for a file) complete, and whoever takes it
+ * over has their say.  Fills the result in.
+ */
+static int
+ckpt_commit(struct ckpt *c)
+{
+	struct gck_ctx	*ctx = c->ctx;
+	int		 r;
+
 	if ((r = gck_check_interrupt(ctx)) != GCK_OK ||
-	    (r = gck_writer_finish(writer)) != GCK_OK)
-		goto out;
+	    (r = gck_writer_finish(c->writer)) != GCK_OK)
+		return r;
 	/*
 	 * The rename makes a file image complete: should we die once it is
 	 * done, the guard must dispose of the tree as asked, not resume it
 	 * beside an image that would restore it a second time.
 	 */
-	if (out.tmp != NULL && commit == NULL)
-		gck_guard_intent(guard, (char)(guard_intent(after) - 'A' +
-		    'a'));
-	if ((r = out_commit(ctx, &out)) != GCK_OK) {
-		gck_guard_intent(guard, 'R');	/* rolled back after all */
-		goto out;
+	if (c->out.tmp != NULL && c->commit == NULL)
+		gck_guard_intent(c->guard, (char)(guard_intent(c->after) -
+		    'A' + 'a'));
+	if ((r = out_commit(ctx, &c->out)) != GCK_OK) {
+		/* Rolled back after all. */
+		gck_guard_intent(c->guard, 'R');
+		return r;
 	}
 	/* Whoever takes the image over may still say no. */
-	if (commit != NULL && (r = commit(ctx, commit_arg, guard, &after)) !=
-	    GCK_OK)
-		goto out;
+	if (c->commit != NULL && (r = c->commit(ctx, c->commit_arg, c->guard,
+	    &c->after)) != GCK_OK)
+		return r;
+	return ckpt_result(ctx, c->res, c->after, c->procs, c->nprocs, c->ncp,
+	    &c->out);
+}
 
-	if ((r = ckpt_result(ctx, res, after, procs, nprocs, ncp, &out)) !=
-	    GCK_OK)
-		goto out;
+/*
+ * The image is complete and flushed: disposes of the tree as after
+ * says.  A signal that arrives now comes too late to change that.
+ */
+static int
+ckpt_dispose(struct ckpt *c)
+{
+	struct gck_ctx	*ctx = c->ctx;
 
-	/*
-	 * The image is complete and flushed: dispose of the tree.  A signal
-	 * that arrives now comes too late to change that.
-	 */
-	gck_guard_intent(guard, guard_intent(after));
-	switch (after) {
+	gck_guard_intent(c->guard, guard_intent(c->after));
+	switch (c->after) {
 	case GCK_AFTER_KILL:
-		gck_log(ctx, 1, "killing process tree %d", (int)o->pid);
+		gck_log(ctx, 1, "killing process tree %d", (int)c->o->pid);
 		/*
 		 * Only the processes dumped: on this host, a restore may
 		 * already have ended them and given their PIDs to the
 		 * restored tree.
 		 */
-		gck_psts_signal(procs, nprocs, SIGKILL);
-		if (gck_psts_wait_gone(procs, nprocs, 10000) == -1) {
-			r = gck_set_syserr(ctx, ETIMEDOUT, "process tree %d "
-			    "did not die after SIGKILL", (int)o->pid);
-			goto out;
-		}
+		gck_psts_signal(c->procs, c->nprocs, SIGKILL);
+		if (gck_psts_wait_gone(c->procs, c->nprocs, 10000) == -1)
+			return gck_set_syserr(ctx, ETIMEDOUT, "process tree %d "
+			    "did not die after SIGKILL", (int)c->o->pid);
 		break;
 	case GCK_AFTER_RUN:
-		resume_tree(pre, procs, nprocs);
-		if (gpu_touched && gck_cuda_settle(cu, cp, ncp, why,
-		    sizeof why) > 0) {
+		resume_tree(c->pre, c->procs, c->nprocs);
+		if (c->gpu_touched && gck_cuda_settle(c->cu, c->cp, c->ncp,
+		    c->why, sizeof c->why) > 0) {
 			/* The image stands; out_abort() leaves it be. */
-			dumped = gpu_touched = 0;
-			r = gck_set_error(ctx, GCK_ECUDA, "the image is "
+			c->dumped = c->gpu_touched = 0;
+			return gck_set_error(ctx, GCK_ECUDA, "the image is "
 			    "complete, but a process could not get its GPU "
-			    "back: %s", why);
-			goto out;
+			    "back: %s", c->why);
 		}
 		break;
 	default:
 		break;
 	}
-	dumped = 0;
-	gpu_touched = 0;
-	r = GCK_OK;
-out:
-	if (r != GCK_OK) {
-		out_abort(&out);
-		if (dumped) {
-			/* Roll back: the tree is left as we found it. */
-			resume_tree(pre, procs, nprocs);
-		}
-		/* Its restore threads running again, the GPU comes back. */
-		nbad = gpu_touched ? gck_cuda_settle(cu, cp, ncp, why,
-		    sizeof why) : 0;
-		if (r != GCK_ENOPROC && pre != NULL) {
-			int	oerrno = ctx->oerrno;
+	return GCK_OK;
+}
 
-			snprintf(msg, sizeof msg, "%s", ctx->msg);
-			if (nbad > 0)
-				gck_set_error(ctx, r, "%s; process tree %d "
-				    "left running, but %s", msg, (int)o->pid,
-				    why);
-			else if (dumped && !tcp_run &&
-			    (o->criu_opts & GCK_CRIU_TCP_ESTABLISHED))
-				gck_set_error(ctx, r, "%s; process tree %d left "
-				    "running, but its TCP connections stay "
-				    "frozen, as criu --tcp-established left "
-				    "them", msg, (int)o->pid);
-			else
-				gck_set_error(ctx, r, "%s; process tree %d left "
-				    "%s", msg, (int)o->pid,
-				    pre->procs[0].state == 'T' ? "stopped, as it "
-				    "was" : "running");
-			ctx->oerrno = oerrno;
-		}
-		gck_ckpt_result_free(res);
-	} else {
-		free(out.path);
-		free(out.tmp);
+/*
+ * After a failure (r): the tree is left as we found it, its GPUs given
+ * back, and the message ends with what became of it.
+ */
+static void
+ckpt_rollback(struct ckpt *c, int r)
+{
+	struct gck_ctx	*ctx = c->ctx;
+	size_t		 nbad;
+	int		 pid = (int)c->o->pid;
+
+	out_abort(&c->out);
+	if (c->dumped) {
+		/* Roll back: the tree is left as we found it. */
+		resume_tree(c->pre, c->procs, c->nprocs);
 	}
-	gck_writer_free(writer);
-	gck_capture_free(cap);
+	/* Its restore threads running again, the GPU comes back. */
+	nbad = c->gpu_touched ? gck_cuda_settle(c->cu, c->cp, c->ncp, c->why,
+	    sizeof c->why) : 0;
+	if (r != GCK_ENOPROC && c->pre != NULL) {
+		if (nbad > 0)
+			gck_error_fate(ctx, GCK_FATE_RUNNING, "process tree %d "
+			    "left running, but %s", pid, c->why);
+		else if (c->dumped && !c->tcp_run &&
+		    (c->o->criu_opts & GCK_CRIU_TCP_ESTABLISHED))
+			gck_error_fate(ctx, GCK_FATE_RUNNING, "process tree %d "
+			    "left running, but its TCP connections stay "
+			    "frozen, as criu --tcp-established left them", pid);
+		else if (c->pre->procs[0].state == 'T')
+			gck_error_fate(ctx, GCK_FATE_STOPPED, "process tree %d "
+			    "left stopped, as it was", pid);
+		else
+			gck_error_fate(ctx, GCK_FATE_RUNNING, "process tree %d "
+			    "left running", pid);
+	}
+	gck_ckpt_result_free(c->res);
+}
+
+/* Frees what the phases left, the work directory before the guard. */
+static void
+ckpt_free(struct ckpt *c)
+{
+	gck_writer_free(c->writer);
+	gck_capture_free(c->cap);
 	/*
 	 * The work directory goes before the guard hears that all is
 	 * settled: killed in between, we leave it to the guard.
 	 */
-	gck_rmtree(work);
-	gck_guard_free(guard);
-	gck_cuda_close(cu);
-	free(cp);
-	free(gpus);
-	free(cand);
-	free(work);
-	free(procs);
-	gck_ptree_free(pre);
+	gck_rmtree(c->work);
+	gck_guard_free(c->guard);
+	gck_cuda_close(c->cu);
+	free(c->cp);
+	free(c->gpus);
+	free(c->cand);
+	free(c->work);
+	free(c->procs);
+	gck_ptree_free(c->pre);
+}
+
+int
+gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
+    gck_commit_fn commit, void *commit_arg, struct gck_ckpt_result *res)
+{
+	struct ckpt	c;
+	int		r;
+
+	memset(&c, 0, sizeof c);
+	c.ctx = ctx;
+	c.o = o;
+	c.commit = commit;
+	c.commit_arg = commit_arg;
+	c.res = res;
+	c.after = o->after;
+	c.out.fd = -1;
+	if (res != NULL)
+		memset(res, 0, sizeof *res);
+	if ((r = ckpt_preflight(&c)) != GCK_OK ||
+	    (r = ckpt_stage(&c)) != GCK_OK ||
+	    (r = ckpt_quiesce(&c)) != GCK_OK ||
+	    (r = ckpt_dump(&c)) != GCK_OK ||
+	    (r = ckpt_commit(&c)) != GCK_OK ||
+	    (r = ckpt_dispose(&c)) != GCK_OK)
+		goto out;
+	r = GCK_OK;
+out:
+	if (r != GCK_OK)
+		ckpt_rollback(&c, r);
+	else {
+		free(c.out.path);
+		free(c.out.tmp);
+	}
+	ckpt_free(&c);
 	return r;
 }

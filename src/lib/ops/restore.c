@@ -92,7 +92,7 @@ gpu_preflight(struct gck_ctx *ctx, const struct gck_manifest *m,
 	const struct gck_mcuda	*mc = gck_manifest_cuda(m);
 	struct gck_gpu		*host = NULL;
 	struct gck_cproc	*cp = NULL;
-	char			 msg[GCK_ERRMAX], ver[32];
+	char			 ver[32];
 	int			 dst[GCK_GPUS_MAX], remap = 0, r;
 	size_t			 nhost = 0, i, g;
 
@@ -105,12 +105,10 @@ gpu_preflight(struct gck_ctx *ctx, const struct gck_manifest *m,
 			    "given, but the image has no CUDA process");
 		return GCK_OK;
 	}
-	if ((r = gck_cuda_open(ctx, cup)) != GCK_OK) {
-		snprintf(msg, sizeof msg, "%s", ctx->msg);
-		return gck_set_error(ctx, r, "cannot restore: the image's "
-		    "process %d ('%s') uses CUDA, but %s", (int)mc->procs[0].pid,
-		    mc->procs[0].comm, msg);
-	}
+	if (gck_cuda_open(ctx, cup) != GCK_OK)
+		return gck_error_prefix(ctx, "cannot restore: the image's "
+		    "process %d ('%s') uses CUDA, but ", (int)mc->procs[0].pid,
+		    mc->procs[0].comm);
 	if ((r = gck_cuda_init(ctx, *cup)) != GCK_OK ||
 	    (r = gck_cuda_devices(ctx, *cup, 1, &host, &nhost)) != GCK_OK)
 		goto out;
@@ -623,28 +621,24 @@ rst_run(struct rst *st)
 	return GCK_OK;
 }
 
-/* Adds to the message on ctx what became of the job, after r. */
+/* Ends the message on ctx with what became of the job. */
 static void
-rst_failed(struct rst *st, int r)
+rst_failed(struct rst *st)
 {
 	struct gck_ctx	*ctx = st->ctx;
-	char		 msg[GCK_ERRMAX];
-	int		 oerrno = ctx->oerrno;
 
-	snprintf(msg, sizeof msg, "%s", ctx->msg);
 	if (st->source_ended)
-		gck_set_error(ctx, r, "%s; %sits source had been ended: the "
-		    "image is kept in '%s' (restore it from there)", msg,
+		gck_error_fate(ctx, GCK_FATE_KEPT, "%sits source had been "
+		    "ended: the image is kept in '%s' (restore it from there)",
 		    st->restored ? "the restored process tree was killed, and "
 		    : "", st->spool);
 	else if (st->handover && !st->source_resumed)
-		gck_set_error(ctx, r, "%s; nothing restored: its source, "
-		    "process tree %d, is left stopped on this host", msg,
+		gck_error_fate(ctx, GCK_FATE_STOPPED, "nothing restored: its "
+		    "source, process tree %d, is left stopped on this host",
 		    (int)gck_manifest_root_pid(st->m));
 	else if (st->restored)
-		gck_set_error(ctx, r, "%s; the restored process tree %d was "
-		    "killed", msg, (int)gck_manifest_root_pid(st->m));
-	ctx->oerrno = oerrno;
+		gck_error_fate(ctx, GCK_FATE_KILLED, "the restored process "
+		    "tree %d was killed", (int)gck_manifest_root_pid(st->m));
 }
 
 int
@@ -678,7 +672,7 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	r = GCK_OK;
 out:
 	if (r != GCK_OK) {
-		rst_failed(&st, r);
+		rst_failed(&st);
 		tree_kill(&st);
 	}
 	gck_keeper_free(st.keeper);

@@ -70,7 +70,7 @@ int
 gck_suspend(struct gck_ctx *ctx, pid_t pid, unsigned int lock_ms, size_t *np)
 {
 	struct cuda_tree	 ct;
-	char			 msg[GCK_ERRMAX], why[GCK_ERRMAX];
+	char			 why[GCK_ERRMAX];
 	int			 r;
 
 	*np = 0;
@@ -82,12 +82,11 @@ gck_suspend(struct gck_ctx *ctx, pid_t pid, unsigned int lock_ms, size_t *np)
 	    lock_ms)) != GCK_OK || (r = gck_check_interrupt(ctx)) != GCK_OK ||
 	    (r = gck_cuda_step(ctx, ct.cu, ct.cp, ct.ncp, GCK_CS_CHECKPOINT,
 	    0)) != GCK_OK) {
-		snprintf(msg, sizeof msg, "%s", ctx->msg);
 		if (gck_cuda_settle(ct.cu, ct.cp, ct.ncp, why, sizeof why) > 0)
-			gck_set_error(ctx, r, "%s; and %s", msg, why);
+			gck_error_fate(ctx, GCK_FATE_RUNNING, "and %s", why);
 		else
-			gck_set_error(ctx, r, "%s; process tree %d left "
-			    "running on its GPUs", msg, (int)pid);
+			gck_error_fate(ctx, GCK_FATE_RUNNING, "process tree %d "
+			    "left running on its GPUs", (int)pid);
 		goto out;
 	}
 	*np = ct.ncp;
