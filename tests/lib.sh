@@ -354,6 +354,17 @@ proc_gone() {
 	return 1
 }
 
+# wait_stopped PID: waits up to 10 seconds for PID to be stopped (as a
+# SIGSTOP just sent lands only once the process is next scheduled).
+wait_stopped() {
+	_i=0
+	while test "$(proc_field "$1" 3)" != T && test $_i -lt 100; do
+		_i=$((_i + 1))
+		sleep 0.1
+	done
+	test "$(proc_field "$1" 3)" = T
+}
+
 # wait_gone PID: waits up to 10 seconds for PID to disappear.
 wait_gone() {
 	_i=0

@@ -386,6 +386,7 @@ test_expect_success 'a stopped CUDA process is refused before it is touched' '
 	cuda_start w2 -n 2 -m 4 &&
 	child=$(echo $WPIDS | cut -d" " -f2) &&
 	kill -STOP $child &&
+	wait_stopped $child &&
 	: >"$F/log" &&
 	test_status 1 "$GCKPT" -p $WPID -o img.gck >out 2>err &&
 	kill -CONT $child &&

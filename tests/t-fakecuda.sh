@@ -272,6 +272,7 @@ test_expect_success 'the log: each action, its times, result and state' '
 test_expect_success 'a stopped process cannot be locked: TIMEOUT' '
 	n=$(log_count $W1 lock) &&
 	kill -STOP $W1 &&
+	wait_stopped $W1 &&
 	FAKECUDA_CALL_TIMEOUT_MS=300 fails CUDA_ERROR_TIMEOUT lock $W1 &&
 	state_is $W1 RUNNING &&
 	kill -CONT $W1 &&

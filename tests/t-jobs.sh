@@ -435,6 +435,7 @@ test_expect_success 'gpusend to this host says how to move a tree on one host' '
 
 test_expect_success 'gpuckpt -R leaves a stopped tree stopped' '
 	kill -STOP $WPID $WCHILD &&
+	wait_stopped $WPID && wait_stopped $WCHILD &&
 	test_status 0 "$GCKPT" -R -p $WPID -o snap.gck 2>err &&
 	test_must_be_empty err &&
 	test "$(proc_field $WPID 3)" = T &&
@@ -445,6 +446,7 @@ test_expect_success 'gpuckpt -R leaves a stopped tree stopped' '
 
 test_expect_success 'gpuckpt -R leaves a stopped child stopped, the rest running' '
 	kill -STOP $WCHILD &&
+	wait_stopped $WCHILD &&
 	test_status 0 "$GCKPT" -R -p $WPID -o snap2.gck 2>err &&
 	test_must_be_empty err &&
 	proc_running $WPID &&
@@ -456,6 +458,7 @@ test_expect_success 'gpuckpt -R leaves a stopped child stopped, the rest running
 test_expect_success 'a failed checkpoint leaves a stopped tree stopped' '
 	fake_criu fail-after &&
 	kill -STOP $WPID $WCHILD &&
+	wait_stopped $WPID && wait_stopped $WCHILD &&
 	test_status 1 env GCK_CRIU=$TRASH/fakecriu "$GCKPT" -p $WPID \
 	    -o fail.gck >out 2>err &&
 	test_line_count err 1 &&
@@ -472,6 +475,7 @@ test_expect_success 'a PID taken by a stopped process: gpurestore says end it' '
 		sleep 1000 &
 		s=\$!
 		kill -STOP \$s
+		until grep -q \"^State:.T\" /proc/\$s/status; do sleep 0.1; done
 		\"$GCKRESTORE\" snap.gck >taken.out 2>taken.err
 		echo \$? >taken.st
 		echo \$s >taken.pid" &&
