@@ -360,6 +360,18 @@ while True:
 	test -z "$(ls -A "$TMPDIR")"
 '
 
+test_expect_success 'without gpuckpt-hook, the tree is not touched' '
+	test_status 1 env GCK_LIBEXEC_DIR="$TRASH/nowhere" "$GCKPT" -p $WPID \
+	    -o img.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpuckpt: cannot find .$TRASH/nowhere/gpuckpt-hook., which criu runs after the dump: No such file" err &&
+	test "$(proc_field $WPID 22)" = "$WSTART" &&
+	proc_running $WPID &&
+	test -z "$(ls -A | grep "^img\\.gck")" &&
+	test -z "$(ls -A "$TMPDIR")"
+'
+
 test_expect_success 'a process that does not exist' '
 	kill_tree $WPID &&
 	test_status 1 "$GCKPT" -p $WPID -o img.gck >out 2>err &&

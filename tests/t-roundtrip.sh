@@ -339,6 +339,22 @@ test_expect_success 'the uncompressed image restores' '
 	restored_ok $WPID
 '
 
+test_expect_success 'without gpuckpt-keeper, gpurestore fails before restoring' '
+	kill_tree $WPID &&
+	wait_gone $WPID &&
+	wait_gone $WCHILD &&
+	test_status 1 env GCK_LIBEXEC_DIR="$TRASH/nowhere" "$GCKRESTORE" \
+	    none.gck >restore.out 2>restore.err &&
+	test_must_be_empty restore.out &&
+	test_line_count restore.err 1 &&
+	test_grep "^gpurestore: cannot find .$TRASH/nowhere/gpuckpt-keeper., which criu restores under: No such file" restore.err &&
+	proc_gone $WPID &&
+	test_status 0 "$GCKRESTORE" none.gck >restore.out &&
+	echo $WPID >expect &&
+	test_cmp expect restore.out &&
+	restored_ok $WPID
+'
+
 test_expect_success 'gpuckpt -c zstd:1 and zstd:19' '
 	kill_tree $WPID &&
 	start level -m 8 &&

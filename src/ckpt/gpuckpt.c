@@ -98,9 +98,6 @@ main(int argc, char *argv[])
 	size_t			 n;
 	long			 ms;
 
-	/* Run again by criu, after its dump, as gck_checkpoint() asks. */
-	if ((r = gck_criu_hook(argv)) != -1)
-		return r;
 	memset(&o, 0, sizeof o);
 	o.lock_ms = GCK_LOCK_TIMEOUT_MS;
 	o.level = GCK_ZSTD_LEVEL;

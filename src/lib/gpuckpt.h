@@ -173,15 +173,6 @@ int		 gck_restore(struct gck_ctx *, const struct gck_restore_opts *,
  * failure every process is brought back to where it was.  *np is the
  * number of processes suspended.
  */
-/*
- * gck_checkpoint() has criu run this program again as its post-dump
- * hook, and gck_restore() runs it again as the keeper criu restores
- * under.  A program that checkpoints or restores calls
- * gck_criu_hook(argv) first thing in main(): -1 means it is neither,
- * anything else is the exit status the hook must exit with (a keeper
- * never returns).
- */
-int		 gck_criu_hook(char *[]);
 int		 gck_suspend(struct gck_ctx *, pid_t, unsigned int, size_t *);
 
 /*
@@ -190,6 +181,24 @@ int		 gck_suspend(struct gck_ctx *, pid_t, unsigned int, size_t *);
  * or index) or onto the GPUs they had.  *np is the number resumed.
  */
 int		 gck_resume(struct gck_ctx *, pid_t, const char *, size_t *);
+
+/*
+ * The programs of $(libexecdir)/gpuckpt, each a main() over one call.
+ * gck_dump_hook() is gpuckpt-hook, the action script criu runs during
+ * the dump of gck_checkpoint(): it asks the checkpoint whether criu is
+ * to go on.  Returns GCK_OK when it is, GCK_ECRIU when not (the answer
+ * was no, or never came), GCK_EINVAL when criu did not run this process
+ * for gck_checkpoint() (no GCK_CRIU_HOOK or CRTOOLS_SCRIPT_ACTION).
+ */
+int		 gck_dump_hook(void);
+
+/*
+ * gpuckpt-keeper, the process gck_restore() runs criu (argv) under:
+ * its report goes out on descriptor 3, the word to go comes in on 4,
+ * and 5 is the guard's.  Returns GCK_OK once let go, or GCK_ESYS when
+ * it could not run criu (and reported so).
+ */
+int		 gck_keeper_run(char *const []);
 
 /*
  * Image writer.  gck_writer_new() starts an image on fd with zstd at

@@ -56,9 +56,6 @@ main(int argc, char *argv[])
 	long			 ms;
 	int			 ch, verbose = 0, r, modes = 0;
 
-	/* Run again as the keeper a restore runs criu under. */
-	if ((r = gck_criu_hook(argv)) != -1)
-		return r;
 	memset(&o, 0, sizeof o);
 	o.mode = GCK_RECV_STORE;
 	o.streams = 1;

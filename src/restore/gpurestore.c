@@ -72,9 +72,6 @@ main(int argc, char *argv[])
 	size_t			 n;
 	int			 ch, verbose = 0, r, resume = 0;
 
-	/* Run again as the keeper a restore runs criu under. */
-	if ((r = gck_criu_hook(argv)) != -1)
-		return r;
 	memset(&o, 0, sizeof o);
 	o.pid_wait_ms = 10000;
 	while ((ch = getopt_long(argc, argv, "hp:P:Vv", longopts, NULL)) != -1) {

@@ -172,9 +172,6 @@ main(int argc, char *argv[])
 	int			 ch, verbose = 0, r, image_opts = 0;
 	int			 port_set = 0, timeout_set = 0, status;
 
-	/* Run again by criu, after its dump, as gck_checkpoint() asks. */
-	if ((r = gck_criu_hook(argv)) != -1)
-		return r;
 	memset(&o, 0, sizeof o);
 	o.lock_ms = GCK_LOCK_TIMEOUT_MS;
 	o.level = GCK_ZSTD_LEVEL;

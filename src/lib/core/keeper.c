@@ -16,10 +16,11 @@
  * parent in its session, in another group, and is not orphaned until
  * the keeper goes: after the tree has been let run, or killed.
  *
- * The keeper is this program again (fexecve(2) of /proc/self/exe, with
- * GCK_KEEPER in its environment), so that it holds none of the
- * restoring tool's memory; gck_criu_hook() runs it.  It reports criu's
- * wait status on one pipe and waits on another for the word to go.
+ * The keeper is a program of its own, gpuckpt-keeper in
+ * $(libexecdir)/gpuckpt (gck_libexec_path()), run with fexecve(2) so
+ * that it holds none of the restoring tool's memory; its main() is
+ * gck_keeper_run().  It reports criu's wait status on one pipe and
+ * waits on another for the word to go.
  */
 #include "config.h"
 
@@ -29,6 +30,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -41,7 +43,7 @@
 #include "core/proc.h"
 #include "core/util.h"
 
-#define KEEPER_ENV	"GCK_KEEPER"
+#define KEEPER_PROG	"gpuckpt-keeper"
 #define KEEPER_STATUS	3	/* the keeper's descriptors */
 #define KEEPER_RELEASE	4
 #define KEEPER_KEEP	5	/* criu's: the guard's pipe */
@@ -55,8 +57,7 @@ struct gck_keeper {
 	struct gck_keeper_report rep;
 };
 
-static _Noreturn void	keeper_main(char *[]);
-static void		keeper_release_wait(void);
+static void	keeper_release_wait(void);
 
 /* Writes all of buf; the reader may be gone. */
 static void
@@ -101,8 +102,14 @@ keeper_release_wait(void)
 	}
 }
 
-static _Noreturn void
-keeper_main(char *argv[])
+/*
+ * gpuckpt-keeper: runs criu (argv) as gck_keeper_start() asks, its
+ * report on descriptor 3, the word to go on 4, the guard's pipe on 5.
+ * Returns GCK_OK once let go, or GCK_ESYS when it could not run criu
+ * (and said so on descriptor 3).
+ */
+int
+gck_keeper_run(char *const argv[])
 {
 	struct gck_keeper_report	 rep;
 	sigset_t			 set;
@@ -124,7 +131,8 @@ keeper_main(char *argv[])
 		rep.err = errno;
 	if (rep.err != 0) {
 		put(KEEPER_STATUS, &rep, sizeof rep);
-		_exit(1);
+		errno = rep.err;
+		return GCK_ESYS;
 	}
 	if (criu == 0) {
 		close(KEEPER_STATUS);
@@ -154,24 +162,7 @@ keeper_main(char *argv[])
 	keeper_release_wait();
 	while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
 		;
-	_exit(0);
-}
-
-/*
- * The keeper's entry, from gck_criu_hook(): returns -1 when this
- * process is no keeper, and does not return when it is.
- */
-int
-gck_keeper_hook(char *argv[])
-{
-	const char	*env = getenv(KEEPER_ENV);
-
-	if (env == NULL || strcmp(env, "1") != 0)
-		return -1;
-	unsetenv(KEEPER_ENV);
-	if (argv == NULL || argv[0] == NULL || argv[1] == NULL)
-		_exit(127);
-	keeper_main(argv + 1);
+	return GCK_OK;
 }
 
 /*
@@ -184,33 +175,28 @@ gck_keeper_start(struct gck_ctx *ctx, char *const argv[], int logfd,
 {
 	extern char		**environ;
 	struct gck_keeper	 *k = NULL;
-	char			**envp = NULL, *kenv = NULL, **kargv = NULL;
-	size_t			  n, i;
+	char			**kargv = NULL, prog[PATH_MAX];
+	size_t			  i;
 	int			  exe = -1, nul = -1, sp[2] = { -1, -1 };
 	int			  rp[2] = { -1, -1 }, fds[4], r, oerrno;
 	pid_t			  pid;
 
 	*kp = NULL;
-	for (n = 0; environ[n] != NULL; n++)
-		;
+	if (gck_libexec_path(ctx, KEEPER_PROG, "criu restores under", prog,
+	    sizeof prog) != GCK_OK)
+		return ctx->code;
 	for (i = 0; argv[i] != NULL; i++)
 		;
 	if ((k = calloc(1, sizeof *k)) == NULL ||
-	    (envp = calloc(n + 2, sizeof *envp)) == NULL ||
-	    (kargv = calloc(i + 2, sizeof *kargv)) == NULL ||
-	    asprintf(&kenv, "%s=1", KEEPER_ENV) == -1) {
-		kenv = NULL;
+	    (kargv = calloc(i + 2, sizeof *kargv)) == NULL) {
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
-	for (i = 0; i < n; i++)
-		envp[i] = environ[i];
-	envp[n] = kenv;
-	kargv[0] = "gpuckpt-keeper";
+	kargv[0] = KEEPER_PROG;
 	for (i = 0; argv[i] != NULL; i++)
 		kargv[i + 1] = argv[i];
 	k->statusfd = k->releasefd = -1;
-	if ((exe = open("/proc/self/exe", O_RDONLY | O_CLOEXEC)) == -1 ||
+	if ((exe = open(prog, O_RDONLY | O_CLOEXEC)) == -1 ||
 	    (nul = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1 ||
 	    pipe2(sp, O_CLOEXEC) == -1 || pipe2(rp, O_CLOEXEC) == -1) {
 		r = gck_set_syserr(ctx, errno, "cannot start criu: %s",
@@ -240,7 +226,7 @@ gck_keeper_start(struct gck_ctx *ctx, char *const argv[], int logfd,
 		dup2(fds[0], KEEPER_STATUS);
 		dup2(fds[1], KEEPER_RELEASE);
 		dup2(fds[2], KEEPER_KEEP);
-		fexecve(exe, kargv, envp);
+		fexecve(exe, kargv, environ);
 		_exit(127);
 	}
 	oerrno = errno;
@@ -272,8 +258,6 @@ out:
 		close(exe);
 	if (nul != -1)
 		close(nul);
-	free(kenv);
-	free(envp);
 	free(kargv);
 	free(k);
 	return r;

@@ -12,7 +12,6 @@ struct gck_keeper_report {
 	int	err;		/* the keeper could not run criu: errno */
 	int	status;		/* criu's wait status */
 };
-int	gck_keeper_hook(char *[]);
 int	gck_keeper_start(struct gck_ctx *, char *const [], int, int,
 	    struct gck_keeper **);
 pid_t	gck_keeper_pid(const struct gck_keeper *);

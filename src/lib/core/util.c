@@ -22,6 +22,7 @@
 #include "core/util.h"
 
 static void	rmtree_at(int, const char *, int);
+static int	libexec_try(char *, size_t, const char *, const char *);
 
 /*
  * Writes all of buf to fd.  A signal that interrupts the write and set
@@ -273,4 +274,53 @@ gck_msleep(int ms)
 	ts.tv_sec = ms / 1000;
 	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
 	return nanosleep(&ts, NULL);
+}
+
+/* Puts dir/name into buf; 0 when it is there to run, else -1 (errno). */
+static int
+libexec_try(char *buf, size_t len, const char *dir, const char *name)
+{
+	if ((size_t)snprintf(buf, len, "%s/%s", dir, name) >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return access(buf, X_OK);
+}
+
+/*
+ * Finds the program name of $(libexecdir)/gpuckpt (gpuckpt-hook,
+ * gpuckpt-keeper), what saying what it is for, and puts its path into
+ * buf.  GCK_LIBEXEC_DIR, when set, is the only place looked in.
+ * Otherwise ../libexec/ beside this program's executable comes first,
+ * where the build tree has them (src/ckpt/gpuckpt, src/libexec/): a
+ * program that was built is run with the helpers built with it, not
+ * with an older installation's; an installed program finds none there.
+ * Then GCK_LIBEXECDIR, where `make install' puts them.  Returns GCK_OK,
+ * or GCK_ESYS naming the path looked for.
+ */
+int
+gck_libexec_path(struct gck_ctx *ctx, const char *name, const char *what,
+    char *buf, size_t len)
+{
+	const char	*dir = getenv("GCK_LIBEXEC_DIR");
+	char		 self[PATH_MAX], sdir[PATH_MAX + 16];
+	ssize_t		 n;
+
+	if (dir != NULL && *dir != '\0') {
+		if (libexec_try(buf, len, dir, name) == 0)
+			return GCK_OK;
+		goto fail;
+	}
+	if ((n = readlink("/proc/self/exe", self, sizeof self - 1)) != -1) {
+		self[n] = '\0';
+		snprintf(sdir, sizeof sdir, "%s/libexec",
+		    dirname(dirname(self)));
+		if (libexec_try(buf, len, sdir, name) == 0)
+			return GCK_OK;
+	}
+	if (libexec_try(buf, len, GCK_LIBEXECDIR, name) == 0)
+		return GCK_OK;
+fail:
+	return gck_set_syserr(ctx, errno, "cannot find '%s', which %s: %s",
+	    buf, what, strerror(errno));
 }

@@ -31,6 +31,7 @@
 #include "core/guard.h"
 #include "core/keeper.h"
 #include "core/proc.h"
+#include "core/util.h"
 #include "criu/criu.h"
 #include "image/names.h"
 
@@ -227,13 +228,13 @@ tree_other_user(struct gck_ctx *ctx, pid_t pid)
  * to dump pid, or fail to in words a user cannot act on: pid a thread,
  * not a process; this process not root, or without the capabilities
  * criu needs; a process of the tree that belongs to another user, and
- * no CAP_SYS_RESOURCE.  Returns GCK_OK or a code (GCK_ENOPROC when there
- * is no pid).
+ * no CAP_SYS_RESOURCE; no gpuckpt-hook for criu to run after the dump.
+ * Returns GCK_OK or a code (GCK_ENOPROC when there is no pid).
  */
 int
 gck_criu_can_dump(struct gck_ctx *ctx, pid_t pid)
 {
-	char	what[64], buf[64], comm[64];
+	char	what[64], buf[64], comm[64], hook[PATH_MAX];
 	long	tgid;
 	int	r;
 
@@ -246,9 +247,11 @@ gck_criu_can_dump(struct gck_ctx *ctx, pid_t pid)
 		    "process %ld ('%s'); give the process ID: -p %ld", what,
 		    tgid, comm, tgid);
 	}
-	if ((r = criu_privileged(ctx, what, 0, NULL)) != GCK_OK)
+	if ((r = criu_privileged(ctx, what, 0, NULL)) != GCK_OK ||
+	    (r = tree_other_user(ctx, pid)) != GCK_OK)
 		return r;
-	return tree_other_user(ctx, pid);
+	return gck_libexec_path(ctx, "gpuckpt-hook", "criu runs after the dump",
+	    hook, sizeof hook);
 }
 
 /*
@@ -695,15 +698,13 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *imgdir,
 	const char		*leave = leave_running ? "--leave-running" :
 				    "--leave-stopped";
 	char	 pidbuf[16], why[1024];
-	char	 self[PATH_MAX];
+	char	 hook[PATH_MAX];
 	char	*argv[CRIU_ARGS];
-	ssize_t	 n;
 	int	 argc = 0, status, r;
 
-	if ((n = readlink("/proc/self/exe", self, sizeof self - 1)) == -1 ||
-	    (self[n] = '\0', strstr(self, " (deleted)") != NULL))
-		return gck_set_syserr(ctx, ENOENT, "cannot find this "
-		    "program's executable, which criu runs after the dump");
+	if ((r = gck_libexec_path(ctx, "gpuckpt-hook", "criu runs after the "
+	    "dump", hook, sizeof hook)) != GCK_OK)
+		return r;
 
 	snprintf(pidbuf, sizeof pidbuf, "%d", (int)pid);
 	argv[argc++] = (char *)criu_path();
@@ -718,7 +719,7 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *imgdir,
 	argv[argc++] = (char *)leave;
 	argv[argc++] = "--stream";
 	argv[argc++] = "--action-script";
-	argv[argc++] = self;
+	argv[argc++] = hook;
 	if (shell_job)
 		argv[argc++] = "--shell-job";
 	argc = criu_add_opts(argv, argc, opts);

@@ -18,8 +18,8 @@
  * samples must match.  Everything else is small and kept.
  *
  * The re-reading happens while criu still holds the tree, in its
- * post-dump action script: gpuckpt's own executable, run by criu with
- * GCK_CRIU_HOOK naming a socket (gck_criu_hook()).  It asks gpuckpt to
+ * post-dump action script: gpuckpt-hook, run by criu with
+ * GCK_CRIU_HOOK naming a socket (gck_dump_hook()).  It asks gpuckpt to
  * go on and waits; criu lets go of the tree only when the image is
  * written, and resumes it if the answer is no or never comes.
  *
@@ -47,7 +47,6 @@
 #include <xxhash.h>
 
 #include "private.h"
-#include "core/keeper.h"
 #include "core/util.h"
 #include "criu/criu.h"
 #include "criu/streamer.h"
@@ -719,13 +718,13 @@ gck_capture_hook_path(const struct gck_capture *c)
 }
 
 /*
- * The post-dump action script criu runs: this program, run again with
- * GCK_CRIU_HOOK in its environment; or the keeper a restore runs criu
- * under (keeper.c), which does not return.  Returns -1 when this
- * process is neither, else the hook's exit status: 0 for criu to go on.
+ * The action script criu runs (gpuckpt-hook), with GCK_CRIU_HOOK in its
+ * environment: at post-dump, asks whether criu is to go on.  Returns
+ * GCK_OK when it is, GCK_ECRIU when not, GCK_EINVAL when criu did not
+ * run this process for a checkpoint.
  */
 int
-gck_criu_hook(char *argv[])
+gck_dump_hook(void)
 {
 	struct sockaddr_un	 sun;
 	const char		*path = getenv(HOOK_ENV);
@@ -734,27 +733,27 @@ gck_criu_hook(char *argv[])
 	char			 answer;
 	int			 s;
 
-	if (gck_keeper_hook(argv) != -1 || path == NULL || action == NULL)
-		return -1;
+	if (path == NULL || action == NULL)
+		return GCK_EINVAL;
 	if (strcmp(action, HOOK_ASK) != 0)
-		return 0;
+		return GCK_OK;
 	memset(&sun, 0, sizeof sun);
 	sun.sun_family = AF_UNIX;
 	if (strlen(path) >= sizeof sun.sun_path ||
 	    (s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-		return 1;
+		return GCK_ECRIU;
 	snprintf(sun.sun_path, sizeof sun.sun_path, "%s", path);
 	if (connect(s, (struct sockaddr *)&sun, sizeof sun) == -1 ||
 	    send(s, HOOK_ASK, strlen(HOOK_ASK), MSG_NOSIGNAL) !=
 	    (ssize_t)strlen(HOOK_ASK)) {
 		close(s);
-		return 1;
+		return GCK_ECRIU;
 	}
 	do
 		n = recv(s, &answer, 1, 0);
 	while (n == -1 && errno == EINTR);
 	close(s);
-	return n == 1 && answer == '0' ? 0 : 1;
+	return n == 1 && answer == '0' ? GCK_OK : GCK_ECRIU;
 }
 
 /* Serve: restore.  */
