@@ -35,8 +35,6 @@
 #include "criu/criu.h"
 #include "image/names.h"
 
-#define CRIU_ARGS	24
-
 static const char	*criu_path(void);
 struct clog;
 static int		 criu_run(struct gck_ctx *, char *const [],
@@ -294,6 +292,48 @@ criu_add_opts(char *argv[], int argc, unsigned int opts)
 	for (i = 0; i < 32; i++)
 		if (opts & (1u << i) && gck_criu_opt_arg(1u << i) != NULL)
 			argv[argc++] = (char *)gck_criu_opt_arg(1u << i);
+	return argc;
+}
+
+/*
+ * Fills cmd->argv with the command line of criu dump or criu restore, as
+ * cmd asks, NULL-terminated; cmd->argv points into cmd and into what
+ * cmd points to.  Returns how many arguments.
+ */
+int
+gck_criu_argv(struct gck_criu_cmd *cmd)
+{
+	char	**argv = cmd->argv;
+	int	  argc = 0;
+
+	argv[argc++] = (char *)criu_path();
+	if (cmd->restore) {
+		argv[argc++] = "restore";
+		argv[argc++] = "-d";
+	} else {
+		snprintf(cmd->pidbuf, sizeof cmd->pidbuf, "%d",
+		    (int)cmd->pid);
+		argv[argc++] = "dump";
+		argv[argc++] = "-t";
+		argv[argc++] = cmd->pidbuf;
+	}
+	argv[argc++] = "-D";
+	argv[argc++] = (char *)cmd->imgdir;
+	argv[argc++] = "-o";
+	argv[argc++] = "-";
+	argv[argc++] = "-v4";
+	argv[argc++] = cmd->leave_running ? "--leave-running" :
+	    "--leave-stopped";
+	if (cmd->stream)
+		argv[argc++] = "--stream";
+	if (cmd->action != NULL) {
+		argv[argc++] = "--action-script";
+		argv[argc++] = (char *)cmd->action;
+	}
+	if (cmd->shell_job)
+		argv[argc++] = "--shell-job";
+	argc = criu_add_opts(argv, argc, cmd->opts);
+	argv[argc] = NULL;
 	return argc;
 }
 
@@ -694,39 +734,22 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *imgdir,
     int shell_job, unsigned int opts, int leave_running,
     const struct gck_criu_stream *st)
 {
+	struct gck_criu_cmd	 cmd;
 	struct clog		 log;
-	const char		*leave = leave_running ? "--leave-running" :
-				    "--leave-stopped";
-	char	 pidbuf[16], why[1024];
-	char	 hook[PATH_MAX];
-	char	*argv[CRIU_ARGS];
-	int	 argc = 0, status, r;
+	char			 why[1024], hook[PATH_MAX];
+	int			 status, r;
 
 	if ((r = gck_libexec_path(ctx, "gpuckpt-hook", "criu runs after the "
 	    "dump", hook, sizeof hook)) != GCK_OK)
 		return r;
 
-	snprintf(pidbuf, sizeof pidbuf, "%d", (int)pid);
-	argv[argc++] = (char *)criu_path();
-	argv[argc++] = "dump";
-	argv[argc++] = "-t";
-	argv[argc++] = pidbuf;
-	argv[argc++] = "-D";
-	argv[argc++] = (char *)imgdir;
-	argv[argc++] = "-o";
-	argv[argc++] = "-";
-	argv[argc++] = "-v4";
-	argv[argc++] = (char *)leave;
-	argv[argc++] = "--stream";
-	argv[argc++] = "--action-script";
-	argv[argc++] = hook;
-	if (shell_job)
-		argv[argc++] = "--shell-job";
-	argc = criu_add_opts(argv, argc, opts);
-	argv[argc] = NULL;
-	log_argv(ctx, argv);
+	cmd = (struct gck_criu_cmd){ .imgdir = imgdir, .pid = pid,
+	    .shell_job = shell_job, .opts = opts,
+	    .leave_running = leave_running, .stream = 1, .action = hook };
+	gck_criu_argv(&cmd);
+	log_argv(ctx, cmd.argv);
 	status = -1;
-	r = criu_run(ctx, argv, &log, NULL, NULL, st->hook, st->during,
+	r = criu_run(ctx, cmd.argv, &log, NULL, NULL, st->hook, st->during,
 	    st->arg, &status);
 	if (r != GCK_OK)
 		return r;
@@ -753,31 +776,19 @@ gck_criu_restore(struct gck_ctx *ctx, const char *imgdir, int shell_job,
     unsigned int opts, const struct gck_criu_stream *st,
     struct gck_guard *guard, struct gck_keeper **kp, int *donep)
 {
+	struct gck_criu_cmd	 cmd;
 	struct clog		 log;
-	char	 why[1024];
-	char	*argv[CRIU_ARGS];
-	int	 argc = 0, status, r;
+	char			 why[1024];
+	int			 status, r;
 
 	*donep = 0;
 	*kp = NULL;
-	argv[argc++] = (char *)criu_path();
-	argv[argc++] = "restore";
-	argv[argc++] = "-d";
-	argv[argc++] = "-D";
-	argv[argc++] = (char *)imgdir;
-	argv[argc++] = "-o";
-	argv[argc++] = "-";
-	argv[argc++] = "-v4";
-	argv[argc++] = "--leave-stopped";
-	if (st != NULL)
-		argv[argc++] = "--stream";
-	if (shell_job)
-		argv[argc++] = "--shell-job";
-	argc = criu_add_opts(argv, argc, opts);
-	argv[argc] = NULL;
-	log_argv(ctx, argv);
+	cmd = (struct gck_criu_cmd){ .restore = 1, .imgdir = imgdir,
+	    .shell_job = shell_job, .opts = opts, .stream = st != NULL };
+	gck_criu_argv(&cmd);
+	log_argv(ctx, cmd.argv);
 	status = -1;
-	r = criu_run(ctx, argv, &log, kp, guard, NULL, st != NULL ?
+	r = criu_run(ctx, cmd.argv, &log, kp, guard, NULL, st != NULL ?
 	    st->during : NULL, st != NULL ? st->arg : NULL, &status);
 	if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		*donep = 1;	/* restored, even if the image failed */

@@ -25,6 +25,24 @@ struct gck_criu_stream {
 	void			*arg;
 	const char		*hook;	/* told to criu's action script */
 };
+/*
+ * What criu is run for, and its command line as gck_criu_argv() fills
+ * it in.
+ */
+#define GCK_CRIU_ARGV	24
+struct gck_criu_cmd {
+	int		 restore;	/* criu restore -d, else criu dump */
+	const char	*imgdir;
+	pid_t		 pid;		/* dump: the tree's root */
+	int		 shell_job;	/* --shell-job */
+	unsigned int	 opts;		/* GCK_CRIU_* */
+	int		 leave_running;	/* else --leave-stopped */
+	int		 stream;	/* --stream, else image files */
+	const char	*action;	/* --action-script, or NULL */
+	char		 pidbuf[16];
+	char		*argv[GCK_CRIU_ARGV];
+};
+int	gck_criu_argv(struct gck_criu_cmd *);
 int	gck_criu_dump(struct gck_ctx *, pid_t, const char *, int,
 	    unsigned int, int, const struct gck_criu_stream *);
 int	gck_criu_restore(struct gck_ctx *, const char *, int, unsigned int,

@@ -9,7 +9,7 @@ struct gck_manifest;
 struct gck_reader;
 struct gck_serve;
 
-/* streamer.c: criu --stream's image streamer socket */
+/* streamer.c (capture), serve.c (serve): criu --stream's image socket */
 #define GCK_SNAME	128
 #define GCK_KEEP_MAX	(1024u << 20)	/* image data held in memory */
 #define GCK_SAMPLE_STRIDE (64u << 10)	/* pages checked: the first ... */

@@ -1,0 +1,143 @@
+/*
+ * Unit tests for criu.c: the command lines of criu dump and criu restore.
+ */
+
+#include "config.h"
+
+#include <sys/types.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "private.h"
+#include "criu/criu.h"
+
+#define CRIU	"/opt/criu/sbin/criu"	/* $GCK_CRIU, criu's path */
+
+static void	assert_argv(struct gck_criu_cmd *, const char *const []);
+static void	t_dump_stopped(void **);
+static void	t_dump_running(void **);
+static void	t_dump_options(void **);
+static void	t_restore_files(void **);
+static void	t_restore_stream(void **);
+
+/* The command line of cmd is criu, then want (NULL-ended). */
+static void
+assert_argv(struct gck_criu_cmd *cmd, const char *const want[])
+{
+	int	argc, i;
+
+	argc = gck_criu_argv(cmd);
+	assert_true(argc < GCK_CRIU_ARGV);
+	assert_string_equal(cmd->argv[0], CRIU);
+	for (i = 1; want[i - 1] != NULL; i++) {
+		assert_true(i < argc);
+		assert_string_equal(cmd->argv[i], want[i - 1]);
+	}
+	assert_int_equal(i, argc);
+	assert_null(cmd->argv[argc]);
+}
+
+static void
+t_dump_stopped(void **state)
+{
+	struct gck_criu_cmd	 cmd = { .imgdir = "/w/img", .pid = 4242,
+	    .stream = 1, .action = "/usr/bin/gpuckpt" };
+	const char *const	 want[] = { "dump", "-t", "4242", "-D",
+	    "/w/img", "-o", "-", "-v4", "--leave-stopped", "--stream",
+	    "--action-script", "/usr/bin/gpuckpt", NULL };
+
+	(void)state;
+	assert_argv(&cmd, want);
+}
+
+static void
+t_dump_running(void **state)
+{
+	struct gck_criu_cmd	 cmd = { .imgdir = "/w/img", .pid = 7,
+	    .shell_job = 1, .leave_running = 1, .stream = 1,
+	    .action = "/x/gpusend" };
+	const char *const	 want[] = { "dump", "-t", "7", "-D", "/w/img",
+	    "-o", "-", "-v4", "--leave-running", "--stream",
+	    "--action-script", "/x/gpusend", "--shell-job", NULL };
+
+	(void)state;
+	assert_argv(&cmd, want);
+}
+
+/* Each GCK_CRIU_* bit is its option, in the order of the bits. */
+static void
+t_dump_options(void **state)
+{
+	struct gck_criu_cmd	 cmd = { .imgdir = "d", .pid = 1,
+	    .stream = 1, .action = "a" };
+	const char *const	 all[] = { "dump", "-t", "1", "-D", "d", "-o",
+	    "-", "-v4", "--leave-stopped", "--stream", "--action-script",
+	    "a", "--tcp-established", "--ext-unix-sk", "--file-locks",
+	    NULL };
+	const char *const	 locks[] = { "dump", "-t", "1", "-D", "d",
+	    "-o", "-", "-v4", "--leave-stopped", "--stream",
+	    "--action-script", "a", "--shell-job", "--file-locks", NULL };
+	const char *const	 unix_sk[] = { "dump", "-t", "1", "-D", "d",
+	    "-o", "-", "-v4", "--leave-stopped", "--stream",
+	    "--action-script", "a", "--ext-unix-sk", NULL };
+
+	(void)state;
+	cmd.opts = GCK_CRIU_OPTS_ALL;
+	assert_argv(&cmd, all);
+	cmd.opts = GCK_CRIU_FILE_LOCKS;
+	cmd.shell_job = 1;
+	assert_argv(&cmd, locks);
+	cmd.opts = GCK_CRIU_EXT_UNIX_SK;
+	cmd.shell_job = 0;
+	assert_argv(&cmd, unix_sk);
+}
+
+static void
+t_restore_files(void **state)
+{
+	struct gck_criu_cmd	 cmd = { .restore = 1, .imgdir = "/w/img",
+	    .shell_job = 1, .opts = GCK_CRIU_TCP_ESTABLISHED };
+	const char *const	 want[] = { "restore", "-d", "-D", "/w/img",
+	    "-o", "-", "-v4", "--leave-stopped", "--shell-job",
+	    "--tcp-established", NULL };
+
+	(void)state;
+	assert_argv(&cmd, want);
+}
+
+static void
+t_restore_stream(void **state)
+{
+	struct gck_criu_cmd	 cmd = { .restore = 1, .imgdir = "/w/img",
+	    .stream = 1 };
+	const char *const	 want[] = { "restore", "-d", "-D", "/w/img",
+	    "-o", "-", "-v4", "--leave-stopped", "--stream", NULL };
+
+	(void)state;
+	assert_argv(&cmd, want);
+}
+
+int
+main(void)
+{
+	static const struct CMUnitTest	tests[] = {
+		cmocka_unit_test(t_dump_stopped),
+		cmocka_unit_test(t_dump_running),
+		cmocka_unit_test(t_dump_options),
+		cmocka_unit_test(t_restore_files),
+		cmocka_unit_test(t_restore_stream),
+	};
+
+	if (setenv("GCK_CRIU", CRIU, 1) == -1)
+		return 1;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
