@@ -39,6 +39,25 @@ static const struct option longopts[] = {
 	{ NULL,			0,			NULL,	0 }
 };
 
+/* What the command line asks for. */
+struct args {
+	struct gck_send_opts	 o;
+	const char		*user;
+	int			 verbose;
+	int			 image_opts;	/* options for a live tree */
+	int			 port_set, timeout_set;
+};
+
+static _Noreturn void	usage(int);
+static void	parse_option(struct gck_send_opts *, char *, int *, int *);
+static void	parse_dest(char *, const char **, const char **,
+		    const char **);
+static void	parse_args(struct args *, int, char *[]);
+static void	check_live(struct args *, int, char *[]);
+static void	check_file(struct args *, int, char *[]);
+static int	report(struct gck_ctx *, const struct args *,
+		    struct gck_send_result *, int);
+
 static _Noreturn void
 usage(int status)
 {
@@ -161,176 +180,209 @@ parse_dest(char *dest, const char **userp, const char **hostp,
 	*hostp = host;
 }
 
-int
-main(int argc, char *argv[])
+/* Reads the options into a, leaving the operands in argv[optind...]. */
+static void
+parse_args(struct args *a, int argc, char *argv[])
 {
-	struct gck_send_opts	 o;
-	struct gck_send_result	 res;
-	struct gck_ctx		*ctx;
-	const char		*user = NULL, *file;
+	struct gck_send_opts	*o = &a->o;
 	long			 ms;
-	int			 ch, verbose = 0, r, image_opts = 0;
-	int			 port_set = 0, timeout_set = 0, status;
+	int			 ch;
 
-	memset(&o, 0, sizeof o);
-	o.lock_ms = GCK_LOCK_TIMEOUT_MS;
-	o.level = GCK_ZSTD_LEVEL;
-	o.timeout_ms = GCK_SEND_TIMEOUT_MS;
-	o.remote_path = "gpurecv";
-	o.parallel = 1;
-	o.infd = -1;
+	memset(a, 0, sizeof *a);
+	o->lock_ms = GCK_LOCK_TIMEOUT_MS;
+	o->level = GCK_ZSTD_LEVEL;
+	o->timeout_ms = GCK_SEND_TIMEOUT_MS;
+	o->remote_path = "gpurecv";
+	o->parallel = 1;
+	o->infd = -1;
 	while ((ch = getopt_long(argc, argv, "c:hi:o:P:p:Vv", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'A':
-			o.accept_new = 1;
+			o->accept_new = 1;
 			break;
 		case 'c':
-			if ((o.level = tool_compress(optarg)) == -1)
+			if ((o->level = tool_compress(optarg)) == -1)
 				usage(2);
-			image_opts++;
+			a->image_opts++;
 			break;
 		case 'E':
-			o.criu_opts |= GCK_CRIU_EXT_UNIX_SK;
-			image_opts++;
+			o->criu_opts |= GCK_CRIU_EXT_UNIX_SK;
+			a->image_opts++;
 			break;
 		case 'F':
-			o.criu_opts |= GCK_CRIU_FILE_LOCKS;
-			image_opts++;
+			o->criu_opts |= GCK_CRIU_FILE_LOCKS;
+			a->image_opts++;
 			break;
 		case 'g':
-			o.gpu_map = optarg;
+			o->gpu_map = optarg;
 			break;
 		case 'h':
 			usage(0);
 		case 'i':
-			o.identity = optarg;
+			o->identity = optarg;
 			break;
 		case 'L':
 			if ((ms = tool_seconds(optarg, "lock timeout",
 			    3600)) == -1)
 				usage(2);
-			o.lock_ms = (unsigned int)ms;
-			image_opts++;
+			o->lock_ms = (unsigned int)ms;
+			a->image_opts++;
 			break;
 		case 'n':
-			o.parallel = (unsigned int)tool_number(optarg, 1,
+			o->parallel = (unsigned int)tool_number(optarg, 1,
 			    GCK_STREAMS_MAX, "--parallel");
 			break;
 		case 'o':
-			parse_option(&o, optarg, &port_set, &timeout_set);
+			parse_option(o, optarg, &a->port_set, &a->timeout_set);
 			break;
 		case 'P':
-			o.port = (int)tool_number(optarg, 1, 65535, "port");
-			port_set = 1;
+			o->port = (int)tool_number(optarg, 1, 65535, "port");
+			a->port_set = 1;
 			break;
 		case 'p':
-			o.pid = tool_pid(optarg);
+			o->pid = tool_pid(optarg);
 			break;
 		case 'r':
 			if (*optarg == '\0') {
 				warnx("empty --remote-path");
 				usage(2);
 			}
-			o.remote_path = optarg;
+			o->remote_path = optarg;
 			break;
 		case 'T':
-			o.criu_opts |= GCK_CRIU_TCP_ESTABLISHED;
-			image_opts++;
+			o->criu_opts |= GCK_CRIU_TCP_ESTABLISHED;
+			a->image_opts++;
 			break;
 		case 't':
 			if ((ms = tool_seconds(optarg, "timeout", 86400)) <= 0)
 				usage(2);
-			o.timeout_ms = (unsigned int)ms;
-			timeout_set = 1;
+			o->timeout_ms = (unsigned int)ms;
+			a->timeout_set = 1;
 			break;
 		case 'V':
 			tool_version();
 		case 'v':
-			verbose++;
+			a->verbose++;
 			break;
 		case 'z':
-			o.resume = 1;
+			o->resume = 1;
 			break;
 		default:
 			usage(2);
 		}
 	}
-	argc -= optind;
-	argv += optind;
-	if (o.pid > 0) {
-		if (argc != 1)
-			usage(2);
-		parse_dest(argv[0], &user, &o.host, &o.path);
-		if (o.path != NULL) {
-			warnx("a live process tree is restored there, not "
-			    "stored: drop ':%s'", o.path);
-			usage(2);
-		}
-		if (o.resume) {
-			warnx("--resume is for images sent from a file");
-			usage(2);
-		}
-	} else {
-		if (argc != 2)
-			usage(2);
-		if (image_opts) {
-			warnx("-c, --lock-timeout and the criu options are "
-			    "for a live tree (-p)");
-			usage(2);
-		}
-		file = argv[0];
-		parse_dest(argv[1], &user, &o.host, &o.path);
-		if (o.resume && (o.path == NULL || strcmp(file, "-") == 0)) {
-			warnx("--resume continues a file stored there: it "
-			    "needs a file and host:path");
-			usage(2);
-		}
-		if (o.path != NULL && o.gpu_map != NULL) {
-			warnx("--gpu-map is for a restore, not host:path");
-			usage(2);
-		}
-		if (strcmp(file, "-") != 0) {
-			o.name = strrchr(file, '/') != NULL ?
-			    strrchr(file, '/') + 1 : file;
-			if (*o.name == '\0')
-				errx(2, "'%s' names no file", file);
-		}
-		o.infd = tool_open_image(file, 1);
-	}
-	if (user != NULL)
-		o.user = user;
-	o.verbose = verbose > 0;
+}
 
-	tool_signals();
-	ctx = tool_ctx(verbose);
-	r = gck_send(ctx, &o, &res);
+/* -p pid [user@]host: a live tree, restored there. */
+static void
+check_live(struct args *a, int argc, char *argv[])
+{
+	struct gck_send_opts	*o = &a->o;
+
+	if (argc != 1)
+		usage(2);
+	parse_dest(argv[0], &a->user, &o->host, &o->path);
+	if (o->path != NULL) {
+		warnx("a live process tree is restored there, not stored: "
+		    "drop ':%s'", o->path);
+		usage(2);
+	}
+	if (o->resume) {
+		warnx("--resume is for images sent from a file");
+		usage(2);
+	}
+}
+
+/* file|- [user@]host[:path]: an image, restored or stored there. */
+static void
+check_file(struct args *a, int argc, char *argv[])
+{
+	struct gck_send_opts	*o = &a->o;
+	const char		*file;
+
+	if (argc != 2)
+		usage(2);
+	if (a->image_opts) {
+		warnx("-c, --lock-timeout and the criu options are for a "
+		    "live tree (-p)");
+		usage(2);
+	}
+	file = argv[0];
+	parse_dest(argv[1], &a->user, &o->host, &o->path);
+	if (o->resume && (o->path == NULL || strcmp(file, "-") == 0)) {
+		warnx("--resume continues a file stored there: it needs a "
+		    "file and host:path");
+		usage(2);
+	}
+	if (o->path != NULL && o->gpu_map != NULL) {
+		warnx("--gpu-map is for a restore, not host:path");
+		usage(2);
+	}
+	if (strcmp(file, "-") != 0) {
+		o->name = strrchr(file, '/') != NULL ? strrchr(file, '/') + 1 :
+		    file;
+		if (*o->name == '\0')
+			errx(2, "'%s' names no file", file);
+	}
+	o->infd = tool_open_image(file, 1);
+}
+
+/* Says how gck_send() went, r its result.  Returns the exit status. */
+static int
+report(struct gck_ctx *ctx, const struct args *a, struct gck_send_result *res,
+    int r)
+{
+	const struct gck_send_opts	*o = &a->o;
+
 	switch (r) {
 	case GCK_OK:
-		status = 0;
-		tool_tty_note(res.tty_pid, res.tty, res.tty_fd);
-		if (o.path == NULL)
-			printf("%d\n", (int)res.pid);
-		else if (verbose)
+		tool_tty_note(res->tty_pid, res->tty, res->tty_fd);
+		if (o->path == NULL)
+			printf("%d\n", (int)res->pid);
+		else if (a->verbose)
 			fprintf(stderr, "%s: stored %s:%s (%llu bytes, %llu "
-			    "of them sent)\n", getprogname(), o.host,
-			    res.stored != NULL ? res.stored : "?",
-			    (unsigned long long)res.bytes,
-			    (unsigned long long)(res.bytes - res.skipped));
+			    "of them sent)\n", getprogname(), o->host,
+			    res->stored != NULL ? res->stored : "?",
+			    (unsigned long long)res->bytes,
+			    (unsigned long long)(res->bytes - res->skipped));
 		/* Done is done: the tree runs there, whatever stdout does. */
 		if (fflush(stdout) == EOF)
 			warn("the remote root PID %d could not be written",
-			    (int)res.pid);
-		break;
+			    (int)res->pid);
+		return 0;
 	case GCK_EDOUBT:
 		warnx("%s", gck_error_string(ctx));
-		status = 3;
-		break;
+		return 3;
 	default:
 		warnx("%s", gck_error_string(ctx));
-		status = 1;
-		break;
+		return 1;
 	}
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct args		 a;
+	struct gck_send_result	 res;
+	struct gck_ctx		*ctx;
+	int			 r, status;
+
+	parse_args(&a, argc, argv);
+	argc -= optind;
+	argv += optind;
+	if (a.o.pid > 0)
+		check_live(&a, argc, argv);
+	else
+		check_file(&a, argc, argv);
+	if (a.user != NULL)
+		a.o.user = a.user;
+	a.o.verbose = a.verbose > 0;
+
+	tool_signals();
+	ctx = tool_ctx(a.verbose);
+	r = gck_send(ctx, &a.o, &res);
+	status = report(ctx, &a, &res, r);
 	free(res.stored);
 	gck_ctx_free(ctx);
 	return status;

@@ -55,6 +55,13 @@ struct queue {
 	unsigned	 head, count;
 };
 
+struct send;
+
+struct sender {
+	struct send	*s;
+	unsigned	 i;
+};
+
 struct send {
 	struct gck_ctx			*ctx;
 	const struct gck_send_opts	*o;
@@ -79,23 +86,89 @@ struct send {
 	int				 reader_up;
 	int				 failed;	/* a code; fail_msg why */
 	int				 fail_remote;	/* the remote said it */
-	char				 fail_msg[GCK_ERRMAX + 16];
+	int				 fail_errno;	/* with GCK_ESYS */
+	enum gck_origin			 fail_origin;
+	char				 fail_msg[GCK_ERRMAX];
 	uint64_t			 sent;		/* image bytes */
 	struct timespec			 t0;
+	struct sender			 sd[GCK_STREAMS_MAX];
+
+	/* gck_send() on its way. */
+	json_t				*hello;
+	json_t				*stored;
+	int				 p[2];		/* a live tree's pipe */
+	int				 touched;	/* the checkpoint ran */
+	int				 local_no;	/* refused before it */
+	enum gck_origin			 hook_origin;	/* its hook's failure */
 };
 
+static void	fail(struct send *, int, int, const struct gck_ctx *);
+static void	stop(struct send *);
+static int	fail_error(struct send *, struct gck_ctx *, int);
+static int	remote_error(struct gck_ctx *, int, const char *, ...)
+		    __attribute__((__format__(__printf__, 3, 4)));
+static int	send_init(struct send *, struct gck_ctx *,
+		    const struct gck_send_opts *, struct gck_send_result *);
+static int	send_check(struct send *);
+static int	send_image(struct send *);
+static int	send_live(struct send *);
+static int	live_failed(struct send *, int);
+static void	send_end(struct send *, int);
+
+/*
+ * Stops the send with code, the error on why telling why (its message,
+ * errno and origin); remote when the remote said it.
+ */
 static void
-fail(struct send *s, int code, int remote, const char *msg)
+fail(struct send *s, int code, int remote, const struct gck_ctx *why)
 {
 	pthread_mutex_lock(&s->mu);
 	/* The remote's own word wins over what its going did to us. */
 	if (s->failed == GCK_OK || (remote && !s->fail_remote)) {
 		s->failed = code;
 		s->fail_remote = remote;
-		snprintf(s->fail_msg, sizeof s->fail_msg, "%s", msg);
+		s->fail_errno = why->oerrno;
+		s->fail_origin = why->origin;
+		snprintf(s->fail_msg, sizeof s->fail_msg, "%s", why->msg);
 	}
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
+}
+
+/* Stops the pump, for no fault of its own. */
+static void
+stop(struct send *s)
+{
+	struct gck_ctx	tmp;
+
+	memset(&tmp, 0, sizeof tmp);
+	gck_set_error(&tmp, GCK_EINTR, "stopped");
+	fail(s, GCK_EINTR, 0, &tmp);
+}
+
+/* Sets on ctx, with code, why the send stopped.  Returns code. */
+static int
+fail_error(struct send *s, struct gck_ctx *ctx, int code)
+{
+	if (code == GCK_ESYS)
+		gck_set_syserr(ctx, s->fail_errno, "%s", s->fail_msg);
+	else
+		gck_set_error(ctx, code, "%s", s->fail_msg);
+	return gck_error_from(ctx, s->fail_origin);
+}
+
+/* Records what the remote said, or what it did wrong.  Returns code. */
+static int
+remote_error(struct gck_ctx *ctx, int code, const char *fmt, ...)
+{
+	char	msg[GCK_ERRMAX];
+	va_list	ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	gck_set_error(ctx, code, "%s", msg);
+	return gck_error_from(ctx, GCK_FROM_REMOTE);
 }
 
 /* Quotes s for the remote shell. */
@@ -167,19 +240,21 @@ remote_gone(struct send *s, struct gck_ctx *ctx, struct gck_ssh *c,
 	int		 st = gck_ssh_exit_status(c, 1000);
 
 	if (st == 127 || st == 126)
-		return gck_set_error(ctx, GCK_EREMOTE, "%s: cannot run '%s'%s%s "
+		return remote_error(ctx, GCK_EREMOTE, "%s: cannot run '%s'%s%s "
 		    "(exit %d): install gpuckpt there, or give gpurecv's path "
 		    "with --remote-path", s->rname, s->o->remote_path,
 		    *err != '\0' ? ": " : "", err, st);
 	if (st >= 0)
-		return gck_set_error(ctx, GCK_EREMOTE, "%s: gpurecv exited "
+		return remote_error(ctx, GCK_EREMOTE, "%s: gpurecv exited "
 		    "with status %d%s%s%s%s", s->rname, st, sp, when,
 		    *err != '\0' ? ": " : "", err);
 	if (*err != '\0')
-		return gck_set_error(ctx, GCK_ESSH, "ssh %s: connection lost"
-		    "%s%s (remote said: %s)", gck_ssh_name(c), sp, when, err);
-	return gck_set_error(ctx, GCK_ESSH, "ssh %s: connection lost%s%s",
-	    gck_ssh_name(c), sp, when);
+		gck_set_error(ctx, GCK_ESSH, "ssh %s: connection lost%s%s "
+		    "(remote said: %s)", gck_ssh_name(c), sp, when, err);
+	else
+		gck_set_error(ctx, GCK_ESSH, "ssh %s: connection lost%s%s",
+		    gck_ssh_name(c), sp, when);
+	return gck_error_from(ctx, GCK_FROM_SSH);
 }
 
 /*
@@ -206,10 +281,10 @@ read_ctl(struct send *s, struct gck_ctx *ctx, struct gck_ssh *c,
 			return remote_gone(s, ctx, c, when);
 		if (r != GCK_OK)
 			return r;
-		if ((r = gck_frame_unpack(ctx, hdr, &f, s->rname)) != GCK_OK)
-			return r;
+		if (gck_frame_unpack(ctx, hdr, &f, s->rname) != GCK_OK)
+			return gck_error_from(ctx, GCK_FROM_REMOTE);
 		if (f.type == GCK_F_DATA || f.len > GCK_CTL_MAX)
-			return gck_set_error(ctx, GCK_EFORMAT, "%s sent a "
+			return remote_error(ctx, GCK_EFORMAT, "%s sent a "
 			    "data frame", s->rname);
 		if (f.len > 0) {
 			if ((buf = malloc(f.len)) == NULL)
@@ -233,11 +308,11 @@ read_ctl(struct send *s, struct gck_ctx *ctx, struct gck_ssh *c,
 	    2, s->rname);
 	free(buf);
 	if (o == NULL)
-		return ctx->code;
+		return gck_error_from(ctx, GCK_FROM_REMOTE);
 	if (f.type == GCK_F_ERROR) {
 		s->refused = 1;
 		e = json_string_value(json_object_get(o, "error"));
-		r = gck_set_error(ctx, GCK_EREMOTE, "%s: %s", s->rname,
+		r = remote_error(ctx, GCK_EREMOTE, "%s: %s", s->rname,
 		    e != NULL ? e : "failed");
 		json_decref(o);
 		return r;
@@ -259,7 +334,7 @@ expect(struct send *s, struct gck_ctx *ctx, struct gck_ssh *c, int type,
 	if (t != type) {
 		json_decref(*op);
 		*op = NULL;
-		return gck_set_error(ctx, GCK_EFORMAT, "%s sent '%c' where "
+		return remote_error(ctx, GCK_EFORMAT, "%s sent '%c' where "
 		    "'%c' was due", s->rname, t, type);
 	}
 	return GCK_OK;
@@ -361,7 +436,7 @@ connect_all(struct send *s, json_t **hellop)
 			proto = json_integer_value(json_object_get(*hellop,
 			    "proto"));
 			if (proto != GCK_PROTO) {
-				r = gck_set_error(ctx, GCK_EREMOTE, "%s: its "
+				r = remote_error(ctx, GCK_EREMOTE, "%s: its "
 				    "gpurecv (%s) speaks protocol %lld, this "
 				    "gpusend %d", s->rname, json_is_string(
 				    json_object_get(*hellop, "version")) ?
@@ -455,25 +530,26 @@ static void *
 reader_main(void *arg)
 {
 	struct send	*s = arg;
-	struct gck_ctx	*ctx = s->cctx[0];
+	struct gck_ctx	 rctx, *ctx = &rctx;
 	struct item	 it;
 	uint64_t	 seq, total = s->offset;
 	unsigned	 i;
 	ssize_t		 n;
 
+	memset(&rctx, 0, sizeof rctx);
+	gck_set_interrupt(&rctx, s->ctx->intr);
 	for (seq = 0; ; seq++) {
 		memset(&it, 0, sizeof it);
 		if ((it.buf = malloc(GCK_CHUNK)) == NULL) {
-			fail(s, GCK_ENOMEM, 0, "out of memory");
+			gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+			fail(s, GCK_ENOMEM, 0, ctx);
 			break;
 		}
 		n = gck_read_full(ctx, s->srcfd, it.buf, GCK_CHUNK,
 		    "the image");
 		if (n == -1) {
-			char	msg[GCK_ERRMAX + 8];
-
-			snprintf(msg, sizeof msg, "local: %s", ctx->msg);
-			fail(s, ctx->code, 0, msg);
+			gck_error_prefix(ctx, "local: ");
+			fail(s, ctx->code, 0, ctx);
 			free(it.buf);
 			break;
 		}
@@ -520,14 +596,9 @@ heard(struct send *s, struct gck_ctx *ctx)
 	    "sent")) != GCK_OK)
 		return r;
 	json_decref(o);
-	return gck_set_error(ctx, GCK_EFORMAT, "%s sent '%c' while the image "
+	return remote_error(ctx, GCK_EFORMAT, "%s sent '%c' while the image "
 	    "was sent", s->rname, t);
 }
-
-struct sender {
-	struct send	*s;
-	unsigned	 i;
-};
 
 static void *
 sender_main(void *arg)
@@ -570,16 +641,17 @@ sender_main(void *arg)
 			if (r == GCK_ETRUNC)
 				remote_gone(s, ctx, c, when);
 		}
-		fail(s, r, r == GCK_EREMOTE, ctx->msg);
+		fail(s, r, r == GCK_EREMOTE, ctx);
 	}
 	return NULL;
 }
 
 /* Starts the reader and a sender per connection. */
 static int
-pump_start(struct send *s, struct sender *sd)
+pump_start(struct send *s)
 {
 	struct gck_ctx	*ctx = s->ctx;
+	struct sender	*sd = s->sd;
 	unsigned	 i;
 
 	clock_gettime(CLOCK_MONOTONIC, &s->t0);
@@ -598,16 +670,16 @@ pump_start(struct send *s, struct sender *sd)
 	}
 	gck_set_syserr(ctx, errno, "cannot start a thread: %s",
 	    strerror(errno));
-	fail(s, GCK_ESYS, 0, ctx->msg);
+	fail(s, GCK_ESYS, 0, ctx);
 	return GCK_ESYS;
 }
 
 /*
- * Waits for the pump to finish.  On failure, sets why on ctx (the
- * remote's word if it can be had) and returns the code.
+ * Waits for the pump to finish.  Returns GCK_OK, or the code it failed
+ * with, why in s (the remote's word if it can be had).
  */
 static int
-pump_finish(struct send *s)
+pump_wait(struct send *s)
 {
 	struct gck_ctx	*ctx = s->ctx;
 	struct timespec	 t1;
@@ -646,10 +718,19 @@ pump_finish(struct send *s)
 
 		memset(&tmp, 0, sizeof tmp);
 		if (read_ctl(s, &tmp, s->c[0], &t, &o, "") == GCK_EREMOTE)
-			fail(s, GCK_EREMOTE, 1, tmp.msg);
+			fail(s, GCK_EREMOTE, 1, &tmp);
 		json_decref(o);
 	}
-	return gck_set_error(ctx, s->failed, "%s", s->fail_msg);
+	return s->failed;
+}
+
+/* As pump_wait(), with why it failed set on the send's context. */
+static int
+pump_finish(struct send *s)
+{
+	if (pump_wait(s) == GCK_OK)
+		return GCK_OK;
+	return fail_error(s, s->ctx, s->failed);
 }
 
 /*
@@ -692,7 +773,7 @@ ask_outcome(struct send *s, pid_t *pidp)
 	} else if (strncmp(buf, "failed", 6) == 0)
 		ret = 0;
 	else
-		gck_set_error(ctx, GCK_EDOUBT, "%s cannot tell", s->rname);
+		remote_error(ctx, GCK_EDOUBT, "%s cannot tell", s->rname);
 out:
 	free(cmd);
 	gck_ssh_close(c);
@@ -707,6 +788,7 @@ handover_go(struct send *s)
 	struct gck_ssh	*c = s->c[0];
 	json_t		*o = NULL;
 	char		 msg[GCK_ERRMAX], why[GCK_ERRMAX];
+	enum gck_origin	 from;
 	pid_t		 pid;
 	int		 r, k;
 
@@ -726,20 +808,23 @@ handover_go(struct send *s)
 	if (r == GCK_EREMOTE && s->refused)
 		return r;
 	snprintf(msg, sizeof msg, "%s", ctx->msg);
+	from = ctx->origin;
 	switch ((k = ask_outcome(s, &pid))) {
 	case 1:
 		s->res->pid = pid;
 		gck_log(ctx, 1, "%s runs process tree %d", s->rname, (int)pid);
 		return GCK_OK;
 	case 0:
-		return gck_set_error(ctx, GCK_EREMOTE, "%s; %s did not let "
-		    "the restored tree run", msg, s->rname);
+		gck_set_error(ctx, GCK_EREMOTE, "%s; %s did not let the "
+		    "restored tree run", msg, s->rname);
+		return gck_error_from(ctx, from);
 	default:
 		s->res->in_doubt = 1;
 		snprintf(why, sizeof why, "%s", ctx->msg);
-		return gck_set_error(ctx, GCK_EDOUBT, "hand-over in doubt: %s; "
-		    "asked again: %s; %s may be running it (ask it with "
-		    "'gpurecv --outcome %s')", msg, why, s->rname, s->id);
+		gck_set_error(ctx, GCK_EDOUBT, "hand-over in doubt: %s; asked "
+		    "again: %s; %s may be running it (ask it with 'gpurecv "
+		    "--outcome %s')", msg, why, s->rname, s->id);
+		return gck_error_from(ctx, GCK_FROM_HANDOVER);
 	}
 }
 
@@ -792,13 +877,14 @@ commit_hook(struct gck_ctx *ctx, void *arg, struct gck_guard *guard,
 
 	close(s->wfd);
 	s->wfd = -1;
-	if ((r = pump_finish(s)) != GCK_OK)
-		return r;
-	r = handover(s, guard);
-	if (r == GCK_EDOUBT) {
+	if ((r = pump_finish(s)) == GCK_OK &&
+	    (r = handover(s, guard)) == GCK_EDOUBT) {
 		*after = GCK_AFTER_STOP;
 		return GCK_OK;
 	}
+	/* Whatever the checkpoint makes of its message, this stays. */
+	if (r != GCK_OK)
+		s->hook_origin = ctx->origin;
 	return r;
 }
 
@@ -817,185 +903,239 @@ make_id(struct gck_ctx *ctx, char id[33])
 	return GCK_OK;
 }
 
-int
-gck_send(struct gck_ctx *ctx, const struct gck_send_opts *o,
+/* Sets up s for a send; the connections come later. */
+static int
+send_init(struct send *s, struct gck_ctx *ctx, const struct gck_send_opts *o,
     struct gck_send_result *res)
 {
-	struct send		 s;
-	struct sender		 sd[GCK_STREAMS_MAX];
-	struct gck_ckpt_opts	 co;
-	struct gck_ckpt_result	 cres;
-	json_t			*hello = NULL, *so = NULL;
-	char			 msg[GCK_ERRMAX];
-	const char		*tail;
-	unsigned		 i;
-	int			 r, pf, touched = 0, p[2] = { -1, -1 };
-	int			 refused = 0;
+	unsigned	i;
 
 	memset(res, 0, sizeof *res);
 	res->pid = -1;
 	res->tty_pid = -1;
-	memset(&cres, 0, sizeof cres);
-	memset(&s, 0, sizeof s);
-	s.ctx = ctx;
-	s.o = o;
-	s.res = res;
-	s.srcfd = o->pid > 0 ? -1 : o->infd;
-	s.wfd = -1;
-	s.n = o->parallel > 0 ? o->parallel : 1;
-	pthread_mutex_init(&s.mu, NULL);
-	pthread_cond_init(&s.cv, NULL);
-	if (s.n > GCK_STREAMS_MAX) {
-		r = gck_set_error(ctx, GCK_EINVAL, "at most %d connections",
+	memset(s, 0, sizeof *s);
+	s->ctx = ctx;
+	s->o = o;
+	s->res = res;
+	s->srcfd = o->pid > 0 ? -1 : o->infd;
+	s->wfd = -1;
+	s->p[0] = s->p[1] = -1;
+	s->n = o->parallel > 0 ? o->parallel : 1;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	if (s->n > GCK_STREAMS_MAX) {
+		s->n = 0;
+		return gck_set_error(ctx, GCK_EINVAL, "at most %d connections",
 		    GCK_STREAMS_MAX);
-		goto out;
 	}
-	for (i = 0; i < s.n; i++)
-		if ((s.cctx[i] = gck_ctx_new()) == NULL) {
-			r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-			goto out;
-		} else
-			gck_set_interrupt(s.cctx[i], ctx->intr);
-	if (o->pid > 0 && kill(o->pid, 0) == -1 && errno == ESRCH) {
-		r = gck_set_error(ctx, GCK_ENOPROC, "local: no process %d",
-		    (int)o->pid);
-		goto out;
+	for (i = 0; i < s->n; i++) {
+		if ((s->cctx[i] = gck_ctx_new()) == NULL)
+			return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		gck_set_interrupt(s->cctx[i], ctx->intr);
 	}
-	/* What the checkpoint would refuse is refused before connecting. */
-	if (o->pid > 0 && (r = gck_criu_can_dump(ctx, o->pid)) != GCK_OK) {
-		snprintf(msg, sizeof msg, "%s", ctx->msg);
-		r = gck_set_error(ctx, r, "local: %s", msg);
-		refused = 1;
-		goto out;
-	}
-	if ((r = make_id(ctx, s.id)) != GCK_OK ||
-	    (r = connect_all(&s, &hello)) != GCK_OK)
-		goto out;
-	if (o->pid <= 0)
-		s.offset = resume_offset(&s, hello);
-	res->skipped = s.offset;
-	if ((r = send_ctl(ctx, s.c[0], GCK_F_START, 0, "{s:I}", "offset",
-	    (json_int_t)s.offset)) != GCK_OK)
-		goto out;
+	return GCK_OK;
+}
 
-	if (o->pid <= 0) {
-		/* An image already made. */
-		if ((r = pump_start(&s, sd)) != GCK_OK ||
-		    (r = pump_finish(&s)) != GCK_OK)
-			goto out;
-		if (o->path != NULL) {
-			if ((r = expect(&s, ctx, s.c[0], GCK_F_STORED, &so,
-			    "before the image was stored")) != GCK_OK)
-				goto out;
-			tail = json_string_value(json_object_get(so, "path"));
-			if (tail != NULL && (res->stored = strdup(tail)) ==
-			    NULL) {
-				r = gck_set_error(ctx, GCK_ENOMEM,
-				    "out of memory");
-				goto out;
-			}
-		} else if ((r = handover(&s, NULL)) != GCK_OK)
-			goto out;
-		r = GCK_OK;
-		goto out;
-	}
+/* What the checkpoint would refuse is refused before connecting. */
+static int
+send_check(struct send *s)
+{
+	struct gck_ctx	*ctx = s->ctx;
+	pid_t		 pid = s->o->pid;
+	int		 r;
 
-	/* A live tree: the image is made into a pipe as it is sent. */
-	if (pipe2(p, O_CLOEXEC) == -1) {
-		r = gck_set_syserr(ctx, errno, "local: cannot make a pipe: %s",
-		    strerror(errno));
-		goto out;
+	if (pid <= 0)
+		return GCK_OK;
+	if (kill(pid, 0) == -1 && errno == ESRCH)
+		return gck_set_error(ctx, GCK_ENOPROC, "local: no process %d",
+		    (int)pid);
+	if ((r = gck_criu_can_dump(ctx, pid)) != GCK_OK) {
+		s->local_no = 1;
+		return gck_error_prefix(ctx, "local: ");
 	}
-	(void)fcntl(p[1], F_SETPIPE_SZ, (int)GCK_CHUNK);
-	s.srcfd = p[0];
-	s.own_src = 1;
-	s.wfd = p[1];
-	if ((r = pump_start(&s, sd)) != GCK_OK)
-		goto out;
+	return GCK_OK;
+}
+
+/* An image already made: sent, then stored there or handed over. */
+static int
+send_image(struct send *s)
+{
+	struct gck_ctx	*ctx = s->ctx;
+	const char	*path;
+	int		 r;
+
+	if ((r = pump_start(s)) != GCK_OK || (r = pump_finish(s)) != GCK_OK)
+		return r;
+	if (s->o->path == NULL)
+		return handover(s, NULL);
+	if ((r = expect(s, ctx, s->c[0], GCK_F_STORED, &s->stored,
+	    "before the image was stored")) != GCK_OK)
+		return r;
+	path = json_string_value(json_object_get(s->stored, "path"));
+	if (path != NULL && (s->res->stored = strdup(path)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	return GCK_OK;
+}
+
+/*
+ * The end of the message that tells what became of the tree.  A
+ * checkpoint that does not record it has still written it last, after
+ * "; process tree".
+ */
+static const char *
+fate_text(const struct gck_ctx *ctx)
+{
+	const char	*tail = gck_error_fate_text(ctx);
+
+	if (*tail == '\0' && (tail = strstr(ctx->msg, "; process tree")) ==
+	    NULL)
+		tail = "";
+	return tail;
+}
+
+/*
+ * Words the error of a checkpoint that failed with r: what the other
+ * side or the hand-over said stands; a checkpoint that failed because
+ * the pump had stopped failed for the pump's reason, the fate of the
+ * tree being what the checkpoint reported; else the failure was here.
+ */
+static int
+live_failed(struct send *s, int r)
+{
+	struct gck_ctx	*ctx = s->ctx;
+	enum gck_origin	 from;
+	enum gck_fate	 fate = ctx->fate;
+	char		 tail[GCK_ERRMAX];
+	int		 pf;
+
+	from = ctx->origin != GCK_FROM_HERE ? ctx->origin : s->hook_origin;
+	snprintf(tail, sizeof tail, "%s", fate_text(ctx));
+	pthread_mutex_lock(&s->mu);
+	pf = s->failed;
+	pthread_mutex_unlock(&s->mu);
+	if (pf == GCK_OK)
+		stop(s);
+	(void)pump_wait(s);
+	if (from != GCK_FROM_HERE)
+		return gck_error_from(ctx, from);
+	if (pf == GCK_OK)
+		return gck_error_prefix(ctx, "local: ");
+	fail_error(s, ctx, pf);
+	if (fate != GCK_FATE_UNSAID)
+		return gck_error_fate(ctx, fate, "%s", tail + 2);
+	if (*tail != '\0') {
+		gck_set_error(ctx, pf, "%s%s", s->fail_msg, tail);
+		return gck_error_from(ctx, s->fail_origin);
+	}
+	return pf;
+}
+
+/* A live tree: the image is made into a pipe as it is sent. */
+static int
+send_live(struct send *s)
+{
+	const struct gck_send_opts	*o = s->o;
+	struct gck_ctx			*ctx = s->ctx;
+	struct gck_ckpt_opts		 co;
+	struct gck_ckpt_result		 cres;
+	int				 r;
+
+	if (pipe2(s->p, O_CLOEXEC) == -1)
+		return gck_set_syserr(ctx, errno, "local: cannot make a pipe: "
+		    "%s", strerror(errno));
+	(void)fcntl(s->p[1], F_SETPIPE_SZ, (int)GCK_CHUNK);
+	s->srcfd = s->p[0];
+	s->own_src = 1;
+	s->wfd = s->p[1];
+	if ((r = pump_start(s)) != GCK_OK)
+		return r;
 	memset(&co, 0, sizeof co);
 	co.pid = o->pid;
 	co.level = o->level;
 	co.after = GCK_AFTER_KILL;
-	co.outfd = s.wfd;
+	co.outfd = s->wfd;
 	co.tmpdir = o->tmpdir;
 	co.lock_ms = o->lock_ms;
 	co.criu_opts = o->criu_opts;
-	touched = 1;
-	r = gck_checkpoint_ex(ctx, &co, commit_hook, &s, &cres);
-	res->tty_pid = cres.tty_pid;
-	res->tty_fd = cres.tty_fd;
-	memcpy(res->tty, cres.tty, sizeof res->tty);
+	memset(&cres, 0, sizeof cres);
+	s->touched = 1;
+	r = gck_checkpoint_ex(ctx, &co, commit_hook, s, &cres);
+	s->res->tty_pid = cres.tty_pid;
+	s->res->tty_fd = cres.tty_fd;
+	memcpy(s->res->tty, cres.tty, sizeof s->res->tty);
 	gck_ckpt_result_free(&cres);
-	if (s.wfd != -1) {
-		close(s.wfd);
-		s.wfd = -1;
+	if (s->wfd != -1) {
+		close(s->wfd);
+		s->wfd = -1;
 	}
-	if (r != GCK_OK) {
-		/*
-		 * A checkpoint that failed writing because the pump had
-		 * stopped failed for the pump's reason; the fate of the
-		 * tree is what the checkpoint reported.
-		 */
-		snprintf(msg, sizeof msg, "%s", ctx->msg);
-		tail = strstr(msg, "; process tree");
-		pthread_mutex_lock(&s.mu);
-		pf = s.failed;
-		pthread_mutex_unlock(&s.mu);
-		if (pf == GCK_OK)
-			fail(&s, GCK_EINTR, 0, "stopped");
-		(void)pump_finish(&s);
-		if (strncmp(msg, "ssh ", 4) == 0 ||
-		    strncmp(msg, "remote ", 7) == 0 ||
-		    strncmp(msg, "hand-over ", 10) == 0)
-			gck_set_error(ctx, r, "%s", msg);
-		else if (pf != GCK_OK)
-			gck_set_error(ctx, pf, "%s%s", s.fail_msg,
-			    tail != NULL ? tail : "");
-		else
-			gck_set_error(ctx, r, "local: %s", msg);
-		r = ctx->code;
-		goto out;
-	}
-	if (res->in_doubt) {
-		snprintf(msg, sizeof msg, "%s", ctx->msg);
-		r = gck_set_error(ctx, GCK_EDOUBT, "%s; process tree %d left "
-		    "stopped", msg, (int)o->pid);
-		goto out;
-	}
-	r = GCK_OK;
-out:
-	if (r != GCK_OK && o->pid > 0 && !touched && !refused &&
-	    r != GCK_ENOPROC) {
-		/* Nothing was done to it. */
-		snprintf(msg, sizeof msg, "%s", ctx->msg);
-		gck_set_error(ctx, r, "%s; process tree %d left running", msg,
-		    (int)o->pid);
-	}
-	if (s.reader_up || s.nthreads > 0) {
-		fail(&s, GCK_EINTR, 0, "stopped");
-		if (s.own_src && s.srcfd != -1)
-			close(s.srcfd);
-		pump_finish(&s);
-	}
-	if (r != GCK_OK && s.c[0] != NULL && !s.refused) {
-		struct gck_ctx	tmp;
+	if (r != GCK_OK)
+		return live_failed(s, r);
+	if (s->res->in_doubt)
+		return gck_error_fate(ctx, GCK_FATE_STOPPED, "process tree %d "
+		    "left stopped", (int)o->pid);
+	return GCK_OK;
+}
 
+/* What is left once the send is over, r its outcome. */
+static void
+send_end(struct send *s, int r)
+{
+	struct gck_ctx	tmp;
+	unsigned	i;
+
+	if (s->reader_up || s->nthreads > 0) {
+		stop(s);
+		if (s->own_src && s->srcfd != -1)
+			close(s->srcfd);
+		pump_finish(s);
+	}
+	if (r != GCK_OK && s->c[0] != NULL && !s->refused) {
 		/* Whatever of it the remote holds, it need not wait for more. */
 		memset(&tmp, 0, sizeof tmp);
-		(void)send_ctl(&tmp, s.c[0], GCK_F_ABORT, 0, "{s:s}", "error",
-		    ctx->msg);
+		(void)send_ctl(&tmp, s->c[0], GCK_F_ABORT, 0, "{s:s}", "error",
+		    s->ctx->msg);
 	}
-	if (s.wfd != -1)
-		close(s.wfd);
-	if (s.own_src && s.srcfd != -1)
-		close(s.srcfd);
-	json_decref(hello);
-	json_decref(so);
-	for (i = 0; i < s.n; i++) {
-		gck_ssh_close(s.c[i]);
-		gck_ctx_free(s.cctx[i]);
+	if (s->wfd != -1)
+		close(s->wfd);
+	if (s->own_src && s->srcfd != -1)
+		close(s->srcfd);
+	json_decref(s->hello);
+	json_decref(s->stored);
+	for (i = 0; i < s->n; i++) {
+		gck_ssh_close(s->c[i]);
+		gck_ctx_free(s->cctx[i]);
 	}
-	pthread_mutex_destroy(&s.mu);
-	pthread_cond_destroy(&s.cv);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv);
+}
+
+int
+gck_send(struct gck_ctx *ctx, const struct gck_send_opts *o,
+    struct gck_send_result *res)
+{
+	struct send	s;
+	int		r;
+
+	if ((r = send_init(&s, ctx, o, res)) != GCK_OK ||
+	    (r = send_check(&s)) != GCK_OK)
+		goto out;
+	if ((r = make_id(ctx, s.id)) != GCK_OK ||
+	    (r = connect_all(&s, &s.hello)) != GCK_OK)
+		goto out;
+	if (o->pid <= 0)
+		s.offset = resume_offset(&s, s.hello);
+	res->skipped = s.offset;
+	if ((r = send_ctl(ctx, s.c[0], GCK_F_START, 0, "{s:I}", "offset",
+	    (json_int_t)s.offset)) != GCK_OK)
+		goto out;
+	r = o->pid <= 0 ? send_image(&s) : send_live(&s);
+out:
+	if (r != GCK_OK && o->pid > 0 && !s.touched && !s.local_no &&
+	    r != GCK_ENOPROC) {
+		/* Nothing was done to it. */
+		gck_error_fate(ctx, GCK_FATE_RUNNING, "process tree %d left "
+		    "running", (int)o->pid);
+	}
+	send_end(&s, r);
 	return r;
 }

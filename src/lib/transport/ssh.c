@@ -46,6 +46,7 @@
 
 #include "private.h"
 #include "core/util.h"
+#include "transport/knownhosts.h"
 #include "transport/ssh.h"
 
 #define SSH_ERRBUF	4096		/* tail of the remote stderr kept */
@@ -80,23 +81,16 @@ struct gck_ssh {
 	char			 errline[SSH_LINEMAX];
 };
 
-/* The host keys as known_hosts lists them. */
-struct known {
-	LIBSSH2_KNOWNHOSTS	*kh;
-	char			**revoked;	/* base64 keys of @revoked */
-	size_t			 nrevoked;
-};
-
-enum { KNOWN_MATCH = 1, KNOWN_NOTFOUND, KNOWN_CHANGED, KNOWN_REVOKED };
-
-/* What the host key is: the strings of the messages and the check. */
-struct hostkey {
-	const unsigned char	*blob;
-	size_t			 len;
-	int			 kbit;		/* LIBSSH2_KNOWNHOST_KEY_* */
-	char			 type[64];	/* "ssh-ed25519" */
-	char			 fp[64];	/* "SHA256:..." */
-	char			*b64;		/* the blob in base64 */
+/* What gck_ssh_connect() works out on its way. */
+struct dial {
+	const struct gck_ssh_opts	*o;
+	int				 port;
+	struct passwd			 pw, *pwp;
+	const char			*user, *home;
+	char				 pwbuf[4096];
+	char				 khpath[PATH_MAX];
+	char				 khname[300], khplain[300];
+	struct gck_known		*k;
 };
 
 /* Host key algorithms, by the key type known_hosts names them with. */
@@ -134,15 +128,16 @@ static LIBSSH2_SEND_FUNC(sock_send);
 static LIBSSH2_RECV_FUNC(sock_recv);
 static LIBSSH2_DISCONNECT_FUNC(sock_bye);
 static int	tcp_connect(struct gck_ssh *, const char *, int);
-static int	known_load(struct gck_ssh *, const char *, struct known *);
-static void	known_free(struct known *);
-static int	known_check(struct gck_ssh *, struct known *, const char *,
-		    const struct hostkey *);
-static int	known_add(struct gck_ssh *, const char *, int, const char *,
-		    const struct hostkey *);
-static int	hostkey_prefs(struct gck_ssh *, struct known *, const char *);
+static int	known_check(struct gck_ssh *, struct gck_known *, const char *,
+		    const struct gck_hostkey *);
+static int	hostkey_prefs(struct gck_ssh *, struct gck_known *,
+		    const char *);
 static int	hostkey_verify(struct gck_ssh *, const struct gck_ssh_opts *,
-		    const char *, const char *, struct known *, const char *);
+		    const char *, const char *, struct gck_known *,
+		    const char *);
+static int	connect_names(struct gck_ssh *, struct dial *);
+static int	connect_session(struct gck_ssh *, struct dial *);
+static int	connect_login(struct gck_ssh *, struct dial *);
 static int	authenticate(struct gck_ssh *, const struct gck_ssh_opts *,
 		    const char *, const char *);
 static int	auth_agent(struct gck_ssh *, const char *, const char *,
@@ -167,7 +162,8 @@ ssh_init(void)
 
 /*
  * Records "ssh NAME: " and the message on the context of the call in
- * progress, if there is one; with GCK_ESYS, errno as well.  Returns code.
+ * progress, if there is one, as coming from the SSH connection; with
+ * GCK_ESYS, errno as well.  Returns code.
  */
 static int
 ssh_error(struct gck_ssh *s, int code, const char *fmt, ...)
@@ -182,9 +178,10 @@ ssh_error(struct gck_ssh *s, int code, const char *fmt, ...)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	if (code == GCK_ESYS)
-		return gck_set_syserr(s->ctx, oerrno, "ssh %s: %s", s->name,
-		    msg);
-	return gck_set_error(s->ctx, code, "ssh %s: %s", s->name, msg);
+		gck_set_syserr(s->ctx, oerrno, "ssh %s: %s", s->name, msg);
+	else
+		gck_set_error(s->ctx, code, "ssh %s: %s", s->name, msg);
+	return gck_error_from(s->ctx, GCK_FROM_SSH);
 }
 
 /*
@@ -550,197 +547,18 @@ out:
 }
 
 /*
- * Reads an OpenSSH known_hosts file into k.  A missing file holds no
- * keys; lines libssh2 cannot read (other key types, bad lines) and marked
- * lines other than @revoked are skipped, as ssh skips them.
- */
-static int
-known_load(struct gck_ssh *s, const char *path, struct known *k)
-{
-	FILE	*f = NULL;
-	char	*line = NULL, *p, *q, **v;
-	size_t	 cap = 0, n;
-	int	 i, r;
-
-	memset(k, 0, sizeof *k);
-	if ((k->kh = libssh2_knownhost_init(s->sess)) == NULL) {
-		r = ssh_error(s, GCK_ENOMEM, "out of memory");
-		goto out;
-	}
-	if ((f = fopen(path, "re")) == NULL) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			r = GCK_OK;
-		else
-			r = ssh_error(s, GCK_ESYS, "cannot read '%s': %s",
-			    path, strerror(errno));
-		goto out;
-	}
-	while (getline(&line, &cap, f) != -1) {
-		n = strlen(line);
-		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' ||
-		    line[n - 1] == ' ' || line[n - 1] == '\t'))
-			line[--n] = '\0';
-		p = line + strspn(line, " \t");
-		if (*p == '\0' || *p == '#')
-			continue;
-		if (*p != '@') {
-			(void)libssh2_knownhost_readline(k->kh, p, strlen(p),
-			    LIBSSH2_KNOWNHOST_FILE_OPENSSH);
-			continue;
-		}
-		if (strncmp(p, "@revoked", 8) != 0 ||
-		    (p[8] != ' ' && p[8] != '\t'))
-			continue;
-		/* "@revoked" host-patterns type key [comment] */
-		for (i = 0; i < 3 && *p != '\0'; i++) {
-			p += strcspn(p, " \t");
-			p += strspn(p, " \t");
-		}
-		if (*p == '\0')
-			continue;
-		q = p + strcspn(p, " \t");
-		*q = '\0';
-		v = reallocarray(k->revoked, k->nrevoked + 1, sizeof *v);
-		if (v == NULL) {
-			r = ssh_error(s, GCK_ENOMEM, "out of memory");
-			goto out;
-		}
-		k->revoked = v;
-		if ((v[k->nrevoked] = strdup(p)) == NULL) {
-			r = ssh_error(s, GCK_ENOMEM, "out of memory");
-			goto out;
-		}
-		k->nrevoked++;
-	}
-	if (ferror(f)) {
-		r = ssh_error(s, GCK_ESYS, "cannot read '%s': %s", path,
-		    strerror(errno));
-		goto out;
-	}
-	r = GCK_OK;
-out:
-	if (f != NULL)
-		fclose(f);
-	free(line);
-	return r;
-}
-
-static void
-known_free(struct known *k)
-{
-	size_t	i;
-
-	if (k->kh != NULL)
-		libssh2_knownhost_free(k->kh);
-	for (i = 0; i < k->nrevoked; i++)
-		free(k->revoked[i]);
-	free(k->revoked);
-	memset(k, 0, sizeof *k);
-}
-
-/*
  * Looks the host key up under name ("host", or "[host]:port" off port
- * 22, as ssh writes them).  Returns a KNOWN_* or a code.
+ * 22, as ssh writes them).  Returns a GCK_KNOWN_* or a code.
  */
 static int
-known_check(struct gck_ssh *s, struct known *k, const char *name,
-    const struct hostkey *hk)
+known_check(struct gck_ssh *s, struct gck_known *k, const char *name,
+    const struct gck_hostkey *hk)
 {
-	size_t	i;
-	int	rc;
+	int	r;
 
-	for (i = 0; i < k->nrevoked; i++)
-		if (strcmp(k->revoked[i], hk->b64) == 0)
-			return KNOWN_REVOKED;
-	/*
-	 * Port -1: libssh2 would also take the plain host for a port other
-	 * than 22, where ssh takes only "[host]:port"; name is that already.
-	 */
-	rc = libssh2_knownhost_checkp(k->kh, name, -1, (const char *)hk->blob,
-	    hk->len, LIBSSH2_KNOWNHOST_TYPE_PLAIN |
-	    LIBSSH2_KNOWNHOST_KEYENC_RAW | hk->kbit, NULL);
-	switch (rc) {
-	case LIBSSH2_KNOWNHOST_CHECK_MATCH:
-		return KNOWN_MATCH;
-	case LIBSSH2_KNOWNHOST_CHECK_NOTFOUND:
-		return KNOWN_NOTFOUND;
-	case LIBSSH2_KNOWNHOST_CHECK_MISMATCH:
-		return KNOWN_CHANGED;
-	default:
-		return ssh_fail(s, rc, "cannot check the host key");
-	}
-}
-
-/*
- * Appends "name type key" to the known_hosts file at path, creating it
- * (and its directory when mkdir_parent).  Under an exclusive lock, the
- * file is read again first: another connection to the same host may have
- * added the key meanwhile, or a key of another kind.
- */
-static int
-known_add(struct gck_ssh *s, const char *path, int mkdir_parent,
-    const char *name, const struct hostkey *hk)
-{
-	struct known	 k;
-	struct stat	 st;
-	char		 dir[PATH_MAX], *line = NULL, *slash, last;
-	int		 fd = -1, len, r;
-
-	memset(&k, 0, sizeof k);
-	if (mkdir_parent && (slash = strrchr(path, '/')) != NULL &&
-	    slash != path && (size_t)(slash - path) < sizeof dir) {
-		memcpy(dir, path, (size_t)(slash - path));
-		dir[slash - path] = '\0';
-		if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
-			r = ssh_error(s, GCK_ESYS, "cannot create '%s': %s",
-			    dir, strerror(errno));
-			goto out;
-		}
-	}
-	if ((fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC,
-	    0600)) == -1) {
-		r = ssh_error(s, GCK_ESYS, "cannot open '%s': %s", path,
-		    strerror(errno));
-		goto out;
-	}
-	while (flock(fd, LOCK_EX) == -1) {
-		if (errno != EINTR) {
-			r = ssh_error(s, GCK_ESYS, "cannot lock '%s': %s",
-			    path, strerror(errno));
-			goto out;
-		}
-	}
-	if ((r = known_load(s, path, &k)) != GCK_OK)
-		goto out;
-	if ((r = known_check(s, &k, name, hk)) < 0)
-		goto out;
-	if (r != KNOWN_NOTFOUND)
-		goto out;
-	if (fstat(fd, &st) == -1) {
-		r = ssh_error(s, GCK_ESYS, "cannot stat '%s': %s", path,
-		    strerror(errno));
-		goto out;
-	}
-	last = '\n';
-	if (st.st_size > 0 && pread(fd, &last, 1, st.st_size - 1) != 1)
-		last = '\n';
-	len = asprintf(&line, "%s%s %s %s\n", last == '\n' ? "" : "\n", name,
-	    hk->type, hk->b64);
-	if (len == -1) {
-		line = NULL;
-		r = ssh_error(s, GCK_ENOMEM, "out of memory");
-		goto out;
-	}
-	if ((r = gck_write_all(s->ctx, fd, line, (size_t)len, path)) != GCK_OK)
-		goto out;
-	gck_log(s->ctx, 1, "ssh %s: added the host key (%s %s) to %s",
-	    s->name, hk->type, hk->fp, path);
-	r = KNOWN_MATCH;
-out:
-	known_free(&k);
-	free(line);
-	if (fd != -1)
-		close(fd);	/* and unlocks */
+	if ((r = gck_known_check(k, name, hk)) == GCK_KNOWN_FAILED)
+		return ssh_fail(s, LIBSSH2_KNOWNHOST_CHECK_FAILURE,
+		    "cannot check the host key");
 	return r;
 }
 
@@ -749,7 +567,7 @@ out:
  * for name, as ssh does, then the others.
  */
 static int
-hostkey_prefs(struct gck_ssh *s, struct known *k, const char *name)
+hostkey_prefs(struct gck_ssh *s, struct gck_known *k, const char *name)
 {
 	const char	**algs = NULL;
 	char		  pref[512] = "", one[64];
@@ -770,12 +588,7 @@ hostkey_prefs(struct gck_ssh *s, struct known *k, const char *name)
 			s->rsa_sha1 = 0;
 	for (pass = 0; pass < 2; pass++) {
 		for (i = 0; i < sizeof hktypes / sizeof hktypes[0]; i++) {
-			/* a made-up key: a mismatch means the type is known */
-			rc = libssh2_knownhost_checkp(k->kh, name, -1, "?", 1,
-			    LIBSSH2_KNOWNHOST_TYPE_PLAIN |
-			    LIBSSH2_KNOWNHOST_KEYENC_RAW | hktypes[i].kbit,
-			    NULL);
-			if ((rc == LIBSSH2_KNOWNHOST_CHECK_MISMATCH) !=
+			if (gck_known_has_type(k, name, hktypes[i].kbit) !=
 			    (pass == 0))
 				continue;
 			for (p = hktypes[i].algs; *p != '\0'; p += len) {
@@ -815,9 +628,10 @@ out:
  */
 static int
 hostkey_verify(struct gck_ssh *s, const struct gck_ssh_opts *o,
-    const char *name, const char *plain, struct known *k, const char *path)
+    const char *name, const char *plain, struct gck_known *k,
+    const char *path)
 {
-	struct hostkey		 hk;
+	struct gck_hostkey	 hk;
 	const unsigned char	*q, *t;
 	const char		*h;
 	char			*fp = NULL;
@@ -880,27 +694,30 @@ hostkey_verify(struct gck_ssh *s, const struct gck_ssh_opts *o,
 	 * As ssh does, a host unknown as "[host]:port" may be known by its
 	 * plain name: a matching key there is taken, any other not.
 	 */
-	if ((r = known_check(s, k, name, &hk)) == KNOWN_NOTFOUND &&
-	    plain != NULL && known_check(s, k, plain, &hk) == KNOWN_MATCH)
-		r = KNOWN_MATCH;
-	if (r == KNOWN_NOTFOUND && o->accept_new)
-		r = known_add(s, path, o->known_hosts == NULL, name, &hk);
+	if ((r = known_check(s, k, name, &hk)) == GCK_KNOWN_NOTFOUND &&
+	    plain != NULL && known_check(s, k, plain, &hk) == GCK_KNOWN_MATCH)
+		r = GCK_KNOWN_MATCH;
+	if (r == GCK_KNOWN_NOTFOUND && o->accept_new &&
+	    (r = gck_known_add(s->ctx, s->sess, s->name, path,
+	    o->known_hosts == NULL, name, &hk)) == GCK_KNOWN_FAILED)
+		r = ssh_fail(s, LIBSSH2_KNOWNHOST_CHECK_FAILURE,
+		    "cannot check the host key");
 	switch (r) {
-	case KNOWN_MATCH:
+	case GCK_KNOWN_MATCH:
 		r = GCK_OK;
 		break;
-	case KNOWN_NOTFOUND:
+	case GCK_KNOWN_NOTFOUND:
 		r = ssh_error(s, GCK_ESSH, "host key not known (%s %s); "
 		    "add it to %s or use --accept-new", hk.type, hk.fp, path);
 		break;
-	case KNOWN_CHANGED:
+	case GCK_KNOWN_CHANGED:
 		r = ssh_error(s, GCK_ESSH, "host key has CHANGED (%s %s), "
 		    "known_hosts says otherwise: refusing to connect "
 		    "(someone may be intercepting, or the host was "
 		    "reinstalled; remove the old key with ssh-keygen -R)",
 		    hk.type, hk.fp);
 		break;
-	case KNOWN_REVOKED:
+	case GCK_KNOWN_REVOKED:
 		r = ssh_error(s, GCK_ESSH, "host key is REVOKED (%s %s) in %s: "
 		    "refusing to connect", hk.type, hk.fp, path);
 		break;
@@ -1313,23 +1130,107 @@ signum(const char *name)
 	return 0;
 }
 
+/* The names of a connection and of its host in known_hosts. */
+static int
+connect_names(struct gck_ssh *s, struct dial *d)
+{
+	const struct gck_ssh_opts	*o = d->o;
+	struct gck_ctx			*ctx = s->ctx;
+
+	(void)getpwuid_r(getuid(), &d->pw, d->pwbuf, sizeof d->pwbuf,
+	    &d->pwp);
+	if ((d->user = o->user) == NULL && (d->user = d->pwp != NULL ?
+	    d->pwp->pw_name : NULL) == NULL) {
+		gck_set_error(ctx, GCK_ESSH, "ssh %s: no user name for uid %lu",
+		    o->host, (unsigned long)getuid());
+		return gck_error_from(ctx, GCK_FROM_SSH);
+	}
+	if ((d->home = getenv("HOME")) == NULL || *d->home == '\0')
+		d->home = d->pwp != NULL ? d->pwp->pw_dir : NULL;
+	if (d->port == 22)
+		snprintf(s->name, sizeof s->name, "%s@%s", d->user, o->host);
+	else if (strchr(o->host, ':') != NULL)
+		snprintf(s->name, sizeof s->name, "%s@[%s]:%d", d->user,
+		    o->host, d->port);
+	else
+		snprintf(s->name, sizeof s->name, "%s@%s:%d", d->user,
+		    o->host, d->port);
+	gck_known_names(o->host, d->port, d->khname, sizeof d->khname,
+	    d->khplain, sizeof d->khplain);
+	if (o->known_hosts != NULL)
+		snprintf(d->khpath, sizeof d->khpath, "%s", o->known_hosts);
+	else if (d->home != NULL)
+		snprintf(d->khpath, sizeof d->khpath, "%s/.ssh/known_hosts",
+		    d->home);
+	else
+		return ssh_error(s, GCK_ESSH, "no home directory for "
+		    "known_hosts");
+	return GCK_OK;
+}
+
+/* Reaches the host and starts a libssh2 session over the socket. */
+static int
+connect_session(struct gck_ssh *s, struct dial *d)
+{
+	int	r;
+
+	pthread_once(&ssh_once, ssh_init);
+	if (ssh_init_rc != 0)
+		return ssh_error(s, GCK_ESSH, "cannot initialize libssh2");
+	if ((r = tcp_connect(s, d->o->host, d->port)) != GCK_OK)
+		return r;
+	if ((s->sess = libssh2_session_init_ex(NULL, NULL, NULL, s)) ==
+	    NULL)
+		return ssh_error(s, GCK_ENOMEM, "out of memory");
+	libssh2_session_callback_set(s->sess, LIBSSH2_CALLBACK_SEND,
+	    (void *)sock_send);
+	libssh2_session_callback_set(s->sess, LIBSSH2_CALLBACK_RECV,
+	    (void *)sock_recv);
+	libssh2_session_callback_set(s->sess, LIBSSH2_CALLBACK_DISCONNECT,
+	    (void *)sock_bye);
+	libssh2_session_set_blocking(s->sess, 0);
+	return GCK_OK;
+}
+
+/* The handshake, the host key checked, and the login. */
+static int
+connect_login(struct gck_ssh *s, struct dial *d)
+{
+	int64_t	dl;
+	int	rc, r;
+
+	if ((r = gck_known_load(s->ctx, s->sess, s->name, d->khpath,
+	    &d->k)) != GCK_OK)
+		return r;
+	if ((r = hostkey_prefs(s, d->k, d->khname)) != GCK_OK)
+		return r;
+	dl = deadline(s);
+	while ((rc = libssh2_session_handshake(s->sess, s->fd)) ==
+	    LIBSSH2_ERROR_EAGAIN)
+		if ((r = wait_io(s, dl)) != GCK_OK)
+			return r;
+	if (rc != 0)
+		return ssh_fail(s, rc, "handshake failed");
+	if ((r = hostkey_verify(s, d->o, d->khname, d->port == 22 ? NULL :
+	    d->khplain, d->k, d->khpath)) != GCK_OK)
+		return r;
+	return authenticate(s, d->o, d->user, d->home);
+}
+
 int
 gck_ssh_connect(struct gck_ctx *ctx, const struct gck_ssh_opts *o,
     struct gck_ssh **sp)
 {
 	struct gck_ssh	*s = NULL;
-	struct known	 k;
-	struct passwd	 pw, *pwp = NULL;
-	const char	*user, *home;
-	char		 pwbuf[4096], khpath[PATH_MAX], khname[300], *p;
-	char		 khplain[300];
-	int64_t		 dl;
-	int		 port, rc, r;
+	struct dial	 d;
+	int		 r;
 
 	*sp = NULL;
-	memset(&k, 0, sizeof k);
-	port = o->port == 0 ? 22 : o->port;
-	if (o->host == NULL || *o->host == '\0' || port < 1 || port > 65535) {
+	memset(&d, 0, sizeof d);
+	d.o = o;
+	d.port = o->port == 0 ? 22 : o->port;
+	if (o->host == NULL || *o->host == '\0' || d.port < 1 ||
+	    d.port > 65535) {
 		r = gck_set_error(ctx, GCK_EINVAL, "ssh: no host, or a bad "
 		    "port");
 		goto out;
@@ -1346,90 +1247,16 @@ gck_ssh_connect(struct gck_ctx *ctx, const struct gck_ssh_opts *o,
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
-
-	(void)getpwuid_r(getuid(), &pw, pwbuf, sizeof pwbuf, &pwp);
-	if ((user = o->user) == NULL && (user = pwp != NULL ? pwp->pw_name :
-	    NULL) == NULL) {
-		r = gck_set_error(ctx, GCK_ESSH, "ssh %s: no user name for "
-		    "uid %lu", o->host, (unsigned long)getuid());
-		goto out;
-	}
-	if ((home = getenv("HOME")) == NULL || *home == '\0')
-		home = pwp != NULL ? pwp->pw_dir : NULL;
-	if (port == 22)
-		snprintf(s->name, sizeof s->name, "%s@%s", user, o->host);
-	else if (strchr(o->host, ':') != NULL)
-		snprintf(s->name, sizeof s->name, "%s@[%s]:%d", user, o->host,
-		    port);
-	else
-		snprintf(s->name, sizeof s->name, "%s@%s:%d", user, o->host,
-		    port);
-	/* ssh's names in known_hosts: lower case, "[host]:port" off 22 */
-	if (port == 22)
-		snprintf(khname, sizeof khname, "%s", o->host);
-	else
-		snprintf(khname, sizeof khname, "[%s]:%d", o->host, port);
-	snprintf(khplain, sizeof khplain, "%s", o->host);
-	for (p = khplain; *p != '\0'; p++)
-		if (*p >= 'A' && *p <= 'Z')
-			*p = (char)(*p - 'A' + 'a');
-	for (p = khname; *p != '\0'; p++)
-		if (*p >= 'A' && *p <= 'Z')
-			*p = (char)(*p - 'A' + 'a');
-	if (o->known_hosts != NULL)
-		snprintf(khpath, sizeof khpath, "%s", o->known_hosts);
-	else if (home != NULL)
-		snprintf(khpath, sizeof khpath, "%s/.ssh/known_hosts", home);
-	else {
-		r = ssh_error(s, GCK_ESSH, "no home directory for "
-		    "known_hosts");
-		goto out;
-	}
-
-	pthread_once(&ssh_once, ssh_init);
-	if (ssh_init_rc != 0) {
-		r = ssh_error(s, GCK_ESSH, "cannot initialize libssh2");
-		goto out;
-	}
-	if ((r = tcp_connect(s, o->host, port)) != GCK_OK)
-		goto out;
-	if ((s->sess = libssh2_session_init_ex(NULL, NULL, NULL, s)) ==
-	    NULL) {
-		r = ssh_error(s, GCK_ENOMEM, "out of memory");
-		goto out;
-	}
-	libssh2_session_callback_set(s->sess, LIBSSH2_CALLBACK_SEND,
-	    (void *)sock_send);
-	libssh2_session_callback_set(s->sess, LIBSSH2_CALLBACK_RECV,
-	    (void *)sock_recv);
-	libssh2_session_callback_set(s->sess, LIBSSH2_CALLBACK_DISCONNECT,
-	    (void *)sock_bye);
-	libssh2_session_set_blocking(s->sess, 0);
-
-	if ((r = known_load(s, khpath, &k)) != GCK_OK)
-		goto out;
-	if ((r = hostkey_prefs(s, &k, khname)) != GCK_OK)
-		goto out;
-	dl = deadline(s);
-	while ((rc = libssh2_session_handshake(s->sess, s->fd)) ==
-	    LIBSSH2_ERROR_EAGAIN)
-		if ((r = wait_io(s, dl)) != GCK_OK)
-			goto out;
-	if (rc != 0) {
-		r = ssh_fail(s, rc, "handshake failed");
-		goto out;
-	}
-	if ((r = hostkey_verify(s, o, khname, port == 22 ? NULL : khplain,
-	    &k, khpath)) != GCK_OK)
-		goto out;
-	if ((r = authenticate(s, o, user, home)) != GCK_OK)
+	if ((r = connect_names(s, &d)) != GCK_OK ||
+	    (r = connect_session(s, &d)) != GCK_OK ||
+	    (r = connect_login(s, &d)) != GCK_OK)
 		goto out;
 	s->ctx = NULL;
 	*sp = s;
 	s = NULL;
 	r = GCK_OK;
 out:
-	known_free(&k);
+	gck_known_free(d.k);
 	if (s != NULL) {
 		s->dead = r;	/* no goodbye: fail fast */
 		gck_ssh_close(s);
@@ -1570,10 +1397,12 @@ gck_ssh_read_full(struct gck_ctx *ctx, struct gck_ssh *s, void *buf,
 	while (got < len) {
 		if ((n = gck_ssh_read(ctx, s, p + got, len - got)) < 0)
 			return (int)n;
-		if (n == 0)
-			return gck_set_error(ctx, GCK_ETRUNC, "ssh %s: the "
-			    "remote command ended its output after %zu of "
-			    "%zu bytes", s->name, got, len);
+		if (n == 0) {
+			gck_set_error(ctx, GCK_ETRUNC, "ssh %s: the remote "
+			    "command ended its output after %zu of %zu bytes",
+			    s->name, got, len);
+			return gck_error_from(ctx, GCK_FROM_SSH);
+		}
 		got += (size_t)n;
 	}
 	return GCK_OK;
