@@ -978,22 +978,6 @@ send_image(struct send *s)
 }
 
 /*
- * The end of the message that tells what became of the tree.  A
- * checkpoint that does not record it has still written it last, after
- * "; process tree".
- */
-static const char *
-fate_text(const struct gck_ctx *ctx)
-{
-	const char	*tail = gck_error_fate_text(ctx);
-
-	if (*tail == '\0' && (tail = strstr(ctx->msg, "; process tree")) ==
-	    NULL)
-		tail = "";
-	return tail;
-}
-
-/*
  * Words the error of a checkpoint that failed with r: what the other
  * side or the hand-over said stands; a checkpoint that failed because
  * the pump had stopped failed for the pump's reason, the fate of the
@@ -1009,7 +993,7 @@ live_failed(struct send *s, int r)
 	int		 pf;
 
 	from = ctx->origin != GCK_FROM_HERE ? ctx->origin : s->hook_origin;
-	snprintf(tail, sizeof tail, "%s", fate_text(ctx));
+	snprintf(tail, sizeof tail, "%s", gck_error_fate_text(ctx));
 	pthread_mutex_lock(&s->mu);
 	pf = s->failed;
 	pthread_mutex_unlock(&s->mu);
