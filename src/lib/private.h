@@ -65,10 +65,18 @@ int	gck_set_error(struct gck_ctx *, int, const char *, ...)
 	    __attribute__((__format__(__printf__, 3, 4)));
 int	gck_set_syserr(struct gck_ctx *, int, const char *, ...)
 	    __attribute__((__format__(__printf__, 3, 4)));
-int	gck_error_prefix(struct gck_ctx *, const char *, ...)
-	    __attribute__((__format__(__printf__, 2, 3)));
-int	gck_error_fate(struct gck_ctx *, enum gck_fate, const char *, ...)
+int	gck_error_add(struct gck_ctx *, enum gck_fate, const char *, ...)
 	    __attribute__((__format__(__printf__, 3, 4)));
+/* Puts text before the message of the current error ("local: ..."). */
+#define gck_error_prefix(ctx, ...) \
+	gck_error_add((ctx), GCK_FATE_UNSAID, __VA_ARGS__)
+/*
+ * Ends the message of the current error with what became of the process
+ * tree ("...; process tree 12 left running"), and records it (fate is
+ * one of GCK_FATE_RUNNING...).
+ */
+#define gck_error_fate(ctx, fate, ...) \
+	gck_error_add((ctx), (fate), __VA_ARGS__)
 int	gck_error_from(struct gck_ctx *, enum gck_origin);
 const char *gck_error_fate_text(const struct gck_ctx *);
 void	gck_log(struct gck_ctx *, int, const char *, ...)

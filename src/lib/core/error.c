@@ -65,6 +65,22 @@ gck_set_interrupt(struct gck_ctx *ctx, volatile sig_atomic_t *flag)
 }
 
 /*
+ * Records code, errno e and message on ctx, a new error: from here, the
+ * tree's fate unsaid.  A system error always carries its errno (EIO if
+ * none was said).  Returns code.
+ */
+static int
+set_error(struct gck_ctx *ctx, int code, int e, const char *fmt, va_list ap)
+{
+	ctx->code = code;
+	ctx->oerrno = code != GCK_ESYS ? 0 : e != 0 ? e : EIO;
+	ctx->origin = GCK_FROM_HERE;
+	ctx->fate = GCK_FATE_UNSAID;
+	vsnprintf(ctx->msg, sizeof ctx->msg, fmt, ap);
+	return code;
+}
+
+/*
  * Records code and message on ctx.  Returns code, so that
  * "return gck_set_error(...)" reads as it should.
  */
@@ -73,13 +89,8 @@ gck_set_error(struct gck_ctx *ctx, int code, const char *fmt, ...)
 {
 	va_list	ap;
 
-	ctx->code = code;
-	/* A system error always carries its errno: EIO if none was said. */
-	ctx->oerrno = code == GCK_ESYS ? EIO : 0;
-	ctx->origin = GCK_FROM_HERE;
-	ctx->fate = GCK_FATE_UNSAID;
 	va_start(ap, fmt);
-	vsnprintf(ctx->msg, sizeof ctx->msg, fmt, ap);
+	code = set_error(ctx, code, 0, fmt, ap);
 	va_end(ap);
 	return code;
 }
@@ -89,15 +100,12 @@ int
 gck_set_syserr(struct gck_ctx *ctx, int e, const char *fmt, ...)
 {
 	va_list	ap;
+	int	r;
 
-	ctx->code = GCK_ESYS;
-	ctx->oerrno = e != 0 ? e : EIO;
-	ctx->origin = GCK_FROM_HERE;
-	ctx->fate = GCK_FATE_UNSAID;
 	va_start(ap, fmt);
-	vsnprintf(ctx->msg, sizeof ctx->msg, fmt, ap);
+	r = set_error(ctx, GCK_ESYS, e, fmt, ap);
 	va_end(ap);
-	return GCK_ESYS;
+	return r;
 }
 
 /*
@@ -132,26 +140,14 @@ error_add(struct gck_ctx *ctx, int fate, const char *fmt, va_list ap)
 	return ctx->code;
 }
 
-/* Puts text before the message of the current error ("local: ..."). */
-int
-gck_error_prefix(struct gck_ctx *ctx, const char *fmt, ...)
-{
-	va_list	ap;
-	int	r;
-
-	va_start(ap, fmt);
-	r = error_add(ctx, GCK_FATE_UNSAID, fmt, ap);
-	va_end(ap);
-	return r;
-}
-
 /*
- * Ends the message of the current error with what became of the process
- * tree ("...; process tree 12 left running"), and records it.
+ * The one way to add to the current error (see private.h's
+ * gck_error_prefix() and gck_error_fate()): text before its message, at
+ * fate GCK_FATE_UNSAID, else "; " and text after it, telling what became
+ * of the process tree.  Returns the code.
  */
 int
-gck_error_fate(struct gck_ctx *ctx, enum gck_fate fate, const char *fmt,
-    ...)
+gck_error_add(struct gck_ctx *ctx, enum gck_fate fate, const char *fmt, ...)
 {
 	va_list	ap;
 	int	r;

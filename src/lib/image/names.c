@@ -26,15 +26,24 @@ static const struct {
 };
 #define NCRIU_OPTS	(sizeof criu_opts / sizeof criu_opts[0])
 
-const char *
-gck_criu_opt_name(unsigned int bit)
+/* The index of option bit in criu_opts, or -1. */
+static int
+opt_index(unsigned int bit)
 {
 	size_t	i;
 
 	for (i = 0; i < NCRIU_OPTS; i++)
 		if (criu_opts[i].bit == bit)
-			return criu_opts[i].name;
-	return NULL;
+			return (int)i;
+	return -1;
+}
+
+const char *
+gck_criu_opt_name(unsigned int bit)
+{
+	int	i = opt_index(bit);
+
+	return i == -1 ? NULL : criu_opts[i].name;
 }
 
 /* The GCK_CRIU_* bit of the option criu names name, or 0. */
@@ -53,12 +62,9 @@ gck_criu_opt_bit(const char *name)
 const char *
 gck_criu_opt_arg(unsigned int bit)
 {
-	size_t	i;
+	int	i = opt_index(bit);
 
-	for (i = 0; i < NCRIU_OPTS; i++)
-		if (criu_opts[i].bit == bit)
-			return criu_opts[i].arg;
-	return NULL;
+	return i == -1 ? NULL : criu_opts[i].arg;
 }
 
 /* A CRIU file name: a plain name of [A-Za-z0-9._-], not starting '.'. */

@@ -1017,13 +1017,8 @@ gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	struct ckpt	c;
 	int		r;
 
-	memset(&c, 0, sizeof c);
-	c.ctx = ctx;
-	c.o = o;
-	c.commit = commit;
-	c.commit_arg = commit_arg;
-	c.res = res;
-	c.after = o->after;
+	c = (struct ckpt){ .ctx = ctx, .o = o, .commit = commit,
+	    .commit_arg = commit_arg, .res = res, .after = o->after };
 	c.out.fd = -1;
 	if (res != NULL)
 		memset(res, 0, sizeof *res);

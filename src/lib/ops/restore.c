@@ -656,12 +656,8 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	int		r;
 
 	*rootp = -1;
-	memset(&st, 0, sizeof st);
-	st.ctx = ctx;
-	st.o = o;
-	st.ready = ready;
-	st.ready_arg = ready_arg;
-	st.dfd = st.spoolfd = -1;
+	st = (struct rst){ .ctx = ctx, .o = o, .ready = ready,
+	    .ready_arg = ready_arg, .dfd = -1, .spoolfd = -1 };
 	if ((r = rst_prepare(&st)) != GCK_OK ||
 	    (r = rst_stage(&st)) != GCK_OK)
 		goto out;
