@@ -1586,8 +1586,12 @@ idle_forever(void)
 		pause();
 }
 
+/* pg_fork: a child in group pgid (0: its own), or with session set, a
+ * session leader with a child G in a group of its own, whose PID goes
+ * down gpipe. Each child writes one byte down rpipe once its own
+ * setpgid(2) is done, so that no later change races with it. */
 static pid_t
-pg_fork(pid_t pgid, int session, int *gpipe)
+pg_fork(pid_t pgid, int session, int *gpipe, int *rpipe)
 {
 	pid_t	pid, g;
 
@@ -1599,8 +1603,8 @@ pg_fork(pid_t pgid, int session, int *gpipe)
 		return pid;
 	}
 	if (!session) {
-		close(gpipe[0]);
-		close(gpipe[1]);
+		if (setpgid(0, pgid) == -1)
+			_exit(3);
 	} else {
 		if (setsid() == -1)
 			_exit(3);
@@ -1609,17 +1613,21 @@ pg_fork(pid_t pgid, int session, int *gpipe)
 		if (g == 0) {
 			close(gpipe[0]);
 			close(gpipe[1]);
+			close(rpipe[0]);
+			close(rpipe[1]);
 			setpgid(0, 0);
 			idle_forever();
 		}
 		setpgid(g, g);
 		if (write(gpipe[1], &g, sizeof g) != sizeof g)
 			_exit(3);
-		close(gpipe[0]);
-		close(gpipe[1]);
 	}
-	if (!session && setpgid(0, pgid) == -1)
+	if (write(rpipe[1], "", 1) != 1)
 		_exit(3);
+	close(gpipe[0]);
+	close(gpipe[1]);
+	close(rpipe[0]);
+	close(rpipe[1]);
 	idle_forever();
 	return 0;
 }
@@ -1627,20 +1635,26 @@ pg_fork(pid_t pgid, int session, int *gpipe)
 static void
 pgrp_setup(void)
 {
-	int	p[2];
+	int	p[2], r[2], i;
+	char	c;
 
 	if (getsid(0) != getpid())
 		die("not a session leader");
-	if (pipe2(p, O_CLOEXEC) == -1)
+	if (pipe2(p, O_CLOEXEC) == -1 || pipe2(r, O_CLOEXEC) == -1)
 		die("pipe");
-	pg_a = pg_fork(0, 0, p);
-	pg_c = pg_fork(pg_a, 0, p);
-	pg_b = pg_fork(0, 1, p);
-	pg_d = pg_fork(getpgid(0), 0, p);
+	pg_a = pg_fork(0, 0, p, r);
+	pg_c = pg_fork(pg_a, 0, p, r);
+	pg_b = pg_fork(0, 1, p, r);
+	pg_d = pg_fork(getpgid(0), 0, p, r);
+	close(p[1]);
+	close(r[1]);
 	if (read(p[0], &pg_g, sizeof pg_g) != sizeof pg_g)
 		die("the session's child");
+	for (i = 0; i < 4; i++)
+		if (read(r[0], &c, 1) != 1)
+			die("a child did not settle");
 	close(p[0]);
-	close(p[1]);
+	close(r[0]);
 	/* Everyone in place. */
 	while (getpgid(pg_a) != pg_a || getpgid(pg_c) != pg_a ||
 	    getsid(pg_b) != pg_b || getpgid(pg_g) != pg_g)
