@@ -39,6 +39,7 @@ static const char	*criu_path(void);
 struct clog;
 static int		 criu_run(struct gck_ctx *, char *const [],
 			    struct clog *, struct gck_keeper **,
+			    const struct gck_keeper_ns *,
 			    struct gck_guard *, const char *,
 			    int (*)(void *, struct gck_criu_run *), void *,
 			    int *);
@@ -310,6 +311,8 @@ gck_criu_argv(struct gck_criu_cmd *cmd)
 	if (cmd->restore) {
 		argv[argc++] = "restore";
 		argv[argc++] = "-d";
+		/* The tree stays in the cgroups of whoever restores it. */
+		argv[argc++] = "--manage-cgroups=ignore";
 	} else {
 		snprintf(cmd->pidbuf, sizeof cmd->pidbuf, "%d",
 		    (int)cmd->pid);
@@ -612,7 +615,8 @@ criu_fork(char *const argv[], int logfd, const char *hook)
  */
 static int
 criu_run(struct gck_ctx *ctx, char *const argv[], struct clog *log,
-    struct gck_keeper **kp, struct gck_guard *guard, const char *hook,
+    struct gck_keeper **kp, const struct gck_keeper_ns *ns,
+    struct gck_guard *guard, const char *hook,
     int (*during)(void *, struct gck_criu_run *), void *arg, int *statusp)
 {
 	struct gck_keeper_report	 rep;
@@ -630,7 +634,7 @@ criu_run(struct gck_ctx *ctx, char *const argv[], struct clog *log,
 	log->fd = p[0];
 	if (kp != NULL) {
 		r = gck_keeper_start(ctx, argv, p[1], gck_guard_fd(guard),
-		    kp);
+		    ns, kp);
 		run.keeper = *kp;
 		/* Should we die now, what the keeper holds is the guard's. */
 		if (r == GCK_OK)
@@ -707,7 +711,7 @@ gck_criu_version(struct gck_ctx *ctx, char *buf, size_t len)
 	argv[0] = (char *)criu_path();
 	argv[1] = "--version";
 	argv[2] = NULL;
-	if ((r = criu_run(ctx, argv, &log, NULL, NULL, NULL, NULL, NULL,
+	if ((r = criu_run(ctx, argv, &log, NULL, NULL, NULL, NULL, NULL, NULL,
 	    &status)) != GCK_OK)
 		return r;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
@@ -749,7 +753,8 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *imgdir,
 	gck_criu_argv(&cmd);
 	log_argv(ctx, cmd.argv);
 	status = -1;
-	r = criu_run(ctx, cmd.argv, &log, NULL, NULL, st->hook, st->during,
+	r = criu_run(ctx, cmd.argv, &log, NULL, NULL, NULL, st->hook,
+	    st->during,
 	    st->arg, &status);
 	if (r != GCK_OK)
 		return r;
@@ -765,8 +770,9 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *imgdir,
 
 /*
  * Restores the images in imgdir (streamed by st->during(), or, with st
- * NULL, from the files there), detached, under a keeper (keeper.c) in a session of its own,
- * tasks left stopped; *kp is the keeper, whatever happened.  guard (or
+ * NULL, from the files there), detached, under a keeper (keeper.c) in
+ * a session of its own (with ns, in a PID namespace of its own), tasks
+ * left stopped; *kp is the keeper, whatever happened.  guard (or
  * NULL) learns of the keeper, and criu inherits its pipe.  *donep says
  * whether criu succeeded, even when the image then fails.  Returns
  * GCK_OK or a code.
@@ -774,7 +780,8 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *imgdir,
 int
 gck_criu_restore(struct gck_ctx *ctx, const char *imgdir, int shell_job,
     unsigned int opts, const struct gck_criu_stream *st,
-    struct gck_guard *guard, struct gck_keeper **kp, int *donep)
+    const struct gck_keeper_ns *ns, struct gck_guard *guard,
+    struct gck_keeper **kp, int *donep)
 {
 	struct gck_criu_cmd	 cmd;
 	struct clog		 log;
@@ -788,7 +795,7 @@ gck_criu_restore(struct gck_ctx *ctx, const char *imgdir, int shell_job,
 	gck_criu_argv(&cmd);
 	log_argv(ctx, cmd.argv);
 	status = -1;
-	r = criu_run(ctx, cmd.argv, &log, kp, guard, NULL, st != NULL ?
+	r = criu_run(ctx, cmd.argv, &log, kp, ns, guard, NULL, st != NULL ?
 	    st->during : NULL, st != NULL ? st->arg : NULL, &status);
 	if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		*donep = 1;	/* restored, even if the image failed */

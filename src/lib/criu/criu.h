@@ -4,6 +4,7 @@
 struct gck_ctx;
 struct gck_guard;
 struct gck_keeper;
+struct gck_keeper_ns;
 
 /* criu.c */
 int	gck_criu_version(struct gck_ctx *, char *, size_t);
@@ -46,7 +47,8 @@ int	gck_criu_argv(struct gck_criu_cmd *);
 int	gck_criu_dump(struct gck_ctx *, pid_t, const char *, int,
 	    unsigned int, int, const struct gck_criu_stream *);
 int	gck_criu_restore(struct gck_ctx *, const char *, int, unsigned int,
-	    const struct gck_criu_stream *, struct gck_guard *,
+	    const struct gck_criu_stream *, const struct gck_keeper_ns *,
+	    struct gck_guard *,
 	    struct gck_keeper **, int *);
 
 #endif /* GCK_CRIU_CRIU_H */
