@@ -1,0 +1,185 @@
+# slurm-lib.sh -- a Slurm cluster of one node for the tests, on loopback.
+#
+#	. "$GCK_SRCDIR/lib.sh"
+#	. "$GCK_SRCDIR/slurm-lib.sh"
+#	require_slurm
+#	start_slurm || ...
+#
+# start_slurm starts munged, slurmctld and slurmd, as root, with a
+# configuration of their own in $TRASH/slurm: one node, named after this
+# host, with one CPU in one partition; ports of their own; state, spool
+# and logs under $TRASH/slurm.  The system's munged and Slurm, if any, are
+# neither used nor touched.  SLURM_CONF points the client commands
+# (sbatch, squeue, scontrol, scancel) at it.  stop_slurm, which the
+# script's test_cleanup calls, cancels what is left and stops the
+# daemons.
+#
+# Processes are tracked by proctrack/linuxproc, which needs neither
+# systemd nor cgroups; there is no accounting database (slurmdbd), so
+# sacct has nothing to show: a job's end is read from `scontrol show
+# job' and from the job completion log (jobcomp/filetxt).
+
+munged_pid=
+slurmctld_pid=
+slurmd_pid=
+
+require_slurm() {
+	require_root
+	for _c in munged slurmctld slurmd sbatch squeue scontrol scancel; do
+		PATH=$PATH:/usr/sbin:/usr/local/sbin command -v $_c >/dev/null ||
+		    test_skip_all "$_c not found (scripts/install-deps installs slurm-wlm and munge)"
+	done
+	PATH=$PATH:/usr/sbin:/usr/local/sbin
+}
+
+# A TCP port that nothing listens on, from 20000 up, other than $1.
+free_port() {
+	while :; do
+		_p=$(awk -v s="$(date +%N)" \
+		    'BEGIN { srand(s + 0); print 20000 + int(rand() * 40000) }')
+		test "$_p" != "$1" || continue
+		ss -Htln "sport = :$_p" 2>/dev/null | grep -q . || break
+	done
+	echo "$_p"
+}
+
+# slurm_conf: writes $SLURM_CONF.
+slurm_conf() {
+	_s=$TRASH/slurm
+	cat >"$SLURM_CONF" <<-EOF
+	ClusterName=gck
+	SlurmctldHost=$slurm_node(127.0.0.1)
+	SlurmctldPort=$slurmctld_port
+	SlurmdPort=$slurmd_port
+	SlurmUser=root
+	SlurmdUser=root
+	AuthType=auth/munge
+	CredType=cred/munge
+	# cred_expire: a requeued job waits this long, plus one second,
+	# before it may start again (120 seconds by default).
+	AuthInfo=socket=$_s/munge/socket,cred_expire=$slurm_cred_expire
+	StateSaveLocation=$_s/state
+	SlurmdSpoolDir=$_s/spool
+	SlurmctldPidFile=$_s/slurmctld.pid
+	SlurmdPidFile=$_s/slurmd.pid
+	SlurmctldLogFile=$_s/slurmctld.log
+	SlurmdLogFile=$_s/slurmd.log
+	SlurmctldDebug=info
+	SlurmdDebug=info
+	PlugStackConfig=$_s/plugstack.conf
+	MailProg=/bin/true
+	ProctrackType=proctrack/linuxproc
+	TaskPlugin=task/none
+	JobAcctGatherType=jobacct_gather/none
+	AccountingStorageType=accounting_storage/none
+	JobCompType=jobcomp/filetxt
+	JobCompLoc=$_s/jobcomp
+	SelectType=select/cons_tres
+	SelectTypeParameters=CR_Core
+	SchedulerType=sched/builtin
+	# the main scheduling loop every second, not every minute, so that
+	# a requeued job starts as soon as it may
+	SchedulerParameters=sched_interval=1
+	MpiDefault=none
+	ReturnToService=2
+	KillWait=2
+	MinJobAge=600
+	InactiveLimit=0
+	NodeName=$slurm_node NodeHostname=$slurm_node NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN
+	PartitionName=gck Nodes=$slurm_node Default=YES MaxTime=INFINITE State=UP
+	EOF
+}
+
+# wait_node_idle [SECONDS]: the node is idle (up to 30 seconds).
+wait_node_idle() {
+	_i=0
+	while test "$(sinfo -h -n "$slurm_node" -o %T 2>/dev/null)" != idle; do
+		_i=$((_i + 1))
+		if test $_i -gt $((${1:-30} * 10)); then
+			echo >&2 "node $slurm_node is not idle:"
+			sinfo >&2
+			tail -n 20 "$TRASH/slurm/slurmctld.log" \
+			    "$TRASH/slurm/slurmd.log" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+start_slurm() {
+	_s=$TRASH/slurm
+	slurm_node=$(hostname -s)
+	: "${slurm_cred_expire:=5}"
+	SLURM_CONF=$_s/slurm.conf
+	export SLURM_CONF
+	mkdir -p "$_s/munge" "$_s/state" "$_s/spool" || return 1
+	chmod 755 "$TRASH" "$_s" "$_s/munge" || return 1
+	: >"$_s/plugstack.conf"
+	dd if=/dev/urandom of="$_s/munge.key" bs=1024 count=1 2>/dev/null &&
+	chmod 600 "$_s/munge.key" || return 1
+	munged -F -f --socket="$_s/munge/socket" --key-file="$_s/munge.key" \
+	    --pid-file="$_s/munge/pid" --seed-file="$_s/munge/seed" \
+	    --log-file="$_s/munged.log" >"$_s/munged.out" 2>&1 &
+	munged_pid=$!
+	wait_for_line "$_s/munged.out" 'Created .* work threads' 10 || {
+		cat >&2 "$_s/munged.out"
+		return 1
+	}
+	slurmctld_port=$(free_port 0)
+	slurmd_port=$(free_port $slurmctld_port)
+	slurm_conf
+	slurmctld -D -i >"$_s/slurmctld.out" 2>&1 &
+	slurmctld_pid=$!
+	slurmd -D -N "$slurm_node" >"$_s/slurmd.out" 2>&1 &
+	slurmd_pid=$!
+	wait_node_idle 60
+}
+
+stop_slurm() {
+	if test -n "$slurmctld_pid"; then
+		scancel --quiet --user=root 2>/dev/null
+		_i=0
+		while test -n "$(squeue -h -o %i -t PD,R,CG,S 2>/dev/null)" &&
+		    test $_i -lt 50; do
+			_i=$((_i + 1))
+			sleep 0.1
+		done
+	fi
+	for _p in $slurmd_pid $slurmctld_pid $munged_pid; do
+		kill -TERM "$_p" 2>/dev/null
+	done
+	for _p in $slurmd_pid $slurmctld_pid $munged_pid; do
+		wait_child "$_p" 10 >/dev/null 2>&1
+	done
+	slurmd_pid=
+	slurmctld_pid=
+	munged_pid=
+}
+
+# job_field JOB FIELD: FIELD of `scontrol show job JOB', such as JobState
+# or ExitCode.
+job_field() {
+	scontrol -o show job "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"
+}
+
+# wait_job_state JOB STATE [SECONDS]: waits up to SECONDS (default 60)
+# for JOB to be in STATE.
+wait_job_state() {
+	_i=0
+	while test "$(job_field "$1" JobState)" != "$2"; do
+		_i=$((_i + 1))
+		if test $_i -gt $((${3:-60} * 10)); then
+			echo >&2 "job $1 is $(job_field "$1" JobState), not $2:"
+			scontrol show job "$1" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+# sbatch_job ARGS...: submits a job, and sets JOB to its ID.
+sbatch_job() {
+	JOB=$(sbatch --parsable "$@") || return 1
+	JOB=${JOB%%;*}
+	test -n "$JOB"
+}

@@ -1,0 +1,87 @@
+#!/bin/sh
+test_description='gpuckpt-slurm under a real Slurm: checkpointed, requeued, restored'
+. "$GCK_SRCDIR/lib.sh"
+. "$GCK_SRCDIR/slurm-lib.sh"
+
+require_criu
+require_slurm
+
+GCKSLURM=$GCK_TOPBUILDDIR/src/slurm/gpuckpt-slurm
+COUNTER=$GCK_TESTDIR/counter
+GPUCKPT=$GCKPT
+GPURESTORE=$GCKRESTORE
+GPUINSPECT=$GCKINSPECT
+export GPUCKPT GPURESTORE GPUINSPECT
+test -x "$GCKSLURM" || test_skip_all "$GCKSLURM not built"
+
+test_cleanup() {
+	stop_slurm
+}
+
+# job NAME [COMMANDS]: writes NAME.sh, a batch script that runs
+# COMMANDS, then the counter under gpuckpt-slurm with the image in
+# ckpt/NAME; the counter's options are taken from NAME.args.
+job() {
+	cat >"$1.sh" <<-EOF
+	#!/bin/sh
+	${2:-:}
+	exec "$GCKSLURM" -d "$TRASH/ckpt/$1" -- "$COUNTER" \$(cat "$TRASH/$1.args")
+	EOF
+	chmod +x "$1.sh"
+}
+
+# submit NAME COUNTER-OPTIONS [SBATCH-OPTIONS]: submits NAME.sh, writing
+# to NAME.out, and sets JOB.
+submit() {
+	_n=$1
+	echo "$2" >"$_n.args"
+	shift 2
+	sbatch_job --requeue --open-mode=append -J "$_n" -o "$TRASH/$_n.out" \
+	    -D "$TRASH" "$@" "$TRASH/$_n.sh"
+}
+
+# counted NAME N: NAME.out has one start and the steps 1 to N, each once
+# and in order, then done N: the counter went on from where it was
+# checkpointed, its memory intact at every step.
+counted() {
+	test "$(grep -c '^start ' "$1.out")" -eq 1 &&
+	! grep '^FAIL' "$1.out" &&
+	grep '^step ' "$1.out" | awk '{ print $2 }' >steps &&
+	seq 1 "$2" >expect &&
+	test_cmp expect steps &&
+	test "$(grep -c '^done ' "$1.out")" -eq 1 &&
+	test_grep "^done $2 " "$1.out"
+}
+
+# jobcomp JOB STATE EXIT: the job completion log says JOB ended in STATE
+# with exit code EXIT.
+jobcomp() {
+	grep "^JobId=$1 " "$TRASH/slurm/jobcomp" >jobcomp.line &&
+	test_grep " JobState=$2 " jobcomp.line &&
+	test_grep " ExitCode=$3:0" jobcomp.line
+}
+
+test_expect_success 'a Slurm cluster of one node starts on loopback' '
+	start_slurm &&
+	mkdir ckpt
+'
+
+test_expect_success 'USR1 to the batch shell: checkpointed, requeued, restored' '
+	job pre &&
+	submit pre "-n 80 -t 100 -x 7" &&
+	wait_job_state $JOB RUNNING &&
+	wait_for_line pre.out "^step 10 " 30 &&
+	scancel --signal=USR1 --batch $JOB &&
+	wait_for_line pre.out "checkpointed to .* and requeued" 60 &&
+	test -s ckpt/pre/image.gck &&
+	wait_job_state $JOB FAILED 90 &&
+	test "$(job_field $JOB Restarts)" = 1 &&
+	test "$(job_field $JOB ExitCode)" = 7:0 &&
+	jobcomp $JOB FAILED 7 &&
+	counted pre 80 &&
+	test_grep "^gpuckpt-slurm: restart 1 of job $JOB: restoring $TRASH/ckpt/pre/image.gck\$" pre.out &&
+	# the job failed: its last image is kept
+	test -s ckpt/pre/image.gck
+'
+
+test_done
