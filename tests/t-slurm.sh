@@ -84,4 +84,46 @@ test_expect_success 'USR1 to the batch shell: checkpointed, requeued, restored' 
 	test -s ckpt/pre/image.gck
 '
 
+test_expect_success 'the time limit warns, and the job goes on over several runs' '
+	job lim &&
+	submit lim "-n 200 -t 100" --time=1:00 --signal=B:USR1@45 &&
+	wait_job_state $JOB COMPLETED 150 &&
+	test "$(job_field $JOB ExitCode)" = 0:0 &&
+	test "$(job_field $JOB Restarts)" -ge 1 &&
+	jobcomp $JOB COMPLETED 0 &&
+	counted lim 200 &&
+	test_grep "^gpuckpt-slurm: SIGUSR1: checkpointing process" lim.out &&
+	# it ended well: the image is gone, and its directory
+	! test -e ckpt/lim
+'
+
+test_expect_success 'a damaged image fails the job, kept, with one line' '
+	job bad "test \"\$SLURM_RESTART_COUNT\" = 1 &&
+	    printf garbage | dd of=$TRASH/ckpt/bad/image.gck bs=1 seek=4000 conv=notrunc 2>/dev/null" &&
+	submit bad "-n 600 -t 100" &&
+	wait_for_line bad.out "^step 5 " 30 &&
+	scancel --signal=USR1 --batch $JOB &&
+	wait_job_state $JOB FAILED 60 &&
+	test "$(job_field $JOB ExitCode)" = 1:0 &&
+	jobcomp $JOB FAILED 1 &&
+	test -s ckpt/bad/image.gck &&
+	grep "^gpuckpt-slurm: cannot" bad.out >errline &&
+	test_line_count errline 1 &&
+	test_grep "^gpuckpt-slurm: cannot restore $TRASH/ckpt/bad/image.gck (kept): " errline &&
+	test "$(grep -c "^start " bad.out)" -eq 1 &&
+	! test_grep "^done" bad.out
+'
+
+test_expect_success 'a cancelled job is not checkpointed' '
+	job can &&
+	submit can "-n 600 -t 100" &&
+	wait_for_line can.out "^step 5 " 30 &&
+	scancel $JOB &&
+	wait_job_state $JOB CANCELLED 30 &&
+	test "$(job_field $JOB Restarts)" = 0 &&
+	test_grep "^gpuckpt-slurm: SIGTERM: job $JOB is ending (COMPLETING): no checkpoint\$" can.out &&
+	! grep "checkpointing" can.out &&
+	! test -e ckpt/can/image.gck
+'
+
 test_done
