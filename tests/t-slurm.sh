@@ -84,7 +84,7 @@ test_expect_success 'USR1 to the batch shell: checkpointed, requeued, restored' 
 	test -s ckpt/pre/image.gck
 '
 
-test_expect_success 'the time limit warns, and the job goes on over several runs' '
+test_expect_success 'the time limit warns: checkpointed, requeued, finished on the next run' '
 	job lim &&
 	submit lim "-n 200 -t 100" --time=1:00 --signal=B:USR1@45 &&
 	wait_job_state $JOB COMPLETED 150 &&
@@ -112,6 +112,27 @@ test_expect_success 'a damaged image fails the job, kept, with one line' '
 	test_grep "^gpuckpt-slurm: cannot restore $TRASH/ckpt/bad/image.gck (kept): " errline &&
 	test "$(grep -c "^start " bad.out)" -eq 1 &&
 	! test_grep "^done" bad.out
+'
+
+test_expect_success 'a checkpoint that fails leaves the job running' '
+	cat >failckpt <<-\EOF &&
+	#!/bin/sh
+	echo "gpuckpt: injected failure" >&2
+	exit 1
+	EOF
+	chmod +x failckpt &&
+	job nock &&
+	submit nock "-n 60 -t 100 -x 3" --export=ALL,GPUCKPT=$TRASH/failckpt &&
+	wait_for_line nock.out "^step 5 " 30 &&
+	scancel --signal=USR1 --batch $JOB &&
+	wait_job_state $JOB FAILED 60 &&
+	test "$(job_field $JOB ExitCode)" = 3:0 &&
+	test "$(job_field $JOB Restarts)" = 0 &&
+	grep "^gpuckpt-slurm: checkpoint" nock.out >errline &&
+	test_line_count errline 1 &&
+	test_grep "^gpuckpt-slurm: checkpoint failed, the job goes on: injected failure\$" errline &&
+	counted nock 60 &&
+	! test -e ckpt/nock/image.gck
 '
 
 test_expect_success 'a cancelled job is not checkpointed' '
