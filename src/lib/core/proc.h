@@ -48,4 +48,30 @@ struct gck_pst {
 void	gck_psts_signal(const struct gck_pst *, size_t, int);
 int	gck_psts_wait_gone(const struct gck_pst *, size_t, int);
 
+/*
+ * A PID namespace other than ours, where a tree lives: the PIDs its
+ * processes have there, the last field of NSpid in /proc/PID/status,
+ * and those they have here.  NULL stands for our own namespace, where
+ * the two are the same.
+ */
+struct gck_pidmap {
+	pid_t		 host, ns;
+};
+struct gck_pidns {
+	pid_t			 root;	/* the tree's root, as we see it */
+	pid_t			 init;	/* the namespace's pid 1, as we see it */
+	size_t			 level;	/* its field of NSpid */
+	char			 id[64];	/* "pid:[N]" */
+	struct gck_pidmap	*map;	/* the tree, as last learnt */
+	size_t			 n;
+};
+int	gck_pidns_of(struct gck_ctx *, pid_t, struct gck_pidns **);
+void	gck_pidns_free(struct gck_pidns *);
+pid_t	gck_pidns_local(const struct gck_pidns *, pid_t);
+pid_t	gck_pidns_host(const struct gck_pidns *, pid_t);
+pid_t	gck_pidns_sid(const struct gck_pidns *, const struct gck_proc *);
+int	gck_pidns_learn(struct gck_ctx *, struct gck_pidns *,
+	    const struct gck_ptree *);
+void	gck_pidns_view(const struct gck_pidns *, struct gck_ptree *);
+
 #endif /* GCK_CORE_PROC_H */
