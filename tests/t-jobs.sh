@@ -423,12 +423,21 @@ test_expect_success 'gpurecv refuses to be a PID namespace init; the source runs
 	test -z "$(ls -A "$TMPDIR")"
 '
 
-test_expect_success 'gpusend to this host says how to move a tree on one host' '
-	test_status 1 gsend "$GCKRECV" -p $WPID root@127.0.0.1 >out 2>err &&
-	test_must_be_empty out &&
-	test_line_count err 1 &&
-	test_grep "^gpusend: .*the image.s source, process tree $WPID, is on this host: gpusend moves a tree to another host (on one host: gpuckpt -p $WPID | gpurestore).*; process tree $WPID left running\$" err &&
-	verify_workload $WPID
+test_expect_success 'gpusend -p PID to this host moves the tree into a PID namespace' '
+	oldpid=$WPID &&
+	test_status 0 gsend "$GCKRECV" -p $WPID root@127.0.0.1 >out 2>err &&
+	test_must_be_empty err &&
+	wait_gone $oldpid &&
+	newpid=$(cat out) &&
+	test -n "$newpid" &&
+	test "$newpid" != $oldpid &&
+	test "$(readlink /proc/$newpid/ns/pid)" != "$(readlink /proc/self/ns/pid)" &&
+	test "$(awk "/^NSpid:/ { print \$NF }" /proc/$newpid/status)" = $oldpid &&
+	test "$(cat /proc/$(proc_field $newpid 4)/comm)" = gpuckpt-init &&
+	verify_workload $newpid &&
+	started="$started $newpid" &&
+	kill_tree $newpid &&
+	start samehost -m 8
 '
 
 # A snapshot leaves the tree as it found it.
@@ -470,20 +479,42 @@ test_expect_success 'a failed checkpoint leaves a stopped tree stopped' '
 	verify_workload $WPID
 '
 
-test_expect_success 'a PID taken by a stopped process: gpurestore says end it' '
-	elsewhere "echo $((WPID - 1)) >/proc/sys/kernel/ns_last_pid
-		sleep 1000 &
-		s=\$!
-		kill -STOP \$s
-		until grep -q \"^State:.T\" /proc/\$s/status; do sleep 0.1; done
-		\"$GCKRESTORE\" snap.gck >taken.out 2>taken.err
-		echo \$? >taken.st
-		echo \$s >taken.pid" &&
+# taken.sh: in a PID namespace of its own, a stopped process takes the
+# image's PID; the restore there goes into a namespace of its own again,
+# and the copy checks itself.
+cat >taken.sh <<'EOF'
+echo $(($1 - 1)) >/proc/sys/kernel/ns_last_pid
+sleep 1000 &
+s=$!
+kill -STOP $s
+until grep -q "^State:.T" /proc/$s/status; do sleep 0.1; done
+"$GCKRESTORE" snap.gck >taken.out 2>taken.err
+echo $? >taken.st
+echo $s >taken.pid
+r=$(cat taken.out)
+awk '/^NSpid:/ { print $NF }' /proc/$r/status >taken.nspid
+readlink /proc/$r/ns/pid >taken.ns
+readlink /proc/self/ns/pid >here.ns
+n=$(grep -c "^verify " "$2")
+kill -USR1 $r
+i=0
+while test $(grep -c "^verify " "$2") -le $n && test $i -lt 100; do
+	sleep 0.1
+	i=$((i + 1))
+done
+grep "^verify " "$2" | tail -n 1 >taken.verify
+EOF
+
+test_expect_success 'a PID taken: gpurestore says so and restores in a PID namespace' '
+	GCKRESTORE=$GCKRESTORE elsewhere "sh taken.sh $WPID $WSTATUS" &&
 	test "$(cat taken.pid)" = $WPID &&
-	test "$(cat taken.st)" = 1 &&
-	test_must_be_empty taken.out &&
+	test "$(cat taken.st)" = 0 &&
 	test_line_count taken.err 1 &&
-	test_grep "^gpurestore: pid $WPID is in use on this host (by .[a-z]*., stopped); the image.s process .workload. needs it: end that process or restore on another host\$" taken.err
+	test_grep "^gpurestore: pid $WPID of the image is in use on this host (by .[a-z]*.): restoring the tree in a PID namespace of its own, where it keeps its PIDs (--pidns)\$" taken.err &&
+	test "$(cat taken.out)" != $WPID &&
+	test "$(cat taken.nspid)" = $WPID &&
+	test "$(cat taken.ns)" != "$(cat here.ns)" &&
+	test_grep "^verify ok sum=$WSUM " taken.verify
 '
 
 test_expect_success 'nothing left in TMPDIR' '

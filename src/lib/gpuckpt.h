@@ -85,11 +85,23 @@ struct gck_ckpt_opts {
 	unsigned int	 criu_opts;	/* GCK_CRIU_* */
 };
 
+/* Where a tree is restored: gck_restore_opts.pidns. */
+enum gck_pidns {
+	GCK_PIDNS_AUTO = 0,	/* here, or in a PID namespace of its own
+				   when a PID of the image is taken */
+	GCK_PIDNS_ALWAYS	/* in a PID namespace of its own */
+};
+
+struct gck_waiter;		/* a restored tree, stayed with */
+
 struct gck_restore_opts {
 	int		 infd;		/* the stream */
 	const char	*tmpdir;	/* staging area, NULL for $TMPDIR */
 	int		 pid_wait_ms;	/* how long to wait for busy PIDs */
 	const char	*gpu_map;	/* "SRC=DST,...", or NULL */
+	enum gck_pidns	 pidns;
+	struct gck_waiter **waiter;	/* non-NULL: the tree stays ours,
+					   for gck_wait() */
 };
 
 struct gck_image_stats {
@@ -165,6 +177,17 @@ void		 gck_ckpt_result_free(struct gck_ckpt_result *);
  */
 int		 gck_restore(struct gck_ctx *, const struct gck_restore_opts *,
 		    pid_t *);
+
+/*
+ * Stays with a tree restored with opts->waiter until its root ends,
+ * sending it each signal of fwd that comes to us (the caller blocks
+ * them, or has its interrupt handler catch them: those are sent too).
+ * On GCK_OK *statusp is the root's wait status.  gck_waiter_free()
+ * then forgets the tree (NULL is fine).
+ */
+int		 gck_wait(struct gck_ctx *, struct gck_waiter *,
+		    const sigset_t *, int *);
+void		 gck_waiter_free(struct gck_waiter *);
 
 /*
  * Suspends the CUDA processes of the tree rooted at pid in place: their

@@ -4,11 +4,13 @@
 #include "config.h"
 
 #include <sys/types.h>
+#include <sys/wait.h>
 
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +25,11 @@ static const struct option longopts[] = {
 	{ "help",	no_argument,		NULL,	'h' },
 	{ "pid",	required_argument,	NULL,	'p' },
 	{ "pidfile",	required_argument,	NULL,	'P' },
+	{ "pidns",	no_argument,		NULL,	'N' },
 	{ "resume",	no_argument,		NULL,	'U' },
 	{ "version",	no_argument,		NULL,	'V' },
 	{ "verbose",	no_argument,		NULL,	'v' },
+	{ "wait",	no_argument,		NULL,	'W' },
 	{ NULL,		0,			NULL,	0 }
 };
 
@@ -34,7 +38,8 @@ usage(int status)
 {
 	fprintf(status ? stderr : stdout,
 	    "usage: %s [-hVv] [--gpu-map src=dst[,...]] [--pidfile file] "
-	    "[file | -]\n"
+	    "[--pidns] [--wait]\n"
+	    "                  [file | -]\n"
 	    "       %s --resume [-v] [--gpu-map src=dst[,...]] -p pid\n",
 	    getprogname(), getprogname());
 	exit(status);
@@ -62,15 +67,41 @@ write_pidfile(const char *path, pid_t pid)
 	return ok ? 0 : -1;
 }
 
+/*
+ * Stays with the restored tree until its root ends, passing it the
+ * signals that would end a job, and exits as it did.
+ */
+static _Noreturn void
+wait_tree(struct gck_ctx *ctx, struct gck_waiter *w, const sigset_t *fwd,
+    pid_t root)
+{
+	int	status;
+
+	if (gck_wait(ctx, w, fwd, &status) != GCK_OK)
+		errx(1, "%s", gck_error_string(ctx));
+	gck_waiter_free(w);
+	gck_ctx_free(ctx);
+	if (WIFEXITED(status))
+		exit(WEXITSTATUS(status));
+	if (WIFSIGNALED(status)) {
+		warnx("process %d was killed by signal %d (%s)", (int)root,
+		    WTERMSIG(status), strsignal(WTERMSIG(status)));
+		exit(128 + WTERMSIG(status));
+	}
+	exit(1);
+}
+
 int
 main(int argc, char *argv[])
 {
 	struct gck_restore_opts	 o;
+	struct gck_waiter	*w = NULL;
 	struct gck_ctx		*ctx;
 	const char		*pidfile = NULL;
+	sigset_t		 fwd;
 	pid_t			 root, pid = 0;
 	size_t			 n;
-	int			 ch, verbose = 0, r, resume = 0;
+	int			 ch, verbose = 0, r, resume = 0, wait = 0;
 
 	memset(&o, 0, sizeof o);
 	o.pid_wait_ms = 10000;
@@ -90,6 +121,12 @@ main(int argc, char *argv[])
 		case 'P':
 			pidfile = optarg;
 			break;
+		case 'N':
+			o.pidns = GCK_PIDNS_ALWAYS;
+			break;
+		case 'W':
+			wait = 1;
+			break;
 		case 'V':
 			tool_version();
 		case 'v':
@@ -102,9 +139,10 @@ main(int argc, char *argv[])
 	argc -= optind;
 	argv += optind;
 	if (resume) {
-		if (argc != 0 || pid == 0 || pidfile != NULL) {
+		if (argc != 0 || pid == 0 || pidfile != NULL || wait ||
+		    o.pidns != GCK_PIDNS_AUTO) {
 			warnx("--resume takes -p pid, no image and no "
-			    "--pidfile");
+			    "--pidfile, --pidns or --wait");
 			usage(2);
 		}
 		tool_signals();
@@ -124,13 +162,26 @@ main(int argc, char *argv[])
 
 	tool_signals();
 	ctx = tool_ctx(verbose);
+	if (wait) {
+		/*
+		 * Signals for the tree wait for it; those that end a
+		 * restore under way still do so until it runs.
+		 */
+		sigemptyset(&fwd);
+		sigaddset(&fwd, SIGUSR1);
+		sigaddset(&fwd, SIGUSR2);
+		sigprocmask(SIG_BLOCK, &fwd, NULL);
+		sigaddset(&fwd, SIGTERM);
+		sigaddset(&fwd, SIGINT);
+		sigaddset(&fwd, SIGHUP);
+		o.waiter = &w;
+	}
 	r = gck_restore(ctx, &o, &root);
 	if (r != GCK_OK) {
 		warnx("%s", gck_error_string(ctx));
 		gck_ctx_free(ctx);
 		return 1;
 	}
-	gck_ctx_free(ctx);
 	r = 0;
 	if (pidfile != NULL && write_pidfile(pidfile, root) == -1) {
 		warn("process tree %d restored, but cannot write pid file "
@@ -140,5 +191,8 @@ main(int argc, char *argv[])
 	printf("%d\n", (int)root);
 	if (fflush(stdout) == EOF)
 		r = 1;
+	if (wait)
+		wait_tree(ctx, w, &fwd, root);
+	gck_ctx_free(ctx);
 	return r;
 }

@@ -106,7 +106,8 @@ t_restore_files(void **state)
 {
 	struct gck_criu_cmd	 cmd = { .restore = 1, .imgdir = "/w/img",
 	    .shell_job = 1, .opts = GCK_CRIU_TCP_ESTABLISHED };
-	const char *const	 want[] = { "restore", "-d", "-D", "/w/img",
+	const char *const	 want[] = { "restore", "-d",
+	    "--manage-cgroups=ignore", "-D", "/w/img",
 	    "-o", "-", "-v4", "--leave-stopped", "--shell-job",
 	    "--tcp-established", NULL };
 
@@ -119,7 +120,8 @@ t_restore_stream(void **state)
 {
 	struct gck_criu_cmd	 cmd = { .restore = 1, .imgdir = "/w/img",
 	    .stream = 1 };
-	const char *const	 want[] = { "restore", "-d", "-D", "/w/img",
+	const char *const	 want[] = { "restore", "-d",
+	    "--manage-cgroups=ignore", "-D", "/w/img",
 	    "-o", "-", "-v4", "--leave-stopped", "--stream", NULL };
 
 	(void)state;

@@ -1,5 +1,5 @@
 /*
- * Unit tests for a tree's PID namespace (core/proc.c, gck_pidns_*): a
+ * Unit tests for a tree's PID namespace (core/proc.c, gck_nsview_*): a
  * namespace of its own, its init and a child of the init that leads a
  * session there, seen from here and from there.
  */
@@ -153,12 +153,12 @@ static void
 t_ours(void **state)
 {
 	struct nsfix		*f = *state;
-	struct gck_pidns	*ns = (void *)1;
+	struct gck_nsview	*ns = (void *)1;
 
-	assert_int_equal(gck_pidns_of(f->u.ctx, getpid(), &ns), GCK_OK);
+	assert_int_equal(gck_nsview_of(f->u.ctx, getpid(), &ns), GCK_OK);
 	assert_null(ns);
-	assert_int_equal(gck_pidns_local(NULL, f->worker), f->worker);
-	assert_int_equal(gck_pidns_host(NULL, 42), 42);
+	assert_int_equal(gck_nsview_local(NULL, f->worker), f->worker);
+	assert_int_equal(gck_nsview_host(NULL, 42), 42);
 }
 
 /* Its init: pid 1 there, the init of its own namespace. */
@@ -166,19 +166,19 @@ static void
 t_init(void **state)
 {
 	struct nsfix		*f = *state;
-	struct gck_pidns	*ns = NULL;
+	struct gck_nsview	*ns = NULL;
 
-	assert_int_equal(gck_pidns_of(f->u.ctx, f->init, &ns), GCK_OK);
+	assert_int_equal(gck_nsview_of(f->u.ctx, f->init, &ns), GCK_OK);
 	assert_non_null(ns);
 	assert_int_equal(ns->root, f->init);
 	assert_int_equal(ns->init, f->init);
 	assert_int_equal((int)ns->level, levels(getpid()));
-	assert_int_equal(gck_pidns_local(ns, f->init), 1);
-	assert_int_equal(gck_pidns_local(ns, f->worker), 2);
+	assert_int_equal(gck_nsview_local(ns, f->init), 1);
+	assert_int_equal(gck_nsview_local(ns, f->worker), 2);
 	/* We and the init's parent are outside. */
-	assert_int_equal(gck_pidns_local(ns, getpid()), 0);
-	assert_int_equal(gck_pidns_local(ns, f->outer), 0);
-	gck_pidns_free(ns);
+	assert_int_equal(gck_nsview_local(ns, getpid()), 0);
+	assert_int_equal(gck_nsview_local(ns, f->outer), 0);
+	gck_nsview_free(ns);
 }
 
 /* A process under the init: its init is found by walking up. */
@@ -186,14 +186,14 @@ static void
 t_worker(void **state)
 {
 	struct nsfix		*f = *state;
-	struct gck_pidns	*ns = NULL;
+	struct gck_nsview	*ns = NULL;
 
-	assert_int_equal(gck_pidns_of(f->u.ctx, f->worker, &ns), GCK_OK);
+	assert_int_equal(gck_nsview_of(f->u.ctx, f->worker, &ns), GCK_OK);
 	assert_non_null(ns);
 	assert_int_equal(ns->root, f->worker);
 	assert_int_equal(ns->init, f->init);
-	assert_int_equal(gck_pidns_local(ns, f->worker), 2);
-	gck_pidns_free(ns);
+	assert_int_equal(gck_nsview_local(ns, f->worker), 2);
+	gck_nsview_free(ns);
 }
 
 /*
@@ -205,21 +205,21 @@ static void
 t_tree(void **state)
 {
 	struct nsfix		*f = *state;
-	struct gck_pidns	*ns = NULL;
+	struct gck_nsview	*ns = NULL;
 	struct gck_ptree	*t = NULL;
 
-	assert_int_equal(gck_pidns_of(f->u.ctx, f->init, &ns), GCK_OK);
+	assert_int_equal(gck_nsview_of(f->u.ctx, f->init, &ns), GCK_OK);
 	assert_int_equal(gck_ptree_scan(f->u.ctx, f->init, &t), GCK_OK);
 	assert_int_equal(t->n, 2);
-	assert_int_equal(gck_pidns_host(ns, 1), -1);	/* nothing learnt */
-	assert_int_equal(gck_pidns_learn(f->u.ctx, ns, t), GCK_OK);
-	assert_int_equal(gck_pidns_host(ns, 1), f->init);
-	assert_int_equal(gck_pidns_host(ns, 2), f->worker);
-	assert_int_equal(gck_pidns_host(ns, 3), -1);
-	assert_int_equal(gck_pidns_sid(ns, &t->procs[0]), 0);
-	assert_int_equal(gck_pidns_sid(ns, &t->procs[1]), 2);
-	assert_int_equal(gck_pidns_sid(NULL, &t->procs[1]), f->worker);
-	gck_pidns_view(ns, t);
+	assert_int_equal(gck_nsview_host(ns, 1), -1);	/* nothing learnt */
+	assert_int_equal(gck_nsview_learn(f->u.ctx, ns, t), GCK_OK);
+	assert_int_equal(gck_nsview_host(ns, 1), f->init);
+	assert_int_equal(gck_nsview_host(ns, 2), f->worker);
+	assert_int_equal(gck_nsview_host(ns, 3), -1);
+	assert_int_equal(gck_nsview_sid(ns, &t->procs[0]), 0);
+	assert_int_equal(gck_nsview_sid(ns, &t->procs[1]), 2);
+	assert_int_equal(gck_nsview_sid(NULL, &t->procs[1]), f->worker);
+	gck_nsview_tree(ns, t);
 	assert_int_equal(t->procs[0].pid, 1);
 	assert_int_equal(t->procs[0].ppid, 0);
 	assert_int_equal(t->procs[0].sid, 0);
@@ -229,7 +229,7 @@ t_tree(void **state)
 	assert_int_equal(t->procs[1].sid, 2);
 	assert_int_equal(t->procs[1].pgid, 2);
 	gck_ptree_free(t);
-	gck_pidns_free(ns);
+	gck_nsview_free(ns);
 }
 
 /* A process that is gone. */
@@ -237,16 +237,16 @@ static void
 t_gone(void **state)
 {
 	struct nsfix		*f = *state;
-	struct gck_pidns	*ns = (void *)1;
+	struct gck_nsview	*ns = (void *)1;
 	pid_t			 pid;
 
 	if ((pid = fork()) == 0)
 		_exit(0);
 	assert_true(pid > 0);
 	assert_int_equal(waitpid(pid, NULL, 0), pid);
-	assert_int_equal(gck_pidns_of(f->u.ctx, pid, &ns), GCK_ENOPROC);
+	assert_int_equal(gck_nsview_of(f->u.ctx, pid, &ns), GCK_ENOPROC);
 	assert_null(ns);
-	assert_int_equal(gck_pidns_local(NULL, pid), pid);
+	assert_int_equal(gck_nsview_local(NULL, pid), pid);
 }
 
 int

@@ -16,6 +16,14 @@
  * parent in its session, in another group, and is not orphaned until
  * the keeper goes: after the tree has been let run, or killed.
  *
+ * In a PID namespace of its own (gpurestore --pidns) the keeper is the
+ * namespace's init, named gpuckpt-init: it mounts the namespace's /proc
+ * in a mount namespace of its own, sets the namespace's last PID above
+ * the image's so that criu itself takes none of them, has criu restore
+ * the tree there with its PIDs, and reaps in it.  It reports the root's
+ * wait status when the root ends, and exits, the namespace with it,
+ * once nothing else lives in it.
+ *
  * The keeper is a program of its own, gpuckpt-keeper in
  * $(libexecdir)/gpuckpt (gck_libexec_path()), run with fexecve(2) so
  * that it holds none of the restoring tool's memory; its main() is
@@ -24,7 +32,9 @@
  */
 #include "config.h"
 
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -32,6 +42,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,13 +62,19 @@
 
 struct gck_keeper {
 	pid_t	pid;
+	int	ns;		/* the init of a PID namespace */
 	int	statusfd;	/* its report; -1 once read */
 	int	releasefd;	/* closed, or a byte: go */
 	int	reported;
+	int	released;
+	int	rootdone;	/* the namespace's root reported */
+	int	rootstatus;
 	struct gck_keeper_report rep;
 };
 
-static void	keeper_release_wait(void);
+static void		keeper_release_wait(void);
+static int		keeper_setup_ns(pid_t);
+static _Noreturn void	keeper_init_loop(pid_t);
 
 /* Writes all of buf; the reader may be gone. */
 static void
@@ -103,10 +120,67 @@ keeper_release_wait(void)
 }
 
 /*
+ * As the init of a new PID namespace: a mount namespace whose mounts do
+ * not propagate back, this namespace's /proc, and its last PID set to
+ * maxpid, so that criu and its helpers take PIDs above the image's.
+ * Returns 0 or an errno.
+ */
+static int
+keeper_setup_ns(pid_t maxpid)
+{
+	char	buf[32];
+	int	fd, len, e = 0;
+
+	(void)prctl(PR_SET_NAME, "gpuckpt-init");
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) == -1 ||
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	    NULL) == -1)
+		return errno;
+	len = snprintf(buf, sizeof buf, "%d", (int)maxpid);
+	if ((fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY |
+	    O_CLOEXEC)) == -1)
+		return errno;
+	if (write(fd, buf, (size_t)len) != len)
+		e = errno != 0 ? errno : EIO;
+	close(fd);
+	return e;
+}
+
+/*
+ * As init, once criu is done: reaps everything that ends in the
+ * namespace; reports the root's wait status when it ends, and exits
+ * once nothing is left (the namespace ends with us).
+ */
+static _Noreturn void
+keeper_init_loop(pid_t root)
+{
+	struct gck_keeper_report	rep;
+	pid_t				pid;
+	int				status;
+
+	memset(&rep, 0, sizeof rep);
+	for (;;) {
+		pid = waitpid(-1, &status, __WALL);
+		if (pid == -1) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pid == root) {
+			rep.status = status;
+			put(KEEPER_STATUS, &rep, sizeof rep);
+			close(KEEPER_STATUS);
+		}
+	}
+	_exit(0);
+}
+
+/*
  * gpuckpt-keeper: runs criu (argv) as gck_keeper_start() asks, its
- * report on descriptor 3, the word to go on 4, the guard's pipe on 5.
- * Returns GCK_OK once let go, or GCK_ESYS when it could not run criu
- * (and said so on descriptor 3).
+ * report on descriptor 3, the word to go on 4, the guard's pipe on 5;
+ * with "-n MAXPID:ROOT" first, as the init of the PID namespace it was
+ * started in.  Returns GCK_OK once let go, or GCK_ESYS when it could not
+ * run criu (and said so on descriptor 3); as init it does not return.
  */
 int
 gck_keeper_run(char *const argv[])
@@ -114,9 +188,18 @@ gck_keeper_run(char *const argv[])
 	struct gck_keeper_report	 rep;
 	sigset_t			 set;
 	pid_t				 criu = -1;
-	int				 i, fd;
+	int				 i, fd, ns = 0, maxpid = 0, root = 0;
 
 	memset(&rep, 0, sizeof rep);
+	if (argv[0] != NULL && strcmp(argv[0], "-n") == 0) {
+		if (argv[1] == NULL || sscanf(argv[1], "%d:%d", &maxpid,
+		    &root) != 2 || getpid() != 1)
+			rep.err = EINVAL;
+		ns = 1;
+		argv += 2;
+	}
+	if (argv[0] == NULL)
+		rep.err = EINVAL;
 	(void)prctl(PR_SET_NAME, "gpuckpt-keeper");
 	(void)close_range(KEEPER_FIRSTFREE, ~0u, 0);
 	for (i = 1; i < NSIG; i++)
@@ -125,7 +208,13 @@ gck_keeper_run(char *const argv[])
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
-	if (setsid() == -1 || prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
+	sigemptyset(&set);
+	sigprocmask(SIG_SETMASK, &set, NULL);
+	if (rep.err == 0 && setsid() == -1)
+		rep.err = errno;
+	if (rep.err == 0 && ns)
+		rep.err = keeper_setup_ns((pid_t)maxpid);
+	else if (rep.err == 0 && prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
 		rep.err = errno;
 	if (rep.err == 0 && (criu = fork()) == -1)
 		rep.err = errno;
@@ -139,8 +228,6 @@ gck_keeper_run(char *const argv[])
 		close(KEEPER_RELEASE);
 		for (i = 1; i < NSIG; i++)
 			signal(i, SIG_DFL);
-		sigemptyset(&set);
-		sigprocmask(SIG_SETMASK, &set, NULL);
 		execv(argv[0], argv);
 		dprintf(2, "Error (gpuckpt): cannot run %s: %s\n", argv[0],
 		    strerror(errno));
@@ -151,13 +238,18 @@ gck_keeper_run(char *const argv[])
 	while (waitpid(criu, &rep.status, 0) == -1 && errno == EINTR)
 		;
 	put(KEEPER_STATUS, &rep, sizeof rep);
-	close(KEEPER_STATUS);
+	if (!ns)
+		close(KEEPER_STATUS);
 	/* criu's log pipe: let its reader see the end. */
 	if ((fd = open("/dev/null", O_RDWR)) != -1) {
 		dup2(fd, 1);
 		dup2(fd, 2);
 		if (fd > 2)
 			close(fd);
+	}
+	if (ns) {
+		close(KEEPER_RELEASE);
+		keeper_init_loop((pid_t)root);
 	}
 	keeper_release_wait();
 	while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
@@ -167,16 +259,17 @@ gck_keeper_run(char *const argv[])
 
 /*
  * Starts a keeper that runs criu (argv) with its output on logfd and
- * keepfd inherited.  Returns GCK_OK with *kp, or a code.
+ * keepfd inherited; with ns, as the init of a new PID namespace (and
+ * mount namespace).  Returns GCK_OK with *kp, or a code.
  */
 int
 gck_keeper_start(struct gck_ctx *ctx, char *const argv[], int logfd,
-    int keepfd, struct gck_keeper **kp)
+    int keepfd, const struct gck_keeper_ns *ns, struct gck_keeper **kp)
 {
 	extern char		**environ;
 	struct gck_keeper	 *k = NULL;
-	char			**kargv = NULL, prog[PATH_MAX];
-	size_t			  i;
+	char			**kargv = NULL, prog[PATH_MAX], nsarg[32];
+	size_t			  i, j;
 	int			  exe = -1, nul = -1, sp[2] = { -1, -1 };
 	int			  rp[2] = { -1, -1 }, fds[4], r, oerrno;
 	pid_t			  pid;
@@ -188,13 +281,21 @@ gck_keeper_start(struct gck_ctx *ctx, char *const argv[], int logfd,
 	for (i = 0; argv[i] != NULL; i++)
 		;
 	if ((k = calloc(1, sizeof *k)) == NULL ||
-	    (kargv = calloc(i + 2, sizeof *kargv)) == NULL) {
+	    (kargv = calloc(i + 4, sizeof *kargv)) == NULL) {
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
-	kargv[0] = KEEPER_PROG;
+	j = 0;
+	kargv[j++] = KEEPER_PROG;
+	if (ns != NULL) {
+		snprintf(nsarg, sizeof nsarg, "%d:%d", (int)ns->maxpid,
+		    (int)ns->root);
+		kargv[j++] = "-n";
+		kargv[j++] = nsarg;
+		k->ns = 1;
+	}
 	for (i = 0; argv[i] != NULL; i++)
-		kargv[i + 1] = argv[i];
+		kargv[j++] = argv[i];
 	k->statusfd = k->releasefd = -1;
 	if ((exe = open(prog, O_RDONLY | O_CLOEXEC)) == -1 ||
 	    (nul = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1 ||
@@ -218,7 +319,12 @@ gck_keeper_start(struct gck_ctx *ctx, char *const argv[], int logfd,
 				close(fds[i]);
 		goto out;
 	}
-	if ((pid = fork()) == 0) {
+	if (ns != NULL)
+		pid = (pid_t)syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS |
+		    SIGCHLD, NULL, NULL, NULL, NULL);
+	else
+		pid = fork();
+	if (pid == 0) {
 		/* Async-signal-safe calls only, up to the exec. */
 		dup2(nul, 0);
 		dup2(fds[3], 1);
@@ -233,7 +339,8 @@ gck_keeper_start(struct gck_ctx *ctx, char *const argv[], int logfd,
 	for (i = 0; i < 4; i++)
 		close(fds[i]);
 	if (pid == -1) {
-		r = gck_set_syserr(ctx, oerrno, "cannot start criu: %s",
+		r = gck_set_syserr(ctx, oerrno, ns != NULL ? "cannot make a "
+		    "PID namespace to restore in: %s" : "cannot start criu: %s",
 		    strerror(oerrno));
 		goto out;
 	}
@@ -305,8 +412,11 @@ gck_keeper_report(struct gck_keeper *k, int wait,
 		memset(&k->rep, 0, sizeof k->rep);
 		k->rep.err = EPIPE;
 	}
-	close(k->statusfd);
-	k->statusfd = -1;
+	/* An init goes on to report on the root. */
+	if (!k->ns || got < sizeof k->rep) {
+		close(k->statusfd);
+		k->statusfd = -1;
+	}
 	k->reported = 1;
 	*rep = k->rep;
 	return 1;
@@ -323,6 +433,49 @@ gck_keeper_release(struct gck_keeper *k)
 	put(k->releasefd, &c, 1);
 	close(k->releasefd);
 	k->releasefd = -1;
+	k->released = 1;
+}
+
+/*
+ * The root's wait status, from a namespace's init: waits for it up to
+ * ms (-1: without limit).  Returns 1 with *statusp once the root has
+ * ended, 0 while it runs, -1 when the init can no longer say (it died).
+ */
+int
+gck_keeper_root_status(struct gck_keeper *k, int ms, int *statusp)
+{
+	struct gck_keeper_report	 rep;
+	struct pollfd			 pfd;
+	size_t				 got = 0;
+	ssize_t				 n;
+	char				*p = (char *)&rep;
+
+	if (k->rootdone) {
+		*statusp = k->rootstatus;
+		return 1;
+	}
+	if (!k->ns || k->statusfd == -1)
+		return -1;
+	pfd.fd = k->statusfd;
+	pfd.events = POLLIN;
+	if ((n = poll(&pfd, 1, ms)) == 0 || (n == -1 && errno == EINTR))
+		return 0;
+	while (got < sizeof rep) {
+		n = read(k->statusfd, p + got, sizeof rep - got);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(k->statusfd);
+	k->statusfd = -1;
+	if (got < sizeof rep)
+		return -1;
+	k->rootdone = 1;
+	k->rootstatus = rep.status;
+	*statusp = rep.status;
+	return 1;
 }
 
 /* Releases the keeper, reaps it and forgets it.  NULL is fine. */
@@ -337,6 +490,11 @@ gck_keeper_free(struct gck_keeper *k)
 		(void)gck_keeper_report(k, 0, &rep);
 	if (k->statusfd != -1)
 		close(k->statusfd);
+	/* A namespace's init, let go, lives on as long as the tree. */
+	if (k->ns && k->released) {
+		free(k);
+		return;
+	}
 	gck_keeper_release(k);
 	while (waitpid(k->pid, NULL, 0) == -1 && errno == EINTR)
 		;

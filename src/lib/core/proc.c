@@ -786,9 +786,9 @@ ns_id(pid_t pid, char *buf, size_t len)
  * (NULL for our own namespace), or a code.
  */
 int
-gck_pidns_of(struct gck_ctx *ctx, pid_t root, struct gck_pidns **nsp)
+gck_nsview_of(struct gck_ctx *ctx, pid_t root, struct gck_nsview **nsp)
 {
-	struct gck_pidns	*ns = NULL;
+	struct gck_nsview	*ns = NULL;
 	char			 mine[64];
 	pid_t			 p, v, f[NS_LEVELS];
 	int			 nf, r;
@@ -824,12 +824,12 @@ gck_pidns_of(struct gck_ctx *ctx, pid_t root, struct gck_pidns **nsp)
 	ns = NULL;
 	r = GCK_OK;
 out:
-	gck_pidns_free(ns);
+	gck_nsview_free(ns);
 	return r;
 }
 
 void
-gck_pidns_free(struct gck_pidns *ns)
+gck_nsview_free(struct gck_nsview *ns)
 {
 	if (ns == NULL)
 		return;
@@ -843,7 +843,7 @@ gck_pidns_free(struct gck_pidns *ns)
  * ns, -1 for no such process.
  */
 pid_t
-gck_pidns_local(const struct gck_pidns *ns, pid_t pid)
+gck_nsview_local(const struct gck_nsview *ns, pid_t pid)
 {
 	if (ns == NULL || pid <= 0)
 		return pid;
@@ -855,7 +855,7 @@ gck_pidns_local(const struct gck_pidns *ns, pid_t pid)
  * our own namespace (ns NULL), 0 when its leader is outside ns.
  */
 pid_t
-gck_pidns_sid(const struct gck_pidns *ns, const struct gck_proc *p)
+gck_nsview_sid(const struct gck_nsview *ns, const struct gck_proc *p)
 {
 	pid_t	v;
 
@@ -867,11 +867,11 @@ gck_pidns_sid(const struct gck_pidns *ns, const struct gck_proc *p)
 
 /*
  * The PID here of the process of the tree last learnt
- * (gck_pidns_learn()) that is pid in namespace ns: pid itself for our
+ * (gck_nsview_learn()) that is pid in namespace ns: pid itself for our
  * own namespace (ns NULL), -1 when the tree has no such process.
  */
 pid_t
-gck_pidns_host(const struct gck_pidns *ns, pid_t pid)
+gck_nsview_host(const struct gck_nsview *ns, pid_t pid)
 {
 	size_t	i;
 
@@ -885,10 +885,10 @@ gck_pidns_host(const struct gck_pidns *ns, pid_t pid)
 
 /*
  * Learns the PIDs in ns of the processes of tree t (as we see it), for
- * gck_pidns_host().  Returns GCK_OK or a code.
+ * gck_nsview_host().  Returns GCK_OK or a code.
  */
 int
-gck_pidns_learn(struct gck_ctx *ctx, struct gck_pidns *ns,
+gck_nsview_learn(struct gck_ctx *ctx, struct gck_nsview *ns,
     const struct gck_ptree *t)
 {
 	struct gck_pidmap	*map;
@@ -903,7 +903,7 @@ gck_pidns_learn(struct gck_ctx *ctx, struct gck_pidns *ns,
 	ns->n = 0;
 	for (i = 0; i < t->n; i++) {
 		map[ns->n].host = t->procs[i].pid;
-		if ((map[ns->n].ns = gck_pidns_local(ns,
+		if ((map[ns->n].ns = gck_nsview_local(ns,
 		    t->procs[i].pid)) > 0)
 			ns->n++;
 	}
@@ -915,7 +915,7 @@ gck_pidns_learn(struct gck_ctx *ctx, struct gck_pidns *ns,
  * parent, process group and session of each process.
  */
 void
-gck_pidns_view(const struct gck_pidns *ns, struct gck_ptree *t)
+gck_nsview_tree(const struct gck_nsview *ns, struct gck_ptree *t)
 {
 	struct gck_proc	*p;
 	size_t		 i;
@@ -927,10 +927,10 @@ gck_pidns_view(const struct gck_pidns *ns, struct gck_ptree *t)
 		p = &t->procs[i];
 		v = ns_field(p->pid, "NSpgid", ns->level);
 		p->pgid = v > 0 ? v : 0;
-		p->sid = gck_pidns_sid(ns, p);
-		v = gck_pidns_local(ns, p->ppid);
+		p->sid = gck_nsview_sid(ns, p);
+		v = gck_nsview_local(ns, p->ppid);
 		p->ppid = v > 0 ? v : 0;
-		v = gck_pidns_local(ns, p->pid);
+		v = gck_nsview_local(ns, p->pid);
 		p->pid = v > 0 ? v : 0;
 	}
 }

@@ -57,7 +57,7 @@ int	gck_psts_wait_gone(const struct gck_pst *, size_t, int);
 struct gck_pidmap {
 	pid_t		 host, ns;
 };
-struct gck_pidns {
+struct gck_nsview {
 	pid_t			 root;	/* the tree's root, as we see it */
 	pid_t			 init;	/* the namespace's pid 1, as we see it */
 	size_t			 level;	/* its field of NSpid */
@@ -65,13 +65,13 @@ struct gck_pidns {
 	struct gck_pidmap	*map;	/* the tree, as last learnt */
 	size_t			 n;
 };
-int	gck_pidns_of(struct gck_ctx *, pid_t, struct gck_pidns **);
-void	gck_pidns_free(struct gck_pidns *);
-pid_t	gck_pidns_local(const struct gck_pidns *, pid_t);
-pid_t	gck_pidns_host(const struct gck_pidns *, pid_t);
-pid_t	gck_pidns_sid(const struct gck_pidns *, const struct gck_proc *);
-int	gck_pidns_learn(struct gck_ctx *, struct gck_pidns *,
+int	gck_nsview_of(struct gck_ctx *, pid_t, struct gck_nsview **);
+void	gck_nsview_free(struct gck_nsview *);
+pid_t	gck_nsview_local(const struct gck_nsview *, pid_t);
+pid_t	gck_nsview_host(const struct gck_nsview *, pid_t);
+pid_t	gck_nsview_sid(const struct gck_nsview *, const struct gck_proc *);
+int	gck_nsview_learn(struct gck_ctx *, struct gck_nsview *,
 	    const struct gck_ptree *);
-void	gck_pidns_view(const struct gck_pidns *, struct gck_ptree *);
+void	gck_nsview_tree(const struct gck_nsview *, struct gck_ptree *);
 
 #endif /* GCK_CORE_PROC_H */

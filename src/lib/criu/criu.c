@@ -40,6 +40,7 @@ static const char	*criu_path(void);
 struct clog;
 static int		 criu_run(struct gck_ctx *, char *const [],
 			    struct clog *, struct gck_keeper **,
+			    const struct gck_keeper_ns *,
 			    struct gck_guard *, const char *, const int *,
 			    int (*)(void *, struct gck_criu_run *), void *,
 			    int *);
@@ -313,6 +314,8 @@ gck_criu_argv(struct gck_criu_cmd *cmd)
 	if (cmd->restore) {
 		argv[argc++] = "restore";
 		argv[argc++] = "-d";
+		/* The tree stays in the cgroups of whoever restores it. */
+		argv[argc++] = "--manage-cgroups=ignore";
 	} else {
 		snprintf(cmd->pidbuf, sizeof cmd->pidbuf, "%d",
 		    (int)cmd->pid);
@@ -658,9 +661,9 @@ criu_fork(char *const argv[], int logfd, const char *hook, const int *nsfd)
  */
 static int
 criu_run(struct gck_ctx *ctx, char *const argv[], struct clog *log,
-    struct gck_keeper **kp, struct gck_guard *guard, const char *hook,
-    const int *nsfd, int (*during)(void *, struct gck_criu_run *), void *arg,
-    int *statusp)
+    struct gck_keeper **kp, const struct gck_keeper_ns *ns,
+    struct gck_guard *guard, const char *hook, const int *nsfd,
+    int (*during)(void *, struct gck_criu_run *), void *arg, int *statusp)
 {
 	struct gck_keeper_report	 rep;
 	struct gck_criu_run		 run;
@@ -677,7 +680,7 @@ criu_run(struct gck_ctx *ctx, char *const argv[], struct clog *log,
 	log->fd = p[0];
 	if (kp != NULL) {
 		r = gck_keeper_start(ctx, argv, p[1], gck_guard_fd(guard),
-		    kp);
+		    ns, kp);
 		run.keeper = *kp;
 		/* Should we die now, what the keeper holds is the guard's. */
 		if (r == GCK_OK)
@@ -755,7 +758,7 @@ gck_criu_version(struct gck_ctx *ctx, char *buf, size_t len)
 	argv[1] = "--version";
 	argv[2] = NULL;
 	if ((r = criu_run(ctx, argv, &log, NULL, NULL, NULL, NULL, NULL, NULL,
-	    &status)) != GCK_OK)
+	    NULL, &status)) != GCK_OK)
 		return r;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
 	    (s = strstr(log.head, "Version: ")) == NULL)
@@ -808,7 +811,7 @@ ns_open(struct gck_ctx *ctx, pid_t pid, int *nsfd)
  * reason.
  */
 int
-gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const struct gck_pidns *ns,
+gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const struct gck_nsview *ns,
     const char *imgdir, int shell_job, unsigned int opts, int leave_running,
     const struct gck_criu_stream *st)
 {
@@ -822,7 +825,7 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const struct gck_pidns *ns,
 		return r;
 
 	cmd = (struct gck_criu_cmd){ .imgdir = imgdir,
-	    .pid = gck_pidns_local(ns, pid), .shell_job = shell_job,
+	    .pid = gck_nsview_local(ns, pid), .shell_job = shell_job,
 	    .opts = opts, .leave_running = leave_running, .stream = 1,
 	    .action = hook };
 	if (cmd.pid <= 0)
@@ -833,7 +836,7 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const struct gck_pidns *ns,
 	gck_criu_argv(&cmd);
 	log_argv(ctx, cmd.argv);
 	status = -1;
-	r = criu_run(ctx, cmd.argv, &log, NULL, NULL, st->hook,
+	r = criu_run(ctx, cmd.argv, &log, NULL, NULL, NULL, st->hook,
 	    ns != NULL ? nsfd : NULL, st->during, st->arg, &status);
 	if (nsfd[0] != -1) {
 		close(nsfd[0]);
@@ -859,7 +862,7 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const struct gck_pidns *ns,
  * GCK_EINVAL, saying what is amiss.
  */
 int
-gck_criu_ns_check(struct gck_ctx *ctx, const struct gck_pidns *ns,
+gck_criu_ns_check(struct gck_ctx *ctx, const struct gck_nsview *ns,
     const char *work)
 {
 	struct stat	 here[3], there;
@@ -929,8 +932,9 @@ gck_criu_ns_check(struct gck_ctx *ctx, const struct gck_pidns *ns,
 
 /*
  * Restores the images in imgdir (streamed by st->during(), or, with st
- * NULL, from the files there), detached, under a keeper (keeper.c) in a session of its own,
- * tasks left stopped; *kp is the keeper, whatever happened.  guard (or
+ * NULL, from the files there), detached, under a keeper (keeper.c) in
+ * a session of its own (with ns, in a PID namespace of its own), tasks
+ * left stopped; *kp is the keeper, whatever happened.  guard (or
  * NULL) learns of the keeper, and criu inherits its pipe.  *donep says
  * whether criu succeeded, even when the image then fails.  Returns
  * GCK_OK or a code.
@@ -938,7 +942,8 @@ gck_criu_ns_check(struct gck_ctx *ctx, const struct gck_pidns *ns,
 int
 gck_criu_restore(struct gck_ctx *ctx, const char *imgdir, int shell_job,
     unsigned int opts, const struct gck_criu_stream *st,
-    struct gck_guard *guard, struct gck_keeper **kp, int *donep)
+    const struct gck_keeper_ns *ns, struct gck_guard *guard,
+    struct gck_keeper **kp, int *donep)
 {
 	struct gck_criu_cmd	 cmd;
 	struct clog		 log;
@@ -952,8 +957,9 @@ gck_criu_restore(struct gck_ctx *ctx, const char *imgdir, int shell_job,
 	gck_criu_argv(&cmd);
 	log_argv(ctx, cmd.argv);
 	status = -1;
-	r = criu_run(ctx, cmd.argv, &log, kp, guard, NULL, NULL, st != NULL ?
-	    st->during : NULL, st != NULL ? st->arg : NULL, &status);
+	r = criu_run(ctx, cmd.argv, &log, kp, ns, guard, NULL, NULL,
+	    st != NULL ? st->during : NULL, st != NULL ? st->arg : NULL,
+	    &status);
 	if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		*donep = 1;	/* restored, even if the image failed */
 	if (r != GCK_OK)

@@ -313,7 +313,7 @@ gck_pmread_overlaps(const struct gck_pmread *p, uint64_t off, uint64_t len,
  */
 int
 gck_rseq_areas(struct gck_ctx *ctx, const struct gck_capture *cap, pid_t pid,
-    const struct gck_pidns *ns, struct gck_area **areasp, size_t *np)
+    const struct gck_nsview *ns, struct gck_area **areasp, size_t *np)
 {
 	const struct gck_sfile	*f;
 	struct gck_area		*a = NULL;
@@ -336,7 +336,7 @@ gck_rseq_areas(struct gck_ctx *ctx, const struct gck_capture *cap, pid_t pid,
 		if (d->d_name[0] == '.')
 			continue;
 		snprintf(name, sizeof name, "core-%d.img",
-		    (int)gck_pidns_local(ns, (pid_t)atoi(d->d_name)));
+		    (int)gck_nsview_local(ns, (pid_t)atoi(d->d_name)));
 		if ((f = gck_capture_find(cap, name)) == NULL ||
 		    gck_img_start(f->data, f->len, GCK_CORE_MAGIC, &pos) ==
 		    -1 ||

@@ -3,7 +3,7 @@
 
 struct gck_capture;
 struct gck_ctx;
-struct gck_pidns;
+struct gck_nsview;
 struct gck_pmread;
 struct gck_sfile;
 
@@ -53,7 +53,7 @@ struct gck_area {
 };
 
 int	gck_rseq_areas(struct gck_ctx *, const struct gck_capture *, pid_t,
-	    const struct gck_pidns *, struct gck_area **, size_t *);
+	    const struct gck_nsview *, struct gck_area **, size_t *);
 void	gck_pmread_free(struct gck_pmread *);
 
 #endif /* GCK_CRIU_PAGEMAP_H */

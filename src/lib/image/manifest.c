@@ -442,6 +442,33 @@ gck_manifest_nfiles(const struct gck_manifest *m)
 	return m->files != NULL ? json_object_size(m->files) : 0;
 }
 
+/*
+ * The highest PID or thread ID of the image: of its processes, and of
+ * the threads its core-TID.img files name.  0 when it has none.
+ */
+pid_t
+gck_manifest_max_tid(const struct gck_manifest *m)
+{
+	const char	*name;
+	json_t		*v;
+	size_t		 i;
+	pid_t		 max = 0;
+	int		 tid, end;
+
+	for (i = 0; i < gck_manifest_nprocs(m); i++)
+		if (gck_manifest_pid(m, i) > max)
+			max = gck_manifest_pid(m, i);
+	if (m->files == NULL)
+		return max;
+	json_object_foreach(m->files, name, v) {
+		end = 0;
+		if (sscanf(name, "core-%d.img%n", &tid, &end) == 1 &&
+		    end > 0 && name[end] == '\0' && tid > max)
+			max = tid;
+	}
+	return max;
+}
+
 /* Whether the image has CRIU file name. */
 int
 gck_manifest_has_file(const struct gck_manifest *m, const char *name)

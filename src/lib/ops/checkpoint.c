@@ -54,7 +54,7 @@ struct ckpt {
 	void				*commit_arg;
 	struct gck_ckpt_result		*res;
 	struct gck_ptree		*pre;	/* the tree as we found it */
-	struct gck_pidns		*ns;	/* its PID namespace, not ours */
+	struct gck_nsview		*ns;	/* its PID namespace, not ours */
 	struct gck_guard		*guard;
 	struct gck_proc			*cand;	/* may hold GPU state */
 	size_t				 ncand;
@@ -90,9 +90,9 @@ static void	out_abort(struct out *);
 static enum gck_after out_after(const struct out *);
 static int	stream_image(struct gck_ctx *, const struct gck_ckpt_opts *,
 		    const char *, const struct gck_capture *,
-		    const struct gck_pidns *, int, struct gck_writer **);
+		    const struct gck_nsview *, int, struct gck_writer **);
 static int	tree_restorable(struct gck_ctx *, const struct gck_ptree *,
-		    const struct gck_pidns *, pid_t);
+		    const struct gck_nsview *, pid_t);
 static int	tree_pidns(struct ckpt *);
 static int	ckpt_preflight(struct ckpt *);
 static int	ckpt_stage(struct ckpt *);
@@ -317,7 +317,7 @@ fetch_finish(struct fetch *f)
  */
 static int
 add_pages(struct gck_ctx *ctx, struct gck_writer *w,
-    const struct gck_capture *cap, const struct gck_pidns *ns,
+    const struct gck_capture *cap, const struct gck_nsview *ns,
     const struct gck_sfile *f, char *bufs[2], size_t part_size)
 {
 	const struct gck_sfile	*pm;
@@ -337,7 +337,7 @@ add_pages(struct gck_ctx *ctx, struct gck_writer *w,
 	if ((pm = gck_capture_find(cap, pmname)) == NULL)
 		return gck_set_error(ctx, GCK_ECRIU, "criu wrote '%s' without "
 		    "'%s'", f->name, pmname);
-	if ((pid = gck_pidns_host(ns, f->pid)) <= 0)
+	if ((pid = gck_nsview_host(ns, f->pid)) <= 0)
 		return gck_set_error(ctx, GCK_ECRIU, "criu wrote '%s' of "
 		    "process %d, which is not in the tree", f->name,
 		    (int)f->pid);
@@ -408,7 +408,7 @@ out:
 static int
 stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
     const char *manifest, const struct gck_capture *cap,
-    const struct gck_pidns *ns, int fd, struct gck_writer **wp)
+    const struct gck_nsview *ns, int fd, struct gck_writer **wp)
 {
 	const struct gck_sfile	*f;
 	struct gck_writer	*w = NULL;
@@ -467,7 +467,7 @@ struct wstate {
 	int				 shell_job;
 	const struct gck_cuda_facts	*cf;
 	struct out			*out;
-	struct gck_pidns		*ns;	/* its PID namespace, not ours */
+	struct gck_nsview		*ns;	/* its PID namespace, not ours */
 	struct gck_pst			*procs;	/* the tree, as criu holds it */
 	size_t				 nprocs;
 	size_t				 nttys;	/* terminal files made null */
@@ -481,7 +481,7 @@ struct wstate {
  * NULL with the error set.
  */
 static const struct gck_cuda_facts *
-cuda_view(struct gck_ctx *ctx, const struct gck_pidns *ns,
+cuda_view(struct gck_ctx *ctx, const struct gck_nsview *ns,
     const struct gck_cuda_facts *cf, struct gck_cuda_facts *view,
     struct gck_cproc **cpp)
 {
@@ -497,7 +497,7 @@ cuda_view(struct gck_ctx *ctx, const struct gck_pidns *ns,
 	}
 	for (i = 0; i < cf->nprocs; i++) {
 		(*cpp)[i] = cf->procs[i];
-		(*cpp)[i].pid = gck_pidns_local(ns, cf->procs[i].pid);
+		(*cpp)[i].pid = gck_nsview_local(ns, cf->procs[i].pid);
 	}
 	view->procs = *cpp;
 	return view;
@@ -525,7 +525,7 @@ write_image(void *arg)
 
 	n = gck_capture_nfiles(w->cap);
 	if ((r = gck_ptree_scan(ctx, w->o->pid, &t)) != GCK_OK ||
-	    (r = gck_pidns_learn(ctx, w->ns, t)) != GCK_OK)
+	    (r = gck_nsview_learn(ctx, w->ns, t)) != GCK_OK)
 		goto out;
 	if ((w->procs = calloc(t->n, sizeof *w->procs)) == NULL ||
 	    (files = calloc(n + 1, sizeof *files)) == NULL) {
@@ -549,7 +549,7 @@ write_image(void *arg)
 		files[i].size = gck_capture_file(w->cap, i)->size;
 		files[i].memory = gck_capture_file(w->cap, i)->pages;
 	}
-	gck_pidns_view(w->ns, t);
+	gck_nsview_tree(w->ns, t);
 	if (((cf = cuda_view(ctx, w->ns, w->cf, &cfview, &cps)) == NULL &&
 	    w->cf != NULL) || (manifest = gck_manifest_build(ctx, t, w->o,
 	    w->after, w->criuver, w->shell_job, cf, files, n)) == NULL) {
@@ -584,7 +584,7 @@ out:
  */
 static int
 tree_restorable(struct gck_ctx *ctx, const struct gck_ptree *t,
-    const struct gck_pidns *ns, pid_t root)
+    const struct gck_nsview *ns, pid_t root)
 {
 	const struct gck_proc	*p;
 	char			 comm[64], peercomm[64];
@@ -600,7 +600,7 @@ tree_restorable(struct gck_ctx *ctx, const struct gck_ptree *t,
 			    "master side of a terminal (/dev/ptmx on fd %d), "
 			    "which a restore could not give back", (int)root,
 			    (int)p->pid, p->comm, fd);
-		if (gck_pidns_sid(ns, p) == 0)
+		if (gck_nsview_sid(ns, p) == 0)
 			return gck_set_error(ctx, GCK_EINVAL, "cannot "
 			    "checkpoint pid %d: process %d ('%s') is in session "
 			    "0 (its session leader is outside this PID "
@@ -634,12 +634,12 @@ tree_pidns(struct ckpt *c)
 	const struct gck_ptree	*t = c->pre;
 	int			 r;
 
-	if ((r = gck_pidns_of(c->ctx, c->o->pid, &c->ns)) != GCK_OK ||
+	if ((r = gck_nsview_of(c->ctx, c->o->pid, &c->ns)) != GCK_OK ||
 	    c->ns == NULL)
 		return r;
 	gck_log(c->ctx, 1, "process tree %d is in a PID namespace of its "
 	    "own, as process %d; its init is process %d", (int)c->o->pid,
-	    (int)gck_pidns_local(c->ns, c->o->pid), (int)c->ns->init);
+	    (int)gck_nsview_local(c->ns, c->o->pid), (int)c->ns->init);
 	if (c->ns->init != c->o->pid)
 		return GCK_OK;
 	if (t->n > 1)
@@ -1094,7 +1094,7 @@ ckpt_free(struct ckpt *c)
 	free(c->work);
 	free(c->procs);
 	gck_ptree_free(c->pre);
-	gck_pidns_free(c->ns);
+	gck_nsview_free(c->ns);
 }
 
 int

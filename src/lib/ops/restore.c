@@ -38,6 +38,12 @@
 #include "image/manifest.h"
 #include "ops/ops.h"
 
+/* A restored tree that gpurestore --wait stays with. */
+struct gck_waiter {
+	pid_t			 root;		/* as we see it */
+	struct gck_keeper	*init;		/* its namespace's, or NULL */
+};
+
 /* A restore, phase by phase. */
 struct rst {
 	struct gck_ctx			*ctx;
@@ -61,13 +67,20 @@ struct rst {
 	struct gck_pst			*src;	/* its source, as it was */
 	size_t				 n;
 	int				 subreaper, criu_ran, restored;
+	int				 ns;	/* in a PID namespace */
+	struct gck_keeper_ns		 nsinfo;
 	int				 handover;	/* the source is ours */
 	int				 source_ended;
 	int				 source_resumed;	/* by another */
 };
 
 static int	pids_free(struct gck_ctx *, const struct gck_manifest *, int,
-		    int);
+		    int, pid_t *);
+static int	pids_place(struct rst *, int, int);
+static pid_t	image_max_tid(const struct rst *);
+static int	ns_pids(struct rst *);
+static int	rst_waiter(struct rst *, struct gck_waiter **);
+static int	wait_root(struct gck_waiter *, int *);
 static int	source_here(const struct gck_manifest *);
 static int	source_busy(struct gck_ctx *, const struct gck_manifest *,
 		    pid_t, char);
@@ -219,12 +232,13 @@ source_busy(struct gck_ctx *ctx, const struct gck_manifest *m, pid_t pid,
 	if (st == 'T' || st == 't')
 		return gck_set_error(ctx, GCK_EBUSY, "pid %d is in use on "
 		    "this host by the image's source, process tree %d, left "
-		    "stopped: end it (kill -KILL%s) or restore on another "
-		    "host", (int)pid, (int)gck_manifest_root_pid(m), list);
+		    "stopped: end it (kill -KILL%s), restore on another "
+		    "host, or restore a copy beside it with --pidns",
+		    (int)pid, (int)gck_manifest_root_pid(m), list);
 	return gck_set_error(ctx, GCK_EBUSY, "pid %d is in use on this host "
 	    "by the image's source, process tree %d, still running: restore "
-	    "on another host, or once that tree has ended", (int)pid,
-	    (int)gck_manifest_root_pid(m));
+	    "on another host, once that tree has ended, or a copy beside it "
+	    "with --pidns", (int)pid, (int)gck_manifest_root_pid(m));
 }
 
 /*
@@ -235,11 +249,12 @@ source_busy(struct gck_ctx *ctx, const struct gck_manifest *m, pid_t pid,
  * takes to leave them stopped); otherwise while they are exiting
  * (SIGKILL pending), zombies whose parent has yet to reap them, or
  * being reaped.  Any other process seen busy for BUSY_MS on end is in
- * use.
+ * use: with takenp, *takenp is then its PID, and no message is set.
  */
 #define BUSY_MS	100
 static int
-pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms, int src)
+pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms, int src,
+    pid_t *takenp)
 {
 	char	comm[64], st;
 	size_t	i;
@@ -256,6 +271,10 @@ pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms, int src)
 					snprintf(comm, sizeof comm, "?");
 				if (src)
 					return source_busy(ctx, m, pid, st);
+				if (takenp != NULL) {
+					*takenp = pid;
+					return GCK_EBUSY;
+				}
 				return gck_set_error(ctx, GCK_EBUSY,
 				    "pid %d is in use on this host (by '%s'%s); "
 				    "the image's process '%s' needs it: end "
@@ -270,6 +289,122 @@ pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms, int src)
 		}
 	}
 	return GCK_OK;
+}
+
+/*
+ * Where the tree goes: here, its PIDs free (waited for up to ms, as
+ * pids_free() says), or into a PID namespace of its own, when asked or
+ * when a PID of the image is taken here by another process (said
+ * aloud).  Returns GCK_OK or a code.
+ */
+static int
+pids_place(struct rst *st, int src, int ms)
+{
+	char	comm[64];
+	pid_t	taken = 0;
+	int	r;
+
+	if (st->o->pidns == GCK_PIDNS_ALWAYS)
+		st->ns = 1;
+	if (st->ns)
+		return GCK_OK;
+	r = pids_free(st->ctx, st->m, ms, src, &taken);
+	if (r != GCK_EBUSY || taken <= 0)
+		return r;
+	if (gck_pid_comm(taken, comm, sizeof comm) == -1)
+		snprintf(comm, sizeof comm, "?");
+	gck_log(st->ctx, 0, "pid %d of the image is in use on this host (by "
+	    "'%s'): restoring the tree in a PID namespace of its own, where "
+	    "it keeps its PIDs (--pidns)", (int)taken, comm);
+	st->ns = 1;
+	return GCK_OK;
+}
+
+/*
+ * The highest PID or thread ID of the image: what its manifest lists,
+ * or, for an image without a list of its files (read whole into
+ * imgdir), what the names of its core-TID.img files say.
+ */
+static pid_t
+image_max_tid(const struct rst *st)
+{
+	struct dirent	*e;
+	DIR		*d;
+	pid_t		 max = gck_manifest_max_tid(st->m);
+	int		 tid, end;
+
+	if (gck_manifest_has_file_list(st->m) ||
+	    (d = opendir(st->imgdir)) == NULL)
+		return max;
+	while ((e = readdir(d)) != NULL) {
+		end = 0;
+		if (sscanf(e->d_name, "core-%d.img%n", &tid, &end) == 1 &&
+		    end > 0 && e->d_name[end] == '\0' && tid > max)
+			max = tid;
+	}
+	closedir(d);
+	return max;
+}
+
+/* The PID of pid in its own PID namespace, the innermost; -1 if none. */
+static pid_t
+pid_inner(pid_t pid)
+{
+	char	buf[256], *s;
+
+	if (gck_pid_status(pid, "NSpid", buf, sizeof buf) == -1)
+		return -1;
+	s = buf + strlen(buf);
+	while (s > buf && (s[-1] == ' ' || s[-1] == '\t'))
+		*--s = '\0';
+	while (s > buf && s[-1] != ' ' && s[-1] != '\t')
+		s--;
+	return (pid_t)strtol(s, NULL, 10);
+}
+
+/*
+ * In a PID namespace: the restored processes as we see them, found
+ * under the namespace's init by the PIDs they have in there, which
+ * st->pids and the CUDA processes' st->cp hold until then.
+ */
+static int
+ns_pids(struct rst *st)
+{
+	struct gck_ptree	*pt = NULL;
+	pid_t			*host;
+	size_t			 i, j;
+	int			 r;
+
+	if ((host = calloc(st->n, sizeof *host)) == NULL)
+		return gck_set_error(st->ctx, GCK_ENOMEM, "out of memory");
+	if ((r = gck_ptree_scan(st->ctx, gck_keeper_pid(st->keeper), &pt)) !=
+	    GCK_OK)
+		goto out;
+	for (i = 0; i < st->n; i++) {
+		for (j = 1; j < pt->n; j++)
+			if (pid_inner(pt->procs[j].pid) == st->pids[i])
+				break;
+		if (j == pt->n) {
+			r = gck_set_error(st->ctx, GCK_ECRIU, "restored "
+			    "process %d is not there", (int)st->pids[i]);
+			goto out;
+		}
+		host[i] = pt->procs[j].pid;
+		gck_log(st->ctx, 1, "process %d is %d here", (int)st->pids[i],
+		    (int)host[i]);
+	}
+	for (j = 0; j < st->ncp; j++)
+		for (i = 0; i < st->n; i++)
+			if (st->cp[j].pid == st->pids[i]) {
+				st->cp[j].pid = host[i];
+				break;
+			}
+	memcpy(st->pids, host, st->n * sizeof *host);
+	r = GCK_OK;
+out:
+	gck_ptree_free(pt);
+	free(host);
+	return r;
 }
 
 /*
@@ -300,7 +435,8 @@ tree_kill(struct rst *st)
 			all[n].pid = pt->procs[i].pid;
 			all[n++].start = pt->procs[i].start;
 		}
-		for (i = 0; st->restored && i < st->n; i++) {
+		/* In a namespace, all of it is under its init. */
+		for (i = 0; st->restored && !st->ns && i < st->n; i++) {
 			all[n].pid = st->pids[i];
 			all[n++].start = gck_pid_start(st->pids[i]);
 		}
@@ -347,10 +483,18 @@ rst_restore(struct rst *st)
 	stream.during = gck_serve_during;
 	stream.arg = &job;
 	stream.hook = NULL;
+	if (st->ns) {
+		st->nsinfo.maxpid = image_max_tid(st);
+		st->nsinfo.root = gck_manifest_root_pid(st->m);
+		gck_log(ctx, 1, "in a PID namespace of its own, criu above "
+		    "pid %d", (int)st->nsinfo.maxpid);
+	}
 	if ((r = gck_criu_restore(ctx, st->imgdir,
 	    gck_manifest_shell_job(st->m), gck_manifest_criu_opts(st->m),
-	    st->dfd == -1 ? &stream : NULL, st->guard, &st->keeper,
-	    &st->restored)) != GCK_OK)
+	    st->dfd == -1 ? &stream : NULL, st->ns ? &st->nsinfo : NULL,
+	    st->guard, &st->keeper, &st->restored)) != GCK_OK)
+		return r;
+	if (st->ns && (r = ns_pids(st)) != GCK_OK)
 		return r;
 	/*
 	 * The stop criu leaves the tasks in may land a moment later.  A
@@ -522,7 +666,7 @@ rst_handover(struct rst *st)
 	st->spoolfd = -1;
 	if ((r = gck_check_interrupt(ctx)) != GCK_OK ||
 	    (r = end_source(st)) != GCK_OK ||
-	    (r = pids_free(ctx, st->m, 10000, 0)) != GCK_OK)
+	    (r = pids_place(st, 0, 10000)) != GCK_OK)
 		return r;
 	return rst_restore(st);
 }
@@ -562,23 +706,28 @@ rst_stage(struct rst *st)
 		 * its word.
 		 */
 		if (src && gck_manifest_after(st->m) == GCK_AFTER_HANDOVER) {
-			if (st->ready != NULL)
-				return gck_set_error(ctx, GCK_EINVAL, "the "
-				    "image's source, process tree %d, is on "
-				    "this host: gpusend moves a tree to "
-				    "another host (on one host: gpuckpt -p %d "
-				    "| gpurestore)",
-				    (int)gck_manifest_root_pid(st->m),
-				    (int)gck_manifest_root_pid(st->m));
-			st->handover = 1;
-			return GCK_OK;
+			if (st->ready == NULL) {
+				st->handover = 1;
+				return GCK_OK;
+			}
+			/*
+			 * gpusend to this same host: its source holds the
+			 * PIDs until the word that the copy runs.
+			 */
+			gck_log(ctx, 0, "the image's source, process tree %d, "
+			    "is on this host until it is handed over: "
+			    "restoring the tree in a PID namespace of its "
+			    "own, where it keeps its PIDs (--pidns)",
+			    (int)gck_manifest_root_pid(st->m));
+			st->ns = 1;
+			src = 0;
 		}
 		gck_reader_nospool(st->rd);
 		if ((r = gck_reader_extract(st->rd, st->dfd)) != GCK_OK)
 			return r;
 	}
 	gck_reader_nospool(st->rd);
-	if ((r = pids_free(ctx, st->m, st->o->pid_wait_ms, src)) != GCK_OK)
+	if ((r = pids_place(st, src, st->o->pid_wait_ms)) != GCK_OK)
 		return r;
 	/*
 	 * Otherwise CRIU restores as the image arrives, each part checked
@@ -641,6 +790,90 @@ rst_failed(struct rst *st)
 		    "tree %d was killed", (int)gck_manifest_root_pid(st->m));
 }
 
+/*
+ * The tree runs: what gck_wait() needs to stay with it.  Its root comes
+ * to us (our subreaper's flag stays up) when its keeper goes, or, in a
+ * namespace, its init reports on it.
+ */
+static int
+rst_waiter(struct rst *st, struct gck_waiter **wp)
+{
+	struct gck_waiter	*w;
+
+	if ((w = calloc(1, sizeof *w)) == NULL) {
+		*wp = NULL;
+		return gck_set_error(st->ctx, GCK_ENOMEM, "out of memory");
+	}
+	w->root = st->pids[0];
+	if (st->ns) {
+		w->init = st->keeper;
+		st->keeper = NULL;
+	}
+	*wp = w;
+	return GCK_OK;
+}
+
+/* Whether the root has ended, with *statusp.  0: not yet; -1: error. */
+static int
+wait_root(struct gck_waiter *w, int *statusp)
+{
+	pid_t	pid;
+	int	status, r;
+
+	if (w->init != NULL) {
+		if ((r = gck_keeper_root_status(w->init, 0, statusp)) != -1)
+			return r;
+		/* The init died, and the namespace with it. */
+		while (waitpid(gck_keeper_pid(w->init), &status, __WALL) ==
+		    -1 && errno == EINTR)
+			;
+		*statusp = status;
+		return 1;
+	}
+	while ((pid = waitpid(-1, &status, WNOHANG | __WALL)) > 0)
+		if (pid == w->root) {
+			*statusp = status;
+			return 1;
+		}
+	if (pid == -1 && errno != EINTR)
+		return -1;
+	return 0;
+}
+
+int
+gck_wait(struct gck_ctx *ctx, struct gck_waiter *w, const sigset_t *fwd,
+    int *statusp)
+{
+	const struct timespec	 tick = { 0, 50 * 1000 * 1000 };
+	sigset_t		 old;
+	int			 sig, r;
+
+	sigprocmask(SIG_BLOCK, fwd, &old);
+	/* What came while the tree was restored. */
+	if ((sig = gck_interrupted(ctx)) != 0 && sigismember(fwd, sig))
+		kill(w->root, sig);
+	while ((r = wait_root(w, statusp)) == 0)
+		if ((sig = sigtimedwait(fwd, NULL, &tick)) > 0) {
+			gck_log(ctx, 1, "signal %d: sent to process %d", sig,
+			    (int)w->root);
+			kill(w->root, sig);
+		}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (r == -1)
+		return gck_set_syserr(ctx, errno, "cannot wait for process %d: "
+		    "%s", (int)w->root, strerror(errno));
+	return GCK_OK;
+}
+
+void
+gck_waiter_free(struct gck_waiter *w)
+{
+	if (w == NULL)
+		return;
+	gck_keeper_free(w->init);
+	free(w);
+}
+
 int
 gck_restore(struct gck_ctx *ctx, const struct gck_restore_opts *o,
     pid_t *rootp)
@@ -656,6 +889,8 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	int		r;
 
 	*rootp = -1;
+	if (o->waiter != NULL)
+		*o->waiter = NULL;
 	st = (struct rst){ .ctx = ctx, .o = o, .ready = ready,
 	    .ready_arg = ready_arg, .dfd = -1, .spoolfd = -1 };
 	if ((r = rst_prepare(&st)) != GCK_OK ||
@@ -665,6 +900,8 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	    GCK_OK || (r = rst_run(&st)) != GCK_OK)
 		goto out;
 	*rootp = st.pids[0];
+	if (o->waiter != NULL && (r = rst_waiter(&st, o->waiter)) != GCK_OK)
+		goto out;
 	r = GCK_OK;
 out:
 	if (r != GCK_OK) {
@@ -672,7 +909,8 @@ out:
 		tree_kill(&st);
 	}
 	gck_keeper_free(st.keeper);
-	if (st.criu_ran)
+	/* A tree waited for comes to us when its keeper goes. */
+	if (st.criu_ran && (r != GCK_OK || o->waiter == NULL))
 		(void)prctl(PR_SET_CHILD_SUBREAPER, st.subreaper);
 	if (st.dfd != -1)
 		close(st.dfd);
