@@ -171,4 +171,56 @@ test_expect_success 'a PID namespace without a /proc of its own is refused' '
 	kill_tree $NSPROC
 '
 
+# restored RPID: the tree restored as RPID here is the workload, in a
+# PID namespace of its own under gpuckpt-init, with the PIDs it had in
+# its namespace, and it goes on from where it was: its counter past
+# $before.  Sets RINIT.
+restored() {
+	test "$(awk '/^NSpid:/ { print $NF }' /proc/$1/status)" = $WPID &&
+	test "$(readlink /proc/$1/ns/pid)" != "$(readlink /proc/self/ns/pid)" &&
+	RINIT=$(proc_field $1 4) &&
+	test "$(cat /proc/$RINIT/comm)" = gpuckpt-init &&
+	test "$(awk '/^NSpid:/ { print $NF }' /proc/$RINIT/status)" = 1 &&
+	verify_workload $1 &&
+	test $VCOUNTER -gt $before &&
+	grep "^verify ok .* child=$WCHILD\$" "$WSTATUS" >/dev/null
+}
+
+test_expect_success 'an image of a tree in a namespace is restored with --pidns, and goes on' '
+	ns_start d &&
+	verify_workload $HPID &&
+	before=$VCOUNTER &&
+	"$GCKPT" -p $HPID -o rt1.gck 2>err &&
+	test_must_be_empty err &&
+	ns_gone &&
+	"$GCKRESTORE" --pidns rt1.gck >pid1 2>err &&
+	test_must_be_empty err &&
+	RPID=$(cat pid1) &&
+	started="$started $RPID" &&
+	restored $RPID &&
+	before=$VCOUNTER
+'
+
+test_expect_success 'the init of a restored namespace is refused, its tree left running' '
+	test_status 1 "$GCKPT" -p $RINIT -o init2.gck 2>err &&
+	test_grep "^gpuckpt: cannot checkpoint pid $RINIT: it is the init (pid 1) of its PID namespace, .* (-p $RPID); process tree $RINIT left running\$" err &&
+	test ! -e init2.gck &&
+	proc_running $RINIT &&
+	verify_workload $RPID
+'
+
+test_expect_success 'a tree restored with --pidns is checkpointed again, and restored again' '
+	"$GCKPT" -p $RPID -o rt2.gck 2>err &&
+	test_must_be_empty err &&
+	wait_gone $RPID &&
+	wait_gone $RINIT &&
+	check_ns_image rt2.gck $WPID $WCHILD &&
+	"$GCKRESTORE" --pidns rt2.gck >pid2 2>err &&
+	test_must_be_empty err &&
+	RPID=$(cat pid2) &&
+	started="$started $RPID" &&
+	restored $RPID &&
+	kill_tree $RINIT
+'
+
 test_done
