@@ -4,10 +4,15 @@ test_description='checkpoint a process tree that lives in a PID namespace of its
 
 require_criu
 require_python
+# The gpusend case needs sshd (see start_sshd), which is not skipped.
+test -n "$SSHD" || SSHD=$(PATH=$PATH:/usr/sbin:/usr/local/sbin command -v sshd)
 
 started=
+sshd_pid=
 test_cleanup() {
 	test -n "$started" && kill_tree $started >/dev/null 2>&1
+	test -n "$sshd_pid" && kill_tree $sshd_pid >/dev/null 2>&1
+	:
 }
 
 # ns_start NAME [setsid]: starts the workload in a new PID namespace
@@ -218,6 +223,29 @@ test_expect_success 'a tree restored with --pidns is checkpointed again, and res
 	"$GCKRESTORE" --pidns rt2.gck >pid2 2>err &&
 	test_must_be_empty err &&
 	RPID=$(cat pid2) &&
+	started="$started $RPID" &&
+	restored $RPID &&
+	kill_tree $RINIT
+'
+
+test_expect_success 'gpusend -p moves a tree in a namespace, here, into one of its own' '
+	ssh-keygen -q -t ed25519 -N "" -C gck-host -f hostkey &&
+	ssh-keygen -q -t ed25519 -N "" -C gck-user -f userkey &&
+	cp userkey.pub authorized_keys &&
+	start_sshd &&
+	echo "[127.0.0.1]:$port $(cat hostkey.pub)" >known_hosts &&
+	mkdir home rtmp &&
+	ns_start e &&
+	verify_workload $HPID &&
+	before=$VCOUNTER &&
+	HOME=$TRASH/home "$GCK_BINDIR/send/gpusend" -P "$port" \
+	    -i "$TRASH/userkey" -o IdentityAgent=none \
+	    -o UserKnownHostsFile="$TRASH/known_hosts" \
+	    --remote-path "TMPDIR=$TRASH/rtmp $GCK_BINDIR/recv/gpurecv" \
+	    -p $HPID root@127.0.0.1 >out 2>err &&
+	test_must_be_empty err &&
+	ns_gone &&
+	RPID=$(cat out) &&
 	started="$started $RPID" &&
 	restored $RPID &&
 	kill_tree $RINIT
