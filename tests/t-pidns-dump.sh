@@ -228,6 +228,22 @@ test_expect_success 'a tree restored with --pidns is checkpointed again, and res
 	kill_tree $RINIT
 '
 
+test_expect_success 'gpuckpt -p PID | gpurestore on this host: the source in its namespace is ended' '
+	ns_start p &&
+	verify_workload $HPID &&
+	before=$VCOUNTER &&
+	{ "$GCKPT" -p $HPID 2>ck.err; echo $? >ck.st; } |
+	    "$GCKRESTORE" --pidns >pidp 2>err &&
+	test "$(cat ck.st)" = 0 &&
+	test_must_be_empty ck.err &&
+	test_must_be_empty err &&
+	ns_gone &&
+	RPID=$(cat pidp) &&
+	started="$started $RPID" &&
+	restored $RPID &&
+	kill_tree $RINIT
+'
+
 test_expect_success 'gpusend -p moves a tree in a namespace, here, into one of its own' '
 	ssh-keygen -q -t ed25519 -N "" -C gck-host -f hostkey &&
 	ssh-keygen -q -t ed25519 -N "" -C gck-user -f userkey &&

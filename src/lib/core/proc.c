@@ -931,6 +931,7 @@ gck_nsview_tree(const struct gck_nsview *ns, struct gck_ptree *t)
 		v = gck_nsview_local(ns, p->ppid);
 		p->ppid = v > 0 ? v : 0;
 		v = gck_nsview_local(ns, p->pid);
+		p->host_pid = p->pid;
 		p->pid = v > 0 ? v : 0;
 	}
 }

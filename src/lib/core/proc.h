@@ -6,6 +6,8 @@ struct gck_ctx;
 /* proc.c: a process tree as seen in /proc */
 struct gck_proc {
 	pid_t		 pid, ppid, pgid, sid;
+	pid_t		 host_pid;	/* pid as we see it, once pid is
+					   another namespace's (or 0) */
 	uid_t		 uid;
 	gid_t		 gid;
 	int		 tty_nr;
