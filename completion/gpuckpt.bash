@@ -37,8 +37,8 @@ _gck_opts()
 		maxop='0 0'
 		;;
 	gpurestore)
-		long='--gpu-map --help --pid --pidfile --resume --verbose
-		    --version'
+		long='--gpu-map --help --pid --pidfile --pidns --resume --verbose
+		    --version --wait'
 		longarg='--gpu-map --pid --pidfile'
 		short='h=--help p=--pid P=--pidfile V=--version v=--verbose'
 		operand=file

@@ -141,7 +141,7 @@ test_expect_success 'a prefix narrows the options' '
 	comp "gpuckpt --s" &&
 	offers_exactly --stop --suspend &&
 	comp "gpurestore --pid" &&
-	offers_exactly --pid --pidfile &&
+	offers_exactly --pid --pidfile --pidns &&
 	comp "gpuckpt --comp" &&
 	offers_exactly --compress &&
 	comp "gpuckpt --nosuch" &&

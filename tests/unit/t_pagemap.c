@@ -128,7 +128,8 @@ test_reads_own_memory(void **state)
 	img_entry(&im, (uintptr_t)mem + PG, 2, PE_PRESENT, 1);
 	img_entry(&im, (uintptr_t)mem + 5 * PG, 3, 0, 0);	/* old form */
 	sfiles(&im, &pm, &pages, "pages-3.img", 5 * PG);
-	assert_int_equal(gck_pmread_open(ctx, &pm, &pages, &p), GCK_OK);
+	assert_int_equal(gck_pmread_open(ctx, &pm, &pages, pages.pid,
+	    &p), GCK_OK);
 	assert_int_equal(gck_pmread_read(p, out, 3 * PG - 100),
 	    3 * PG - 100);
 	assert_int_equal(gck_pmread_read(p, out + 3 * PG - 100, 5 * PG),
@@ -155,7 +156,8 @@ test_lazy_present_is_read(void **state)
 	img_start(&im, COMMON_MAGIC, PAGEMAP_MAGIC, 1);
 	img_entry(&im, (uintptr_t)mem, 1, PE_PRESENT | PE_LAZY, 1);
 	sfiles(&im, &pm, &pages, "pages-1.img", PG);
-	assert_int_equal(gck_pmread_open(ctx, &pm, &pages, &p), GCK_OK);
+	assert_int_equal(gck_pmread_open(ctx, &pm, &pages, pages.pid,
+	    &p), GCK_OK);
 	assert_int_equal(gck_pmread_read(p, out, sizeof out), PG);
 	assert_memory_equal(out, mem, PG);
 	gck_pmread_free(p);
@@ -169,7 +171,8 @@ expect_refused(struct gck_ctx *ctx, struct img *im, const char *name,
 	struct gck_sfile	 pm, pages;
 
 	sfiles(im, &pm, &pages, name, size);
-	assert_int_equal(gck_pmread_open(ctx, &pm, &pages, &p), GCK_ECRIU);
+	assert_int_equal(gck_pmread_open(ctx, &pm, &pages, pages.pid,
+	    &p), GCK_ECRIU);
 	assert_null(p);
 	if (strstr(gck_error_string(ctx), why) == NULL)
 		fail_msg("'%s' does not say '%s'", gck_error_string(ctx), why);
@@ -255,7 +258,8 @@ test_unreadable_memory(void **state)
 	img_start(&im, COMMON_MAGIC, PAGEMAP_MAGIC, 1);
 	img_entry(&im, (uintptr_t)mem, 1, PE_PRESENT, 1);
 	sfiles(&im, &pm, &pages, "pages-1.img", PG);
-	assert_int_equal(gck_pmread_open(ctx, &pm, &pages, &p), GCK_OK);
+	assert_int_equal(gck_pmread_open(ctx, &pm, &pages, pages.pid,
+	    &p), GCK_OK);
 	assert_int_equal(gck_pmread_read(p, out, sizeof out), -1);
 	assert_int_not_equal(gck_pmread_error(p), GCK_OK);
 	assert_non_null(strstr(gck_error_string(ctx), "cannot read the memory of "
@@ -276,7 +280,8 @@ test_overlaps(void **state)
 	img_entry(&im, 0x10000, 2, PE_PRESENT, 1);
 	img_entry(&im, 0x40000, 1, PE_PRESENT, 1);
 	sfiles(&im, &pm, &pages, "pages-1.img", 3 * PG);
-	assert_int_equal(gck_pmread_open(ctx, &pm, &pages, &p), GCK_OK);
+	assert_int_equal(gck_pmread_open(ctx, &pm, &pages, pages.pid,
+	    &p), GCK_OK);
 	assert_true(gck_pmread_overlaps(p, 0, PG, 0x10ff0, 32));
 	assert_false(gck_pmread_overlaps(p, PG, PG, 0x10ff0, 16));
 	assert_true(gck_pmread_overlaps(p, 2 * PG, PG, 0x40010, 32));

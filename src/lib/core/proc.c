@@ -714,3 +714,224 @@ gck_pipe_peer(int fd)
 		return -1;
 	return peer;
 }
+
+/*
+ * A tree in another PID namespace.  /proc/PID/status lists, on its
+ * NSpid, NSpgid and NSsid lines, what a process is in each namespace
+ * from that of our /proc down to its own; field level is the one of the
+ * tree's namespace.  A session or a group whose leader is outside that
+ * namespace is 0 there, as is the parent of its init.
+ */
+
+#define NS_LEVELS	33	/* the kernel nests 32 deep */
+
+/*
+ * The fields of line key of /proc/pid/status (pid may be a thread's)
+ * into v.  Returns how many, or -1 when there is no such process or
+ * line.
+ */
+static int
+ns_fields(pid_t pid, const char *key, pid_t v[NS_LEVELS])
+{
+	char	buf[512], *s, *e;
+	int	n;
+
+	if (gck_pid_status(pid, key, buf, sizeof buf) == -1)
+		return -1;
+	for (n = 0, s = buf; n < NS_LEVELS; n++, s = e) {
+		v[n] = (pid_t)strtol(s, &e, 10);
+		if (e == s)
+			break;
+	}
+	return n;
+}
+
+/*
+ * Field level of line key of /proc/pid/status.  Returns it, 0 when pid
+ * is outside the namespace of that level, or -1 when there is no such
+ * process or line.
+ */
+static pid_t
+ns_field(pid_t pid, const char *key, size_t level)
+{
+	pid_t	v[NS_LEVELS];
+	int	n;
+
+	if ((n = ns_fields(pid, key, v)) == -1)
+		return -1;
+	return level < (size_t)n ? v[level] : 0;
+}
+
+/* The "pid:[N]" of pid's PID namespace into buf.  Returns 0 or -1. */
+static int
+ns_id(pid_t pid, char *buf, size_t len)
+{
+	char	path[64];
+	ssize_t	n;
+
+	if (pid == 0)
+		snprintf(path, sizeof path, "/proc/self/ns/pid");
+	else
+		snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)pid);
+	if ((n = readlink(path, buf, len - 1)) <= 0)
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
+/*
+ * Finds out whether root lives in a PID namespace other than ours, and
+ * then which, and its init (walking up from root to the process that is
+ * pid 1 there, which may be root itself).  Returns GCK_OK with *nsp
+ * (NULL for our own namespace), or a code.
+ */
+int
+gck_nsview_of(struct gck_ctx *ctx, pid_t root, struct gck_nsview **nsp)
+{
+	struct gck_nsview	*ns = NULL;
+	char			 mine[64];
+	pid_t			 p, v, f[NS_LEVELS];
+	int			 nf, r;
+
+	*nsp = NULL;
+	if ((ns = calloc(1, sizeof *ns)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	if (ns_id(0, mine, sizeof mine) == -1 ||
+	    ns_id(root, ns->id, sizeof ns->id) == -1 ||
+	    (nf = ns_fields(root, "NSpid", f)) <= 0) {
+		r = errno == ENOENT || errno == ESRCH ? gck_set_error(ctx,
+		    GCK_ENOPROC, "cannot checkpoint pid %d: no such process",
+		    (int)root) : gck_set_syserr(ctx, errno, "cannot read the "
+		    "PID namespace of pid %d: %s", (int)root, strerror(errno));
+		goto out;
+	}
+	if (strcmp(mine, ns->id) == 0) {
+		r = GCK_OK;
+		goto out;
+	}
+	ns->root = root;
+	ns->level = (size_t)nf - 1;
+	for (p = root; (v = ns_field(p, "NSpid", ns->level)) != 1;
+	    p = gck_pid_ppid(p))
+		if (v <= 0 || p <= 1) {
+			r = gck_set_error(ctx, GCK_ENOPROC, "cannot checkpoint "
+			    "pid %d: cannot find the init of its PID namespace",
+			    (int)root);
+			goto out;
+		}
+	ns->init = p;
+	*nsp = ns;
+	ns = NULL;
+	r = GCK_OK;
+out:
+	gck_nsview_free(ns);
+	return r;
+}
+
+void
+gck_nsview_free(struct gck_nsview *ns)
+{
+	if (ns == NULL)
+		return;
+	free(ns->map);
+	free(ns);
+}
+
+/*
+ * The PID in namespace ns of the process (or thread) that is pid here:
+ * pid itself for our own namespace (ns NULL), 0 for a process outside
+ * ns, -1 for no such process.
+ */
+pid_t
+gck_nsview_local(const struct gck_nsview *ns, pid_t pid)
+{
+	if (ns == NULL || pid <= 0)
+		return pid;
+	return ns_field(pid, "NSpid", ns->level);
+}
+
+/*
+ * The session of process p (as we see it) in namespace ns: p->sid for
+ * our own namespace (ns NULL), 0 when its leader is outside ns.
+ */
+pid_t
+gck_nsview_sid(const struct gck_nsview *ns, const struct gck_proc *p)
+{
+	pid_t	v;
+
+	if (ns == NULL)
+		return p->sid;
+	v = ns_field(p->pid, "NSsid", ns->level);
+	return v > 0 ? v : 0;
+}
+
+/*
+ * The PID here of the process of the tree last learnt
+ * (gck_nsview_learn()) that is pid in namespace ns: pid itself for our
+ * own namespace (ns NULL), -1 when the tree has no such process.
+ */
+pid_t
+gck_nsview_host(const struct gck_nsview *ns, pid_t pid)
+{
+	size_t	i;
+
+	if (ns == NULL)
+		return pid;
+	for (i = 0; i < ns->n; i++)
+		if (ns->map[i].ns == pid)
+			return ns->map[i].host;
+	return -1;
+}
+
+/*
+ * Learns the PIDs in ns of the processes of tree t (as we see it), for
+ * gck_nsview_host().  Returns GCK_OK or a code.
+ */
+int
+gck_nsview_learn(struct gck_ctx *ctx, struct gck_nsview *ns,
+    const struct gck_ptree *t)
+{
+	struct gck_pidmap	*map;
+	size_t			 i;
+
+	if (ns == NULL)
+		return GCK_OK;
+	if ((map = calloc(t->n + 1, sizeof *map)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	free(ns->map);
+	ns->map = map;
+	ns->n = 0;
+	for (i = 0; i < t->n; i++) {
+		map[ns->n].host = t->procs[i].pid;
+		if ((map[ns->n].ns = gck_nsview_local(ns,
+		    t->procs[i].pid)) > 0)
+			ns->n++;
+	}
+	return GCK_OK;
+}
+
+/*
+ * Rewrites tree t (as we see it) as namespace ns sees it: the PID,
+ * parent, process group and session of each process.
+ */
+void
+gck_nsview_tree(const struct gck_nsview *ns, struct gck_ptree *t)
+{
+	struct gck_proc	*p;
+	size_t		 i;
+	pid_t		 v;
+
+	if (ns == NULL)
+		return;
+	for (i = 0; i < t->n; i++) {
+		p = &t->procs[i];
+		v = ns_field(p->pid, "NSpgid", ns->level);
+		p->pgid = v > 0 ? v : 0;
+		p->sid = gck_nsview_sid(ns, p);
+		v = gck_nsview_local(ns, p->ppid);
+		p->ppid = v > 0 ? v : 0;
+		v = gck_nsview_local(ns, p->pid);
+		p->host_pid = p->pid;
+		p->pid = v > 0 ? v : 0;
+	}
+}

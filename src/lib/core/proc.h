@@ -6,6 +6,8 @@ struct gck_ctx;
 /* proc.c: a process tree as seen in /proc */
 struct gck_proc {
 	pid_t		 pid, ppid, pgid, sid;
+	pid_t		 host_pid;	/* pid as we see it, once pid is
+					   another namespace's (or 0) */
 	uid_t		 uid;
 	gid_t		 gid;
 	int		 tty_nr;
@@ -47,5 +49,31 @@ struct gck_pst {
 };
 void	gck_psts_signal(const struct gck_pst *, size_t, int);
 int	gck_psts_wait_gone(const struct gck_pst *, size_t, int);
+
+/*
+ * A PID namespace other than ours, where a tree lives: the PIDs its
+ * processes have there, the last field of NSpid in /proc/PID/status,
+ * and those they have here.  NULL stands for our own namespace, where
+ * the two are the same.
+ */
+struct gck_pidmap {
+	pid_t		 host, ns;
+};
+struct gck_nsview {
+	pid_t			 root;	/* the tree's root, as we see it */
+	pid_t			 init;	/* the namespace's pid 1, as we see it */
+	size_t			 level;	/* its field of NSpid */
+	char			 id[64];	/* "pid:[N]" */
+	struct gck_pidmap	*map;	/* the tree, as last learnt */
+	size_t			 n;
+};
+int	gck_nsview_of(struct gck_ctx *, pid_t, struct gck_nsview **);
+void	gck_nsview_free(struct gck_nsview *);
+pid_t	gck_nsview_local(const struct gck_nsview *, pid_t);
+pid_t	gck_nsview_host(const struct gck_nsview *, pid_t);
+pid_t	gck_nsview_sid(const struct gck_nsview *, const struct gck_proc *);
+int	gck_nsview_learn(struct gck_ctx *, struct gck_nsview *,
+	    const struct gck_ptree *);
+void	gck_nsview_tree(const struct gck_nsview *, struct gck_ptree *);
 
 #endif /* GCK_CORE_PROC_H */

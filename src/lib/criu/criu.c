@@ -20,6 +20,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,9 +41,11 @@ struct clog;
 static int		 criu_run(struct gck_ctx *, char *const [],
 			    struct clog *, struct gck_keeper **,
 			    const struct gck_keeper_ns *,
-			    struct gck_guard *, const char *,
+			    struct gck_guard *, const char *, const int *,
 			    int (*)(void *, struct gck_criu_run *), void *,
 			    int *);
+static void		 criu_enter(const int *);
+static int		 ns_open(struct gck_ctx *, pid_t, int *);
 static void		 criu_log_error(const struct clog *, int, char *,
 			    size_t);
 static const char	*criu_path_in(const char *, const char *,
@@ -573,9 +576,49 @@ gck_criu_ended(struct gck_criu_run *run, int *failedp)
 	return si.si_pid == run->pid;
 }
 
-/* Starts criu with argv, our child in a process group of its own. */
+/*
+ * In the child that runs criu, for a tree in another PID namespace:
+ * enters the tree's PID namespace (nsfd[0]), which its children are
+ * born in, and its mount namespace (nsfd[1]), where /proc is that
+ * namespace's, and goes on in a child, criu, born there; waits for it
+ * and exits as it did.  The working directory stays what it was.
+ * Returns in criu only.
+ */
+static void
+criu_enter(const int *nsfd)
+{
+	pid_t	pid;
+	int	cwd, status;
+
+	cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (setns(nsfd[0], CLONE_NEWPID) == -1 ||
+	    setns(nsfd[1], CLONE_NEWNS) == -1 ||
+	    (cwd != -1 && fchdir(cwd) == -1)) {
+		dprintf(2, "Error (gpuckpt): cannot enter the namespaces of "
+		    "the tree: %s\n", strerror(errno));
+		_exit(127);
+	}
+	if ((pid = fork()) == -1) {
+		dprintf(2, "Error (gpuckpt): cannot start criu in the PID "
+		    "namespace of the tree: %s\n", strerror(errno));
+		_exit(127);
+	}
+	if (pid == 0)
+		return;
+	while (waitpid(pid, &status, 0) == -1)
+		if (errno != EINTR)
+			_exit(127);
+	_exit(WIFEXITED(status) ? WEXITSTATUS(status) :
+	    128 + WTERMSIG(status));
+}
+
+/*
+ * Starts criu with argv, our child in a process group of its own; with
+ * nsfd, in the namespaces of the tree, under a child of ours
+ * (criu_enter()).
+ */
 static pid_t
-criu_fork(char *const argv[], int logfd, const char *hook)
+criu_fork(char *const argv[], int logfd, const char *hook, const int *nsfd)
 {
 	sigset_t	set;
 	pid_t		pid;
@@ -596,6 +639,8 @@ criu_fork(char *const argv[], int logfd, const char *hook)
 	}
 	dup2(logfd, 1);
 	dup2(logfd, 2);
+	if (nsfd != NULL)
+		criu_enter(nsfd);
 	execv(argv[0], argv);
 	dprintf(2, "Error (gpuckpt): cannot run %s: %s\n", argv[0],
 	    strerror(errno));
@@ -608,7 +653,8 @@ criu_fork(char *const argv[], int logfd, const char *hook)
  * reach it: criu is never interrupted half way, whatever happens to
  * us), or, with kp, under a keeper (keeper.c) returned in *kp, of
  * which guard (or NULL) is told, and whose criu inherits the guard's
- * pipe.  While it runs, during(arg, run) serves its image streamer;
+ * pipe; with nsfd, in the namespaces nsfd[] name (criu_enter()).
+ * While it runs, during(arg, run) serves its image streamer;
  * should that fail, it has closed criu's files, so that criu fails too.
  * Returns GCK_OK with *statusp set, the code of during(), or a code when
  * criu could not be started.
@@ -616,7 +662,7 @@ criu_fork(char *const argv[], int logfd, const char *hook)
 static int
 criu_run(struct gck_ctx *ctx, char *const argv[], struct clog *log,
     struct gck_keeper **kp, const struct gck_keeper_ns *ns,
-    struct gck_guard *guard, const char *hook,
+    struct gck_guard *guard, const char *hook, const int *nsfd,
     int (*during)(void *, struct gck_criu_run *), void *arg, int *statusp)
 {
 	struct gck_keeper_report	 rep;
@@ -639,7 +685,7 @@ criu_run(struct gck_ctx *ctx, char *const argv[], struct clog *log,
 		/* Should we die now, what the keeper holds is the guard's. */
 		if (r == GCK_OK)
 			gck_guard_tree(guard, gck_keeper_pid(*kp));
-	} else if ((pid = criu_fork(argv, p[1], hook)) == -1) {
+	} else if ((pid = criu_fork(argv, p[1], hook, nsfd)) == -1) {
 		oerrno = errno;
 		r = gck_set_syserr(ctx, oerrno, "cannot start criu: %s",
 		    strerror(oerrno));
@@ -712,7 +758,7 @@ gck_criu_version(struct gck_ctx *ctx, char *buf, size_t len)
 	argv[1] = "--version";
 	argv[2] = NULL;
 	if ((r = criu_run(ctx, argv, &log, NULL, NULL, NULL, NULL, NULL, NULL,
-	    &status)) != GCK_OK)
+	    NULL, &status)) != GCK_OK)
 		return r;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
 	    (s = strstr(log.head, "Version: ")) == NULL)
@@ -725,37 +771,77 @@ gck_criu_version(struct gck_ctx *ctx, char *buf, size_t len)
 }
 
 /*
+ * Opens the PID and mount namespaces of process pid into nsfd[0] and
+ * nsfd[1].  Returns GCK_OK or a code, with nothing left open.
+ */
+static int
+ns_open(struct gck_ctx *ctx, pid_t pid, int *nsfd)
+{
+	const char	*which[2] = { "pid", "mnt" };
+	char		 path[64];
+	int		 i, oerrno;
+
+	nsfd[0] = nsfd[1] = -1;
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof path, "/proc/%d/ns/%s", (int)pid,
+		    which[i]);
+		if ((nsfd[i] = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+			oerrno = errno;
+			if (i == 1)
+				close(nsfd[0]);
+			nsfd[0] = -1;
+			return gck_set_syserr(ctx, oerrno, "cannot open '%s': "
+			    "%s", path, strerror(oerrno));
+		}
+	}
+	return GCK_OK;
+}
+
+/*
  * Dumps the tree of pid with criu --stream, its images in imgdir, with
  * the GCK_CRIU_* options opts, leaving it stopped (or with leave_running,
  * running, which also has criu let go of the TCP connections it dumped).
- * st->during() runs while criu does, taking the images from its socket;
- * st->hook, if not NULL, is what criu's post-dump action script is told
- * to call back.  On failure criu itself resumes the tree.  Returns
- * GCK_OK, the code of st->during(), or GCK_ECRIU with criu's reason.
+ * A tree in another PID namespace, ns (NULL: ours), is dumped by a criu
+ * that runs there, in the tree's mount namespace, as if that namespace
+ * were the host's: what the image records of it is as the namespace
+ * sees it.  st->during() runs while criu does, taking the images from its
+ * socket; st->hook, if not NULL, is what criu's post-dump action script
+ * is told to call back.  On failure criu itself resumes the tree.
+ * Returns GCK_OK, the code of st->during(), or GCK_ECRIU with criu's
+ * reason.
  */
 int
-gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *imgdir,
-    int shell_job, unsigned int opts, int leave_running,
+gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const struct gck_nsview *ns,
+    const char *imgdir, int shell_job, unsigned int opts, int leave_running,
     const struct gck_criu_stream *st)
 {
 	struct gck_criu_cmd	 cmd;
 	struct clog		 log;
 	char			 why[1024], hook[PATH_MAX];
-	int			 status, r;
+	int			 status, r, nsfd[2] = { -1, -1 };
 
 	if ((r = gck_libexec_path(ctx, "gpuckpt-hook", "criu runs after the "
 	    "dump", hook, sizeof hook)) != GCK_OK)
 		return r;
 
-	cmd = (struct gck_criu_cmd){ .imgdir = imgdir, .pid = pid,
-	    .shell_job = shell_job, .opts = opts,
-	    .leave_running = leave_running, .stream = 1, .action = hook };
+	cmd = (struct gck_criu_cmd){ .imgdir = imgdir,
+	    .pid = gck_nsview_local(ns, pid), .shell_job = shell_job,
+	    .opts = opts, .leave_running = leave_running, .stream = 1,
+	    .action = hook };
+	if (cmd.pid <= 0)
+		return gck_set_error(ctx, GCK_ENOPROC, "cannot checkpoint pid "
+		    "%d: no such process", (int)pid);
+	if (ns != NULL && (r = ns_open(ctx, pid, nsfd)) != GCK_OK)
+		return r;
 	gck_criu_argv(&cmd);
 	log_argv(ctx, cmd.argv);
 	status = -1;
 	r = criu_run(ctx, cmd.argv, &log, NULL, NULL, NULL, st->hook,
-	    st->during,
-	    st->arg, &status);
+	    ns != NULL ? nsfd : NULL, st->during, st->arg, &status);
+	if (nsfd[0] != -1) {
+		close(nsfd[0]);
+		close(nsfd[1]);
+	}
 	if (r != GCK_OK)
 		return r;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -765,6 +851,82 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const char *imgdir,
 		return gck_set_error(ctx, GCK_ECRIU,
 		    "criu dump of pid %d failed: %s", (int)pid, why);
 	}
+	return GCK_OK;
+}
+
+/*
+ * Checks what a criu run in the mount namespace of a tree in another
+ * PID namespace, ns, needs there: that namespace's /proc on /proc, and
+ * criu, gpuckpt-hook and the work directory work the same files as
+ * here (a child of ours enters it, looks and says).  Returns GCK_OK or
+ * GCK_EINVAL, saying what is amiss.
+ */
+int
+gck_criu_ns_check(struct gck_ctx *ctx, const struct gck_nsview *ns,
+    const char *work)
+{
+	struct stat	 here[3], there;
+	const char	*what[3] = { "criu", "gpuckpt-hook",
+			    "the work directory" };
+	char		 hook[PATH_MAX], path[64], id[64];
+	const char	*paths[3];
+	pid_t		 pid;
+	ssize_t		 n;
+	int		 i, r, status, nsfd[2], cwd;
+
+	if ((r = gck_libexec_path(ctx, "gpuckpt-hook", "criu runs after the "
+	    "dump", hook, sizeof hook)) != GCK_OK)
+		return r;
+	paths[0] = criu_path();
+	paths[1] = hook;
+	paths[2] = work;
+	for (i = 0; i < 3; i++)
+		if (stat(paths[i], &here[i]) == -1)
+			return gck_set_syserr(ctx, errno, "cannot find "
+			    "'%s': %s", paths[i], strerror(errno));
+	if ((r = ns_open(ctx, ns->root, nsfd)) != GCK_OK)
+		return r;
+	if ((pid = fork()) == 0) {
+		cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (setns(nsfd[1], CLONE_NEWNS) == -1 ||
+		    (cwd != -1 && fchdir(cwd) == -1))
+			_exit(1);
+		snprintf(path, sizeof path, "/proc/1/ns/pid");
+		if ((n = readlink(path, id, sizeof id - 1)) <= 0 ||
+		    (id[n] = '\0', strcmp(id, ns->id) != 0))
+			_exit(2);
+		for (i = 0; i < 3; i++)
+			if (stat(paths[i], &there) == -1 ||
+			    there.st_dev != here[i].st_dev ||
+			    there.st_ino != here[i].st_ino)
+				_exit(3 + i);
+		_exit(0);
+	}
+	close(nsfd[0]);
+	close(nsfd[1]);
+	if (pid == -1)
+		return gck_set_syserr(ctx, errno, "cannot fork: %s",
+		    strerror(errno));
+	while (waitpid(pid, &status, 0) == -1)
+		if (errno != EINTR)
+			return gck_set_syserr(ctx, errno, "cannot wait: %s",
+			    strerror(errno));
+	if (!WIFEXITED(status) || WEXITSTATUS(status) == 1)
+		return gck_set_error(ctx, GCK_EINVAL, "cannot checkpoint pid "
+		    "%d: cannot enter the mount namespace of its PID "
+		    "namespace, where criu must run", (int)ns->root);
+	if (WEXITSTATUS(status) == 2)
+		return gck_set_error(ctx, GCK_EINVAL, "cannot checkpoint pid "
+		    "%d: its PID namespace has no /proc of its own in the "
+		    "tree's mount namespace, where criu must run (start such "
+		    "a tree with 'unshare --pid --fork --mount-proc')",
+		    (int)ns->root);
+	if ((i = WEXITSTATUS(status) - 3) >= 0 && i < 3)
+		return gck_set_error(ctx, GCK_EINVAL, "cannot checkpoint pid "
+		    "%d: %s ('%s') is not the same in the tree's mount "
+		    "namespace, where criu must run to dump a tree in a PID "
+		    "namespace of its own%s", (int)ns->root, what[i], paths[i],
+		    i == 2 ? " (set TMPDIR to a directory it shares)" : "");
 	return GCK_OK;
 }
 
@@ -795,8 +957,9 @@ gck_criu_restore(struct gck_ctx *ctx, const char *imgdir, int shell_job,
 	gck_criu_argv(&cmd);
 	log_argv(ctx, cmd.argv);
 	status = -1;
-	r = criu_run(ctx, cmd.argv, &log, kp, ns, guard, NULL, st != NULL ?
-	    st->during : NULL, st != NULL ? st->arg : NULL, &status);
+	r = criu_run(ctx, cmd.argv, &log, kp, ns, guard, NULL, NULL,
+	    st != NULL ? st->during : NULL, st != NULL ? st->arg : NULL,
+	    &status);
 	if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		*donep = 1;	/* restored, even if the image failed */
 	if (r != GCK_OK)

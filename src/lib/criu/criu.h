@@ -5,6 +5,7 @@ struct gck_ctx;
 struct gck_guard;
 struct gck_keeper;
 struct gck_keeper_ns;
+struct gck_nsview;
 
 /* criu.c */
 int	gck_criu_version(struct gck_ctx *, char *, size_t);
@@ -44,8 +45,11 @@ struct gck_criu_cmd {
 	char		*argv[GCK_CRIU_ARGV];
 };
 int	gck_criu_argv(struct gck_criu_cmd *);
-int	gck_criu_dump(struct gck_ctx *, pid_t, const char *, int,
-	    unsigned int, int, const struct gck_criu_stream *);
+int	gck_criu_dump(struct gck_ctx *, pid_t, const struct gck_nsview *,
+	    const char *, int, unsigned int, int,
+	    const struct gck_criu_stream *);
+int	gck_criu_ns_check(struct gck_ctx *, const struct gck_nsview *,
+	    const char *);
 int	gck_criu_restore(struct gck_ctx *, const char *, int, unsigned int,
 	    const struct gck_criu_stream *, const struct gck_keeper_ns *,
 	    struct gck_guard *,

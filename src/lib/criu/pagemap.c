@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "private.h"
+#include "core/proc.h"
 #include "core/util.h"
 #include "criu/pagemap.h"
 #include "criu/streamer.h"
@@ -191,12 +192,13 @@ bad:
 
 /*
  * Opens the pages of pages, as listed by pagemap, for reading from the
- * task (pages->pid).  Checks that the pagemap names that pages file and
- * adds up to the bytes criu wrote there.
+ * task, pid as we see it (pages->pid is what criu calls it).  Checks
+ * that the pagemap names that pages file and adds up to the bytes criu
+ * wrote there.
  */
 int
 gck_pmread_open(struct gck_ctx *ctx, const struct gck_sfile *pagemap,
-    const struct gck_sfile *pages, struct gck_pmread **pp)
+    const struct gck_sfile *pages, pid_t pid, struct gck_pmread **pp)
 {
 	struct gck_pmread	*p = NULL;
 	int			 r;
@@ -205,7 +207,7 @@ gck_pmread_open(struct gck_ctx *ctx, const struct gck_sfile *pagemap,
 	if ((p = calloc(1, sizeof *p)) == NULL)
 		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 	p->ctx = ctx;
-	p->pid = pages->pid;
+	p->pid = pid;
 	p->memfd = -1;
 	snprintf(p->name, sizeof p->name, "%s", pages->name);
 	if ((r = pmread_runs(p, pagemap, pages)) != GCK_OK) {
@@ -305,12 +307,13 @@ gck_pmread_overlaps(const struct gck_pmread *p, uint64_t off, uint64_t len,
 /*
  * The rseq areas of process pid's threads, from their core images: the
  * kernel rewrites their CPU numbers whenever a thread runs, as it does
- * when criu takes its parasite out.  Returns GCK_OK with *areasp (free
- * it) or a code.
+ * when criu takes its parasite out.  pid is the process as we see it,
+ * its threads' core images named as its PID namespace ns (NULL: ours)
+ * sees them.  Returns GCK_OK with *areasp (free it) or a code.
  */
 int
 gck_rseq_areas(struct gck_ctx *ctx, const struct gck_capture *cap, pid_t pid,
-    struct gck_area **areasp, size_t *np)
+    const struct gck_nsview *ns, struct gck_area **areasp, size_t *np)
 {
 	const struct gck_sfile	*f;
 	struct gck_area		*a = NULL;
@@ -332,7 +335,8 @@ gck_rseq_areas(struct gck_ctx *ctx, const struct gck_capture *cap, pid_t pid,
 	while ((d = readdir(dir)) != NULL) {
 		if (d->d_name[0] == '.')
 			continue;
-		snprintf(name, sizeof name, "core-%s.img", d->d_name);
+		snprintf(name, sizeof name, "core-%d.img",
+		    (int)gck_nsview_local(ns, (pid_t)atoi(d->d_name)));
 		if ((f = gck_capture_find(cap, name)) == NULL ||
 		    gck_img_start(f->data, f->len, GCK_CORE_MAGIC, &pos) ==
 		    -1 ||

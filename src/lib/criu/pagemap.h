@@ -3,6 +3,7 @@
 
 struct gck_capture;
 struct gck_ctx;
+struct gck_nsview;
 struct gck_pmread;
 struct gck_sfile;
 
@@ -41,7 +42,7 @@ int	gck_pagemap_next(struct gck_pagemap *, struct gck_pmentry *);
 
 
 int	gck_pmread_open(struct gck_ctx *, const struct gck_sfile *,
-	    const struct gck_sfile *, struct gck_pmread **);
+	    const struct gck_sfile *, pid_t, struct gck_pmread **);
 ssize_t	gck_pmread_read(struct gck_pmread *, void *, size_t);
 int	gck_pmread_error(const struct gck_pmread *);
 int	gck_pmread_overlaps(const struct gck_pmread *, uint64_t, uint64_t,
@@ -52,7 +53,7 @@ struct gck_area {
 };
 
 int	gck_rseq_areas(struct gck_ctx *, const struct gck_capture *, pid_t,
-	    struct gck_area **, size_t *);
+	    const struct gck_nsview *, struct gck_area **, size_t *);
 void	gck_pmread_free(struct gck_pmread *);
 
 #endif /* GCK_CRIU_PAGEMAP_H */

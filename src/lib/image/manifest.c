@@ -29,6 +29,7 @@
 
 struct mproc {
 	pid_t		 pid;
+	pid_t		 host_pid;	/* as the checkpoint saw it */
 	const char	*comm;
 	int		 zombie;
 	uint64_t	 start;
@@ -175,6 +176,13 @@ proc_json(const struct gck_proc *p)
 	    (json_int_t)p->rss_shmem);
 	if (o != NULL && p->start != 0 && json_object_set_new(o, "start",
 	    json_integer((json_int_t)p->start)) != 0) {
+		json_decref(o);
+		o = NULL;
+	}
+	/* Checkpointed from outside its PID namespace: the PID we saw. */
+	if (o != NULL && p->host_pid > 0 && p->host_pid != p->pid &&
+	    json_object_set_new(o, "host_pid",
+	    json_integer((json_int_t)p->host_pid)) != 0) {
 		json_decref(o);
 		o = NULL;
 	}
@@ -622,7 +630,7 @@ gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
 	struct gck_manifest	*m = NULL;
 	json_error_t		 jerr;
 	json_t			*procs, *p;
-	json_int_t		 fmt, root, pid, start;
+	json_int_t		 fmt, root, pid, start, hpid;
 	const char		*comm;
 	pid_t			*sorted = NULL;
 	size_t			 i;
@@ -676,14 +684,18 @@ gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
 		comm = NULL;
 		zombie = 0;
 		start = 0;
-		if (json_unpack(p, "{s:I, s?s, s?b, s?I}", "pid", &pid, "comm",
-		    &comm, "zombie", &zombie, "start", &start) != 0 ||
-		    pid <= 0 || pid > INT32_MAX || start < 0) {
+		hpid = 0;
+		if (json_unpack(p, "{s:I, s?s, s?b, s?I, s?I}", "pid", &pid,
+		    "comm", &comm, "zombie", &zombie, "start", &start,
+		    "host_pid", &hpid) != 0 ||
+		    pid <= 0 || pid > INT32_MAX || start < 0 || hpid < 0 ||
+		    hpid > INT32_MAX) {
 			r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
 			    "bad process %zu in the manifest", i + 1);
 			goto out;
 		}
 		m->procs[i].pid = (pid_t)pid;
+		m->procs[i].host_pid = hpid > 0 ? (pid_t)hpid : (pid_t)pid;
 		m->procs[i].comm = comm != NULL ? comm : "?";
 		m->procs[i].zombie = zombie;
 		m->procs[i].start = (uint64_t)start;
@@ -751,6 +763,16 @@ pid_t
 gck_manifest_pid(const struct gck_manifest *m, size_t i)
 {
 	return i < m->n ? m->procs[i].pid : -1;
+}
+
+/*
+ * The PID the checkpoint saw process i by: its own, but for a tree
+ * checkpointed from outside its PID namespace.
+ */
+pid_t
+gck_manifest_host_pid(const struct gck_manifest *m, size_t i)
+{
+	return i < m->n ? m->procs[i].host_pid : -1;
 }
 
 const char *

@@ -23,6 +23,7 @@ enum gck_after gck_manifest_after(const struct gck_manifest *);
 int	gck_manifest_has_file(const struct gck_manifest *, const char *);
 size_t	gck_manifest_nfiles(const struct gck_manifest *);
 pid_t	gck_manifest_max_tid(const struct gck_manifest *);
+pid_t	gck_manifest_host_pid(const struct gck_manifest *, size_t);
 int64_t	gck_manifest_file_pos(const struct gck_manifest *, const char *);
 int	gck_manifest_has_file_list(const struct gck_manifest *);
 int64_t	gck_manifest_file_size(const struct gck_manifest *, const char *);

@@ -54,6 +54,7 @@ struct ckpt {
 	void				*commit_arg;
 	struct gck_ckpt_result		*res;
 	struct gck_ptree		*pre;	/* the tree as we found it */
+	struct gck_nsview		*ns;	/* its PID namespace, not ours */
 	struct gck_guard		*guard;
 	struct gck_proc			*cand;	/* may hold GPU state */
 	size_t				 ncand;
@@ -88,10 +89,11 @@ static int	out_commit(struct gck_ctx *, struct out *);
 static void	out_abort(struct out *);
 static enum gck_after out_after(const struct out *);
 static int	stream_image(struct gck_ctx *, const struct gck_ckpt_opts *,
-		    const char *, const struct gck_capture *, int,
-		    struct gck_writer **);
+		    const char *, const struct gck_capture *,
+		    const struct gck_nsview *, int, struct gck_writer **);
 static int	tree_restorable(struct gck_ctx *, const struct gck_ptree *,
-		    pid_t);
+		    const struct gck_nsview *, pid_t);
+static int	tree_pidns(struct ckpt *);
 static int	ckpt_preflight(struct ckpt *);
 static int	ckpt_stage(struct ckpt *);
 static int	ckpt_quiesce(struct ckpt *);
@@ -310,12 +312,13 @@ fetch_finish(struct fetch *f)
  * Adds the pages file f, read again from its stopped task as its
  * pagemap lists them, part by part, the samples of each checked against
  * those of what criu wrote.  One part is read while the one before it
- * is written.
+ * is written.  criu names the task as its PID namespace ns (NULL: ours)
+ * sees it.
  */
 static int
 add_pages(struct gck_ctx *ctx, struct gck_writer *w,
-    const struct gck_capture *cap, const struct gck_sfile *f, char *bufs[2],
-    size_t part_size)
+    const struct gck_capture *cap, const struct gck_nsview *ns,
+    const struct gck_sfile *f, char *bufs[2], size_t part_size)
 {
 	const struct gck_sfile	*pm;
 	struct gck_pmread	*rd = NULL;
@@ -326,6 +329,7 @@ add_pages(struct gck_ctx *ctx, struct gck_writer *w,
 	unsigned		 part;
 	ssize_t			 n;
 	size_t			 want, nrseq = 0, k;
+	pid_t			 pid;
 	int			 r;
 
 	memset(&fe, 0, sizeof fe);
@@ -333,8 +337,12 @@ add_pages(struct gck_ctx *ctx, struct gck_writer *w,
 	if ((pm = gck_capture_find(cap, pmname)) == NULL)
 		return gck_set_error(ctx, GCK_ECRIU, "criu wrote '%s' without "
 		    "'%s'", f->name, pmname);
-	if ((r = gck_pmread_open(ctx, pm, f, &rd)) != GCK_OK ||
-	    (r = gck_rseq_areas(ctx, cap, f->pid, &rseq, &nrseq)) != GCK_OK)
+	if ((pid = gck_nsview_host(ns, f->pid)) <= 0)
+		return gck_set_error(ctx, GCK_ECRIU, "criu wrote '%s' of "
+		    "process %d, which is not in the tree", f->name,
+		    (int)f->pid);
+	if ((r = gck_pmread_open(ctx, pm, f, pid, &rd)) != GCK_OK ||
+	    (r = gck_rseq_areas(ctx, cap, pid, ns, &rseq, &nrseq)) != GCK_OK)
 		goto out;
 	gck_log(ctx, 2, "adding %s: %llu bytes of process %d's memory",
 	    f->name, (unsigned long long)f->size, (int)f->pid);
@@ -399,8 +407,8 @@ out:
  */
 static int
 stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
-    const char *manifest, const struct gck_capture *cap, int fd,
-    struct gck_writer **wp)
+    const char *manifest, const struct gck_capture *cap,
+    const struct gck_nsview *ns, int fd, struct gck_writer **wp)
 {
 	const struct gck_sfile	*f;
 	struct gck_writer	*w = NULL;
@@ -430,7 +438,8 @@ stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 			if (pass < 2)
 				r = add_kept(w, f, part_size);
 			else
-				r = add_pages(ctx, w, cap, f, buf, part_size);
+				r = add_pages(ctx, w, cap, ns, f, buf,
+				    part_size);
 			if (r != GCK_OK)
 				goto out;
 		}
@@ -458,6 +467,7 @@ struct wstate {
 	int				 shell_job;
 	const struct gck_cuda_facts	*cf;
 	struct out			*out;
+	struct gck_nsview		*ns;	/* its PID namespace, not ours */
 	struct gck_pst			*procs;	/* the tree, as criu holds it */
 	size_t				 nprocs;
 	size_t				 nttys;	/* terminal files made null */
@@ -465,22 +475,57 @@ struct wstate {
 };
 
 /*
+ * The CUDA processes of cf as namespace ns sees them, for the manifest:
+ * cf itself for our own, else a copy in *view whose processes, in *cpp
+ * (free it), have their PIDs there.  Returns what stands for cf, or
+ * NULL with the error set.
+ */
+static const struct gck_cuda_facts *
+cuda_view(struct gck_ctx *ctx, const struct gck_nsview *ns,
+    const struct gck_cuda_facts *cf, struct gck_cuda_facts *view,
+    struct gck_cproc **cpp)
+{
+	size_t	i;
+
+	*cpp = NULL;
+	if (ns == NULL || cf == NULL)
+		return cf;
+	*view = *cf;
+	if ((*cpp = calloc(cf->nprocs + 1, sizeof **cpp)) == NULL) {
+		gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		return NULL;
+	}
+	for (i = 0; i < cf->nprocs; i++) {
+		(*cpp)[i] = cf->procs[i];
+		(*cpp)[i].pid = gck_nsview_local(ns, cf->procs[i].pid);
+	}
+	view->procs = *cpp;
+	return view;
+}
+
+/*
  * Writes the image while criu still holds the tree, every process
  * stopped where it was dumped; only its trailer is left, to be written
- * once criu has finished well.  Returns GCK_OK or a code.
+ * once criu has finished well.  The image records the tree as its PID
+ * namespace sees it.  Returns GCK_OK or a code.
  */
 static int
 write_image(void *arg)
 {
-	struct wstate		*w = arg;
-	struct gck_ctx		*ctx = w->ctx;
-	struct gck_ptree	*t = NULL;
-	struct gck_imgfile	*files = NULL;
-	char			*manifest = NULL;
-	size_t			 i, n = gck_capture_nfiles(w->cap);
-	int			 r;
+	struct wstate			*w = arg;
+	struct gck_ctx			*ctx = w->ctx;
+	struct gck_ptree		*t = NULL;
+	struct gck_imgfile		*files = NULL;
+	struct gck_cuda_facts		 cfview;
+	const struct gck_cuda_facts	*cf;
+	struct gck_cproc		*cps = NULL;
+	char				*manifest = NULL;
+	size_t				 i, n;
+	int				 r;
 
-	if ((r = gck_ptree_scan(ctx, w->o->pid, &t)) != GCK_OK)
+	n = gck_capture_nfiles(w->cap);
+	if ((r = gck_ptree_scan(ctx, w->o->pid, &t)) != GCK_OK ||
+	    (r = gck_nsview_learn(ctx, w->ns, t)) != GCK_OK)
 		goto out;
 	if ((w->procs = calloc(t->n, sizeof *w->procs)) == NULL ||
 	    (files = calloc(n + 1, sizeof *files)) == NULL) {
@@ -504,15 +549,19 @@ write_image(void *arg)
 		files[i].size = gck_capture_file(w->cap, i)->size;
 		files[i].memory = gck_capture_file(w->cap, i)->pages;
 	}
-	if ((manifest = gck_manifest_build(ctx, t, w->o, w->after, w->criuver,
-	    w->shell_job, w->cf, files, n)) == NULL) {
+	gck_nsview_tree(w->ns, t);
+	if (((cf = cuda_view(ctx, w->ns, w->cf, &cfview, &cps)) == NULL &&
+	    w->cf != NULL) || (manifest = gck_manifest_build(ctx, t, w->o,
+	    w->after, w->criuver, w->shell_job, cf, files, n)) == NULL) {
 		r = ctx->code;
 		goto out;
 	}
 	gck_log(ctx, 1, "writing image");
-	r = stream_image(ctx, w->o, manifest, w->cap, w->out->fd, &w->w);
+	r = stream_image(ctx, w->o, manifest, w->cap, w->ns, w->out->fd,
+	    &w->w);
 out:
 	gck_ptree_free(t);
+	free(cps);
 	free(files);
 	free(manifest);
 	return r;
@@ -534,7 +583,8 @@ out:
  *   the restored end would find nobody there.
  */
 static int
-tree_restorable(struct gck_ctx *ctx, const struct gck_ptree *t, pid_t root)
+tree_restorable(struct gck_ctx *ctx, const struct gck_ptree *t,
+    const struct gck_nsview *ns, pid_t root)
 {
 	const struct gck_proc	*p;
 	char			 comm[64], peercomm[64];
@@ -550,7 +600,7 @@ tree_restorable(struct gck_ctx *ctx, const struct gck_ptree *t, pid_t root)
 			    "master side of a terminal (/dev/ptmx on fd %d), "
 			    "which a restore could not give back", (int)root,
 			    (int)p->pid, p->comm, fd);
-		if (p->sid == 0)
+		if (gck_nsview_sid(ns, p) == 0)
 			return gck_set_error(ctx, GCK_EINVAL, "cannot "
 			    "checkpoint pid %d: process %d ('%s') is in session "
 			    "0 (its session leader is outside this PID "
@@ -570,6 +620,38 @@ tree_restorable(struct gck_ctx *ctx, const struct gck_ptree *t, pid_t root)
 		    (int)root, (int)in, comm, fd, (int)peer, peercomm);
 	}
 	return GCK_OK;
+}
+
+/*
+ * Finds the PID namespace of the tree when it is not ours: criu is to
+ * run there, and the image to record the tree as that namespace sees
+ * it.  Its init is refused: criu dumps a namespace's init only with the
+ * whole namespace, mounts and all.
+ */
+static int
+tree_pidns(struct ckpt *c)
+{
+	const struct gck_ptree	*t = c->pre;
+	int			 r;
+
+	if ((r = gck_nsview_of(c->ctx, c->o->pid, &c->ns)) != GCK_OK ||
+	    c->ns == NULL)
+		return r;
+	gck_log(c->ctx, 1, "process tree %d is in a PID namespace of its "
+	    "own, as process %d; its init is process %d", (int)c->o->pid,
+	    (int)gck_nsview_local(c->ns, c->o->pid), (int)c->ns->init);
+	if (c->ns->init != c->o->pid)
+		return GCK_OK;
+	if (t->n > 1)
+		return gck_set_error(c->ctx, GCK_EINVAL, "cannot checkpoint "
+		    "pid %d: it is the init (pid 1) of its PID namespace, "
+		    "which criu dumps only with the whole namespace: "
+		    "checkpoint a process under it (-p %d)", (int)c->o->pid,
+		    (int)t->procs[1].pid);
+	return gck_set_error(c->ctx, GCK_EINVAL, "cannot checkpoint pid %d: it "
+	    "is the init (pid 1) of its PID namespace, which criu dumps only "
+	    "with the whole namespace: checkpoint a process under it",
+	    (int)c->o->pid);
 }
 
 /* Whether process pid was stopped in t, the tree as we found it. */
@@ -700,7 +782,8 @@ ckpt_preflight(struct ckpt *c)
 			c->pre = NULL;
 			return r;
 		}
-	if ((r = tree_restorable(ctx, c->pre, o->pid)) != GCK_OK)
+	if ((r = tree_pidns(c)) != GCK_OK ||
+	    (r = tree_restorable(ctx, c->pre, c->ns, o->pid)) != GCK_OK)
 		return r;
 	if ((r = gck_cuda_candidates(ctx, c->pre, &c->cand, &c->ncand)) !=
 	    GCK_OK || (r = gck_cuda_prepare(ctx, "checkpoint", o->pid, c->cand,
@@ -736,7 +819,9 @@ ckpt_stage(struct ckpt *c)
 	    (r = gck_guard_start(ctx, c->pre, c->work, c->out.tmp,
 	    gck_cuda_bring_back, c->cand, c->ncand, &c->guard)) != GCK_OK)
 		return r;
-	if ((r = gck_workdir_make(ctx, &c->work)) != GCK_OK)
+	if ((r = gck_workdir_make(ctx, &c->work)) != GCK_OK ||
+	    (c->ns != NULL && (r = gck_criu_ns_check(ctx, c->ns, c->work)) !=
+	    GCK_OK))
 		return r;
 	snprintf(c->imgdir, sizeof c->imgdir, "%s/img", c->work);
 	if (mkdir(c->imgdir, 0700) == -1)
@@ -854,7 +939,8 @@ ckpt_dump(struct ckpt *c)
 	stream.during = gck_capture_during;
 	stream.arg = &job;
 	stream.hook = gck_capture_hook_path(c->cap);
-	r = gck_criu_dump(ctx, c->o->pid, c->imgdir, c->shell_job,
+	w.ns = c->ns;
+	r = gck_criu_dump(ctx, c->o->pid, c->ns, c->imgdir, c->shell_job,
 	    c->o->criu_opts, c->tcp_run, &stream);
 	c->procs = w.procs;
 	c->nprocs = w.nprocs;
@@ -1008,6 +1094,7 @@ ckpt_free(struct ckpt *c)
 	free(c->work);
 	free(c->procs);
 	gck_ptree_free(c->pre);
+	gck_nsview_free(c->ns);
 }
 
 int

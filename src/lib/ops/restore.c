@@ -189,18 +189,18 @@ source_here(const struct gck_manifest *m)
 	if (!gck_manifest_this_boot(m))
 		return 0;
 	for (i = 0; i < gck_manifest_nprocs(m); i++) {
-		if ((st = gck_pid_state(gck_manifest_pid(m, i))) == 0 ||
+		if ((st = gck_pid_state(gck_manifest_host_pid(m, i))) == 0 ||
 		    st == 'Z')
 			continue;
 		/* The very process, in whatever state criu left it. */
 		if (gck_manifest_start(m, i) != 0 &&
-		    gck_pid_start(gck_manifest_pid(m, i)) ==
+		    gck_pid_start(gck_manifest_host_pid(m, i)) ==
 		    gck_manifest_start(m, i)) {
 			busy = 1;
 			continue;
 		}
 		if ((st != 'T' && st != 't') ||
-		    gck_pid_comm(gck_manifest_pid(m, i), comm,
+		    gck_pid_comm(gck_manifest_host_pid(m, i), comm,
 		    sizeof comm) == -1 ||
 		    strcmp(comm, gck_manifest_comm(m, i)) != 0)
 			return 0;
@@ -224,7 +224,7 @@ source_busy(struct gck_ctx *ctx, const struct gck_manifest *m, pid_t pid,
 	list[0] = '\0';
 	for (i = 0; i < gck_manifest_nprocs(m) && off < sizeof list; i++) {
 		k = snprintf(list + off, sizeof list - off, " %d",
-		    (int)gck_manifest_pid(m, i));
+		    (int)gck_manifest_host_pid(m, i));
 		if (k < 0)
 			break;
 		off += (size_t)k;
@@ -631,7 +631,7 @@ rst_prepare(struct rst *st)
 		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 	for (i = 0; i < st->n; i++) {
 		st->pids[i] = gck_manifest_pid(st->m, i);
-		st->src[i].pid = st->pids[i];
+		st->src[i].pid = gck_manifest_host_pid(st->m, i);
 		st->src[i].start = gck_manifest_start(st->m, i);
 	}
 	return GCK_OK;
