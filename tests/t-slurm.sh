@@ -84,6 +84,23 @@ test_expect_success 'USR1 to the batch shell: checkpointed, requeued, restored' 
 	test -s ckpt/pre/image.gck
 '
 
+test_expect_success 'a restored job is checkpointed and requeued again' '
+	job two &&
+	submit two "-n 150 -t 100" &&
+	wait_for_line two.out "^step 10 " 30 &&
+	scancel --signal=USR1 --batch $JOB &&
+	wait_for_line two.out "^gpuckpt-slurm: restart 1 " 60 &&
+	wait_job_state $JOB RUNNING 30 &&
+	_n=$(grep -c "^step " two.out) &&
+	wait_for_line two.out "^step $((_n + 10)) " 30 &&
+	scancel --signal=USR1 --batch $JOB &&
+	wait_job_state $JOB COMPLETED 90 &&
+	test "$(job_field $JOB Restarts)" = 2 &&
+	test "$(grep -c "checkpointed to .* and requeued" two.out)" -eq 2 &&
+	counted two 150 &&
+	! test -e ckpt/two
+'
+
 test_expect_success 'the time limit warns: checkpointed, requeued, finished on the next run' '
 	job lim &&
 	submit lim "-n 200 -t 100" --time=1:00 --signal=B:USR1@45 &&
