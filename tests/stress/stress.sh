@@ -22,7 +22,8 @@
 #   5 recv-killed   gpurecv, or the criu restore it runs, killed at a
 #                   random moment during a gpusend -p
 #   6 pid-taken     a process holds one of the tree's PIDs in the
-#                   destination's PID namespace before gpusend -p
+#                   destination's PID namespace before gpusend -p: the
+#                   tree goes into a PID namespace of its own there
 #
 # Where the tree is: gpusend's destination is an sshd of ours in a PID
 # namespace of its own (start_nssh), so a tree restored there is the one
@@ -142,9 +143,13 @@ others() {
 }
 
 # transient: the processes of others but those that are meant to stay
-# (the trees, the occupier); sets LEFT.
+# (the trees, the init of a namespace a tree went into, the occupier);
+# sets LEFT.
 transient() {
 	_keep=" $WPID $WCHILD $(ns_pid $WPID) $(ns_pid $WCHILD) $occ "
+	_n=$(nested_pid $WPID)
+	test -n "$_n" &&
+	    _keep="$_keep $_n $(nested_pid $WCHILD) $(proc_field $_n 4) "
 	LEFT=$(others | while read -r _p _pp _s _c; do
 		case $_keep in *" $_p "*) continue ;; esac
 		echo "$_p($_c,$_s,ppid $_pp)"
@@ -286,10 +291,23 @@ src_ok() {
 
 # dst_pids: the root and child of a restored tree, as PIDs here: in the
 # sshd's namespace, or on this host with another start time.
+# nested_pid PID: the PID here of the process that is PID in a PID
+# namespace nested in the sshd's: where gpurecv restores the tree when
+# one of its PIDs is taken there.
+nested_pid() {
+	grep -H '^NSpid:' /proc/[0-9]*/status 2>/dev/null |
+	    awk -v d="$ns_depth" -v p="$1" 'NF == d + 3 && $NF == p {
+		sub(/^\/proc\//, ""); sub(/\/.*/, ""); print }'
+}
+
 dst_pids() {
 	if test "$WHERE" = ns; then
 		DROOT=$(ns_pid $WPID)
 		DCHILD=$(ns_pid $WCHILD)
+		test -n "$occ" && test "$DROOT" = "$occ" && DROOT=
+		test -n "$occ" && test "$DCHILD" = "$occ" && DCHILD=
+		test -n "$DROOT" || DROOT=$(nested_pid $WPID)
+		test -n "$DCHILD" || DCHILD=$(nested_pid $WCHILD)
 	else
 		DROOT= DCHILD=
 		_t=$(starttime $WPID)
@@ -440,7 +458,7 @@ check_send() {
 	case $OUTCOME in
 	*/dest|dest)
 		case $ST in
-		0)	test "$(cat "$D/send.out")" = "$WPID" ||
+		0)	test "$(cat "$D/send.out")" = "${SEND_PID:-$WPID}" ||
 			    violation "gpusend exited 0 but printed '$(cat "$D/send.out")'" ;;
 		3|137)	;;
 		*)	violation "the tree moved, but gpusend exited $ST" ;;
@@ -515,6 +533,7 @@ leftovers() {
 cleanup_run() {
 	stop_relay
 	_k="$WPID $WCHILD $(ns_pid $WPID) $(ns_pid $WCHILD) $occ"
+	_k="$_k $(nested_pid $WPID) $(nested_pid $WCHILD)"
 	kill -CONT $_k 2>/dev/null
 	kill -KILL $_k 2>/dev/null
 	_i=0
@@ -814,11 +833,18 @@ sc_pid_taken() {
 	wait_bounded $SPID 120
 	test -n "$HUNG" && violation "gpusend hung"
 	judge
+	# It went into a PID namespace of its own there, where it keeps
+	# its PIDs: gpusend prints its root as gpurecv sees it.
+	dst_pids
+	SEND_PID=
+	test -n "$DROOT" && SEND_PID=$(awk '/^NSpid:/ { print $(NF - 1) }' \
+	    /proc/$DROOT/status 2>/dev/null)
 	check_send
-	test "$OUTCOME" = source ||
-	    violation "the tree moved onto a namespace whose pid $TAKEN was taken"
-	grep -q "pid $TAKEN is in use" "$D/send.err" ||
-	    violation "gpusend does not say that pid $TAKEN is in use"
+	SEND_PID=
+	test "$OUTCOME" = dest ||
+	    violation "the tree did not move, though pid $TAKEN there is only taken"
+	test -n "$DROOT" && test "$(readlink /proc/$DROOT/ns/pid)" != "$ns_id" ||
+	    violation "the tree moved, but not into a PID namespace of its own"
 	test "$(ns_pid $TAKEN)" = "$occ" && proc_running $occ 2>>"$LOG" ||
 	    violation "the process holding pid $TAKEN there was harmed"
 	leftovers
