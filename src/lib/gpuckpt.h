@@ -120,6 +120,11 @@ void		 gck_ctx_free(struct gck_ctx *);
 
 /* Returns the message of the last failure on ctx, or NULL. */
 const char	*gck_error_string(const struct gck_ctx *);
+/*
+ * Returns what the last success must be told with (one line, such as
+ * that a tree was restored in a PID namespace of its own), or NULL.
+ */
+const char	*gck_notice_string(const struct gck_ctx *);
 /* Returns the GCK_* code of the last failure on ctx, GCK_OK if none. */
 int		 gck_error_code(const struct gck_ctx *);
 /* Returns the errno behind the last GCK_ESYS failure, or 0. */

@@ -58,9 +58,12 @@ struct gck_ctx {
 	void			*logarg;
 	int			 loglevel;
 	volatile sig_atomic_t	*intr;
+	char			 notice[GCK_ERRMAX];	/* for a success */
 };
 
 /* error.c */
+void	gck_set_notice(struct gck_ctx *, const char *, ...)
+	    __attribute__((__format__(__printf__, 2, 3)));
 int	gck_set_error(struct gck_ctx *, int, const char *, ...)
 	    __attribute__((__format__(__printf__, 3, 4)));
 int	gck_set_syserr(struct gck_ctx *, int, const char *, ...)

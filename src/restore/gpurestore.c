@@ -182,6 +182,8 @@ main(int argc, char *argv[])
 		gck_ctx_free(ctx);
 		return 1;
 	}
+	if (gck_notice_string(ctx) != NULL)
+		warnx("%s", gck_notice_string(ctx));
 	r = 0;
 	if (pidfile != NULL && write_pidfile(pidfile, root) == -1) {
 		warn("process tree %d restored, but cannot write pid file "

@@ -29,6 +29,26 @@ gck_version(void)
 	return PACKAGE_VERSION;
 }
 
+/*
+ * Notes what a success is to be told with: something the caller did not
+ * ask for but must know, such as where a tree went.
+ */
+void
+gck_set_notice(struct gck_ctx *ctx, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ctx->notice, sizeof ctx->notice, fmt, ap);
+	va_end(ap);
+}
+
+const char *
+gck_notice_string(const struct gck_ctx *ctx)
+{
+	return ctx->notice[0] != '\0' ? ctx->notice : NULL;
+}
+
 const char *
 gck_error_string(const struct gck_ctx *ctx)
 {

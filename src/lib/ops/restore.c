@@ -313,7 +313,7 @@ pids_place(struct rst *st, int src, int ms)
 		return r;
 	if (gck_pid_comm(taken, comm, sizeof comm) == -1)
 		snprintf(comm, sizeof comm, "?");
-	gck_log(st->ctx, 0, "pid %d of the image is in use on this host (by "
+	gck_set_notice(st->ctx, "pid %d of the image is in use on this host (by "
 	    "'%s'): restoring the tree in a PID namespace of its own, where "
 	    "it keeps its PIDs (--pidns)", (int)taken, comm);
 	st->ns = 1;
@@ -714,7 +714,7 @@ rst_stage(struct rst *st)
 			 * gpusend to this same host: its source holds the
 			 * PIDs until the word that the copy runs.
 			 */
-			gck_log(ctx, 0, "the image's source, process tree %d, "
+			gck_set_notice(ctx, "the image's source, process tree %d, "
 			    "is on this host until it is handed over: "
 			    "restoring the tree in a PID namespace of its "
 			    "own, where it keeps its PIDs (--pidns)",
