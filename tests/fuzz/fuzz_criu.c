@@ -80,7 +80,7 @@ pmread(struct gck_ctx *ctx, const struct file *pm, const struct file *pg)
 	b.pages = 1;
 	b.pid = getpid();
 	b.size = pg->len;
-	if ((r = gck_pmread_open(ctx, &a, &b, &p)) != GCK_OK) {
+	if ((r = gck_pmread_open(ctx, &a, &b, b.pid, &p)) != GCK_OK) {
 		fuzz_say("pmread", r, gck_error_string(ctx));
 		return;
 	}
