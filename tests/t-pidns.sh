@@ -111,6 +111,7 @@ test_expect_success '--wait: exits with the status of the root' '
 	test "$(proc_field $r 4)" = $g &&
 	echo 7 >"$TRASH/st.log.exit" &&
 	{ wait $g; echo $? >w.st; } &&
+	{ cat w.err >&2; true; } &&
 	test "$(cat w.st)" = 7 &&
 	test_must_be_empty w.err &&
 	test "$(cat w.out)" = $r
