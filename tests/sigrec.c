@@ -9,7 +9,8 @@
  * by default.  Once FILE.exit exists it exits with the number in it.
  * FILE is opened for each line, so that it never stays open across a
  * checkpoint; descriptors other than 0, 1 and 2 that it inherits are
- * closed first.
+ * closed first.  FILE.exit is best made by rename(2); until a number
+ * can be read from it, it is looked at again.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -98,10 +99,11 @@ main(int argc, char *argv[])
 	note(buf);
 	for (;;) {
 		if ((f = fopen(exitfile, "r")) != NULL) {
-			if (fscanf(f, "%d", &code) != 1)
-				code = 1;
+			if (fscanf(f, "%d", &code) == 1) {
+				fclose(f);
+				return code;
+			}
 			fclose(f);
-			return code;
 		}
 		nanosleep(&tick, NULL);
 	}

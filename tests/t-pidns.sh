@@ -109,7 +109,7 @@ test_expect_success '--wait: exits with the status of the root' '
 	r=$(cat w.pid) &&
 	test $r = $SPID &&
 	test "$(proc_field $r 4)" = $g &&
-	echo 7 >"$TRASH/st.log.exit" &&
+	echo 7 >"$TRASH/st.log.tmp" && mv "$TRASH/st.log.tmp" "$TRASH/st.log.exit" &&
 	{ wait $g; echo $? >w.st; } &&
 	{ cat w.err >&2; true; } &&
 	test "$(cat w.st)" = 7 &&
