@@ -746,6 +746,18 @@ ns_fields(pid_t pid, const char *key, pid_t v[NS_LEVELS])
 	return n;
 }
 
+/* The PID of pid in its own, innermost PID namespace; -1 if none. */
+pid_t
+gck_pid_inner(pid_t pid)
+{
+	pid_t	v[NS_LEVELS];
+	int	n;
+
+	if ((n = ns_fields(pid, "NSpid", v)) <= 0)
+		return -1;
+	return v[n - 1];
+}
+
 /*
  * Field level of line key of /proc/pid/status.  Returns it, 0 when pid
  * is outside the namespace of that level, or -1 when there is no such

@@ -33,6 +33,7 @@ char	gck_pid_state(pid_t);
 int	gck_pid_dying(pid_t);
 uint64_t gck_pid_start(pid_t);
 pid_t	gck_pid_ppid(pid_t);
+pid_t	gck_pid_inner(pid_t);
 int	gck_pid_comm(pid_t, char *, size_t);
 int	gck_pid_fd_tty(pid_t, int, char *, size_t);
 int	gck_pid_ptmx_fd(pid_t);

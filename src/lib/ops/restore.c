@@ -346,22 +346,6 @@ image_max_tid(const struct rst *st)
 	return max;
 }
 
-/* The PID of pid in its own PID namespace, the innermost; -1 if none. */
-static pid_t
-pid_inner(pid_t pid)
-{
-	char	buf[256], *s;
-
-	if (gck_pid_status(pid, "NSpid", buf, sizeof buf) == -1)
-		return -1;
-	s = buf + strlen(buf);
-	while (s > buf && (s[-1] == ' ' || s[-1] == '\t'))
-		*--s = '\0';
-	while (s > buf && s[-1] != ' ' && s[-1] != '\t')
-		s--;
-	return (pid_t)strtol(s, NULL, 10);
-}
-
 /*
  * In a PID namespace: the restored processes as we see them, found
  * under the namespace's init by the PIDs they have in there, which
@@ -382,7 +366,7 @@ ns_pids(struct rst *st)
 		goto out;
 	for (i = 0; i < st->n; i++) {
 		for (j = 1; j < pt->n; j++)
-			if (pid_inner(pt->procs[j].pid) == st->pids[i])
+			if (gck_pid_inner(pt->procs[j].pid) == st->pids[i])
 				break;
 		if (j == pt->n) {
 			r = gck_set_error(st->ctx, GCK_ECRIU, "restored "
