@@ -29,7 +29,7 @@ start() {
 # job control, on a terminal of its own (script(1)), as a user types
 # them; what it prints goes to NAME.tty.
 ishell() {
-	timeout 120 script -qec "bash --norc --noprofile -i" /dev/null \
+	timeout 120 script -qec "exec bash --norc --noprofile -i" /dev/null \
 	    <"$1.sh" >"$1.tty" 2>&1
 }
 
@@ -196,7 +196,7 @@ test_expect_success '(a | b) & moves whole' '
 # under_script NAME: a workload (status file NAME.status) in a session
 # of its own on the terminal of a script(1), whose PID is $emu.
 under_script() {
-	(setsid script -qfc "\"$WORKLOAD\" -m 8 -f $1.status" /dev/null \
+	(setsid script -qfc "exec \"$WORKLOAD\" -m 8 -f $1.status" /dev/null \
 	    </dev/null >/dev/null 2>&1 &) &&
 	job_ready $1 &&
 	emu=$(proc_field $WPID 4) &&

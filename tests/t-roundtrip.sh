@@ -439,7 +439,7 @@ test_expect_success 'a job in session 0 is refused before it is touched' '
 test_expect_success 'a nohup-style job: a controlling terminal, stdio on files' '
 	kill_tree $WPID &&
 	WSTATUS=$TRASH/nohup.status &&
-	{ script -qec "sh -c '\''\"$WORKLOAD\" -m 16 -f \"$WSTATUS\" </dev/null >/dev/null 2>&1 & wait'\''" /dev/null \
+	{ script -qec "exec sh -c '\''\"$WORKLOAD\" -m 16 -f \"$WSTATUS\" </dev/null >/dev/null 2>&1 & wait'\''" /dev/null \
 	    </dev/null >/dev/null 2>&1 & } &&
 	wait_for_line "$WSTATUS" "^ready " &&
 	WPID=$(sed -n "s/^ready pid=\([0-9]*\).*/\1/p" "$WSTATUS") &&

@@ -181,7 +181,7 @@ test_expect_success 'gpusend -p PID host moves the tree there' '
 '
 
 test_expect_success 'gpusend -p of a session on a terminal says so, and moves it' '
-	(setsid script -qfc "\"$WORKLOAD\" -m 8 -f term.status" /dev/null \
+	(setsid script -qfc "exec \"$WORKLOAD\" -m 8 -f term.status" /dev/null \
 	    </dev/null >/dev/null 2>&1 &) &&
 	wait_for_line term.status "^ready " 60 &&
 	WSTATUS=$TRASH/term.status &&

@@ -96,7 +96,7 @@ if command -v script >/dev/null; then
 		    </dev/null >/dev/null 2>&1 &) &&
 		wait_for_line sleep.pid "^[0-9]" &&
 		spid=$(cat sleep.pid) &&
-		script -qec "\"$GCKPT\" -p $spid" /dev/null \
+		script -qec "exec \"$GCKPT\" -p $spid" /dev/null \
 		    </dev/null >out 2>err
 		st=$?
 		kill_tree $spid
