@@ -13,9 +13,10 @@
  * The driver is the library named by GPUCKPT_LIBCUDA (default
  * libcuda.so.1), its entry points found through cuGetProcAddress(); NVML
  * is the one named by GPUCKPT_LIBNVML (default libnvidia-ml.so.1).
- * "state" prints the state word and "tid" the restore thread's ID; the
- * actions print nothing.  "nvml" prints the driver release, then a line
- * a GPU:
+ * PIDs are as fakectl sees them, whatever PID namespace the process is
+ * in.  "state" prints the state word and "tid" the restore thread's ID;
+ * the actions print nothing.  "nvml" prints the driver release, then a
+ * line a GPU:
  *	INDEX UUID total=N free=N used=N procs=PID:BYTES[,...]|- NAME
  * A failure prints "fakectl: ACTION PID: CUDA_ERROR_..." and exits 1;
  * a usage error exits 2.

@@ -15,15 +15,16 @@
  *			checkpoint API and its functions fail with
  *			CUDA_ERROR_NOT_SUPPORTED; below 13000 a restore
  *			with GPU pairs fails with CUDA_ERROR_NOT_SUPPORTED.
- *	mem/UUID/PID	the device memory PID holds on GPU UUID: a GPU's
- *			used memory is the sum of the sizes of the files
- *			of live processes.
- *	proc/PID/	a CUDA process: state (RUNNING, LOCKED,
+ *	mem/UUID/KEY	the device memory process KEY holds on GPU UUID:
+ *			a GPU's used memory is the sum of the sizes of the
+ *			files of live processes (see mem_holder() in
+ *			gpus.c).
+ *	proc/KEY/	a CUDA process: state (RUNNING, LOCKED,
  *			CHECKPOINTED or FAILED), tid (its restore thread),
  *			req and ack (see below), lock (callers queue on it).
- *	inject/ACTION.PID, inject/ACTION
+ *	inject/ACTION.KEY, inject/ACTION
  *			read when ACTION (lock, checkpoint, restore or
- *			unlock) runs in PID, the first found wins:
+ *			unlock) runs in KEY, the first found wins:
  *			"ERRORNAME [FAILED]" makes the action fail with
  *			that error (an unknown name: CUDA_ERROR_UNKNOWN)
  *			without doing anything, and FAILED puts the process
@@ -33,8 +34,22 @@
  *			an action allowed in the present state gets there.
  *	delay/ACTION	milliseconds that ACTION sleeps before its work.
  *	log		one line per action, with one write(2):
- *			ACTION PID START_NS END_NS RESULT STATE [PAIRS]
+ *			ACTION KEY START_NS END_NS RESULT STATE [PAIRS]
  *			(CLOCK_MONOTONIC; a restore adds its OLD=NEW pairs).
+ *
+ * A process's KEY is its PID in its own PID namespace, getpid() at
+ * cuInit(), which CRIU gives it back on a restore, in a namespace too;
+ * for a process in the caller's namespace it is simply its PID.  The
+ * real driver reaches a process through /proc, and its callers, as
+ * NVML's, speak of PIDs as they see them, host PIDs for a tree restored
+ * in a namespace of its own: so the cuCheckpointProcess*() functions
+ * take the PID the caller sees, find its KEY as the last field of NSpid
+ * in /proc/PID/status, and cuCheckpointProcessGetRestoreThreadId()
+ * answers with the restore thread's TID as the caller sees it; NVML
+ * (fakenvml.c) names the process that holds mem/UUID/KEY by its PID
+ * here.  Two processes with one PID in two namespaces would share a
+ * KEY, and so their files: the tests never have two such CUDA
+ * processes.
  *
  * Device memory is real memory: a file in mem/ mapped shared at fixed
  * addresses inside a range reserved at cuInit().  A checkpoint copies
@@ -46,9 +61,9 @@
  *
  * As in the real driver, only the process itself changes its state, in
  * its restore thread.  cuCheckpointProcess{Lock,Checkpoint,Restore,
- * Unlock}() called in another process write proc/PID/req,
+ * Unlock}() called in another process write proc/KEY/req,
  *	SEQ ACTION DEADLINE_NS [TIMEOUT_MS | OLDUUID=NEWUUID ...]
- * and wait for proc/PID/ack, "SEQ CODE NAME".  The restore thread looks
+ * and wait for proc/KEY/ack, "SEQ CODE NAME".  The restore thread looks
  * for req every millisecond, takes it away, and does the action unless
  * the deadline has passed.  A caller that has waited long enough (a
  * lock: its timeout and 2 s, or FAKECUDA_CALL_TIMEOUT_MS, default 10 s,
@@ -100,7 +115,7 @@ CUresult CUDAAPI cuGetProcAddress(const char *, void **, int, cuuint64_t);
 #define MAXCTX		16
 #define MAXPAIRS	64
 #define STACKDEPTH	16
-#define PDIRLEN		(PATH_MAX - 64)	/* proc/PID, with room for a name */
+#define PDIRLEN		(PATH_MAX - 64)	/* proc/KEY, with room for a name */
 #define VA_BYTES	((size_t)64 << 30)
 #define VA_ALIGN	((uintptr_t)2 << 20)
 #define DEF_VERSION	13000
@@ -216,6 +231,7 @@ static int		 pairs_parse(char *, struct pair *, size_t *);
 static void		 request_handle(const char *);
 static void		*restore_thread(void *);
 static CUresult		 tool_check(int, char *, size_t);
+static pid_t		 task_outer(int, pid_t);
 static CUresult		 tool_call(int, const char *, const char *,
 			    unsigned long);
 static unsigned long	 call_timeout(void);
@@ -330,7 +346,8 @@ driver_version(void)
 
 /*
  * The memory in use on a GPU: the sizes of the files in mem/UUID/ of
- * the processes still alive (a killed process frees its memory).
+ * the processes still alive (a killed process frees its memory), as far
+ * as this process can see them.
  */
 static unsigned long long
 mem_used(const char *dir, const char *uuidstr)
@@ -347,7 +364,10 @@ mem_used(const char *dir, const char *uuidstr)
 		return 0;
 	while ((de = readdir(d)) != NULL) {
 		pid = strtol(de->d_name, &e, 10);
-		if (*e != '\0' || pid <= 0 || !pid_alive((pid_t)pid))
+		if (*e != '\0' || pid <= 0 || pid > INT_MAX ||
+		    snprintf(path, sizeof path, "%s/mem/%s/%s", dir, uuidstr,
+		    de->d_name) >= (int)sizeof path ||
+		    mem_holder(path, (pid_t)pid) == -1)
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, 0) == 0)
 			used += (unsigned long long)st.st_size;
@@ -581,7 +601,7 @@ state_set(CUprocessState s)
 	write_atomic(path, "", text);
 }
 
-/* (Re)creates proc/PID/ with its state and tid; called with mtx held. */
+/* (Re)creates proc/KEY/ with its state and tid; called with mtx held. */
 static void
 proc_files(void)
 {
@@ -613,7 +633,7 @@ cond_wait_until(uint64_t ns)
 }
 
 /*
- * inject/ACTION.PID, else inject/ACTION: "ERRORNAME [FAILED]" or
+ * inject/ACTION.KEY, else inject/ACTION: "ERRORNAME [FAILED]" or
  * "hang".  Read when the action runs.
  */
 static struct inject
@@ -662,7 +682,7 @@ delay_read(const char *action)
 		msleep(1);
 }
 
-/* One line, one write(2): ACTION PID START END RESULT STATE [EXTRA]. */
+/* One line, one write(2): ACTION KEY START END RESULT STATE [EXTRA]. */
 static void
 log_action(const char *action, uint64_t start, uint64_t end, CUresult r,
     const char *extra)
@@ -977,9 +997,9 @@ pairs_parse(char *p, struct pair *pairs, size_t *np)
 }
 
 /*
- * Takes proc/PID/req ("SEQ ACTION DEADLINE_NS [ARGS]"), does the action
+ * Takes proc/KEY/req ("SEQ ACTION DEADLINE_NS [ARGS]"), does the action
  * unless the caller's deadline has passed, logs it and answers in
- * proc/PID/ack ("SEQ CODE NAME").
+ * proc/KEY/ack ("SEQ CODE NAME").
  */
 static void
 request_handle(const char *req)
@@ -1147,7 +1167,7 @@ cuDriverGetVersion(int *driverVersion)
 }
 
 /*
- * Reserves the address range of device memory, creates proc/PID/ and
+ * Reserves the address range of device memory, creates proc/KEY/ and
  * starts the restore thread, with every signal blocked so that the
  * application's signals go to its own threads.
  */
@@ -1785,7 +1805,10 @@ cuMemGetInfo_v2(size_t *free, size_t *total)
 
 /* The checkpoint API, as a tool calls it for another process. */
 
-/* Fills pdir with proc/PID when the call may go on. */
+/*
+ * Fills pdir with proc/KEY, the files of the process that is pid to the
+ * caller, when the call may go on.
+ */
 static CUresult
 tool_check(int pid, char *pdir, size_t len)
 {
@@ -1797,7 +1820,7 @@ tool_check(int pid, char *pdir, size_t len)
 		return CUDA_ERROR_NOT_SUPPORTED;
 	if (pid <= 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	snprintf(pdir, len, "%s/proc/%d", fc.dir, pid);
+	snprintf(pdir, len, "%s/proc/%d", fc.dir, (int)pid_key(pid));
 	snprintf(path, sizeof path, "%s/state", pdir);
 	if (!pid_alive(pid) || access(path, F_OK) == -1)
 		return CUDA_ERROR_NOT_INITIALIZED;
@@ -1928,11 +1951,46 @@ cuCheckpointProcessGetState(int pid, CUprocessState *state)
 	return CUDA_ERROR_UNKNOWN;
 }
 
+/*
+ * The process's thread that is inner in its own namespace, as the caller
+ * sees it: -1 when there is none.
+ */
+static pid_t
+task_outer(int pid, pid_t inner)
+{
+	struct dirent	*de;
+	char		 path[128], *e;
+	pid_t		 found = -1;
+	DIR		*d;
+	long		 tid;
+
+	snprintf(path, sizeof path, "/proc/%d/task/%d/status", pid,
+	    (int)inner);
+	if (pid_inner(path, inner) == inner)
+		return inner;
+	snprintf(path, sizeof path, "/proc/%d/task", pid);
+	if ((d = opendir(path)) == NULL)
+		return -1;
+	while (found == -1 && (de = readdir(d)) != NULL) {
+		tid = strtol(de->d_name, &e, 10);
+		if (*e != '\0' || tid <= 0 || tid > INT_MAX)
+			continue;
+		snprintf(path, sizeof path, "/proc/%d/task/%ld/status", pid,
+		    tid);
+		if (pid_inner(path, (pid_t)tid) == inner)
+			found = (pid_t)tid;
+	}
+	closedir(d);
+	return found;
+}
+
+/* The restore thread, as the caller sees it. */
 CUresult CUDAAPI
 cuCheckpointProcessGetRestoreThreadId(int pid, int *tid)
 {
 	char		 pdir[PDIRLEN], path[PATH_MAX], buf[64], *e;
 	CUresult	 r;
+	pid_t		 t;
 	long		 n;
 
 	if ((r = tool_check(pid, pdir, sizeof pdir)) != CUDA_SUCCESS)
@@ -1943,9 +2001,10 @@ cuCheckpointProcessGetRestoreThreadId(int pid, int *tid)
 	if (read_small(path, buf, sizeof buf) == -1)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	n = strtol(buf, &e, 10);
-	if (n <= 0 || (*e != '\0' && *e != '\n'))
+	if (n <= 0 || n > INT_MAX || (*e != '\0' && *e != '\n') ||
+	    (t = task_outer(pid, (pid_t)n)) == -1)
 		return CUDA_ERROR_UNKNOWN;
-	*tid = (int)n;
+	*tid = (int)t;
 	return CUDA_SUCCESS;
 }
 

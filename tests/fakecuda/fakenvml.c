@@ -5,7 +5,10 @@
  * FAKECUDA_DIR: the GPUs from gpus, the release from driver, and the
  * memory each process holds from the sizes of mem/UUID/PID.  A device
  * handle stands for an ordinal, that is a line of gpus read afresh at
- * each call.  Processes that are gone hold no memory.
+ * each call.  Processes that are gone hold no memory.  As the real
+ * NVML, it names a process by its PID as the caller sees it, not by the
+ * PID in its own namespace that its files are named by (see
+ * mem_holder() in gpus.c).
  */
 
 #include "config.h"
@@ -123,26 +126,30 @@ copy_out(char *buf, unsigned int len, const char *s)
 }
 
 /*
- * The live processes with memory on the GPU: fills max entries of out
- * at most and returns how many there are.
+ * The live processes with memory on the GPU, by their PIDs as we see
+ * them: fills max entries of out at most and returns how many there
+ * are.
  */
 static int
 procs(const char *uuid, struct nvml_process_info *out, unsigned int max)
 {
 	struct dirent	*de;
 	struct stat	 st;
-	char		 path[PATH_MAX], *e;
+	char		 dir[PATH_MAX], path[PATH_MAX], *e;
 	DIR		*d;
-	long		 pid;
+	long		 key;
+	pid_t		 pid;
 	int		 n = 0;
 
-	snprintf(path, sizeof path, "%s/mem/%s", fakedir, uuid);
-	if ((d = opendir(path)) == NULL)
+	snprintf(dir, sizeof dir, "%s/mem/%s", fakedir, uuid);
+	if ((d = opendir(dir)) == NULL)
 		return 0;
 	while ((de = readdir(d)) != NULL) {
-		pid = strtol(de->d_name, &e, 10);
-		if (*e != '\0' || pid <= 0 || pid > INT_MAX ||
-		    !pid_alive((pid_t)pid) ||
+		key = strtol(de->d_name, &e, 10);
+		if (*e != '\0' || key <= 0 || key > INT_MAX ||
+		    snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >=
+		    (int)sizeof path ||
+		    (pid = mem_holder(path, (pid_t)key)) == -1 ||
 		    fstatat(dirfd(d), de->d_name, &st, 0) == -1)
 			continue;
 		if (out != NULL && (unsigned int)n < max) {

@@ -6,8 +6,10 @@
 #include "config.h"
 
 #include <sys/types.h>
+#include <sys/stat.h>
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -17,11 +19,128 @@
 
 #include "gpus.h"
 
+static int	 maps_file(pid_t, const char *);
+
 /* A zombie counts as alive: its PID is still taken. */
 int
 pid_alive(pid_t pid)
 {
 	return kill(pid, 0) == 0 || errno != ESRCH;
+}
+
+/*
+ * The last field of NSpid in status, the /proc status file of a task
+ * that is self to the caller: the PID it has in its own, innermost PID
+ * namespace (self on a kernel without NSpid).  -1 when the file cannot
+ * be read: there is no such task.
+ */
+pid_t
+pid_inner(const char *status, pid_t self)
+{
+	char	 line[512], *p, *e;
+	FILE	*f;
+	long	 n, last = self;
+
+	if ((f = fopen(status, "re")) == NULL)
+		return -1;
+	while (fgets(line, sizeof line, f) != NULL) {
+		if (strncmp(line, "NSpid:", 6) != 0)
+			continue;
+		for (p = line + 6; ; p = e) {
+			n = strtol(p, &e, 10);
+			if (e == p)
+				break;
+			last = n;
+		}
+		break;
+	}
+	fclose(f);
+	return last > 0 && last <= INT_MAX ? (pid_t)last : self;
+}
+
+/*
+ * The key of the process pid as the caller sees it: its PID in its own
+ * namespace, under which it keeps its files; pid itself in the caller's
+ * namespace, or when that cannot be told.
+ */
+pid_t
+pid_key(pid_t pid)
+{
+	char	path[64];
+	pid_t	k;
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	k = pid_inner(path, pid);
+	return k == -1 ? pid : k;
+}
+
+/* Returns 1 if the process maps the file at the absolute path. */
+static int
+maps_file(pid_t pid, const char *path)
+{
+	char	 name[64], *line = NULL;
+	size_t	 sz = 0, plen = strlen(path);
+	ssize_t	 n;
+	FILE	*f;
+	int	 found = 0;
+
+	snprintf(name, sizeof name, "/proc/%d/maps", (int)pid);
+	if ((f = fopen(name, "re")) == NULL)
+		return 0;
+	while (!found && (n = getline(&line, &sz, f)) != -1) {
+		if (n > 0 && line[n - 1] == '\n')
+			line[--n] = '\0';
+		found = (size_t)n > plen && line[n - plen - 1] == ' ' &&
+		    strcmp(line + n - plen, path) == 0;
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+/*
+ * The live process, as the caller sees it, that holds the memory file
+ * path of key (mem/UUID/KEY): key itself if it maps the file, else a
+ * process whose PID in its own namespace is key and that maps it (all
+ * of /proc is read: the tests can afford it).  A process that holds
+ * device memory maps all of its file; an empty file, that of a context
+ * without memory, is held by a process whose PID in its own namespace
+ * is key, key itself first.  A file that nobody maps is otherwise left
+ * by a process that is gone, as a killed one's is.  Returns -1 when
+ * there is none.
+ */
+pid_t
+mem_holder(const char *path, pid_t key)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	char		 real[PATH_MAX], status[64], *e;
+	pid_t		 found = -1;
+	DIR		*d;
+	long		 pid;
+	int		 empty;
+
+	if (realpath(path, real) == NULL || stat(real, &st) == -1)
+		return -1;
+	empty = st.st_size == 0;
+	if (!empty && maps_file(key, real))
+		return key;
+	snprintf(status, sizeof status, "/proc/%d/status", (int)key);
+	if (empty && pid_inner(status, key) == key)
+		return key;
+	if ((d = opendir("/proc")) == NULL)
+		return -1;
+	while (found == -1 && (de = readdir(d)) != NULL) {
+		pid = strtol(de->d_name, &e, 10);
+		if (*e != '\0' || pid <= 0 || pid > INT_MAX || pid == key)
+			continue;
+		snprintf(status, sizeof status, "/proc/%ld/status", pid);
+		if (pid_inner(status, (pid_t)pid) == key &&
+		    (empty || maps_file((pid_t)pid, real)))
+			found = (pid_t)pid;
+	}
+	closedir(d);
+	return found;
 }
 
 /* Cuts the next blank-separated word off *pp; NULL at the end. */

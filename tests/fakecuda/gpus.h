@@ -22,6 +22,9 @@ struct gpu {
 
 #pragma GCC visibility push(hidden)
 int	 pid_alive(pid_t);
+pid_t	 pid_inner(const char *, pid_t);
+pid_t	 pid_key(pid_t);
+pid_t	 mem_holder(const char *, pid_t);
 char	*next_word(char **);
 int	 uuid_parse(const char *, unsigned char *);
 void	 uuid_format(const unsigned char *, char *);
