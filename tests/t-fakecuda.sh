@@ -79,6 +79,12 @@ no_fd_into_fake() {
 	! ls -l /proc/$1/fd | grep -F "$F"
 }
 
+# inner STATUS: the last field of NSpid in a /proc status file: the PID
+# of that task in its own PID namespace.
+inner() {
+	awk '/^NSpid:/ { print $NF }' "$1" 2>/dev/null
+}
+
 # log_has PATTERN: a line of the log matches.
 log_has() {
 	test_grep "$1" "$F/log"
@@ -412,6 +418,74 @@ test_expect_success 'fakectl and a cudawork that exits leave nothing in proc/' '
 	echo $W1 $W2 $tree | tr " " "\n" | sort >expect &&
 	test_cmp expect actual
 '
+
+# A CUDA process in a PID namespace of its own keeps its files under its
+# PID there; from here it is driven, and NVML names it, by its PID here.
+if test "$(id -u)" -eq 0 || test "$CI" = true; then
+	test_expect_success 'a CUDA process in a PID namespace, driven by its PID here' '
+		rm -f "$TRASH/ns.status" &&
+		unshare --pid --fork --mount-proc "$GCK_TESTDIR/reaper" sh -c \
+		    "setsid \"$WORKLOAD\" -m 16 -d 2 -f \"$TRASH/ns.status\" \
+		    </dev/null >/dev/null 2>&1 & wait" </dev/null >/dev/null 2>&1 &
+		nsproc=$! &&
+		started="$started $nsproc" &&
+		wait_for_line "$TRASH/ns.status" "^ready " 60 &&
+		NW=$(sed -n "s/^ready pid=\([0-9]*\).*/\1/p" "$TRASH/ns.status") &&
+		NH= &&
+		for p in $(proc_descendants $nsproc); do
+			test "$(inner /proc/$p/status)" = "$NW" && NH=$p
+		done &&
+		test -n "$NH" &&
+		test "$NH" != "$NW" &&
+		test "$(readlink /proc/$NH/ns/pid)" != "$(readlink /proc/self/ns/pid)" &&
+		test -e "$F/mem/$C/$NW" &&
+		test ! -e "$F/mem/$C/$NH" &&
+		state_is $NH RUNNING &&
+		tid=$("$FAKECTL" tid $NH) &&
+		test "$(inner /proc/$NH/task/$tid/status)" = "$(cat "$F/proc/$NW/tid")" &&
+		test "$tid" != "$(cat "$F/proc/$NW/tid")" &&
+		echo cuda-restore >expect &&
+		test_cmp expect /proc/$NH/task/$tid/comm &&
+		gpu_line $C >actual &&
+		echo "2 $C total=$GIB free=$((GIB - MEM16)) used=$MEM16 procs=$NH:$MEM16 NVIDIA A100-SXM4-40GB" >expect &&
+		test_cmp expect actual
+	'
+
+	test_expect_success 'lock, checkpoint, restore and unlock it by that PID' '
+		ok lock $NH &&
+		state_is $NH LOCKED &&
+		c1=$(counter $C $NW) &&
+		sleep 0.3 &&
+		test "$(counter $C $NW)" = "$c1" &&
+		ok checkpoint $NH &&
+		state_is $NH CHECKPOINTED &&
+		test ! -e "$F/mem/$C/$NW" &&
+		gpu_line $C >actual &&
+		test_grep " used=0 procs=- " actual &&
+		ok restore $NH &&
+		state_is $NH LOCKED &&
+		test "$(counter $C $NW)" = "$c1" &&
+		gpu_line $C >actual &&
+		test_grep " used=$MEM16 procs=$NH:$MEM16 " actual &&
+		ok unlock $NH &&
+		state_is $NH RUNNING &&
+		verify_workload $NH "$TRASH/ns.status" &&
+		test "$VCOUNTER" -gt "$c1" &&
+		for a in lock checkpoint restore unlock; do
+			log_has "^$a $NW [0-9]* [0-9]* CUDA_SUCCESS " || return 1
+		done &&
+		! grep "^[a-z]* $NH " "$F/log" &&
+		kill_tree $nsproc &&
+		gpu_line $C >actual &&
+		test_grep " used=0 procs=- " actual
+	'
+else
+	for _t in 'a CUDA process in a PID namespace, driven by its PID here' \
+	    'lock, checkpoint, restore and unlock it by that PID'; do
+		test_count=$((test_count + 1))
+		echo "ok $test_count - $_t # SKIP no root"
+	done
+fi
 
 # A CUDA process checkpointed by the driver is an ordinary process for
 # CRIU; after a CRIU restore its restore thread goes on.
