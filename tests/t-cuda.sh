@@ -601,6 +601,122 @@ test_expect_success 'suspend and resume refuse a tree without CUDA' '
 	kill_tree $WPID
 '
 
+# inner PID: the PID of PID in its own, innermost PID namespace.
+inner() {
+	awk '/^NSpid:/ { print $NF }' /proc/$1/status
+}
+
+# ns_restored PIDFILE: the tree gpurestore --pidns started, whose root
+# as we see it is in PIDFILE, is the image's tree of $WPIDS in a PID
+# namespace of its own, under our init: its processes there have the
+# image's PIDs, the driver answers for them by their PIDs here, NVML
+# names them by these, and the tree checks out.  Sets RPIDS, the PIDs
+# here, root first.
+ns_restored() {
+	_r=$(cat "$1") &&
+	test "$_r" != $WPID &&
+	test "$(inner $_r)" = $WPID &&
+	test "$(readlink /proc/$_r/ns/pid)" != "$(readlink /proc/self/ns/pid)" &&
+	test "$(cat /proc/$(proc_field $_r 4)/comm)" = gpuckpt-init &&
+	started="$started $_r" &&
+	RPIDS="$_r $(proc_descendants $_r)" &&
+	test $(echo $RPIDS | wc -w) -eq $(echo $WPIDS | wc -w) &&
+	_w=" $(echo $WPIDS) " &&
+	for _p in $RPIDS; do
+		case $_w in
+		*" $(inner $_p) "*) ;;
+		*)	echo >&2 "process $_p is $(inner $_p) in there"
+			return 1 ;;
+		esac
+		test "$("$FAKECTL" state $_p)" = RUNNING || return 1
+	done &&
+	"$FAKECTL" nvml >nvml.out &&
+	for _p in $RPIDS; do
+		grep "[=,]$_p:[0-9]" nvml.out >/dev/null || return 1
+	done &&
+	for _p in $WPIDS; do
+		! grep "[=,]$_p:[0-9]" nvml.out || return 1
+	done &&
+	verify_workload $_r
+}
+
+# cuda_procs IMAGE: the CUDA processes the manifest of IMAGE records are
+# $WPIDS, each on one GPU with its 8 MiB and the page of its counter.
+cuda_procs() {
+	zstd -qdc "$1" | tar -xO gpuckpt.json >manifest &&
+	python3 - $WPIDS <<-\EOF
+	import json, sys
+	pids = sorted(int(p) for p in sys.argv[1:])
+	m = json.load(open("manifest"))
+	assert sorted(p["pid"] for p in m["processes"]) == pids, m["processes"]
+	procs = m["cuda"]["processes"]
+	assert sorted(p["pid"] for p in procs) == pids, procs
+	for p in procs:
+	    assert len(p["gpus"]) == 1, p
+	    assert 8 << 20 <= p["gpus"][0]["memory"] < 9 << 20, p
+	EOF
+}
+
+test_expect_success 'a CUDA tree restored with --pidns keeps its PIDs in a namespace' '
+	host $A $B &&
+	cuda_start w5 -n 3 -m 8 -d 0,1 &&
+	"$GCKPT" -p $WPID -o ns1.gck &&
+	for p in $WPIDS; do wait_gone $p || return 1; done &&
+	: >"$F/log" &&
+	"$GCKRESTORE" --pidns --pidfile ns1.pid ns1.gck >out 2>err &&
+	test_must_be_empty err &&
+	test "$(cat out)" = "$(cat ns1.pid)" &&
+	logged restore $WPIDS &&
+	logged unlock $WPIDS &&
+	ns_restored ns1.pid &&
+	grep "^verify ok" "$WSTATUS" | tail -n 1 | grep " devs=$WDEVS\$"
+'
+
+test_expect_success 'checkpointed there by its PID here, restored in a namespace on other GPUs' '
+	r=$(cat ns1.pid) &&
+	: >"$F/log" &&
+	"$GCKPT" -p $r -o ns2.gck 2>err &&
+	test_must_be_empty err &&
+	for p in $RPIDS; do wait_gone $p || return 1; done &&
+	logged lock $WPIDS &&
+	logged checkpoint $WPIDS &&
+	cuda_procs ns2.gck &&
+	: >"$F/log" &&
+	"$GCKRESTORE" --pidns --gpu-map 0=1,1=0 --pidfile ns2.pid ns2.gck \
+	    >out 2>err &&
+	test_must_be_empty err &&
+	grep "^restore $WPID .* CUDA_SUCCESS .*$A=$B" "$F/log" &&
+	logged unlock $WPIDS &&
+	ns_restored ns2.pid &&
+	swapped=$(echo $WDEVS | sed "s/$A/x/g; s/$B/$A/g; s/x/$B/g") &&
+	test "$swapped" != "$WDEVS" &&
+	grep "^verify ok" "$WSTATUS" | tail -n 1 | grep " devs=$swapped\$"
+'
+
+test_expect_success 'checkpointed there again, restored here with its own PIDs' '
+	r=$(cat ns2.pid) &&
+	"$GCKPT" -p $r -o ns3.gck 2>err &&
+	test_must_be_empty err &&
+	for p in $RPIDS; do wait_gone $p || return 1; done &&
+	cuda_procs ns3.gck &&
+	free=yes &&
+	for p in $WPIDS; do test ! -d /proc/$p || free=; done &&
+	"$GCKRESTORE" --pidfile ns3.pid ns3.gck >out 2>err &&
+	if test -n "$free"; then
+		test_must_be_empty err &&
+		test "$(cat ns3.pid)" = $WPID &&
+		test "$(readlink /proc/$WPID/ns/pid)" = "$(readlink /proc/self/ns/pid)" &&
+		states RUNNING &&
+		verify_workload $WPID
+	else
+		# Another process took one of its PIDs meanwhile.
+		test_grep "in use on this host .*(--pidns)\$" err &&
+		ns_restored ns3.pid
+	fi &&
+	grep "^verify ok" "$WSTATUS" | tail -n 1 | grep " devs=$swapped\$" &&
+	kill_tree $(cat ns3.pid)
+'
+
 test_expect_success 'the new options are checked' '
 	test_status 2 "$GCKPT" --suspend -o x -p 1 2>err &&
 	test_grep "takes no -c, -k, -o, -R or -s" err &&
