@@ -15,9 +15,9 @@
 # daemons.
 #
 # Processes are tracked by proctrack/linuxproc, which needs neither
-# systemd nor cgroups; there is no accounting database (slurmdbd), so
-# sacct has nothing to show: a job's end is read from `scontrol show
-# job' and from the job completion log (jobcomp/filetxt).
+# systemd nor cgroups.  There is no accounting database (slurmdbd): the
+# end of each run of a job is in the job completion log (jobcomp/filetxt),
+# which `sacct -c' reads, and in `scontrol show job'.
 
 munged_pid=
 slurmctld_pid=
@@ -25,7 +25,7 @@ slurmd_pid=
 
 require_slurm() {
 	require_root
-	for _c in munged slurmctld slurmd sbatch squeue scontrol scancel; do
+	for _c in munged slurmctld slurmd sbatch squeue scontrol scancel sacct; do
 		PATH=$PATH:/usr/sbin:/usr/local/sbin command -v $_c >/dev/null ||
 		    test_skip_all "$_c not found (scripts/install-deps installs slurm-wlm and munge)"
 	done
@@ -77,6 +77,12 @@ slurm_conf() {
 	SelectType=select/cons_tres
 	SelectTypeParameters=CR_Core
 	SchedulerType=sched/builtin
+	# a job of the partition urgent preempts one of gck: Slurm sends the
+	# job's own --signal at once (else SIGTERM), and requeues the job
+	# itself once GraceTime is over
+	PreemptType=preempt/partition_prio
+	PreemptMode=REQUEUE
+	SlurmctldParameters=preempt_send_user_signal
 	# the main scheduling loop every second, not every minute, so that
 	# a requeued job starts as soon as it may
 	SchedulerParameters=sched_interval=1
@@ -86,7 +92,8 @@ slurm_conf() {
 	MinJobAge=600
 	InactiveLimit=0
 	NodeName=$slurm_node NodeHostname=$slurm_node NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN
-	PartitionName=gck Nodes=$slurm_node Default=YES MaxTime=INFINITE State=UP
+	PartitionName=gck Nodes=$slurm_node Default=YES MaxTime=INFINITE State=UP PriorityTier=1 GraceTime=60
+	PartitionName=urgent Nodes=$slurm_node MaxTime=INFINITE State=UP PriorityTier=2 PreemptMode=OFF
 	EOF
 }
 

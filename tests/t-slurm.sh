@@ -53,12 +53,19 @@ counted() {
 	test_grep "^done $2 " "$1.out"
 }
 
-# jobcomp JOB STATE EXIT: the job completion log says JOB ended in STATE
-# with exit code EXIT.
-jobcomp() {
-	grep "^JobId=$1 " "$TRASH/slurm/jobcomp" >jobcomp.line &&
-	test_grep " JobState=$2 " jobcomp.line &&
-	test_grep " ExitCode=$3:0" jobcomp.line
+# sacct_end JOB STATE EXIT: sacct, reading the job completion log (-c),
+# says that JOB ended in STATE with exit code EXIT, after one record
+# (PENDING) for each time it was requeued.
+sacct_end() {
+	sacct -c -n -P -j "$1" -o JobID,State,ExitCode >sacct.out &&
+	_r=$(job_field "$1" Restarts) &&
+	: >sacct.expect &&
+	while test "$_r" -gt 0; do
+		echo "$1|PENDING|0:0" >>sacct.expect
+		_r=$((_r - 1))
+	done &&
+	echo "$1|$2|$3:0" >>sacct.expect &&
+	test_cmp sacct.expect sacct.out
 }
 
 test_expect_success 'a Slurm cluster of one node starts on loopback' '
@@ -77,11 +84,29 @@ test_expect_success 'USR1 to the batch shell: checkpointed, requeued, restored' 
 	wait_job_state $JOB FAILED 90 &&
 	test "$(job_field $JOB Restarts)" = 1 &&
 	test "$(job_field $JOB ExitCode)" = 7:0 &&
-	jobcomp $JOB FAILED 7 &&
+	sacct_end $JOB FAILED 7 &&
 	counted pre 80 &&
 	test_grep "^gpuckpt-slurm: restart 1 of job $JOB: restoring $TRASH/ckpt/pre/image.gck\$" pre.out &&
 	# the job failed: its last image is kept
 	test -s ckpt/pre/image.gck
+'
+
+test_expect_success 'preempted by a job of a higher partition: checkpointed, requeued, restored' '
+	job pmt &&
+	submit pmt "-n 100 -t 100 -x 5" --signal=B:USR1@10 &&
+	low=$JOB &&
+	wait_job_state $low RUNNING &&
+	wait_for_line pmt.out "^step 10 " 30 &&
+	sbatch_job -p urgent -J urgent -o "$TRASH/urgent.out" -D "$TRASH" \
+	    --wrap "echo urgent ran; sleep 2" &&
+	wait_for_line pmt.out "^gpuckpt-slurm: SIGUSR1: checkpointing process" 60 &&
+	wait_for_line pmt.out "checkpointed to .* and requeued" 60 &&
+	wait_job_state $JOB COMPLETED 60 &&
+	test_grep "^urgent ran\$" urgent.out &&
+	wait_job_state $low FAILED 120 &&
+	test "$(job_field $low Restarts)" = 1 &&
+	sacct_end $low FAILED 5 &&
+	counted pmt 100
 '
 
 test_expect_success 'a restored job is checkpointed and requeued again' '
@@ -96,6 +121,7 @@ test_expect_success 'a restored job is checkpointed and requeued again' '
 	scancel --signal=USR1 --batch $JOB &&
 	wait_job_state $JOB COMPLETED 90 &&
 	test "$(job_field $JOB Restarts)" = 2 &&
+	sacct_end $JOB COMPLETED 0 &&
 	test "$(grep -c "checkpointed to .* and requeued" two.out)" -eq 2 &&
 	counted two 150 &&
 	! test -e ckpt/two
@@ -103,12 +129,14 @@ test_expect_success 'a restored job is checkpointed and requeued again' '
 
 test_expect_success 'the time limit warns: checkpointed, requeued, finished on the next run' '
 	job lim &&
-	submit lim "-n 200 -t 100" --time=1:00 --signal=B:USR1@45 &&
-	wait_job_state $JOB COMPLETED 150 &&
+	# slurmctld looks at time limits every 30 seconds: the warning comes
+	# 5 to 35 seconds into each run, while the counter (50 s) still runs
+	submit lim "-n 500 -t 100" --time=1:00 --signal=B:USR1@55 &&
+	wait_job_state $JOB COMPLETED 240 &&
 	test "$(job_field $JOB ExitCode)" = 0:0 &&
 	test "$(job_field $JOB Restarts)" -ge 1 &&
-	jobcomp $JOB COMPLETED 0 &&
-	counted lim 200 &&
+	sacct_end $JOB COMPLETED 0 &&
+	counted lim 500 &&
 	test_grep "^gpuckpt-slurm: SIGUSR1: checkpointing process" lim.out &&
 	# it ended well: the image is gone, and its directory
 	! test -e ckpt/lim
@@ -122,7 +150,7 @@ test_expect_success 'a damaged image fails the job, kept, with one line' '
 	scancel --signal=USR1 --batch $JOB &&
 	wait_job_state $JOB FAILED 60 &&
 	test "$(job_field $JOB ExitCode)" = 1:0 &&
-	jobcomp $JOB FAILED 1 &&
+	sacct_end $JOB FAILED 1 &&
 	test -s ckpt/bad/image.gck &&
 	grep "^gpuckpt-slurm: cannot" bad.out >errline &&
 	test_line_count errline 1 &&
