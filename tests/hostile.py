@@ -1343,7 +1343,7 @@ def judge(lane, job, res, opts, good):
             "%d(%s)" % tuple(p) for p in res["procs"]))
     # Only gpurestore, starting criu, can make the image's processes;
     # a gpurestore run is never beside one that starts criu.
-    alive = [p for p in opts.pids if os.path.exists("/proc/%d" % p)]
+    alive = image_procs(opts.pids)
     if alive and job["tool"] == "gpurestore":
         why.append("the image's pids exist: %s" % alive)
     mode = job["mode"]
@@ -1480,6 +1480,31 @@ def head_of(b, opts):
     return None
 
 
+def image_procs(pids):
+    """The processes that are one of the image's, here or in a PID
+    namespace: by a PID of theirs (NSpid) and their name.  Other tests
+    run beside this one, and the PIDs wrap: a PID alone says nothing."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/status" % d) as f:
+                st = f.read()
+        except OSError:
+            continue
+        name = re.search(r"^Name:\t(.*)$", st, re.M)
+        nspid = re.search(r"^NSpid:\t(.*)$", st, re.M)
+        if name is None or nspid is None:
+            continue
+        for p in nspid.group(1).split():
+            want = pids.get(int(p), False)
+            if want is None or want == name.group(1):
+                found.append(int(d))
+                break
+    return found
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bindir")
@@ -1503,14 +1528,16 @@ def main():
         opts.runone = os.path.join(os.environ.get("GCK_TESTDIR", "."),
                                    "runone")
     opts.good_gck = os.path.abspath(opts.good_gck)
-    opts.pids = [int(p) for p in opts.pids.split(",") if p]
+    # PID: the name it has (comm), None for any
+    opts.pids = {int(p): None for p in opts.pids.split(",") if p}
     t0 = time.monotonic()
     with open(opts.good_gck, "rb") as f:
         gck = f.read()
     with open(opts.good_tar, "rb") as f:
         tar = f.read()
     c = Corpus(gck, tar, opts.trash)
-    opts.pids += [p["pid"] for p in c.mjson["processes"]]
+    for p in c.mjson["processes"]:
+        opts.pids[p["pid"]] = p["comm"][:15]
     for gen in (gen_truncations, gen_zstd_flips, gen_tar_flips, gen_order,
                 gen_evil, gen_bombs, gen_tail, gen_versions):
         gen(c)
