@@ -7,8 +7,9 @@
 #
 # start_slurm starts munged, slurmctld and slurmd, as root, with a
 # configuration of their own in $TRASH/slurm: one node, named after this
-# host, with one CPU in one partition; ports of their own; state, spool
-# and logs under $TRASH/slurm.  The system's munged and Slurm, if any, are
+# host, with two CPUs and two GPUs (gres gpu, device files of their own),
+# in two partitions, urgent preempting gck, the default; ports of their
+# own; state, spool and logs under $TRASH/slurm.  The system's munged and Slurm, if any, are
 # neither used nor touched.  SLURM_CONF points the client commands
 # (sbatch, squeue, scontrol, scancel) at it.  stop_slurm, which the
 # script's test_cleanup calls, cancels what is left and stops the
@@ -91,9 +92,17 @@ slurm_conf() {
 	KillWait=2
 	MinJobAge=600
 	InactiveLimit=0
-	NodeName=$slurm_node NodeHostname=$slurm_node NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN
+	GresTypes=gpu
+	NodeName=$slurm_node NodeHostname=$slurm_node NodeAddr=127.0.0.1 CPUs=2 Gres=gpu:2 State=UNKNOWN
 	PartitionName=gck Nodes=$slurm_node Default=YES MaxTime=INFINITE State=UP PriorityTier=1 GraceTime=60
 	PartitionName=urgent Nodes=$slurm_node MaxTime=INFINITE State=UP PriorityTier=2 PreemptMode=OFF
+	EOF
+	# Two GPUs, device files of their own: Slurm gives a job its GPUs
+	# by index (CUDA_VISIBLE_DEVICES, SLURM_JOB_GPUS); what stands for
+	# them is the stand-in driver's FAKECUDA_DIR/gpus.
+	cat >"${SLURM_CONF%/*}/gres.conf" <<-EOF
+	AutoDetect=off
+	NodeName=$slurm_node Name=gpu File=$_s/dev/nvidia[0-1]
 	EOF
 }
 
@@ -119,7 +128,9 @@ start_slurm() {
 	: "${slurm_cred_expire:=5}"
 	SLURM_CONF=$_s/slurm.conf
 	export SLURM_CONF
-	mkdir -p "$_s/munge" "$_s/state" "$_s/spool" || return 1
+	mkdir -p "$_s/munge" "$_s/state" "$_s/spool" "$_s/dev" || return 1
+	mknod "$_s/dev/nvidia0" c 195 0 && mknod "$_s/dev/nvidia1" c 195 1 ||
+	    return 1
 	chmod 755 "$TRASH" "$_s" "$_s/munge" || return 1
 	: >"$_s/plugstack.conf"
 	dd if=/dev/urandom of="$_s/munge.key" bs=1024 count=1 2>/dev/null &&

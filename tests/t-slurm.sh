@@ -97,7 +97,7 @@ test_expect_success 'preempted by a job of a higher partition: checkpointed, req
 	low=$JOB &&
 	wait_job_state $low RUNNING &&
 	wait_for_line pmt.out "^step 10 " 30 &&
-	sbatch_job -p urgent -J urgent -o "$TRASH/urgent.out" -D "$TRASH" \
+	sbatch_job -p urgent -c 2 -J urgent -o "$TRASH/urgent.out" -D "$TRASH" \
 	    --wrap "echo urgent ran; sleep 2" &&
 	wait_for_line pmt.out "^gpuckpt-slurm: SIGUSR1: checkpointing process" 60 &&
 	wait_for_line pmt.out "checkpointed to .* and requeued" 60 &&
@@ -107,6 +107,70 @@ test_expect_success 'preempted by a job of a higher partition: checkpointed, req
 	test "$(job_field $low Restarts)" = 1 &&
 	sacct_end $low FAILED 5 &&
 	counted pmt 100
+'
+
+# The stand-in CUDA driver, with two GPUs, for a GPU job: Slurm's first
+# GPU is A, its second B.
+CUDAWORK=$GCK_TESTDIR/cudawork
+F=$TRASH/fake
+A=GPU-aaaaaaaa-1111-4000-8000-000000000001
+B=GPU-bbbbbbbb-1111-4000-8000-000000000002
+mkdir -p "$F" &&
+printf '%s 9.0 1073741824 0000:01:00.0 NVIDIA H100 80GB HBM3\n' $A >"$F/gpus" &&
+printf '%s 9.0 1073741824 0000:02:00.0 NVIDIA H100 80GB HBM3\n' $B >>"$F/gpus" ||
+    exit 1
+CUDAENV=FAKECUDA_DIR=$F,LD_LIBRARY_PATH=$GCK_TESTDIR/fakecuda
+CUDAENV=$CUDAENV,GPUCKPT_LIBCUDA=$GCK_TESTDIR/fakecuda/libcuda.so.1
+CUDAENV=$CUDAENV,GPUCKPT_LIBNVML=$GCK_TESTDIR/fakecuda/libnvidia-ml.so.1
+
+# here_pid PID NAME: the PID here of the process NAME that is PID in a PID
+# namespace of its own.
+here_pid() {
+	for _s in /proc/[0-9]*/status; do
+		awk -v p="$1" -v n="$2" '
+		    $1 == "Name:" { name = $2 }
+		    $1 == "NSpid:" && NF > 2 && $NF == p && name == n { print $2 }
+		' "$_s" 2>/dev/null
+	done
+}
+
+test_expect_success 'a GPU job is restored onto the GPU Slurm gives it next' '
+	cat >gpu.sh <<-EOF &&
+	#!/bin/sh
+	echo "CUDA_VISIBLE_DEVICES=\$CUDA_VISIBLE_DEVICES SLURM_JOB_GPUS=\$SLURM_JOB_GPUS"
+	exec "$GCKSLURM" -d "$TRASH/ckpt/gpu" -- "$CUDAWORK" -m 8 -f "$TRASH/gpu.status"
+	EOF
+	chmod +x gpu.sh &&
+	sbatch_job --requeue --open-mode=append -J gpu -o "$TRASH/gpu.out" \
+	    -D "$TRASH" --gres=gpu:1 --export=ALL,$CUDAENV "$TRASH/gpu.sh" &&
+	g=$JOB &&
+	wait_for_line gpu.status "^ready " 30 &&
+	test_grep "^ready .* devs=$A\$" gpu.status &&
+	inner=$(sed -n "s/^ready pid=\([0-9]*\).*/\1/p" gpu.status) &&
+	scancel --signal=USR1 --batch $g &&
+	wait_for_line gpu.out "checkpointed to .* and requeued" 60 &&
+	# a job that takes the first GPU before this one starts again
+	sbatch_job -J hold -o /dev/null --gres=gpu:1 --wrap "sleep 300" &&
+	hold=$JOB &&
+	wait_job_state $hold RUNNING 30 &&
+	wait_for_line gpu.out "^gpuckpt-slurm: restart 1 " 60 &&
+	wait_for_line gpu.out "^gpuckpt-slurm: GPUs: $A=1\$" 10 &&
+	wait_job_state $g RUNNING 30 &&
+	_i=0 &&
+	while r=$(here_pid $inner cudawork) && test -z "$r" && test $_i -lt 100
+	do
+		sleep 0.1
+		_i=$((_i + 1))
+	done &&
+	test -n "$r" &&
+	verify_workload $r gpu.status &&
+	test_grep "^verify ok .* devs=$B\$" gpu.status &&
+	kill -TERM $r &&
+	wait_job_state $g FAILED 30 &&
+	test "$(job_field $g ExitCode)" = 143:0 &&
+	sacct_end $g FAILED 143 &&
+	scancel $hold &&
+	wait_job_state $hold CANCELLED 30
 '
 
 test_expect_success 'a restored job is checkpointed and requeued again' '
