@@ -22,6 +22,9 @@ echo >&2 "${0##*/}: ${test_description:-}"
 TRASH=$(mktemp -d "$GCK_TESTDIR/trash.XXXXXX") || exit 1
 TMPDIR=$TRASH/tmp
 export TMPDIR
+# The stand-in CUDA driver heeds CUDA_VISIBLE_DEVICES as the real one
+# does: the workloads see every GPU unless a test says otherwise.
+unset CUDA_VISIBLE_DEVICES
 mkdir "$TMPDIR" || exit 1
 test_cleanup() { :; }	# a script may redefine it
 trap 'test_cleanup; cd /; test -n "$GCK_KEEP" || rm -rf "$TRASH"' EXIT

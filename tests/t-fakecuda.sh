@@ -18,6 +18,9 @@ A=GPU-11111111-2222-3333-4444-555555555555
 B=GPU-22222222-2222-3333-4444-555555555555
 C=GPU-33333333-2222-3333-4444-555555555555
 D=GPU-44444444-2222-3333-4444-555555555555
+X=GPU-55555555-2222-3333-4444-555555555555	# never in gpus
+H100='NVIDIA H100 80GB HBM3'
+A100='NVIDIA A100-SXM4-40GB'
 GIB=1073741824
 MEM16=16781312		# 16 MiB and the page of the counter
 mkdir "$F" || exit 1
@@ -83,6 +86,28 @@ no_fd_into_fake() {
 # of that task in its own PID namespace.
 inner() {
 	awk '/^NSpid:/ { print $NF }' "$1" 2>/dev/null
+}
+
+# visible LIST NAME [cudawork options]: start, with
+# CUDA_VISIBLE_DEVICES=LIST.
+visible() {
+	CUDA_VISIBLE_DEVICES=$1
+	export CUDA_VISIBLE_DEVICES
+	shift
+	start "$@"
+	_st=$?
+	unset CUDA_VISIBLE_DEVICES
+	return $_st
+}
+
+# devices LIST: the devices fakectl sees with CUDA_VISIBLE_DEVICES=LIST.
+devices() {
+	env CUDA_VISIBLE_DEVICES="$1" "$FAKECTL" devices
+}
+
+# last_verify STATUS: the last verify line of a workload.
+last_verify() {
+	grep "^verify " "$1" | tail -n 1
 }
 
 # log_has PATTERN: a line of the log matches.
@@ -419,6 +444,126 @@ test_expect_success 'fakectl and a cudawork that exits leave nothing in proc/' '
 	test_cmp expect actual
 '
 
+# CUDA_VISIBLE_DEVICES, as a batch scheduler sets it: a process sees
+# the GPUs it names, numbered from 0 in its order; NVML sees them all.
+test_expect_success 'without CUDA_VISIBLE_DEVICES every GPU is a device' '
+	"$FAKECTL" devices >actual &&
+	cat >expect <<-EOF &&
+	0 $A $H100
+	1 $B $H100
+	2 $C $A100
+	3 $D $H100
+	EOF
+	test_cmp expect actual
+'
+
+test_expect_success 'CUDA_VISIBLE_DEVICES=1: device 0 is the second GPU' '
+	devices 1 >actual &&
+	echo "0 $B $H100" >expect &&
+	test_cmp expect actual &&
+	visible 1 v1 -m 4 &&
+	V1=$WPID &&
+	V1STATUS=$WSTATUS &&
+	test_grep "^ready pid=$V1 .* nproc=1 devs=$B\$" $V1STATUS &&
+	test -e "$F/mem/$B/$V1" &&
+	test ! -e "$F/mem/$A/$V1" &&
+	verify_workload $V1 $V1STATUS &&
+	last_verify $V1STATUS >last &&
+	test_grep "^verify ok .* devs=$B\$" last &&
+	test_status 1 env CUDA_VISIBLE_DEVICES=1 "$WORKLOAD" -d 1 \
+	    -f one.status &&
+	test_grep "^error pid [0-9]*: cuDeviceGet 1: CUDA_ERROR_INVALID_DEVICE\$" \
+	    one.status
+'
+
+test_expect_success 'NVML and the checkpoint API ignore CUDA_VISIBLE_DEVICES' '
+	env CUDA_VISIBLE_DEVICES=2 "$FAKECTL" nvml >actual &&
+	test_line_count actual 5 &&
+	grep "^1 $B .*[=,]$V1:[0-9]" actual &&
+	env CUDA_VISIBLE_DEVICES=2 "$FAKECTL" state $V1 >actual &&
+	echo RUNNING >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success 'CUDA_VISIBLE_DEVICES names a GPU by its UUID, or its start' '
+	devices $C >actual &&
+	echo "0 $C $A100" >expect &&
+	test_cmp expect actual &&
+	devices " GPU-44 ,GPU-11111111-2222-3333-4444-555555555555" >actual &&
+	printf "0 %s %s\n1 %s %s\n" $D "$H100" $A "$H100" >expect &&
+	test_cmp expect actual &&
+	visible $C v2 -m 4 &&
+	V2=$WPID &&
+	test_grep "^ready pid=$V2 .* devs=$C\$" $WSTATUS &&
+	test -e "$F/mem/$C/$V2" &&
+	verify_workload $V2 &&
+	last_verify $WSTATUS >last &&
+	test_grep "^verify ok .* devs=$C\$" last &&
+	kill_tree $V2
+'
+
+test_expect_success 'CUDA_VISIBLE_DEVICES=1,0: device 0 is GPU 1, device 1 GPU 0' '
+	devices 1,0 >actual &&
+	printf "0 %s %s\n1 %s %s\n" $B "$H100" $A "$H100" >expect &&
+	test_cmp expect actual &&
+	visible 1,0 swap -n 2 -m 4 -d 0,1 &&
+	S=$WPID &&
+	SSTATUS=$WSTATUS &&
+	SCHILD=$WCHILD &&
+	test_grep "^ready pid=$S .* child=$SCHILD mib=4 nproc=2 devs=$B,$A\$" \
+	    $SSTATUS &&
+	test -e "$F/mem/$B/$S" &&
+	test -e "$F/mem/$A/$SCHILD" &&
+	verify_workload $S $SSTATUS &&
+	last_verify $SSTATUS >last &&
+	test_grep "^verify ok .* child=$SCHILD devs=$B,$A\$" last
+'
+
+test_expect_success 'the list ends at an entry that names no GPU' '
+	devices "2, 7,0" >actual &&
+	echo "0 $C $A100" >expect &&
+	test_cmp expect actual &&
+	devices "3,1,-1,0" >actual &&
+	printf "0 %s %s\n1 %s %s\n" $D "$H100" $B "$H100" >expect &&
+	test_cmp expect actual &&
+	devices "0,GPU-,1" >actual &&
+	echo "0 $A $H100" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success 'no GPU named, or one named twice: CUDA_ERROR_NO_DEVICE' '
+	echo "fakectl: devices: CUDA_ERROR_NO_DEVICE" >expect &&
+	for l in "" " " 7 x -1 ,1 GPU- GPU-9 $X MIG-1 1,1 "2,0,2" "1,$B" \
+	    "GPU-3,2"; do
+		test_status 1 env CUDA_VISIBLE_DEVICES="$l" "$FAKECTL" devices \
+		    >out 2>err &&
+		test_must_be_empty out &&
+		test_cmp expect err || return 1
+	done &&
+	test_status 1 env CUDA_VISIBLE_DEVICES=0,0 "$WORKLOAD" -f dup.status &&
+	test_grep "^error pid [0-9]*: cuInit: CUDA_ERROR_NO_DEVICE\$" dup.status
+'
+
+test_expect_success 'a restore with pairs moves the devices with the contexts' '
+	for p in $S $SCHILD; do
+		ok lock $p && ok checkpoint $p || return 1
+	done &&
+	ok restore $SCHILD $A=$D &&
+	test -e "$F/mem/$D/$SCHILD" &&
+	fails CUDA_ERROR_INVALID_VALUE restore $S $B=$A &&
+	state_is $S CHECKPOINTED &&
+	test ! -e "$F/mem/$A/$S" &&
+	fails CUDA_ERROR_INVALID_DEVICE restore $S $B=$A $A=$X &&
+	state_is $S CHECKPOINTED &&
+	test ! -e "$F/mem/$A/$S" &&
+	ok restore $S $B=$A $A=$B &&
+	test -e "$F/mem/$A/$S" &&
+	for p in $S $SCHILD; do ok unlock $p || return 1; done &&
+	verify_workload $S $SSTATUS &&
+	last_verify $SSTATUS >last &&
+	test_grep "^verify ok .* child=$SCHILD devs=$A,$D\$" last
+'
+
 # A CUDA process in a PID namespace of its own keeps its files under its
 # PID there; from here it is driven, and NVML names it, by its PID here.
 if test "$(id -u)" -eq 0 || test "$CI" = true; then
@@ -508,9 +653,38 @@ if test "$(id -u)" -eq 0 && test -n "$CRIU" || test "$CI" = true; then
 		verify_workload $W3 &&
 		test_grep "^verify ok .* devs=$A\$" $WSTATUS
 	'
+
+	# Our tools see every GPU, whatever CUDA_VISIBLE_DEVICES says; the
+	# process keeps the GPUs it sees, and its device 0 moves with it.
+	test_expect_success 'CUDA_VISIBLE_DEVICES=0, checkpointed, restored onto GPU 1' '
+		visible 0 v3 -m 4 &&
+		V3=$WPID &&
+		V3STATUS=$WSTATUS &&
+		test_grep "^ready pid=$V3 .* devs=$A\$" $V3STATUS &&
+		env CUDA_VISIBLE_DEVICES=2 "$GCKPT" -p $V3 -o v3.gck 2>err &&
+		test_must_be_empty err &&
+		wait_gone $V3 &&
+		: >"$F/log" &&
+		env CUDA_VISIBLE_DEVICES=2 "$GCKRESTORE" --gpu-map 0=1 \
+		    --pidfile v3.pid v3.gck >out 2>err &&
+		test_must_be_empty err &&
+		R3=$(cat v3.pid) &&
+		started="$started $R3" &&
+		log_has "^restore $V3 [0-9]* [0-9]* CUDA_SUCCESS LOCKED $A=$B\$" &&
+		state_is $R3 RUNNING &&
+		test -e "$F/mem/$B/$V3" &&
+		test ! -e "$F/mem/$A/$V3" &&
+		verify_workload $R3 $V3STATUS &&
+		last_verify $V3STATUS >last &&
+		test_grep "^verify ok .* devs=$B\$" last &&
+		kill_tree $R3
+	'
 else
-	test_count=$((test_count + 1))
-	echo "ok $test_count - CRIU dumps and restores a checkpointed process # SKIP no root or no criu"
+	for _t in 'CRIU dumps and restores a checkpointed process' \
+	    'CUDA_VISIBLE_DEVICES=0, checkpointed, restored onto GPU 1'; do
+		test_count=$((test_count + 1))
+		echo "ok $test_count - $_t # SKIP no root or no criu"
+	done
 fi
 
 test_done

@@ -9,6 +9,7 @@
  *	fakectl restore PID [OLDUUID=NEWUUID ...]
  *	fakectl unlock PID
  *	fakectl nvml
+ *	fakectl devices
  *
  * The driver is the library named by GPUCKPT_LIBCUDA (default
  * libcuda.so.1), its entry points found through cuGetProcAddress(); NVML
@@ -18,8 +19,12 @@
  * the actions print nothing.  "nvml" prints the driver release, then a
  * line a GPU:
  *	INDEX UUID total=N free=N used=N procs=PID:BYTES[,...]|- NAME
- * A failure prints "fakectl: ACTION PID: CUDA_ERROR_..." and exits 1;
- * a usage error exits 2.
+ * "devices" prints the devices the driver shows fakectl itself, as
+ * CUDA_VISIBLE_DEVICES makes them, a line each:
+ *	ORDINAL UUID NAME
+ * A failure prints "fakectl: ACTION PID: CUDA_ERROR_..." ("fakectl:
+ * devices: CUDA_ERROR_..." for devices) and exits 1; a usage error
+ * exits 2.
  */
 
 #include "config.h"
@@ -55,7 +60,9 @@ static _Noreturn void	 usage(void);
 static _Noreturn void	 fail(const char *, const char *, CUresult);
 static void		*resolve(const char *, const char *, const char *);
 static int		 uuid_parse(const char *, CUuuid *);
+static void		 load(const char *, const char *);
 static int		 nvml(void);
+static int		 devices(void);
 
 static getproc_fn	 getproc;
 static CUresult		(*errname)(CUresult, const char **);
@@ -66,7 +73,7 @@ usage(void)
 	fprintf(stderr, "usage: fakectl state|tid|checkpoint|unlock pid\n"
 	    "       fakectl lock pid [timeout_ms]\n"
 	    "       fakectl restore pid [olduuid=newuuid ...]\n"
-	    "       fakectl nvml\n");
+	    "       fakectl nvml|devices\n");
 	exit(2);
 }
 
@@ -77,8 +84,10 @@ fail(const char *action, const char *pid, CUresult r)
 
 	if (errname == NULL || errname(r, &name) != CUDA_SUCCESS ||
 	    name == NULL)
-		errx(1, "%s %s: CUresult %d", action, pid, (int)r);
-	errx(1, "%s %s: %s", action, pid, name);
+		errx(1, "%s%s%s: CUresult %d", action, pid != NULL ? " " : "",
+		    pid != NULL ? pid : "", (int)r);
+	errx(1, "%s%s%s: %s", action, pid != NULL ? " " : "",
+	    pid != NULL ? pid : "", name);
 }
 
 /* The newest variant of symbol the checkpoint API's CUDA 12.8 knows. */
@@ -118,6 +127,68 @@ uuid_parse(const char *s, CUuuid *u)
 		i += 2;
 	}
 	return n == 16 ? 0 : -1;
+}
+
+/*
+ * Loads the driver named by GPUCKPT_LIBCUDA and calls cuInit(), or fails
+ * as action pid (pid NULL: action alone).
+ */
+static void
+load(const char *action, const char *pid)
+{
+	const char	*lib = getenv("GPUCKPT_LIBCUDA");
+	CUresult	 r;
+	void		*h;
+	CUresult	 (*init)(unsigned int);
+
+	if (lib == NULL || *lib == '\0')
+		lib = "libcuda.so.1";
+	if ((h = dlopen(lib, RTLD_NOW | RTLD_LOCAL)) == NULL)
+		errx(1, "%s%s%s: %s", action, pid != NULL ? " " : "",
+		    pid != NULL ? pid : "", dlerror());
+	*(void **)&errname = dlsym(h, "cuGetErrorName");
+	if ((*(void **)&getproc = dlsym(h, "cuGetProcAddress_v2")) == NULL)
+		errx(1, "%s%s%s: no cuGetProcAddress_v2 in %s", action,
+		    pid != NULL ? " " : "", pid != NULL ? pid : "", lib);
+	*(void **)&init = resolve("cuInit", action, pid);
+	if ((r = init(0)) != CUDA_SUCCESS)
+		fail(action, pid, r);
+}
+
+/* The devices this process sees: ORDINAL UUID NAME. */
+static int
+devices(void)
+{
+	const unsigned char	*b;
+	CUuuid			 u;
+	CUdevice		 dev;
+	CUresult		 r;
+	char			 name[256];
+	int			 i, n;
+	CUresult		 (*count)(int *);
+	CUresult		 (*get)(CUdevice *, int);
+	CUresult		 (*getuuid)(CUuuid *, CUdevice);
+	CUresult		 (*getname)(char *, int, CUdevice);
+
+	load("devices", NULL);
+	*(void **)&count = resolve("cuDeviceGetCount", "devices", NULL);
+	*(void **)&get = resolve("cuDeviceGet", "devices", NULL);
+	*(void **)&getuuid = resolve("cuDeviceGetUuid", "devices", NULL);
+	*(void **)&getname = resolve("cuDeviceGetName", "devices", NULL);
+	if ((r = count(&n)) != CUDA_SUCCESS)
+		fail("devices", NULL, r);
+	for (i = 0; i < n; i++) {
+		if ((r = get(&dev, i)) != CUDA_SUCCESS ||
+		    (r = getuuid(&u, dev)) != CUDA_SUCCESS ||
+		    (r = getname(name, sizeof name, dev)) != CUDA_SUCCESS)
+			fail("devices", NULL, r);
+		b = (const unsigned char *)u.bytes;
+		printf("%d GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+		    "%02x%02x%02x%02x%02x%02x %s\n", (int)dev, b[0], b[1], b[2],
+		    b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+		    b[12], b[13], b[14], b[15], name);
+	}
+	return 0;
 }
 
 static int
@@ -187,14 +258,12 @@ main(int argc, char *argv[])
 	CUcheckpointLockArgs	 la;
 	CUcheckpointRestoreArgs	 ra;
 	CUprocessState		 st;
-	const char		*lib = getenv("GPUCKPT_LIBCUDA"), *action, *arg;
+	const char		*action, *arg;
 	CUresult		 r;
 	char			 old[64], *eq, *e;
 	unsigned long		 ms = 0;
 	long			 pid;
-	void			*h;
 	int			 i, tid;
-	CUresult		 (*init)(unsigned int);
 	CUresult		 (*getstate)(int, CUprocessState *);
 	CUresult		 (*threadid)(int, int *);
 	CUresult		 (*lock)(int, CUcheckpointLockArgs *);
@@ -208,6 +277,8 @@ main(int argc, char *argv[])
 
 	if (argc == 2 && strcmp(argv[1], "nvml") == 0)
 		return nvml();
+	if (argc == 2 && strcmp(argv[1], "devices") == 0)
+		return devices();
 	if (argc < 3)
 		usage();
 	action = argv[1];
@@ -243,17 +314,7 @@ main(int argc, char *argv[])
 	    strcmp(action, "unlock") != 0))
 		usage();
 
-	if (lib == NULL || *lib == '\0')
-		lib = "libcuda.so.1";
-	if ((h = dlopen(lib, RTLD_NOW | RTLD_LOCAL)) == NULL)
-		errx(1, "%s %s: %s", action, arg, dlerror());
-	*(void **)&errname = dlsym(h, "cuGetErrorName");
-	if ((*(void **)&getproc = dlsym(h, "cuGetProcAddress_v2")) == NULL)
-		errx(1, "%s %s: no cuGetProcAddress_v2 in %s", action, arg,
-		    lib);
-	*(void **)&init = resolve("cuInit", action, arg);
-	if ((r = init(0)) != CUDA_SUCCESS)
-		fail(action, arg, r);
+	load(action, arg);
 
 	if (strcmp(action, "state") == 0) {
 		*(void **)&getstate = resolve("cuCheckpointProcessGetState",

@@ -6,9 +6,11 @@
  * state in plain files under the directory named by FAKECUDA_DIR
  * (without it cuInit() fails with CUDA_ERROR_NO_DEVICE):
  *
- *	gpus		one GPU a line, ordinal = line order, read afresh
- *			at each use; blank, "#" and malformed lines are
- *			skipped.  Same chip: same NAME and MAJOR.MINOR.
+ *	gpus		one GPU a line, read afresh at each use; its
+ *			ordinal is its line's place (the physical ordinal,
+ *			see CUDA_VISIBLE_DEVICES below); blank, "#" and
+ *			malformed lines are skipped.  Same chip: same NAME
+ *			and MAJOR.MINOR.
  *			UUID MAJOR.MINOR TOTAL_BYTES PCI_BUS_ID NAME...
  *	driver		"VERSION RELEASE", default "13000 580.65.06".
  *			Below 12080 cuGetProcAddress() does not find the
@@ -50,6 +52,23 @@
  * here.  Two processes with one PID in two namespaces would share a
  * KEY, and so their files: the tests never have two such CUDA
  * processes.
+ *
+ * CUDA_VISIBLE_DEVICES, when it is set, is read once by cuInit(), as
+ * the real driver reads it: a comma list of GPUs, each an ordinal of
+ * gpus (read as strtoul() reads it: leading digits, the rest ignored)
+ * or "GPU-" and as much of a UUID as names one GPU only.  The list ends
+ * at the first entry that names no GPU; a GPU named twice, or none at
+ * all (an empty string hides every GPU), makes cuInit() fail with
+ * CUDA_ERROR_NO_DEVICE.  The process then sees these GPUs only,
+ * numbered from 0 in the list's order, in every call that takes or
+ * gives a CUdevice; without it, it sees every GPU of gpus.  The
+ * checkpoint API, which names processes, and NVML (fakenvml.c) ignore
+ * it.  The visible GPUs are kept as UUIDs in the process's memory, so
+ * an image of the process carries them; a restore with GPU pairs
+ * replaces each OLDUUID among them by its NEWUUID, as the real driver
+ * remaps them, so that a device keeps its ordinal on its new GPU.  Such
+ * a NEWUUID must be in gpus (else CUDA_ERROR_INVALID_DEVICE), and no GPU
+ * may come to be visible twice (CUDA_ERROR_INVALID_VALUE).
  *
  * Device memory is real memory: a file in mem/ mapped shared at fixed
  * addresses inside a range reserved at cuInit().  A checkpoint copies
@@ -96,6 +115,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -194,6 +214,13 @@ static const char *const state_words[] = {
 static int		 msleep(unsigned int);
 static uint64_t		 now_ns(void);
 static int		 gpu_get(int, const unsigned char *, struct gpu *);
+static int		 vis_entry(const char *, unsigned char *);
+static int		 vis_parse(const char *);
+static CUresult		 vis_remap(const struct pair *, size_t,
+			    unsigned char (*)[16]);
+static int		 dev_count(void);
+static int		 dev_gpu(int, struct gpu *);
+static int		 dev_ordinal(const unsigned char *);
 static int		 driver_read(const char *);
 static const char	*fake_dir(void);
 static int		 driver_version(void);
@@ -259,6 +286,9 @@ static struct {
 	int		 exiting;
 	uintptr_t	 va_next, va_end;
 	struct CUctx_st	 ctx[MAXCTX];
+	int		 masked;	/* CUDA_VISIBLE_DEVICES was set */
+	int		 nvis;
+	unsigned char	 vis[MAXGPUS][16];	/* device N is vis[N] */
 } fc = {
 	.mtx = PTHREAD_MUTEX_INITIALIZER,
 	.api = PTHREAD_MUTEX_INITIALIZER,
@@ -308,6 +338,147 @@ gpu_get(int ordinal, const unsigned char *uuid, struct gpu *g)
 
 	gpus_scan(fc.dir, ordinal, uuid, g, &ord);
 	return ord;
+}
+
+/*
+ * One entry of CUDA_VISIBLE_DEVICES, blanks around it ignored: an
+ * ordinal of gpus (its leading digits), or "GPU-" and the start of one
+ * GPU's UUID only.  Fills uuid; -1 when the entry names no GPU.
+ */
+static int
+vis_entry(const char *w, unsigned char *uuid)
+{
+	struct gpu	 g, cur;
+	unsigned long	 n;
+	size_t		 len;
+	char		*e;
+	int		 i, count, found = 0;
+
+	while (*w == ' ' || *w == '\t')
+		w++;
+	len = strlen(w);
+	while (len > 0 && (w[len - 1] == ' ' || w[len - 1] == '\t'))
+		len--;
+	if (*w >= '0' && *w <= '9') {
+		errno = 0;
+		n = strtoul(w, &e, 10);
+		if (errno != 0 || n >= MAXGPUS ||
+		    gpu_get((int)n, NULL, &g) == -1)
+			return -1;
+		memcpy(uuid, g.uuid, 16);
+		return 0;
+	}
+	if (len < 4 || len >= UUIDLEN || strncmp(w, "GPU-", 4) != 0)
+		return -1;
+	count = gpus_scan(fc.dir, -1, NULL, NULL, NULL);
+	for (i = 0; i < count; i++) {
+		if (gpu_get(i, NULL, &cur) == -1 ||
+		    strncasecmp(cur.uuidstr, w, len) != 0)
+			continue;
+		g = cur;
+		found++;
+	}
+	if (found != 1)
+		return -1;
+	memcpy(uuid, g.uuid, 16);
+	return 0;
+}
+
+/*
+ * Reads CUDA_VISIBLE_DEVICES into fc.vis, up to its first entry that
+ * names no GPU, and returns how many GPUs it names; 0 when one is named
+ * twice.
+ */
+static int
+vis_parse(const char *s)
+{
+	unsigned char	u[16];
+	char		buf[256];
+	size_t		len;
+	int		i, n = 0;
+
+	for (;;) {
+		len = strcspn(s, ",");
+		if (len >= sizeof buf)
+			break;
+		memcpy(buf, s, len);
+		buf[len] = '\0';
+		if (vis_entry(buf, u) == -1)
+			break;
+		for (i = 0; i < n; i++)
+			if (memcmp(fc.vis[i], u, 16) == 0)
+				return 0;
+		if (n == MAXGPUS)
+			break;
+		memcpy(fc.vis[n++], u, 16);
+		if (s[len] == '\0')
+			break;
+		s += len + 1;
+	}
+	return n;
+}
+
+/*
+ * The visible GPUs after a restore with these pairs, into to: each
+ * that a pair names becomes the pair's GPU, which must be in gpus, and
+ * no GPU may be there twice.
+ */
+static CUresult
+vis_remap(const struct pair *pairs, size_t npairs, unsigned char (*to)[16])
+{
+	struct gpu	g;
+	size_t		j;
+	int		i, k;
+
+	for (i = 0; i < fc.nvis; i++) {
+		memcpy(to[i], fc.vis[i], 16);
+		for (j = 0; j < npairs; j++)
+			if (memcmp(pairs[j].from, fc.vis[i], 16) == 0)
+				break;
+		if (j == npairs)
+			continue;
+		memcpy(to[i], pairs[j].to, 16);
+		if (gpu_get(-1, to[i], &g) == -1)
+			return CUDA_ERROR_INVALID_DEVICE;
+	}
+	for (i = 0; i < fc.nvis; i++)
+		for (k = 0; k < i; k++)
+			if (memcmp(to[i], to[k], 16) == 0)
+				return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
+/* How many devices the process sees. */
+static int
+dev_count(void)
+{
+	return fc.masked ? fc.nvis : gpus_scan(fc.dir, -1, NULL, NULL, NULL);
+}
+
+/* The GPU that is the process's device dev: 0, or -1 if there is none. */
+static int
+dev_gpu(int dev, struct gpu *g)
+{
+	if (!fc.masked)
+		return gpu_get(dev, NULL, g) == -1 ? -1 : 0;
+	if (dev < 0 || dev >= fc.nvis)
+		return -1;
+	return gpu_get(-1, fc.vis[dev], g) == -1 ? -1 : 0;
+}
+
+/* The process's device that is the GPU with that UUID, or -1. */
+static int
+dev_ordinal(const unsigned char *uuid)
+{
+	struct gpu	g;
+	int		i, ord;
+
+	if ((ord = gpu_get(-1, uuid, &g)) == -1 || !fc.masked)
+		return ord;
+	for (i = 0; i < fc.nvis; i++)
+		if (memcmp(fc.vis[i], uuid, 16) == 0)
+			return i;
+	return -1;
 }
 
 /* The first word of dir/driver, the driver's CUDA version. */
@@ -833,7 +1004,8 @@ out:
 /*
  * CHECKPOINTED -> LOCKED.  Each GPU the process had goes to its pair's
  * new GPU when pairs are given (all of its GPUs must be named), else to
- * itself.  Everything is checked before anything is touched.
+ * itself, and so do its visible GPUs.  Everything is checked before
+ * anything is touched.
  */
 static CUresult
 act_restore(const struct pair *pairs, size_t npairs, uint64_t deadline)
@@ -843,6 +1015,7 @@ act_restore(const struct pair *pairs, size_t npairs, uint64_t deadline)
 	struct alloc		*a;
 	struct gpu		 to[MAXCTX];
 	unsigned long long	 need[MAXCTX];
+	unsigned char		 vis[MAXGPUS][16];
 	char			 path[PATH_MAX];
 	CUresult		 r;
 	size_t			 i, k, j;
@@ -904,6 +1077,8 @@ act_restore(const struct pair *pairs, size_t npairs, uint64_t deadline)
 			goto out;
 		}
 	}
+	if ((r = vis_remap(pairs, npairs, vis)) != CUDA_SUCCESS)
+		goto out;
 
 	for (k = 0; k < MAXCTX; k++) {
 		c = &fc.ctx[k];
@@ -931,6 +1106,7 @@ act_restore(const struct pair *pairs, size_t npairs, uint64_t deadline)
 		close(fd);
 		fd = -1;
 	}
+	memcpy(fc.vis, vis, (size_t)fc.nvis * sizeof vis[0]);
 	state_set(CU_PROCESS_STATE_LOCKED);
 	r = CUDA_SUCCESS;
 	goto out;
@@ -1167,9 +1343,10 @@ cuDriverGetVersion(int *driverVersion)
 }
 
 /*
- * Reserves the address range of device memory, creates proc/KEY/ and
- * starts the restore thread, with every signal blocked so that the
- * application's signals go to its own threads.
+ * Reads CUDA_VISIBLE_DEVICES, reserves the address range of device
+ * memory, creates proc/KEY/ and starts the restore thread, with every
+ * signal blocked so that the application's signals go to its own
+ * threads.
  */
 CUresult CUDAAPI
 cuInit(unsigned int Flags)
@@ -1177,7 +1354,7 @@ cuInit(unsigned int Flags)
 	pthread_condattr_t	 ca;
 	pthread_t		 th;
 	sigset_t		 all, old;
-	const char		*dir;
+	const char		*dir, *cvd;
 	uintptr_t		 base;
 	void			*va = MAP_FAILED;
 	CUresult		 r;
@@ -1201,6 +1378,13 @@ cuInit(unsigned int Flags)
 	    (fc.dir = strdup(dir)) == NULL) {
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 		goto out;
+	}
+	if ((cvd = getenv("CUDA_VISIBLE_DEVICES")) != NULL) {
+		fc.masked = 1;
+		if ((fc.nvis = vis_parse(cvd)) == 0) {
+			r = CUDA_ERROR_NO_DEVICE;
+			goto out;
+		}
 	}
 	va = mmap(NULL, VA_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
 	    MAP_NORESERVE, -1, 0);
@@ -1239,6 +1423,7 @@ out:
 	if (r != CUDA_SUCCESS && !fc.inited) {
 		free(fc.dir);
 		fc.dir = NULL;
+		fc.masked = fc.nvis = 0;
 	}
 	pthread_mutex_unlock(&fc.mtx);
 	return r;
@@ -1256,7 +1441,7 @@ cuDeviceGetCount(int *count)
 	if (count == NULL)
 		r = CUDA_ERROR_INVALID_VALUE;
 	else
-		*count = gpus_scan(fc.dir, -1, NULL, NULL, NULL);
+		*count = dev_count();
 	leave();
 	return r;
 }
@@ -1266,16 +1451,15 @@ cuDeviceGet(CUdevice *device, int ordinal)
 {
 	struct gpu	g;
 	CUresult	r;
-	int		ord;
 
 	if ((r = enter()) != CUDA_SUCCESS)
 		return r;
 	if (device == NULL)
 		r = CUDA_ERROR_INVALID_VALUE;
-	else if ((ord = gpu_get(ordinal, NULL, &g)) == -1)
+	else if (dev_gpu(ordinal, &g) == -1)
 		r = CUDA_ERROR_INVALID_DEVICE;
 	else
-		*device = ord;
+		*device = ordinal;
 	leave();
 	return r;
 }
@@ -1290,7 +1474,7 @@ cuDeviceGetName(char *name, int len, CUdevice dev)
 		return r;
 	if (name == NULL || len <= 0)
 		r = CUDA_ERROR_INVALID_VALUE;
-	else if (gpu_get(dev, NULL, &g) == -1)
+	else if (dev_gpu(dev, &g) == -1)
 		r = CUDA_ERROR_INVALID_DEVICE;
 	else
 		snprintf(name, (size_t)len, "%s", g.name);
@@ -1308,7 +1492,7 @@ cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 		return r;
 	if (uuid == NULL)
 		r = CUDA_ERROR_INVALID_VALUE;
-	else if (gpu_get(dev, NULL, &g) == -1)
+	else if (dev_gpu(dev, &g) == -1)
 		r = CUDA_ERROR_INVALID_DEVICE;
 	else
 		memcpy(uuid->bytes, g.uuid, 16);
@@ -1332,7 +1516,7 @@ cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 		return r;
 	if (bytes == NULL)
 		r = CUDA_ERROR_INVALID_VALUE;
-	else if (gpu_get(dev, NULL, &g) == -1)
+	else if (dev_gpu(dev, &g) == -1)
 		r = CUDA_ERROR_INVALID_DEVICE;
 	else
 		*bytes = (size_t)g.total;
@@ -1353,7 +1537,7 @@ cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 		r = CUDA_ERROR_INVALID_VALUE;
 		goto out;
 	}
-	if (gpu_get(dev, NULL, &g) == -1) {
+	if (dev_gpu(dev, &g) == -1) {
 		r = CUDA_ERROR_INVALID_DEVICE;
 		goto out;
 	}
@@ -1394,7 +1578,7 @@ cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
 		return r;
 	if (pciBusId == NULL || len <= 0)
 		r = CUDA_ERROR_INVALID_VALUE;
-	else if (gpu_get(dev, NULL, &g) == -1)
+	else if (dev_gpu(dev, &g) == -1)
 		r = CUDA_ERROR_INVALID_DEVICE;
 	else
 		snprintf(pciBusId, (size_t)len, "%s", g.pci);
@@ -1420,7 +1604,7 @@ cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 		r = CUDA_ERROR_INVALID_VALUE;
 		goto out;
 	}
-	if (gpu_get(dev, NULL, &g) == -1) {
+	if (dev_gpu(dev, &g) == -1) {
 		r = CUDA_ERROR_INVALID_DEVICE;
 		goto out;
 	}
@@ -1467,7 +1651,7 @@ cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 
 	if ((r = enter()) != CUDA_SUCCESS)
 		return r;
-	if (gpu_get(dev, NULL, &g) == -1) {
+	if (dev_gpu(dev, &g) == -1) {
 		r = CUDA_ERROR_INVALID_DEVICE;
 		goto out;
 	}
@@ -1560,12 +1744,15 @@ cuCtxPopCurrent_v2(CUcontext *pctx)
 	return r;
 }
 
-/* The ordinal of the GPU the context is on now: a restore may move it. */
+/*
+ * The device the context is on now.  A restore may move the context to
+ * another GPU: its device is then that GPU's ordinal, or, under
+ * CUDA_VISIBLE_DEVICES, the same device, which moved with it.
+ */
 CUresult CUDAAPI
 cuCtxGetDevice(CUdevice *device)
 {
 	struct CUctx_st	*c;
-	struct gpu	 g;
 	CUresult	 r;
 	int		 ord;
 
@@ -1575,7 +1762,7 @@ cuCtxGetDevice(CUdevice *device)
 		r = CUDA_ERROR_INVALID_VALUE;
 	else if ((c = cur_ctx()) == NULL)
 		r = CUDA_ERROR_INVALID_CONTEXT;
-	else if ((ord = gpu_get(-1, c->gpu.uuid, &g)) == -1)
+	else if ((ord = dev_ordinal(c->gpu.uuid)) == -1)
 		r = CUDA_ERROR_INVALID_DEVICE;
 	else
 		*device = ord;
