@@ -75,7 +75,7 @@ test_expect_success 'a Slurm cluster of one node starts on loopback' '
 
 test_expect_success 'USR1 to the batch shell: checkpointed, requeued, restored' '
 	job pre &&
-	submit pre "-n 80 -t 100 -x 7" &&
+	submit pre "-n 200 -t 100 -x 7" &&
 	wait_job_state $JOB RUNNING &&
 	wait_for_line pre.out "^step 10 " 30 &&
 	scancel --signal=USR1 --batch $JOB &&
@@ -85,7 +85,7 @@ test_expect_success 'USR1 to the batch shell: checkpointed, requeued, restored' 
 	test "$(job_field $JOB Restarts)" = 1 &&
 	test "$(job_field $JOB ExitCode)" = 7:0 &&
 	sacct_end $JOB FAILED 7 &&
-	counted pre 80 &&
+	counted pre 200 &&
 	test_grep "^gpuckpt-slurm: restart 1 of job $JOB: restoring $TRASH/ckpt/pre/image.gck\$" pre.out &&
 	# the job failed: its last image is kept
 	test -s ckpt/pre/image.gck
@@ -93,7 +93,7 @@ test_expect_success 'USR1 to the batch shell: checkpointed, requeued, restored' 
 
 test_expect_success 'preempted by a job of a higher partition: checkpointed, requeued, restored' '
 	job pmt &&
-	submit pmt "-n 100 -t 100 -x 5" --signal=B:USR1@10 &&
+	submit pmt "-n 200 -t 100 -x 5" --signal=B:USR1@10 &&
 	low=$JOB &&
 	wait_job_state $low RUNNING &&
 	wait_for_line pmt.out "^step 10 " 30 &&
@@ -106,7 +106,7 @@ test_expect_success 'preempted by a job of a higher partition: checkpointed, req
 	wait_job_state $low FAILED 120 &&
 	test "$(job_field $low Restarts)" = 1 &&
 	sacct_end $low FAILED 5 &&
-	counted pmt 100
+	counted pmt 200
 '
 
 # The stand-in CUDA driver, with two GPUs, for a GPU job: Slurm's first
@@ -155,6 +155,9 @@ test_expect_success 'a GPU job is restored onto the GPU Slurm gives it next' '
 	wait_job_state $hold RUNNING 30 &&
 	wait_for_line gpu.out "^gpuckpt-slurm: restart 1 " 60 &&
 	wait_for_line gpu.out "^gpuckpt-slurm: GPUs: $A=1\$" 10 &&
+	grep "^CUDA_VISIBLE_DEVICES=" gpu.out >cvd &&
+	printf "CUDA_VISIBLE_DEVICES=%s SLURM_JOB_GPUS=%s\n" 0 0 1 1 >expect &&
+	test_cmp expect cvd &&
 	wait_job_state $g RUNNING 30 &&
 	_i=0 &&
 	while r=$(here_pid $inner cudawork) && test -z "$r" && test $_i -lt 100
