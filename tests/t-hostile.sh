@@ -162,13 +162,14 @@ EOF
 
 # The hostile corpus is made from two real images of one tree whose
 # memory is split into parts, with holes: one written compressed, one
-# not (--leave-running lets the second dump see the tree still there).
+# not (--leave-running lets the second dump see the tree still there),
+# in format 1, which every reader still reads.
 test_expect_success 'make the images the hostile streams are made from' '
 	start_workload parts -m 17 -z 99 &&
 	started=$WPID &&
-	test_status 0 "$GCKPT" --leave-running -c none -p $WPID \
-	    -o parts.tar &&
-	test_status 0 "$GCKPT" -p $WPID -o parts.gck &&
+	test_status 0 "$GCKPT" --format=1 --leave-running -c none \
+	    -p $WPID -o parts.tar &&
+	test_status 0 "$GCKPT" --format=1 -p $WPID -o parts.gck &&
 	started= &&
 	wait_gone $WPID &&
 	wait_gone $WCHILD &&
@@ -304,7 +305,7 @@ EOF
 test_expect_success 'make an image of a small workload' '
 	start_workload src -m 8 &&
 	started=$WPID &&
-	test_status 0 "$GCKPT" -p $WPID -o good.gck &&
+	test_status 0 "$GCKPT" --format=1 -p $WPID -o good.gck &&
 	wait_gone $WPID &&
 	wait_gone $WCHILD &&
 	zstd -dc good.gck >good.tar &&

@@ -1296,6 +1296,7 @@ gck_reader_head(struct gck_reader *r, const struct gck_manifest **mp)
 		    gck_manifest_format(r->m), gck_digest_name(r->dk));
 	if ((ret = r_record(r, name, size, &digest)) != GCK_OK)
 		return ret;
+	gck_zin_set_ahead(r->z, 1);	/* the rest is read on */
 	*mp = r->m;
 	return GCK_OK;
 }

@@ -106,6 +106,7 @@ struct gck_zin {
 	int		 detected, eof;
 	int		 streaming;	/* inside a frame decoded as a stream */
 	int		 threads;
+	int		 ahead;		/* read frames ahead */
 	struct zpool	*pool;
 	uint64_t	 inflight;	/* decoded bytes of frames in the ring */
 	uint64_t	 frames;	/* frames begun */
@@ -621,6 +622,16 @@ gck_zin_new(struct gck_ctx *ctx, int fd, struct gck_zin **zp)
 	z->spoolfd = -1;
 	*zp = z;
 	return GCK_OK;
+}
+
+/*
+ * Whether to read frames ahead of what is asked for (not at first, so
+ * that reading an image's head reads no more than that).
+ */
+void
+gck_zin_set_ahead(struct gck_zin *z, int on)
+{
+	z->ahead = on;
 }
 
 /* How many threads decompress (0: as many as there are CPUs). */
@@ -1188,7 +1199,8 @@ zin_ahead(struct gck_zin *z)
 	int		r;
 
 	while (z->pool->tail - z->pool->head < ZIO_SLOTS &&
-	    (z->inflight == 0 || z->inflight < window) && z->lagerr == 0) {
+	    (z->inflight == 0 || (z->ahead && z->inflight < window)) &&
+	    z->lagerr == 0) {
 		r = zin_frame(z, &z->pool->slot[z->pool->tail % ZIO_SLOTS],
 		    z->pool->tail == z->pool->head);
 		if (r == -1 && z->pool->tail > z->pool->head) {

@@ -20,6 +20,7 @@ int	gck_zout_finish(struct gck_zout *);
 void	gck_zout_free(struct gck_zout *);
 int	gck_zin_new(struct gck_ctx *, int, struct gck_zin **);
 void	gck_zin_set_threads(struct gck_zin *, int);
+void	gck_zin_set_ahead(struct gck_zin *, int);
 ssize_t	gck_zin_next(struct gck_zin *, const void **, size_t);
 ssize_t	gck_zin_read(struct gck_zin *, void *, size_t);
 uint64_t gck_zin_frames(const struct gck_zin *);
