@@ -262,11 +262,31 @@ pool_head_done(struct zpool *p)
 	return done;
 }
 
+/*
+ * Lets go of the oldest slot.  With recycle set, its buffers go to the
+ * slot to be filled next, so that the few in use go round rather than
+ * the ring touching fresh memory for every frame.
+ */
 static void
-pool_release_head(struct zpool *p)
+pool_release_head(struct zpool *p, int recycle)
 {
+	struct zslot	*h, *t, x;
+
 	pthread_mutex_lock(&p->mu);
-	p->slot[p->head % ZIO_SLOTS].state = S_FREE;
+	h = &p->slot[p->head % ZIO_SLOTS];
+	h->state = S_FREE;
+	t = &p->slot[p->tail % ZIO_SLOTS];
+	if (recycle && t != h && t->state == S_FREE) {
+		x = *t;
+		t->src = h->src;
+		t->scap = h->scap;
+		t->dst = h->dst;
+		t->cap = h->cap;
+		h->src = x.src;
+		h->scap = x.scap;
+		h->dst = x.dst;
+		h->cap = x.cap;
+	}
 	p->head++;
 	pthread_mutex_unlock(&p->mu);
 }
@@ -416,7 +436,7 @@ zout_write_head(struct gck_zout *z)
 		    GCK_EFORMAT, "zstd: %s", zerr(s->err));
 	else if ((r = zout_note(z, z->off)) == GCK_OK)
 		r = zout_put(z, s->dst, s->dlen);
-	pool_release_head(z->pool);
+	pool_release_head(z->pool, 1);
 	return r;
 }
 
@@ -1182,7 +1202,8 @@ zin_release(struct gck_zin *z)
 	if (z->given == NULL)
 		return;
 	z->inflight -= z->given->dlen;
-	pool_release_head(z->pool);
+	/* (not while a frame is being read into the next slot) */
+	pool_release_head(z->pool, z->fr.stage == 0 && z->fr.hlen == 0);
 	z->given = NULL;
 }
 
