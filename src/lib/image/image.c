@@ -1545,6 +1545,12 @@ r_entry_part(struct gck_reader *r, struct archive_entry *e, const char *name)
 	r->nextpart = part >= 0 ? (int)part + 1 : -1;
 	snprintf(r->ename, sizeof r->ename, "%s", name);
 	r->esize = (uint64_t)archive_entry_size(e);
+	/* Format 2 cuts a process's memory in chunks of at most 1 MiB. */
+	if (gck_manifest_format(r->m) > 1 && r->esize > GCK_CHUNK_SIZE &&
+	    gck_manifest_file_memory(r->m, file) == 1)
+		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: "
+		    "entry '%s' is a chunk of %" PRIu64 " bytes, more than %u",
+		    printable(name, buf, 201), r->esize, GCK_CHUNK_SIZE);
 	r->fbytes += r->esize;
 	r->edigest = digest;
 	r->egot = 0;
