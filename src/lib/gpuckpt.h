@@ -86,6 +86,8 @@ struct gck_ckpt_opts {
 	unsigned int	 criu_opts;	/* GCK_CRIU_* */
 	int		 format;	/* image format, 0 for the newest */
 	int		 threads;	/* compressing, 0 for one per CPU */
+	const char	*parent;	/* image whose chunks are referred
+					   to, not stored again, or NULL */
 };
 
 /* Where a tree is restored: gck_restore_opts.pidns. */
@@ -104,6 +106,10 @@ struct gck_restore_opts {
 	const char	*gpu_map;	/* "SRC=DST,...", or NULL */
 	enum gck_pidns	 pidns;
 	int		 threads;	/* decompressing, 0 for one per CPU */
+	char *const	*parents;	/* where the images an incremental
+					   image refers to are: files or
+					   directories */
+	size_t		 nparents;
 	struct gck_waiter **waiter;	/* non-NULL: the tree stays ours,
 					   for gck_wait() */
 };
@@ -113,6 +119,7 @@ struct gck_image_stats {
 	uint64_t	 bytes;		/* bytes of entry data */
 	uint64_t	 stream_bytes;	/* bytes of tar stream, decompressed */
 	int		 compressed;	/* 1 when the stream was zstd */
+	uint64_t	 ref_bytes;	/* of bytes, those read from parents */
 };
 
 /*
