@@ -236,4 +236,72 @@ test_expect_success 'a chain with a cycle is refused' '
 	test -z "$(ls -A "$TMPDIR")"
 '
 
+test_expect_success 'gpuinspect shows the parent and how much is new' '
+	test_status 0 "$GCKINSPECT" C.gck >show 2>err &&
+	test_must_be_empty err &&
+	test_grep "^parent      $B (a chain of 2)\$" show &&
+	test_grep "^new         .* stored, .* in its parents\$" show &&
+	test_status 0 "$GCKINSPECT" --json C.gck >show.json &&
+	sums C.gck >C.sums &&
+	python3 - show.json C.sums "$B" "$A" <<-\EOF
+	import json, sys
+	img = json.load(open(sys.argv[1]))["image"]
+	t = json.load(open(sys.argv[2]))
+	assert img["parent"] == sys.argv[3], img
+	assert img["chain"] == sys.argv[3:5], img
+	ref = sum(e["size"] for e in t["entries"] if e.get("ref"))
+	assert img["referenced_bytes"] == ref > 0, img
+	assert img["stored_bytes"] + ref == t["bytes"], img
+	assert img["referenced_bytes"] > 10 * img["stored_bytes"], img
+	EOF
+	"$GCKINSPECT" --json A.gck >showA.json &&
+	python3 - showA.json <<-\EOF
+	import json, sys
+	img = json.load(open(sys.argv[1]))["image"]
+	assert img["parent"] is None and img["chain"] == [], img
+	assert img["referenced_bytes"] == 0 < img["stored_bytes"], img
+	EOF
+'
+
+test_expect_success 'gpuinspect --verify --parent checks every reference' '
+	test_status 0 "$GCKINSPECT" --verify --parent=A.gck --parent=B.gck \
+	    C.gck >out 2>err &&
+	test_must_be_empty err &&
+	test_grep "^image ok: .* read from its parents\$" out &&
+	test_status 1 "$GCKINSPECT" --verify C.gck >out 2>err &&
+	echo "gpuinspect: image $C needs its parent image $B: not found (give it with --parent)" >expect &&
+	test_cmp expect err &&
+	test_status 1 "$GCKINSPECT" --verify --parent=Abad.gck B.gck \
+	    >out 2>err &&
+	test_line_count err 1 &&
+	test_grep "^gpuinspect: corrupt parent image" err
+'
+
+test_expect_success 'gpuinspect --flatten: C made whole, restored with no parent' '
+	test_status 0 "$GCKINSPECT" --flatten=flat.gck --parent=chain \
+	    C.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_must_be_empty err &&
+	test "$(image_id flat.gck)" = "$C" &&
+	zstd -dc flat.gck | tar -xOf - gpuckpt.json >flat.json &&
+	! grep "\"parent\"" flat.json &&
+	sums flat.gck >flat.sums &&
+	! grep "\"ref\"" flat.sums &&
+	zstd -dc flat.gck | tar -tf - >list &&
+	test_grep "^criu/pages-" list &&
+	test_status 0 "$GCKINSPECT" --verify flat.gck >out &&
+	test_status 0 "$GCKRESTORE" flat.gck >out 2>err &&
+	test_must_be_empty err &&
+	NEWSUM=$CSUM &&
+	verify_now $WPID &&
+	kill_tree $WPID
+'
+
+test_expect_success 'a failed --flatten leaves no file' '
+	test_status 1 "$GCKINSPECT" --flatten=none.gck --parent=B.gck \
+	    C.gck 2>err &&
+	test_grep "needs its parent image $A" err &&
+	test -z "$(ls none.gck* 2>/dev/null)"
+'
+
 test_done

@@ -269,6 +269,13 @@ void		 gck_reader_manifest_text(const struct gck_reader *,
 int		 gck_reader_extract(struct gck_reader *, int);
 void		 gck_reader_stats(const struct gck_reader *,
 		    struct gck_image_stats *);
+/*
+ * After gck_reader_head(): where the parents of an incremental image
+ * are, n image files or directories of them.  Returns GCK_OK, or a code
+ * when one of the chain is not found or not the image it should be.
+ */
+int		 gck_reader_use_parents(struct gck_reader *, char *const *,
+		    size_t);
 void		 gck_reader_free(struct gck_reader *);
 
 /*
@@ -287,6 +294,14 @@ int		 gck_inspect_show(struct gck_ctx *, int, char **);
 int		 gck_inspect_diff(struct gck_ctx *, int, const char *, int,
 		    const char *, char **, int *);
 int		 gck_inspect_extract(struct gck_ctx *, int, const char *);
+/*
+ * Writes the incremental image on fd, its chunks read from its parents
+ * (paths, n files or directories), to a new file path as an image that
+ * needs none: the same id, no parent.  Returns GCK_OK or a code; on
+ * failure no file is left.
+ */
+int		 gck_inspect_flatten(struct gck_ctx *, int, char *const *,
+		    size_t, const char *);
 
 /*
  * Manifest.  gck_manifest_parse() checks the JSON text against format v1

@@ -111,6 +111,7 @@ struct gck_reader {
 	uint64_t		 erefsize;	/* the size of its chunk */
 	const char		*refdata;	/* the chunk, from a parent */
 	struct gck_parents	*parents;	/* where chunks are, or NULL */
+	int			 own_parents;	/* ours to free */
 	uint64_t		 refbytes;	/* bytes read from parents */
 };
 
@@ -732,6 +733,8 @@ gck_reader_free(struct gck_reader *r)
 	if (r->a != NULL)
 		archive_read_free(r->a);
 	gck_zin_free(r->z);
+	if (r->own_parents)
+		gck_parents_free(r->parents);
 	for (i = 0; i < r->nseen; i++)
 		free(r->seen[i].name);
 	free(r->seen);
@@ -1849,6 +1852,96 @@ void
 gck_reader_set_parents(struct gck_reader *r, struct gck_parents *ps)
 {
 	r->parents = ps;
+}
+
+/*
+ * After gck_reader_head(): finds the parents of an incremental image
+ * among the n image files or directories of paths, as
+ * gck_parents_open() does, for the reader to read its chunks from.
+ * Returns GCK_OK (at once for an image with no parents) or a code.
+ */
+int
+gck_reader_use_parents(struct gck_reader *r, char *const *paths, size_t n)
+{
+	int	ret;
+
+	if (r->m == NULL)
+		return gck_set_error(r->ctx, GCK_EINVAL, "no manifest read");
+	if ((ret = gck_parents_open(r->ctx, r->m, paths, n, &r->parents)) ==
+	    GCK_OK)
+		r->own_parents = 1;
+	return ret;
+}
+
+/* The manifest of r without its parent: that of a flattened image. */
+static char *
+flat_manifest(struct gck_reader *r)
+{
+	json_t	*m;
+	char	*text = NULL;
+
+	if ((m = json_loadb(r->mtext, r->mlen, 0, NULL)) != NULL &&
+	    (json_object_get(m, "parent") == NULL ||
+	    json_object_del(m, "parent") == 0))
+		text = json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(m);
+	return text;
+}
+
+/*
+ * After gck_reader_head(), with its parents found: copies every entry
+ * of the image into w, each reference as the chunk it stands for, and
+ * the manifest without its parent, so that w's image needs none.
+ * Returns GCK_OK once the trailer is checked and w finished, or a code.
+ */
+int
+gck_reader_copy(struct gck_reader *r, struct gck_writer *w)
+{
+	char		*buf = NULL, *text = NULL;
+	size_t		 cap = 0;
+	const void	*p;
+	ssize_t		 n;
+	int		 ret, hole;
+
+	if ((text = flat_manifest(r)) == NULL) {
+		ret = gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((ret = gck_writer_add(w, GCK_ENTRY_MANIFEST, text,
+	    strlen(text))) != GCK_OK)
+		goto out;
+	while ((ret = r_entry(r)) == 0) {
+		if (cap < r->esize) {
+			free(buf);
+			cap = (size_t)r->esize;
+			if (posix_memalign((void **)&buf, 4096, cap) != 0) {
+				buf = NULL;
+				ret = gck_set_error(r->ctx, GCK_ENOMEM,
+				    "out of memory");
+				goto out;
+			}
+		}
+		while ((n = r_chunk(r, &p, SIZE_MAX, &hole)) > 0)
+			if (hole)
+				memset(buf + r->egot - (size_t)n, 0, (size_t)n);
+			else
+				memcpy(buf + r->egot - (size_t)n, p, (size_t)n);
+		if (n < 0) {
+			ret = r->ctx->code;
+			goto out;
+		}
+		if ((ret = gck_manifest_file_memory(r->m, r->cur) == 1 ?
+		    gck_writer_add_pages(w, r->ename, buf, (size_t)r->esize) :
+		    gck_writer_add(w, r->ename, buf, (size_t)r->esize)) !=
+		    GCK_OK)
+			goto out;
+	}
+	if (ret == 1)
+		ret = gck_writer_finish(w);
+out:
+	free(buf);
+	free(text);
+	return ret;
 }
 
 /*

@@ -81,7 +81,8 @@ static int	p_frame_entry(struct gck_parents *, struct pimage *, uint64_t,
 static int	p_entry_data(struct gck_parents *, struct archive *,
 		    struct archive_entry *, struct fentry *, char **,
 		    size_t *);
-static int	p_open(struct gck_parents *, const char *, struct pimage *);
+static int	p_open(struct gck_parents *, const char *, int,
+		    struct pimage *);
 static void	pimage_clear(struct pimage *);
 
 static int
@@ -315,12 +316,12 @@ p_entry_data(struct gck_parents *ps, struct archive *a,
 }
 
 /*
- * Opens the image file path: its footer, its trailer, its manifest,
- * each checked against its digest.  Returns GCK_OK with *pi filled, or
+ * Opens the image file path (or reads it on fd0 if not -1): its footer,
+ * its trailer, its manifest, each checked against its digest.  Returns GCK_OK with *pi filled, or
  * a code.
  */
 static int
-p_open(struct gck_parents *ps, const char *path, struct pimage *pi)
+p_open(struct gck_parents *ps, const char *path, int fd0, struct pimage *pi)
 {
 	struct gck_manifest	*m = NULL;
 	struct fentry		 fe;
@@ -338,7 +339,8 @@ p_open(struct gck_parents *ps, const char *path, struct pimage *pi)
 	pi->fd = -1;
 	if ((pi->path = strdup(path)) == NULL)
 		return gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
-	if ((pi->fd = open(path, O_RDONLY | O_CLOEXEC)) == -1 ||
+	if ((pi->fd = fd0 != -1 ? fcntl(fd0, F_DUPFD_CLOEXEC, 0) :
+	    open(path, O_RDONLY | O_CLOEXEC)) == -1 ||
 	    fstat(pi->fd, &sb) == -1) {
 		r = gck_set_syserr(ps->ctx, errno, "cannot open parent image "
 		    "'%s': %s", path, strerror(errno));
@@ -459,7 +461,7 @@ gck_parents_base(struct gck_parents *ps, const char *path)
 	if ((ps->img = calloc(1, sizeof *ps->img)) == NULL)
 		return gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
 	ps->nimg = 1;
-	if ((r = p_open(ps, path, &ps->img[0])) != GCK_OK ||
+	if ((r = p_open(ps, path, -1, &ps->img[0])) != GCK_OK ||
 	    (r = p_index(ps, 0, 0)) != GCK_OK)
 		return r;
 	if (ps->img[0].chain != NULL &&
@@ -526,7 +528,7 @@ p_consider(struct gck_parents *ps, json_t *chain, const char *path,
 	ssize_t		 k;
 	int		 r;
 
-	if ((r = p_open(ps, path, &pi)) != GCK_OK) {
+	if ((r = p_open(ps, path, -1, &pi)) != GCK_OK) {
 		pimage_clear(&pi);
 		/* In a directory, what is no parent is passed over. */
 		return named ? r : GCK_OK;
@@ -718,6 +720,42 @@ gck_parents_open(struct gck_ctx *ctx, const struct gck_manifest *m,
 	*psp = ps;
 	ps = NULL;
 out:
+	gck_parents_free(ps);
+	return r;
+}
+
+/*
+ * How much of the image file on fd (named name) its trailer says it
+ * stores, and how much it leaves to its parents: the sizes of its
+ * entries, and of those that are references.  Returns GCK_OK, or a code
+ * for an image that has no footer (or that is no file).
+ */
+int
+gck_parents_sizes(struct gck_ctx *ctx, int fd, const char *name,
+    uint64_t *storedp, uint64_t *refp)
+{
+	struct gck_parents	*ps = NULL;
+	struct pimage		 pi;
+	json_t			*o;
+	size_t			 i;
+	int			 r;
+
+	*storedp = *refp = 0;
+	memset(&pi, 0, sizeof pi);
+	pi.fd = -1;
+	if ((r = gck_parents_new(ctx, &ps)) != GCK_OK ||
+	    (r = p_open(ps, name, fd, &pi)) != GCK_OK)
+		goto out;
+	json_array_foreach(pi.entries, i, o) {
+		if (json_is_true(json_object_get(o, "ref")))
+			*refp += (uint64_t)json_integer_value(
+			    json_object_get(o, "size"));
+		else
+			*storedp += (uint64_t)json_integer_value(
+			    json_object_get(o, "size"));
+	}
+out:
+	pimage_clear(&pi);
 	gck_parents_free(ps);
 	return r;
 }

@@ -24,6 +24,8 @@ const char *gck_parents_path(const struct gck_parents *, size_t);
 const char *gck_parents_id(const struct gck_parents *, size_t);
 int	gck_parents_open(struct gck_ctx *, const struct gck_manifest *,
 	    char *const *, size_t, struct gck_parents **);
+int	gck_parents_sizes(struct gck_ctx *, int, const char *, uint64_t *,
+	    uint64_t *);
 void	gck_parents_free(struct gck_parents *);
 
 #endif /* GCK_IMAGE_PARENT_H */
