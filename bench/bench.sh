@@ -29,8 +29,8 @@
 #   BENCH_REPEAT=N        repeats of each measurement (default 3; medians)
 #   BENCH_WORKLOADS=...   a subset of "mixed zero90 random" (default all)
 #   BENCH_VARIANTS=...    a subset of the variants above (default all)
-#   BENCH_EXTRAS=...      a subset of "none-vs-dump rss-flat restore-file"
-#                         (default all)
+#   BENCH_EXTRAS=...      a subset of "none-vs-dump rss-flat restore-file
+#                         incremental" (default all)
 #   BENCH_QUICK=1         smoke run: workloads 1/8 of their size, 1 repeat
 #   BENCH_DIR=DIR         where to work and write results (default: the
 #                         build directory's bench/)
@@ -78,7 +78,7 @@ QUICK=${BENCH_QUICK:-0}
 [ "$QUICK" = 0 ] && REPEAT=${BENCH_REPEAT:-3} || REPEAT=${BENCH_REPEAT:-1}
 WORKLOADS=${BENCH_WORKLOADS:-mixed zero90 random}
 VARIANTS=${BENCH_VARIANTS:-baseline-pipe baseline-ssh gpuckpt-pipe gpuckpt-ssh gpusend gpusend-par}
-EXTRAS=${BENCH_EXTRAS-none-vs-dump rss-flat restore-file}
+EXTRAS=${BENCH_EXTRAS-none-vs-dump rss-flat restore-file incremental}
 LIMIT=${BENCH_TIMEOUT:-900}
 DIR=${BENCH_DIR:-$BENCH_BINDIR}
 GPUSEND_ARGS=${BENCH_GPUSEND_ARGS:-}
@@ -129,8 +129,8 @@ for v in $VARIANTS; do
 done
 for x in $EXTRAS; do
 	case $x in
-	none-vs-dump|rss-flat|restore-file) ;;
-	*) die "unknown extra '$x' (none-vs-dump rss-flat restore-file)" ;;
+	none-vs-dump|rss-flat|restore-file|incremental) ;;
+	*) die "unknown extra '$x' (none-vs-dump rss-flat restore-file incremental)" ;;
 	esac
 done
 
@@ -921,6 +921,75 @@ rf_report()
 	say "      image $(awk '$1 == "restore-file" && $5 == "size" { print $6; exit }' "$RAW") B of $((mib * 1048576)) B of memory"
 }
 
+# --- an incremental image against a full one ---------------------------
+
+# incremental REP: on the mixed workload, a full image A (gpuckpt -R),
+# then, after the workload rewrote 5% of its memory, a full image F and
+# an image I with --parent=A; I restores given A.  Appends
+#   incremental - REP ok|FAIL full_bytes incr_bytes restore_s
+incremental()
+{
+	local rep=$1 kind mib ok=ok d=$R/inc n fb=- ib=- tr=- t0 t1
+
+	set -- $(workload_spec mixed)
+	kind=$1
+	mib=$2
+	rm -rf "$d"
+	mkdir -p "$d/tmp"
+	if ! start_work "$kind" "$mib"; then
+		broke=1
+		echo "incremental - $rep FAIL" >>"$RAW"
+		return
+	fi
+	TMPDIR=$d/tmp "$GPUCKPT" -R -p "$WPID" -o "$d/a.gck" 2>>"$d/err" ||
+	    ok=FAIL
+	n=$(grep -c '^rewrote ' "$WSTATUS")
+	kill -USR2 "$WPID"
+	if wait_line_count "$WSTATUS" '^rewrote ' $((n + 1)) 120; then
+		WSUM=$(grep '^rewrote ' "$WSTATUS" | tail -n 1 |
+		    sed 's/^rewrote sum=\([0-9a-f]*\).*/\1/')
+	else
+		ok=FAIL
+	fi
+	[ $ok = ok ] && { TMPDIR=$d/tmp "$GPUCKPT" -R -p "$WPID" \
+	    -o "$d/f.gck" 2>>"$d/err" || ok=FAIL; }
+	[ $ok = ok ] && { TMPDIR=$d/tmp "$GPUCKPT" --parent="$d/a.gck" \
+	    -p "$WPID" -o "$d/i.gck" 2>>"$d/err" || ok=FAIL; }
+	wait_gone "$WPID" 60
+	if [ $ok = ok ]; then
+		fb=$(stat -c %s "$d/f.gck")
+		ib=$(stat -c %s "$d/i.gck")
+		t0=$(now)
+		TMPDIR=$d/tmp "$GPURESTORE" --parent="$d/a.gck" "$d/i.gck" \
+		    >/dev/null 2>>"$d/err" || ok=FAIL
+		t1=$(now)
+		tr=$(elapsed "$t0" "$t1")
+		if [ $ok = ok ] && ! verify; then
+			note "incremental: the restored workload did not verify"
+			ok=FAIL
+		fi
+	fi
+	stop_work
+	[ $ok = ok ] || { broke=1; note "incremental failed: $(tail -n 3 "$d/err")"; }
+	echo "incremental - $rep $ok $fb $ib $tr" >>"$RAW"
+	rm -rf "$d"
+}
+
+# inc_report: the incremental image against the full one.
+inc_report()
+{
+	local fb ib r
+
+	grep -q '^incremental .* ok ' "$RAW" || return 0
+	fb=$(awk '$1 == "incremental" && $4 == "ok" { print $5; exit }' "$RAW")
+	ib=$(awk '$1 == "incremental" && $4 == "ok" { print $6; exit }' "$RAW")
+	r=$(awk -v a="$ib" -v b="$fb" 'BEGIN { printf "%.4f", a / b }')
+	say ""
+	say "== an image with --parent after 5% of the memory was rewritten =="
+	say "$(verdict "$(cmp_le "$r" 0.08)")  incremental $ib B / full $fb B: $r (goal: at most 0.08)"
+	say "      its restore, given the parent: $(awk '$1 == "incremental" && $4 == "ok" { print $7; exit }' "$RAW") s"
+}
+
 # --- the report --------------------------------------------------------
 
 # report: the tables, from $RAW.
@@ -1232,12 +1301,16 @@ for x in $EXTRAS; do
 			restore_file "$rep"
 		done
 		;;
+	incremental)
+		incremental 1
+		;;
 	esac
 done
 
 report
 targets
 rf_report
+inc_report
 say ""
 say "raw runs (workload variant rep status downtime_s total_s wire_B rss_ckpt_kB rss_restore_kB staging_B; baseline: rss kB of criu dump tar zstd zstd-d tar criu-restore):"
 while IFS= read -r line; do
