@@ -451,14 +451,25 @@ save("chunk-too-large.gck", zc(out.getvalue()))
 
 # cut inside the chunk's frame
 save("cut-in-frame.gck", src[:at + zs // 2])
+
+# a byte of the chunk's data changed, its frame made again whole (size
+# in its header): the digest, checked by a worker, no longer matches
+raw = subprocess.run(["zstd", "-dc"], input=frame, capture_output=True,
+                     check=True).stdout
+i = len(raw) - 4096
+raw = raw[:i] + bytes([raw[i] ^ 0xff]) + raw[i + 1:]
+z = subprocess.run(["zstd", "-q", "-c", "--stream-size=%d" % len(raw)],
+                   input=raw, capture_output=True, check=True).stdout
+save("digest-mismatch.gck", src[:at] + z + src[at + zs:])
+print(chunk["name"])
 EOF
 }
 
 test_expect_success 'format 2: frames that lie, a bomb, a chunk too large, a cut' '
 	mkdir v2 &&
-	v2_evil &&
+	v2_evil >v2.chunk &&
 	for f in frame-says-less frame-says-more bomb-in-chunk \
-	    chunk-too-large cut-in-frame; do
+	    chunk-too-large cut-in-frame digest-mismatch; do
 		rm -f out err &&
 		test_status 1 "$GCKRESTORE" v2/$f.gck >out 2>err &&
 		test_must_be_empty out &&
@@ -473,6 +484,9 @@ test_expect_success 'format 2: frames that lie, a bomb, a chunk too large, a cut
 	test_grep "is a chunk of 2097152 bytes, more than 1048576" \
 	    v2/chunk-too-large.err &&
 	test_grep "image truncated" v2/cut-in-frame.err &&
+	part=$(sed -n "s/.*\.part0*\([0-9][0-9]*\)\$/\1/p" v2.chunk) &&
+	test_grep "corrupt image: checksum mismatch in .pages-1.img. part $part " \
+	    v2/digest-mismatch.err &&
 	test_grep "^gpurestore: " v2/bomb-in-chunk.err &&
 	! proc_running $WPID
 '

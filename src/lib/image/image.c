@@ -86,6 +86,8 @@ struct gck_reader {
 	uint64_t		 entry_end;	/* tar offset after last entry */
 	uint64_t		 data_start;	/* tar offset of entry data */
 	int			 dk;		/* digest kind, 0 till known */
+	int			 epre;		/* a worker digested the entry */
+	struct gck_digest	 epred;		/* what it found */
 	struct gck_dstate	*ds;		/* digest of the entry */
 	char			 cur[GCK_NAME_MAX + 1];	/* current file */
 	char			 ename[GCK_NAME_MAX + 32];	/* its entry */
@@ -128,6 +130,7 @@ static int	r_trailer(struct gck_reader *, const char *, size_t);
 static int	r_finish(struct gck_reader *);
 static void	r_where(const struct gck_reader *, char *, size_t);
 static int	r_layout(struct gck_reader *, struct archive_entry *);
+static void	r_predigest(struct gck_reader *);
 static int	r_sparse_map(struct gck_reader *, uint64_t, uint64_t);
 static int	r_padding(struct gck_reader *, uint64_t);
 static int	r_unverifiable(struct gck_reader *);
@@ -655,6 +658,63 @@ r_read_cb(struct archive *a, void *arg, const void **bufp)
 	return n;
 }
 
+/*
+ * Run by a decompressing worker on a frame of format 2, which holds one
+ * tar entry: where its data starts, and its SHA-256 as gpuckpt-image(5)
+ * defines it (with holes, the regions stored and the size after the
+ * bytes stored), so that the reader's thread need not digest it.  The
+ * reader still parses the entry itself and uses this only where it
+ * finds the same entry at the same place.
+ */
+static void
+frame_examine(const char *buf, size_t len, struct gck_zres *res)
+{
+	struct archive		*a;
+	struct archive_entry	*e;
+	struct gck_dstate	*ds = NULL;
+	const char		*xn;
+	const void		*xv, *p;
+	size_t			 xl, l;
+	la_int64_t		 off, so, sl;
+	int			 sha = 0, ret;
+
+	res->ok = 0;
+	if ((a = archive_read_new()) == NULL)
+		return;
+	if (archive_read_support_format_tar(a) != ARCHIVE_OK ||
+	    archive_read_open_memory(a, buf, len) != ARCHIVE_OK ||
+	    archive_read_next_header(a, &e) != ARCHIVE_OK ||
+	    (ds = gck_dstate_new()) == NULL ||
+	    gck_dstate_reset(ds, GCK_DK_SHA256) == -1)
+		goto out;
+	archive_entry_xattr_reset(e);
+	while (archive_entry_xattr_next(e, &xn, &xv, &xl) == ARCHIVE_OK)
+		if (strcmp(xn, XATTR_PREFIX "sha256") == 0)
+			sha = 1;
+	if (!sha || archive_entry_size(e) < 0)
+		goto out;
+	res->data_off = (uint64_t)archive_filter_bytes(a, 0);
+	res->size = (uint64_t)archive_entry_size(e);
+	while ((ret = archive_read_data_block(a, &p, &l, &off)) == ARCHIVE_OK)
+		gck_dstate_update(ds, p, l);
+	if (ret != ARCHIVE_EOF)
+		goto out;
+	if (archive_entry_sparse_count(e) > 0) {
+		archive_entry_sparse_reset(e);
+		while (archive_entry_sparse_next(e, &so, &sl) == ARCHIVE_OK)
+			if (sl > 0) {
+				gck_dstate_u64(ds, (uint64_t)so);
+				gck_dstate_u64(ds, (uint64_t)sl);
+			}
+		gck_dstate_u64(ds, res->size);
+	}
+	gck_dstate_final(ds, &res->d);
+	res->ok = 1;
+out:
+	gck_dstate_free(ds);
+	archive_read_free(a);
+}
+
 int
 gck_reader_new(struct gck_ctx *ctx, int fd, struct gck_reader **rp)
 {
@@ -679,6 +739,7 @@ gck_reader_new(struct gck_ctx *ctx, int fd, struct gck_reader **rp)
 	}
 	if ((ret = gck_zin_new(ctx, fd, &r->z)) != GCK_OK)
 		goto out;
+	gck_zin_set_examine(r->z, frame_examine);
 	if ((r->a = archive_read_new()) == NULL) {
 		ret = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
@@ -1667,9 +1728,28 @@ r_entry_part(struct gck_reader *r, struct archive_entry *e, const char *name)
 	r->indata = 1;
 	r->bleft = 0;
 	r->beof = 0;
+	r_predigest(r);
 	if (gck_dstate_reset(r->ds, r->dk) == -1)
 		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
 	return GCK_OK;
+}
+
+/*
+ * Whether a worker has digested the entry just read, in the frame that
+ * starts with its header: then its data need not be digested again.
+ */
+static void
+r_predigest(struct gck_reader *r)
+{
+	struct gck_zres	zr;
+
+	r->epre = 0;
+	if (r->eref || r->dk != GCK_DK_SHA256 ||
+	    gck_zin_result(r->z, r->ehdr, &zr) == -1 || !zr.ok ||
+	    zr.data_off != r->data_start - r->ehdr || zr.size != r->esize)
+		return;
+	r->epre = 1;
+	r->epred = zr.d;
 }
 
 /*
@@ -1765,7 +1845,7 @@ r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
 		if (n > max)
 			n = max;
 		*holep = 1;
-		for (i = 0; !r->esparse && i < n; i += z) {
+		for (i = 0; !r->esparse && !r->epre && i < n; i += z) {
 			z = n - i < sizeof zeros ? (size_t)(n - i) :
 			    sizeof zeros;
 			gck_dstate_update(r->ds, zeros, z);
@@ -1773,7 +1853,8 @@ r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
 	} else if (!r->beof) {
 		n = r->bleft < max ? r->bleft : max;
 		*pp = r->bp;
-		gck_dstate_update(r->ds, r->bp, (size_t)n);
+		if (!r->epre)
+			gck_dstate_update(r->ds, r->bp, (size_t)n);
 		r->bp += n;
 		r->bleft -= (size_t)n;
 		r->boff += n;
@@ -1799,7 +1880,10 @@ r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
 		    PRIu64 ")", where, gck_zin_total(r->z));
 		return -1;
 	}
-	gck_dstate_final(r->ds, &fin);
+	if (r->epre)
+		fin = r->epred;		/* the worker's */
+	else
+		gck_dstate_final(r->ds, &fin);
 	if (!gck_digest_equal(&fin, &r->edigest)) {
 		gck_entry_display(r->ename, d, sizeof d);
 		gck_set_error(r->ctx, GCK_ECORRUPT,

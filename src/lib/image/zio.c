@@ -45,6 +45,7 @@ struct zslot {
 	int		 state;		/* S_* */
 	size_t		 err;		/* zstd's error, or 0 */
 	int		 lies;		/* decoded size is not the header's */
+	struct gck_zres	 res;		/* what examine found */
 	uint64_t	 at;		/* where the frame starts in the input */
 };
 #define S_FREE		0
@@ -66,6 +67,7 @@ struct zpool {
 	uint64_t	 head, tail;	/* oldest in use, next to fill */
 	void		(*fn)(struct zpool *, struct zslot *, void *);
 	int		 level;
+	gck_zexamine	*examine;	/* run on what is decompressed */
 };
 
 struct gck_zout {
@@ -115,6 +117,12 @@ struct gck_zin {
 	int		 streaming;	/* inside a frame decoded as a stream */
 	int		 threads;
 	int		 ahead;		/* read frames ahead */
+	gck_zexamine	*examine;
+	struct {
+		uint64_t	 start;	/* where the frame is in the output */
+		struct gck_zres	 res;
+	}		 recent[8];	/* the frames handed out last */
+	unsigned	 nrecent;
 	struct zpool	*pool;
 	uint64_t	 inflight;	/* decoded bytes of frames in the ring */
 	uint64_t	 frames;	/* frames begun */
@@ -215,7 +223,7 @@ pool_free(struct zpool *p)
 /* Starts n workers running fn.  Returns the pool, or NULL. */
 static struct zpool *
 pool_new(int n, void (*fn)(struct zpool *, struct zslot *, void *),
-    int level)
+    int level, gck_zexamine *examine)
 {
 	struct zpool	*p;
 
@@ -230,6 +238,7 @@ pool_new(int n, void (*fn)(struct zpool *, struct zslot *, void *),
 	pthread_cond_init(&p->done, NULL);
 	p->fn = fn;
 	p->level = level;
+	p->examine = examine;
 	for (p->nth = 0; p->nth < n; p->nth++)
 		if (pthread_create(&p->th[p->nth], NULL, pool_main, p) != 0)
 			break;
@@ -376,7 +385,7 @@ gck_zout_new(struct gck_ctx *ctx, int fd, int level, int threads,
 		threads = gck_zio_cpus();
 	if (level > 0 && threads > 1 && !z->stream)
 		z->pool = pool_new(threads > 64 ? 64 : threads, compress_slot,
-		    level);
+		    level, NULL);
 	if (level > 0 && z->pool == NULL) {
 		if ((z->cctx = ZSTD_createCCtx()) == NULL) {
 			r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
@@ -723,6 +732,34 @@ void
 gck_zin_set_ahead(struct gck_zin *z, int on)
 {
 	z->ahead = on;
+}
+
+/*
+ * A function the decompressing workers run on each frame they
+ * decompress whole, to examine it while this thread goes on.
+ */
+void
+gck_zin_set_examine(struct gck_zin *z, gck_zexamine *fn)
+{
+	z->examine = fn;
+}
+
+/*
+ * What the workers found in the frame that starts at offset start of
+ * the output, one of the last few handed out.  Returns 0, or -1 if
+ * there is no such frame at hand.
+ */
+int
+gck_zin_result(const struct gck_zin *z, uint64_t start, struct gck_zres *rp)
+{
+	unsigned	i;
+
+	for (i = 0; i < 8 && i < z->nrecent; i++)
+		if (z->recent[(z->nrecent - 1 - i) % 8].start == start) {
+			*rp = z->recent[(z->nrecent - 1 - i) % 8].res;
+			return 0;
+		}
+	return -1;
 }
 
 /* How many threads decompress (0: as many as there are CPUs). */
@@ -1235,7 +1272,6 @@ decompress_slot(struct zpool *p, struct zslot *s, void *arg)
 	ZSTD_DCtx	**dp = arg;
 	size_t		  e;
 
-	(void)p;
 	if (s == NULL) {
 		ZSTD_freeDCtx(*dp);
 		return;
@@ -1263,6 +1299,9 @@ decompress_slot(struct zpool *p, struct zslot *s, void *arg)
 		s->err = e;
 	else if (e != s->dlen)
 		s->lies = 1;
+	memset(&s->res, 0, sizeof s->res);
+	if (s->err == 0 && !s->lies && p->examine != NULL)
+		p->examine(s->dst, s->dlen, &s->res);
 }
 
 /* Hands out n bytes at p as the next of the tar stream. */
@@ -1399,8 +1438,8 @@ zin_detect(struct gck_zin *z)
 		return -1;
 	}
 	n = z->threads > 0 ? z->threads : gck_zio_cpus();
-	if ((z->pool = pool_new(n > 64 ? 64 : n, decompress_slot, 0)) ==
-	    NULL) {
+	if ((z->pool = pool_new(n > 64 ? 64 : n, decompress_slot, 0,
+	    z->examine)) == NULL) {
 		gck_set_error(z->ctx, GCK_ENOMEM, "cannot start threads");
 		return -1;
 	}
@@ -1469,6 +1508,9 @@ gck_zin_next(struct gck_zin *z, const void **pp, size_t max)
 		return -1;
 	}
 	z->pleft = s->dlen;
+	z->recent[z->nrecent % 8].start = z->total;
+	z->recent[z->nrecent % 8].res = s->res;
+	z->nrecent++;
 	if (s->dlen == 0)
 		return gck_zin_next(z, pp, max);
 	return zin_give(z, s->dst, s->dlen, max, pp);

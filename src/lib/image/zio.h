@@ -1,8 +1,21 @@
 #ifndef GCK_IMAGE_ZIO_H
 #define GCK_IMAGE_ZIO_H
 
+#include "image/digest.h"
+
 struct gck_ctx;
 struct gck_zin;
+
+/*
+ * What a decompressing worker found in a frame that holds one tar entry:
+ * where its data starts in the frame, its size and its digest.
+ */
+struct gck_zres {
+	int		 ok;
+	uint64_t	 data_off, size;
+	struct gck_digest d;
+};
+typedef void	 gck_zexamine(const char *, size_t, struct gck_zres *);
 struct gck_zout;
 
 /* zio.c: the compression layer under the tar layer */
@@ -24,6 +37,8 @@ void	gck_zout_free(struct gck_zout *);
 int	gck_zin_new(struct gck_ctx *, int, struct gck_zin **);
 void	gck_zin_set_threads(struct gck_zin *, int);
 void	gck_zin_set_ahead(struct gck_zin *, int);
+void	gck_zin_set_examine(struct gck_zin *, gck_zexamine *);
+int	gck_zin_result(const struct gck_zin *, uint64_t, struct gck_zres *);
 ssize_t	gck_zin_next(struct gck_zin *, const void **, size_t);
 ssize_t	gck_zin_read(struct gck_zin *, void *, size_t);
 uint64_t gck_zin_frames(const struct gck_zin *);
