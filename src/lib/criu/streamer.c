@@ -232,6 +232,13 @@ capture_add(struct gck_capture *c, const char *name, int fd)
 			return gck_set_error(c->ctx, GCK_ENOMEM,
 			    "out of memory");
 		XXH3_64bits_reset(f->xs);
+		/*
+		 * criu splices the pages into this pipe: in the default 64
+		 * KiB it waits on us every 16 pages, and dumped 512 MiB in
+		 * about 1.5 times the time it takes with 1 MiB (more
+		 * measured no better).
+		 */
+		fcntl(fd, F_SETPIPE_SZ, GCK_SPIPE);
 	}
 	c->last_pagemap = pagemap_pid(name, &pid) ? pid : 0;
 	gck_log(c->ctx, 2, "criu writes %s%s", name, f->pages ?
