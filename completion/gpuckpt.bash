@@ -27,19 +27,20 @@ _gck_opts()
 {
 	case $1 in
 	gpuckpt)
-		long='--compress --ext-unix-sk --file-locks --help --kill
+		long='--compress --ext-unix-sk --file-locks --format --help --kill
 		    --leave-running --lock-timeout --output --pid --stop
-		    --suspend --tcp-established --verbose --version'
-		longarg='--compress --lock-timeout --output --pid'
+		    --suspend --tcp-established --threads --verbose --version'
+		longarg='--compress --format --lock-timeout --output --pid
+		    --threads'
 		short='c=--compress h=--help k=--kill o=--output p=--pid
 		    R=--leave-running s=--stop V=--version v=--verbose'
 		operand=none
 		maxop='0 0'
 		;;
 	gpurestore)
-		long='--gpu-map --help --pid --pidfile --pidns --resume --verbose
-		    --version --wait'
-		longarg='--gpu-map --pid --pidfile'
+		long='--gpu-map --help --pid --pidfile --pidns --resume --threads
+		    --verbose --version --wait'
+		longarg='--gpu-map --pid --pidfile --threads'
 		short='h=--help p=--pid P=--pidfile V=--version v=--verbose'
 		operand=file
 		maxop='1 1'
@@ -294,6 +295,9 @@ _gck_arg()
 	gpuinspect--extract)
 		_gck_files "$3" "$4" -d
 		;;
+	gpuckpt--format)
+		_gck_reply "$3" "$4" 1 2
+		;;
 	*--output|*--pidfile|gpusend--identity)
 		_gck_files "$3" "$4"
 		;;
@@ -305,7 +309,7 @@ _gck_arg()
 		;;
 	esac
 	# --lock-timeout, --timeout (seconds), --gpu-map (src=dst,...),
-	# --parallel, --port, --remote-path and gpurecv's: nothing.
+	# --parallel, --port, --remote-path, --threads and gpurecv's: nothing.
 }
 
 # _gck_sshopt PREFIX CUR: offers the NAME=VALUE arguments of gpusend -o:

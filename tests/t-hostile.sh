@@ -164,13 +164,13 @@ EOF
 # memory is split into parts, with holes (a private mapping of a file:
 # the zero pages of anonymous memory are left out): one written
 # compressed, one not (--leave-running lets the second dump see the tree
-# still there).
+# still there), in format 1, which every reader still reads.
 test_expect_success 'make the images the hostile streams are made from' '
 	start_workload parts -F -m 17 -z 99 &&
 	started=$WPID &&
-	test_status 0 "$GCKPT" --leave-running -c none -p $WPID \
-	    -o parts.tar &&
-	test_status 0 "$GCKPT" -p $WPID -o parts.gck &&
+	test_status 0 "$GCKPT" --format=1 --leave-running -c none \
+	    -p $WPID -o parts.tar &&
+	test_status 0 "$GCKPT" --format=1 -p $WPID -o parts.gck &&
 	started= &&
 	wait_gone $WPID &&
 	wait_gone $WCHILD &&
@@ -306,7 +306,7 @@ EOF
 test_expect_success 'make an image of a small workload' '
 	start_workload src -m 8 &&
 	started=$WPID &&
-	test_status 0 "$GCKPT" -p $WPID -o good.gck &&
+	test_status 0 "$GCKPT" --format=1 -p $WPID -o good.gck &&
 	wait_gone $WPID &&
 	wait_gone $WCHILD &&
 	zstd -dc good.gck >good.tar &&

@@ -34,12 +34,29 @@ restored_ok() {
 # metadata, manifest and trailer.
 check_image() {
 	python3 - "$@" <<'EOF'
-import json, re, sys, tarfile
+import hashlib, json, re, struct, sys, tarfile
 
 path, pid, after = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 shell_job = len(sys.argv) > 4 and sys.argv[4] == "shell-job"
 PART = 16 * 1024 * 1024
+CHUNK = 1024 * 1024
 bad = []
+
+# An entry's SHA-256, as gpuckpt-image(5) says: of its bytes; with holes,
+# of the bytes stored, then each region's offset and length and the
+# whole size, each as a 64-bit little-endian number.
+def digest(t, m):
+    data = t.extractfile(m).read()
+    if not m.sparse:
+        return hashlib.sha256(data).hexdigest()
+    h = hashlib.sha256()
+    regs = [(o, n) for o, n in m.sparse if n > 0]
+    for o, n in regs:
+        h.update(data[o:o + n])
+    for o, n in regs:
+        h.update(struct.pack("<QQ", o, n))
+    h.update(struct.pack("<Q", m.size))
+    return h.hexdigest()
 
 def check(cond, what):
     if not cond:
@@ -49,6 +66,7 @@ with tarfile.open(path, "r:") as t:
     members = t.getmembers()
     data = {m.name: t.extractfile(m).read()
             for m in members if m.name in ("gpuckpt.json", "gpuckpt.sums")}
+    sha = {m.name: digest(t, m) for m in members}
 names = [m.name for m in members]
 check(len(names) >= 4, "too few entries: %r" % names)
 check(names[0] == "gpuckpt.json", "first entry %r" % names[0])
@@ -60,8 +78,9 @@ for m in members:
     check(m.mode == 0o600, "%s: mode %o" % (m.name, m.mode))
     check(m.uid == 0 and m.gid == 0, "%s: uid/gid" % m.name)
     check(m.uname == "root" and m.gname == "root", "%s: uname/gname" % m.name)
-    d = m.pax_headers.get("SCHILY.xattr.gpuckpt.xxh3", "")
-    check(re.fullmatch(r"[0-9a-f]{16}", d), "%s: xxh3 record %r" % (m.name, d))
+    d = m.pax_headers.get("SCHILY.xattr.gpuckpt.sha256", "")
+    check(d == sha[m.name], "%s: sha256 record %r, content %s" %
+          (m.name, d, sha[m.name]))
 
 crius = names[1:-1]
 check(all(n.startswith("criu/") for n in crius), "entry outside criu/")
@@ -75,14 +94,17 @@ check(len(pagemaps) > 0, "no pagemap-*.img")
 check(len(pages) > 0, "no pages-*.img")
 sizes = {}
 for m in members[1:-1]:
-    check(m.size <= PART, "%s: %d bytes > part size" % (m.name, m.size))
+    lim = CHUNK if m.name.startswith("criu/pages-") else PART
+    check(m.size <= lim, "%s: %d bytes > %d" % (m.name, m.size, lim))
     r = re.fullmatch(r"criu/(.*)\.part([0-9]{5})", m.name)
     if r:
         sizes.setdefault(r.group(1), []).append((int(r.group(2)), m.size))
 for b, parts in sizes.items():
     check([p[0] for p in parts] == list(range(len(parts))),
           "%s: parts not numbered 0..n" % b)
-    check(sum(p[1] for p in parts) > PART, "%s: split but small" % b)
+    # (a task's pages are cut where its address space crosses a chunk)
+    check(b.startswith("pages-") or sum(p[1] for p in parts) > PART,
+          "%s: split but small" % b)
     check(b not in base or base.count(b) == len(parts),
           "%s: both whole and split" % b)
 for b in set(base):
@@ -105,7 +127,10 @@ wrote = [f["name"] for f in man.get("files", [])]
 check([b for b in dict.fromkeys(base) if b.startswith("pages-")] ==
       [n for n in wrote if n.startswith("pages-")],
       "pages files not in the order criu wrote them")
-check(man.get("format") == 1, "manifest format %r" % man.get("format"))
+check(man.get("format") == 2, "manifest format %r" % man.get("format"))
+check(man.get("chunk_size") == CHUNK, "chunk_size %r" % man.get("chunk_size"))
+check(re.fullmatch(r"[0-9a-f]{32}", str(man.get("id"))), "id %r" %
+      man.get("id"))
 check(man.get("tool") == "gpuckpt 0.1.0", "manifest tool %r" % man.get("tool"))
 check(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z",
                    str(man.get("created"))), "created %r" % man.get("created"))
@@ -139,14 +164,20 @@ if pid in procs:
     check(len(kids) == 1, "root has %d children" % len(kids))
 
 sums = json.loads(data["gpuckpt.sums"])
-check(sums.get("format") == 1, "trailer format %r" % sums.get("format"))
+check(sums.get("format") == 2, "trailer format %r" % sums.get("format"))
 ents = sums.get("entries", [])
 check([e.get("name") for e in ents] == names[:-1], "trailer names differ")
 check([e.get("size") for e in ents] == [m.size for m in members[:-1]],
       "trailer sizes differ")
-check([e.get("xxh3") for e in ents] ==
-      [m.pax_headers.get("SCHILY.xattr.gpuckpt.xxh3") for m in members[:-1]],
-      "trailer digests differ from the pax records")
+check([e.get("sha256") for e in ents] == [sha[m.name] for m in members[:-1]],
+      "trailer digests differ from the entries'")
+# each entry a frame of its own, back to back from the start
+at = 0
+for e in ents:
+    check(e.get("at") == at and e.get("zsize", 0) > 0,
+          "%s: at %r zsize %r, expected at %d" % (e.get("name"), e.get("at"),
+          e.get("zsize"), at))
+    at = e.get("at", 0) + e.get("zsize", 0)
 check(sums.get("count") == len(names) - 1,
       "trailer count %r" % sums.get("count"))
 check(sums.get("bytes") == sum(m.size for m in members[:-1]),
@@ -202,12 +233,14 @@ test_expect_success 'gpuckpt -o FILE' '
 	wait_gone $WCHILD
 '
 
-test_expect_success 'the image is one zstd frame with a checksum' '
+test_expect_success 'the image is a zstd frame for each entry, with checksums' '
 	od -An -tx1 -N4 out/img.gck | tr -d " " >magic &&
 	echo 28b52ffd >expect &&
 	test_cmp expect magic &&
 	zstd -lv out/img.gck >zstd.out 2>&1 &&
-	grep "Zstandard Frames: *1\$" zstd.out &&
+	frames=$(sed -n "s/^# Zstandard Frames: *//p" zstd.out) &&
+	entries=$(zstd -dc out/img.gck | tar tf - | wc -l) &&
+	test "$frames" -eq "$entries" &&
 	grep "Check: *XXH64" zstd.out
 '
 
@@ -231,7 +264,7 @@ test_expect_success 'gpuinspect describes the image' '
 	python3 -c "
 import json, sys
 m = json.load(open(\"inspect.out\"))
-sys.exit(not (m[\"image\"][\"format\"] == 1 and m[\"root_pid\"] == $WPID))
+sys.exit(not (m[\"image\"][\"format\"] == 2 and m[\"root_pid\"] == $WPID))
 "
 '
 

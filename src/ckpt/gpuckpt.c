@@ -21,6 +21,7 @@ static const struct option longopts[] = {
 	{ "compress",		required_argument,	NULL,	'c' },
 	{ "ext-unix-sk",	no_argument,		NULL,	'E' },
 	{ "file-locks",		no_argument,		NULL,	'F' },
+	{ "format",		required_argument,	NULL,	'f' },
 	{ "help",		no_argument,		NULL,	'h' },
 	{ "kill",		no_argument,		NULL,	'k' },
 	{ "lock-timeout",	required_argument,	NULL,	'L' },
@@ -30,6 +31,7 @@ static const struct option longopts[] = {
 	{ "stop",		no_argument,		NULL,	's' },
 	{ "suspend",		no_argument,		NULL,	'S' },
 	{ "tcp-established",	no_argument,		NULL,	'T' },
+	{ "threads",		required_argument,	NULL,	'j' },
 	{ "version",		no_argument,		NULL,	'V' },
 	{ "verbose",		no_argument,		NULL,	'v' },
 	{ NULL,			0,			NULL,	0 }
@@ -41,8 +43,9 @@ usage(int status)
 	fprintf(status ? stderr : stdout,
 	    "usage: %s [-hkRsVv] [-c zstd[:LEVEL]|none] [--ext-unix-sk] "
 	    "[--file-locks]\n"
-	    "               [--lock-timeout seconds] [-o file] "
-	    "[--tcp-established] -p pid\n"
+	    "               [--format 1|2] [--lock-timeout seconds] "
+	    "[-o file]\n"
+	    "               [--tcp-established] [--threads n] -p pid\n"
 	    "       %s --suspend [-v] [--lock-timeout seconds] -p pid\n",
 	    getprogname(), getprogname());
 	exit(status);
@@ -119,8 +122,18 @@ main(int argc, char *argv[])
 			o.criu_opts |= GCK_CRIU_FILE_LOCKS;
 			image_opts++;
 			break;
+		case 'f':
+			o.format = (int)tool_number(optarg, 1,
+			    GCK_FORMAT_VERSION, "image format");
+			image_opts++;
+			break;
 		case 'h':
 			usage(0);
+		case 'j':
+			o.threads = (int)tool_number(optarg, 1, 256,
+			    "thread count");
+			image_opts++;
+			break;
 		case 'k':
 		case 'R':
 		case 's':
@@ -167,8 +180,8 @@ main(int argc, char *argv[])
 	if (argc != 0 || o.pid == 0)
 		usage(2);
 	if (suspend && image_opts) {
-		warnx("--suspend makes no image: it takes no -c, -k, -o, -R or "
-		    "-s, nor criu options");
+		warnx("--suspend makes no image: it takes no -c, --format, -k, "
+		    "-o, -R, -s or --threads, nor criu options");
 		usage(2);
 	}
 	if (suspend) {

@@ -207,6 +207,8 @@ print_show(const char *name, json_t *d)
 		    "check the rest with gpuinspect --verify\n");
 	printf("created     %s by %s, format %lld\n", str(d, "created"),
 	    str(d, "tool"), (long long)num(img, "format"));
+	if (json_is_string(json_object_get(img, "id")))
+		printf("id          %s\n", str(img, "id"));
 	printf("source      %s: Linux %s %s\n", str(h, "hostname"),
 	    str(h, "kernel"), str(h, "arch"));
 	printf("versions    criu %s", str(d, "criu_version"));
@@ -221,8 +223,12 @@ print_show(const char *name, json_t *d)
 		printf("options     zstd level %lld", (long long)num(o, "level"));
 	else
 		printf("options     %s", str(o, "compress"));
-	printf(", after the checkpoint: %s, part size %s\n", str(o, "after"),
+	printf(", after the checkpoint: %s, part size %s", str(o, "after"),
 	    size_str(json_object_get(img, "part_size"), b[0], sizeof b[0]));
+	if (json_is_integer(json_object_get(img, "chunk_size")))
+		printf(", chunks %s", size_str(json_object_get(img,
+		    "chunk_size"), b[0], sizeof b[0]));
+	printf("\n");
 	if (json_array_size(json_object_get(d, "criu_options")) > 0) {
 		printf("criu       ");
 		json_array_foreach(json_object_get(d, "criu_options"), i, p)

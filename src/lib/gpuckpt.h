@@ -14,7 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GCK_FORMAT_VERSION	1		/* image format written */
+#define GCK_FORMAT_VERSION	2		/* image format written */
+#define GCK_CHUNK_SIZE		(1u << 20)	/* memory chunk, format 2 */
 #define GCK_PART_SIZE		(16u << 20)	/* default part size */
 #define GCK_ZSTD_LEVEL		3		/* default zstd level */
 #define GCK_PART_MAX		(64u << 20)	/* largest part a reader takes */
@@ -83,6 +84,8 @@ struct gck_ckpt_opts {
 	const char	*tmpdir;	/* staging area, NULL for $TMPDIR */
 	unsigned int	 lock_ms;	/* GPU lock timeout, 0 for none */
 	unsigned int	 criu_opts;	/* GCK_CRIU_* */
+	int		 format;	/* image format, 0 for the newest */
+	int		 threads;	/* compressing, 0 for one per CPU */
 };
 
 /* Where a tree is restored: gck_restore_opts.pidns. */
@@ -100,6 +103,7 @@ struct gck_restore_opts {
 	int		 pid_wait_ms;	/* how long to wait for busy PIDs */
 	const char	*gpu_map;	/* "SRC=DST,...", or NULL */
 	enum gck_pidns	 pidns;
+	int		 threads;	/* decompressing, 0 for one per CPU */
 	struct gck_waiter **waiter;	/* non-NULL: the tree stays ours,
 					   for gck_wait() */
 };

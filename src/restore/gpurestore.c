@@ -27,6 +27,7 @@ static const struct option longopts[] = {
 	{ "pidfile",	required_argument,	NULL,	'P' },
 	{ "pidns",	no_argument,		NULL,	'N' },
 	{ "resume",	no_argument,		NULL,	'U' },
+	{ "threads",	required_argument,	NULL,	'j' },
 	{ "version",	no_argument,		NULL,	'V' },
 	{ "verbose",	no_argument,		NULL,	'v' },
 	{ "wait",	no_argument,		NULL,	'W' },
@@ -38,8 +39,8 @@ usage(int status)
 {
 	fprintf(status ? stderr : stdout,
 	    "usage: %s [-hVv] [--gpu-map src=dst[,...]] [--pidfile file] "
-	    "[--pidns] [--wait]\n"
-	    "                  [file | -]\n"
+	    "[--pidns]\n"
+	    "                  [--threads n] [--wait] [file | -]\n"
 	    "       %s --resume [-v] [--gpu-map src=dst[,...]] -p pid\n",
 	    getprogname(), getprogname());
 	exit(status);
@@ -112,6 +113,10 @@ main(int argc, char *argv[])
 			break;
 		case 'h':
 			usage(0);
+		case 'j':
+			o.threads = (int)tool_number(optarg, 1, 256,
+			    "thread count");
+			break;
 		case 'p':
 			pid = tool_pid(optarg);
 			break;
@@ -140,9 +145,9 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (resume) {
 		if (argc != 0 || pid == 0 || pidfile != NULL || wait ||
-		    o.pidns != GCK_PIDNS_AUTO) {
+		    o.pidns != GCK_PIDNS_AUTO || o.threads != 0) {
 			warnx("--resume takes -p pid, no image and no "
-			    "--pidfile, --pidns or --wait");
+			    "--pidfile, --pidns, --threads or --wait");
 			usage(2);
 		}
 		tool_signals();

@@ -110,7 +110,7 @@ image(struct gck_ctx *ctx, const struct file *f, const int *in, size_t n,
 
 	if ((fd = memfd_create("image", MFD_CLOEXEC)) == -1)
 		abort();
-	if (gck_writer_new(ctx, fd, 0, 4096, &w) != GCK_OK ||
+	if (gck_writer_new2(ctx, fd, 0, 4096, 1, 0, &w) != GCK_OK ||
 	    gck_writer_add(w, "gpuckpt.json", manifest, strlen(manifest)) !=
 	    GCK_OK)
 		abort();

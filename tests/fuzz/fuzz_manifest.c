@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include "private.h"
+#include "image/image.h"
 #include "gpu/cuda.h"
 #include "gpu/gpumap.h"
 #include "image/manifest.h"
@@ -39,7 +40,7 @@ show(struct gck_ctx *ctx, const uint8_t *data, size_t size)
 
 	if ((fd = memfd_create("image", MFD_CLOEXEC)) == -1)
 		abort();
-	if (gck_writer_new(ctx, fd, 0, 0, &w) != GCK_OK ||
+	if (gck_writer_new2(ctx, fd, 0, 0, 1, 0, &w) != GCK_OK ||
 	    gck_writer_add(w, "gpuckpt.json", data, size) != GCK_OK ||
 	    gck_writer_finish(w) != GCK_OK)
 		abort();

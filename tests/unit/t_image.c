@@ -34,6 +34,7 @@
 #include <zstd.h>
 
 #include "gpuckpt.h"
+#include "image/image.h"
 #include "unit.h"
 
 #define PART		4096		/* small parts keep the tests fast */
@@ -310,7 +311,7 @@ make_image(struct gck_ctx *ctx, int level, size_t part, const char *m,
 
 	fd = unit_memfd_ok(NULL, 0);
 	assert_int_not_equal(fd, -1);
-	assert_gck(ctx, gck_writer_new(ctx, fd, level, part, &w), GCK_OK,
+	assert_gck(ctx, gck_writer_new2(ctx, fd, level, part, 1, 0, &w), GCK_OK,
 	    NULL);
 	assert_non_null(w);
 	assert_gck(ctx, gck_writer_add(w, "gpuckpt.json", m, strlen(m)),
@@ -865,8 +866,8 @@ test_part_size_too_large(void **state)
 
 	fd = unit_memfd_ok(NULL, 0);
 	assert_int_not_equal(fd, -1);
-	assert_gck(f->u.ctx, gck_writer_new(f->u.ctx, fd, 0,
-	    (size_t)GCK_PART_MAX + 1, &w), GCK_EINVAL, "part size");
+	assert_gck(f->u.ctx, gck_writer_new2(f->u.ctx, fd, 0,
+	    (size_t)GCK_PART_MAX + 1, 1, 0, &w), GCK_EINVAL, "part size");
 	assert_null(w);
 	assert_non_null(strstr(gck_error_string(f->u.ctx), "67108865"));
 	assert_int_equal(lseek(fd, 0, SEEK_END), 0);
@@ -889,7 +890,7 @@ test_bad_file_names(void **state)
 	fd = unit_memfd_ok(NULL, 0);
 	assert_int_not_equal(fd, -1);
 	dfd = unit_memfd_ok("data", 4);
-	assert_gck(f->u.ctx, gck_writer_new(f->u.ctx, fd, 0, PART, &w), GCK_OK,
+	assert_gck(f->u.ctx, gck_writer_new2(f->u.ctx, fd, 0, PART, 1, 0, &w), GCK_OK,
 	    NULL);
 	assert_gck(f->u.ctx, gck_writer_add(w, "gpuckpt.json", manifest,
 	    strlen(manifest)), GCK_OK, NULL);
@@ -1156,10 +1157,10 @@ test_newer_image(void **state)
 	struct fixture	*f = *state;
 	int		 fd;
 
-	fd = make_image(f->u.ctx, 3, PART, "{\"format\":2,\"whatever\":[]}",
+	fd = make_image(f->u.ctx, 3, PART, "{\"format\":3,\"whatever\":[]}",
 	    files, 1);
 	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, f->dirfd, NULL),
-	    GCK_EVERSION, "version 2 is newer");
+	    GCK_EVERSION, "version 3 is newer");
 	assert_int_equal(count_dir(f->dir), 0);
 	close(fd);
 }
@@ -1539,8 +1540,7 @@ test_writer_unfinished(void **state)
 		fd = unit_memfd_ok(NULL, 0);
 		assert_int_not_equal(fd, -1);
 		dfd = unit_memfd_ok(data, big.size);
-		assert_gck(f->u.ctx, gck_writer_new(f->u.ctx, fd, level, PART,
-		    &w), GCK_OK, NULL);
+		assert_gck(f->u.ctx, gck_writer_new2(f->u.ctx, fd, level, PART, 1, 0, &w), GCK_OK, NULL);
 		assert_gck(f->u.ctx, gck_writer_add(w, "gpuckpt.json", manifest,
 		    strlen(manifest)), GCK_OK, NULL);
 		assert_gck(f->u.ctx, gck_writer_add_file(w, big.name, dfd),

@@ -739,7 +739,7 @@ write_image(struct gck_ctx *ctx, const struct timg *t)
 	blobs_build(t, bs);
 	m = manifest_text(t, bs);
 	assert_int_not_equal(fd = memfd_create("t_inspect", MFD_CLOEXEC), -1);
-	if (gck_writer_new(ctx, fd, t->level, t->part, &w) != GCK_OK ||
+	if (gck_writer_new2(ctx, fd, t->level, t->part, 1, 0, &w) != GCK_OK ||
 	    gck_writer_add(w, "gpuckpt.json", m, strlen(m)) != GCK_OK)
 		fail_msg("cannot write an image: %s", gck_error_string(ctx));
 	for (i = 0; i < bs->n; i++)
@@ -1595,7 +1595,7 @@ test_show_totals_bounded(void **state)
 	int			 fd;
 
 	assert_int_not_equal(fd = memfd_create("t_inspect", MFD_CLOEXEC), -1);
-	assert_int_equal(gck_writer_new(ctx, fd, 0, 0, &w), GCK_OK);
+	assert_int_equal(gck_writer_new2(ctx, fd, 0, 0, 1, 0, &w), GCK_OK);
 	assert_int_equal(gck_writer_add(w, "gpuckpt.json", m, strlen(m)),
 	    GCK_OK);
 	assert_int_equal(gck_writer_finish(w), GCK_OK);

@@ -32,6 +32,7 @@
 #include <xxhash.h>
 
 #include "gpuckpt.h"
+#include "image/image.h"
 #include "unit.h"
 
 #define HDR	16
@@ -62,7 +63,7 @@ make_image(struct gck_ctx *ctx, size_t *lenp)
 
 	fd = unit_memfd_ok(NULL, 0);
 	assert_int_not_equal(fd, -1);
-	assert_int_equal(gck_writer_new(ctx, fd, 3, 65536, &w), GCK_OK);
+	assert_int_equal(gck_writer_new2(ctx, fd, 3, 65536, 1, 0, &w), GCK_OK);
 	assert_int_equal(gck_writer_add(w, "gpuckpt.json", manifest,
 	    strlen(manifest)), GCK_OK);
 	assert_non_null(data = malloc(n));

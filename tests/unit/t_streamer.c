@@ -334,7 +334,7 @@ make_image(struct gck_ctx *ctx)
 	fill(inv, sizeof inv, 1);
 	fill(pages, sizeof pages, 3);
 	assert_int_not_equal(fd = unit_memfd(NULL, 0), -1);
-	assert_gck_ok(ctx, gck_writer_new(ctx, fd, 0, PART, &w));
+	assert_gck_ok(ctx, gck_writer_new2(ctx, fd, 0, PART, 1, 0, &w));
 	assert_gck_ok(ctx, gck_writer_add(w, "gpuckpt.json", manifest,
 	    strlen(manifest)));
 	assert_int_not_equal(dfd = unit_memfd(inv, sizeof inv), -1);

@@ -29,6 +29,8 @@ static char	*make_data(size_t);
 static char	*slurp(int, size_t *);
 static void	 zwrite(struct gck_ctx *, int, const char *, size_t, int);
 static char	*zread_all(struct gck_zin *, size_t *, ssize_t *);
+static void	 expect_read_fails(struct unit *, const char *, size_t, int,
+		    const char *);
 
 /* len bytes that compress, but not to nothing: text, then zeros. */
 static char *
@@ -58,17 +60,31 @@ slurp(int fd, size_t *lenp)
 	return d;
 }
 
+static void	zwrite2(struct gck_ctx *, int, const char *, size_t, int,
+		    int);
+
 /* Writes len bytes of data through a gck_zout at level; rewinds fd. */
 static void
 zwrite(struct gck_ctx *ctx, int fd, const char *data, size_t len, int level)
 {
+	zwrite2(ctx, fd, data, len, level, 0);
+}
+
+/* As zwrite(), in frames of 140000 bytes when frames is set. */
+static void
+zwrite2(struct gck_ctx *ctx, int fd, const char *data, size_t len, int level,
+    int frames)
+{
 	struct gck_zout	*z;
 	size_t		 off, n;
 
-	assert_gck_ok(ctx, gck_zout_new(ctx, fd, level, &z));
+	/* format 1's one streamed frame, or format 2's many frames */
+	assert_gck_ok(ctx, gck_zout_new(ctx, fd, level, frames ? 2 : -1, &z));
 	for (off = 0; off < len; off += n) {
 		n = len - off < 7000 ? len - off : 7000;
 		assert_gck_ok(ctx, gck_zout_write(z, data + off, n));
+		if (frames && off / 7000 % 20 == 19)
+			assert_gck_ok(ctx, gck_zout_frame_end(z));
 	}
 	assert_gck_ok(ctx, gck_zout_finish(z));
 	gck_zout_free(z);
@@ -152,6 +168,77 @@ test_round_trip_zstd(void **state)
 	free(raw);
 	free(data);
 	close(fd);
+}
+
+/*
+ * Format 2's output: many frames, each giving its size, decompressed by
+ * workers and handed out in order; truncated anywhere, it says so.
+ */
+static void
+test_frames(void **state)
+{
+	struct unit	*u = *state;
+	struct gck_zin	*z;
+	char		*data, *raw, *back;
+	size_t		 len, blen;
+	ssize_t		 last;
+	int		 fd, threads;
+
+	data = make_data(DATA_LEN);
+	assert_true((fd = unit_memfd(NULL, 0)) != -1);
+	zwrite2(u->ctx, fd, data, DATA_LEN, 3, 1);
+	raw = slurp(fd, &len);
+	assert_true(ZSTD_findFrameCompressedSize(raw, len) < len);
+	assert_int_equal(ZSTD_getFrameContentSize(raw, len), 140000);
+	for (threads = 1; threads <= 3; threads++) {
+		assert_gck_ok(u->ctx, gck_zin_new(u->ctx, fd, &z));
+		gck_zin_set_threads(z, threads);
+		back = zread_all(z, &blen, &last);
+		assert_int_equal(last, 0);
+		assert_int_equal(blen, DATA_LEN);
+		assert_memory_equal(back, data, DATA_LEN);
+		assert_int_equal(gck_zin_frames(z), (DATA_LEN + 139999) /
+		    140000);
+		gck_zin_free(z);
+		free(back);
+		assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	}
+	expect_read_fails(u, raw, len - 1, GCK_ETRUNC,
+	    "image truncated: compressed stream ends early");
+	expect_read_fails(u, raw, len / 2, GCK_ETRUNC,
+	    "image truncated: compressed stream ends early");
+	free(raw);
+	free(data);
+	close(fd);
+}
+
+/* A frame whose header says less, or more, than it holds. */
+static void
+test_frame_size_lies(void **state)
+{
+	struct unit	*u = *state;
+	ZSTD_CCtx	*c;
+	char		 src[5000], raw[8192];
+	size_t		 len, at;
+
+	memset(src, 'a', sizeof src);
+	assert_non_null(c = ZSTD_createCCtx());
+	ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+	len = ZSTD_compress2(c, raw, sizeof raw, src, sizeof src);
+	assert_false(ZSTD_isError(len));
+	ZSTD_freeCCtx(c);
+	/* 5000 as a 2-byte size, 5000 - 256, after the window byte if any */
+	assert_int_equal(raw[4] & 0xc0, 0x40);
+	at = raw[4] & 0x20 ? 5 : 6;
+	raw[at] = (char)((4000 - 256) & 0xff);
+	raw[at + 1] = (char)((4000 - 256) >> 8);
+	expect_read_fails(u, raw, len, GCK_ECORRUPT, "corrupt image: a zstd "
+	    "frame does not hold the 4000 bytes its header says");
+	raw[at] = (char)((6000 - 256) & 0xff);
+	raw[at + 1] = (char)((6000 - 256) >> 8);
+	/* (zstd itself tells a frame that ends short) */
+	expect_read_fails(u, raw, len, GCK_ECORRUPT, "corrupt image: zstd: "
+	    "Data corruption detected");
 }
 
 /* A plain stream's first bytes are not taken for a zstd frame. */
@@ -381,6 +468,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_round_trip_plain,
 		    unit_setup, unit_teardown),
 		cmocka_unit_test_setup_teardown(test_round_trip_zstd,
+		    unit_setup, unit_teardown),
+		cmocka_unit_test_setup_teardown(test_frames, unit_setup,
+		    unit_teardown),
+		cmocka_unit_test_setup_teardown(test_frame_size_lies,
 		    unit_setup, unit_teardown),
 		cmocka_unit_test_setup_teardown(test_plain_short,
 		    unit_setup, unit_teardown),

@@ -26,16 +26,15 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <jansson.h>
-#include <xxhash.h>
-
 #include "private.h"
 #include "core/util.h"
+#include "image/digest.h"
 #include "image/image.h"
 #include "image/manifest.h"
 #include "image/names.h"
 #include "image/zio.h"
 
-#define XATTR_DIGEST	"gpuckpt.xxh3"
+#define XATTR_PREFIX	"gpuckpt."
 #define FILES_MAX	65536
 #define TAIL_SLACK	(1u << 16)
 #define GCK_HOLE_PAGE	4096
@@ -44,7 +43,7 @@
 struct seen {
 	char		*name;
 	uint64_t	 size;
-	uint64_t	 digest;
+	struct gck_digest digest;
 };
 
 struct gck_writer {
@@ -52,20 +51,22 @@ struct gck_writer {
 	struct archive	*a;
 	struct gck_zout	*z;
 	json_t		*entries;
+	uint64_t	*frame;		/* each entry's zstd frame (v2) */
+	size_t		 capframe;
 	uint64_t	 count, bytes, holes;
 	size_t		 part_size;
 	char		*buf;		/* gck_writer_add_file()'s, on first use */
 	time_t		 mtime;
 	int		 ioerr;
 	int		 finished, abandoned;
-	XXH3_state_t	*xs;
+	int		 format, dk;	/* version, its digest kind */
+	struct gck_dstate *ds;
 };
 
 struct gck_reader {
 	struct gck_ctx		*ctx;
 	struct archive		*a;
 	struct gck_zin		*z;
-	char			*rbuf;		/* for libarchive */
 	char			*mtext;		/* manifest JSON */
 	size_t			 mlen;
 	struct gck_manifest	*m;
@@ -80,10 +81,12 @@ struct gck_reader {
 	uint64_t		 trailer_end;	/* tar offset, padded */
 	uint64_t		 entry_end;	/* tar offset after last entry */
 	uint64_t		 data_start;	/* tar offset of entry data */
-	XXH3_state_t		*xs;		/* digest of the entry */
+	int			 dk;		/* digest kind, 0 till known */
+	struct gck_dstate	*ds;		/* digest of the entry */
 	char			 cur[GCK_NAME_MAX + 1];	/* current file */
 	char			 ename[GCK_NAME_MAX + 32];	/* its entry */
-	uint64_t		 esize, egot, edigest;
+	uint64_t		 esize, egot;
+	struct gck_digest	 edigest;
 	uint64_t		 ehdr;		/* tar offset of its header */
 	int			 nextpart;
 	int			 indata;	/* entry data to read */
@@ -104,11 +107,11 @@ static int	w_archive_error(struct gck_writer *);
 static int	r_archive_error(struct gck_reader *, int);
 static int	r_next(struct gck_reader *, struct archive_entry **);
 static int	r_check_entry(struct gck_reader *, struct archive_entry *,
-		    uint64_t, uint64_t *);
+		    uint64_t, struct gck_digest *);
 static int	r_data(struct gck_reader *, const char *, uint64_t,
-		    char *, uint64_t);
+		    char *, const struct gck_digest *);
 static int	r_record(struct gck_reader *, const char *, uint64_t,
-		    uint64_t);
+		    const struct gck_digest *);
 static int	r_trailer(struct gck_reader *, const char *, size_t);
 static int	r_finish(struct gck_reader *);
 static void	r_where(const struct gck_reader *, char *, size_t);
@@ -162,6 +165,18 @@ int
 gck_writer_new(struct gck_ctx *ctx, int fd, int level, size_t part_size,
     struct gck_writer **wp)
 {
+	return gck_writer_new2(ctx, fd, level, part_size, GCK_FORMAT_VERSION,
+	    0, wp);
+}
+
+/*
+ * As gck_writer_new(), of format version format (1 or 2), compressing
+ * on threads threads (0: one per CPU).
+ */
+int
+gck_writer_new2(struct gck_ctx *ctx, int fd, int level, size_t part_size,
+    int format, int threads, struct gck_writer **wp)
+{
 	struct gck_writer	*w = NULL;
 	int			 r;
 
@@ -174,7 +189,7 @@ gck_writer_new(struct gck_ctx *ctx, int fd, int level, size_t part_size,
 		goto out;
 	}
 	if ((w = calloc(1, sizeof *w)) == NULL ||
-	    (w->xs = XXH3_createState()) == NULL ||
+	    (w->ds = gck_dstate_new()) == NULL ||
 	    (w->entries = json_array()) == NULL) {
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
@@ -182,7 +197,15 @@ gck_writer_new(struct gck_ctx *ctx, int fd, int level, size_t part_size,
 	w->ctx = ctx;
 	w->part_size = part_size;
 	w->mtime = time(NULL);
-	if ((r = gck_zout_new(ctx, fd, level, &w->z)) != GCK_OK)
+	w->format = format;
+	w->dk = format == 1 ? GCK_DK_XXH3 : GCK_DK_SHA256;
+	/*
+	 * Version 1 is one zstd frame; version 2 a frame for each entry,
+	 * each compressed on its own, so that a reader decompresses them
+	 * on all its CPUs and finds each again by where it starts.
+	 */
+	if ((r = gck_zout_new(ctx, fd, level, format == 1 ? -1 : threads,
+	    &w->z)) != GCK_OK)
 		goto out;
 	if ((w->a = archive_write_new()) == NULL) {
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
@@ -191,8 +214,8 @@ gck_writer_new(struct gck_ctx *ctx, int fd, int level, size_t part_size,
 	if (archive_write_set_format_pax(w->a) != ARCHIVE_OK ||
 	    archive_write_set_format_option(w->a, "pax", "xattrheader",
 	    "SCHILY") != ARCHIVE_OK ||
-	    archive_write_set_bytes_per_block(w->a, GCK_TAR_RECORD) !=
-	    ARCHIVE_OK ||
+	    archive_write_set_bytes_per_block(w->a, format == 1 ?
+	    GCK_TAR_RECORD : 512) != ARCHIVE_OK ||
 	    archive_write_open2(w->a, w, NULL, w_write_cb, NULL, NULL) !=
 	    ARCHIVE_OK) {
 		r = w_archive_error(w);
@@ -221,18 +244,6 @@ zero_page(const char *p, size_t len)
 	return 1;
 }
 
-/* Feeds a little-endian 64-bit number to a digest. */
-static void
-digest_u64(XXH3_state_t *st, uint64_t v)
-{
-	unsigned char	b[8];
-	int		i;
-
-	for (i = 0; i < 8; i++)
-		b[i] = (unsigned char)(v >> (8 * i));
-	XXH3_64bits_update(st, b, sizeof b);
-}
-
 /*
  * Records, as holes of entry e, the zero pages of buf: they are neither
  * compressed nor stored, and a reader recreates them.  The digest of
@@ -242,7 +253,7 @@ digest_u64(XXH3_state_t *st, uint64_t v)
  */
 static uint64_t
 add_holes(struct archive_entry *e, const char *buf, size_t len,
-    XXH3_state_t *st, uint64_t *dp)
+    struct gck_dstate *st, int dk, struct gck_digest *dp)
 {
 	size_t		 off, start = 0, pg = GCK_HOLE_PAGE, i, n = 0, cap = 0;
 	uint64_t	 holes = 0, *reg = NULL, *nr;
@@ -255,9 +266,8 @@ add_holes(struct archive_entry *e, const char *buf, size_t len,
 			any = 1;
 			break;
 		}
-	if (!any)
+	if (!any || gck_dstate_reset(st, dk) == -1)
 		return 0;
-	XXH3_64bits_reset(st);
 	for (off = 0; off <= len; off += pg) {
 		if (off < len && !zero_page(buf + off, pg)) {
 			if (!indata)
@@ -282,20 +292,38 @@ add_holes(struct archive_entry *e, const char *buf, size_t len,
 		reg[2 * n] = start;
 		reg[2 * n + 1] = off - start;
 		n++;
-		XXH3_64bits_update(st, buf + start, off - start);
+		gck_dstate_update(st, buf + start, off - start);
 	}
 	for (i = 0; i < n; i++) {
 		archive_entry_sparse_add_entry(e, (la_int64_t)reg[2 * i],
 		    (la_int64_t)reg[2 * i + 1]);
-		digest_u64(st, reg[2 * i]);
-		digest_u64(st, reg[2 * i + 1]);
+		gck_dstate_u64(st, reg[2 * i]);
+		gck_dstate_u64(st, reg[2 * i + 1]);
 	}
 	if (n == 0 || reg[2 * (n - 1)] + reg[2 * (n - 1) + 1] < len)
 		archive_entry_sparse_add_entry(e, (la_int64_t)len, 0);
-	digest_u64(st, len);
-	*dp = XXH3_64bits_digest(st);
+	gck_dstate_u64(st, len);
+	gck_dstate_final(st, dp);
 	free(reg);
 	return holes;
+}
+
+/* Notes the frame the entry just written starts. */
+static int
+w_note_frame(struct gck_writer *w, uint64_t fr)
+{
+	uint64_t	*nf;
+	size_t		 nc;
+
+	if (w->count == w->capframe) {
+		nc = w->capframe ? w->capframe * 2 : 256;
+		if ((nf = reallocarray(w->frame, nc, sizeof *nf)) == NULL)
+			return GCK_ENOMEM;
+		w->frame = nf;
+		w->capframe = nc;
+	}
+	w->frame[w->count] = fr;
+	return GCK_OK;
 }
 
 static int
@@ -303,8 +331,9 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
     int sparse)
 {
 	struct archive_entry	*e = NULL;
-	char			 hex[17];
-	uint64_t		 d = 0, h = 0;
+	struct gck_digest	 d;
+	char			 hex[GCK_DIGEST_HEX], xname[32];
+	uint64_t		 h = 0, fr;
 	json_t			*o;
 	la_ssize_t		 n;
 	size_t			 off = 0;
@@ -322,17 +351,22 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 	archive_entry_set_size(e, (la_int64_t)len);
 	/* (holes are checked against the size: it comes first) */
 	if (sparse)
-		h = add_holes(e, buf, len, w->xs, &d);
-	if (h == 0)
-		d = XXH3_64bits(buf, len);
+		h = add_holes(e, buf, len, w->ds, w->dk, &d);
+	if (h == 0 && gck_digest_buf(w->dk, buf, len, &d) == -1) {
+		r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
 	w->holes += h;
-	gck_hex64(d, hex);
+	gck_digest_hex(&d, hex);
+	snprintf(xname, sizeof xname, XATTR_PREFIX "%s",
+	    gck_digest_name(w->dk));
+	fr = gck_zout_frames(w->z);
 	archive_entry_set_uid(e, 0);
 	archive_entry_set_gid(e, 0);
 	archive_entry_set_uname(e, "root");
 	archive_entry_set_gname(e, "root");
 	archive_entry_set_mtime(e, w->mtime, 0);
-	archive_entry_xattr_add_entry(e, XATTR_DIGEST, hex, 16);
+	archive_entry_xattr_add_entry(e, xname, hex, strlen(hex));
 	if (archive_write_header(w->a, e) != ARCHIVE_OK) {
 		r = w_archive_error(w);
 		goto out;
@@ -346,16 +380,27 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 		}
 		off += (size_t)n;
 	}
-	if (strcmp(name, GCK_ENTRY_TRAILER) != 0) {
-		o = json_pack("{s:s, s:I, s:s}", "name", name, "size",
-		    (json_int_t)len, "xxh3", hex);
-		if (o == NULL || json_array_append_new(w->entries, o) != 0) {
-			r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+	if (strcmp(name, GCK_ENTRY_TRAILER) == 0) {
+		r = GCK_OK;
+		goto out;
+	}
+	if (w->format > 1) {
+		if (archive_write_finish_entry(w->a) != ARCHIVE_OK) {
+			r = w_archive_error(w);
 			goto out;
 		}
-		w->count++;
-		w->bytes += len;
+		if ((r = gck_zout_frame_end(w->z)) != GCK_OK)
+			goto out;
 	}
+	o = json_pack("{s:s, s:I, s:s}", "name", name, "size",
+	    (json_int_t)len, gck_digest_name(w->dk), hex);
+	if (o == NULL || json_array_append_new(w->entries, o) != 0 ||
+	    w_note_frame(w, fr) != GCK_OK) {
+		r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	w->count++;
+	w->bytes += len;
 	r = GCK_OK;
 out:
 	archive_entry_free(e);
@@ -449,6 +494,32 @@ gck_writer_add_file(struct gck_writer *w, const char *name, int fd)
 }
 
 /*
+ * Once every entry is written out: where each one's frame is in the
+ * output, in the trailer, so that a reader can fetch one by itself.
+ */
+static int
+w_frames(struct gck_writer *w)
+{
+	uint64_t	at, len, i;
+	int		r;
+
+	if ((r = gck_zout_sync(w->z)) != GCK_OK)
+		return r;
+	for (i = 0; i < w->count; i++) {
+		if (gck_zout_frame(w->z, w->frame[i], &at, &len) == -1)
+			return gck_set_error(w->ctx, GCK_EFORMAT, "entry %"
+			    PRIu64 " of the image has no frame", i + 1);
+		if (json_object_set_new(json_array_get(w->entries, (size_t)i),
+		    "at", json_integer((json_int_t)at)) != 0 ||
+		    json_object_set_new(json_array_get(w->entries, (size_t)i),
+		    "zsize", json_integer((json_int_t)len)) != 0)
+			return gck_set_error(w->ctx, GCK_ENOMEM,
+			    "out of memory");
+	}
+	return GCK_OK;
+}
+
+/*
  * Adds the trailer, closes the tar stream and the compressed frame and
  * writes everything out.  Returns GCK_OK or a code.
  */
@@ -459,7 +530,9 @@ gck_writer_finish(struct gck_writer *w)
 	char	*text = NULL;
 	int	 r;
 
-	t = json_pack("{s:i, s:O, s:I, s:I}", "format", GCK_FORMAT_VERSION,
+	if (w->format > 1 && (r = w_frames(w)) != GCK_OK)
+		goto out;
+	t = json_pack("{s:i, s:O, s:I, s:I}", "format", w->format,
 	    "entries", w->entries, "count", (json_int_t)w->count, "bytes",
 	    (json_int_t)w->bytes);
 	if (t == NULL || (text = json_dumps(t, JSON_COMPACT)) == NULL) {
@@ -500,8 +573,8 @@ gck_writer_free(struct gck_writer *w)
 	}
 	gck_zout_free(w->z);
 	json_decref(w->entries);
-	if (w->xs != NULL)
-		XXH3_freeState(w->xs);
+	gck_dstate_free(w->ds);
+	free(w->frame);
 	free(w->buf);
 	free(w);
 }
@@ -526,8 +599,7 @@ r_read_cb(struct archive *a, void *arg, const void **bufp)
 	struct gck_reader	*r = arg;
 	ssize_t			 n;
 
-	*bufp = r->rbuf;
-	if ((n = gck_zin_read(r->z, r->rbuf, 1u << 16)) == -1) {
+	if ((n = gck_zin_next(r->z, bufp, 1u << 16)) == -1) {
 		r->ioerr = 1;
 		return -1;
 	}
@@ -542,8 +614,7 @@ gck_reader_new(struct gck_ctx *ctx, int fd, struct gck_reader **rp)
 
 	*rp = NULL;
 	if ((r = calloc(1, sizeof *r)) == NULL ||
-	    (r->rbuf = malloc(1u << 16)) == NULL ||
-	    (r->xs = XXH3_createState()) == NULL) {
+	    (r->ds = gck_dstate_new()) == NULL) {
 		ret = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -570,6 +641,13 @@ gck_reader_new(struct gck_ctx *ctx, int fd, struct gck_reader **rp)
 out:
 	gck_reader_free(r);
 	return ret;
+}
+
+/* How many threads decompress the stream (0: one per CPU). */
+void
+gck_reader_set_threads(struct gck_reader *r, int n)
+{
+	gck_zin_set_threads(r->z, n);
 }
 
 /*
@@ -616,9 +694,7 @@ gck_reader_free(struct gck_reader *r)
 	free(r->fkeys);
 	gck_manifest_free(r->m);
 	free(r->mtext);
-	free(r->rbuf);
-	if (r->xs != NULL)
-		XXH3_freeState(r->xs);
+	gck_dstate_free(r->ds);
 	free(r->reg);
 	free(r);
 }
@@ -901,7 +977,8 @@ r_layout(struct gck_reader *r, struct archive_entry *e)
 static int
 r_pax_records(struct gck_reader *r, uint64_t from, uint64_t len)
 {
-	static const char *const keys[] = { "SCHILY.xattr." XATTR_DIGEST,
+	static const char *const keys[] = { "SCHILY.xattr." XATTR_PREFIX
+	    "xxh3", "SCHILY.xattr." XATTR_PREFIX "sha256",
 	    "GNU.sparse.major", "GNU.sparse.minor", "GNU.sparse.name",
 	    "GNU.sparse.realsize", "path", "size", "mtime", "atime",
 	    "ctime", "uid", "gid", "uname", "gname", NULL };
@@ -1014,14 +1091,14 @@ r_sparse_map(struct gck_reader *r, uint64_t from, uint64_t to)
  */
 static int
 r_check_entry(struct gck_reader *r, struct archive_entry *e, uint64_t max,
-    uint64_t *digestp)
+    struct gck_digest *digestp)
 {
 	const char	*name = archive_entry_pathname(e), *xn, *shown;
 	const void	*xv;
-	char		 hex[17], *end, pbuf[201];
+	char		 pbuf[201];
 	size_t		 xl;
 	la_int64_t	 size;
-	int		 have = 0;
+	int		 have = 0, dk;
 
 	if (name == NULL)
 		name = "";
@@ -1067,16 +1144,23 @@ r_check_entry(struct gck_reader *r, struct archive_entry *e, uint64_t max,
 		    "entry '%s' too large (%lld bytes, limit %llu)", shown,
 		    (long long)size, (unsigned long long)max);
 	archive_entry_xattr_reset(e);
+	/*
+	 * The manifest's digest tells the kind (the version); every entry
+	 * after it carries one of that kind.
+	 */
 	while (archive_entry_xattr_next(e, &xn, &xv, &xl) == ARCHIVE_OK) {
-		if (strcmp(xn, XATTR_DIGEST) != 0 || xl != 16)
+		if (strncmp(xn, XATTR_PREFIX, strlen(XATTR_PREFIX)) != 0)
 			continue;
-		memcpy(hex, xv, 16);
-		hex[16] = '\0';
-		errno = 0;
-		*digestp = strtoull(hex, &end, 16);
-		if (*end == '\0' && errno == 0 && isxdigit((unsigned char)hex[0]))
+		xn += strlen(XATTR_PREFIX);
+		dk = strcmp(xn, "xxh3") == 0 ? GCK_DK_XXH3 :
+		    strcmp(xn, "sha256") == 0 ? GCK_DK_SHA256 : 0;
+		if (dk == 0 || (r->dk != 0 && dk != r->dk) || have)
+			continue;
+		if (gck_digest_parse(dk, xv, xl, digestp) == 0)
 			have = 1;
 	}
+	if (have && r->dk == 0)
+		r->dk = digestp->kind;
 	if (!have)
 		return gck_set_error(r->ctx, GCK_ECORRUPT,
 		    "corrupt image: entry '%s' has no checksum", shown);
@@ -1090,8 +1174,9 @@ r_check_entry(struct gck_reader *r, struct archive_entry *e, uint64_t max,
  */
 static int
 r_data(struct gck_reader *r, const char *name, uint64_t size, char *keep,
-    uint64_t digest)
+    const struct gck_digest *digest)
 {
+	struct gck_digest	 got_d;
 	char		 d[GCK_NAME_MAX + 48], where[GCK_NAME_MAX + 64];
 	uint64_t	 got = 0;
 	la_ssize_t	 n;
@@ -1117,7 +1202,9 @@ r_data(struct gck_reader *r, const char *name, uint64_t size, char *keep,
 		    "image truncated %s: entry incomplete (tar offset %"
 		    PRIu64 ")", where, gck_zin_total(r->z));
 	}
-	if (GCK_DIGEST_DIFFERS(XXH3_64bits(keep, (size_t)size), digest)) {
+	if (gck_digest_buf(digest->kind, keep, (size_t)size, &got_d) == -1)
+		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
+	if (!gck_digest_equal(&got_d, digest)) {
 		gck_entry_display(name, d, sizeof d);
 		return gck_set_error(r->ctx, GCK_ECORRUPT,
 		    "corrupt image: checksum mismatch in %s (entry at tar "
@@ -1128,7 +1215,7 @@ r_data(struct gck_reader *r, const char *name, uint64_t size, char *keep,
 
 static int
 r_record(struct gck_reader *r, const char *name, uint64_t size,
-    uint64_t digest)
+    const struct gck_digest *digest)
 {
 	struct seen	*ns;
 
@@ -1144,7 +1231,7 @@ r_record(struct gck_reader *r, const char *name, uint64_t size,
 	if ((r->seen[r->nseen].name = strdup(name)) == NULL)
 		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
 	r->seen[r->nseen].size = size;
-	r->seen[r->nseen].digest = digest;
+	r->seen[r->nseen].digest = *digest;
 	r->nseen++;
 	r->bytes += size;
 	return GCK_OK;
@@ -1160,7 +1247,8 @@ gck_reader_head(struct gck_reader *r, const struct gck_manifest **mp)
 	struct archive_entry	*e;
 	const char		*name;
 	char			 why[GCK_ERRMAX];
-	uint64_t		 digest, size;
+	struct gck_digest	 digest;
+	uint64_t		 size;
 	int			 ret, vret;
 
 	*mp = NULL;
@@ -1187,7 +1275,7 @@ gck_reader_head(struct gck_reader *r, const struct gck_manifest **mp)
 	size = (uint64_t)archive_entry_size(e);
 	if ((r->mtext = malloc((size_t)size + 2)) == NULL)
 		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
-	ret = r_data(r, name, size, r->mtext, digest);
+	ret = r_data(r, name, size, r->mtext, &digest);
 	if (ret != GCK_OK && ret != GCK_ECORRUPT)
 		return ret;
 	if (ret == GCK_ECORRUPT)	/* its digest, or its padding */
@@ -1202,8 +1290,13 @@ gck_reader_head(struct gck_reader *r, const struct gck_manifest **mp)
 		return gck_set_error(r->ctx, GCK_ECORRUPT, "%s", why);
 	if (vret != GCK_OK)
 		return vret;
-	if ((ret = r_record(r, name, size, digest)) != GCK_OK)
+	if (gck_manifest_format(r->m) != (r->dk == GCK_DK_XXH3 ? 1 : 2))
+		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: a "
+		    "manifest of format version %d with %s digests",
+		    gck_manifest_format(r->m), gck_digest_name(r->dk));
+	if ((ret = r_record(r, name, size, &digest)) != GCK_OK)
 		return ret;
+	gck_zin_set_ahead(r->z, 1);	/* the rest is read on */
 	*mp = r->m;
 	return GCK_OK;
 }
@@ -1219,11 +1312,11 @@ gck_reader_manifest_text(const struct gck_reader *r, const char **textp,
 static int
 r_trailer(struct gck_reader *r, const char *text, size_t len)
 {
-	json_t		*t = NULL, *es, *o;
+	json_t		*t = NULL, *es, *o, *hv;
 	json_error_t	 jerr;
 	const char	*name, *hex;
-	json_int_t	 size, count, bytes;
-	uint64_t	 d;
+	json_int_t	 size, count, bytes, at, zsize;
+	struct gck_digest d;
 	size_t		 i;
 	int		 fmt, ret;
 
@@ -1250,12 +1343,16 @@ r_trailer(struct gck_reader *r, const char *text, size_t len)
 		goto out;
 	}
 	json_array_foreach(es, i, o) {
-		if (json_unpack(o, "{s:s, s:I, s:s}", "name", &name, "size",
-		    &size, "xxh3", &hex) != 0 || strlen(hex) != 16 ||
-		    (d = strtoull(hex, NULL, 16), 0) ||
+		hv = json_object_get(o, gck_digest_name(r->dk));
+		hex = json_string_value(hv);
+		if (json_unpack(o, "{s:s, s:I}", "name", &name, "size",
+		    &size) != 0 || hex == NULL ||
+		    gck_digest_parse(r->dk, hex, strlen(hex), &d) == -1 ||
+		    (fmt > 1 && (json_unpack(o, "{s:I, s:I}", "at", &at,
+		    "zsize", &zsize) != 0 || at < 0 || zsize <= 0)) ||
 		    strcmp(name, r->seen[i].name) != 0 ||
 		    (uint64_t)size != r->seen[i].size ||
-		    GCK_DIGEST_DIFFERS(d, r->seen[i].digest)) {
+		    !gck_digest_equal(&d, &r->seen[i].digest)) {
 			ret = gck_set_error(r->ctx, GCK_ECORRUPT,
 			    "corrupt image: trailer does not match entry %zu "
 			    "('%.200s')", i + 1, r->seen[i].name);
@@ -1299,10 +1396,16 @@ r_finish(struct gck_reader *r)
 	    gck_zin_zero_tail(r->z) > r->trailer_end)
 		return gck_set_error(r->ctx, GCK_EFORMAT,
 		    "corrupt image: data after the end of the image");
+	/* Version 1: one frame, whole records; 2: blocks, any frames. */
 	if (gck_zin_total(r->z) < r->trailer_end + 1024 ||
-	    gck_zin_total(r->z) % GCK_TAR_RECORD != 0)
+	    (gck_manifest_format(r->m) == 1 &&
+	    gck_zin_total(r->z) % GCK_TAR_RECORD != 0))
 		return gck_set_error(r->ctx, GCK_ETRUNC,
 		    "image truncated after the trailer");
+	if (gck_manifest_format(r->m) == 1 && gck_zin_frames(r->z) > 1)
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "corrupt image: data after the end of the compressed "
+		    "stream");
 	return GCK_OK;
 }
 
@@ -1335,7 +1438,8 @@ r_entry_trailer(struct gck_reader *r, struct archive_entry *e,
     const char *name)
 {
 	char		*text = NULL;
-	uint64_t	 digest, size;
+	struct gck_digest digest;
+	uint64_t	 size;
 	int		 ret;
 
 	if ((ret = r_file_done(r)) != GCK_OK)
@@ -1351,7 +1455,7 @@ r_entry_trailer(struct gck_reader *r, struct archive_entry *e,
 	size = (uint64_t)archive_entry_size(e);
 	if ((text = malloc((size_t)size + 1)) == NULL)
 		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
-	if ((ret = r_data(r, name, size, text, digest)) == GCK_OK &&
+	if ((ret = r_data(r, name, size, text, &digest)) == GCK_OK &&
 	    (ret = r_trailer(r, text, (size_t)size)) == GCK_OK) {
 		r->trailer_end = ((uint64_t)archive_filter_bytes(r->a, 0) +
 		    511) / 512 * 512;
@@ -1415,7 +1519,7 @@ static int
 r_entry_part(struct gck_reader *r, struct archive_entry *e, const char *name)
 {
 	char		 file[GCK_NAME_MAX + 1], buf[300];
-	uint64_t	 digest;
+	struct gck_digest digest;
 	long		 part;
 	int		 ret;
 
@@ -1447,7 +1551,8 @@ r_entry_part(struct gck_reader *r, struct archive_entry *e, const char *name)
 	r->indata = 1;
 	r->bleft = 0;
 	r->beof = 0;
-	XXH3_64bits_reset(r->xs);
+	if (gck_dstate_reset(r->ds, r->dk) == -1)
+		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
 	return GCK_OK;
 }
 
@@ -1501,6 +1606,7 @@ static const char	zeros[1u << 16];
 static ssize_t
 r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
 {
+	struct gck_digest fin;
 	char		 d[GCK_NAME_MAX + 48], where[GCK_NAME_MAX + 64];
 	const void	*p;
 	size_t		 l, i, z;
@@ -1542,12 +1648,12 @@ r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
 		for (i = 0; !r->esparse && i < n; i += z) {
 			z = n - i < sizeof zeros ? (size_t)(n - i) :
 			    sizeof zeros;
-			XXH3_64bits_update(r->xs, zeros, z);
+			gck_dstate_update(r->ds, zeros, z);
 		}
 	} else if (!r->beof) {
 		n = r->bleft < max ? r->bleft : max;
 		*pp = r->bp;
-		XXH3_64bits_update(r->xs, r->bp, (size_t)n);
+		gck_dstate_update(r->ds, r->bp, (size_t)n);
 		r->bp += n;
 		r->bleft -= (size_t)n;
 		r->boff += n;
@@ -1560,10 +1666,10 @@ r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
 	if (r->esparse) {
 		/* then the regions stored, and the size */
 		for (i = 0; i < r->nreg; i++) {
-			digest_u64(r->xs, r->reg[2 * i]);
-			digest_u64(r->xs, r->reg[2 * i + 1]);
+			gck_dstate_u64(r->ds, r->reg[2 * i]);
+			gck_dstate_u64(r->ds, r->reg[2 * i + 1]);
 		}
-		digest_u64(r->xs, r->esize);
+		gck_dstate_u64(r->ds, r->esize);
 	}
 	r->indata = 0;
 	if (r->egot != r->esize) {
@@ -1573,7 +1679,8 @@ r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
 		    PRIu64 ")", where, gck_zin_total(r->z));
 		return -1;
 	}
-	if (GCK_DIGEST_DIFFERS(XXH3_64bits_digest(r->xs), r->edigest)) {
+	gck_dstate_final(r->ds, &fin);
+	if (!gck_digest_equal(&fin, &r->edigest)) {
 		gck_entry_display(r->ename, d, sizeof d);
 		gck_set_error(r->ctx, GCK_ECORRUPT,
 		    "corrupt image: checksum mismatch in %s (entry at tar "
@@ -1581,7 +1688,7 @@ r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
 		return -1;
 	}
 	if (r_padding(r, r->esize) != GCK_OK ||
-	    r_record(r, r->ename, r->esize, r->edigest) != GCK_OK)
+	    r_record(r, r->ename, r->esize, &r->edigest) != GCK_OK)
 		return -1;
 	return 0;
 }

@@ -3,6 +3,8 @@
  */
 #include "config.h"
 
+#include <sys/random.h>
+
 #include <sys/types.h>
 #include <sys/utsname.h>
 
@@ -273,6 +275,25 @@ criu_json(const char *version, unsigned int opts)
  * Builds the manifest of a checkpoint of tree t.  Returns the JSON text
  * (free it), or NULL with the error set.
  */
+/* Version 2's keys: the image's id, the size of its memory chunks. */
+static int
+v2_keys(json_t *m)
+{
+	unsigned char	b[16];
+	char		id[33];
+	size_t		i;
+
+	if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
+		return -1;
+	for (i = 0; i < sizeof b; i++)
+		snprintf(id + 2 * i, 3, "%02x", b[i]);
+	if (json_object_set_new(m, "id", json_string(id)) != 0 ||
+	    json_object_set_new(m, "chunk_size",
+	    json_integer(GCK_CHUNK_SIZE)) != 0)
+		return -1;
+	return 0;
+}
+
 char *
 gck_manifest_build(struct gck_ctx *ctx, const struct gck_ptree *t,
     const struct gck_ckpt_opts *o, enum gck_after after,
@@ -309,7 +330,7 @@ gck_manifest_build(struct gck_ctx *ctx, const struct gck_ptree *t,
 		}
 	m = json_pack("{s:i, s:s, s:s, s:o, s:o, s:o?, s:i, s:b, s:o, "
 	    "s:{s:s, s:i, s:s}, s:I, s:o}",
-	    "format", GCK_FORMAT_VERSION,
+	    "format", o->format ? o->format : GCK_FORMAT_VERSION,
 	    "tool", "gpuckpt " PACKAGE_VERSION,
 	    "created", created,
 	    "host", host_facts(),
@@ -322,6 +343,10 @@ gck_manifest_build(struct gck_ctx *ctx, const struct gck_ptree *t,
 	    "level", o->level, "after", after_names[after],
 	    "part_size", (json_int_t)(o->part_size ? o->part_size :
 	    GCK_PART_SIZE), "files", fl);
+	if (m != NULL && (o->format == 0 || o->format > 1) && v2_keys(m) != 0) {
+		json_decref(m);
+		m = NULL;
+	}
 	if (m != NULL)
 		text = json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 out:

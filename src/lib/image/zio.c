@@ -1,16 +1,25 @@
 /*
  * zio.c: the compression layer between the tar layer and the file
- * descriptor.  Output is one zstd frame with a content checksum, or the
- * plain tar stream; input detects which by the zstd magic number.
+ * descriptor.  Output is a series of zstd frames, each with its content
+ * size and checksum, compressed by worker threads (format 2), one frame
+ * streamed (format 1), or the plain tar stream.  Input detects which by
+ * the zstd magic number, reads ahead the frames whose header gives a
+ * size, has worker threads decompress them, and hands them out in
+ * order; a frame too large for that is decoded as a stream.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "private.h"
 #include "core/util.h"
@@ -19,13 +28,73 @@
 #define ZIO_BUFSZ	(1u << 17)
 #define ZIO_RING	(1u << 20)	/* recent bytes kept for checks */
 #define ZIO_KEEP_MAX	(64u << 20)	/* input kept for a spool, at most */
+#define ZIO_SLOTS	256		/* frames in flight, at most */
+#define ZIO_FRAME_MAX	(GCK_PART_MAX + (1u << 20))	/* decoded whole */
+#define ZIO_WINDOW	(16u << 20)	/* decoded bytes ahead, per thread */
+#define ZIO_BLOCK_MAX	(128u << 10)	/* zstd's largest block */
+
+/* A frame being compressed or decompressed by a worker. */
+struct zslot {
+	char		*src, *dst;
+	size_t		 slen, dlen, cap, scap;
+	int		 state;		/* S_* */
+	size_t		 err;		/* zstd's error, or 0 */
+	int		 lies;		/* decoded size is not the header's */
+};
+#define S_FREE		0
+#define S_QUEUED	1
+#define S_BUSY		2
+#define S_DONE		3
+
+/*
+ * Worker threads over a ring of slots, filled and emptied in order by
+ * the thread that owns the stream; each worker takes the oldest queued
+ * slot and runs fn on it.
+ */
+struct zpool {
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 work, done;
+	pthread_t	*th;
+	int		 nth, stop;
+	struct zslot	 slot[ZIO_SLOTS];
+	uint64_t	 head, tail;	/* oldest in use, next to fill */
+	void		(*fn)(struct zpool *, struct zslot *, void *);
+	int		 level;
+};
 
 struct gck_zout {
 	struct gck_ctx	*ctx;
 	int		 fd;
-	ZSTD_CCtx	*cctx;		/* NULL: no compression */
-	char		*buf;
-	size_t		 bufsz;
+	int		 level;		/* 0: no compression */
+	struct zpool	*pool;		/* NULL: compress here */
+	ZSTD_CCtx	*cctx;		/* for compressing here */
+	int		 stream;	/* one frame, streamed (format 1) */
+	char		*sbuf;		/* its output */
+	char		*cur;		/* the frame being assembled */
+	size_t		 curlen, curcap;
+	uint64_t	 off;		/* bytes written to fd */
+	uint64_t	*at;		/* each frame: where it starts */
+	uint64_t	 nframes, capframes;
+	uint64_t	 written;	/* frames written out */
+};
+
+/* What the header of a zstd frame says (RFC 8878, 3.1.1.1). */
+struct zhdr {
+	size_t		 hsize;		/* its length */
+	int		 checksum;	/* the frame ends with one */
+	int		 has_size;	/* it gives the content size */
+	uint64_t	 size;
+};
+#define ZHDR_MAX	18
+
+/* A frame being read in, a piece at a time. */
+struct zfr {
+	int		 stage;		/* 0 header, 1 block header, 2 block,
+					   3 checksum */
+	unsigned char	 hdr[ZHDR_MAX];
+	size_t		 hlen, want, bound;
+	int		 last;		/* in the last block */
+	struct zhdr	 fh;
 };
 
 struct gck_zin {
@@ -34,8 +103,20 @@ struct gck_zin {
 	ZSTD_DCtx	*dctx;		/* NULL: no compression */
 	char		*buf;		/* raw input */
 	size_t		 bufsz, pos, len;
-	int		 detected, eof, frame_done;
-	size_t		 frame_left;	/* ZSTD_decompressStream's hint */
+	int		 detected, eof;
+	int		 streaming;	/* inside a frame decoded as a stream */
+	int		 threads;
+	int		 ahead;		/* read frames ahead */
+	struct zpool	*pool;
+	uint64_t	 inflight;	/* decoded bytes of frames in the ring */
+	uint64_t	 frames;	/* frames begun */
+	struct zfr	 fr;		/* the frame being read in */
+	int		 lagerr;	/* reading ahead failed: this code */
+	char		*lagmsg;	/* and message, for when it is due */
+	char		*obuf;		/* a streamed frame's output */
+	const char	*piece;		/* handed out, to go on from */
+	size_t		 pleft;
+	struct zslot	*given;		/* whose dst piece points into */
 	uint64_t	 total;		/* bytes handed out */
 	uint64_t	 nonzero_end;	/* offset after last non-zero byte */
 	char		*ring;		/* the last ZIO_RING bytes handed out */
@@ -45,12 +126,206 @@ struct gck_zin {
 	int		 spoolfd;	/* copy what is read there, or -1 */
 };
 
+/* The CPUs this process may run on. */
 int
-gck_zout_new(struct gck_ctx *ctx, int fd, int level, struct gck_zout **zp)
+gck_zio_cpus(void)
+{
+	cpu_set_t	set;
+	int		n;
+
+	if (sched_getaffinity(0, sizeof set, &set) == 0 &&
+	    (n = CPU_COUNT(&set)) > 0)
+		return n;
+	return 1;
+}
+
+static void *
+pool_main(void *arg)
+{
+	struct zpool	*p = arg;
+	struct zslot	*s;
+	uint64_t	 i;
+	void		*wctx = NULL;
+
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		s = NULL;
+		for (i = p->head; i < p->tail; i++)
+			if (p->slot[i % ZIO_SLOTS].state == S_QUEUED) {
+				s = &p->slot[i % ZIO_SLOTS];
+				break;
+			}
+		if (s == NULL) {
+			if (p->stop)
+				break;
+			pthread_cond_wait(&p->work, &p->mu);
+			continue;
+		}
+		s->state = S_BUSY;
+		pthread_mutex_unlock(&p->mu);
+		p->fn(p, s, &wctx);
+		pthread_mutex_lock(&p->mu);
+		s->state = S_DONE;
+		pthread_cond_broadcast(&p->done);
+	}
+	pthread_mutex_unlock(&p->mu);
+	p->fn(p, NULL, &wctx);		/* lets go of its context */
+	return NULL;
+}
+
+static void
+pool_free(struct zpool *p)
+{
+	int	i;
+
+	if (p == NULL)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stop = 1;
+	pthread_cond_broadcast(&p->work);
+	pthread_mutex_unlock(&p->mu);
+	for (i = 0; i < p->nth; i++)
+		pthread_join(p->th[i], NULL);
+	for (i = 0; i < ZIO_SLOTS; i++) {
+		free(p->slot[i].src);
+		free(p->slot[i].dst);
+	}
+	pthread_cond_destroy(&p->work);
+	pthread_cond_destroy(&p->done);
+	pthread_mutex_destroy(&p->mu);
+	free(p->th);
+	free(p);
+}
+
+/* Starts n workers running fn.  Returns the pool, or NULL. */
+static struct zpool *
+pool_new(int n, void (*fn)(struct zpool *, struct zslot *, void *),
+    int level)
+{
+	struct zpool	*p;
+
+	if ((p = calloc(1, sizeof *p)) == NULL)
+		return NULL;
+	if ((p->th = calloc((size_t)n, sizeof *p->th)) == NULL) {
+		free(p);
+		return NULL;
+	}
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->work, NULL);
+	pthread_cond_init(&p->done, NULL);
+	p->fn = fn;
+	p->level = level;
+	for (p->nth = 0; p->nth < n; p->nth++)
+		if (pthread_create(&p->th[p->nth], NULL, pool_main, p) != 0)
+			break;
+	if (p->nth == 0) {
+		pool_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* Queues the slot just filled, at the tail. */
+static void
+pool_queue(struct zpool *p)
+{
+	pthread_mutex_lock(&p->mu);
+	p->slot[p->tail % ZIO_SLOTS].state = S_QUEUED;
+	p->tail++;
+	pthread_cond_signal(&p->work);
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* Waits for the oldest slot to be done, and returns it. */
+static struct zslot *
+pool_wait_head(struct zpool *p)
+{
+	struct zslot	*s = &p->slot[p->head % ZIO_SLOTS];
+
+	pthread_mutex_lock(&p->mu);
+	while (s->state != S_DONE)
+		pthread_cond_wait(&p->done, &p->mu);
+	pthread_mutex_unlock(&p->mu);
+	return s;
+}
+
+/* Whether the oldest slot is done (without waiting). */
+static int
+pool_head_done(struct zpool *p)
+{
+	int	done;
+
+	pthread_mutex_lock(&p->mu);
+	done = p->head < p->tail &&
+	    p->slot[p->head % ZIO_SLOTS].state == S_DONE;
+	pthread_mutex_unlock(&p->mu);
+	return done;
+}
+
+static void
+pool_release_head(struct zpool *p)
+{
+	pthread_mutex_lock(&p->mu);
+	p->slot[p->head % ZIO_SLOTS].state = S_FREE;
+	p->head++;
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* A worker's compression of one frame: checksum and size in its header. */
+static void
+compress_slot(struct zpool *p, struct zslot *s, void *arg)
+{
+	ZSTD_CCtx	**cp = arg;
+	size_t		  need, e;
+
+	if (s == NULL) {
+		ZSTD_freeCCtx(*cp);
+		return;
+	}
+	s->err = 0;
+	if (*cp == NULL) {
+		if ((*cp = ZSTD_createCCtx()) == NULL) {
+			s->err = (size_t)-1;
+			return;
+		}
+		e = ZSTD_CCtx_setParameter(*cp, ZSTD_c_compressionLevel,
+		    p->level);
+		if (!ZSTD_isError(e))
+			e = ZSTD_CCtx_setParameter(*cp, ZSTD_c_checksumFlag, 1);
+		if (ZSTD_isError(e)) {
+			s->err = e;
+			return;
+		}
+	}
+	need = ZSTD_compressBound(s->slen);
+	if (s->cap < need) {
+		free(s->dst);
+		if ((s->dst = malloc(need)) == NULL) {
+			s->cap = 0;
+			s->err = (size_t)-1;
+			return;
+		}
+		s->cap = need;
+	}
+	e = ZSTD_compress2(*cp, s->dst, s->cap, s->src, s->slen);
+	if (ZSTD_isError(e))
+		s->err = e;
+	else
+		s->dlen = e;
+}
+
+static const char *
+zerr(size_t e)
+{
+	return e == (size_t)-1 ? "out of memory" : ZSTD_getErrorName(e);
+}
+
+int
+gck_zout_new(struct gck_ctx *ctx, int fd, int level, int threads,
+    struct gck_zout **zp)
 {
 	struct gck_zout	*z = NULL;
 	size_t		 e;
-	long		 ncpu;
 	int		 r;
 
 	*zp = NULL;
@@ -60,10 +335,15 @@ gck_zout_new(struct gck_ctx *ctx, int fd, int level, struct gck_zout **zp)
 	}
 	z->ctx = ctx;
 	z->fd = fd;
-	if (level > 0) {
-		z->bufsz = ZSTD_CStreamOutSize();
-		if ((z->cctx = ZSTD_createCCtx()) == NULL ||
-		    (z->buf = malloc(z->bufsz)) == NULL) {
+	z->level = level;
+	z->stream = threads < 0 && level > 0;
+	if (threads <= 0)
+		threads = gck_zio_cpus();
+	if (level > 0 && threads > 1 && !z->stream)
+		z->pool = pool_new(threads > 64 ? 64 : threads, compress_slot,
+		    level);
+	if (level > 0 && z->pool == NULL) {
+		if ((z->cctx = ZSTD_createCCtx()) == NULL) {
 			r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 			goto out;
 		}
@@ -77,13 +357,15 @@ gck_zout_new(struct gck_ctx *ctx, int fd, int level, struct gck_zout **zp)
 			    ZSTD_getErrorName(e));
 			goto out;
 		}
-		/*
-		 * One worker per CPU compresses while this thread goes on
-		 * reading; a libzstd built without threads compresses here.
-		 */
-		if ((ncpu = sysconf(_SC_NPROCESSORS_ONLN)) > 1)
+		/* One frame: zstd's own workers compress it. */
+		if (z->stream && threads > 1)
 			(void)ZSTD_CCtx_setParameter(z->cctx,
-			    ZSTD_c_nbWorkers, ncpu > 64 ? 64 : (int)ncpu);
+			    ZSTD_c_nbWorkers, threads > 64 ? 64 : threads);
+		if (z->stream && (z->sbuf = malloc(ZSTD_CStreamOutSize())) ==
+		    NULL) {
+			r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+			goto out;
+		}
 	}
 	*zp = z;
 	z = NULL;
@@ -93,6 +375,52 @@ out:
 	return r;
 }
 
+/* Notes that a frame starts at offset at of the output. */
+static int
+zout_note(struct gck_zout *z, uint64_t at)
+{
+	uint64_t	*na;
+	size_t		 nc;
+
+	if (z->nframes == z->capframes) {
+		nc = z->capframes ? z->capframes * 2 : 1024;
+		if ((na = reallocarray(z->at, nc, sizeof *na)) == NULL)
+			return gck_set_error(z->ctx, GCK_ENOMEM,
+			    "out of memory");
+		z->at = na;
+		z->capframes = nc;
+	}
+	z->at[z->nframes++] = at;
+	return GCK_OK;
+}
+
+static int
+zout_put(struct gck_zout *z, const void *p, size_t len)
+{
+	int	r;
+
+	if ((r = gck_write_all(z->ctx, z->fd, p, len, "image")) == GCK_OK)
+		z->off += len;
+	return r;
+}
+
+/* Writes out the oldest frame of the pool, waiting for it. */
+static int
+zout_write_head(struct gck_zout *z)
+{
+	struct zslot	*s = pool_wait_head(z->pool);
+	int		 r;
+
+	if (s->err != 0)
+		r = gck_set_error(z->ctx, s->err == (size_t)-1 ? GCK_ENOMEM :
+		    GCK_EFORMAT, "zstd: %s", zerr(s->err));
+	else if ((r = zout_note(z, z->off)) == GCK_OK)
+		r = zout_put(z, s->dst, s->dlen);
+	pool_release_head(z->pool);
+	return r;
+}
+
+/* Compresses into the one frame of a streamed output. */
 static int
 zout_stream(struct gck_zout *z, const void *p, size_t len,
     ZSTD_EndDirective mode)
@@ -103,15 +431,15 @@ zout_stream(struct gck_zout *z, const void *p, size_t len,
 	int		r;
 
 	do {
-		out.dst = z->buf;
-		out.size = z->bufsz;
+		out.dst = z->sbuf;
+		out.size = ZSTD_CStreamOutSize();
 		out.pos = 0;
 		left = ZSTD_compressStream2(z->cctx, &out, &in, mode);
 		if (ZSTD_isError(left))
 			return gck_set_error(z->ctx, GCK_EFORMAT, "zstd: %s",
 			    ZSTD_getErrorName(left));
-		if (out.pos > 0 && (r = gck_write_all(z->ctx, z->fd, z->buf,
-		    out.pos, "image")) != GCK_OK)
+		if (out.pos > 0 && (r = zout_put(z, z->sbuf, out.pos)) !=
+		    GCK_OK)
 			return r;
 	} while (mode == ZSTD_e_continue ? in.pos < in.size : left != 0);
 	return GCK_OK;
@@ -120,18 +448,148 @@ zout_stream(struct gck_zout *z, const void *p, size_t len,
 int
 gck_zout_write(struct gck_zout *z, const void *p, size_t len)
 {
-	if (z->cctx == NULL)
-		return gck_write_all(z->ctx, z->fd, p, len, "image");
-	return zout_stream(z, p, len, ZSTD_e_continue);
+	char	*nc;
+	size_t	 cap;
+
+	if (z->stream) {
+		if (z->nframes == 0 && zout_note(z, 0) != GCK_OK)
+			return z->ctx->code;
+		return zout_stream(z, p, len, ZSTD_e_continue);
+	}
+
+	if (z->level == 0) {
+		if (z->curlen == 0 && len > 0 && zout_note(z, z->off) != GCK_OK)
+			return z->ctx->code;
+		z->curlen += len;
+		return zout_put(z, p, len);
+	}
+	if (z->curlen + len > z->curcap) {
+		for (cap = z->curcap ? z->curcap : (1u << 20);
+		    cap < z->curlen + len; cap *= 2)
+			;
+		if ((nc = realloc(z->cur, cap)) == NULL)
+			return gck_set_error(z->ctx, GCK_ENOMEM,
+			    "out of memory");
+		z->cur = nc;
+		z->curcap = cap;
+	}
+	memcpy(z->cur + z->curlen, p, len);
+	z->curlen += len;
+	return GCK_OK;
 }
 
-/* Ends the frame and writes out everything.  Returns GCK_OK or a code. */
+/*
+ * Ends the frame being written, a frame of its own whatever follows:
+ * compressed by a worker while the caller goes on.  Returns GCK_OK or a
+ * code.
+ */
+int
+gck_zout_frame_end(struct gck_zout *z)
+{
+	struct zslot	*s;
+	size_t		 e;
+	char		*t;
+	int		 r;
+
+	if (z->curlen == 0 || z->stream)
+		return GCK_OK;
+	if (z->level == 0) {
+		z->curlen = 0;
+		z->written = z->nframes;
+		return GCK_OK;
+	}
+	if (z->pool == NULL) {
+		e = ZSTD_compressBound(z->curlen);
+		if ((t = malloc(e)) == NULL)
+			return gck_set_error(z->ctx, GCK_ENOMEM,
+			    "out of memory");
+		e = ZSTD_compress2(z->cctx, t, e, z->cur, z->curlen);
+		z->curlen = 0;
+		if (ZSTD_isError(e)) {
+			free(t);
+			return gck_set_error(z->ctx, GCK_EFORMAT, "zstd: %s",
+			    ZSTD_getErrorName(e));
+		}
+		if ((r = zout_note(z, z->off)) == GCK_OK)
+			r = zout_put(z, t, e);
+		free(t);
+		z->written = z->nframes;
+		return r;
+	}
+	/* A slot free for it; frames already done go out meanwhile. */
+	while (z->pool->tail - z->pool->head >= ZIO_SLOTS ||
+	    (z->pool->tail - z->pool->head >= (uint64_t)4 * z->pool->nth &&
+	    !pool_head_done(z->pool)) || pool_head_done(z->pool)) {
+		if ((r = zout_write_head(z)) != GCK_OK)
+			return r;
+		z->written++;
+	}
+	s = &z->pool->slot[z->pool->tail % ZIO_SLOTS];
+	t = s->src;
+	e = s->scap;
+	s->src = z->cur;
+	s->scap = z->curcap;
+	s->slen = z->curlen;
+	z->cur = t;
+	z->curcap = t != NULL ? e : 0;
+	z->curlen = 0;
+	pool_queue(z->pool);
+	return GCK_OK;
+}
+
+/*
+ * Writes out every frame ended so far.  Returns GCK_OK or a code; then
+ * gck_zout_frame() knows where each of them is.
+ */
+int
+gck_zout_sync(struct gck_zout *z)
+{
+	int	r;
+
+	if (z->pool == NULL)
+		return GCK_OK;
+	while (z->pool->head < z->pool->tail) {
+		if ((r = zout_write_head(z)) != GCK_OK)
+			return r;
+		z->written++;
+	}
+	return GCK_OK;
+}
+
+/* How many frames have been ended so far: the next one's number. */
+uint64_t
+gck_zout_frames(const struct gck_zout *z)
+{
+	return z->pool != NULL ? z->written + (z->pool->tail - z->pool->head) :
+	    z->nframes;
+}
+
+/*
+ * Where frame i (from 0) starts in the output and how many bytes it
+ * takes, once written out.  Returns 0, or -1 if it is not.
+ */
+int
+gck_zout_frame(const struct gck_zout *z, uint64_t i, uint64_t *atp,
+    uint64_t *lenp)
+{
+	if (i >= z->nframes)
+		return -1;
+	*atp = z->at[i];
+	*lenp = (i + 1 < z->nframes ? z->at[i + 1] : z->off) - z->at[i];
+	return 0;
+}
+
+/* Ends the last frame and writes out everything.  Returns GCK_OK or a code. */
 int
 gck_zout_finish(struct gck_zout *z)
 {
-	if (z->cctx == NULL)
-		return GCK_OK;
-	return zout_stream(z, NULL, 0, ZSTD_e_end);
+	int	r;
+
+	if (z->stream)
+		return zout_stream(z, NULL, 0, ZSTD_e_end);
+	if ((r = gck_zout_frame_end(z)) != GCK_OK)
+		return r;
+	return gck_zout_sync(z);
 }
 
 void
@@ -139,8 +597,11 @@ gck_zout_free(struct gck_zout *z)
 {
 	if (z == NULL)
 		return;
+	pool_free(z->pool);
 	ZSTD_freeCCtx(z->cctx);
-	free(z->buf);
+	free(z->sbuf);
+	free(z->cur);
+	free(z->at);
 	free(z);
 }
 
@@ -161,6 +622,23 @@ gck_zin_new(struct gck_ctx *ctx, int fd, struct gck_zin **zp)
 	z->spoolfd = -1;
 	*zp = z;
 	return GCK_OK;
+}
+
+/*
+ * Whether to read frames ahead of what is asked for (not at first, so
+ * that reading an image's head reads no more than that).
+ */
+void
+gck_zin_set_ahead(struct gck_zin *z, int on)
+{
+	z->ahead = on;
+}
+
+/* How many threads decompress (0: as many as there are CPUs). */
+void
+gck_zin_set_threads(struct gck_zin *z, int n)
+{
+	z->threads = n;
 }
 
 /*
@@ -320,108 +798,540 @@ gck_zin_peek(const struct gck_zin *z, uint64_t from, void *buf, size_t len)
 }
 
 /*
- * Reads up to len bytes of tar stream.  Returns the count, 0 at the end,
- * or -1 with the error set (truncation, corruption, I/O).
+ * Makes n bytes of raw input (if the input has them) contiguous at
+ * buf + pos.  Returns how many there are, fewer only at the end of the
+ * input, or -1 with the error set.
  */
-ssize_t
-gck_zin_read(struct gck_zin *z, void *p, size_t len)
+static ssize_t
+zin_need(struct gck_zin *z, size_t n)
+{
+	ssize_t	r;
+
+	while (z->len - z->pos < n && !z->eof) {
+		if (z->pos > 0) {
+			memmove(z->buf, z->buf + z->pos, z->len - z->pos);
+			z->len -= z->pos;
+			z->pos = 0;
+		}
+		r = read(z->fd, z->buf + z->len, z->bufsz - z->len);
+		if (r == -1 && errno == EINTR) {
+			if (gck_check_interrupt(z->ctx) != GCK_OK)
+				return -1;
+			continue;
+		}
+		if (r == -1) {
+			gck_set_syserr(z->ctx, errno, "cannot read image: %s",
+			    strerror(errno));
+			return -1;
+		}
+		if (r == 0)
+			z->eof = 1;
+		if (zin_raw(z, z->buf + z->len, (size_t)r) == -1)
+			return -1;
+		z->len += (size_t)r;
+	}
+	return (ssize_t)(z->len - z->pos < n ? z->len - z->pos : n);
+}
+
+static int
+zin_truncated(struct gck_zin *z)
+{
+	return gck_set_error(z->ctx, GCK_ETRUNC,
+	    "image truncated: compressed stream ends early");
+}
+
+/*
+ * Reads the frame header of len bytes at b (the magic number first).
+ * Returns 0, or -1 if it does not fit in them.
+ */
+static int
+zhdr_parse(const unsigned char *b, size_t len, struct zhdr *h)
+{
+	static const size_t	did[4] = { 0, 1, 2, 4 };
+	unsigned		fd, fcs, single;
+	size_t			at, n, i;
+
+	if (len < 5)
+		return -1;
+	fd = b[4];
+	fcs = fd >> 6;
+	single = (fd >> 5) & 1;
+	h->checksum = (fd >> 2) & 1;
+	at = 5 + (single ? 0 : 1) + did[fd & 3];
+	n = fcs == 0 ? (single ? 1 : 0) : (size_t)1 << fcs;
+	h->hsize = at + n;
+	if (h->hsize > len)
+		return -1;
+	h->has_size = n > 0;
+	h->size = 0;
+	for (i = 0; i < n; i++)
+		h->size |= (uint64_t)b[at + i] << (8 * i);
+	if (n == 2)
+		h->size += 256;
+	return 0;
+}
+
+/*
+ * Raw input at hand: buffered, or read now, in one read(2), if block is
+ * set or input is ready.  Returns the bytes at buf + pos, 0 at the end,
+ * -1 with the error set, or -2 when reading would wait.
+ */
+static ssize_t
+zin_more(struct gck_zin *z, int block)
+{
+	struct pollfd	pfd;
+	ssize_t		r;
+
+	if (z->pos < z->len)
+		return (ssize_t)(z->len - z->pos);
+	if (z->eof)
+		return 0;
+	pfd.fd = z->fd;
+	pfd.events = POLLIN;
+	if (!block && poll(&pfd, 1, 0) == 0)
+		return -2;
+	z->pos = z->len = 0;
+	while ((r = read(z->fd, z->buf, z->bufsz)) == -1 && errno == EINTR)
+		if (gck_check_interrupt(z->ctx) != GCK_OK)
+			return -1;
+	if (r == -1) {
+		gck_set_syserr(z->ctx, errno, "cannot read image: %s",
+		    strerror(errno));
+		return -1;
+	}
+	if (r == 0)
+		z->eof = 1;
+	if (zin_raw(z, z->buf, (size_t)r) == -1)
+		return -1;
+	z->len = (size_t)r;
+	return r;
+}
+
+/*
+ * Copies up to *wantp bytes of raw input to dst + *lenp, counting them
+ * off.  Returns 0 when all are there, 3 when reading would wait, or -1
+ * (truncated, or the error set).
+ */
+static int
+zin_copy(struct gck_zin *z, char *dst, size_t *wantp, size_t *lenp,
+    int block)
+{
+	ssize_t	a;
+	size_t	k;
+
+	while (*wantp > 0) {
+		if ((a = zin_more(z, block)) == -2)
+			return 3;
+		if (a == -1)
+			return -1;
+		if (a == 0) {
+			zin_truncated(z);
+			return -1;
+		}
+		k = (size_t)a < *wantp ? (size_t)a : *wantp;
+		memcpy(dst + *lenp, z->buf + z->pos, k);
+		z->pos += k;
+		*lenp += k;
+		*wantp -= k;
+	}
+	return 0;
+}
+
+/* The length of a frame header, from its first 5 bytes. */
+static size_t
+zhdr_len(const unsigned char *b)
+{
+	static const size_t	did[4] = { 0, 1, 2, 4 };
+	unsigned		fd = b[4], fcs = fd >> 6, single = (fd >> 5) & 1;
+
+	return 5 + (single ? 0 : 1) + did[fd & 3] +
+	    (fcs == 0 ? (single ? 1 : 0) : (size_t)1 << fcs);
+}
+
+/* A frame's header, read in: to take whole into s, or to stream. */
+static int
+zin_frame_head(struct gck_zin *z, struct zslot *s, int block)
 {
 	static const unsigned char magic[4] = { 0x28, 0xb5, 0x2f, 0xfd };
+	struct zfr	*f = &z->fr;
+	ssize_t		 a;
+	int		 r;
+
+	if (f->hlen == 0 && f->want == 0) {
+		if ((a = zin_more(z, block)) == -2)
+			return 3;
+		if (a <= 0)
+			return a == 0 ? 4 : -1;	/* the end, or an error */
+		f->want = 5;
+	}
+	r = f->hlen < 5 ? zin_copy(z, (char *)f->hdr, &f->want, &f->hlen,
+	    block) : 0;
+	if (memcmp(f->hdr, magic, f->hlen < 4 ? f->hlen : 4) != 0) {
+		gck_set_error(z->ctx, GCK_EFORMAT, "corrupt image: data "
+		    "after the end of the compressed stream");
+		return -1;
+	}
+	if (r != 0)
+		return r;
+	if (f->hlen == 5)
+		f->want = zhdr_len(f->hdr) - 5;
+	if ((r = zin_copy(z, (char *)f->hdr, &f->want, &f->hlen, block)) != 0)
+		return r;
+	zhdr_parse(f->hdr, f->hlen, &f->fh);
+	/* The frame's checksum must cover every byte. */
+	if (!f->fh.checksum) {
+		gck_set_error(z->ctx, GCK_ECORRUPT, "corrupt image: "
+		    "zstd frame without a content checksum");
+		return -1;
+	}
+	if (!f->fh.has_size || f->fh.size > ZIO_FRAME_MAX)
+		return 2;			/* the header stays in hdr */
+	f->bound = ZSTD_compressBound((size_t)f->fh.size) + f->hlen + 4;
+	if (s->scap < f->bound) {
+		free(s->src);
+		if ((s->src = malloc(f->bound)) == NULL) {
+			s->scap = 0;
+			gck_set_error(z->ctx, GCK_ENOMEM, "out of memory");
+			return -1;
+		}
+		s->scap = f->bound;
+	}
+	memcpy(s->src, f->hdr, f->hlen);
+	s->slen = f->hlen;
+	s->dlen = (size_t)f->fh.size;
+	f->stage = 1;
+	f->want = 3;
+	return 0;
+}
+
+/* A block header just read, at the end of s->src. */
+static int
+zin_block_head(struct gck_zin *z, struct zslot *s)
+{
+	struct zfr	*f = &z->fr;
+	unsigned char	*h = (unsigned char *)s->src + s->slen - 3;
+	uint32_t	 bh = (uint32_t)h[0] | (uint32_t)h[1] << 8 |
+			    (uint32_t)h[2] << 16;
+	size_t		 bsz = bh >> 3;
+
+	f->last = bh & 1;
+	if (((bh >> 1) & 3) == 3 || bsz > ZIO_BLOCK_MAX)
+		return gck_set_error(z->ctx, GCK_ECORRUPT, "corrupt image: "
+		    "zstd frame %" PRIu64 " has a corrupt block", z->frames);
+	f->want = ((bh >> 1) & 3) == 1 ? 1 : bsz;
+	if (s->slen + f->want + 4 > f->bound)
+		return gck_set_error(z->ctx, GCK_ECORRUPT, "corrupt image: "
+		    "zstd frame %" PRIu64 " larger than its content could "
+		    "need", z->frames);
+	f->stage = 2;
+	return GCK_OK;
+}
+
+/*
+ * Reads on the frame being read in, into slot s, as far as the input
+ * goes without waiting, unless block is set.  Its block headers are
+ * walked to find where it ends.  Returns 1 when it is whole, 3 when
+ * reading would wait, 2 for a frame to decode as a stream (its header
+ * read), 0 at the end of the input, or -1.
+ */
+static int
+zin_frame(struct gck_zin *z, struct zslot *s, int block)
+{
+	struct zfr	*f = &z->fr;
+	int		 r;
+
+	for (;;) {
+		switch (f->stage) {
+		case 0:
+			if ((r = zin_frame_head(z, s, block)) != 0)
+				return r == 4 ? 0 : r;
+			break;
+		case 1:			/* a block header */
+			if ((r = zin_copy(z, s->src, &f->want, &s->slen,
+			    block)) != 0)
+				return r;
+			if (zin_block_head(z, s) != GCK_OK)
+				return -1;
+			break;
+		case 2:			/* its data */
+			if ((r = zin_copy(z, s->src, &f->want, &s->slen,
+			    block)) != 0)
+				return r;
+			f->stage = f->last ? 3 : 1;
+			f->want = f->last ? 4 : 3;
+			break;
+		default:		/* the checksum */
+			if ((r = zin_copy(z, s->src, &f->want, &s->slen,
+			    block)) != 0)
+				return r;
+			memset(f, 0, sizeof *f);
+			z->frames++;
+			return 1;
+		}
+	}
+}
+
+/* A worker's decompression of one frame, checked against its header. */
+static void
+decompress_slot(struct zpool *p, struct zslot *s, void *arg)
+{
+	ZSTD_DCtx	**dp = arg;
+	size_t		  e;
+
+	(void)p;
+	if (s == NULL) {
+		ZSTD_freeDCtx(*dp);
+		return;
+	}
+	s->err = 0;
+	s->lies = 0;
+	if (*dp == NULL && (*dp = ZSTD_createDCtx()) == NULL) {
+		s->err = (size_t)-1;
+		return;
+	}
+	if (s->cap < s->dlen + 1) {
+		free(s->dst);
+		if ((s->dst = malloc(s->dlen + 1)) == NULL) {
+			s->cap = 0;
+			s->err = (size_t)-1;
+			return;
+		}
+		s->cap = s->dlen + 1;
+	}
+	e = ZSTD_decompressDCtx(*dp, s->dst, s->dlen, s->src, s->slen);
+	if (ZSTD_isError(e) &&
+	    ZSTD_getErrorCode(e) == ZSTD_error_dstSize_tooSmall)
+		s->lies = 1;
+	else if (ZSTD_isError(e))
+		s->err = e;
+	else if (e != s->dlen)
+		s->lies = 1;
+}
+
+/* Hands out n bytes at p as the next of the tar stream. */
+static ssize_t
+zin_give(struct gck_zin *z, const char *p, size_t n, size_t max,
+    const void **pp)
+{
+	if (n > max)
+		n = max;
+	*pp = p;
+	z->piece = p + n;
+	z->pleft -= n;
+	zin_account(z, p, n);
+	return (ssize_t)n;
+}
+
+/* Decodes some of a frame too large to take whole, into obuf. */
+static ssize_t
+zin_stream(struct gck_zin *z, size_t max, const void **pp)
+{
 	ZSTD_inBuffer	 in;
 	ZSTD_outBuffer	 out;
 	ssize_t		 n;
 	size_t		 ret;
 
-	if (!z->detected) {
-		/* The magic may straddle reads on a pipe: get 4 bytes. */
-		while (z->len - z->pos < 4 && !z->eof) {
-			if (z->pos > 0) {
-				memmove(z->buf, z->buf + z->pos,
-				    z->len - z->pos);
-				z->len -= z->pos;
-				z->pos = 0;
-			}
-			n = read(z->fd, z->buf + z->len, z->bufsz - z->len);
-			if (n == -1 && errno == EINTR) {
-				if (gck_check_interrupt(z->ctx) != GCK_OK)
-					return -1;
-				continue;
-			}
-			if (n == -1) {
-				gck_set_syserr(z->ctx, errno,
-				    "cannot read image: %s", strerror(errno));
-				return -1;
-			}
-			if (n == 0)
-				z->eof = 1;
-			if (zin_raw(z, z->buf + z->len, (size_t)n) == -1)
-				return -1;
-			z->len += (size_t)n;
-		}
-		z->detected = 1;
-		if (z->len - z->pos >= 4 && memcmp(z->buf + z->pos, magic,
-		    4) == 0 && (z->dctx = ZSTD_createDCtx()) == NULL) {
-			gck_set_error(z->ctx, GCK_ENOMEM, "out of memory");
-			return -1;
-		}
-		/* The frame's checksum must cover every byte (flag 0x04). */
-		if (z->dctx != NULL && z->len - z->pos >= 5 &&
-		    !(z->buf[z->pos + 4] & 0x04)) {
-			gck_set_error(z->ctx, GCK_ECORRUPT, "corrupt image: "
-			    "zstd frame without a content checksum");
-			return -1;
-		}
-		if ((z->ring = malloc(ZIO_RING)) == NULL) {
-			gck_set_error(z->ctx, GCK_ENOMEM, "out of memory");
-			return -1;
-		}
+	if (z->obuf == NULL && (z->obuf = malloc(ZIO_BUFSZ)) == NULL) {
+		gck_set_error(z->ctx, GCK_ENOMEM, "out of memory");
+		return -1;
 	}
-	if (z->dctx == NULL) {
-		if ((n = zin_fill(z)) <= 0)
-			return n;
-		if ((size_t)n > len)
-			n = (ssize_t)len;
-		memcpy(p, z->buf + z->pos, (size_t)n);
-		z->pos += (size_t)n;
-		zin_account(z, p, (size_t)n);
-		return n;
-	}
-	out.dst = p;
-	out.size = len;
+	out.dst = z->obuf;
+	out.size = ZIO_BUFSZ;
 	out.pos = 0;
-	while (out.pos == 0) {
-		if ((n = zin_fill(z)) == -1)
-			return -1;
-		if (n == 0) {
-			if (!z->frame_done) {
-				gck_set_error(z->ctx, GCK_ETRUNC,
-				    "image truncated: compressed stream "
-				    "ends early");
+	while (out.pos == 0 && z->streaming) {
+		if (z->fr.hlen > 0) {
+			/* first the header, read already */
+			in.src = z->fr.hdr;
+			in.size = z->fr.hlen;
+			in.pos = 0;
+			ret = ZSTD_decompressStream(z->dctx, &out, &in);
+			memmove(z->fr.hdr, z->fr.hdr + in.pos, in.size -
+			    in.pos);
+			z->fr.hlen -= in.pos;
+			if (z->fr.hlen == 0)
+				memset(&z->fr, 0, sizeof z->fr);
+		} else {
+			if ((n = zin_fill(z)) == -1)
+				return -1;
+			if (n == 0) {
+				zin_truncated(z);
 				return -1;
 			}
-			return 0;
+			in.src = z->buf;
+			in.size = z->len;
+			in.pos = z->pos;
+			ret = ZSTD_decompressStream(z->dctx, &out, &in);
+			z->pos = in.pos;
 		}
-		if (z->frame_done) {
-			gck_set_error(z->ctx, GCK_EFORMAT,
-			    "corrupt image: data after the end of the "
-			    "compressed stream");
-			return -1;
-		}
-		in.src = z->buf;
-		in.size = z->len;
-		in.pos = z->pos;
-		ret = ZSTD_decompressStream(z->dctx, &out, &in);
-		z->pos = in.pos;
 		if (ZSTD_isError(ret)) {
 			gck_set_error(z->ctx, GCK_ECORRUPT,
 			    "corrupt image: zstd: %s", ZSTD_getErrorName(ret));
 			return -1;
 		}
 		if (ret == 0)
-			z->frame_done = 1;
+			z->streaming = 0;
 	}
-	zin_account(z, p, out.pos);
-	return (ssize_t)out.pos;
+	z->pleft = out.pos;
+	return zin_give(z, z->obuf, out.pos, max, pp);
+}
+
+/* Lets go of the frame handed out last. */
+static void
+zin_release(struct gck_zin *z)
+{
+	if (z->given == NULL)
+		return;
+	z->inflight -= z->given->dlen;
+	pool_release_head(z->pool);
+	z->given = NULL;
+}
+
+/*
+ * Reads frames ahead into the ring, for the workers, as far as the
+ * window allows and the input has them at hand: it waits for input
+ * only when there is nothing to hand out.  Returns 0, 1 when the input
+ * has ended, 2 when the next frame must be decoded as a stream, or -1.
+ */
+static int
+zin_ahead(struct gck_zin *z)
+{
+	uint64_t	window = (uint64_t)ZIO_WINDOW * (unsigned)z->pool->nth;
+	int		r;
+
+	while (z->pool->tail - z->pool->head < ZIO_SLOTS &&
+	    (z->inflight == 0 || (z->ahead && z->inflight < window)) &&
+	    z->lagerr == 0) {
+		r = zin_frame(z, &z->pool->slot[z->pool->tail % ZIO_SLOTS],
+		    z->pool->tail == z->pool->head);
+		if (r == -1 && z->pool->tail > z->pool->head) {
+			/* The frames before it are handed out first. */
+			z->lagerr = gck_error_code(z->ctx);
+			if ((z->lagmsg = strdup(gck_error_string(z->ctx))) ==
+			    NULL)
+				return -1;
+			return 0;
+		}
+		if (r == 3)
+			return 0;
+		if (r != 1)
+			return r == 0 ? 1 : r;
+		z->inflight += z->pool->slot[z->pool->tail % ZIO_SLOTS].dlen;
+		pool_queue(z->pool);
+	}
+	return 0;
+}
+
+static int
+zin_detect(struct gck_zin *z)
+{
+	static const unsigned char magic[4] = { 0x28, 0xb5, 0x2f, 0xfd };
+	int	n;
+
+	if (zin_need(z, 5) == -1)
+		return -1;
+	z->detected = 1;
+	if ((z->ring = malloc(ZIO_RING)) == NULL) {
+		gck_set_error(z->ctx, GCK_ENOMEM, "out of memory");
+		return -1;
+	}
+	if (z->len - z->pos < 4 || memcmp(z->buf + z->pos, magic, 4) != 0)
+		return 0;
+	if ((z->dctx = ZSTD_createDCtx()) == NULL) {
+		gck_set_error(z->ctx, GCK_ENOMEM, "out of memory");
+		return -1;
+	}
+	n = z->threads > 0 ? z->threads : gck_zio_cpus();
+	if ((z->pool = pool_new(n > 64 ? 64 : n, decompress_slot, 0)) ==
+	    NULL) {
+		gck_set_error(z->ctx, GCK_ENOMEM, "cannot start threads");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Gets the next piece of the tar stream, at most max bytes, pointed to
+ * in *pp: valid until the next call.  Returns its length, 0 at the end,
+ * or -1 with the error set (truncation, corruption, I/O).
+ */
+ssize_t
+gck_zin_next(struct gck_zin *z, const void **pp, size_t max)
+{
+	struct zslot	*s;
+	ssize_t		 n;
+	int		 r;
+
+	if (!z->detected && zin_detect(z) == -1)
+		return -1;
+	if (z->pleft > 0)
+		return zin_give(z, z->piece, z->pleft, max, pp);
+	if (z->dctx == NULL) {
+		if ((n = zin_fill(z)) <= 0)
+			return n;
+		z->pleft = (size_t)n;
+		z->pos += (size_t)n;
+		return zin_give(z, z->buf + z->pos - n, (size_t)n, max, pp);
+	}
+	if (z->streaming)
+		return zin_stream(z, max, pp);
+	zin_release(z);
+	if ((r = zin_ahead(z)) == -1)
+		return -1;
+	if (z->pool->head == z->pool->tail && z->lagerr != 0) {
+		gck_set_error(z->ctx, z->lagerr, "%s", z->lagmsg);
+		return -1;
+	}
+	if (z->pool->head == z->pool->tail) {
+		if (r == 1 && z->frames == 0)
+			return zin_truncated(z), -1;
+		if (r == 1)
+			return 0;
+		/* r == 2: a frame too large to take whole */
+		z->frames++;
+		z->streaming = 1;
+		ZSTD_DCtx_reset(z->dctx, ZSTD_reset_session_only);
+		return zin_stream(z, max, pp);
+	}
+	s = pool_wait_head(z->pool);
+	z->given = s;
+	if (s->err != 0) {
+		gck_set_error(z->ctx, s->err == (size_t)-1 ? GCK_ENOMEM :
+		    GCK_ECORRUPT, s->err == (size_t)-1 ? "out of memory" :
+		    "corrupt image: zstd: %s", zerr(s->err));
+		return -1;
+	}
+	if (s->lies) {
+		gck_set_error(z->ctx, GCK_ECORRUPT, "corrupt image: a zstd "
+		    "frame does not hold the %zu bytes its header says",
+		    s->dlen);
+		return -1;
+	}
+	z->pleft = s->dlen;
+	if (s->dlen == 0)
+		return gck_zin_next(z, pp, max);
+	return zin_give(z, s->dst, s->dlen, max, pp);
+}
+
+/*
+ * Reads up to len bytes of tar stream.  Returns the count, 0 at the end,
+ * or -1 with the error set (truncation, corruption, I/O).
+ */
+ssize_t
+gck_zin_read(struct gck_zin *z, void *p, size_t len)
+{
+	const void	*q;
+	ssize_t		 n;
+
+	if ((n = gck_zin_next(z, &q, len)) > 0)
+		memcpy(p, q, (size_t)n);
+	return n;
+}
+
+/* How many zstd frames the stream has had so far. */
+uint64_t
+gck_zin_frames(const struct gck_zin *z)
+{
+	return z->frames;
 }
 
 int
@@ -454,7 +1364,10 @@ gck_zin_free(struct gck_zin *z)
 {
 	if (z == NULL)
 		return;
+	pool_free(z->pool);
 	ZSTD_freeDCtx(z->dctx);
+	free(z->obuf);
+	free(z->lagmsg);
 	free(z->ring);
 	free(z->raw);
 	free(z->buf);

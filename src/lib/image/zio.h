@@ -8,12 +8,22 @@ struct gck_zout;
 /* zio.c: the compression layer under the tar layer */
 struct gck_zout;
 struct gck_zin;
-int	gck_zout_new(struct gck_ctx *, int, int, struct gck_zout **);
+int	gck_zio_cpus(void);
+int	gck_zout_new(struct gck_ctx *, int, int, int, struct gck_zout **);
 int	gck_zout_write(struct gck_zout *, const void *, size_t);
+int	gck_zout_frame_end(struct gck_zout *);
+int	gck_zout_sync(struct gck_zout *);
+uint64_t gck_zout_frames(const struct gck_zout *);
+int	gck_zout_frame(const struct gck_zout *, uint64_t, uint64_t *,
+	    uint64_t *);
 int	gck_zout_finish(struct gck_zout *);
 void	gck_zout_free(struct gck_zout *);
 int	gck_zin_new(struct gck_ctx *, int, struct gck_zin **);
+void	gck_zin_set_threads(struct gck_zin *, int);
+void	gck_zin_set_ahead(struct gck_zin *, int);
+ssize_t	gck_zin_next(struct gck_zin *, const void **, size_t);
 ssize_t	gck_zin_read(struct gck_zin *, void *, size_t);
+uint64_t gck_zin_frames(const struct gck_zin *);
 int	gck_zin_compressed(const struct gck_zin *);
 uint64_t gck_zin_total(const struct gck_zin *);
 uint64_t gck_zin_zero_tail(const struct gck_zin *);

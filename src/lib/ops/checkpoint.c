@@ -22,6 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include "private.h"
 #include "core/guard.h"
 #include "core/proc.h"
@@ -310,30 +312,127 @@ fetch_finish(struct fetch *f)
 }
 
 /*
+ * The check that what is read again from a task is what criu wrote:
+ * criu's part_size parts of the pages file each have a digest of their
+ * samples, the first GCK_SAMPLE_LEN bytes of every GCK_SAMPLE_STRIDE;
+ * the same digest is made, part by part, of what is read, whatever the
+ * pieces it is read in (their bounds are whole pages).
+ */
+struct samples {
+	XXH3_state_t	*st;
+	uint64_t	 part;		/* the part being digested */
+	uint64_t	 part_size;
+};
+
+static int
+samples_part_done(struct gck_ctx *ctx, struct samples *sm,
+    const struct gck_sfile *f, struct gck_pmread *rd,
+    const struct gck_area *rseq, size_t nrseq, uint64_t len)
+{
+	uint64_t	d = XXH3_64bits_digest(sm->st);
+	size_t		k;
+
+	if (sm->part >= f->ndigests)
+		return gck_set_error(ctx, GCK_ECRIU, "'%s' of process %d is "
+		    "longer than criu wrote it", f->name, (int)f->pid);
+	/*
+	 * The tree has been held by criu all along: only the kernel can
+	 * have written to it since, in the rseq areas.
+	 */
+	for (k = 0; d != f->digests[sm->part] && k < nrseq; k++)
+		if (gck_pmread_overlaps(rd, sm->part * sm->part_size, len,
+		    rseq[k].addr, rseq[k].size))
+			break;
+	if (d != f->digests[sm->part] && k == nrseq)
+		return gck_set_error(ctx, GCK_ECRIU, "the memory of process %d "
+		    "changed after criu dumped it (part %u of '%s')",
+		    (int)f->pid, (unsigned)sm->part, f->name);
+	sm->part++;
+	XXH3_64bits_reset(sm->st);
+	return GCK_OK;
+}
+
+/* Feeds n bytes read at offset off of the pages file. */
+static int
+samples_feed(struct gck_ctx *ctx, struct samples *sm,
+    const struct gck_sfile *f, struct gck_pmread *rd,
+    const struct gck_area *rseq, size_t nrseq, const char *buf,
+    uint64_t off, size_t n)
+{
+	uint64_t	pend, in, s, e, x, j;
+	int		r;
+
+	while (n > 0) {
+		pend = (sm->part + 1) * sm->part_size;
+		x = pend - off < n ? pend - off : n;
+		/* the samples in [off, off + x), from the part's start */
+		in = off - sm->part * sm->part_size;
+		for (j = in / GCK_SAMPLE_STRIDE; j * GCK_SAMPLE_STRIDE <
+		    in + x; j++) {
+			s = j * GCK_SAMPLE_STRIDE > in ? j * GCK_SAMPLE_STRIDE :
+			    in;
+			e = j * GCK_SAMPLE_STRIDE + GCK_SAMPLE_LEN < in + x ?
+			    j * GCK_SAMPLE_STRIDE + GCK_SAMPLE_LEN : in + x;
+			if (s < e)
+				XXH3_64bits_update(sm->st, buf + (s - in),
+				    (size_t)(e - s));
+		}
+		buf += x;
+		off += x;
+		n -= (size_t)x;
+		if (off == pend || off == f->size)
+			if ((r = samples_part_done(ctx, sm, f, rd, rseq, nrseq,
+			    off - sm->part * sm->part_size)) != GCK_OK)
+				return r;
+	}
+	return GCK_OK;
+}
+
+/* What add_pages() reads a task's pages with. */
+struct pagesrc {
+	const struct gck_sfile	*f;
+	struct gck_pmread	*rd;
+	struct gck_area		*rseq;
+	size_t			 nrseq;
+	struct samples		 sm;
+	size_t			 chunk;		/* 0: parts (format 1) */
+	size_t			 part_size;
+};
+
+/* The next piece to read: a chunk, or a part (format 1). */
+static size_t
+pages_want(struct pagesrc *ps, uint64_t left)
+{
+	if (ps->chunk > 0)
+		return gck_pmread_span(ps->rd, ps->chunk, ps->chunk);
+	return left < ps->part_size ? (size_t)left : ps->part_size;
+}
+
+/*
  * Adds the pages file f, read again from its stopped task as its
- * pagemap lists them, part by part, the samples of each checked against
- * those of what criu wrote.  One part is read while the one before it
- * is written.  criu names the task as its PID namespace ns (NULL: ours)
- * sees it.
+ * pagemap lists them, a piece at a time, checked against the samples of
+ * what criu wrote.  One piece is read while the one before it is
+ * written.  Format 2 cuts it in chunks, the pages of a task that lie in
+ * one window of chunk bytes of its address space.  criu names the task
+ * as its PID namespace ns (NULL: ours) sees it.
  */
 static int
 add_pages(struct gck_ctx *ctx, struct gck_writer *w,
     const struct gck_capture *cap, const struct gck_nsview *ns,
-    const struct gck_sfile *f, char *bufs[2], size_t part_size)
+    const struct gck_sfile *f, char *bufs[2], struct pagesrc *ps)
 {
 	const struct gck_sfile	*pm;
-	struct gck_pmread	*rd = NULL;
-	struct gck_area		*rseq = NULL;
 	struct fetch		 fe;
 	char			 pmname[64], ename[GCK_SNAME + 32], *buf;
-	uint64_t		 left = f->size, d;
+	uint64_t		 left = f->size, off = 0;
 	unsigned		 part;
 	ssize_t			 n;
-	size_t			 want, nrseq = 0, k;
+	size_t			 want;
 	pid_t			 pid;
-	int			 r;
+	int			 r, whole;
 
 	memset(&fe, 0, sizeof fe);
+	ps->f = f;
 	snprintf(pmname, sizeof pmname, "pagemap-%d.img", (int)f->pid);
 	if ((pm = gck_capture_find(cap, pmname)) == NULL)
 		return gck_set_error(ctx, GCK_ECRIU, "criu wrote '%s' without "
@@ -342,21 +441,26 @@ add_pages(struct gck_ctx *ctx, struct gck_writer *w,
 		return gck_set_error(ctx, GCK_ECRIU, "criu wrote '%s' of "
 		    "process %d, which is not in the tree", f->name,
 		    (int)f->pid);
-	if ((r = gck_pmread_open(ctx, pm, f, pid, &rd)) != GCK_OK ||
-	    (r = gck_rseq_areas(ctx, cap, pid, ns, &rseq, &nrseq)) != GCK_OK)
+	if ((r = gck_pmread_open(ctx, pm, f, pid, &ps->rd)) != GCK_OK ||
+	    (r = gck_rseq_areas(ctx, cap, pid, ns, &ps->rseq, &ps->nrseq)) !=
+	    GCK_OK)
 		goto out;
 	gck_log(ctx, 2, "adding %s: %llu bytes of process %d's memory",
 	    f->name, (unsigned long long)f->size, (int)f->pid);
-	fe.rd = rd;
-	want = left < part_size ? (size_t)left : part_size;
-	fetch_start(&fe, bufs[0], want);
-	for (part = 0; ; part++) {
+	fe.rd = ps->rd;
+	ps->sm.part = 0;
+	XXH3_64bits_reset(ps->sm.st);
+	want = pages_want(ps, left);
+	whole = want == left;
+	if (left > 0)
+		fetch_start(&fe, bufs[0], want);
+	for (part = 0; left > 0; part++) {
 		buf = bufs[part % 2];
 		if ((n = fetch_finish(&fe)) == -1) {
-			r = gck_pmread_error(rd);
+			r = gck_pmread_error(ps->rd);
 			goto out;
 		}
-		if ((size_t)n != want || (!f->checked && part >= f->ndigests)) {
+		if ((size_t)n != want || n == 0) {
 			r = gck_set_error(ctx, GCK_ECRIU, "'%s' of process %d "
 			    "is shorter than criu wrote it", f->name,
 			    (int)f->pid);
@@ -364,41 +468,28 @@ add_pages(struct gck_ctx *ctx, struct gck_writer *w,
 		}
 		left -= (uint64_t)n;
 		if (left > 0) {
-			want = left < part_size ? (size_t)left : part_size;
+			want = pages_want(ps, left);
 			fetch_start(&fe, bufs[(part + 1) % 2], want);
 		}
 		/* (zeroscan.c checked them, in criu's layout) */
-		d = f->checked ? 0 : gck_sample_digest(buf, (size_t)n);
-		/*
-		 * The tree has been held by criu all along: only the kernel
-		 * can have written to it since, in the rseq areas.
-		 */
-		for (k = 0; !f->checked && d != f->digests[part] && k < nrseq;
-		    k++)
-			if (gck_pmread_overlaps(rd, (uint64_t)part * part_size,
-			    (uint64_t)n, rseq[k].addr, rseq[k].size))
-				break;
-		if (!f->checked && d != f->digests[part] && k == nrseq) {
-			r = gck_set_error(ctx, GCK_ECRIU, "the memory of "
-			    "process %d changed after criu dumped it (part %u "
-			    "of '%s')", (int)f->pid, part, f->name);
+		if (!f->checked && (r = samples_feed(ctx, &ps->sm, f, ps->rd,
+		    ps->rseq, ps->nrseq, buf, off, (size_t)n)) != GCK_OK)
 			goto out;
-		}
-		if (f->size <= part_size)
-			gck_entry_name(ename, sizeof ename, f->name, -1);
-		else
-			gck_entry_name(ename, sizeof ename, f->name, part);
+		off += (uint64_t)n;
+		gck_entry_name(ename, sizeof ename, f->name, whole ? -1 :
+		    (long)part);
 		if ((r = gck_writer_add_pages(w, ename, buf, (size_t)n)) !=
 		    GCK_OK)
 			goto out;
-		if (left == 0)
-			break;
 	}
 	r = GCK_OK;
 out:
 	fetch_finish(&fe);
-	gck_pmread_free(rd);
-	free(rseq);
+	gck_pmread_free(ps->rd);
+	ps->rd = NULL;
+	free(ps->rseq);
+	ps->rseq = NULL;
+	ps->nrseq = 0;
 	return r;
 }
 
@@ -415,18 +506,29 @@ stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 {
 	const struct gck_sfile	*f;
 	struct gck_writer	*w = NULL;
+	struct pagesrc		 ps;
 	char			*buf[2] = { NULL, NULL };
 	size_t			 part_size = o->part_size ? o->part_size :
 				    GCK_PART_SIZE, i, n;
 	uint64_t		 bytes, holes;
-	int			 r, pass;
+	int			 r, pass, format = o->format ? o->format :
+				    GCK_FORMAT_VERSION;
+
+	memset(&ps, 0, sizeof ps);
+	ps.part_size = ps.sm.part_size = part_size;
+	ps.chunk = format > 1 ? GCK_CHUNK_SIZE : 0;
+	if ((ps.sm.st = XXH3_createState()) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
 
 	if (posix_memalign((void **)&buf[0], 4096, part_size) != 0 ||
 	    posix_memalign((void **)&buf[1], 4096, part_size) != 0) {
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((r = gck_writer_new(ctx, fd, o->level, part_size, &w)) != GCK_OK)
+	if ((r = gck_writer_new2(ctx, fd, o->level, part_size, format,
+	    o->threads, &w)) != GCK_OK)
 		goto out;
 	if ((r = gck_writer_add(w, GCK_ENTRY_MANIFEST, manifest,
 	    strlen(manifest))) != GCK_OK)
@@ -441,8 +543,7 @@ stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 			if (pass < 2)
 				r = add_kept(w, f, part_size);
 			else
-				r = add_pages(ctx, w, cap, ns, f, buf,
-				    part_size);
+				r = add_pages(ctx, w, cap, ns, f, buf, &ps);
 			if (r != GCK_OK)
 				goto out;
 		}
@@ -455,6 +556,8 @@ stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	r = GCK_OK;
 out:
 	gck_writer_free(w);
+	if (ps.sm.st != NULL)
+		XXH3_freeState(ps.sm.st);
 	free(buf[0]);
 	free(buf[1]);
 	return r;

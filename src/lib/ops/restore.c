@@ -603,6 +603,7 @@ rst_prepare(struct rst *st)
 		    st->imgdir, strerror(errno));
 	if ((r = gck_reader_new(ctx, st->o->infd, &st->rd)) != GCK_OK)
 		return r;
+	gck_reader_set_threads(st->rd, st->o->threads);
 	gck_reader_keep_raw(st->rd);
 	if ((r = gck_reader_head(st->rd, &st->m)) != GCK_OK)
 		return r;
