@@ -29,7 +29,8 @@
 #   BENCH_REPEAT=N        repeats of each measurement (default 3; medians)
 #   BENCH_WORKLOADS=...   a subset of "mixed zero90 random" (default all)
 #   BENCH_VARIANTS=...    a subset of the variants above (default all)
-#   BENCH_EXTRAS=...      a subset of "none-vs-dump rss-flat" (default all)
+#   BENCH_EXTRAS=...      a subset of "none-vs-dump rss-flat restore-file
+#                         incremental" (default all)
 #   BENCH_QUICK=1         smoke run: workloads 1/8 of their size, 1 repeat
 #   BENCH_DIR=DIR         where to work and write results (default: the
 #                         build directory's bench/)
@@ -64,6 +65,7 @@ GPUCKPT=$GCK_BINDIR/ckpt/gpuckpt
 GPURESTORE=$GCK_BINDIR/restore/gpurestore
 GPUSEND=$GCK_BINDIR/send/gpusend
 GPURECV=$GCK_BINDIR/recv/gpurecv
+GPUINSPECT=$GCK_BINDIR/inspect/gpuinspect
 BENCHWORK=$BENCH_BINDIR/benchwork
 BCOUNT=$BENCH_BINDIR/bcount
 DIRPEAK=$BENCH_BINDIR/dirpeak
@@ -76,7 +78,7 @@ QUICK=${BENCH_QUICK:-0}
 [ "$QUICK" = 0 ] && REPEAT=${BENCH_REPEAT:-3} || REPEAT=${BENCH_REPEAT:-1}
 WORKLOADS=${BENCH_WORKLOADS:-mixed zero90 random}
 VARIANTS=${BENCH_VARIANTS:-baseline-pipe baseline-ssh gpuckpt-pipe gpuckpt-ssh gpusend gpusend-par}
-EXTRAS=${BENCH_EXTRAS-none-vs-dump rss-flat}
+EXTRAS=${BENCH_EXTRAS-none-vs-dump rss-flat restore-file incremental}
 LIMIT=${BENCH_TIMEOUT:-900}
 DIR=${BENCH_DIR:-$BENCH_BINDIR}
 GPUSEND_ARGS=${BENCH_GPUSEND_ARGS:-}
@@ -127,8 +129,8 @@ for v in $VARIANTS; do
 done
 for x in $EXTRAS; do
 	case $x in
-	none-vs-dump|rss-flat) ;;
-	*) die "unknown extra '$x' (none-vs-dump rss-flat)" ;;
+	none-vs-dump|rss-flat|restore-file|incremental) ;;
+	*) die "unknown extra '$x' (none-vs-dump rss-flat restore-file incremental)" ;;
 	esac
 done
 
@@ -808,6 +810,186 @@ none_vs_dump()
 	rm -rf "$d"
 }
 
+# --- restore from a local file, and the CPU each side spends --------
+
+# tmpfs_mount MIB: a tmpfs at $R/tmpfs with room for an image of MIB.
+tmpfs_mount()
+{
+	[ -n "$tmpfs_dir" ] && return 0
+	mkdir -p "$R/tmpfs"
+	mount -t tmpfs -o size=$(($1 + $1 / 4 + 64))m gck-bench "$R/tmpfs" ||
+	    return 1
+	tmpfs_dir=$R/tmpfs
+}
+
+# timed NAME CMD...: runs CMD under time(1); appends "wall user sys" of
+# it (and of the children it waited for) to $d/NAME.  Returns its status.
+timed()
+{
+	local name=$1
+	shift
+	"$TIME" -f "%e %U %S" -o "$d/$name.t" "$@"
+}
+
+# restore_file REP: on the mixed workload, two images of the same tree
+# taken with gpuckpt --threads 1 and 2, then its restore from the file by
+# gpurestore --threads 1 and 2, and by criu restore from a tmpfs directory
+# holding the same dump (gpuinspect --extract of the image).  Appends
+#   restore-file - REP ok|FAIL WHAT wall_s cpu_s
+# for WHAT ckpt-1 ckpt-2 restore-1 restore-2 criu-tmpfs, and
+#   restore-file - REP ok size image_bytes memory_bytes
+restore_file()
+{
+	local rep=$1 kind mib t ok=ok d=$R/rf what w u s t0 t1
+
+	set -- $(workload_spec mixed)
+	kind=$1
+	mib=$2
+	rm -rf "$d"
+	mkdir -p "$d/tmp"
+	if ! tmpfs_mount "$mib" || ! start_work "$kind" "$mib"; then
+		broke=1
+		echo "restore-file - $rep FAIL" >>"$RAW"
+		return
+	fi
+	for t in 1 2; do
+		TMPDIR=$d/tmp timed "ckpt-$t" "$GPUCKPT" --threads "$t" -R \
+		    -p "$WPID" -o "$d/img$t.gck" 2>>"$d/err" || ok=FAIL
+	done
+	stop_work
+	rm -rf "$tmpfs_dir/img"
+	"$GPUINSPECT" --extract "$tmpfs_dir/img" "$d/img2.gck" 2>>"$d/err" ||
+	    ok=FAIL
+	sync
+	for what in restore-1 restore-2 criu-tmpfs; do
+		[ $ok = ok ] || break
+		case $what in
+		restore-*)
+			TMPDIR=$d/tmp timed "$what" "$GPURESTORE" \
+			    --threads "${what#restore-}" "$d/img2.gck" \
+			    >/dev/null 2>>"$d/err" || ok=FAIL
+			;;
+		criu-tmpfs)
+			timed "$what" "$CRIU" restore -D "$tmpfs_dir/img" \
+			    -d >/dev/null 2>>"$d/err" || ok=FAIL
+			;;
+		esac
+		if [ $ok = ok ] && ! verify; then
+			note "restore-file: $what did not verify"
+			ok=FAIL
+		fi
+		stop_work
+	done
+	for what in ckpt-1 ckpt-2 restore-1 restore-2 criu-tmpfs; do
+		[ -s "$d/$what.t" ] || continue
+		read -r w u s <"$d/$what.t" || continue
+		echo "restore-file - $rep $ok $what $w $(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')" >>"$RAW"
+	done
+	echo "restore-file - $rep $ok size $(stat -c %s "$d/img2.gck" 2>/dev/null || echo -) $((mib * 1048576))" >>"$RAW"
+	[ $ok = ok ] || { broke=1; note "restore-file failed: $(tail -n 3 "$d/err")"; }
+	rm -rf "$d" "$tmpfs_dir/img"
+}
+
+# rf_fig WHAT FIELD: the median of FIELD (5 wall, 6 cpu) of restore-file WHAT.
+rf_fig()
+{
+	awk -v w="$1" -v f="$2" '$1 == "restore-file" && $4 == "ok" && $5 == w { print $f }' "$RAW" |
+	    sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+
+# rf_report: the restore-from-file figures, ratios and the projection.
+rf_report()
+{
+	local mib gb w1 w2 wc c1 c2 k1 k2 r
+
+	grep -q '^restore-file .* ok ' "$RAW" || return 0
+	set -- $(workload_spec mixed)
+	mib=$2
+	gb=$(awk -v m="$mib" 'BEGIN { printf "%.3f", m / 1024 }')
+	w1=$(rf_fig restore-1 6); w2=$(rf_fig restore-2 6); wc=$(rf_fig criu-tmpfs 6)
+	c1=$(rf_fig restore-1 7); c2=$(rf_fig restore-2 7)
+	k1=$(rf_fig ckpt-1 7); k2=$(rf_fig ckpt-2 7)
+	say ""
+	say "== restore of the mixed $mib MiB image from a local file =="
+	say "  gpurestore --threads 1: ${w1}s (${c1} CPU-s), --threads 2: ${w2}s (${c2} CPU-s); criu restore -D tmpfs: ${wc}s"
+	say "  gpuckpt --threads 1: $(rf_fig ckpt-1 6)s (${k1} CPU-s), --threads 2: $(rf_fig ckpt-2 6)s (${k2} CPU-s)"
+	r=$(awk -v a="$w2" -v b="$wc" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }')
+	say "$(verdict "$(cmp_le "$r" 1)")  gpurestore FILE / criu restore -D tmpfs: $r (goal: below 1)"
+	r=$(awk -v a="$w2" -v b="$w1" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }')
+	say "      gpurestore --threads 2 / --threads 1: $r"
+	say "      CPU-seconds per GiB of memory: checkpoint $(awk -v c="$k2" -v g="$gb" 'BEGIN { if (c == "-") print "-"; else printf "%.2f", c / g }'), restore $(awk -v c="$c2" -v g="$gb" 'BEGIN { if (c == "-") print "-"; else printf "%.2f", c / g }') (criu's included)"
+	say "      image $(awk '$1 == "restore-file" && $5 == "size" { print $6; exit }' "$RAW") B of $((mib * 1048576)) B of memory"
+}
+
+# --- an incremental image against a full one ---------------------------
+
+# incremental REP: on the mixed workload, a full image A (gpuckpt -R),
+# then, after the workload rewrote 5% of its memory, a full image F and
+# an image I with --parent=A; I restores given A.  Appends
+#   incremental - REP ok|FAIL full_bytes incr_bytes restore_s
+incremental()
+{
+	local rep=$1 kind mib ok=ok d=$R/inc n fb=- ib=- tr=- t0 t1
+
+	set -- $(workload_spec mixed)
+	kind=$1
+	mib=$2
+	rm -rf "$d"
+	mkdir -p "$d/tmp"
+	if ! start_work "$kind" "$mib"; then
+		broke=1
+		echo "incremental - $rep FAIL" >>"$RAW"
+		return
+	fi
+	TMPDIR=$d/tmp "$GPUCKPT" -R -p "$WPID" -o "$d/a.gck" 2>>"$d/err" ||
+	    ok=FAIL
+	n=$(grep -c '^rewrote ' "$WSTATUS")
+	kill -USR2 "$WPID"
+	if wait_line_count "$WSTATUS" '^rewrote ' $((n + 1)) 120; then
+		WSUM=$(grep '^rewrote ' "$WSTATUS" | tail -n 1 |
+		    sed 's/^rewrote sum=\([0-9a-f]*\).*/\1/')
+	else
+		ok=FAIL
+	fi
+	[ $ok = ok ] && { TMPDIR=$d/tmp "$GPUCKPT" -R -p "$WPID" \
+	    -o "$d/f.gck" 2>>"$d/err" || ok=FAIL; }
+	[ $ok = ok ] && { TMPDIR=$d/tmp "$GPUCKPT" --parent="$d/a.gck" \
+	    -p "$WPID" -o "$d/i.gck" 2>>"$d/err" || ok=FAIL; }
+	wait_gone "$WPID" 60
+	if [ $ok = ok ]; then
+		fb=$(stat -c %s "$d/f.gck")
+		ib=$(stat -c %s "$d/i.gck")
+		t0=$(now)
+		TMPDIR=$d/tmp "$GPURESTORE" --parent="$d/a.gck" "$d/i.gck" \
+		    >/dev/null 2>>"$d/err" || ok=FAIL
+		t1=$(now)
+		tr=$(elapsed "$t0" "$t1")
+		if [ $ok = ok ] && ! verify; then
+			note "incremental: the restored workload did not verify"
+			ok=FAIL
+		fi
+	fi
+	stop_work
+	[ $ok = ok ] || { broke=1; note "incremental failed: $(tail -n 3 "$d/err")"; }
+	echo "incremental - $rep $ok $fb $ib $tr" >>"$RAW"
+	rm -rf "$d"
+}
+
+# inc_report: the incremental image against the full one.
+inc_report()
+{
+	local fb ib r
+
+	grep -q '^incremental .* ok ' "$RAW" || return 0
+	fb=$(awk '$1 == "incremental" && $4 == "ok" { print $5; exit }' "$RAW")
+	ib=$(awk '$1 == "incremental" && $4 == "ok" { print $6; exit }' "$RAW")
+	r=$(awk -v a="$ib" -v b="$fb" 'BEGIN { printf "%.4f", a / b }')
+	say ""
+	say "== an image with --parent after 5% of the memory was rewritten =="
+	say "$(verdict "$(cmp_le "$r" 0.08)")  incremental $ib B / full $fb B: $r (goal: at most 0.08)"
+	say "      its restore, given the parent: $(awk '$1 == "incremental" && $4 == "ok" { print $7; exit }' "$RAW") s"
+}
+
 # --- the report --------------------------------------------------------
 
 # report: the tables, from $RAW.
@@ -1114,11 +1296,21 @@ for x in $EXTRAS; do
 		run_one rss-small gpuckpt-pipe 1
 		run_one rss-large gpuckpt-pipe 1
 		;;
+	restore-file)
+		for rep in $(seq 1 "$REPEAT"); do
+			restore_file "$rep"
+		done
+		;;
+	incremental)
+		incremental 1
+		;;
 	esac
 done
 
 report
 targets
+rf_report
+inc_report
 say ""
 say "raw runs (workload variant rep status downtime_s total_s wire_B rss_ckpt_kB rss_restore_kB staging_B; baseline: rss kB of criu dump tar zstd zstd-d tar criu-restore):"
 while IFS= read -r line; do

@@ -2,7 +2,7 @@
  * benchwork -- a workload for the benchmark: a process with a known
  * amount of memory of a known kind, which measures its own downtime.
  *
- * usage: benchwork [-k kind] [-m MiB] [-s seed] [-f statusfile]
+ * usage: benchwork [-k kind] [-m MiB] [-r percent] [-s seed] [-f statusfile]
  *
  * It maps MiB of anonymous memory (default 256) and writes every page
  * of it, so that all of it is present and a checkpoint must carry it:
@@ -25,7 +25,10 @@
  * started (its start time in /proc/self/stat changed, as it does when
  * CRIU restores it): the largest such gap is the time it did not run.
  * On SIGUSR1 it checks the checksum of its memory and appends
- * "verify ok sum=HEX" or "verify FAIL ...".  The status file is opened
+ * "verify ok sum=HEX" or "verify FAIL ...".  On SIGUSR2 it rewrites 5%
+ * of its memory (-r PERCENT) in runs of 2 MiB aligned to 2 MiB, spread
+ * over it, with new content of its kind, and appends "rewrote sum=HEX
+ * bytes=N".  The status file is opened
  * for each line and written with one write(2), so no descriptor stays
  * open across a checkpoint.  Descriptors above 2 are closed first.
  */
@@ -101,7 +104,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: benchwork [-k mixed|zero90|random] [-m MiB] "
-	    "[-s seed] [-f statusfile]\n");
+	    "[-r percent] [-s seed] [-f statusfile]\n");
 	exit(2);
 }
 
@@ -253,6 +256,42 @@ start_time(void)
 	return v;
 }
 
+static volatile sig_atomic_t	 want_rewrite;
+
+static void
+on_usr2(int sig)
+{
+	(void)sig;
+	want_rewrite = 1;
+}
+
+/* Rewrites pct percent of mem (len bytes) in aligned runs of 2 MiB. */
+static size_t
+rewrite(const char *kind, unsigned char *mem, size_t len, unsigned pct)
+{
+	const uintptr_t	 run = 2u << 20;
+	uintptr_t	 start = (uintptr_t)mem, end = start + len, at;
+	size_t		 nruns, i, stride, done = 0;
+
+	nruns = len / 100 * pct / run;
+	if (nruns == 0)
+		nruns = 1;
+	stride = len / nruns;
+	for (i = 0; i < nruns; i++) {
+		at = (start + i * stride + run - 1) & ~(run - 1);
+		if (at + run > end)
+			break;
+		if (strcmp(kind, "mixed") == 0)
+			fill_mixed((unsigned char *)at, run);
+		else if (strcmp(kind, "zero90") == 0)
+			fill_zero90((unsigned char *)at, run);
+		else
+			fill_random((unsigned char *)at, run);
+		done += run;
+	}
+	return done;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -264,12 +303,13 @@ main(int argc, char *argv[])
 	uint64_t		 sum, now;
 	int64_t			 t0, prev, t;
 	long long		 started;
-	size_t			 len;
+	size_t			 len, n;
 	char			*ep;
+	unsigned		 rpct = 5;
 	int			 ch;
 
 	work_statusfile = "benchwork.status";
-	while ((ch = getopt(argc, argv, "f:k:m:s:")) != -1) {
+	while ((ch = getopt(argc, argv, "f:k:m:r:s:")) != -1) {
 		switch (ch) {
 		case 'f':
 			work_statusfile = optarg;
@@ -281,6 +321,12 @@ main(int argc, char *argv[])
 			errno = 0;
 			mib = strtoul(optarg, &ep, 10);
 			if (errno || *ep != '\0' || mib == 0 || mib > 1048576)
+				usage();
+			break;
+		case 'r':
+			errno = 0;
+			rpct = (unsigned)strtoul(optarg, &ep, 10);
+			if (errno || *ep != '\0' || rpct == 0 || rpct > 100)
 				usage();
 			break;
 		case 's':
@@ -301,6 +347,7 @@ main(int argc, char *argv[])
 
 	work_close_inherited();
 	work_signals(0);
+	signal(SIGUSR2, on_usr2);
 
 	len = (size_t)mib * 1024 * 1024;
 	mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -334,6 +381,14 @@ main(int argc, char *argv[])
 			work_status("gap %lld restored=%d",
 			    (long long)(t - prev), start_time() != started);
 		prev = t;
+		if (want_rewrite) {
+			want_rewrite = 0;
+			n = rewrite(kind, mem, len, rpct);
+			sum = checksum(mem, len);
+			work_status("rewrote sum=%016" PRIx64 " bytes=%zu", sum,
+			    n);
+			prev = now_ms();
+		}
 		if (work_want_verify) {
 			work_want_verify = 0;
 			if ((now = checksum(mem, len)) == sum)

@@ -28,19 +28,20 @@ _gck_opts()
 	case $1 in
 	gpuckpt)
 		long='--compress --ext-unix-sk --file-locks --format --help --kill
-		    --leave-running --lock-timeout --output --pid --stop
-		    --suspend --tcp-established --threads --verbose --version'
-		longarg='--compress --format --lock-timeout --output --pid
-		    --threads'
+		    --leave-running --lock-timeout --output --parent --pid
+		    --stop --suspend --tcp-established --threads --verbose
+		    --version'
+		longarg='--compress --format --lock-timeout --output --parent
+		    --pid --threads'
 		short='c=--compress h=--help k=--kill o=--output p=--pid
 		    R=--leave-running s=--stop V=--version v=--verbose'
 		operand=none
 		maxop='0 0'
 		;;
 	gpurestore)
-		long='--gpu-map --help --pid --pidfile --pidns --resume --threads
-		    --verbose --version --wait'
-		longarg='--gpu-map --pid --pidfile --threads'
+		long='--gpu-map --help --parent --pid --pidfile --pidns --resume
+		    --threads --verbose --version --wait'
+		longarg='--gpu-map --parent --pid --pidfile --threads'
 		short='h=--help p=--pid P=--pidfile V=--version v=--verbose'
 		operand=file
 		maxop='1 1'
@@ -71,9 +72,9 @@ _gck_opts()
 		maxop='0 0'
 		;;
 	gpuinspect)
-		long='--diff --extract --help --json --verbose --verify
-		    --version'
-		longarg='--extract'
+		long='--diff --extract --flatten --help --json --parent
+		    --verbose --verify --version'
+		longarg='--extract --flatten --parent'
 		short='d=--diff h=--help j=--json t=--verify V=--version
 		    v=--verbose x=--extract'
 		mode=--diff
@@ -298,7 +299,7 @@ _gck_arg()
 	gpuckpt--format)
 		_gck_reply "$3" "$4" 1 2
 		;;
-	*--output|*--pidfile|gpusend--identity)
+	*--output|*--pidfile|*--parent|gpuinspect--flatten|gpusend--identity)
 		_gck_files "$3" "$4"
 		;;
 	*--pid)

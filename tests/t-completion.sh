@@ -131,8 +131,8 @@ done
 
 test_expect_success 'gpuinspect: the options it is extended to' '
 	comp "gpuinspect --" &&
-	offers_exactly --diff --extract --help --json --verbose --verify \
-	    --version
+	offers_exactly --diff --extract --flatten --help --json --parent \
+	    --verbose --verify --version
 '
 
 test_expect_success 'a prefix narrows the options' '

@@ -2,7 +2,8 @@
  * workload -- a process tree whose state can be checked after a
  * checkpoint and restore.
  *
- * usage: workload [-F] [-m MiB] [-s KiB] [-z PERCENT] [-f statusfile]
+ * usage: workload [-F] [-m MiB] [-r PERCENT] [-s KiB] [-z PERCENT]
+ *	      [-f statusfile]
  *
  * It fills MiB of memory (default 256) with a pseudo-random pattern,
  * PERCENT of its pages (scattered, default 0) written with zeros, and
@@ -21,7 +22,12 @@
  * memory checksum (and the segment's), the file offset, a round trip
  * through the child and that the thread still counts, and appends either
  *	verify ok sum=HEX counter=N thread=N child=PID
- * or "verify FAIL what".  The status file is opened for each line and
+ * or "verify FAIL what".  With -r, on SIGUSR2 it rewrites PERCENT of
+ * its memory with new bytes, in runs of 2 MiB aligned to 2 MiB in its
+ * address space and spread over it, remembers the new checksum and
+ * appends
+ *	rewrote sum=HEX runs=N
+ * (a later check answers with that sum).  The status file is opened for each line and
  * written with one write(2), so it never stays open across a checkpoint.
  * Descriptors other than 0, 1 and 2 that it inherits are closed first.
  */
@@ -70,6 +76,38 @@ static uint64_t			*shm;		/* -s: the segment */
 static size_t			 shmwords;
 static uint64_t			 shmsum;
 static pid_t			 child;
+static unsigned long		 rpct;		/* -r */
+static volatile sig_atomic_t	 want_rewrite;
+
+static void
+on_usr2(int sig)
+{
+	(void)sig;
+	want_rewrite = 1;
+}
+
+/* -r: rewrites rpct percent of the memory in aligned runs of 2 MiB. */
+static void
+rewrite(void)
+{
+	const uintptr_t	run = 2u << 20;
+	uintptr_t	start = (uintptr_t)mem, end = start + nwords * 8, at;
+	size_t		nruns, i, stride;
+	uint64_t	x = (uint64_t)time(NULL) ^ sum;
+
+	nruns = (size_t)((end - start) / 100 * rpct / run);
+	if (nruns == 0)
+		nruns = 1;
+	stride = (size_t)((end - start) / nruns);
+	for (i = 0; i < nruns; i++) {
+		at = (start + i * stride + run - 1) & ~(run - 1);
+		if (at + run > end)
+			break;
+		x = work_fill((uint64_t *)at, run / 8, x);
+	}
+	sum = work_fnv(WORK_FNV_INIT, mem, nwords);
+	work_status("rewrote sum=%016" PRIx64 " runs=%zu", sum, i);
+}
 
 static void *
 ticker(void *arg)
@@ -179,7 +217,7 @@ main(int argc, char *argv[])
 	struct timespec		 ts;
 
 	work_statusfile = "workload.status";
-	while ((ch = getopt(argc, argv, "Ff:m:s:z:")) != -1) {
+	while ((ch = getopt(argc, argv, "Ff:m:r:s:z:")) != -1) {
 		switch (ch) {
 		case 'F':
 			filemem = 1;
@@ -192,6 +230,15 @@ main(int argc, char *argv[])
 			mib = strtoul(optarg, &ep, 10);
 			if (errno || *ep != '\0' || mib == 0 || mib > 65536) {
 				fprintf(stderr, "workload: bad -m '%s'\n",
+				    optarg);
+				return 2;
+			}
+			break;
+		case 'r':
+			errno = 0;
+			rpct = strtoul(optarg, &ep, 10);
+			if (errno || *ep != '\0' || rpct == 0 || rpct > 100) {
+				fprintf(stderr, "workload: bad -r '%s'\n",
 				    optarg);
 				return 2;
 			}
@@ -217,13 +264,16 @@ main(int argc, char *argv[])
 			break;
 		default:
 			fprintf(stderr, "usage: workload [-F] [-m MiB] "
-			    "[-s KiB] [-z PERCENT] [-f statusfile]\n");
+			    "[-r PERCENT] [-s KiB] [-z PERCENT] "
+			    "[-f statusfile]\n");
 			return 2;
 		}
 	}
 
 	work_close_inherited();
 	work_signals(0);
+	if (rpct > 0)
+		signal(SIGUSR2, on_usr2);
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	srandom((unsigned)(getpid() ^ ts.tv_nsec));
@@ -316,6 +366,10 @@ main(int argc, char *argv[])
 	    (long)getpid(), sum, (long)child, mib);
 	for (;;) {
 		counter++;
+		if (want_rewrite) {
+			want_rewrite = 0;
+			rewrite();
+		}
 		if (work_want_verify) {
 			work_want_verify = 0;
 			verify();

@@ -26,6 +26,7 @@ static const struct option longopts[] = {
 	{ "kill",		no_argument,		NULL,	'k' },
 	{ "lock-timeout",	required_argument,	NULL,	'L' },
 	{ "output",		required_argument,	NULL,	'o' },
+	{ "parent",		required_argument,	NULL,	'P' },
 	{ "pid",		required_argument,	NULL,	'p' },
 	{ "leave-running",	no_argument,		NULL,	'R' },
 	{ "stop",		no_argument,		NULL,	's' },
@@ -45,7 +46,8 @@ usage(int status)
 	    "[--file-locks]\n"
 	    "               [--format 1|2] [--lock-timeout seconds] "
 	    "[-o file]\n"
-	    "               [--tcp-established] [--threads n] -p pid\n"
+	    "               [--parent image] [--tcp-established] "
+	    "[--threads n] -p pid\n"
 	    "       %s --suspend [-v] [--lock-timeout seconds] -p pid\n",
 	    getprogname(), getprogname());
 	exit(status);
@@ -159,6 +161,10 @@ main(int argc, char *argv[])
 		case 'p':
 			o.pid = tool_pid(optarg);
 			break;
+		case 'P':
+			o.parent = optarg;
+			image_opts++;
+			break;
 		case 'S':
 			suspend = 1;
 			break;
@@ -181,7 +187,7 @@ main(int argc, char *argv[])
 		usage(2);
 	if (suspend && image_opts) {
 		warnx("--suspend makes no image: it takes no -c, --format, -k, "
-		    "-o, -R, -s or --threads, nor criu options");
+		    "-o, --parent, -R, -s or --threads, nor criu options");
 		usage(2);
 	}
 	if (suspend) {

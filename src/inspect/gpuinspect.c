@@ -19,13 +19,15 @@
 #include "gpuckpt.h"
 #include "tool.h"
 
-enum mode { SHOW, VERIFY, DIFF, EXTRACT };
+enum mode { SHOW, VERIFY, DIFF, EXTRACT, FLATTEN };
 
 static const struct option longopts[] = {
 	{ "diff",	no_argument,		NULL,	'd' },
 	{ "extract",	required_argument,	NULL,	'x' },
+	{ "flatten",	required_argument,	NULL,	'F' },
 	{ "help",	no_argument,		NULL,	'h' },
 	{ "json",	no_argument,		NULL,	'j' },
+	{ "parent",	required_argument,	NULL,	'A' },
 	{ "verbose",	no_argument,		NULL,	'v' },
 	{ "verify",	no_argument,		NULL,	't' },
 	{ "version",	no_argument,		NULL,	'V' },
@@ -40,16 +42,19 @@ static void		 print_show(const char *, json_t *);
 static void		 print_diff(json_t *, int);
 static void		 print_tree(json_t *, json_t *, json_t *, size_t, int);
 static char		*cmdline_str(json_t *);
+static int		 verify(struct gck_ctx *, int, char **, size_t);
 
 static _Noreturn void
 usage(int status)
 {
 	fprintf(status ? stderr : stdout,
 	    "usage: %s [-jVv] [file | -]\n"
-	    "       %s -t [-v] [file | -]\n"
+	    "       %s -t [-v] [--parent path] [file | -]\n"
 	    "       %s -d [-jv] file1 file2\n"
-	    "       %s -x dir [-v] [file | -]\n",
-	    getprogname(), getprogname(), getprogname(), getprogname());
+	    "       %s -x dir [-v] [file | -]\n"
+	    "       %s --flatten out [-v] --parent path [file | -]\n",
+	    getprogname(), getprogname(), getprogname(), getprogname(),
+	    getprogname());
 	exit(status);
 }
 
@@ -209,6 +214,15 @@ print_show(const char *name, json_t *d)
 	    str(d, "tool"), (long long)num(img, "format"));
 	if (json_is_string(json_object_get(img, "id")))
 		printf("id          %s\n", str(img, "id"));
+	if (json_is_string(json_object_get(img, "parent")))
+		printf("parent      %s (a chain of %zu)\n", str(img, "parent"),
+		    json_array_size(json_object_get(img, "chain")));
+	if (json_is_string(json_object_get(img, "parent")) &&
+	    json_is_integer(json_object_get(img, "referenced_bytes")))
+		printf("new         %s stored, %s in its parents\n",
+		    size_str(json_object_get(img, "stored_bytes"), b[0],
+		    sizeof b[0]), size_str(json_object_get(img,
+		    "referenced_bytes"), b[1], sizeof b[1]));
 	printf("source      %s: Linux %s %s\n", str(h, "hostname"),
 	    str(h, "kernel"), str(h, "arch"));
 	printf("versions    criu %s", str(d, "criu_version"));
@@ -393,24 +407,59 @@ print_diff(json_t *d, int verbose)
 	printf("\n");
 }
 
-int
-main(int argc, char *argv[])
+/* --verify: reads the image whole, its parents' chunks too. */
+static int
+verify(struct gck_ctx *ctx, int fd, char **parents, size_t nparents)
 {
 	struct gck_image_stats	 st;
 	const struct gck_manifest *m;
 	struct gck_reader	*rd = NULL;
+	int			 r;
+
+	if ((r = gck_reader_new(ctx, fd, &rd)) == GCK_OK &&
+	    (r = gck_reader_head(rd, &m)) == GCK_OK &&
+	    (r = gck_reader_use_parents(rd, parents, nparents)) == GCK_OK &&
+	    (r = gck_reader_extract(rd, -1)) == GCK_OK) {
+		gck_reader_stats(rd, &st);
+		printf("image ok: %llu entries, %llu bytes",
+		    (unsigned long long)st.entries,
+		    (unsigned long long)st.bytes);
+		if (st.ref_bytes > 0)
+			printf(", %llu of them read from its parents",
+			    (unsigned long long)st.ref_bytes);
+		printf("\n");
+	}
+	gck_reader_free(rd);
+	return r;
+}
+
+int
+main(int argc, char *argv[])
+{
 	struct gck_ctx		*ctx;
 	enum mode		 mode = SHOW;
 	json_error_t		 jerr;
 	json_t			*doc = NULL;
 	const char		*dir = NULL, *name;
-	char			*text = NULL;
+	char			*text = NULL, **parents = NULL;
+	size_t			 nparents = 0;
 	int			 ch, verbose = 0, json = 0, r, fd, fdb;
 	int			 differ = 0, nmode = 0, status;
 
 	while ((ch = getopt_long(argc, argv, "dhjtVvx:", longopts, NULL)) !=
 	    -1) {
 		switch (ch) {
+		case 'A':
+			if ((parents = reallocarray(parents, nparents + 1,
+			    sizeof *parents)) == NULL)
+				err(1, NULL);
+			parents[nparents++] = optarg;
+			break;
+		case 'F':
+			mode = FLATTEN;
+			dir = optarg;
+			nmode++;
+			break;
 		case 'd':
 			mode = DIFF;
 			nmode++;
@@ -442,8 +491,12 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (nmode > 1 || (json && mode != SHOW && mode != DIFF) ||
 	    (mode == DIFF ? argc != 2 : argc > 1) ||
-	    (mode == EXTRACT && *dir == '\0'))
+	    ((mode == EXTRACT || mode == FLATTEN) && *dir == '\0'))
 		usage(2);
+	if (nparents > 0 && mode != VERIFY && mode != FLATTEN) {
+		warnx("--parent is for --verify and --flatten");
+		usage(2);
+	}
 	if (mode == DIFF && strcmp(argv[0], "-") == 0 &&
 	    strcmp(argv[1], "-") == 0) {
 		warnx("only one of the images can be standard input");
@@ -467,14 +520,10 @@ main(int argc, char *argv[])
 			errx(1, "cannot read the description: %s", jerr.text);
 		break;
 	case VERIFY:
-		if ((r = gck_reader_new(ctx, fd, &rd)) != GCK_OK ||
-		    (r = gck_reader_head(rd, &m)) != GCK_OK ||
-		    (r = gck_reader_extract(rd, -1)) != GCK_OK)
-			break;
-		gck_reader_stats(rd, &st);
-		printf("image ok: %llu entries, %llu bytes\n",
-		    (unsigned long long)st.entries,
-		    (unsigned long long)st.bytes);
+		r = verify(ctx, fd, parents, nparents);
+		break;
+	case FLATTEN:
+		r = gck_inspect_flatten(ctx, fd, parents, nparents, dir);
 		break;
 	case EXTRACT:
 		r = gck_inspect_extract(ctx, fd, dir);
@@ -496,8 +545,8 @@ main(int argc, char *argv[])
 		warnx("%s", gck_error_string(ctx));
 	json_decref(doc);
 	free(text);
-	gck_reader_free(rd);
 	gck_ctx_free(ctx);
+	free(parents);
 	if (fflush(stdout) == EOF && r == GCK_OK)
 		r = GCK_ESYS;
 	if (mode == DIFF)

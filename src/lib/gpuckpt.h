@@ -86,6 +86,8 @@ struct gck_ckpt_opts {
 	unsigned int	 criu_opts;	/* GCK_CRIU_* */
 	int		 format;	/* image format, 0 for the newest */
 	int		 threads;	/* compressing, 0 for one per CPU */
+	const char	*parent;	/* image whose chunks are referred
+					   to, not stored again, or NULL */
 };
 
 /* Where a tree is restored: gck_restore_opts.pidns. */
@@ -104,6 +106,10 @@ struct gck_restore_opts {
 	const char	*gpu_map;	/* "SRC=DST,...", or NULL */
 	enum gck_pidns	 pidns;
 	int		 threads;	/* decompressing, 0 for one per CPU */
+	char *const	*parents;	/* where the images an incremental
+					   image refers to are: files or
+					   directories */
+	size_t		 nparents;
 	struct gck_waiter **waiter;	/* non-NULL: the tree stays ours,
 					   for gck_wait() */
 };
@@ -113,6 +119,7 @@ struct gck_image_stats {
 	uint64_t	 bytes;		/* bytes of entry data */
 	uint64_t	 stream_bytes;	/* bytes of tar stream, decompressed */
 	int		 compressed;	/* 1 when the stream was zstd */
+	uint64_t	 ref_bytes;	/* of bytes, those read from parents */
 };
 
 /*
@@ -262,6 +269,13 @@ void		 gck_reader_manifest_text(const struct gck_reader *,
 int		 gck_reader_extract(struct gck_reader *, int);
 void		 gck_reader_stats(const struct gck_reader *,
 		    struct gck_image_stats *);
+/*
+ * After gck_reader_head(): where the parents of an incremental image
+ * are, n image files or directories of them.  Returns GCK_OK, or a code
+ * when one of the chain is not found or not the image it should be.
+ */
+int		 gck_reader_use_parents(struct gck_reader *, char *const *,
+		    size_t);
 void		 gck_reader_free(struct gck_reader *);
 
 /*
@@ -280,6 +294,14 @@ int		 gck_inspect_show(struct gck_ctx *, int, char **);
 int		 gck_inspect_diff(struct gck_ctx *, int, const char *, int,
 		    const char *, char **, int *);
 int		 gck_inspect_extract(struct gck_ctx *, int, const char *);
+/*
+ * Writes the incremental image on fd, its chunks read from its parents
+ * (paths, n files or directories), to a new file path as an image that
+ * needs none: the same id, no parent.  Returns GCK_OK or a code; on
+ * failure no file is left.
+ */
+int		 gck_inspect_flatten(struct gck_ctx *, int, char *const *,
+		    size_t, const char *);
 
 /*
  * Manifest.  gck_manifest_parse() checks the JSON text against format v1

@@ -23,6 +23,7 @@
 static const struct option longopts[] = {
 	{ "gpu-map",	required_argument,	NULL,	'G' },
 	{ "help",	no_argument,		NULL,	'h' },
+	{ "parent",	required_argument,	NULL,	'A' },
 	{ "pid",	required_argument,	NULL,	'p' },
 	{ "pidfile",	required_argument,	NULL,	'P' },
 	{ "pidns",	no_argument,		NULL,	'N' },
@@ -38,9 +39,10 @@ static _Noreturn void
 usage(int status)
 {
 	fprintf(status ? stderr : stdout,
-	    "usage: %s [-hVv] [--gpu-map src=dst[,...]] [--pidfile file] "
-	    "[--pidns]\n"
-	    "                  [--threads n] [--wait] [file | -]\n"
+	    "usage: %s [-hVv] [--gpu-map src=dst[,...]] [--parent path] "
+	    "[--pidfile file]\n"
+	    "                  [--pidns] [--threads n] [--wait] "
+	    "[file | -]\n"
 	    "       %s --resume [-v] [--gpu-map src=dst[,...]] -p pid\n",
 	    getprogname(), getprogname());
 	exit(status);
@@ -99,6 +101,7 @@ main(int argc, char *argv[])
 	struct gck_waiter	*w = NULL;
 	struct gck_ctx		*ctx;
 	const char		*pidfile = NULL;
+	char			**parents = NULL;
 	sigset_t		 fwd;
 	pid_t			 root, pid = 0;
 	size_t			 n;
@@ -108,6 +111,13 @@ main(int argc, char *argv[])
 	o.pid_wait_ms = 10000;
 	while ((ch = getopt_long(argc, argv, "hp:P:Vv", longopts, NULL)) != -1) {
 		switch (ch) {
+		case 'A':
+			if ((parents = reallocarray(parents, o.nparents + 1,
+			    sizeof *parents)) == NULL)
+				err(1, NULL);
+			parents[o.nparents++] = optarg;
+			o.parents = parents;
+			break;
 		case 'G':
 			o.gpu_map = optarg;
 			break;
@@ -145,9 +155,11 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (resume) {
 		if (argc != 0 || pid == 0 || pidfile != NULL || wait ||
-		    o.pidns != GCK_PIDNS_AUTO || o.threads != 0) {
+		    o.pidns != GCK_PIDNS_AUTO || o.threads != 0 ||
+		    o.nparents != 0) {
 			warnx("--resume takes -p pid, no image and no "
-			    "--pidfile, --pidns, --threads or --wait");
+			    "--parent, --pidfile, --pidns, --threads or "
+			    "--wait");
 			usage(2);
 		}
 		tool_signals();

@@ -43,12 +43,12 @@ def put(out, target, name, data):
         f.write(data)
 
 
-def small_image(mkimage, work, level):
+def small_image(mkimage, work, level, fmt=1):
     """A small image with the library's writer: a few small files, a
     pages file with a hole, and one in parts."""
     m = os.path.join(work, "m.json")
     with open(m, "w") as f:
-        json.dump({"format": 1, "root_pid": 7, "part_size": 4096,
+        json.dump({"format": fmt, "root_pid": 7, "part_size": 4096,
                    "processes": [{"pid": 7, "comm": "seed"}]}, f)
     small = os.path.join(work, "small")
     with open(small, "wb") as f:
@@ -56,7 +56,7 @@ def small_image(mkimage, work, level):
     pg = os.path.join(work, "pg")
     with open(pg, "wb") as f:
         f.write(b"\x5a" * 4096 + bytes(4096) + b"\xa5" * 4096)
-    out = os.path.join(work, "small-%d.gck" % level)
+    out = os.path.join(work, "small-%d-%d.gck" % (level, fmt))
     subprocess.run([mkimage, out, str(level), "4096", m,
                     "inventory.img", small, "core-7.img@", small,
                     "pages-1.img=", pg, "pages-2.img@", pg], check=True)
@@ -218,6 +218,9 @@ def make(bindir, mkimage, work, out):
     tiny = {lv: small_image(mkimage, work, lv) for lv in (0, 3)}
     put(out, "stream", "small-none.gck", tiny[0])
     put(out, "stream", "small-zstd.gck", tiny[3])
+    # format 2: a frame for each entry, SHA-256 digests
+    put(out, "stream", "small-v2-none.gck", small_image(mkimage, work, 0, 2))
+    put(out, "stream", "small-v2-zstd.gck", small_image(mkimage, work, 3, 2))
 
     # fuzz_manifest: the real one, a small one, one with GPUs.
     m = json.loads(files["gpuckpt.json"])

@@ -59,7 +59,9 @@ main(int argc, char **argv)
 	    (fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
 	    0644)) == -1 || (data = slurp(argv[4], &len)) == NULL)
 		return 1;
-	r = gck_writer_new2(ctx, fd, atoi(argv[2]), (size_t)atol(argv[3]), 1, 0, &w);
+	/* the format its manifest says */
+	r = gck_writer_new2(ctx, fd, atoi(argv[2]), (size_t)atol(argv[3]),
+	    memmem(data, len, "\"format\": 2", 11) != NULL ? 2 : 1, 0, &w);
 	if (r == GCK_OK)
 		r = gck_writer_add(w, "gpuckpt.json", data, len);
 	free(data);

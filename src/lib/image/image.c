@@ -32,6 +32,7 @@
 #include "image/image.h"
 #include "image/manifest.h"
 #include "image/names.h"
+#include "image/parent.h"
 #include "image/zio.h"
 
 #define XATTR_PREFIX	"gpuckpt."
@@ -44,6 +45,7 @@ struct seen {
 	char		*name;
 	uint64_t	 size;
 	struct gck_digest digest;
+	int		 ref;		/* a reference to a parent's chunk */
 };
 
 struct gck_writer {
@@ -61,6 +63,8 @@ struct gck_writer {
 	int		 finished, abandoned;
 	int		 format, dk;	/* version, its digest kind */
 	struct gck_dstate *ds;
+	const struct gck_parents *parents;	/* chunks not stored again */
+	uint64_t	 refbytes;	/* bytes left to the parents */
 };
 
 struct gck_reader {
@@ -101,6 +105,14 @@ struct gck_reader {
 	int			 beof;		/* no more blocks */
 	uint64_t		*reg;		/* a sparse entry's regions */
 	size_t			 nreg, capreg;
+	uint64_t		 trailer_at;	/* where its frame starts */
+	int			 trailer_framed;	/* a frame of its own */
+	int			 eref;		/* the entry is a reference */
+	uint64_t		 erefsize;	/* the size of its chunk */
+	const char		*refdata;	/* the chunk, from a parent */
+	struct gck_parents	*parents;	/* where chunks are, or NULL */
+	int			 own_parents;	/* ours to free */
+	uint64_t		 refbytes;	/* bytes read from parents */
 };
 
 static int	w_archive_error(struct gck_writer *);
@@ -111,7 +123,7 @@ static int	r_check_entry(struct gck_reader *, struct archive_entry *,
 static int	r_data(struct gck_reader *, const char *, uint64_t,
 		    char *, const struct gck_digest *);
 static int	r_record(struct gck_reader *, const char *, uint64_t,
-		    const struct gck_digest *);
+		    const struct gck_digest *, int);
 static int	r_trailer(struct gck_reader *, const char *, size_t);
 static int	r_finish(struct gck_reader *);
 static void	r_where(const struct gck_reader *, char *, size_t);
@@ -207,6 +219,8 @@ gck_writer_new2(struct gck_ctx *ctx, int fd, int level, size_t part_size,
 	if ((r = gck_zout_new(ctx, fd, level, format == 1 ? -1 : threads,
 	    &w->z)) != GCK_OK)
 		goto out;
+	if (format > 1)
+		gck_zout_set_footer(w->z);
 	if ((w->a = archive_write_new()) == NULL) {
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
@@ -332,12 +346,12 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 {
 	struct archive_entry	*e = NULL;
 	struct gck_digest	 d;
-	char			 hex[GCK_DIGEST_HEX], xname[32];
+	char			 hex[GCK_DIGEST_HEX], xname[32], rsize[24];
 	uint64_t		 h = 0, fr;
 	json_t			*o;
 	la_ssize_t		 n;
 	size_t			 off = 0;
-	int			 r;
+	int			 r, ref = 0;
 
 	if ((r = gck_check_interrupt(w->ctx)) != GCK_OK)
 		goto out;
@@ -356,6 +370,17 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 		r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
+	/* A chunk the parent has already: a reference to it, no data. */
+	if (sparse && w->parents != NULL && len > 0 &&
+	    gck_parents_has(w->parents, &d)) {
+		ref = 1;
+		h = 0;
+		archive_entry_sparse_clear(e);
+		archive_entry_set_size(e, 0);
+		snprintf(rsize, sizeof rsize, "%zu", len);
+		archive_entry_xattr_add_entry(e, XATTR_PREFIX "ref", rsize,
+		    strlen(rsize));
+	}
 	w->holes += h;
 	gck_digest_hex(&d, hex);
 	snprintf(xname, sizeof xname, XATTR_PREFIX "%s",
@@ -371,7 +396,7 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 		r = w_archive_error(w);
 		goto out;
 	}
-	while (off < len) {
+	while (off < len && !ref) {
 		n = archive_write_data(w->a, (const char *)buf + off,
 		    len - off);
 		if (n <= 0) {
@@ -394,6 +419,11 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 	}
 	o = json_pack("{s:s, s:I, s:s}", "name", name, "size",
 	    (json_int_t)len, gck_digest_name(w->dk), hex);
+	if (o != NULL && ref && json_object_set_new(o, "ref", json_true()) !=
+	    0) {
+		json_decref(o);
+		o = NULL;
+	}
 	if (o == NULL || json_array_append_new(w->entries, o) != 0 ||
 	    w_note_frame(w, fr) != GCK_OK) {
 		r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
@@ -401,6 +431,8 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 	}
 	w->count++;
 	w->bytes += len;
+	if (ref)
+		w->refbytes += len;
 	r = GCK_OK;
 out:
 	archive_entry_free(e);
@@ -427,6 +459,23 @@ gck_writer_add_pages(struct gck_writer *w, const char *name, const void *buf,
     size_t len)
 {
 	return w_add(w, name, buf, len, 1);
+}
+
+/*
+ * Writes the chunks of memory that parent ps lists as references to
+ * them rather than store them again (format 2).
+ */
+void
+gck_writer_set_parents(struct gck_writer *w, const struct gck_parents *ps)
+{
+	w->parents = ps;
+}
+
+/* The bytes of memory left to the parents so far. */
+uint64_t
+gck_writer_refbytes(const struct gck_writer *w)
+{
+	return w->refbytes;
 }
 
 /* The bytes added so far, and of those the bytes left out as holes. */
@@ -684,6 +733,8 @@ gck_reader_free(struct gck_reader *r)
 	if (r->a != NULL)
 		archive_read_free(r->a);
 	gck_zin_free(r->z);
+	if (r->own_parents)
+		gck_parents_free(r->parents);
 	for (i = 0; i < r->nseen; i++)
 		free(r->seen[i].name);
 	free(r->seen);
@@ -979,6 +1030,7 @@ r_pax_records(struct gck_reader *r, uint64_t from, uint64_t len)
 {
 	static const char *const keys[] = { "SCHILY.xattr." XATTR_PREFIX
 	    "xxh3", "SCHILY.xattr." XATTR_PREFIX "sha256",
+	    "SCHILY.xattr." XATTR_PREFIX "ref",
 	    "GNU.sparse.major", "GNU.sparse.minor", "GNU.sparse.name",
 	    "GNU.sparse.realsize", "path", "size", "mtime", "atime",
 	    "ctime", "uid", "gid", "uname", "gname", NULL };
@@ -1086,6 +1138,27 @@ r_sparse_map(struct gck_reader *r, uint64_t from, uint64_t to)
 }
 
 /*
+ * The size a reference record gives its chunk: decimal digits, at most
+ * the largest part.  Returns it, or 0 if it is not one.
+ */
+static uint64_t
+ref_size(const void *v, size_t len)
+{
+	const char	*p = v;
+	uint64_t	 n = 0;
+	size_t		 i;
+
+	if (len == 0 || len > 10 || p[0] == '0')
+		return 0;
+	for (i = 0; i < len; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return 0;
+		n = n * 10 + (uint64_t)(p[i] - '0');
+	}
+	return n <= GCK_PART_MAX ? n : 0;
+}
+
+/*
  * Checks what the header of e says before its data is read: a regular
  * file, a sane size, a digest.  Returns GCK_OK with *digestp or a code.
  */
@@ -1144,6 +1217,7 @@ r_check_entry(struct gck_reader *r, struct archive_entry *e, uint64_t max,
 		    "entry '%s' too large (%lld bytes, limit %llu)", shown,
 		    (long long)size, (unsigned long long)max);
 	archive_entry_xattr_reset(e);
+	r->eref = 0;
 	/*
 	 * The manifest's digest tells the kind (the version); every entry
 	 * after it carries one of that kind.
@@ -1152,6 +1226,14 @@ r_check_entry(struct gck_reader *r, struct archive_entry *e, uint64_t max,
 		if (strncmp(xn, XATTR_PREFIX, strlen(XATTR_PREFIX)) != 0)
 			continue;
 		xn += strlen(XATTR_PREFIX);
+		if (strcmp(xn, "ref") == 0) {
+			if ((r->erefsize = ref_size(xv, xl)) == 0 || r->eref)
+				return gck_set_error(r->ctx, GCK_EFORMAT,
+				    "corrupt image: entry '%s' has a bad "
+				    "reference", shown);
+			r->eref = 1;
+			continue;
+		}
 		dk = strcmp(xn, "xxh3") == 0 ? GCK_DK_XXH3 :
 		    strcmp(xn, "sha256") == 0 ? GCK_DK_SHA256 : 0;
 		if (dk == 0 || (r->dk != 0 && dk != r->dk) || have)
@@ -1215,7 +1297,7 @@ r_data(struct gck_reader *r, const char *name, uint64_t size, char *keep,
 
 static int
 r_record(struct gck_reader *r, const char *name, uint64_t size,
-    const struct gck_digest *digest)
+    const struct gck_digest *digest, int ref)
 {
 	struct seen	*ns;
 
@@ -1232,6 +1314,7 @@ r_record(struct gck_reader *r, const char *name, uint64_t size,
 		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
 	r->seen[r->nseen].size = size;
 	r->seen[r->nseen].digest = *digest;
+	r->seen[r->nseen].ref = ref;
 	r->nseen++;
 	r->bytes += size;
 	return GCK_OK;
@@ -1272,6 +1355,9 @@ gck_reader_head(struct gck_reader *r, const struct gck_manifest **mp)
 	}
 	if ((ret = r_check_entry(r, e, GCK_META_MAX, &digest)) != GCK_OK)
 		return ret;
+	if (r->eref)
+		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: the "
+		    "manifest is a reference");
 	size = (uint64_t)archive_entry_size(e);
 	if ((r->mtext = malloc((size_t)size + 2)) == NULL)
 		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
@@ -1294,7 +1380,7 @@ gck_reader_head(struct gck_reader *r, const struct gck_manifest **mp)
 		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: a "
 		    "manifest of format version %d with %s digests",
 		    gck_manifest_format(r->m), gck_digest_name(r->dk));
-	if ((ret = r_record(r, name, size, &digest)) != GCK_OK)
+	if ((ret = r_record(r, name, size, &digest, 0)) != GCK_OK)
 		return ret;
 	gck_zin_set_ahead(r->z, 1);	/* the rest is read on */
 	*mp = r->m;
@@ -1351,6 +1437,7 @@ r_trailer(struct gck_reader *r, const char *text, size_t len)
 		    (fmt > 1 && (json_unpack(o, "{s:I, s:I}", "at", &at,
 		    "zsize", &zsize) != 0 || at < 0 || zsize <= 0)) ||
 		    strcmp(name, r->seen[i].name) != 0 ||
+		    json_is_true(json_object_get(o, "ref")) != r->seen[i].ref ||
 		    (uint64_t)size != r->seen[i].size ||
 		    !gck_digest_equal(&d, &r->seen[i].digest)) {
 			ret = gck_set_error(r->ctx, GCK_ECORRUPT,
@@ -1374,7 +1461,7 @@ r_finish(struct gck_reader *r)
 {
 	struct archive_entry	*e;
 	char			 buf[4096];
-	uint64_t		 extra = 0;
+	uint64_t		 extra = 0, at;
 	ssize_t			 n;
 	int			 ret;
 
@@ -1406,6 +1493,12 @@ r_finish(struct gck_reader *r)
 		return gck_set_error(r->ctx, GCK_EFORMAT,
 		    "corrupt image: data after the end of the compressed "
 		    "stream");
+	/* A footer names the frame that begins with the trailer. */
+	if (gck_zin_footer(r->z, &at) && (gck_manifest_format(r->m) == 1 ||
+	    !r->trailer_framed || at != r->trailer_at))
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "corrupt image: the footer does not name the trailer's "
+		    "frame");
 	return GCK_OK;
 }
 
@@ -1452,6 +1545,15 @@ r_entry_trailer(struct gck_reader *r, struct archive_entry *e,
 		    gck_manifest_nfiles(r->m));
 	if ((ret = r_check_entry(r, e, GCK_META_MAX, &digest)) != GCK_OK)
 		return ret;
+	if (r->eref)
+		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: the "
+		    "trailer is a reference");
+	if (gck_zin_compressed(r->z) && gck_manifest_format(r->m) > 1) {
+		uint64_t	tar;
+
+		gck_zin_cur_frame(r->z, &r->trailer_at, &tar);
+		r->trailer_framed = tar == r->ehdr;
+	}
 	size = (uint64_t)archive_entry_size(e);
 	if ((text = malloc((size_t)size + 1)) == NULL)
 		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
@@ -1542,9 +1644,23 @@ r_entry_part(struct gck_reader *r, struct archive_entry *e, const char *name)
 			    part, file);
 	} else if ((ret = r_entry_file(r, file)) != GCK_OK)
 		return ret;
+	/* A reference: a chunk of memory that a parent image holds. */
+	if (r->eref && (archive_entry_size(e) != 0 ||
+	    gck_manifest_chain(r->m) == NULL ||
+	    gck_manifest_file_memory(r->m, file) != 1))
+		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: "
+		    "entry '%s' is a reference where data must be",
+		    printable(name, buf, 201));
 	r->nextpart = part >= 0 ? (int)part + 1 : -1;
 	snprintf(r->ename, sizeof r->ename, "%s", name);
-	r->esize = (uint64_t)archive_entry_size(e);
+	r->esize = r->eref ? r->erefsize : (uint64_t)archive_entry_size(e);
+	r->refdata = NULL;
+	/* Format 2 cuts a process's memory in chunks of at most 1 MiB. */
+	if (gck_manifest_format(r->m) > 1 && r->esize > GCK_CHUNK_SIZE &&
+	    gck_manifest_file_memory(r->m, file) == 1)
+		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: "
+		    "entry '%s' is a chunk of %" PRIu64 " bytes, more than %u",
+		    printable(name, buf, 201), r->esize, GCK_CHUNK_SIZE);
 	r->fbytes += r->esize;
 	r->edigest = digest;
 	r->egot = 0;
@@ -1603,6 +1719,8 @@ static const char	zeros[1u << 16];
  * digest and records it.  Returns the bytes, 0 at the end, or -1 with
  * the error set.
  */
+static ssize_t	r_ref_chunk(struct gck_reader *, const void **, size_t);
+
 static ssize_t
 r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
 {
@@ -1620,6 +1738,8 @@ r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
 		return 0;
 	if (gck_check_interrupt(r->ctx) != GCK_OK)
 		return -1;
+	if (r->eref)
+		return r_ref_chunk(r, pp, max);
 	/* The entry's data comes in blocks; a hole between them is zeros. */
 	while (r->bleft == 0 && !r->beof) {
 		ret = archive_read_data_block(r->a, &p, &l, &off);
@@ -1688,9 +1808,146 @@ r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
 		return -1;
 	}
 	if (r_padding(r, r->esize) != GCK_OK ||
-	    r_record(r, r->ename, r->esize, &r->edigest) != GCK_OK)
+	    r_record(r, r->ename, r->esize, &r->edigest, 0) != GCK_OK)
 		return -1;
 	return 0;
+}
+
+/*
+ * As r_chunk(), for a reference: the chunk is read from the parent that
+ * stores it, and checked against the digest of the reference, before
+ * any of it is handed out.
+ */
+static ssize_t
+r_ref_chunk(struct gck_reader *r, const void **pp, size_t max)
+{
+	uint64_t	n;
+
+	if (r->refdata == NULL) {
+		if (r->parents == NULL) {
+			gck_set_error(r->ctx, GCK_EINVAL, "image %s refers to "
+			    "its parent images: give them with --parent",
+			    gck_manifest_id(r->m));
+			return -1;
+		}
+		if (gck_parents_fetch(r->parents, &r->edigest, r->esize,
+		    &r->refdata) != GCK_OK)
+			return -1;
+	}
+	if ((n = r->esize - r->egot) > max)
+		n = max;
+	if (n > 0) {
+		*pp = r->refdata + r->egot;
+		r->egot += n;
+		return (ssize_t)n;
+	}
+	r->indata = 0;
+	r->refdata = NULL;
+	r->refbytes += r->esize;
+	if (r_padding(r, 0) != GCK_OK ||
+	    r_record(r, r->ename, r->esize, &r->edigest, 1) != GCK_OK)
+		return -1;
+	return 0;
+}
+
+/*
+ * Reads the chunks that the image refers to from the images of ps, its
+ * parents (found with gck_parents_resolve()).
+ */
+void
+gck_reader_set_parents(struct gck_reader *r, struct gck_parents *ps)
+{
+	r->parents = ps;
+}
+
+/*
+ * After gck_reader_head(): finds the parents of an incremental image
+ * among the n image files or directories of paths, as
+ * gck_parents_open() does, for the reader to read its chunks from.
+ * Returns GCK_OK (at once for an image with no parents) or a code.
+ */
+int
+gck_reader_use_parents(struct gck_reader *r, char *const *paths, size_t n)
+{
+	int	ret;
+
+	if (r->m == NULL)
+		return gck_set_error(r->ctx, GCK_EINVAL, "no manifest read");
+	if ((ret = gck_parents_open(r->ctx, r->m, paths, n, &r->parents)) ==
+	    GCK_OK)
+		r->own_parents = 1;
+	return ret;
+}
+
+/* The manifest of r without its parent: that of a flattened image. */
+static char *
+flat_manifest(struct gck_reader *r)
+{
+	json_t	*m;
+	char	*text = NULL;
+
+	if ((m = json_loadb(r->mtext, r->mlen, 0, NULL)) != NULL &&
+	    (json_object_get(m, "parent") == NULL ||
+	    json_object_del(m, "parent") == 0))
+		text = json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(m);
+	return text;
+}
+
+/*
+ * After gck_reader_head(), with its parents found: copies every entry
+ * of the image into w, each reference as the chunk it stands for, and
+ * the manifest without its parent, so that w's image needs none.
+ * Returns GCK_OK once the trailer is checked and w finished, or a code.
+ */
+int
+gck_reader_copy(struct gck_reader *r, struct gck_writer *w)
+{
+	char		*buf = NULL, *text = NULL;
+	size_t		 cap = 0;
+	const void	*p;
+	ssize_t		 n;
+	int		 ret, hole;
+
+	if ((text = flat_manifest(r)) == NULL) {
+		ret = gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((ret = gck_writer_add(w, GCK_ENTRY_MANIFEST, text,
+	    strlen(text))) != GCK_OK)
+		goto out;
+	while ((ret = r_entry(r)) == 0) {
+		if (cap < r->esize) {
+			free(buf);
+			cap = (size_t)r->esize;
+			if (posix_memalign((void **)&buf, 4096, cap) != 0) {
+				buf = NULL;
+				ret = gck_set_error(r->ctx, GCK_ENOMEM,
+				    "out of memory");
+				goto out;
+			}
+		}
+		while ((n = r_chunk(r, &p, SIZE_MAX, &hole)) > 0)
+			if (hole)
+				memset(buf + r->egot - (size_t)n, 0, (size_t)n);
+			else
+				memcpy(buf + r->egot - (size_t)n, p, (size_t)n);
+		if (n < 0) {
+			ret = r->ctx->code;
+			goto out;
+		}
+		if ((ret = gck_manifest_file_memory(r->m, r->cur) == 1 ?
+		    gck_writer_add_pages(w, r->ename, buf, (size_t)r->esize) :
+		    gck_writer_add(w, r->ename, buf, (size_t)r->esize)) !=
+		    GCK_OK)
+			goto out;
+	}
+	if (ret == 1)
+		ret = gck_writer_finish(w);
+out:
+	free(buf);
+	free(text);
+	return ret;
 }
 
 /*
@@ -1844,4 +2101,5 @@ gck_reader_stats(const struct gck_reader *r, struct gck_image_stats *st)
 	st->bytes = r->bytes;
 	st->stream_bytes = gck_zin_total(r->z);
 	st->compressed = gck_zin_compressed(r->z);
+	st->ref_bytes = r->refbytes;
 }

@@ -1,6 +1,7 @@
 #ifndef GCK_IMAGE_IMAGE_H
 #define GCK_IMAGE_IMAGE_H
 
+struct gck_parents;
 struct gck_reader;
 struct gck_writer;
 
@@ -19,5 +20,10 @@ void	gck_writer_stats(const struct gck_writer *, uint64_t *, uint64_t *);
 int	gck_writer_new2(struct gck_ctx *, int, int, size_t, int, int,
 	    struct gck_writer **);
 void	gck_reader_set_threads(struct gck_reader *, int);
+void	gck_reader_set_parents(struct gck_reader *, struct gck_parents *);
+void	gck_writer_set_parents(struct gck_writer *,
+	    const struct gck_parents *);
+uint64_t gck_writer_refbytes(const struct gck_writer *);
+int	gck_reader_copy(struct gck_reader *, struct gck_writer *);
 
 #endif /* GCK_IMAGE_IMAGE_H */

@@ -47,6 +47,8 @@ struct gck_manifest {
 	size_t		 n;
 	struct gck_mcuda *cuda;
 	json_t		*files;		/* CRIU files: name -> size */
+	const char	*id;		/* format 2: its id */
+	json_t		*chain;		/* its parents' ids, or NULL */
 };
 
 /* The options.after of a manifest, by enum gck_after. */
@@ -63,6 +65,7 @@ static int	 cuda_parse(struct gck_ctx *, struct gck_manifest *, json_t *);
 static int	 files_parse(struct gck_ctx *, struct gck_manifest *, json_t *);
 static json_t	*criu_json(const char *, unsigned int);
 static int	 criu_parse(struct gck_ctx *, struct gck_manifest *, json_t *);
+static int	 id_parse(struct gck_ctx *, struct gck_manifest *);
 
 static int
 pid_cmp(const void *a, const void *b)
@@ -277,8 +280,9 @@ criu_json(const char *version, unsigned int opts)
  */
 /* Version 2's keys: the image's id, the size of its memory chunks. */
 static int
-v2_keys(json_t *m)
+v2_keys(json_t *m, json_t *parent)
 {
+
 	unsigned char	b[16];
 	char		id[33];
 	size_t		i;
@@ -291,6 +295,8 @@ v2_keys(json_t *m)
 	    json_object_set_new(m, "chunk_size",
 	    json_integer(GCK_CHUNK_SIZE)) != 0)
 		return -1;
+	if (parent != NULL && json_object_set(m, "parent", parent) != 0)
+		return -1;
 	return 0;
 }
 
@@ -298,7 +304,8 @@ char *
 gck_manifest_build(struct gck_ctx *ctx, const struct gck_ptree *t,
     const struct gck_ckpt_opts *o, enum gck_after after,
     const char *criu_version, int shell_job, const struct gck_cuda_facts *cf,
-    const struct gck_imgfile *files, size_t nfiles)
+    const struct gck_imgfile *files, size_t nfiles,
+    struct json_t *parent)
 {
 	json_t		*m = NULL, *procs, *fl;
 	char		 created[32], *text = NULL;
@@ -343,7 +350,7 @@ gck_manifest_build(struct gck_ctx *ctx, const struct gck_ptree *t,
 	    "level", o->level, "after", after_names[after],
 	    "part_size", (json_int_t)(o->part_size ? o->part_size :
 	    GCK_PART_SIZE), "files", fl);
-	if (m != NULL && (o->format == 0 || o->format > 1) && v2_keys(m) != 0) {
+	if (m != NULL && (o->format == 0 || o->format > 1) && v2_keys(m, parent) != 0) {
 		json_decref(m);
 		m = NULL;
 	}
@@ -745,7 +752,8 @@ gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
 		    "pid %lld is not in the process list", (long long)root);
 		goto out;
 	}
-	if ((r = cuda_parse(ctx, m, json_object_get(m->root, "cuda"))) !=
+	if ((r = id_parse(ctx, m)) != GCK_OK ||
+	    (r = cuda_parse(ctx, m, json_object_get(m->root, "cuda"))) !=
 	    GCK_OK || (r = files_parse(ctx, m, json_object_get(m->root,
 	    "files"))) != GCK_OK || (r = criu_parse(ctx, m,
 	    json_object_get(m->root, "criu"))) != GCK_OK)
@@ -757,6 +765,70 @@ out:
 	free(sorted);
 	gck_manifest_free(m);
 	return r;
+}
+
+/* Whether s is an image id: 32 lowercase hexadecimal digits. */
+static int
+id_ok(const char *s)
+{
+	size_t	i;
+
+	if (s == NULL || strlen(s) != 32)
+		return 0;
+	for (i = 0; i < 32; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' &&
+		    s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/*
+ * The id of a format 2 image, and its parent: the parent's id first in
+ * a chain of distinct ids, the parent's and those of its own chain.
+ */
+static int
+id_parse(struct gck_ctx *ctx, struct gck_manifest *m)
+{
+	json_t		*id = json_object_get(m->root, "id"), *p, *c, *v;
+	const char	*pid;
+	size_t		 i;
+
+	p = json_object_get(m->root, "parent");
+	if (id != NULL && (m->format < 2 || !id_ok(json_string_value(id))))
+		return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: bad id "
+		    "in the manifest");
+	m->id = json_string_value(id);
+	if (p == NULL)
+		return GCK_OK;
+	c = json_object_get(p, "chain");
+	pid = json_string_value(json_object_get(p, "id"));
+	if (m->id == NULL || !json_is_object(p) || !id_ok(pid) ||
+	    !json_is_array(c) || json_array_size(c) == 0 ||
+	    json_array_size(c) > 1000 ||
+	    strcmp(json_string_value(json_array_get(c, 0)) != NULL ?
+	    json_string_value(json_array_get(c, 0)) : "", pid) != 0)
+		return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: bad "
+		    "parent in the manifest");
+	json_array_foreach(c, i, v)
+		if (!id_ok(json_string_value(v)))
+			return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
+			    "bad parent in the manifest");
+	m->chain = c;
+	return GCK_OK;
+}
+
+/* The image's id (format 2), or NULL. */
+const char *
+gck_manifest_id(const struct gck_manifest *m)
+{
+	return m->id;
+}
+
+/* The ids of the images its data may be in (a JSON array), or NULL. */
+json_t *
+gck_manifest_chain(const struct gck_manifest *m)
+{
+	return m->chain;
 }
 
 /* The manifest as parsed, for readers of its other facts. */

@@ -18,7 +18,8 @@ struct gck_imgfile {
 
 char	*gck_manifest_build(struct gck_ctx *, const struct gck_ptree *,
 	    const struct gck_ckpt_opts *, enum gck_after, const char *, int,
-	    const struct gck_cuda_facts *, const struct gck_imgfile *, size_t);
+	    const struct gck_cuda_facts *, const struct gck_imgfile *, size_t,
+    struct json_t *);
 enum gck_after gck_manifest_after(const struct gck_manifest *);
 int	gck_manifest_has_file(const struct gck_manifest *, const char *);
 size_t	gck_manifest_nfiles(const struct gck_manifest *);
@@ -30,6 +31,8 @@ int64_t	gck_manifest_file_size(const struct gck_manifest *, const char *);
 int	gck_manifest_file_memory(const struct gck_manifest *, const char *);
 int	gck_manifest_this_boot(const struct gck_manifest *);
 struct json_t *gck_manifest_json(const struct gck_manifest *);
+const char *gck_manifest_id(const struct gck_manifest *);
+struct json_t *gck_manifest_chain(const struct gck_manifest *);
 void	gck_boot_id(char *, size_t);
 
 const struct gck_mcuda *gck_manifest_cuda(const struct gck_manifest *);

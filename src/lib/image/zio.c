@@ -32,6 +32,11 @@
 #define ZIO_FRAME_MAX	(GCK_PART_MAX + (1u << 20))	/* decoded whole */
 #define ZIO_WINDOW	(16u << 20)	/* decoded bytes ahead, per thread */
 #define ZIO_BLOCK_MAX	(128u << 10)	/* zstd's largest block */
+#define ZIO_FOOTER_LEN	24		/* the skippable frame at the end */
+
+/* The footer: a zstd skippable frame of 16 bytes naming the trailer. */
+static const unsigned char footer_magic[4] = { 0x5e, 0x2a, 0x4d, 0x18 };
+static const char footer_tag[8] = "gpuckpt";
 
 /* A frame being compressed or decompressed by a worker. */
 struct zslot {
@@ -40,6 +45,7 @@ struct zslot {
 	int		 state;		/* S_* */
 	size_t		 err;		/* zstd's error, or 0 */
 	int		 lies;		/* decoded size is not the header's */
+	uint64_t	 at;		/* where the frame starts in the input */
 };
 #define S_FREE		0
 #define S_QUEUED	1
@@ -76,6 +82,7 @@ struct gck_zout {
 	uint64_t	*at;		/* each frame: where it starts */
 	uint64_t	 nframes, capframes;
 	uint64_t	 written;	/* frames written out */
+	int		 footer;	/* end with a footer */
 };
 
 /* What the header of a zstd frame says (RFC 8878, 3.1.1.1). */
@@ -86,12 +93,13 @@ struct zhdr {
 	uint64_t	 size;
 };
 #define ZHDR_MAX	18
+#define ZFR_HDR		ZIO_FOOTER_LEN	/* room for a header or the footer */
 
 /* A frame being read in, a piece at a time. */
 struct zfr {
 	int		 stage;		/* 0 header, 1 block header, 2 block,
 					   3 checksum */
-	unsigned char	 hdr[ZHDR_MAX];
+	unsigned char	 hdr[ZFR_HDR];
 	size_t		 hlen, want, bound;
 	int		 last;		/* in the last block */
 	struct zhdr	 fh;
@@ -124,6 +132,13 @@ struct gck_zin {
 	size_t		 rawlen, rawcap;
 	int		 keep;		/* keep what is read in raw */
 	int		 spoolfd;	/* copy what is read there, or -1 */
+	uint64_t	 inbytes;	/* raw bytes read from fd */
+	uint64_t	 fr_at;		/* where the frame being read starts */
+	uint64_t	 last_at;	/* where the last frame read in starts */
+	uint64_t	 cur_at;	/* the frame handed out: where it starts */
+	uint64_t	 cur_tar;	/* and where its output starts */
+	int		 has_footer;	/* the stream ended with a footer */
+	uint64_t	 footer_at;	/* the frame it names */
 };
 
 /* The CPUs this process may run on. */
@@ -262,11 +277,31 @@ pool_head_done(struct zpool *p)
 	return done;
 }
 
+/*
+ * Lets go of the oldest slot.  With recycle set, its buffers go to the
+ * slot to be filled next, so that the few in use go round rather than
+ * the ring touching fresh memory for every frame.
+ */
 static void
-pool_release_head(struct zpool *p)
+pool_release_head(struct zpool *p, int recycle)
 {
+	struct zslot	*h, *t, x;
+
 	pthread_mutex_lock(&p->mu);
-	p->slot[p->head % ZIO_SLOTS].state = S_FREE;
+	h = &p->slot[p->head % ZIO_SLOTS];
+	h->state = S_FREE;
+	t = &p->slot[p->tail % ZIO_SLOTS];
+	if (recycle && t != h && t->state == S_FREE) {
+		x = *t;
+		t->src = h->src;
+		t->scap = h->scap;
+		t->dst = h->dst;
+		t->cap = h->cap;
+		h->src = x.src;
+		h->scap = x.scap;
+		h->dst = x.dst;
+		h->cap = x.cap;
+	}
 	p->head++;
 	pthread_mutex_unlock(&p->mu);
 }
@@ -416,7 +451,7 @@ zout_write_head(struct gck_zout *z)
 		    GCK_EFORMAT, "zstd: %s", zerr(s->err));
 	else if ((r = zout_note(z, z->off)) == GCK_OK)
 		r = zout_put(z, s->dst, s->dlen);
-	pool_release_head(z->pool);
+	pool_release_head(z->pool, 1);
 	return r;
 }
 
@@ -579,17 +614,73 @@ gck_zout_frame(const struct gck_zout *z, uint64_t i, uint64_t *atp,
 	return 0;
 }
 
+/*
+ * Ends the stream of frames with the footer, a skippable frame that
+ * names where the last frame starts, so that a reader finds that
+ * frame, the trailer's, from the end of a file.
+ */
+void
+gck_zout_set_footer(struct gck_zout *z)
+{
+	z->footer = !z->stream && z->level > 0;
+}
+
 /* Ends the last frame and writes out everything.  Returns GCK_OK or a code. */
 int
 gck_zout_finish(struct gck_zout *z)
 {
-	int	r;
+	unsigned char	f[ZIO_FOOTER_LEN];
+	uint64_t	at;
+	int		i, r;
 
 	if (z->stream)
 		return zout_stream(z, NULL, 0, ZSTD_e_end);
-	if ((r = gck_zout_frame_end(z)) != GCK_OK)
+	if ((r = gck_zout_frame_end(z)) != GCK_OK ||
+	    (r = gck_zout_sync(z)) != GCK_OK)
 		return r;
-	return gck_zout_sync(z);
+	if (!z->footer || z->nframes == 0)
+		return GCK_OK;
+	memcpy(f, footer_magic, 4);
+	f[4] = 16;
+	f[5] = f[6] = f[7] = 0;
+	memcpy(f + 8, footer_tag, sizeof footer_tag);
+	at = z->at[z->nframes - 1];
+	for (i = 0; i < 8; i++)
+		f[16 + i] = (unsigned char)(at >> (8 * i));
+	return zout_put(z, f, sizeof f);
+}
+
+/*
+ * Reads the footer of the image file open on fd, whose size is size.
+ * Returns 0 with *atp, where its trailer's frame starts, or -1 if it
+ * has none.
+ */
+int
+gck_zio_footer(int fd, uint64_t size, uint64_t *atp)
+{
+	unsigned char	f[ZIO_FOOTER_LEN];
+	uint64_t	at = 0;
+	int		i;
+
+	if (size < ZIO_FOOTER_LEN || pread(fd, f, sizeof f,
+	    (off_t)(size - ZIO_FOOTER_LEN)) != (ssize_t)sizeof f ||
+	    memcmp(f, footer_magic, 4) != 0 || f[4] != 16 || f[5] != 0 ||
+	    f[6] != 0 || f[7] != 0 || memcmp(f + 8, footer_tag,
+	    sizeof footer_tag) != 0)
+		return -1;
+	for (i = 7; i >= 0; i--)
+		at = at << 8 | f[16 + i];
+	if (at >= size - ZIO_FOOTER_LEN)
+		return -1;
+	*atp = at;
+	return 0;
+}
+
+/* The length of the footer. */
+size_t
+gck_zio_footer_len(void)
+{
+	return ZIO_FOOTER_LEN;
 }
 
 void
@@ -735,6 +826,7 @@ zin_fill(struct gck_zin *z)
 	if ((size_t)n < z->bufsz)
 		z->eof = 1;
 	z->len = (size_t)n;
+	z->inbytes += (uint64_t)n;
 	return n;
 }
 
@@ -829,6 +921,7 @@ zin_need(struct gck_zin *z, size_t n)
 		if (zin_raw(z, z->buf + z->len, (size_t)r) == -1)
 			return -1;
 		z->len += (size_t)r;
+		z->inbytes += (uint64_t)r;
 	}
 	return (ssize_t)(z->len - z->pos < n ? z->len - z->pos : n);
 }
@@ -904,6 +997,7 @@ zin_more(struct gck_zin *z, int block)
 	if (zin_raw(z, z->buf, (size_t)r) == -1)
 		return -1;
 	z->len = (size_t)r;
+	z->inbytes += (uint64_t)r;
 	return r;
 }
 
@@ -948,6 +1042,58 @@ zhdr_len(const unsigned char *b)
 	    (fcs == 0 ? (single ? 1 : 0) : (size_t)1 << fcs);
 }
 
+/*
+ * The footer, a skippable frame that only the end of a stream of
+ * frames may hold: 16 bytes, "gpuckpt" and a NUL then where the last
+ * frame (the trailer's) starts, as a 64-bit little-endian number.  Any
+ * other skippable frame, or anything after it, is refused.  Returns 4
+ * at the end of the input (the footer read), 3 when reading would wait,
+ * or -1.
+ */
+static int
+zin_footer(struct gck_zin *z, int block)
+{
+	struct zfr	*f = &z->fr;
+	ssize_t		 a;
+	uint64_t	 at = 0;
+	int		 i, r;
+
+	if (f->stage != 4) {
+		if (f->hlen < ZIO_FOOTER_LEN && f->want == 0)
+			f->want = ZIO_FOOTER_LEN - f->hlen;
+		if ((r = zin_copy(z, (char *)f->hdr, &f->want, &f->hlen,
+		    block)) != 0)
+			return r;
+		if (f->hdr[4] != 16 || f->hdr[5] != 0 || f->hdr[6] != 0 ||
+		    f->hdr[7] != 0 || memcmp(f->hdr + 8, footer_tag,
+		    sizeof footer_tag) != 0) {
+			gck_set_error(z->ctx, GCK_EFORMAT, "corrupt image: a "
+			    "skippable zstd frame that is not the footer");
+			return -1;
+		}
+		for (i = 7; i >= 0; i--)
+			at = at << 8 | f->hdr[16 + i];
+		if (at != z->last_at) {
+			gck_set_error(z->ctx, GCK_EFORMAT, "corrupt image: the "
+			    "footer does not name the last frame");
+			return -1;
+		}
+		z->footer_at = at;
+		f->stage = 4;
+	}
+	if ((a = zin_more(z, block)) == -2)
+		return 3;
+	if (a == -1)
+		return -1;
+	if (a > 0) {
+		gck_set_error(z->ctx, GCK_EFORMAT, "corrupt image: data after "
+		    "the footer");
+		return -1;
+	}
+	z->has_footer = 1;
+	return 4;
+}
+
 /* A frame's header, read in: to take whole into s, or to stream. */
 static int
 zin_frame_head(struct gck_zin *z, struct zslot *s, int block)
@@ -963,16 +1109,24 @@ zin_frame_head(struct gck_zin *z, struct zslot *s, int block)
 		if (a <= 0)
 			return a == 0 ? 4 : -1;	/* the end, or an error */
 		f->want = 5;
+		z->fr_at = z->inbytes - (z->len - z->pos);
 	}
 	r = f->hlen < 5 ? zin_copy(z, (char *)f->hdr, &f->want, &f->hlen,
 	    block) : 0;
-	if (memcmp(f->hdr, magic, f->hlen < 4 ? f->hlen : 4) != 0) {
+	if (f->hlen >= 4 && memcmp(f->hdr, footer_magic, 4) == 0 &&
+	    z->frames > 0)
+		return zin_footer(z, block);
+	if (memcmp(f->hdr, magic, f->hlen < 4 ? f->hlen : 4) != 0 &&
+	    (z->frames == 0 || memcmp(f->hdr, footer_magic, f->hlen < 4 ?
+	    f->hlen : 4) != 0)) {
 		gck_set_error(z->ctx, GCK_EFORMAT, "corrupt image: data "
 		    "after the end of the compressed stream");
 		return -1;
 	}
 	if (r != 0)
 		return r;
+	z->last_at = z->fr_at;
+	s->at = z->fr_at;
 	if (f->hlen == 5)
 		f->want = zhdr_len(f->hdr) - 5;
 	if ((r = zin_copy(z, (char *)f->hdr, &f->want, &f->hlen, block)) != 0)
@@ -1060,6 +1214,9 @@ zin_frame(struct gck_zin *z, struct zslot *s, int block)
 			f->stage = f->last ? 3 : 1;
 			f->want = f->last ? 4 : 3;
 			break;
+		case 4:			/* the footer, read */
+			r = zin_footer(z, block);
+			return r == 4 ? 0 : r;
 		default:		/* the checksum */
 			if ((r = zin_copy(z, s->src, &f->want, &s->slen,
 			    block)) != 0)
@@ -1182,7 +1339,8 @@ zin_release(struct gck_zin *z)
 	if (z->given == NULL)
 		return;
 	z->inflight -= z->given->dlen;
-	pool_release_head(z->pool);
+	/* (not while a frame is being read into the next slot) */
+	pool_release_head(z->pool, z->fr.stage == 0 && z->fr.hlen == 0);
 	z->given = NULL;
 }
 
@@ -1289,11 +1447,15 @@ gck_zin_next(struct gck_zin *z, const void **pp, size_t max)
 		/* r == 2: a frame too large to take whole */
 		z->frames++;
 		z->streaming = 1;
+		z->cur_at = z->last_at;
+		z->cur_tar = z->total;
 		ZSTD_DCtx_reset(z->dctx, ZSTD_reset_session_only);
 		return zin_stream(z, max, pp);
 	}
 	s = pool_wait_head(z->pool);
 	z->given = s;
+	z->cur_at = s->at;
+	z->cur_tar = z->total;
 	if (s->err != 0) {
 		gck_set_error(z->ctx, s->err == (size_t)-1 ? GCK_ENOMEM :
 		    GCK_ECORRUPT, s->err == (size_t)-1 ? "out of memory" :
@@ -1351,6 +1513,26 @@ uint64_t
 gck_zin_zero_tail(const struct gck_zin *z)
 {
 	return z->total - z->nonzero_end;
+}
+
+/*
+ * Where the frame handed out last starts in the input, and where its
+ * output starts in the tar stream.
+ */
+void
+gck_zin_cur_frame(const struct gck_zin *z, uint64_t *atp, uint64_t *tarp)
+{
+	*atp = z->cur_at;
+	*tarp = z->cur_tar;
+}
+
+/* Whether the stream ended with a footer, and the frame it names. */
+int
+gck_zin_footer(const struct gck_zin *z, uint64_t *atp)
+{
+	if (z->has_footer)
+		*atp = z->footer_at;
+	return z->has_footer;
 }
 
 int

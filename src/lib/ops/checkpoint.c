@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <xxhash.h>
 
 #include "private.h"
@@ -37,6 +38,7 @@
 #include "image/image.h"
 #include "image/manifest.h"
 #include "image/names.h"
+#include "image/parent.h"
 #include "ops/ops.h"
 
 struct out {
@@ -69,6 +71,7 @@ struct ckpt {
 	struct gck_cuda_facts		 cf;
 	struct gck_capture		*cap;
 	struct gck_writer		*writer;	/* but its trailer */
+	struct gck_parents		*parents;	/* --parent's image */
 	enum gck_after			 after;
 	struct out			 out;
 	char				*work;
@@ -93,7 +96,8 @@ static void	out_abort(struct out *);
 static enum gck_after out_after(const struct out *);
 static int	stream_image(struct gck_ctx *, const struct gck_ckpt_opts *,
 		    const char *, const struct gck_capture *,
-		    const struct gck_nsview *, int, struct gck_writer **);
+		    const struct gck_nsview *, int,
+		    const struct gck_parents *, struct gck_writer **);
 static int	tree_restorable(struct gck_ctx *, const struct gck_ptree *,
 		    const struct gck_nsview *, pid_t);
 static int	tree_pidns(struct ckpt *);
@@ -502,7 +506,8 @@ out:
 static int
 stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
     const char *manifest, const struct gck_capture *cap,
-    const struct gck_nsview *ns, int fd, struct gck_writer **wp)
+    const struct gck_nsview *ns, int fd, const struct gck_parents *parents,
+    struct gck_writer **wp)
 {
 	const struct gck_sfile	*f;
 	struct gck_writer	*w = NULL;
@@ -530,6 +535,7 @@ stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	if ((r = gck_writer_new2(ctx, fd, o->level, part_size, format,
 	    o->threads, &w)) != GCK_OK)
 		goto out;
+	gck_writer_set_parents(w, parents);
 	if ((r = gck_writer_add(w, GCK_ENTRY_MANIFEST, manifest,
 	    strlen(manifest))) != GCK_OK)
 		goto out;
@@ -551,6 +557,9 @@ stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	gck_log(ctx, 1, "image: %llu bytes of CRIU data, %llu of them zero "
 	    "pages left as holes", (unsigned long long)bytes,
 	    (unsigned long long)holes);
+	if (parents != NULL)
+		gck_log(ctx, 1, "image: %llu bytes of memory left to its "
+		    "parent", (unsigned long long)gck_writer_refbytes(w));
 	*wp = w;
 	w = NULL;
 	r = GCK_OK;
@@ -578,6 +587,7 @@ struct wstate {
 	size_t				 nprocs;
 	size_t				 nttys;	/* terminal files made null */
 	struct gck_writer		*w;	/* the image, but its trailer */
+	const struct gck_parents	*parents;	/* or NULL */
 };
 
 /*
@@ -626,6 +636,7 @@ write_image(void *arg)
 	const struct gck_cuda_facts	*cf;
 	struct gck_cproc		*cps = NULL;
 	char				*manifest = NULL;
+	json_t				*parent = NULL;
 	uint64_t			 dropped;
 	size_t				 i, n;
 	int				 r;
@@ -660,20 +671,27 @@ write_image(void *arg)
 		files[i].memory = gck_capture_file(w->cap, i)->pages;
 	}
 	gck_nsview_tree(w->ns, t);
+	if (w->parents != NULL && (parent = gck_parents_json(w->parents)) ==
+	    NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
 	if (((cf = cuda_view(ctx, w->ns, w->cf, &cfview, &cps)) == NULL &&
 	    w->cf != NULL) || (manifest = gck_manifest_build(ctx, t, w->o,
-	    w->after, w->criuver, w->shell_job, cf, files, n)) == NULL) {
+	    w->after, w->criuver, w->shell_job, cf, files, n,
+	    parent)) == NULL) {
 		r = ctx->code;
 		goto out;
 	}
 	gck_log(ctx, 1, "writing image");
 	r = stream_image(ctx, w->o, manifest, w->cap, w->ns, w->out->fd,
-	    &w->w);
+	    w->parents, &w->w);
 out:
 	gck_ptree_free(t);
 	free(cps);
 	free(files);
 	free(manifest);
+	json_decref(parent);
 	return r;
 }
 
@@ -878,6 +896,14 @@ ckpt_preflight(struct ckpt *c)
 	if (o->criu_opts & ~GCK_CRIU_OPTS_ALL)
 		return gck_set_error(ctx, GCK_EINVAL, "unknown criu options "
 		    "%#x", o->criu_opts & ~GCK_CRIU_OPTS_ALL);
+	/* The parent is read before anything is touched. */
+	if (o->parent != NULL && o->format == 1)
+		return gck_set_error(ctx, GCK_EINVAL, "an image of format "
+		    "version 1 cannot have a parent");
+	if (o->parent != NULL && ((r = gck_parents_new(ctx, &c->parents)) !=
+	    GCK_OK || (r = gck_parents_base(c->parents, o->parent)) !=
+	    GCK_OK))
+		return r;
 	if ((r = gck_criu_can_dump(ctx, o->pid)) != GCK_OK)
 		return r;
 	if ((r = gck_ptree_scan(ctx, o->pid, &c->pre)) != GCK_OK)
@@ -1032,6 +1058,7 @@ ckpt_dump(struct ckpt *c)
 	w.criuver = c->criuver;
 	w.shell_job = c->shell_job;
 	w.out = &c->out;
+	w.parents = c->parents;
 	if (c->ncp > 0) {
 		ckpt_cuda_facts(c);
 		w.cf = &c->cf;
@@ -1190,6 +1217,7 @@ static void
 ckpt_free(struct ckpt *c)
 {
 	gck_writer_free(c->writer);
+	gck_parents_free(c->parents);
 	gck_capture_free(c->cap);
 	/*
 	 * The work directory goes before the guard hears that all is

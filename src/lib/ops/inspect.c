@@ -32,6 +32,7 @@
 #include "image/image.h"
 #include "image/manifest.h"
 #include "image/names.h"
+#include "image/parent.h"
 #include "criu/criu-images.pb-c.h"
 
 #define PAGE		4096u
@@ -457,6 +458,38 @@ doc_text(struct gck_ctx *ctx, json_t *doc, char **textp)
 	return GCK_OK;
 }
 
+/*
+ * What the image's parent is, and how much of it is new: the bytes it
+ * stores and those it leaves to its parents, as its trailer lists them
+ * (found from the end of a file; unknown, null, from a pipe); an image
+ * with no parent stores the whole of its data.
+ */
+static int
+show_parent(struct gck_ctx *ctx, int fd, const struct gck_manifest *m,
+    json_t *img)
+{
+	json_t		*p = json_object_get(gck_manifest_json(m), "parent");
+	uint64_t	 stored, ref = 0;
+	int		 known;
+
+	/* An image with no parent stores all its data. */
+	if (gck_manifest_chain(m) == NULL) {
+		known = json_is_integer(json_object_get(img, "data_size"));
+		stored = known ? (uint64_t)json_integer_value(
+		    json_object_get(img, "data_size")) : 0;
+	} else
+		known = gck_parents_sizes(ctx, fd, "the image", &stored,
+		    &ref) == GCK_OK;
+	return jset(img, "parent", gck_manifest_chain(m) != NULL ?
+	    jcopy(p, "id") : json_null()) != 0 ||
+	    jset(img, "chain", gck_manifest_chain(m) != NULL ?
+	    json_deep_copy(gck_manifest_chain(m)) : json_array()) != 0 ||
+	    jset(img, "stored_bytes", known ? json_integer((json_int_t)
+	    stored) : json_null()) != 0 ||
+	    jset(img, "referenced_bytes", known ? json_integer((json_int_t)
+	    ref) : json_null()) != 0 ? -1 : 0;
+}
+
 int
 gck_inspect_show(struct gck_ctx *ctx, int fd, char **textp)
 {
@@ -476,6 +509,11 @@ gck_inspect_show(struct gck_ctx *ctx, int fd, char **textp)
 	    (r = mix_build(ctx, gck_manifest_json(m), &x)) != GCK_OK)
 		goto out;
 	doc = show_doc(&x, disk);
+	if (doc != NULL && show_parent(ctx, fd, m, json_object_get(doc,
+	    "image")) != 0) {
+		json_decref(doc);
+		doc = NULL;
+	}
 	r = doc_text(ctx, doc, textp);
 out:
 	mix_free(&x);
@@ -571,6 +609,66 @@ out:
 		gck_rmtree(tmp);
 	free(tmp);
 	gck_reader_free(rd);
+	return r;
+}
+
+/*
+ * Flattening: the new image is written beside path, under a name of its
+ * own, and renamed to path once it is whole.
+ */
+int
+gck_inspect_flatten(struct gck_ctx *ctx, int fd, char *const *paths,
+    size_t n, const char *path)
+{
+	const struct gck_manifest	*m;
+	struct gck_reader		*rd = NULL;
+	struct gck_writer		*w = NULL;
+	json_t				*o;
+	char				*tmp = NULL;
+	int				 r, out = -1, level = GCK_ZSTD_LEVEL;
+
+	if (asprintf(&tmp, "%s.XXXXXX", path) == -1)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	if ((out = mkostemp(tmp, O_CLOEXEC)) == -1) {
+		r = gck_set_syserr(ctx, errno, "cannot create a file beside "
+		    "'%s': %s", path, strerror(errno));
+		free(tmp);
+		return r;
+	}
+	if ((r = gck_reader_new(ctx, fd, &rd)) != GCK_OK ||
+	    (r = gck_reader_head(rd, &m)) != GCK_OK)
+		goto out;
+	if (gck_manifest_format(m) < 2) {
+		r = gck_set_error(ctx, GCK_EINVAL, "an image of format version "
+		    "1 has no parents");
+		goto out;
+	}
+	/* As compressed as the image was. */
+	o = json_object_get(gck_manifest_json(m), "options");
+	if (json_is_integer(json_object_get(o, "level")))
+		level = (int)json_integer_value(json_object_get(o, "level"));
+	if (json_is_string(json_object_get(o, "compress")) && strcmp(
+	    json_string_value(json_object_get(o, "compress")), "none") == 0)
+		level = 0;
+	if (level < 0 || level > 19)
+		level = GCK_ZSTD_LEVEL;
+	if ((r = gck_reader_use_parents(rd, paths, n)) != GCK_OK ||
+	    (r = gck_writer_new2(ctx, out, level, 0, 2, 0, &w)) != GCK_OK ||
+	    (r = gck_reader_copy(rd, w)) != GCK_OK)
+		goto out;
+	if (fsync(out) == -1 || rename(tmp, path) == -1) {
+		r = gck_set_syserr(ctx, errno, "cannot write '%s': %s", path,
+		    strerror(errno));
+		goto out;
+	}
+	r = GCK_OK;
+out:
+	gck_writer_free(w);
+	gck_reader_free(rd);
+	close(out);
+	if (r != GCK_OK)
+		unlink(tmp);
+	free(tmp);
 	return r;
 }
 

@@ -36,6 +36,7 @@
 #include "gpu/gpumap.h"
 #include "image/image.h"
 #include "image/manifest.h"
+#include "image/parent.h"
 #include "ops/ops.h"
 
 /* A restored tree that gpurestore --wait stays with. */
@@ -52,6 +53,7 @@ struct rst {
 	void				*ready_arg;
 	const struct gck_manifest	*m;
 	struct gck_reader		*rd;
+	struct gck_parents		*parents;	/* or NULL */
 	struct gck_serve		*srv;
 	struct gck_guard		*guard;
 	struct gck_keeper		*keeper;	/* criu's, and the tree's */
@@ -605,8 +607,11 @@ rst_prepare(struct rst *st)
 		return r;
 	gck_reader_set_threads(st->rd, st->o->threads);
 	gck_reader_keep_raw(st->rd);
-	if ((r = gck_reader_head(st->rd, &st->m)) != GCK_OK)
+	if ((r = gck_reader_head(st->rd, &st->m)) != GCK_OK ||
+	    (r = gck_parents_open(ctx, st->m, st->o->parents,
+	    st->o->nparents, &st->parents)) != GCK_OK)
 		return r;
+	gck_reader_set_parents(st->rd, st->parents);
 	if ((r = gpu_preflight(ctx, st->m, st->o->gpu_map, &st->cu, &st->cp,
 	    &st->ncp)) != GCK_OK)
 		return r;
@@ -906,6 +911,7 @@ out:
 		unlink(st.spool);
 	gck_serve_free(st.srv);
 	gck_reader_free(st.rd);
+	gck_parents_free(st.parents);
 	gck_cuda_close(st.cu);
 	free(st.cp);
 	gck_rmtree(st.work);

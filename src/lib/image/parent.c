@@ -1,0 +1,761 @@
+/*
+ * parent.c: the parents of an incremental image (gpuckpt-image(5)).
+ *
+ * A parent is an image file of format 2, compressed, whose footer names
+ * the frame of its trailer: the trailer lists every entry with where its
+ * frame is, so that a chunk of memory is read by itself, one pread(2)
+ * and one frame, without reading the rest of the file.  Writing, the
+ * trailer of the one parent tells which chunks need not be stored
+ * again; reading, the trailers of the whole chain tell where each chunk
+ * that an image only refers to is stored.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <jansson.h>
+#include <zstd.h>
+#include "private.h"
+#include "image/digest.h"
+#include "image/manifest.h"
+#include "image/names.h"
+#include "image/parent.h"
+#include "image/zio.h"
+
+#define CHAIN_MAX	1000		/* images in a chain, at most */
+
+/* A chunk one of the images stores, and where. */
+struct pchunk {
+	struct gck_digest d;
+	size_t		 img;
+	uint64_t	 at, zsize, size;
+};
+
+/* An image of the chain. */
+struct pimage {
+	char		*path;
+	int		 fd;
+	char		 id[33];
+	json_t		*chain;		/* its own parents, or NULL */
+	json_t		*entries;	/* its trailer's */
+};
+
+struct gck_parents {
+	struct gck_ctx	*ctx;
+	char		**paths;	/* as given */
+	size_t		 npaths;
+	struct pimage	*img;		/* the chain, in its order */
+	size_t		 nimg;
+	struct pchunk	*chunk;		/* stored, by digest */
+	size_t		 nchunk;
+	struct gck_digest *all;		/* every digest the parent lists */
+	size_t		 nall;
+	char		*frame, *data;	/* a chunk fetched */
+	size_t		 framecap, datacap;
+	char		 want[33];	/* the image read (for messages) */
+};
+
+/* What a frame of one entry holds, once checked. */
+struct fentry {
+	char		 name[GCK_NAME_MAX + 32];
+	uint64_t	 size;
+	int		 ref;
+	struct gck_digest rec;		/* its header's digest */
+	struct gck_digest got;		/* that of its data */
+};
+
+static int	p_frame_entry(struct gck_parents *, struct pimage *, uint64_t,
+		    uint64_t, uint64_t, struct fentry *, char **, size_t *);
+static int	p_entry_data(struct gck_parents *, struct archive *,
+		    struct archive_entry *, struct fentry *, char **,
+		    size_t *);
+static int	p_open(struct gck_parents *, const char *, int,
+		    struct pimage *);
+static void	pimage_clear(struct pimage *);
+
+static int
+digest_cmp(const void *a, const void *b)
+{
+	return memcmp(((const struct gck_digest *)a)->b,
+	    ((const struct gck_digest *)b)->b, GCK_DIGEST_MAX);
+}
+
+static int
+pchunk_cmp(const void *a, const void *b)
+{
+	return digest_cmp(&((const struct pchunk *)a)->d,
+	    &((const struct pchunk *)b)->d);
+}
+
+int
+gck_parents_new(struct gck_ctx *ctx, struct gck_parents **pp)
+{
+	if ((*pp = calloc(1, sizeof **pp)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	(*pp)->ctx = ctx;
+	return GCK_OK;
+}
+
+static void
+pimage_clear(struct pimage *pi)
+{
+	free(pi->path);
+	if (pi->fd != -1)
+		close(pi->fd);
+	json_decref(pi->chain);
+	json_decref(pi->entries);
+	memset(pi, 0, sizeof *pi);
+	pi->fd = -1;
+}
+
+void
+gck_parents_free(struct gck_parents *ps)
+{
+	size_t	i;
+
+	if (ps == NULL)
+		return;
+	for (i = 0; i < ps->npaths; i++)
+		free(ps->paths[i]);
+	free(ps->paths);
+	for (i = 0; i < ps->nimg; i++)
+		pimage_clear(&ps->img[i]);
+	free(ps->img);
+	free(ps->chunk);
+	free(ps->all);
+	free(ps->frame);
+	free(ps->data);
+	free(ps);
+}
+
+/* Notes a place to look for parents in: an image file or a directory. */
+int
+gck_parents_add(struct gck_parents *ps, const char *path)
+{
+	char	**np;
+
+	if ((np = reallocarray(ps->paths, ps->npaths + 1, sizeof *np)) ==
+	    NULL)
+		return gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
+	ps->paths = np;
+	if ((np[ps->npaths] = strdup(path)) == NULL)
+		return gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
+	ps->npaths++;
+	return GCK_OK;
+}
+
+/*
+ * Reads the frame of len bytes at offset at of pi's file, which must
+ * hold exactly one tar entry (and, for the trailer, the end of the
+ * archive), of at most max bytes of data.  Fills *fe and puts its data
+ * in *bufp (*capp bytes, grown as needed).  Returns GCK_OK or a code.
+ */
+static int
+p_frame_entry(struct gck_parents *ps, struct pimage *pi, uint64_t at,
+    uint64_t len, uint64_t max, struct fentry *fe, char **bufp,
+    size_t *capp)
+{
+	struct archive		*a = NULL;
+	struct archive_entry	*e;
+	unsigned long long	 dlen;
+	char			*tar = NULL, *nf;
+	size_t			 got;
+	ssize_t			 n;
+	int			 r;
+
+	if (len > ZSTD_compressBound(max + (1u << 16)) || len < 8) {
+		r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent image "
+		    "'%s': a frame of %" PRIu64 " bytes", pi->path, len);
+		goto out;
+	}
+	if (ps->framecap < len) {
+		if ((nf = realloc(ps->frame, (size_t)len)) == NULL) {
+			r = gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
+			goto out;
+		}
+		ps->frame = nf;
+		ps->framecap = (size_t)len;
+	}
+	for (got = 0; got < len; got += (size_t)n) {
+		n = pread(pi->fd, ps->frame + got, (size_t)len - got,
+		    (off_t)(at + got));
+		if (n == -1 && errno == EINTR)
+			n = 0;
+		else if (n <= 0) {
+			r = n == 0 ? gck_set_error(ps->ctx, GCK_ETRUNC, "parent "
+			    "image '%s' is truncated", pi->path) :
+			    gck_set_syserr(ps->ctx, errno, "cannot read parent "
+			    "image '%s': %s", pi->path, strerror(errno));
+			goto out;
+		}
+	}
+	dlen = ZSTD_getFrameContentSize(ps->frame, (size_t)len);
+	if (dlen == ZSTD_CONTENTSIZE_UNKNOWN || dlen ==
+	    ZSTD_CONTENTSIZE_ERROR || dlen > max + (1u << 16) ||
+	    ZSTD_findFrameCompressedSize(ps->frame, (size_t)len) != len ||
+	    (tar = malloc((size_t)dlen + 1)) == NULL ||
+	    ZSTD_decompress(tar, (size_t)dlen + 1, ps->frame, (size_t)len) !=
+	    dlen) {
+		r = tar == NULL && dlen <= max + (1u << 16) ?
+		    gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory") :
+		    gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent image "
+		    "'%s': bad frame at offset %" PRIu64, pi->path, at);
+		goto out;
+	}
+	if ((a = archive_read_new()) == NULL) {
+		r = gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	archive_read_support_format_tar(a);
+	if (archive_read_open_memory(a, tar, (size_t)dlen) != ARCHIVE_OK ||
+	    archive_read_next_header(a, &e) != ARCHIVE_OK) {
+		r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent image "
+		    "'%s': no entry in the frame at offset %" PRIu64,
+		    pi->path, at);
+		goto out;
+	}
+	r = p_entry_data(ps, a, e, fe, bufp, capp);
+out:
+	if (a != NULL)
+		archive_read_free(a);
+	free(tar);
+	return r;
+}
+
+/*
+ * The data of entry e, read from a, into *bufp, holes as zeros, its
+ * digest computed as the reader does (gpuckpt-image(5), Holes).
+ */
+static int
+p_entry_data(struct gck_parents *ps, struct archive *a,
+    struct archive_entry *e, struct fentry *fe, char **bufp, size_t *capp)
+{
+	struct gck_dstate	*st = NULL;
+	const char		*xn, *name;
+	const void		*xv, *p;
+	size_t			 xl, l;
+	la_int64_t		 off, so, sl;
+	char			*nb;
+	int			 r, sparse, ret;
+
+	memset(fe, 0, sizeof *fe);
+	name = archive_entry_pathname(e);
+	snprintf(fe->name, sizeof fe->name, "%s", name != NULL ? name : "");
+	archive_entry_xattr_reset(e);
+	while (archive_entry_xattr_next(e, &xn, &xv, &xl) == ARCHIVE_OK) {
+		if (strcmp(xn, "gpuckpt.sha256") == 0)
+			(void)gck_digest_parse(GCK_DK_SHA256, xv, xl, &fe->rec);
+		else if (strcmp(xn, "gpuckpt.ref") == 0)
+			fe->ref = 1;
+	}
+	if (archive_entry_filetype(e) != AE_IFREG ||
+	    archive_entry_size(e) < 0 || fe->rec.kind != GCK_DK_SHA256)
+		return gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent "
+		    "image: entry '%.200s' unreadable", fe->name);
+	fe->size = (uint64_t)archive_entry_size(e);
+	if (fe->size > GCK_PART_MAX)
+		return gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent "
+		    "image: entry '%.200s' too large", fe->name);
+	if (*capp < fe->size + 1) {
+		if ((nb = realloc(*bufp, (size_t)fe->size + 1)) == NULL)
+			return gck_set_error(ps->ctx, GCK_ENOMEM,
+			    "out of memory");
+		*bufp = nb;
+		*capp = (size_t)fe->size + 1;
+	}
+	memset(*bufp, 0, (size_t)fe->size + 1);
+	if ((st = gck_dstate_new()) == NULL ||
+	    gck_dstate_reset(st, GCK_DK_SHA256) == -1) {
+		gck_dstate_free(st);
+		return gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
+	}
+	sparse = archive_entry_sparse_count(e) > 0;
+	r = GCK_OK;
+	while ((ret = archive_read_data_block(a, &p, &l, &off)) ==
+	    ARCHIVE_OK) {
+		if (off < 0 || (uint64_t)off > fe->size ||
+		    l > fe->size - (uint64_t)off) {
+			r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent "
+			    "image: entry '%.200s' longer than declared",
+			    fe->name);
+			break;
+		}
+		memcpy(*bufp + off, p, l);
+		if (sparse)
+			gck_dstate_update(st, p, l);
+	}
+	if (r == GCK_OK && ret != ARCHIVE_EOF)
+		r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent image: "
+		    "entry '%.200s': %s", fe->name, archive_error_string(a));
+	if (r == GCK_OK && sparse) {
+		archive_entry_sparse_reset(e);
+		while (archive_entry_sparse_next(e, &so, &sl) == ARCHIVE_OK) {
+			if (sl <= 0)
+				continue;
+			gck_dstate_u64(st, (uint64_t)so);
+			gck_dstate_u64(st, (uint64_t)sl);
+		}
+		gck_dstate_u64(st, fe->size);
+	} else if (r == GCK_OK)
+		gck_dstate_update(st, *bufp, (size_t)fe->size);
+	gck_dstate_final(st, &fe->got);
+	gck_dstate_free(st);
+	return r;
+}
+
+/*
+ * Opens the image file path (or reads it on fd0 if not -1): its footer,
+ * its trailer, its manifest, each checked against its digest.  Returns GCK_OK with *pi filled, or
+ * a code.
+ */
+static int
+p_open(struct gck_parents *ps, const char *path, int fd0, struct pimage *pi)
+{
+	struct gck_manifest	*m = NULL;
+	struct fentry		 fe;
+	struct stat		 sb;
+	struct gck_digest	 d;
+	json_t			*t = NULL, *o;
+	json_int_t		 at, zsize, fmt;
+	const char		*hex, *id;
+	char			*buf = NULL;
+	size_t			 cap = 0;
+	uint64_t		 tat;
+	int			 r;
+
+	memset(pi, 0, sizeof *pi);
+	pi->fd = -1;
+	if ((pi->path = strdup(path)) == NULL)
+		return gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
+	if ((pi->fd = fd0 != -1 ? fcntl(fd0, F_DUPFD_CLOEXEC, 0) :
+	    open(path, O_RDONLY | O_CLOEXEC)) == -1 ||
+	    fstat(pi->fd, &sb) == -1) {
+		r = gck_set_syserr(ps->ctx, errno, "cannot open parent image "
+		    "'%s': %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(sb.st_mode) || gck_zio_footer(pi->fd,
+	    (uint64_t)sb.st_size, &tat) == -1) {
+		r = gck_set_error(ps->ctx, GCK_EFORMAT, "cannot use '%s' as a "
+		    "parent image: not an image file of format 2 with a "
+		    "footer (a compressed image written by gpuckpt %s or "
+		    "later)", path, PACKAGE_VERSION);
+		goto out;
+	}
+	if ((r = p_frame_entry(ps, pi, tat, (uint64_t)sb.st_size - tat -
+	    gck_zio_footer_len(), GCK_META_MAX, &fe, &buf, &cap)) != GCK_OK)
+		goto out;
+	if (strcmp(fe.name, GCK_ENTRY_TRAILER) != 0 || fe.ref ||
+	    !gck_digest_equal(&fe.rec, &fe.got) ||
+	    (t = json_loadb(buf, (size_t)fe.size, 0, NULL)) == NULL ||
+	    json_unpack(t, "{s:I, s:o}", "format", &fmt, "entries", &o) != 0 ||
+	    fmt != 2 || !json_is_array(o) || json_array_size(o) == 0) {
+		r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent image "
+		    "'%s': its footer names no trailer", path);
+		goto out;
+	}
+	pi->entries = json_incref(o);
+	o = json_array_get(pi->entries, 0);
+	hex = json_string_value(json_object_get(o, "sha256"));
+	if (json_unpack(o, "{s:I, s:I}", "at", &at, "zsize", &zsize) != 0 ||
+	    at < 0 || zsize <= 0 || hex == NULL ||
+	    gck_digest_parse(GCK_DK_SHA256, hex, strlen(hex), &d) == -1 ||
+	    (r = p_frame_entry(ps, pi, (uint64_t)at, (uint64_t)zsize,
+	    GCK_META_MAX, &fe, &buf, &cap)) != GCK_OK ||
+	    strcmp(fe.name, GCK_ENTRY_MANIFEST) != 0 ||
+	    !gck_digest_equal(&fe.got, &d) ||
+	    !gck_digest_equal(&fe.rec, &d)) {
+		r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent image "
+		    "'%s': its manifest does not match its trailer", path);
+		goto out;
+	}
+	if ((r = gck_manifest_parse(ps->ctx, buf, (size_t)fe.size, &m)) !=
+	    GCK_OK)
+		goto out;
+	if ((id = gck_manifest_id(m)) == NULL) {
+		r = gck_set_error(ps->ctx, GCK_EFORMAT, "parent image '%s' has "
+		    "no id", path);
+		goto out;
+	}
+	snprintf(pi->id, sizeof pi->id, "%s", id);
+	if (gck_manifest_chain(m) != NULL)
+		pi->chain = json_incref(gck_manifest_chain(m));
+	r = GCK_OK;
+out:
+	gck_manifest_free(m);
+	json_decref(t);
+	free(buf);
+	return r;
+}
+
+/* Adds the digests of pi's entries: all of them, or those it stores. */
+static int
+p_index(struct gck_parents *ps, size_t img, int stored)
+{
+	struct pimage	*pi = &ps->img[img];
+	struct gck_digest d;
+	struct pchunk	*nc;
+	struct gck_digest *na;
+	json_t		*o;
+	json_int_t	 at, zsize, size;
+	const char	*hex;
+	size_t		 i, n = json_array_size(pi->entries);
+	int		 ref;
+
+	if (stored && (nc = reallocarray(ps->chunk, ps->nchunk + n,
+	    sizeof *nc)) != NULL)
+		ps->chunk = nc;
+	else if (!stored && (na = reallocarray(ps->all, ps->nall + n,
+	    sizeof *na)) != NULL)
+		ps->all = na;
+	else
+		return gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
+	json_array_foreach(pi->entries, i, o) {
+		hex = json_string_value(json_object_get(o, "sha256"));
+		ref = json_is_true(json_object_get(o, "ref"));
+		if (json_unpack(o, "{s:I, s:I, s:I}", "at", &at, "zsize",
+		    &zsize, "size", &size) != 0 || hex == NULL || at < 0 ||
+		    zsize <= 0 || size < 0 || size > GCK_PART_MAX ||
+		    gck_digest_parse(GCK_DK_SHA256, hex, strlen(hex), &d) == -1)
+			return gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt "
+			    "parent image '%s': bad trailer entry %zu",
+			    pi->path, i + 1);
+		if (!stored) {
+			ps->all[ps->nall++] = d;
+			continue;
+		}
+		if (ref)
+			continue;
+		nc = &ps->chunk[ps->nchunk++];
+		nc->d = d;
+		nc->img = img;
+		nc->at = (uint64_t)at;
+		nc->zsize = (uint64_t)zsize;
+		nc->size = (uint64_t)size;
+	}
+	return GCK_OK;
+}
+
+/*
+ * The parent of an image to write: the image file path, whose chunks
+ * the new image refers to rather than store again.  Returns GCK_OK or a
+ * code.
+ */
+int
+gck_parents_base(struct gck_parents *ps, const char *path)
+{
+	int	r;
+
+	if ((ps->img = calloc(1, sizeof *ps->img)) == NULL)
+		return gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
+	ps->nimg = 1;
+	if ((r = p_open(ps, path, -1, &ps->img[0])) != GCK_OK ||
+	    (r = p_index(ps, 0, 0)) != GCK_OK)
+		return r;
+	if (ps->img[0].chain != NULL &&
+	    json_array_size(ps->img[0].chain) >= CHAIN_MAX)
+		return gck_set_error(ps->ctx, GCK_EINVAL, "parent image '%s' "
+		    "ends a chain of %d images already", path, CHAIN_MAX);
+	qsort(ps->all, ps->nall, sizeof *ps->all, digest_cmp);
+	return GCK_OK;
+}
+
+/* Whether the parent of the image being written lists digest d. */
+int
+gck_parents_has(const struct gck_parents *ps, const struct gck_digest *d)
+{
+	return d->kind == GCK_DK_SHA256 && bsearch(d, ps->all, ps->nall,
+	    sizeof *ps->all, digest_cmp) != NULL;
+}
+
+/*
+ * The "parent" key of the manifest of an image written over the base:
+ * its id, and the chain of ids whose data a reference may need.
+ */
+json_t *
+gck_parents_json(const struct gck_parents *ps)
+{
+	json_t	*chain, *v;
+	size_t	 i;
+
+	if (ps == NULL || ps->nimg == 0 || (chain = json_array()) == NULL)
+		return NULL;
+	if (json_array_append_new(chain, json_string(ps->img[0].id)) != 0)
+		goto bad;
+	json_array_foreach(ps->img[0].chain, i, v)
+		if (json_array_append(chain, v) != 0)
+			goto bad;
+	return json_pack("{s:s, s:o}", "id", ps->img[0].id, "chain", chain);
+bad:
+	json_decref(chain);
+	return NULL;
+}
+
+/* Whether id is in the chain (json array of strings) at or after from. */
+static ssize_t
+chain_find(json_t *chain, size_t from, const char *id)
+{
+	size_t	i;
+
+	for (i = from; i < json_array_size(chain); i++)
+		if (strcmp(json_string_value(json_array_get(chain, i)), id) ==
+		    0)
+			return (ssize_t)i;
+	return -1;
+}
+
+/*
+ * Considers the image file path for the chain: kept at its place in
+ * the chain if its id is there and the place is free.
+ */
+static int
+p_consider(struct gck_parents *ps, json_t *chain, const char *path,
+    int named)
+{
+	struct pimage	 pi;
+	ssize_t		 k;
+	int		 r;
+
+	if ((r = p_open(ps, path, -1, &pi)) != GCK_OK) {
+		pimage_clear(&pi);
+		/* In a directory, what is no parent is passed over. */
+		return named ? r : GCK_OK;
+	}
+	if ((k = chain_find(chain, 0, pi.id)) == -1 ||
+	    ps->img[k].path != NULL) {
+		pimage_clear(&pi);
+		return GCK_OK;
+	}
+	ps->img[k] = pi;
+	return GCK_OK;
+}
+
+/* Looks at the image files of directory path for the chain. */
+static int
+p_scan(struct gck_parents *ps, json_t *chain, const char *path)
+{
+	DIR		*d;
+	struct dirent	*de;
+	char		*full;
+	size_t		 l;
+	int		 r = GCK_OK;
+
+	if ((d = opendir(path)) == NULL)
+		return gck_set_syserr(ps->ctx, errno, "cannot open '%s': %s",
+		    path, strerror(errno));
+	while (r == GCK_OK && (de = readdir(d)) != NULL) {
+		l = strlen(de->d_name);
+		if (l < 5 || strcmp(de->d_name + l - 4, ".gck") != 0)
+			continue;
+		if (asprintf(&full, "%s/%s", path, de->d_name) == -1) {
+			r = gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
+			break;
+		}
+		r = p_consider(ps, chain, full, 0);
+		free(full);
+	}
+	closedir(d);
+	return r;
+}
+
+/*
+ * Finds the images of m's chain among the places given, checks that
+ * each is the image the chain says, and learns where each stores its
+ * chunks.  An image with no chain needs none.  Returns GCK_OK or a code.
+ */
+int
+gck_parents_resolve(struct gck_parents *ps, const struct gck_manifest *m)
+{
+	json_t		*chain = gck_manifest_chain(m);
+	struct stat	 sb;
+	const char	*id = gck_manifest_id(m);
+	size_t		 i, j, n;
+	int		 r;
+
+	snprintf(ps->want, sizeof ps->want, "%s", id != NULL ? id : "?");
+	if (chain == NULL)
+		return GCK_OK;
+	n = json_array_size(chain);
+	for (i = 0; i < n; i++)
+		if ((id != NULL && strcmp(json_string_value(json_array_get(
+		    chain, i)), id) == 0) || chain_find(chain, i + 1,
+		    json_string_value(json_array_get(chain, i))) != -1)
+			return gck_set_error(ps->ctx, GCK_EFORMAT, "corrupt "
+			    "image %s: its chain of parents has a cycle",
+			    ps->want);
+	if ((ps->img = calloc(n, sizeof *ps->img)) == NULL)
+		return gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
+	for (i = 0; i < n; i++)
+		ps->img[i].fd = -1;
+	ps->nimg = n;
+	for (i = 0; i < ps->npaths; i++) {
+		if (stat(ps->paths[i], &sb) == -1)
+			return gck_set_syserr(ps->ctx, errno, "cannot open "
+			    "parent '%s': %s", ps->paths[i], strerror(errno));
+		r = S_ISDIR(sb.st_mode) ? p_scan(ps, chain, ps->paths[i]) :
+		    p_consider(ps, chain, ps->paths[i], 1);
+		if (r != GCK_OK)
+			return r;
+	}
+	for (i = 0; i < n; i++) {
+		id = json_string_value(json_array_get(chain, i));
+		if (ps->img[i].path == NULL)
+			return gck_set_error(ps->ctx, GCK_EINVAL, "image %s "
+			    "needs its parent image %s: not found (give it "
+			    "with --parent)", ps->want, id);
+		/* Its own chain is the rest of this one. */
+		j = ps->img[i].chain != NULL ?
+		    json_array_size(ps->img[i].chain) : 0;
+		if (j != n - i - 1)
+			goto differs;
+		for (j = i + 1; j < n; j++)
+			if (strcmp(json_string_value(json_array_get(
+			    ps->img[i].chain, j - i - 1)), json_string_value(
+			    json_array_get(chain, j))) != 0)
+				goto differs;
+		if ((r = p_index(ps, i, 1)) != GCK_OK)
+			return r;
+	}
+	qsort(ps->chunk, ps->nchunk, sizeof *ps->chunk, pchunk_cmp);
+	return GCK_OK;
+differs:
+	return gck_set_error(ps->ctx, GCK_EFORMAT, "parent image %s ('%s') "
+	    "does not have the parents image %s says it has", id,
+	    ps->img[i].path, ps->want);
+}
+
+/*
+ * The data of the chunk whose digest is d and size size, read from the
+ * image of the chain that stores it and checked.  Returns GCK_OK with
+ * *datap (valid until the next call), or a code.
+ */
+int
+gck_parents_fetch(struct gck_parents *ps, const struct gck_digest *d,
+    uint64_t size, const char **datap)
+{
+	struct pchunk	 key, *c;
+	struct fentry	 fe;
+	char		 hex[GCK_DIGEST_HEX];
+	int		 r;
+
+	key.d = *d;
+	gck_digest_hex(d, hex);
+	if ((c = bsearch(&key, ps->chunk, ps->nchunk, sizeof *ps->chunk,
+	    pchunk_cmp)) == NULL) {
+		if (ps->nimg == 0)
+			return gck_set_error(ps->ctx, GCK_EINVAL, "image %s "
+			    "refers to its parent images: give them with "
+			    "--parent", ps->want);
+		return gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt image "
+		    "%s: it refers to a chunk (sha256 %.16s...) that none of "
+		    "its parent images stores", ps->want, hex);
+	}
+	if ((r = p_frame_entry(ps, &ps->img[c->img], c->at, c->zsize,
+	    GCK_PART_MAX, &fe, &ps->data, &ps->datacap)) != GCK_OK)
+		return r;
+	if (fe.ref || fe.size != size || c->size != size ||
+	    !gck_digest_equal(&fe.got, d) || !gck_digest_equal(&fe.rec, d))
+		return gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent "
+		    "image %s ('%s'): its chunk at offset %" PRIu64 " does "
+		    "not match its digest (sha256 %.16s...)",
+		    ps->img[c->img].id, ps->img[c->img].path, c->at, hex);
+	*datap = ps->data;
+	return GCK_OK;
+}
+
+/* The images of the chain, found: how many, each one's path and id. */
+size_t
+gck_parents_count(const struct gck_parents *ps)
+{
+	return ps != NULL ? ps->nimg : 0;
+}
+
+const char *
+gck_parents_path(const struct gck_parents *ps, size_t i)
+{
+	return ps->img[i].path;
+}
+
+const char *
+gck_parents_id(const struct gck_parents *ps, size_t i)
+{
+	return ps->img[i].id;
+}
+
+/*
+ * The parents of the image whose manifest is m, looked for in the n
+ * places of paths (image files or directories): *psp is NULL for an
+ * image that has none.  Returns GCK_OK or a code.
+ */
+int
+gck_parents_open(struct gck_ctx *ctx, const struct gck_manifest *m,
+    char *const *paths, size_t n, struct gck_parents **psp)
+{
+	struct gck_parents	*ps = NULL;
+	size_t			 i;
+	int			 r;
+
+	*psp = NULL;
+	if (gck_manifest_chain(m) == NULL)
+		return GCK_OK;
+	if ((r = gck_parents_new(ctx, &ps)) != GCK_OK)
+		return r;
+	for (i = 0; i < n; i++)
+		if ((r = gck_parents_add(ps, paths[i])) != GCK_OK)
+			goto out;
+	if ((r = gck_parents_resolve(ps, m)) != GCK_OK)
+		goto out;
+	*psp = ps;
+	ps = NULL;
+out:
+	gck_parents_free(ps);
+	return r;
+}
+
+/*
+ * How much of the image file on fd (named name) its trailer says it
+ * stores, and how much it leaves to its parents: the sizes of its
+ * entries, and of those that are references.  Returns GCK_OK, or a code
+ * for an image that has no footer (or that is no file).
+ */
+int
+gck_parents_sizes(struct gck_ctx *ctx, int fd, const char *name,
+    uint64_t *storedp, uint64_t *refp)
+{
+	struct gck_parents	*ps = NULL;
+	struct pimage		 pi;
+	json_t			*o;
+	size_t			 i;
+	int			 r;
+
+	*storedp = *refp = 0;
+	memset(&pi, 0, sizeof pi);
+	pi.fd = -1;
+	if ((r = gck_parents_new(ctx, &ps)) != GCK_OK ||
+	    (r = p_open(ps, name, fd, &pi)) != GCK_OK)
+		goto out;
+	json_array_foreach(pi.entries, i, o) {
+		if (json_is_true(json_object_get(o, "ref")))
+			*refp += (uint64_t)json_integer_value(
+			    json_object_get(o, "size"));
+		else
+			*storedp += (uint64_t)json_integer_value(
+			    json_object_get(o, "size"));
+	}
+out:
+	pimage_clear(&pi);
+	gck_parents_free(ps);
+	return r;
+}

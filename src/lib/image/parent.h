@@ -1,0 +1,31 @@
+#ifndef GCK_IMAGE_PARENT_H
+#define GCK_IMAGE_PARENT_H
+
+struct gck_ctx;
+struct gck_digest;
+struct gck_manifest;
+struct gck_parents;
+struct json_t;
+
+/*
+ * parent.c: the images an incremental image refers to, read by their
+ * trailer, found from the end of their file.
+ */
+int	gck_parents_new(struct gck_ctx *, struct gck_parents **);
+int	gck_parents_add(struct gck_parents *, const char *);
+int	gck_parents_base(struct gck_parents *, const char *);
+int	gck_parents_resolve(struct gck_parents *, const struct gck_manifest *);
+int	gck_parents_has(const struct gck_parents *, const struct gck_digest *);
+int	gck_parents_fetch(struct gck_parents *, const struct gck_digest *,
+	    uint64_t, const char **);
+struct json_t *gck_parents_json(const struct gck_parents *);
+size_t	gck_parents_count(const struct gck_parents *);
+const char *gck_parents_path(const struct gck_parents *, size_t);
+const char *gck_parents_id(const struct gck_parents *, size_t);
+int	gck_parents_open(struct gck_ctx *, const struct gck_manifest *,
+	    char *const *, size_t, struct gck_parents **);
+int	gck_parents_sizes(struct gck_ctx *, int, const char *, uint64_t *,
+	    uint64_t *);
+void	gck_parents_free(struct gck_parents *);
+
+#endif /* GCK_IMAGE_PARENT_H */

@@ -1,0 +1,307 @@
+#!/bin/sh
+test_description='incremental images: gpuckpt --parent, gpurestore --parent, gpuinspect --flatten'
+. "$GCK_SRCDIR/lib.sh"
+
+require_criu
+require_python
+
+started=
+test_cleanup() {
+	test -n "$started" && kill_tree $started >/dev/null 2>&1
+}
+
+start() {
+	start_workload "$@" || return 1
+	started="$started $WPID"
+}
+
+# rewrite: has the workload rewrite 5% of its memory; sets NEWSUM.
+rewrite() {
+	_n=$(grep -c '^rewrote ' "$WSTATUS")
+	kill -USR2 $WPID || return 1
+	_i=0
+	while test "$(grep -c '^rewrote ' "$WSTATUS")" -le "$_n"; do
+		_i=$((_i + 1))
+		test $_i -le 100 || return 1
+		sleep 0.1
+	done
+	NEWSUM=$(grep '^rewrote ' "$WSTATUS" | tail -n 1 |
+	    sed 's/^rewrote sum=\([0-9a-f]*\).*/\1/')
+	test -n "$NEWSUM"
+}
+
+# verify_now PID: the workload checks itself against the sum it holds
+# now, NEWSUM; sets VCOUNTER.
+verify_now() {
+	_n=$(grep -c '^verify ' "$WSTATUS")
+	kill -USR1 $1 || return 1
+	_i=0
+	while test "$(grep -c '^verify ' "$WSTATUS")" -le "$_n"; do
+		_i=$((_i + 1))
+		test $_i -le 100 || return 1
+		sleep 0.1
+	done
+	_line=$(grep '^verify ' "$WSTATUS" | tail -n 1)
+	case $_line in
+	"verify ok sum=$NEWSUM "*) ;;
+	*)	echo >&2 "workload $1: $_line (expected sum $NEWSUM)"
+		return 1 ;;
+	esac
+	VCOUNTER=$(echo "$_line" | sed 's/.* counter=\([0-9]*\).*/\1/')
+}
+
+# image_id IMAGE: the id in its manifest.
+image_id() {
+	zstd -dc "$1" 2>/dev/null | tar -xOf - gpuckpt.json |
+	    python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])'
+}
+
+# sums IMAGE: its trailer, as JSON.
+sums() {
+	zstd -dc "$1" 2>/dev/null | tar -xOf - gpuckpt.sums
+}
+
+fsize() {
+	stat -c %s "$1"
+}
+
+test_expect_success 'image A: the whole workload' '
+	start w -m 128 -r 5 &&
+	NEWSUM=$WSUM &&
+	verify_now $WPID &&
+	test_status 0 "$GCKPT" -R -p $WPID -o A.gck 2>err &&
+	test_must_be_empty err &&
+	A=$(image_id A.gck) &&
+	test ${#A} -eq 32
+'
+
+test_expect_success 'the footer names the trailer frame; zstd -dc skips it' '
+	python3 - A.gck <<-\EOF
+	import struct, sys
+	b = open(sys.argv[1], "rb").read()
+	magic, n, tag, at = struct.unpack("<II8sQ", b[-24:])
+	assert magic == 0x184D2A5E and n == 16 and tag == b"gpuckpt\0", b[-24:]
+	assert b[at:at + 4] == b"\x28\xb5\x2f\xfd", at
+	EOF
+	zstd -dc A.gck | tar -tf - >list &&
+	test_grep "^gpuckpt.sums\$" list
+'
+
+test_expect_success 'image B --parent=A after 5% of the memory changed: < 0.1 of A' '
+	rewrite && B1SUM=$NEWSUM &&
+	test_status 0 "$GCKPT" -R --parent=A.gck -p $WPID -o B.gck \
+	    2>err &&
+	test_must_be_empty err &&
+	B=$(image_id B.gck) &&
+	a=$(fsize A.gck) && b=$(fsize B.gck) &&
+	echo "A $a bytes, B $b bytes" &&
+	test $((b * 10)) -lt $a &&
+	zstd -dc B.gck | tar -xOf - gpuckpt.json >B.json &&
+	python3 - B.json "$A" <<-\EOF
+	import json, sys
+	m = json.load(open(sys.argv[1]))
+	p = m["parent"]
+	assert p == {"id": sys.argv[2], "chain": [sys.argv[2]]}, p
+	EOF
+	sums B.gck >B.sums &&
+	python3 - B.sums <<-\EOF
+	import json, sys
+	t = json.load(open(sys.argv[1]))
+	refs = [e for e in t["entries"] if e.get("ref")]
+	assert refs and all(e["name"].startswith("criu/pages-") for e in refs)
+	assert t["bytes"] == sum(e["size"] for e in t["entries"])
+	EOF
+'
+
+test_expect_success 'image C --parent=B: a chain of two' '
+	rewrite && CSUM=$NEWSUM &&
+	test_status 0 "$GCKPT" -k --parent=B.gck -p $WPID -o C.gck 2>err &&
+	test_must_be_empty err &&
+	wait_gone $WPID &&
+	C=$(image_id C.gck) &&
+	zstd -dc C.gck | tar -xOf - gpuckpt.json >C.json &&
+	python3 - C.json "$B" "$A" <<-\EOF
+	import json, sys
+	p = json.load(open(sys.argv[1]))["parent"]
+	assert p == {"id": sys.argv[2], "chain": sys.argv[2:4]}, p
+	EOF
+'
+
+test_expect_success 'zstd -dc C | tar -t lists it' '
+	zstd -dc C.gck | tar -tvf - >list &&
+	test_grep "gpuckpt.json" list &&
+	test_grep "criu/pages-" list &&
+	test_grep "gpuckpt.sums" list
+'
+
+test_expect_success 'restore of C without its parents: refused before anything' '
+	test_status 1 "$GCKRESTORE" C.gck >out 2>err &&
+	test_must_be_empty out &&
+	echo "gpurestore: image $C needs its parent image $B: not found (give it with --parent)" >expect &&
+	test_cmp expect err &&
+	proc_gone $WPID &&
+	test -z "$(ls -A "$TMPDIR")"
+'
+
+test_expect_success 'restore of B with another image named as its parent' '
+	test_status 1 "$GCKRESTORE" --parent=C.gck B.gck >out 2>err &&
+	test_must_be_empty out &&
+	echo "gpurestore: image $B needs its parent image $A: not found (give it with --parent)" >expect &&
+	test_cmp expect err &&
+	proc_gone $WPID &&
+	test -z "$(ls -A "$TMPDIR")"
+'
+
+test_expect_success 'restore of C with only B: A is named' '
+	test_status 1 "$GCKRESTORE" --parent=B.gck C.gck >out 2>err &&
+	echo "gpurestore: image $C needs its parent image $A: not found (give it with --parent)" >expect &&
+	test_cmp expect err &&
+	test -z "$(ls -A "$TMPDIR")"
+'
+
+test_expect_success 'restore of C given A and B: memory and counter go on' '
+	test_status 0 "$GCKRESTORE" --parent=A.gck --parent=B.gck C.gck \
+	    >out 2>err &&
+	test_must_be_empty err &&
+	echo $WPID >expect &&
+	test_cmp expect out &&
+	NEWSUM=$CSUM &&
+	verify_now $WPID &&
+	before=$VCOUNTER &&
+	sleep 0.3 &&
+	verify_now $WPID &&
+	test $VCOUNTER -gt $before &&
+	test -z "$(ls -A "$TMPDIR")"
+'
+
+test_expect_success 'restore of C from a directory of images, read from a pipe' '
+	kill_tree $WPID &&
+	mkdir chain && cp A.gck B.gck chain/ &&
+	cat C.gck | test_status 0 "$GCKRESTORE" --parent=chain >out 2>err &&
+	test_must_be_empty err &&
+	NEWSUM=$CSUM &&
+	verify_now $WPID
+'
+
+test_expect_success 'a damaged chunk of A that B refers to: refused, nothing left' '
+	kill_tree $WPID &&
+	cp A.gck Abad.gck &&
+	sums B.gck >B.sums && sums A.gck >A.sums &&
+	python3 - Abad.gck A.sums B.sums <<-\EOF
+	import json, sys
+	a = json.load(open(sys.argv[2]))["entries"]
+	b = json.load(open(sys.argv[3]))["entries"]
+	want = {e["sha256"] for e in b if e.get("ref")}
+	e = next(e for e in a if e["sha256"] in want and e["zsize"] > 100)
+	with open(sys.argv[1], "r+b") as f:
+	    f.seek(e["at"] + e["zsize"] // 2)
+	    c = f.read(1)
+	    f.seek(e["at"] + e["zsize"] // 2)
+	    f.write(bytes([c[0] ^ 0x40]))
+	EOF
+	test_status 1 "$GCKRESTORE" --parent=Abad.gck B.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "corrupt parent image" err &&
+	proc_gone $WPID &&
+	test -z "$(ls -A "$TMPDIR")"
+'
+
+test_expect_success 'a chain with a cycle is refused' '
+	python3 - C.gck cyc.gck "$C" <<-\EOF
+	import io, json, sys, tarfile
+	src, dst, cid = sys.argv[1:4]
+	import subprocess
+	raw = subprocess.run(["zstd", "-dc", src], capture_output=True).stdout
+	t = tarfile.open(fileobj=io.BytesIO(raw))
+	m = json.loads(t.extractfile("gpuckpt.json").read())
+	m["parent"]["chain"].append(m["parent"]["id"])
+	data = json.dumps(m).encode()
+	out = io.BytesIO()
+	o = tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT)
+	ti = tarfile.TarInfo("gpuckpt.json")
+	ti.size = len(data)
+	ti.mode = 0o600
+	import hashlib
+	ti.pax_headers = {"SCHILY.xattr.gpuckpt.sha256":
+	    hashlib.sha256(data).hexdigest()}
+	o.addfile(ti, io.BytesIO(data))
+	o.close()
+	open(dst, "wb").write(out.getvalue())
+	EOF
+	test_status 1 "$GCKRESTORE" --parent=A.gck --parent=B.gck cyc.gck \
+	    >out 2>err &&
+	echo "gpurestore: corrupt image $C: its chain of parents has a cycle" >expect &&
+	test_cmp expect err &&
+	test -z "$(ls -A "$TMPDIR")"
+'
+
+test_expect_success 'gpuinspect shows the parent and how much is new' '
+	test_status 0 "$GCKINSPECT" C.gck >show 2>err &&
+	test_must_be_empty err &&
+	test_grep "^parent      $B (a chain of 2)\$" show &&
+	test_grep "^new         .* stored, .* in its parents\$" show &&
+	test_status 0 "$GCKINSPECT" --json C.gck >show.json &&
+	sums C.gck >C.sums &&
+	python3 - show.json C.sums "$B" "$A" <<-\EOF
+	import json, sys
+	img = json.load(open(sys.argv[1]))["image"]
+	t = json.load(open(sys.argv[2]))
+	assert img["parent"] == sys.argv[3], img
+	assert img["chain"] == sys.argv[3:5], img
+	ref = sum(e["size"] for e in t["entries"] if e.get("ref"))
+	assert img["referenced_bytes"] == ref > 0, img
+	assert img["stored_bytes"] + ref == t["bytes"], img
+	assert img["referenced_bytes"] > 10 * img["stored_bytes"], img
+	EOF
+	"$GCKINSPECT" --json A.gck >showA.json &&
+	python3 - showA.json <<-\EOF
+	import json, sys
+	img = json.load(open(sys.argv[1]))["image"]
+	assert img["parent"] is None and img["chain"] == [], img
+	assert img["referenced_bytes"] == 0 < img["stored_bytes"], img
+	EOF
+'
+
+test_expect_success 'gpuinspect --verify --parent checks every reference' '
+	test_status 0 "$GCKINSPECT" --verify --parent=A.gck --parent=B.gck \
+	    C.gck >out 2>err &&
+	test_must_be_empty err &&
+	test_grep "^image ok: .* read from its parents\$" out &&
+	test_status 1 "$GCKINSPECT" --verify C.gck >out 2>err &&
+	echo "gpuinspect: image $C needs its parent image $B: not found (give it with --parent)" >expect &&
+	test_cmp expect err &&
+	test_status 1 "$GCKINSPECT" --verify --parent=Abad.gck B.gck \
+	    >out 2>err &&
+	test_line_count err 1 &&
+	test_grep "^gpuinspect: corrupt parent image" err
+'
+
+test_expect_success 'gpuinspect --flatten: C made whole, restored with no parent' '
+	test_status 0 "$GCKINSPECT" --flatten=flat.gck --parent=chain \
+	    C.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_must_be_empty err &&
+	test "$(image_id flat.gck)" = "$C" &&
+	zstd -dc flat.gck | tar -xOf - gpuckpt.json >flat.json &&
+	! grep "\"parent\"" flat.json &&
+	sums flat.gck >flat.sums &&
+	! grep "\"ref\"" flat.sums &&
+	zstd -dc flat.gck | tar -tf - >list &&
+	test_grep "^criu/pages-" list &&
+	test_status 0 "$GCKINSPECT" --verify flat.gck >out &&
+	test_status 0 "$GCKRESTORE" flat.gck >out 2>err &&
+	test_must_be_empty err &&
+	NEWSUM=$CSUM &&
+	verify_now $WPID &&
+	kill_tree $WPID
+'
+
+test_expect_success 'a failed --flatten leaves no file' '
+	test_status 1 "$GCKINSPECT" --flatten=none.gck --parent=B.gck \
+	    C.gck 2>err &&
+	test_grep "needs its parent image $A" err &&
+	test -z "$(ls none.gck* 2>/dev/null)"
+'
+
+test_done
