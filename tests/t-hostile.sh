@@ -161,11 +161,12 @@ EOF
 }
 
 # The hostile corpus is made from two real images of one tree whose
-# memory is split into parts, with holes: one written compressed, one
-# not (--leave-running lets the second dump see the tree still there),
-# in format 1, which every reader still reads.
+# memory is split into parts, with holes (a private mapping of a file:
+# the zero pages of anonymous memory are left out): one written
+# compressed, one not (--leave-running lets the second dump see the tree
+# still there), in format 1, which every reader still reads.
 test_expect_success 'make the images the hostile streams are made from' '
-	start_workload parts -m 17 -z 99 &&
+	start_workload parts -F -m 17 -z 99 &&
 	started=$WPID &&
 	test_status 0 "$GCKPT" --format=1 --leave-running -c none \
 	    -p $WPID -o parts.tar &&

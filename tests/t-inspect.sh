@@ -591,7 +591,7 @@ test_expect_success '--diff exits 2 on trouble, with one line' '
 '
 
 test_expect_success '--extract keeps the holes of the memory pages' '
-	start_workload z -m 32 -z 90 &&
+	start_workload z -F -m 32 -z 90 &&
 	started="$started $WPID" &&
 	test_status 0 "$GCKPT" -R -p $WPID -o z.gck &&
 	test_status 0 "$GCKINSPECT" --extract=zx/ z.gck &&

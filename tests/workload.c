@@ -2,7 +2,7 @@
  * workload -- a process tree whose state can be checked after a
  * checkpoint and restore.
  *
- * usage: workload [-m MiB] [-r PERCENT] [-s KiB] [-z PERCENT]
+ * usage: workload [-F] [-m MiB] [-r PERCENT] [-s KiB] [-z PERCENT]
  *	      [-f statusfile]
  *
  * It fills MiB of memory (default 256) with a pseudo-random pattern,
@@ -13,6 +13,9 @@
  * the main loop counts every 50 ms.  With -s it also attaches a System V
  * shared memory segment of KiB, filled with a pattern of its own and
  * marked for removal at once, so that it goes when the process does.
+ * With -F the memory is a private mapping of STATUSFILE.mem, a file of
+ * MiB zeros, rather than anonymous memory: the zero pages it writes stay
+ * in an image (as holes), where those of anonymous memory are left out.
  * When ready it appends
  *	ready pid=PID sum=HEX child=PID mib=N
  * to STATUSFILE (default "workload.status").  On SIGUSR1 it checks the
@@ -35,6 +38,7 @@
 
 #include <sys/types.h>
 #include <sys/ipc.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/shm.h>
 #include <sys/wait.h>
@@ -205,16 +209,19 @@ int
 main(int argc, char *argv[])
 {
 	pthread_t		 th;
-	char			 datafile[4096], buf[DATA_BYTES];
+	char			 datafile[4096], memfile[4096], buf[DATA_BYTES];
 	unsigned long		 mib = 256, zpct = 0, shmkib = 0;
 	char			*ep;
-	int			 ch, p1[2], p2[2], shmid;
+	int			 ch, p1[2], p2[2], shmid, filemem = 0, memfd;
 	size_t			 i;
 	struct timespec		 ts;
 
 	work_statusfile = "workload.status";
-	while ((ch = getopt(argc, argv, "f:m:r:s:z:")) != -1) {
+	while ((ch = getopt(argc, argv, "Ff:m:r:s:z:")) != -1) {
 		switch (ch) {
+		case 'F':
+			filemem = 1;
+			break;
 		case 'f':
 			work_statusfile = optarg;
 			break;
@@ -256,8 +263,9 @@ main(int argc, char *argv[])
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: workload [-m MiB] [-r PERCENT] "
-			    "[-s KiB] [-z PERCENT] [-f statusfile]\n");
+			fprintf(stderr, "usage: workload [-F] [-m MiB] "
+			    "[-r PERCENT] [-s KiB] [-z PERCENT] "
+			    "[-f statusfile]\n");
 			return 2;
 		}
 	}
@@ -310,7 +318,20 @@ main(int argc, char *argv[])
 
 	/* After the fork, so that the child does not share the pages. */
 	nwords = (size_t)mib * 1024 * 1024 / sizeof *mem;
-	if ((mem = aligned_alloc(4096, nwords * sizeof *mem)) == NULL) {
+	if (filemem) {
+		snprintf(memfile, sizeof memfile, "%s.mem", work_statusfile);
+		if ((memfd = open(memfile, O_RDWR | O_CREAT | O_TRUNC |
+		    O_CLOEXEC, 0644)) == -1 ||
+		    ftruncate(memfd, (off_t)(nwords * sizeof *mem)) == -1 ||
+		    (mem = mmap(NULL, nwords * sizeof *mem, PROT_READ |
+		    PROT_WRITE, MAP_PRIVATE, memfd, 0)) == MAP_FAILED) {
+			work_status("error cannot map '%s': %s", memfile,
+			    strerror(errno));
+			return 1;
+		}
+		close(memfd);
+	} else if ((mem = aligned_alloc(4096, nwords * sizeof *mem)) ==
+	    NULL) {
 		work_status("error cannot allocate %lu MiB", mib);
 		return 1;
 	}

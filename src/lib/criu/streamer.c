@@ -201,6 +201,34 @@ gck_capture_replace(struct gck_capture *c, const char *name, char *data,
 	return GCK_OK;
 }
 
+/* The part size the samples of the pages files were taken by. */
+size_t
+gck_capture_part_size(const struct gck_capture *c)
+{
+	return c->part_size;
+}
+
+/*
+ * Says that the image holds size bytes of pages file name, its samples
+ * checked against the task already (the digests, of what criu wrote, no
+ * longer describe it).  Returns GCK_OK, or GCK_EINVAL for no such pages
+ * file.
+ */
+int
+gck_capture_set_pages(struct gck_capture *c, const char *name, uint64_t size)
+{
+	size_t	i;
+
+	for (i = 0; i < c->nfiles; i++)
+		if (strcmp(c->files[i].name, name) == 0 && c->files[i].pages) {
+			c->files[i].size = size;
+			c->files[i].checked = 1;
+			return GCK_OK;
+		}
+	return gck_set_error(c->ctx, GCK_EINVAL, "criu wrote no pages file "
+	    "'%s'", name);
+}
+
 /* A new file announced by CRIU, its data to come on fd. */
 static int
 capture_add(struct gck_capture *c, const char *name, int fd)
@@ -232,6 +260,13 @@ capture_add(struct gck_capture *c, const char *name, int fd)
 			return gck_set_error(c->ctx, GCK_ENOMEM,
 			    "out of memory");
 		XXH3_64bits_reset(f->xs);
+		/*
+		 * criu splices the pages into this pipe: in the default 64
+		 * KiB it waits on us every 16 pages, and dumped 512 MiB in
+		 * about 1.5 times the time it takes with 1 MiB (more
+		 * measured no better).
+		 */
+		fcntl(fd, F_SETPIPE_SZ, GCK_SPIPE);
 	}
 	c->last_pagemap = pagemap_pid(name, &pid) ? pid : 0;
 	gck_log(c->ctx, 2, "criu writes %s%s", name, f->pages ?

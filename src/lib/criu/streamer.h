@@ -28,6 +28,7 @@ struct gck_sfile {
 	size_t		 ndigests, capdigests;
 	uint64_t	 partfill;
 	struct XXH3_state_s *xs;
+	int		 checked;	/* pages: samples checked, size set */
 };
 
 struct gck_capture;
@@ -45,6 +46,8 @@ const struct gck_sfile *gck_capture_find(const struct gck_capture *,
 	    const char *);
 int	gck_capture_replace(struct gck_capture *, const char *, char *,
 	    size_t);
+size_t	gck_capture_part_size(const struct gck_capture *);
+int	gck_capture_set_pages(struct gck_capture *, const char *, uint64_t);
 void	gck_capture_free(struct gck_capture *);
 uint64_t gck_sample_digest(const char *, size_t);
 int	gck_serve_open(struct gck_ctx *, const char *,

@@ -15,6 +15,7 @@ struct pollfd;
 
 #define GCK_SREQ_MAX	4096		/* longest request message */
 #define GCK_SCHUNK	(1u << 20)
+#define GCK_SPIPE	(1 << 20)	/* the pipes of pages files */
 
 /*
  * criu's socket in the images directory, and the poll set of the loop

@@ -33,6 +33,7 @@
 #include "criu/pagemap.h"
 #include "criu/streamer.h"
 #include "criu/ttynull.h"
+#include "criu/zeroscan.h"
 #include "gpu/cuda.h"
 #include "image/image.h"
 #include "image/manifest.h"
@@ -474,8 +475,9 @@ add_pages(struct gck_ctx *ctx, struct gck_writer *w,
 			want = pages_want(ps, left);
 			fetch_start(&fe, bufs[(part + 1) % 2], want);
 		}
-		if ((r = samples_feed(ctx, &ps->sm, f, ps->rd, ps->rseq,
-		    ps->nrseq, buf, off, (size_t)n)) != GCK_OK)
+		/* (zeroscan.c checked them, in criu's layout) */
+		if (!f->checked && (r = samples_feed(ctx, &ps->sm, f, ps->rd,
+		    ps->rseq, ps->nrseq, buf, off, (size_t)n)) != GCK_OK)
 			goto out;
 		off += (uint64_t)n;
 		gck_entry_name(ename, sizeof ename, f->name, whole ? -1 :
@@ -635,6 +637,7 @@ write_image(void *arg)
 	struct gck_cproc		*cps = NULL;
 	char				*manifest = NULL;
 	json_t				*parent = NULL;
+	uint64_t			 dropped;
 	size_t				 i, n;
 	int				 r;
 
@@ -659,6 +662,9 @@ write_image(void *arg)
 	if (w->nttys > 0)
 		gck_log(ctx, 1, "image: %zu terminal file%s made /dev/null",
 		    w->nttys, w->nttys == 1 ? "" : "s");
+	/* The manifest lists the pages files as they are left. */
+	if ((r = gck_zero_scan(ctx, w->cap, w->ns, &dropped)) != GCK_OK)
+		goto out;
 	for (i = 0; i < n; i++) {
 		files[i].name = gck_capture_file(w->cap, i)->name;
 		files[i].size = gck_capture_file(w->cap, i)->size;
