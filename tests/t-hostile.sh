@@ -478,10 +478,12 @@ test_expect_success 'format 2: frames that lie, a bomb, a chunk too large, a cut
 		test -z "$(ls -A "$TMPDIR")" || { echo "$f: $(cat err)"; return 1; }
 		cp err v2/$f.err
 	done &&
-	test_grep "does not hold the [0-9]* bytes its header says" \
-	    v2/frame-says-less.err &&
-	test_grep "corrupt image: zstd: Data corruption detected" \
-	    v2/frame-says-more.err &&
+	grep -e "does not hold the [0-9]* bytes its header says" \
+	    -e "zstd frame [0-9]* larger than its content could need" \
+	    v2/frame-says-less.err >/dev/null &&
+	grep -e "does not hold the [0-9]* bytes its header says" \
+	    -e "corrupt image: zstd: Data corruption detected" \
+	    v2/frame-says-more.err >/dev/null &&
 	test_grep "is a chunk of 2097152 bytes, more than 1048576" \
 	    v2/chunk-too-large.err &&
 	test_grep "image truncated" v2/cut-in-frame.err &&

@@ -1331,8 +1331,9 @@ zin_stream(struct gck_zin *z, size_t max, const void **pp)
 		gck_set_error(z->ctx, GCK_ENOMEM, "out of memory");
 		return -1;
 	}
+	/* no more than asked for: what lies beyond may be damaged */
 	out.dst = z->obuf;
-	out.size = ZIO_BUFSZ;
+	out.size = max < ZIO_BUFSZ ? max : ZIO_BUFSZ;
 	out.pos = 0;
 	while (out.pos == 0 && z->streaming) {
 		if (z->fr.hlen > 0) {
