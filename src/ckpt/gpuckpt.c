@@ -92,6 +92,22 @@ handover_note(pid_t pid, const struct gck_ckpt_result *res)
 	    "%s", (int)pid, res->output, pids, pids, cuda);
 }
 
+/* --suspend: frees the GPUs of tree pid in place.  Returns the exit status. */
+static int
+suspend_tree(pid_t pid, unsigned int lock_ms, int verbose)
+{
+	struct gck_ctx	*ctx;
+	size_t		 n;
+	int		 r;
+
+	tool_signals();
+	ctx = tool_ctx(verbose);
+	if ((r = gck_suspend(ctx, pid, lock_ms, &n)) != GCK_OK)
+		warnx("%s", gck_error_string(ctx));
+	gck_ctx_free(ctx);
+	return r == GCK_OK ? 0 : 1;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -100,7 +116,6 @@ main(int argc, char *argv[])
 	struct gck_ctx		*ctx;
 	int			 ch, verbose = 0, r, after_set = 0;
 	int			 suspend = 0, image_opts = 0;
-	size_t			 n;
 	long			 ms;
 
 	memset(&o, 0, sizeof o);
@@ -190,14 +205,8 @@ main(int argc, char *argv[])
 		    "-o, --parent, -R, -s or --threads, nor criu options");
 		usage(2);
 	}
-	if (suspend) {
-		tool_signals();
-		ctx = tool_ctx(verbose);
-		if ((r = gck_suspend(ctx, o.pid, o.lock_ms, &n)) != GCK_OK)
-			warnx("%s", gck_error_string(ctx));
-		gck_ctx_free(ctx);
-		return r == GCK_OK ? 0 : 1;
-	}
+	if (suspend)
+		return suspend_tree(o.pid, o.lock_ms, verbose);
 	if (o.output == NULL && isatty(STDOUT_FILENO))
 		errx(1, "refusing to write an image to a terminal "
 		    "(use -o FILE or a pipe)");

@@ -32,11 +32,21 @@
 #define ZIO_FRAME_MAX	(GCK_PART_MAX + (1u << 20))	/* decoded whole */
 #define ZIO_WINDOW	(16u << 20)	/* decoded bytes ahead, per thread */
 #define ZIO_BLOCK_MAX	(128u << 10)	/* zstd's largest block */
+#define ZIO_SPARES	16		/* buffers kept to use again */
 #define ZIO_FOOTER_LEN	24		/* the skippable frame at the end */
 
 /* The footer: a zstd skippable frame of 16 bytes naming the trailer. */
 static const unsigned char footer_magic[4] = { 0x5e, 0x2a, 0x4d, 0x18 };
 static const char footer_tag[8] = "gpuckpt";
+
+/* Buffers kept to use again: few frames are ever in flight at once. */
+struct zspares {
+	struct {
+		char		*p;
+		size_t		 cap;
+	}		 b[ZIO_SPARES];
+	unsigned	 n;
+};
 
 /* A frame being compressed or decompressed by a worker. */
 struct zslot {
@@ -85,6 +95,7 @@ struct gck_zout {
 	uint64_t	 nframes, capframes;
 	uint64_t	 written;	/* frames written out */
 	int		 footer;	/* end with a footer */
+	struct zspares	 spares;
 };
 
 /* What the header of a zstd frame says (RFC 8878, 3.1.1.1). */
@@ -123,6 +134,7 @@ struct gck_zin {
 		struct gck_zres	 res;
 	}		 recent[8];	/* the frames handed out last */
 	unsigned	 nrecent;
+	struct zspares	 spares;
 	struct zpool	*pool;
 	uint64_t	 inflight;	/* decoded bytes of frames in the ring */
 	uint64_t	 frames;	/* frames begun */
@@ -315,6 +327,51 @@ pool_release_head(struct zpool *p, int recycle)
 	pthread_mutex_unlock(&p->mu);
 }
 
+/* Keeps buffer *pp of *capp bytes to use again, or frees it. */
+static void
+zio_unbuf(struct zspares *sp, char **pp, size_t *capp)
+{
+	if (*pp != NULL && sp->n < ZIO_SPARES) {
+		sp->b[sp->n].p = *pp;
+		sp->b[sp->n++].cap = *capp;
+	} else
+		free(*pp);
+	*pp = NULL;
+	*capp = 0;
+}
+
+static void
+zio_spares_free(struct zspares *sp)
+{
+	while (sp->n > 0)
+		free(sp->b[--sp->n].p);
+}
+
+/*
+ * Gives *pp (of *capp bytes) at least need bytes: itself, a buffer kept
+ * to use again, or a new one.  Returns 0, or -1 when out of memory.
+ */
+static int
+zio_buf(struct zspares *sp, char **pp, size_t *capp, size_t need)
+{
+	unsigned	i;
+
+	if (*capp >= need)
+		return 0;
+	zio_unbuf(sp, pp, capp);
+	for (i = sp->n; i-- > 0; )
+		if (sp->b[i].cap >= need) {
+			*pp = sp->b[i].p;
+			*capp = sp->b[i].cap;
+			sp->b[i] = sp->b[--sp->n];
+			return 0;
+		}
+	if ((*pp = malloc(need)) == NULL)
+		return -1;
+	*capp = need;
+	return 0;
+}
+
 /* A worker's compression of one frame: checksum and size in its header. */
 static void
 compress_slot(struct zpool *p, struct zslot *s, void *arg)
@@ -460,7 +517,9 @@ zout_write_head(struct gck_zout *z)
 		    GCK_EFORMAT, "zstd: %s", zerr(s->err));
 	else if ((r = zout_note(z, z->off)) == GCK_OK)
 		r = zout_put(z, s->dst, s->dlen);
-	pool_release_head(z->pool, 1);
+	zio_unbuf(&z->spares, &s->src, &s->scap);
+	zio_unbuf(&z->spares, &s->dst, &s->cap);
+	pool_release_head(z->pool, 0);
 	return r;
 }
 
@@ -569,14 +628,16 @@ gck_zout_frame_end(struct gck_zout *z)
 		z->written++;
 	}
 	s = &z->pool->slot[z->pool->tail % ZIO_SLOTS];
-	t = s->src;
-	e = s->scap;
+	zio_unbuf(&z->spares, &s->src, &s->scap);
 	s->src = z->cur;
 	s->scap = z->curcap;
 	s->slen = z->curlen;
-	z->cur = t;
-	z->curcap = t != NULL ? e : 0;
-	z->curlen = 0;
+	z->cur = NULL;
+	z->curcap = z->curlen = 0;
+	e = ZSTD_compressBound(s->slen);
+	if (zio_buf(&z->spares, &z->cur, &z->curcap, 1u << 20) == -1 ||
+	    zio_buf(&z->spares, &s->dst, &s->cap, e) == -1)
+		return gck_set_error(z->ctx, GCK_ENOMEM, "out of memory");
 	pool_queue(z->pool);
 	return GCK_OK;
 }
@@ -698,6 +759,7 @@ gck_zout_free(struct gck_zout *z)
 	if (z == NULL)
 		return;
 	pool_free(z->pool);
+	zio_spares_free(&z->spares);
 	ZSTD_freeCCtx(z->cctx);
 	free(z->sbuf);
 	free(z->cur);
@@ -1178,14 +1240,9 @@ zin_frame_head(struct gck_zin *z, struct zslot *s, int block)
 	if (!f->fh.has_size || f->fh.size > ZIO_FRAME_MAX)
 		return 2;			/* the header stays in hdr */
 	f->bound = ZSTD_compressBound((size_t)f->fh.size) + f->hlen + 4;
-	if (s->scap < f->bound) {
-		free(s->src);
-		if ((s->src = malloc(f->bound)) == NULL) {
-			s->scap = 0;
-			gck_set_error(z->ctx, GCK_ENOMEM, "out of memory");
-			return -1;
-		}
-		s->scap = f->bound;
+	if (zio_buf(&z->spares, &s->src, &s->scap, f->bound) == -1) {
+		gck_set_error(z->ctx, GCK_ENOMEM, "out of memory");
+		return -1;
 	}
 	memcpy(s->src, f->hdr, f->hlen);
 	s->slen = f->hlen;
@@ -1379,8 +1436,10 @@ zin_release(struct gck_zin *z)
 	if (z->given == NULL)
 		return;
 	z->inflight -= z->given->dlen;
-	/* (not while a frame is being read into the next slot) */
-	pool_release_head(z->pool, z->fr.stage == 0 && z->fr.hlen == 0);
+	/* its buffers, for the frames to come: few are ever in use */
+	zio_unbuf(&z->spares, &z->given->src, &z->given->scap);
+	zio_unbuf(&z->spares, &z->given->dst, &z->given->cap);
+	pool_release_head(z->pool, 0);
 	z->given = NULL;
 }
 
@@ -1393,8 +1452,9 @@ zin_release(struct gck_zin *z)
 static int
 zin_ahead(struct gck_zin *z)
 {
-	uint64_t	window = (uint64_t)ZIO_WINDOW * (unsigned)z->pool->nth;
-	int		r;
+	uint64_t	 window = (uint64_t)ZIO_WINDOW * (unsigned)z->pool->nth;
+	struct zslot	*s;
+	int		 r;
 
 	while (z->pool->tail - z->pool->head < ZIO_SLOTS &&
 	    (z->inflight == 0 || (z->ahead && z->inflight < window)) &&
@@ -1413,7 +1473,12 @@ zin_ahead(struct gck_zin *z)
 			return 0;
 		if (r != 1)
 			return r == 0 ? 1 : r;
-		z->inflight += z->pool->slot[z->pool->tail % ZIO_SLOTS].dlen;
+		s = &z->pool->slot[z->pool->tail % ZIO_SLOTS];
+		if (zio_buf(&z->spares, &s->dst, &s->cap, s->dlen + 1) == -1) {
+			gck_set_error(z->ctx, GCK_ENOMEM, "out of memory");
+			return -1;
+		}
+		z->inflight += s->dlen;
 		pool_queue(z->pool);
 	}
 	return 0;
@@ -1593,6 +1658,7 @@ gck_zin_free(struct gck_zin *z)
 	ZSTD_freeDCtx(z->dctx);
 	free(z->obuf);
 	free(z->lagmsg);
+	zio_spares_free(&z->spares);
 	free(z->ring);
 	free(z->raw);
 	free(z->buf);
