@@ -236,6 +236,93 @@ test_expect_success 'a chain with a cycle is refused' '
 	test -z "$(ls -A "$TMPDIR")"
 '
 
+# evil IN OUT WHAT: a copy of image IN, made hostile in one way.
+evil() {
+	python3 - "$@" <<-\EOF
+	import hashlib, io, json, struct, subprocess, sys, tarfile
+	src, dst, what = sys.argv[1:4]
+	b = open(src, "rb").read()
+	def zc(raw):
+	    return subprocess.run(["zstd", "-q", "-c"], input=raw,
+	                          capture_output=True, check=True).stdout
+	def rewrite(pick, change):
+	    raw = subprocess.run(["zstd", "-dc"], input=b, capture_output=True,
+	                         check=True).stdout
+	    t = tarfile.open(fileobj=io.BytesIO(raw))
+	    out = io.BytesIO()
+	    o = tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT)
+	    done = False
+	    for x in t.getmembers():
+	        d = t.extractfile(x).read()
+	        y = tarfile.TarInfo(x.name)
+	        y.mode, y.mtime, y.uname, y.gname = 0o600, x.mtime, "root", "root"
+	        y.pax_headers = {k: v for k, v in x.pax_headers.items()
+	                         if k.startswith("SCHILY.")}
+	        if not done and pick(x):
+	            d = change(y, d)
+	            done = True
+	        y.size = len(d)
+	        o.addfile(y, io.BytesIO(d))
+	    o.close()
+	    assert done
+	    return zc(out.getvalue())
+	def as_ref(size):
+	    def change(y, d):
+	        y.pax_headers["SCHILY.xattr.gpuckpt.ref"] = str(size(d))
+	        return b""
+	    return change
+	at = struct.unpack("<Q", b[-8:])[0]
+	if what == "after-footer":
+	    b = b + b"x"
+	elif what == "footer-elsewhere":
+	    b = b[:-8] + struct.pack("<Q", 0)
+	elif what == "stray-skippable":
+	    first = json.loads(subprocess.run(["sh", "-c", "zstd -dc | tar xOf - gpuckpt.sums"],
+	                       input=b, capture_output=True).stdout)["entries"][1]["at"]
+	    b = b[:first] + struct.pack("<II", 0x184D2A50, 4) + b"evil" + b[first:]
+	elif what == "ref-not-memory":
+	    b = rewrite(lambda x: x.name == "criu/inventory.img",
+	                as_ref(lambda d: len(d)))
+	elif what == "ref-in-full-image":
+	    b = rewrite(lambda x: x.name.startswith("criu/pages-"),
+	                as_ref(lambda d: len(d)))
+	elif what == "ref-size-zero":
+	    b = rewrite(lambda x: x.name.startswith("criu/pages-"),
+	                as_ref(lambda d: 0))
+	open(dst, "wb").write(b)
+	EOF
+}
+
+test_expect_success 'hostile: footers, stray frames and references out of place' '
+	test_status 0 "$GCKINSPECT" --verify A.gck >out 2>err &&
+	for w in after-footer footer-elsewhere stray-skippable \
+	    ref-not-memory ref-in-full-image ref-size-zero; do
+		case $w in
+		ref-not-memory|ref-size-zero) in=B.gck ;;
+		*) in=A.gck ;;
+		esac &&
+		evil $in evil-$w.gck $w &&
+		test_status 1 "$GCKINSPECT" --verify --parent=A.gck \
+		    evil-$w.gck >out 2>err &&
+		test_must_be_empty out &&
+		test_line_count err 1 &&
+		test_status 1 "$GCKRESTORE" --parent=A.gck evil-$w.gck \
+		    >out 2>err &&
+		test_must_be_empty out &&
+		test_line_count err 1 &&
+		test -z "$(ls -A "$TMPDIR")" &&
+		cp err evil-$w.err || { echo "$w: $(cat err)"; return 1; }
+	done &&
+	test_grep "reference where data must be" evil-ref-not-memory.err &&
+	test_grep "reference where data must be" evil-ref-in-full-image.err &&
+	test_grep "has a bad reference" evil-ref-size-zero.err &&
+	test_grep "data after the footer" evil-after-footer.err &&
+	test_grep "footer does not name the last frame" \
+	    evil-footer-elsewhere.err &&
+	test_grep "data after the end of the compressed stream" \
+	    evil-stray-skippable.err
+'
+
 test_expect_success 'gpuinspect shows the parent and how much is new' '
 	test_status 0 "$GCKINSPECT" C.gck >show 2>err &&
 	test_must_be_empty err &&

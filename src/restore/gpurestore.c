@@ -194,6 +194,7 @@ main(int argc, char *argv[])
 		o.waiter = &w;
 	}
 	r = gck_restore(ctx, &o, &root);
+	free(parents);
 	if (r != GCK_OK) {
 		warnx("%s", gck_error_string(ctx));
 		gck_ctx_free(ctx);
