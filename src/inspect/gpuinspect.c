@@ -450,10 +450,7 @@ main(int argc, char *argv[])
 	    -1) {
 		switch (ch) {
 		case 'A':
-			if ((parents = reallocarray(parents, nparents + 1,
-			    sizeof *parents)) == NULL)
-				err(1, NULL);
-			parents[nparents++] = optarg;
+			tool_append(&parents, &nparents, optarg);
 			break;
 		case 'F':
 			mode = FLATTEN;

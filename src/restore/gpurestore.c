@@ -112,10 +112,7 @@ main(int argc, char *argv[])
 	while ((ch = getopt_long(argc, argv, "hp:P:Vv", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'A':
-			if ((parents = reallocarray(parents, o.nparents + 1,
-			    sizeof *parents)) == NULL)
-				err(1, NULL);
-			parents[o.nparents++] = optarg;
+			tool_append(&parents, &o.nparents, optarg);
 			o.parents = parents;
 			break;
 		case 'G':

@@ -153,3 +153,14 @@ tool_tty_note(pid_t pid, const char *tty, int fd)
 		    "restore cannot give back: restored, it writes to "
 		    "/dev/null there", (int)pid, tty, fd);
 }
+
+void
+tool_append(char ***vp, size_t *np, char *s)
+{
+	char	**nv;
+
+	if ((nv = reallocarray(*vp, *np + 1, sizeof *nv)) == NULL)
+		err(1, NULL);
+	nv[(*np)++] = s;
+	*vp = nv;
+}

@@ -34,6 +34,8 @@ long		 tool_seconds(const char *, const char *, long);
  * input is a terminal.  Returns the descriptor.
  */
 int		 tool_open_image(const char *, int);
+/* Appends s to the list *vp of *np strings; exits 1 when out of memory. */
+void		 tool_append(char ***, size_t *, char *);
 /* Prints "PROG (gpuckpt) VERSION" and exits 0. */
 _Noreturn void	 tool_version(void);
 /*
