@@ -299,30 +299,14 @@ pool_head_done(struct zpool *p)
 }
 
 /*
- * Lets go of the oldest slot.  With recycle set, its buffers go to the
- * slot to be filled next, so that the few in use go round rather than
- * the ring touching fresh memory for every frame.
+ * Lets go of the oldest slot; its owner has taken its buffers back to
+ * its spares first.
  */
 static void
-pool_release_head(struct zpool *p, int recycle)
+pool_release_head(struct zpool *p)
 {
-	struct zslot	*h, *t, x;
-
 	pthread_mutex_lock(&p->mu);
-	h = &p->slot[p->head % ZIO_SLOTS];
-	h->state = S_FREE;
-	t = &p->slot[p->tail % ZIO_SLOTS];
-	if (recycle && t != h && t->state == S_FREE) {
-		x = *t;
-		t->src = h->src;
-		t->scap = h->scap;
-		t->dst = h->dst;
-		t->cap = h->cap;
-		h->src = x.src;
-		h->scap = x.scap;
-		h->dst = x.dst;
-		h->cap = x.cap;
-	}
+	p->slot[p->head % ZIO_SLOTS].state = S_FREE;
 	p->head++;
 	pthread_mutex_unlock(&p->mu);
 }
@@ -519,7 +503,7 @@ zout_write_head(struct gck_zout *z)
 		r = zout_put(z, s->dst, s->dlen);
 	zio_unbuf(&z->spares, &s->src, &s->scap);
 	zio_unbuf(&z->spares, &s->dst, &s->cap);
-	pool_release_head(z->pool, 0);
+	pool_release_head(z->pool);
 	return r;
 }
 
@@ -1439,7 +1423,7 @@ zin_release(struct gck_zin *z)
 	/* its buffers, for the frames to come: few are ever in use */
 	zio_unbuf(&z->spares, &z->given->src, &z->given->scap);
 	zio_unbuf(&z->spares, &z->given->dst, &z->given->cap);
-	pool_release_head(z->pool, 0);
+	pool_release_head(z->pool);
 	z->given = NULL;
 }
 
