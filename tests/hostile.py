@@ -5,10 +5,12 @@ usage: hostile.py [options] good.gck good.tar
 
 A deterministic generator builds a corpus of damaged and hostile streams
 from two real images of the same process tree (one zstd-compressed, one
-not), and a driver runs each stream through gpurestore and gpuinspect,
-which must refuse every one of them cleanly: the exit status their man
-pages give, nothing on standard output, exactly one line on standard
-error with the program's prefix, no process left behind, nothing written
+not, both of format 1) and, with --v2, from two of format 2 (a full one
+and an incremental one made of it, restored with parent images, some of
+them hostile too), and a driver runs each stream through gpurestore and
+gpuinspect, which must refuse every one of them cleanly: the exit status
+their man pages give, nothing on standard output, exactly one line on
+standard error with the program's prefix, no process left behind, nothing written
 in the current directory, $TMPDIR or at the paths the evil entries name,
 a peak RSS under a bound, and an exit within a hang-detecting timeout.
 
@@ -23,7 +25,8 @@ Options:
 	--pids P,...	the PIDs of the image's processes, which must not
 			exist while or after a stream is refused
 	--min N		fail unless the corpus has at least N streams
-	--only TEXT	run only the streams whose name contains TEXT
+	--only TEXT	run only the streams whose name contains TEXT, or
+			of category TEXT
 	--write DIR	write the corpus into DIR (one file a stream, named by
 			its number), list it on standard output and exit;
 			with DIR "-", only list it
@@ -34,6 +37,10 @@ Options:
 	--every N	one stream in N gets a run of one more gpuinspect
 			mode, in turn (default 1: every stream)
 	--runone PATH	tests/runone, built (default $GCK_TESTDIR/runone)
+	--v2 A,B	two real compressed images of format 2 of one tree,
+			A full, B made with --parent=A: frames, footers and
+			parents made hostile from them (parent images are
+			written into TRASH/parents)
 """
 
 import argparse
@@ -269,9 +276,10 @@ class Stream:
     """One hostile stream: its category, name, bytes (or a function
     that makes them) and a pattern of what gpurestore must say."""
 
-    def __init__(self, cat, name, data, expect=None):
+    def __init__(self, cat, name, data, expect=None, parents=None):
         self.cat, self.name, self._data = cat, name, data
         self.expect = expect
+        self.parents = parents	# None, or the --parent images to give
 
     def data(self):
         if not callable(self._data):
@@ -301,8 +309,8 @@ class Corpus:
         self.mjson = json.loads(tar[self.manifest.data:self.manifest.data +
                                     self.manifest.size])
 
-    def add(self, cat, name, data, expect=None):
-        self.streams.append(Stream(cat, name, data, expect))
+    def add(self, cat, name, data, expect=None, parents=None):
+        self.streams.append(Stream(cat, name, data, expect, parents))
 
     # A stream of the real entries (each the raw bytes of good.tar, or
     # bytes), with a trailer that lists them truly if sums is True.
@@ -1178,6 +1186,293 @@ def gen_versions(c):
                   (tag, ", compressed" if z else ""), mk)
 
 
+# ---------------------------------------------------- format 2, parents
+#
+# Two real images of format 2 of one tree: a full one, A, and B, taken
+# with --parent=A, whose memory is mostly references to A's chunks.  The
+# streams are made from them, and some are run with parent images given
+# (--parent): A itself, or A made hostile.
+
+SHA_KEY = "SCHILY.xattr.gpuckpt.sha256"
+REF_KEY = "SCHILY.xattr.gpuckpt.ref"
+FOOTER = struct.Struct("<II8sQ")
+
+
+class V2:
+    def __init__(self, a, b, trash):
+        self.a, self.b = a, b
+        self.pdir = os.path.join(trash, "parents")
+        os.makedirs(self.pdir, exist_ok=True)
+        self.ta = subprocess.run(["zstd", "-dcq"], input=a,
+                                 stdout=subprocess.PIPE, check=True).stdout
+        self.tb = subprocess.run(["zstd", "-dcq"], input=b,
+                                 stdout=subprocess.PIPE, check=True).stdout
+        self.sa, self.sb = self.sums(self.ta), self.sums(self.tb)
+        self.ma = json.loads(self.member(self.ta, "gpuckpt.json"))
+        self.mb = json.loads(self.member(self.tb, "gpuckpt.json"))
+        if self.ma.get("format") != 2 or not self.mb.get("parent"):
+            sys.exit("hostile.py: --v2 wants a full image of format 2 "
+                     "and one made with --parent of it")
+        refs = [e for e in self.sb if e.get("ref")]
+        kept = [e for e in self.sb if not e.get("ref") and
+                e["name"].startswith("criu/pages-")]
+        if not refs:
+            sys.exit("hostile.py: the second --v2 image has no references")
+        self.ref = refs[0]
+        # the chunk of A the first reference of B names
+        self.aref = next(e for e in self.sa
+                         if e["sha256"] == self.ref["sha256"])
+        self.achunk = max((e for e in self.sa
+                           if e["name"].startswith("criu/pages-")),
+                          key=lambda e: e["size"])
+        self.bchunk = kept[0] if kept else None
+
+    @staticmethod
+    def member(tar, name):
+        import tarfile
+        import io
+        with tarfile.open(fileobj=io.BytesIO(tar)) as t:
+            return t.extractfile(name).read()
+
+    def sums(self, tar):
+        return json.loads(self.member(tar, "gpuckpt.sums"))["entries"]
+
+    def parent(self, name, data):
+        """A parent image file, written once: its path."""
+        p = os.path.join(self.pdir, name + ".gck")
+        with open(p, "wb") as f:
+            f.write(data)
+        return p
+
+    def rewrite(self, tar, change):
+        """tar made again, with change(info, data) -> data applied to
+        each entry (None: as it was), compressed as one frame."""
+        import tarfile
+        import io
+        out = io.BytesIO()
+        with tarfile.open(fileobj=io.BytesIO(tar)) as t, tarfile.open(
+                fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as o:
+            for x in t.getmembers():
+                d = t.extractfile(x).read()
+                y = tarfile.TarInfo(x.name)
+                y.mode, y.mtime = 0o600, x.mtime
+                y.uname = y.gname = "root"
+                y.pax_headers = {k: v for k, v in x.pax_headers.items()
+                                 if k.startswith("SCHILY.")}
+                n = change(y, d)
+                d = d if n is None else n
+                y.size = len(d)
+                o.addfile(y, io.BytesIO(d))
+        return zstd(out.getvalue())
+
+
+def fcs_at(f):
+    """Where a zstd frame's content size lies, and its width."""
+    fd = f[4]
+    return 5 + (0 if fd & 0x20 else 1) + (0, 1, 2, 4)[fd & 3], \
+        (1, 2, 4, 8)[fd >> 6] if fd >> 6 or fd & 0x20 else 0
+
+
+def gen_v2_frames(c, v):
+    """Frames of a full image of format 2 that lie about their sizes, a
+    bomb in a chunk, a chunk too large, cuts, a changed byte."""
+    a, e = v.a, v.achunk
+    at, zs = e["at"], e["zsize"]
+    frame = a[at:at + zs]
+    o, w = fcs_at(frame)
+    if w not in (4, 8):
+        sys.exit("hostile.py: the chunk's frame has no 4- or 8-byte size")
+    real = int.from_bytes(frame[o:o + w], "little")
+
+    def sized(n):
+        return a[:at] + frame[:o] + n.to_bytes(w, "little") + \
+            frame[o + w:] + a[at + zs:]
+    lie = r"bytes its header says|larger than its content|corrupt image"
+    for tag, n in (("less by a page", real - 4096), ("less by 1", real - 1),
+                   ("0", 0), ("more by 1", real + 1),
+                   ("more by a page", real + 4096),
+                   ("1 GiB", 1 << 30)):
+        c.add("v2-frames", "a chunk's frame says it holds %s" % tag,
+              lambda n=n: sized(n), lie)
+    c.add("v2-frames", "60 MiB of zeros as a frame in place of a chunk",
+          lambda: a[:at] + zstd(bytes(60 << 20)) + a[at + zs:],
+          r"corrupt image|bytes|truncated")
+    c.add("v2-frames", "a bomb: a frame of 2 GiB of RLE blocks as a chunk",
+          lambda: a[:at] + zframe(rle_blocks(b"\0", 2 << 30)) +
+          a[at + zs:], r"corrupt image|bytes|truncated")
+
+    def too_large(y, d):
+        if y.name != e["name"]:
+            return None
+        big = (d * (2 * 1048576 // len(d) + 1))[:2 * 1048576]
+        y.pax_headers[SHA_KEY] = hashlib.sha256(big).hexdigest()
+        return big
+    c.add("v2-frames", "a chunk of 2 MiB, its digest true",
+          lambda: v.rewrite(v.ta, too_large),
+          r"is a chunk of 2097152 bytes, more than 1048576")
+    for k, cut in enumerate(spread(at + 1, at + zs, 4)):
+        c.add("v2-frames", "cut inside a chunk's frame (%d)" % k,
+              lambda cut=cut: a[:cut], r"image truncated")
+    for k, x in enumerate(v.sa[1:8]):
+        c.add("v2-frames", "cut before frame %d" % (k + 1),
+              lambda x=x: a[:x["at"]], r"image truncated")
+
+    def changed():
+        raw = subprocess.run(["zstd", "-dcq"], input=frame,
+                             stdout=subprocess.PIPE, check=True).stdout
+        i = len(raw) - 4096
+        raw = raw[:i] + bytes([raw[i] ^ 0xff]) + raw[i + 1:]
+        return a[:at] + zstd(raw, "--stream-size=%d" % len(raw)) + \
+            a[at + zs:]
+    c.add("v2-frames", "a chunk's byte changed, its frame made whole again",
+          changed, r"checksum mismatch")
+
+
+def gen_v2_footer(c, v):
+    """The footer that ends a compressed image of format 2: after it,
+    naming another frame, one more of it, a skippable frame elsewhere."""
+    a = v.a
+    at = FOOTER.unpack(a[-24:])[3]
+    first = v.sa[1]["at"]
+    for tag, b in (
+            ("a byte after the footer", a + b"x"),
+            ("a second footer", a + a[-24:]),
+            ("the footer names offset 0", a[:-8] + struct.pack("<Q", 0)),
+            ("the footer names the frame before the trailer",
+             a[:-8] + struct.pack("<Q", v.sa[-2]["at"])),
+            ("the footer names an offset past the end",
+             a[:-8] + struct.pack("<Q", len(a) + 4096)),
+            ("the footer names 2^64-1",
+             a[:-8] + struct.pack("<Q", (1 << 64) - 1)),
+            ("the footer cut in half", a[:-12]),
+            ("a skippable frame among the chunks",
+             a[:first] + struct.pack("<II", 0x184D2A50, 4) + b"evil" +
+             a[first:]),
+            ("a skippable frame of 1 GiB said, 4 bytes held",
+             a[:at] + struct.pack("<II", 0x184D2A50, 1 << 30) + b"evil" +
+             a[at:])):
+        c.add("v2-footer", tag, b)
+
+
+def gen_v2_parents(c, v):
+    """An incremental image and its parents: missing, wrong, damaged,
+    in a cycle; references that no parent holds or that must not be."""
+    a, b, ref = v.a, v.b, v.ref
+    pa = v.parent("A", a)
+    ida = v.ma["id"]
+    need = r"needs its parent image %s" % ida
+    c.add("parents", "no parent given", b, need, parents=[])
+    c.add("parents", "the image itself given as its parent", b, need,
+          parents=[v.parent("B", b)])
+    c.add("parents", "a parent of format 1", b, r"parent",
+          parents=[v.parent("format1", c.gck)])
+    c.add("parents", "an uncompressed parent", b, r"parent",
+          parents=[v.parent("plain", v.ta)])
+
+    def damaged(e, mask=0x40):
+        x = bytearray(a)
+        x[e["at"] + e["zsize"] // 2] ^= mask
+        return bytes(x)
+    c.add("parents", "a byte of the parent's chunk changed", b,
+          r"corrupt parent image", parents=[v.parent("Abad", damaged(
+              v.aref))])
+    tat = FOOTER.unpack(a[-24:])[3]
+    t = {"at": tat, "zsize": len(a) - 24 - tat}
+    c.add("parents", "a byte of the parent's trailer changed", b,
+          r"corrupt parent image|parent",
+          parents=[v.parent("Atrailer", damaged(t, 0x01))])
+    for tag, x in (("cut in half", a[:len(a) // 2]),
+                   ("without its footer", a[:-24]),
+                   ("with its footer naming offset 0",
+                    a[:-8] + struct.pack("<Q", 0)),
+                   ("empty", b""),
+                   ("a footer alone", a[-24:])):
+        c.add("parents", "the parent " + tag, b, r"parent",
+              parents=[v.parent("A-" + tag.replace(" ", "-"), x)])
+    at, zs = v.aref["at"], v.aref["zsize"]
+    c.add("parents", "a bomb in place of the parent's chunk", b,
+          r"corrupt parent image|parent",
+          parents=[v.parent("Abomb", a[:at] +
+                            zframe(rle_blocks(b"\0", 2 << 30)) +
+                            a[at + zs:])])
+
+    def manifest(change):
+        def mk():
+            def ch(y, d):
+                if y.name != "gpuckpt.json":
+                    return None
+                m = json.loads(d)
+                change(m)
+                d = json.dumps(m).encode()
+                y.pax_headers[SHA_KEY] = hashlib.sha256(d).hexdigest()
+                return d
+            return v.rewrite(v.tb, ch)
+        return mk
+    c.add("parents", "a cycle: the chain names its parent twice",
+          manifest(lambda m: m["parent"]["chain"].append(ida)),
+          r"cycle|parent", parents=[pa])
+    c.add("parents", "the chain names a parent the parent has not",
+          manifest(lambda m: m["parent"]["chain"].append("0" * 32)),
+          r"parent", parents=[pa])
+    c.add("parents", "the chain does not start with the parent",
+          manifest(lambda m: m["parent"].update(chain=["f" * 32])),
+          r"parent", parents=[pa])
+    c.add("parents", "the image names itself as its parent",
+          manifest(lambda m: m["parent"].update(id=m["id"],
+                                                chain=[m["id"]])),
+          r"parent|cycle", parents=[pa])
+
+    def ref_change(pick, fn, tar=None):
+        def mk():
+            done = []
+
+            def ch(y, d):
+                if done or not pick(y):
+                    return None
+                done.append(1)
+                return fn(y, d)
+            x = v.rewrite(v.tb if tar is None else tar, ch)
+            assert done
+            return x
+        return mk
+
+    def is_ref(y):
+        return y.name == ref["name"]
+    c.add("parents", "a reference to a chunk no parent stores",
+          ref_change(is_ref, lambda y, d: y.pax_headers.update(
+              {SHA_KEY: hashlib.sha256(b"none").hexdigest()})),
+          r"none of its parent images stores", parents=[pa])
+    c.add("parents", "a reference whose size is not the chunk's",
+          ref_change(is_ref, lambda y, d: y.pax_headers.update(
+              {REF_KEY: str(ref["size"] + 4096)})),
+          r"corrupt", parents=[pa])
+    c.add("parents", "a reference of size 0",
+          ref_change(is_ref, lambda y, d: y.pax_headers.update(
+              {REF_KEY: "0"})), r"bad reference", parents=[pa])
+    c.add("parents", "a reference of 2^64 bytes",
+          ref_change(is_ref, lambda y, d: y.pax_headers.update(
+              {REF_KEY: str(1 << 64)})), r"corrupt", parents=[pa])
+
+    def to_ref(y, d):
+        y.pax_headers[REF_KEY] = str(len(d))
+        return b""
+    c.add("parents", "a reference in place of a file that is not memory",
+          ref_change(lambda y: y.name == "criu/inventory.img", to_ref),
+          r"reference where data must be", parents=[pa])
+    c.add("parents", "a reference with data",
+          ref_change(is_ref, lambda y, d: bytes(4096)),
+          r"reference where data must be", parents=[pa])
+    c.add("parents", "a reference in an image with no parent",
+          ref_change(lambda y: y.name.startswith("criu/pages-"), to_ref,
+                     v.ta), r"reference where data must be",
+          parents=[pa])
+    if v.bchunk:
+        at, zs = v.bchunk["at"], v.bchunk["zsize"]
+        c.add("parents", "a bomb in a chunk the image stores",
+              b[:at] + zframe(rle_blocks(b"\0", 2 << 30)) + b[at + zs:],
+              r"corrupt image|bytes|truncated", parents=[pa])
+
+
 # ----------------------------------------------------------------- driver
 #
 # Each run goes through runone (tests/runone.c): a child subreaper that
@@ -1386,6 +1681,20 @@ def jobs_for(i, s, opts):
     I = os.path.join(opts.bindir, "inspect", "gpuinspect")
     out = []
     base = dict(stream=i, data=s.data, expect=s.expect)
+    if s.parents is not None or s.cat.startswith("v2-"):
+        # Format 2: restore from a pipe and from the file, verify; with
+        # the parents the stream is given.
+        par = ["--parent=" + p for p in s.parents or []]
+        out.append(dict(base, tool="gpurestore", mode="restore <pipe",
+                        argv=[R] + par, pipe=True, file=False, want=1))
+        if i % 4 == 0:
+            out.append(dict(base, tool="gpurestore", mode="restore FILE",
+                            argv=[R] + par + [IMG], pipe=False, file=True,
+                            want=1))
+        out.append(dict(base, tool="gpuinspect", mode="verify FILE",
+                        argv=[I, "--verify"] + par + [IMG], pipe=False,
+                        file=True, want=1))
+        return out
     out.append(dict(base, tool="gpurestore", mode="restore <pipe",
                     argv=[R], pipe=True, file=False, want=1))
     if i % 8 == 0:
@@ -1520,6 +1829,7 @@ def main():
     ap.add_argument("--every", type=int, default=1)
     ap.add_argument("--runone")
     ap.add_argument("--progress", action="store_true")
+    ap.add_argument("--v2")
     ap.add_argument("good_gck")
     ap.add_argument("good_tar")
     opts = ap.parse_args()
@@ -1541,6 +1851,14 @@ def main():
     for gen in (gen_truncations, gen_zstd_flips, gen_tar_flips, gen_order,
                 gen_evil, gen_bombs, gen_tail, gen_versions):
         gen(c)
+    if opts.v2:
+        pa, pb = opts.v2.split(",")
+        with open(pa, "rb") as fa, open(pb, "rb") as fb:
+            v = V2(fa.read(), fb.read(), opts.trash)
+        for p in v.ma["processes"]:
+            opts.pids[p["pid"]] = p["comm"][:15]
+        for gen in (gen_v2_frames, gen_v2_footer, gen_v2_parents):
+            gen(c, v)
     # Each stream must be what its category says, and distinct.
     seen, streams, dups = {}, [], 0
     for s in c.streams:
@@ -1554,7 +1872,7 @@ def main():
             assert sum(x != y for x, y in zip(b, base)) == 1 if \
                 len(b) < 1 << 16 else True, s.name
         assert b not in (gck, tar), s.name
-        h = hashlib.sha256(b).digest()
+        h = hashlib.sha256(b + repr(s.parents).encode()).digest()
         if h in seen:
             dups += 1
             continue
@@ -1576,7 +1894,8 @@ def main():
         if opts.write != "-":
             os.makedirs(opts.write, exist_ok=True)
         for i, s in enumerate(streams):
-            if opts.only and opts.only not in s.name:
+            if opts.only and opts.only != s.cat and \
+                    opts.only not in s.name:
                 continue
             if opts.write != "-":
                 with open(os.path.join(opts.write, "%04d" % i), "wb") as f:
@@ -1606,7 +1925,8 @@ def main():
     opts.evil_lock = threading.Lock()
     restores, inspects = [], []
     for i, s in enumerate(streams):
-        if opts.only and opts.only not in s.name:
+        if opts.only and opts.only != s.cat and \
+                    opts.only not in s.name:
             continue
         for j in jobs_for(i, s, opts):
             (restores if j["tool"] == "gpurestore" else inspects).append(j)
@@ -1687,7 +2007,7 @@ def main():
           file=sys.stderr)
     ncat = {}
     for s in streams:
-        if not opts.only or opts.only in s.name:
+        if not opts.only or opts.only == s.cat or opts.only in s.name:
             ncat[s.cat] = ncat.get(s.cat, 0) + 1
     bad = 0
     for cat in cats:
