@@ -836,7 +836,8 @@ timed()
 # gpurestore --threads 1 and 2, and by criu restore from a tmpfs directory
 # holding the same dump (gpuinspect --extract of the image).  Appends
 #   restore-file - REP ok|FAIL WHAT wall_s cpu_s
-# for WHAT ckpt-1 ckpt-2 restore-1 restore-2 criu-tmpfs, and
+# for WHAT ckpt-1 ckpt-2 restore-1 restore-2 criu-tmpfs checks (the last:
+# gpuinspect --verify of the image), and
 #   restore-file - REP ok size image_bytes memory_bytes
 restore_file()
 {
@@ -861,6 +862,10 @@ restore_file()
 	"$GPUINSPECT" --extract "$tmpfs_dir/img" "$d/img2.gck" 2>>"$d/err" ||
 	    ok=FAIL
 	sync
+	# The checks alone: decompression and digests, on every CPU, with
+	# nothing restored.  No restore that makes them can take less.
+	[ $ok = ok ] && { timed checks "$GPUINSPECT" --verify "$d/img2.gck" \
+	    >/dev/null 2>>"$d/err" || ok=FAIL; }
 	for what in restore-1 restore-2 criu-tmpfs; do
 		[ $ok = ok ] || break
 		case $what in
@@ -880,7 +885,7 @@ restore_file()
 		fi
 		stop_work
 	done
-	for what in ckpt-1 ckpt-2 restore-1 restore-2 criu-tmpfs; do
+	for what in ckpt-1 ckpt-2 restore-1 restore-2 criu-tmpfs checks; do
 		[ -s "$d/$what.t" ] || continue
 		read -r w u s <"$d/$what.t" || continue
 		echo "restore-file - $rep $ok $what $w $(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')" >>"$RAW"
@@ -900,7 +905,7 @@ rf_fig()
 # rf_report: the restore-from-file figures, ratios and the projection.
 rf_report()
 {
-	local mib gb w1 w2 wc c1 c2 k1 k2 r
+	local mib gb w1 w2 wc wk c1 c2 k1 k2 r
 
 	grep -q '^restore-file .* ok ' "$RAW" || return 0
 	set -- $(workload_spec mixed)
@@ -915,6 +920,9 @@ rf_report()
 	say "  gpuckpt --threads 1: $(rf_fig ckpt-1 6)s (${k1} CPU-s), --threads 2: $(rf_fig ckpt-2 6)s (${k2} CPU-s)"
 	r=$(awk -v a="$w2" -v b="$wc" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }')
 	say "$(verdict "$(cmp_le "$r" 1)")  gpurestore FILE / criu restore -D tmpfs: $r (goal: below 1)"
+	wk=$(rf_fig checks 6)
+	r=$(awk -v a="$wk" -v b="$wc" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }')
+	say "      gpuinspect --verify (decompression and digests alone, every CPU): ${wk}s ($(rf_fig checks 7) CPU-s), $r x criu restore -D tmpfs (a floor for any restore that checks every digest, on this host)"
 	r=$(awk -v a="$w2" -v b="$w1" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }')
 	say "      gpurestore --threads 2 / --threads 1: $r"
 	say "      CPU-seconds per GiB of memory: checkpoint $(awk -v c="$k2" -v g="$gb" 'BEGIN { if (c == "-") print "-"; else printf "%.2f", c / g }'), restore $(awk -v c="$c2" -v g="$gb" 'BEGIN { if (c == "-") print "-"; else printf "%.2f", c / g }') (criu's included)"
