@@ -8,6 +8,10 @@
  * also go through what gpuckpt --parent reads of its parent (the
  * digests it lists) and what gpuinspect says of an image's sizes.
  *
+ * Under libFuzzer a failed malloc() ends the run, so no input may come
+ * back as GCK_ENOMEM: that would be a damaged image taken for a lack of
+ * memory.
+ *
  * The child is child.gck beside this file: a real image that gpuckpt
  * --parent took over corpus/parent/zstd.gck, its parent (mkcorpus.py
  * makes both).  The parent is handed to the library as
@@ -36,6 +40,7 @@ static void	cleanup(void);
 static void	load_child(void);
 static int	as_base(struct gck_ctx *, const char *);
 static int	as_parent(struct gck_ctx *, char *);
+static void	check(const char *, int, struct gck_ctx *);
 
 static void
 cleanup(void)
@@ -112,6 +117,18 @@ as_parent(struct gck_ctx *ctx, char *path)
 	return r;
 }
 
+/* Says how the input fared; aborts on a code it cannot have earned. */
+static void
+check(const char *what, int r, struct gck_ctx *ctx)
+{
+	fuzz_say(what, r, gck_error_string(ctx));
+	if (r == GCK_ENOMEM) {
+		fprintf(stderr, "fuzz_parent: %s: out of memory, said of a "
+		    "damaged image: %s\n", what, gck_error_string(ctx));
+		abort();
+	}
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -133,11 +150,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
 
 	r = gck_parents_sizes(ctx, fd, path, &stored, &ref);
-	fuzz_say("sizes", r, gck_error_string(ctx));
+	check("sizes", r, ctx);
 	r = as_base(ctx, path);
-	fuzz_say("base", r, gck_error_string(ctx));
+	check("base", r, ctx);
 	r = as_parent(ctx, path);
-	fuzz_say("parent", r, gck_error_string(ctx));
+	check("parent", r, ctx);
 
 	close(fd);
 	gck_ctx_free(ctx);
