@@ -179,37 +179,98 @@ def small_pagemap(pm, pages, keep=3, most=2):
     return out, pages[:total * 4096]
 
 
-def with_trailer(img, work, edit):
+def with_trailer(img, work, edit, raw=False):
     """img, a compressed image of format 2, with the JSON of its trailer
     changed by edit (which may not make it longer: it is padded to its
     length with blanks, so that its tar entry keeps its size) and its
-    trailer frame compressed again, where the footer names it."""
+    trailer frame compressed again (or stored raw), where the footer
+    names it."""
     (at,) = struct.unpack("<Q", img[-8:])
-    zf = os.path.join(work, "trailer.zst")
-    with open(zf, "wb") as f:
-        f.write(img[at:-24])
-    tar = subprocess.run(["zstd", "-q", "-dc", zf], check=True,
-                         stdout=subprocess.PIPE).stdout
+    tar = unzstd(work, img[at:-24])
     start = tar.index(b'{"format"')
     t, end = json.JSONDecoder().raw_decode(tar[start:].decode())
     edit(t)
     new = json.dumps(t, separators=(",", ":")).encode()
     assert len(new) <= end
     tar = tar[:start] + new.ljust(end) + tar[start + end:]
-    raw = os.path.join(work, "trailer.tar")
-    with open(raw, "wb") as f:
+    if raw:
+        return img[:at] + zraw(tar) + img[-24:]
+    path = os.path.join(work, "trailer.tar")
+    with open(path, "wb") as f:
         f.write(tar)
-    frame = subprocess.run(["zstd", "-q", "-19", "-c", raw], check=True,
+    frame = subprocess.run(["zstd", "-q", "-19", "-c", path], check=True,
                            stdout=subprocess.PIPE).stdout
     return img[:at] + frame + img[-24:]
 
 
-def parent_seeds(out, work, img):
-    """The seeds of fuzz_parent: the parent image, its footer cut or
-    naming the wrong place, its trailer frame damaged, its trailer
-    pointing a chunk at the wrong frame or at part of its own."""
+def zraw(data):
+    """data as one zstd frame of raw blocks: what the fuzzer changes in
+    it is what the reader gets."""
+    f = b"\x28\xb5\x2f\xfd\xe0" + struct.pack("<Q", len(data))
+    pos = 0
+    while True:
+        n = min(len(data) - pos, 1 << 17)
+        last = int(pos + n == len(data))
+        f += struct.pack("<I", n << 3 | last)[:3] + data[pos:pos + n]
+        pos += n
+        if last:
+            return f
+
+
+def unzstd(work, frame):
+    zf = os.path.join(work, "frame.zst")
+    with open(zf, "wb") as f:
+        f.write(frame)
+    return subprocess.run(["zstd", "-q", "-dc", zf], check=True,
+                          stdout=subprocess.PIPE).stdout
+
+
+def raw_frames(img, work):
+    """img with the frames of its manifest, its CRIU files and its
+    trailer stored raw (those of its pages left as they are), the
+    trailer and the footer saying where each now is."""
     (at,) = struct.unpack("<Q", img[-8:])
+    tar = unzstd(work, img[at:-24])
+    start = tar.index(b'{"format"')
+    t, end = json.JSONDecoder().raw_decode(tar[start:].decode())
+    body, pos = b"", 0
+    for e in t["entries"]:
+        frame = img[e["at"]:e["at"] + e["zsize"]]
+        assert e["at"] == pos
+        pos += e["zsize"]
+        if "pages-" not in e["name"]:
+            frame = zraw(unzstd(work, frame))
+        e["at"], e["zsize"] = len(body), len(frame)
+        body += frame
+    assert pos == at
+    # The trailer, of another length in the room its last block had.
+    new = json.dumps(t, separators=(",", ":")).encode()
+    assert len(new) <= (end + 511) // 512 * 512
+    hdr = start - 512
+    assert tar[hdr:hdr + 12] == b"gpuckpt.sums"
+    h = bytearray(tar[hdr:start])
+    h[124:136] = b"%011o\0" % len(new)
+    h[148:156] = b" " * 8
+    h[148:156] = b"%06o\0 " % sum(h)
+    old = hashlib.sha256(tar[start:start + end]).hexdigest().encode()
+    tar = (tar[:hdr].replace(old, hashlib.sha256(new).hexdigest().encode()) +
+           bytes(h) + new.ljust((end + 511) // 512 * 512, b"\0") +
+           tar[start + (end + 511) // 512 * 512:])
+    footer = img[-24:-8] + struct.pack("<Q", len(body))
+    return body + zraw(tar) + footer
+
+
+def parent_seeds(out, work, img):
+    """The seeds of fuzz_parent: the parent image, as it is and with
+    raw frames, its footer cut or naming the wrong place, its trailer
+    frame damaged, its trailer pointing chunks at the wrong frame or at
+    part of their own.  libFuzzer keeps a seed only for what it reaches
+    that the others do not: the last two have raw frames, so that what
+    the fuzzer changes in them reaches the tar and JSON parsers."""
+    (at,) = struct.unpack("<Q", img[-8:])
+    raw = raw_frames(img, work)
     put(out, "parent", "zstd.gck", img)
+    put(out, "parent", "raw.gck", raw)
     put(out, "parent", "footer-cut.gck", img[:-24])
     put(out, "parent", "footer-at0.gck", img[:-8] + struct.pack("<Q", 0))
     put(out, "parent", "footer-at1.gck",
@@ -229,9 +290,10 @@ def parent_seeds(out, work, img):
         for e in pages(t):
             e["zsize"] //= 10
 
-    put(out, "parent", "trailer-at.gck", with_trailer(img, work, at_manifest))
+    put(out, "parent", "trailer-at.gck",
+        with_trailer(raw, work, at_manifest, True))
     put(out, "parent", "trailer-zsize.gck",
-        with_trailer(img, work, zsize_short))
+        with_trailer(raw, work, zsize_short, True))
 
 
 def overflow():
