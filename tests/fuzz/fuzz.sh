@@ -90,8 +90,10 @@ for t in $FUZZ_TARGETS mkimage; do
 	done
 	[ -n "$stale" ] || continue
 	echo "  FUZZLD   $(basename "$bin")"
+	# FUZZ_DATADIR: where a target finds what it reads besides its input.
 	# shellcheck disable=SC2086
-	$FUZZ_CC $cflags $ldflags $FUZZ_CPPFLAGS -o "$bin" "$src" $objs \
+	$FUZZ_CC $cflags $ldflags $FUZZ_CPPFLAGS \
+	    -DFUZZ_DATADIR="\"$FUZZ_SRCDIR/tests/fuzz\"" -o "$bin" "$src" $objs \
 	    $FUZZ_LIBS || die "cannot build $(basename "$bin")"
 done
 

@@ -6,14 +6,16 @@ usage: mkcorpus.py BUILDDIR [OUTDIR]
 BUILDDIR is a configured build directory where `make` and then
 `make fuzz FUZZ_SECONDS=0` have run: gpuckpt and gpuinspect are under
 its src/, mkimage (an image writer) under its fuzz-build/.  Run as root,
-with criu: it checkpoints a tiny static program (leaving it running,
-then killing it) into two images, --compress=none and zstd, and takes
-the CRIU files apart with gpuinspect -x.  The other seeds are made from
-those: small images with parts and holes, manifests, CRIU file sets for
-fuzz_criu, the frames of a send for fuzz_frame and fuzz_recv.  OUTDIR
-defaults to corpus/ beside this script.  Files named found-* there are
-left alone: inputs that long runs of the targets found, chosen with
-libFuzzer's -merge=1 against these seeds.
+with criu and zstd: it checkpoints a tiny static program (leaving it
+running, then killing it) into three images, --compress=none, zstd and
+one with --parent over the zstd one, and takes the CRIU files apart with
+gpuinspect -x.  The other seeds are made from those: small images with
+parts and holes, manifests, CRIU file sets for fuzz_criu, the frames of
+a send for fuzz_frame and fuzz_recv, the parent damaged for fuzz_parent
+(whose child, the incremental image, goes beside OUTDIR as child.gck).
+OUTDIR defaults to corpus/ beside this script.  Files named found-*
+there are left alone: inputs that long runs of the targets found, chosen
+with libFuzzer's -merge=1 against these seeds.
 """
 import hashlib
 import json
@@ -82,6 +84,14 @@ def checkpoint(bindir, work):
                             "-c", c, "-o", out, "-p", str(p.pid)], check=True)
             with open(out, "rb") as f:
                 imgs[c.split(":")[0]] = f.read()
+        # and an incremental image over the zstd one
+        out = os.path.join(work, "incr.gck")
+        subprocess.run([os.path.join(bindir, "ckpt", "gpuckpt"), "-R",
+                        "-c", "zstd:19", "--parent",
+                        os.path.join(work, "zstd.gck"), "-o", out,
+                        "-p", str(p.pid)], check=True)
+        with open(out, "rb") as f:
+            imgs["incr"] = f.read()
     finally:
         p.send_signal(signal.SIGKILL)
         p.wait()
@@ -169,6 +179,123 @@ def small_pagemap(pm, pages, keep=3, most=2):
     return out, pages[:total * 4096]
 
 
+def with_trailer(img, work, edit, raw=False):
+    """img, a compressed image of format 2, with the JSON of its trailer
+    changed by edit (which may not make it longer: it is padded to its
+    length with blanks, so that its tar entry keeps its size) and its
+    trailer frame compressed again (or stored raw), where the footer
+    names it."""
+    (at,) = struct.unpack("<Q", img[-8:])
+    tar = unzstd(work, img[at:-24])
+    start = tar.index(b'{"format"')
+    t, end = json.JSONDecoder().raw_decode(tar[start:].decode())
+    edit(t)
+    new = json.dumps(t, separators=(",", ":")).encode()
+    assert len(new) <= end
+    tar = tar[:start] + new.ljust(end) + tar[start + end:]
+    if raw:
+        return img[:at] + zraw(tar) + img[-24:]
+    path = os.path.join(work, "trailer.tar")
+    with open(path, "wb") as f:
+        f.write(tar)
+    frame = subprocess.run(["zstd", "-q", "-19", "-c", path], check=True,
+                           stdout=subprocess.PIPE).stdout
+    return img[:at] + frame + img[-24:]
+
+
+def zraw(data):
+    """data as one zstd frame of raw blocks: what the fuzzer changes in
+    it is what the reader gets."""
+    f = b"\x28\xb5\x2f\xfd\xe0" + struct.pack("<Q", len(data))
+    pos = 0
+    while True:
+        n = min(len(data) - pos, 1 << 17)
+        last = int(pos + n == len(data))
+        f += struct.pack("<I", n << 3 | last)[:3] + data[pos:pos + n]
+        pos += n
+        if last:
+            return f
+
+
+def unzstd(work, frame):
+    zf = os.path.join(work, "frame.zst")
+    with open(zf, "wb") as f:
+        f.write(frame)
+    return subprocess.run(["zstd", "-q", "-dc", zf], check=True,
+                          stdout=subprocess.PIPE).stdout
+
+
+def raw_frames(img, work):
+    """img with the frames of its manifest, its CRIU files and its
+    trailer stored raw (those of its pages left as they are), the
+    trailer and the footer saying where each now is."""
+    (at,) = struct.unpack("<Q", img[-8:])
+    tar = unzstd(work, img[at:-24])
+    start = tar.index(b'{"format"')
+    t, end = json.JSONDecoder().raw_decode(tar[start:].decode())
+    body, pos = b"", 0
+    for e in t["entries"]:
+        frame = img[e["at"]:e["at"] + e["zsize"]]
+        assert e["at"] == pos
+        pos += e["zsize"]
+        if "pages-" not in e["name"]:
+            frame = zraw(unzstd(work, frame))
+        e["at"], e["zsize"] = len(body), len(frame)
+        body += frame
+    assert pos == at
+    # The trailer, of another length in the room its last block had.
+    new = json.dumps(t, separators=(",", ":")).encode()
+    assert len(new) <= (end + 511) // 512 * 512
+    hdr = start - 512
+    assert tar[hdr:hdr + 12] == b"gpuckpt.sums"
+    h = bytearray(tar[hdr:start])
+    h[124:136] = b"%011o\0" % len(new)
+    h[148:156] = b" " * 8
+    h[148:156] = b"%06o\0 " % sum(h)
+    old = hashlib.sha256(tar[start:start + end]).hexdigest().encode()
+    tar = (tar[:hdr].replace(old, hashlib.sha256(new).hexdigest().encode()) +
+           bytes(h) + new.ljust((end + 511) // 512 * 512, b"\0") +
+           tar[start + (end + 511) // 512 * 512:])
+    footer = img[-24:-8] + struct.pack("<Q", len(body))
+    return body + zraw(tar) + footer
+
+
+def parent_seeds(out, work, img):
+    """The seeds of fuzz_parent: the parent image, as it is and with
+    raw frames, its footer cut or naming the wrong place, its trailer
+    frame damaged, its trailer pointing chunks at the wrong frame or at
+    part of their own.  libFuzzer keeps a seed only for what it reaches
+    that the others do not: the last two have raw frames, so that what
+    the fuzzer changes in them reaches the tar and JSON parsers."""
+    (at,) = struct.unpack("<Q", img[-8:])
+    raw = raw_frames(img, work)
+    put(out, "parent", "zstd.gck", img)
+    put(out, "parent", "raw.gck", raw)
+    put(out, "parent", "footer-cut.gck", img[:-24])
+    put(out, "parent", "footer-at0.gck", img[:-8] + struct.pack("<Q", 0))
+    put(out, "parent", "footer-at1.gck",
+        img[:-8] + struct.pack("<Q", at + 1))
+    bad = bytearray(img)
+    bad[at + (len(img) - 24 - at) // 2] ^= 0x55
+    put(out, "parent", "trailer-bad.gck", bytes(bad))
+
+    def pages(t):
+        return [e for e in t["entries"] if "pages-" in e["name"]]
+
+    def at_manifest(t):
+        for e in pages(t):
+            e["at"], e["zsize"] = 0, t["entries"][0]["zsize"]
+
+    def zsize_short(t):
+        for e in pages(t):
+            e["zsize"] //= 10
+
+    put(out, "parent", "trailer-at.gck",
+        with_trailer(raw, work, at_manifest, True))
+    put(out, "parent", "trailer-zsize.gck",
+        with_trailer(raw, work, zsize_short, True))
+
+
 def overflow():
     """A manifest whose numbers add up beyond 64 bits (fixed in gpumap.c
     and inspect.c)."""
@@ -206,7 +333,7 @@ def main():
 def make(bindir, mkimage, work, out):
     imgs, files, pid = checkpoint(bindir, work)
     # found-*: inputs that long fuzzing runs found, kept as they are.
-    for t in ("stream", "manifest", "criu", "frame", "recv"):
+    for t in ("stream", "manifest", "criu", "frame", "recv", "parent"):
         d = os.path.join(out, t)
         for n in os.listdir(d) if os.path.isdir(d) else ():
             if not n.startswith("found-"):
@@ -221,6 +348,13 @@ def make(bindir, mkimage, work, out):
     # format 2: a frame for each entry, SHA-256 digests
     put(out, "stream", "small-v2-none.gck", small_image(mkimage, work, 0, 2))
     put(out, "stream", "small-v2-zstd.gck", small_image(mkimage, work, 3, 2))
+    # an incremental image: references, and no parent to read them from
+    put(out, "stream", "incr.gck", imgs["incr"])
+
+    # fuzz_parent: the parent of child.gck, whole and damaged.
+    with open(os.path.join(out, os.pardir, "child.gck"), "wb") as f:
+        f.write(imgs["incr"])
+    parent_seeds(out, work, imgs["zstd"])
 
     # fuzz_manifest: the real one, a small one, one with GPUs.
     m = json.loads(files["gpuckpt.json"])

@@ -201,25 +201,18 @@ p_frame_entry(struct gck_parents *ps, struct pimage *pi, uint64_t at,
 			goto out;
 		}
 	}
-	/* One whole frame, that says how much it holds, and holds that. */
 	dlen = ZSTD_getFrameContentSize(ps->frame, (size_t)len);
 	if (dlen == ZSTD_CONTENTSIZE_UNKNOWN || dlen ==
 	    ZSTD_CONTENTSIZE_ERROR || dlen > max + (1u << 16) ||
-	    ZSTD_findFrameCompressedSize(ps->frame, (size_t)len) != len) {
-		r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent image "
-		    "'%s': bad frame at offset %" PRIu64, pi->path, at);
-		goto out;
-	}
+	    ZSTD_findFrameCompressedSize(ps->frame, (size_t)len) != len)
+		goto bad;
 	if ((tar = malloc((size_t)dlen + 1)) == NULL) {
 		r = gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
 	if (ZSTD_decompress(tar, (size_t)dlen + 1, ps->frame, (size_t)len) !=
-	    dlen) {
-		r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent image "
-		    "'%s': bad frame at offset %" PRIu64, pi->path, at);
-		goto out;
-	}
+	    dlen)
+		goto bad;
 	if ((a = archive_read_new()) == NULL) {
 		r = gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
 		goto out;
@@ -233,6 +226,10 @@ p_frame_entry(struct gck_parents *ps, struct pimage *pi, uint64_t at,
 		goto out;
 	}
 	r = p_entry_data(ps, a, e, fe, bufp, capp);
+	goto out;
+bad:
+	r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent image '%s': "
+	    "bad frame at offset %" PRIu64, pi->path, at);
 out:
 	if (a != NULL)
 		archive_read_free(a);
