@@ -143,6 +143,147 @@ gck_pagemap_next(struct gck_pagemap *pm, struct gck_pmentry *e)
 	return 1;
 }
 
+/* A growing buffer. */
+struct obuf {
+	char	*p;
+	size_t	 len, cap;
+};
+
+static int
+obuf_room(struct gck_ctx *ctx, struct obuf *o, size_t len)
+{
+	size_t	 cap;
+	char	*p;
+
+	if (o->cap - o->len >= len)
+		return GCK_OK;
+	cap = o->cap > 0 ? o->cap : 4096;
+	while (cap - o->len < len)
+		cap *= 2;
+	if ((p = realloc(o->p, cap)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	o->p = p;
+	o->cap = cap;
+	return GCK_OK;
+}
+
+/* Appends an entry like t but for its nr pages at vaddr. */
+static int
+put_entry(struct gck_ctx *ctx, struct obuf *o, const PagemapEntry *t,
+    uint64_t vaddr, uint32_t nr)
+{
+	PagemapEntry	e = *t;
+	uint32_t	rl;
+	int		r;
+
+	e.vaddr = vaddr;
+	e.nr_pages = nr;
+	rl = (uint32_t)pagemap_entry__get_packed_size(&e);
+	if ((r = obuf_room(ctx, o, sizeof rl + rl)) != GCK_OK)
+		return r;
+	memcpy(o->p + o->len, &rl, sizeof rl);
+	o->len += sizeof rl;
+	o->len += pagemap_entry__pack(&e, (uint8_t *)o->p + o->len);
+	return GCK_OK;
+}
+
+/*
+ * Appends entry pe, the first of whose pages is page idx of the pages
+ * file, without the pages drop marks: the runs of those that stay.
+ */
+static int
+split(struct gck_ctx *ctx, const uint8_t *drop, struct obuf *o,
+    const PagemapEntry *pe, uint64_t idx, uint64_t psz)
+{
+	uint32_t	i, run = 0;
+	int		r;
+
+	for (i = 0; i <= pe->nr_pages; i++) {
+		if (i < pe->nr_pages && !drop[idx + i]) {
+			run++;
+			continue;
+		}
+		if (run > 0 && (r = put_entry(ctx, o, pe, pe->vaddr +
+		    (uint64_t)(i - run) * psz, run)) != GCK_OK)
+			return r;
+		run = 0;
+	}
+	return GCK_OK;
+}
+
+/*
+ * The pagemap image pagemap without the pages that drop marks (one byte
+ * for each page of its pages file, in the file's order): its header and
+ * head as they are, an entry that loses pages split around them with
+ * the same flags, every other entry as criu wrote it.  Only entries of
+ * pages present in the pages file, lazy or not, lose pages.  Returns
+ * GCK_OK with *outp (free it) and *lenp, or a code.
+ */
+int
+gck_pagemap_without(struct gck_ctx *ctx, const struct gck_sfile *pagemap,
+    const uint8_t *drop, char **outp, size_t *lenp)
+{
+	PagemapEntry	*pe = NULL;
+	struct obuf	 o = { NULL, 0, 0 };
+	const uint8_t	*rec;
+	uint64_t	 idx = 0, psz = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint32_t	 rl, flags, i, nd;
+	size_t		 pos, at;
+	int		 bad, r;
+
+	*outp = NULL;
+	*lenp = 0;
+	if (gck_img_start(pagemap->data, pagemap->len, GCK_PAGEMAP_MAGIC,
+	    &pos) == -1 || gck_img_record(pagemap->data, pagemap->len, &pos,
+	    &rl, &bad) == NULL)
+		goto bad;
+	if ((r = obuf_room(ctx, &o, pagemap->len)) != GCK_OK)
+		goto out;
+	memcpy(o.p, pagemap->data, pos);
+	o.len = pos;
+	for (;;) {
+		at = pos;
+		if ((rec = gck_img_record(pagemap->data, pagemap->len, &pos,
+		    &rl, &bad)) == NULL) {
+			if (bad)
+				goto bad;
+			break;
+		}
+		if ((pe = pagemap_entry__unpack(NULL, rl, rec)) == NULL)
+			goto bad;
+		flags = pe->has_flags ? pe->flags : pe->has_in_parent &&
+		    pe->in_parent ? GCK_PE_PARENT : GCK_PE_PRESENT;
+		for (i = 0, nd = 0; GCK_PE_SPLITS(flags) && i < pe->nr_pages;
+		    i++)
+			nd += (uint32_t)(drop[idx + i] != 0);
+		if (nd > 0)
+			r = split(ctx, drop, &o, pe, idx, psz);
+		else if ((r = obuf_room(ctx, &o, pos - at)) == GCK_OK) {
+			memcpy(o.p + o.len, pagemap->data + at, pos - at);
+			o.len += pos - at;
+		}
+		if (r != GCK_OK)
+			goto out;
+		if (flags & GCK_PE_PRESENT)
+			idx += pe->nr_pages;
+		pagemap_entry__free_unpacked(pe, NULL);
+		pe = NULL;
+	}
+	*outp = o.p;
+	*lenp = o.len;
+	o.p = NULL;
+	r = GCK_OK;
+	goto out;
+bad:
+	r = gck_set_error(ctx, GCK_ECRIU, "cannot parse criu's '%s'",
+	    pagemap->name);
+out:
+	if (pe != NULL)
+		pagemap_entry__free_unpacked(pe, NULL);
+	free(o.p);
+	return r;
+}
+
 /*
  * The runs of memory the pagemap lists as present into p, checked
  * against the pages file they name.

@@ -18,6 +18,8 @@ struct gck_sfile;
 #define GCK_PE_PARENT		(1u << 0)	/* in the parent image */
 #define GCK_PE_LAZY		(1u << 1)	/* may be served lazily */
 #define GCK_PE_PRESENT		(1u << 2)	/* in the pages file */
+/* An entry of pages in the pages file, lazy or not: it may lose some. */
+#define GCK_PE_SPLITS(flags)	(((flags) & ~GCK_PE_LAZY) == GCK_PE_PRESENT)
 
 int	gck_img_start(const char *, size_t, uint32_t, size_t *);
 const uint8_t *gck_img_record(const char *, size_t, size_t *, uint32_t *,
@@ -39,6 +41,8 @@ struct gck_pmentry {
 
 int	gck_pagemap_open(struct gck_pagemap *, const char *, size_t);
 int	gck_pagemap_next(struct gck_pagemap *, struct gck_pmentry *);
+int	gck_pagemap_without(struct gck_ctx *, const struct gck_sfile *,
+	    const uint8_t *, char **, size_t *);
 
 
 int	gck_pmread_open(struct gck_ctx *, const struct gck_sfile *,

@@ -92,8 +92,6 @@
 #define ZCHUNK		(256u << 10)	/* read at a time */
 #define ZTHREADS	8		/* at the most */
 
-/* An entry of pages in the pages file, lazy or not, may lose some. */
-#define SPLITS(flags)	(((flags) & ~GCK_PE_LAZY) == GCK_PE_PRESENT)
 
 /* A mapping's status in mm-PID.img (CRIU's criu/include/image.h). */
 #define VMA_AREA_REGULAR	(1u << 0)
@@ -153,12 +151,6 @@ struct zworker {
 	uint64_t	 eaddr, epart;
 };
 
-/* A growing buffer. */
-struct obuf {
-	char	*p;
-	size_t	 len, cap;
-};
-
 static int	zruns(struct gck_ctx *, struct zscan *,
 		    const struct gck_sfile *);
 static int	mm_ranges(struct gck_ctx *, struct zscan *,
@@ -177,14 +169,6 @@ static void	*w_main(void *);
 static int	w_error(struct gck_ctx *, const struct zscan *,
 		    const struct zworker *);
 static int	scan(struct gck_ctx *, struct zscan *);
-static int	obuf_room(struct gck_ctx *, struct obuf *, size_t);
-static int	put_entry(struct gck_ctx *, struct obuf *,
-		    const PagemapEntry *, uint64_t, uint32_t);
-static int	dropped(const struct zscan *, uint64_t);
-static int	split(struct gck_ctx *, struct zscan *, struct obuf *,
-		    const PagemapEntry *, uint64_t);
-static int	rewrite(struct gck_ctx *, struct zscan *,
-		    const struct gck_sfile *, struct gck_zero *);
 
 /*
  * The runs of pages the pagemap lists, in the order of the pages file
@@ -209,7 +193,7 @@ zruns(struct gck_ctx *ctx, struct zscan *z, const struct gck_sfile *pagemap)
 		z->runs[z->nruns].addr = e.vaddr;
 		z->runs[z->nruns].off = off;
 		z->runs[z->nruns].len = (uint64_t)e.nr_pages * z->psz;
-		z->runs[z->nruns++].splits = SPLITS(e.flags);
+		z->runs[z->nruns++].splits = GCK_PE_SPLITS(e.flags);
 		off += (uint64_t)e.nr_pages * z->psz;
 	}
 	if (ok == -1)
@@ -556,142 +540,6 @@ out:
 	return r;
 }
 
-static int
-obuf_room(struct gck_ctx *ctx, struct obuf *o, size_t len)
-{
-	size_t	 cap;
-	char	*p;
-
-	if (o->cap - o->len >= len)
-		return GCK_OK;
-	cap = o->cap > 0 ? o->cap : 4096;
-	while (cap - o->len < len)
-		cap *= 2;
-	if ((p = realloc(o->p, cap)) == NULL)
-		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-	o->p = p;
-	o->cap = cap;
-	return GCK_OK;
-}
-
-/* Appends an entry like t but for its nr pages at vaddr. */
-static int
-put_entry(struct gck_ctx *ctx, struct obuf *o, const PagemapEntry *t,
-    uint64_t vaddr, uint32_t nr)
-{
-	PagemapEntry	e = *t;
-	uint32_t	rl;
-	int		r;
-
-	e.vaddr = vaddr;
-	e.nr_pages = nr;
-	rl = (uint32_t)pagemap_entry__get_packed_size(&e);
-	if ((r = obuf_room(ctx, o, sizeof rl + rl)) != GCK_OK)
-		return r;
-	memcpy(o->p + o->len, &rl, sizeof rl);
-	o->len += sizeof rl;
-	o->len += pagemap_entry__pack(&e, (uint8_t *)o->p + o->len);
-	return GCK_OK;
-}
-
-/* Whether page idx of the pages file is to go. */
-static int
-dropped(const struct zscan *z, uint64_t idx)
-{
-	return z->drop[idx];
-}
-
-/*
- * Appends entry pe, the first of whose pages is page idx of the pages
- * file, without the pages that go: the runs of those that stay.
- */
-static int
-split(struct gck_ctx *ctx, struct zscan *z, struct obuf *o,
-    const PagemapEntry *pe, uint64_t idx)
-{
-	uint32_t	i, run = 0;
-	int		r;
-
-	for (i = 0; i <= pe->nr_pages; i++) {
-		if (i < pe->nr_pages && !dropped(z, idx + i)) {
-			run++;
-			continue;
-		}
-		if (run > 0 && (r = put_entry(ctx, o, pe, pe->vaddr +
-		    (uint64_t)(i - run) * z->psz, run)) != GCK_OK)
-			return r;
-		run = 0;
-	}
-	return GCK_OK;
-}
-
-/*
- * The pagemap without the pages of z->drop: its header and head as they
- * are, an entry that loses pages split around them, every other entry
- * as criu wrote it.
- */
-static int
-rewrite(struct gck_ctx *ctx, struct zscan *z, const struct gck_sfile *pagemap,
-    struct gck_zero *out)
-{
-	PagemapEntry	*pe = NULL;
-	struct obuf	 o = { NULL, 0, 0 };
-	const uint8_t	*rec;
-	uint64_t	 idx = 0;
-	uint32_t	 rl, flags, i, nd;
-	size_t		 pos, at;
-	int		 bad, r;
-
-	if (gck_img_start(pagemap->data, pagemap->len, GCK_PAGEMAP_MAGIC,
-	    &pos) == -1 || gck_img_record(pagemap->data, pagemap->len, &pos,
-	    &rl, &bad) == NULL)
-		goto bad;
-	if ((r = obuf_room(ctx, &o, pagemap->len)) != GCK_OK)
-		goto out;
-	memcpy(o.p, pagemap->data, pos);
-	o.len = pos;
-	for (;;) {
-		at = pos;
-		if ((rec = gck_img_record(pagemap->data, pagemap->len, &pos,
-		    &rl, &bad)) == NULL) {
-			if (bad)
-				goto bad;
-			break;
-		}
-		if ((pe = pagemap_entry__unpack(NULL, rl, rec)) == NULL)
-			goto bad;
-		flags = pe->has_flags ? pe->flags : pe->has_in_parent &&
-		    pe->in_parent ? GCK_PE_PARENT : GCK_PE_PRESENT;
-		for (i = 0, nd = 0; SPLITS(flags) && i < pe->nr_pages; i++)
-			nd += (uint32_t)dropped(z, idx + i);
-		if (nd > 0)
-			r = split(ctx, z, &o, pe, idx);
-		else if ((r = obuf_room(ctx, &o, pos - at)) == GCK_OK) {
-			memcpy(o.p + o.len, pagemap->data + at, pos - at);
-			o.len += pos - at;
-		}
-		if (r != GCK_OK)
-			goto out;
-		if (flags & GCK_PE_PRESENT)
-			idx += pe->nr_pages;
-		pagemap_entry__free_unpacked(pe, NULL);
-		pe = NULL;
-	}
-	out->pagemap = o.p;
-	out->len = o.len;
-	o.p = NULL;
-	r = GCK_OK;
-	goto out;
-bad:
-	r = gck_set_error(ctx, GCK_ECRIU, "cannot parse criu's '%s'",
-	    pagemap->name);
-out:
-	if (pe != NULL)
-		pagemap_entry__free_unpacked(pe, NULL);
-	free(o.p);
-	return r;
-}
-
 /*
  * Finds the zero pages of private anonymous memory among the pages of
  * pages, which pagemap lists and mm (NULL: none is dropped) maps, of the
@@ -743,7 +591,8 @@ gck_zero_pages(struct gck_ctx *ctx, const struct gck_sfile *pagemap,
 	out->dropped = z->ndrop * z->psz;
 	out->size = pages->size - out->dropped;
 	if (z->ndrop > 0)
-		r = rewrite(ctx, z, pagemap, out);
+		r = gck_pagemap_without(ctx, pagemap, z->drop, &out->pagemap,
+		    &out->len);
 out:
 	gck_pmread_free(z->rd);
 	free(z->runs);
