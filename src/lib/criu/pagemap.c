@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <sys/mman.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -89,6 +90,27 @@ gck_img_start(const char *data, size_t len, uint32_t magic, size_t *posp)
 		return -1;
 	*posp = sizeof m;
 	return 0;
+}
+
+/*
+ * Whether mapping v of mm-PID.img is private anonymous memory, which a
+ * restore maps afresh, empty, and fills with the pages its pagemap
+ * lists: its status VMA_AREA_REGULAR and VMA_ANON_PRIVATE, and nothing
+ * else but VMA_AREA_STACK or VMA_AREA_HEAP (no AIO ring, SysV IPC, vDSO
+ * or vvar, vsyscall, file, shared, memfd, socket, shadow stack, guard,
+ * uprobes or plugin mapping), neither shared nor of hugetlbfs by its
+ * flags (MAP_SHARED, MAP_HUGETLB), and its bounds given.
+ */
+int
+gck_vma_anon_private(const VmaEntry *v)
+{
+	const uint32_t	other = ~(GCK_VMA_AREA_REGULAR | GCK_VMA_AREA_STACK |
+			    GCK_VMA_AREA_HEAP | GCK_VMA_ANON_PRIVATE);
+
+	return v->has_status && v->has_flags && v->has_start && v->has_end &&
+	    v->end > v->start && (v->status & GCK_VMA_AREA_REGULAR) &&
+	    (v->status & GCK_VMA_ANON_PRIVATE) && !(v->status & other) &&
+	    !(v->flags & MAP_HUGETLB) && !(v->flags & MAP_SHARED);
 }
 
 /*

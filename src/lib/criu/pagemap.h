@@ -21,7 +21,16 @@ struct gck_sfile;
 /* An entry of pages in the pages file, lazy or not: it may lose some. */
 #define GCK_PE_SPLITS(flags)	(((flags) & ~GCK_PE_LAZY) == GCK_PE_PRESENT)
 
+/* A mapping's status in mm-PID.img (CRIU's criu/include/image.h). */
+#define GCK_VMA_AREA_REGULAR	(1u << 0)
+#define GCK_VMA_AREA_STACK	(1u << 1)
+#define GCK_VMA_AREA_HEAP	(1u << 5)
+#define GCK_VMA_ANON_PRIVATE	(1u << 9)
+
+struct VmaEntry;
+
 int	gck_img_start(const char *, size_t, uint32_t, size_t *);
+int	gck_vma_anon_private(const struct VmaEntry *);
 const uint8_t *gck_img_record(const char *, size_t, size_t *, uint32_t *,
 	    int *);
 

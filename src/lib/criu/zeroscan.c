@@ -93,12 +93,6 @@
 #define ZTHREADS	8		/* at the most */
 
 
-/* A mapping's status in mm-PID.img (CRIU's criu/include/image.h). */
-#define VMA_AREA_REGULAR	(1u << 0)
-#define VMA_AREA_STACK		(1u << 1)
-#define VMA_AREA_HEAP		(1u << 5)
-#define VMA_ANON_PRIVATE	(1u << 9)
-
 /* Addresses [start, end) of private anonymous memory. */
 struct range {
 	uint64_t	start, end;
@@ -214,8 +208,6 @@ mm_ranges(struct gck_ctx *ctx, struct zscan *z, const struct gck_sfile *mm)
 	MmEntry		*me;
 	VmaEntry	*v;
 	const uint8_t	*rec;
-	const uint32_t	 other = ~(VMA_AREA_REGULAR | VMA_AREA_STACK |
-			    VMA_AREA_HEAP | VMA_ANON_PRIVATE);
 	uint32_t	 rl;
 	size_t		 pos, i;
 	int		 bad, r = GCK_OK;
@@ -226,11 +218,7 @@ mm_ranges(struct gck_ctx *ctx, struct zscan *z, const struct gck_sfile *mm)
 		return GCK_OK;
 	for (i = 0; i < me->n_vmas; i++) {
 		v = me->vmas[i];
-		if (!v->has_status || !v->has_flags || !v->has_start ||
-		    !v->has_end || v->end <= v->start ||
-		    !(v->status & VMA_AREA_REGULAR) ||
-		    !(v->status & VMA_ANON_PRIVATE) || (v->status & other) ||
-		    (v->flags & MAP_HUGETLB) || (v->flags & MAP_SHARED))
+		if (!gck_vma_anon_private(v))
 			continue;
 		if (z->nok > 0 && v->start < z->ok[z->nok - 1].end) {
 			/* Not in order, as criu writes them: drop nothing. */
