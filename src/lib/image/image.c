@@ -115,6 +115,13 @@ struct gck_reader {
 	struct gck_parents	*parents;	/* where chunks are, or NULL */
 	int			 own_parents;	/* ours to free */
 	uint64_t		 refbytes;	/* bytes read from parents */
+	const struct gck_taker	*taker;		/* or NULL; atomic */
+	int			 etaken;	/* a worker took the entry */
+	int			 eterr;		/* and failed */
+	int			 etbegun;	/* we asked the taker */
+	void			*eth;		/* it takes it: the handle */
+	int			 etfail;	/* and failed */
+	uint64_t		 edata;		/* its bytes of data */
 };
 
 static int	w_archive_error(struct gck_writer *);
@@ -131,6 +138,8 @@ static int	r_finish(struct gck_reader *);
 static void	r_where(const struct gck_reader *, char *, size_t);
 static int	r_layout(struct gck_reader *, struct archive_entry *);
 static void	r_predigest(struct gck_reader *);
+static void	r_take(struct gck_reader *, uint64_t, const void *, size_t);
+static int	r_taken(struct gck_reader *);
 static int	r_sparse_map(struct gck_reader *, uint64_t, uint64_t);
 static int	r_padding(struct gck_reader *, uint64_t);
 static int	r_unverifiable(struct gck_reader *);
@@ -667,18 +676,22 @@ r_read_cb(struct archive *a, void *arg, const void **bufp)
  * finds the same entry at the same place.
  */
 static void
-frame_examine(const char *buf, size_t len, struct gck_zres *res)
+frame_examine(void *arg, const char *buf, size_t len, struct gck_zres *res)
 {
+	struct gck_reader	*r = arg;
+	const struct gck_taker	*t;
 	struct archive		*a;
 	struct archive_entry	*e;
 	struct gck_dstate	*ds = NULL;
-	const char		*xn;
+	const char		*xn, *name;
 	const void		*xv, *p;
+	void			*h = NULL;
 	size_t			 xl, l;
 	la_int64_t		 off, so, sl;
 	int			 sha = 0, ret;
 
 	res->ok = 0;
+	t = __atomic_load_n(&r->taker, __ATOMIC_ACQUIRE);
 	if ((a = archive_read_new()) == NULL)
 		return;
 	if (archive_read_support_format_tar(a) != ARCHIVE_OK ||
@@ -695,8 +708,16 @@ frame_examine(const char *buf, size_t len, struct gck_zres *res)
 		goto out;
 	res->data_off = (uint64_t)archive_filter_bytes(a, 0);
 	res->size = (uint64_t)archive_entry_size(e);
-	while ((ret = archive_read_data_block(a, &p, &l, &off)) == ARCHIVE_OK)
+	/* A taker may take the data as it is digested. */
+	if (t != NULL && (name = archive_entry_pathname(e)) != NULL &&
+	    (h = t->begin(t->arg, name)) != NULL)
+		res->taken = 1;
+	while ((ret = archive_read_data_block(a, &p, &l, &off)) == ARCHIVE_OK) {
 		gck_dstate_update(ds, p, l);
+		if (h != NULL && !res->terr && l > 0 && (off < 0 ||
+		    t->take(t->arg, h, (uint64_t)off, p, l) == -1))
+			res->terr = 1;
+	}
 	if (ret != ARCHIVE_EOF)
 		goto out;
 	if (archive_entry_sparse_count(e) > 0) {
@@ -739,7 +760,7 @@ gck_reader_new(struct gck_ctx *ctx, int fd, struct gck_reader **rp)
 	}
 	if ((ret = gck_zin_new(ctx, fd, &r->z)) != GCK_OK)
 		goto out;
-	gck_zin_set_examine(r->z, frame_examine);
+	gck_zin_set_examine(r->z, frame_examine, r);
 	if ((r->a = archive_read_new()) == NULL) {
 		ret = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
@@ -1725,9 +1746,13 @@ r_entry_part(struct gck_reader *r, struct archive_entry *e, const char *name)
 	r->fbytes += r->esize;
 	r->edigest = digest;
 	r->egot = 0;
+	r->edata = 0;
 	r->indata = 1;
 	r->bleft = 0;
 	r->beof = 0;
+	r->etbegun = 0;
+	r->eth = NULL;
+	r->etfail = 0;
 	r_predigest(r);
 	if (gck_dstate_reset(r->ds, r->dk) == -1)
 		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
@@ -1744,12 +1769,60 @@ r_predigest(struct gck_reader *r)
 	struct gck_zres	zr;
 
 	r->epre = 0;
+	r->etaken = r->eterr = 0;
 	if (r->eref || r->dk != GCK_DK_SHA256 ||
 	    gck_zin_result(r->z, r->ehdr, &zr) == -1 || !zr.ok ||
 	    zr.data_off != r->data_start - r->ehdr || zr.size != r->esize)
 		return;
 	r->epre = 1;
 	r->epred = zr.d;
+	r->etaken = zr.taken;
+	r->eterr = zr.terr;
+}
+
+/*
+ * Hands the entry's next n bytes of data at p, at offset off of it, to
+ * the taker, if it takes the entry and no worker has; the entry's first
+ * data asks first whether it does.
+ */
+static void
+r_take(struct gck_reader *r, uint64_t off, const void *p, size_t n)
+{
+	const struct gck_taker	*t = r->taker;
+
+	if (t == NULL || r->etaken)
+		return;
+	if (!r->etbegun) {
+		r->etbegun = 1;
+		r->eth = t->begin(t->arg, r->ename);
+	}
+	if (r->eth != NULL && !r->etfail && t->take(t->arg, r->eth, off, p,
+	    n) == -1)
+		r->etfail = 1;
+}
+
+/*
+ * Tells the taker that the entry just checked is in the image, and who
+ * handed its data on.  Returns GCK_OK or its code.
+ */
+static int
+r_taken(struct gck_reader *r)
+{
+	const struct gck_taker	*t = r->taker;
+	int			 by;
+
+	if (t == NULL)
+		return GCK_OK;
+	if (r->etaken)
+		by = r->eterr ? GCK_TAKEN_FAILED : GCK_TAKEN_WORKER;
+	else if (r->eth != NULL || r->etfail)
+		by = r->etfail ? GCK_TAKEN_FAILED : GCK_TAKEN_READER;
+	else
+		by = GCK_TAKEN_NONE;
+	r->etbegun = 0;
+	r->eth = NULL;
+	r->etfail = 0;
+	return t->accepted(t->arg, r->ename, &r->edigest, r->edata, by);
 }
 
 /*
@@ -1855,6 +1928,8 @@ r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
 		*pp = r->bp;
 		if (!r->epre)
 			gck_dstate_update(r->ds, r->bp, (size_t)n);
+		r_take(r, r->boff, r->bp, (size_t)n);
+		r->edata += n;
 		r->bp += n;
 		r->bleft -= (size_t)n;
 		r->boff += n;
@@ -1892,7 +1967,8 @@ r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
 		return -1;
 	}
 	if (r_padding(r, r->esize) != GCK_OK ||
-	    r_record(r, r->ename, r->esize, &r->edigest, 0) != GCK_OK)
+	    r_record(r, r->ename, r->esize, &r->edigest, 0) != GCK_OK ||
+	    r_taken(r) != GCK_OK)
 		return -1;
 	return 0;
 }
@@ -1922,14 +1998,17 @@ r_ref_chunk(struct gck_reader *r, const void **pp, size_t max)
 		n = max;
 	if (n > 0) {
 		*pp = r->refdata + r->egot;
+		r_take(r, r->egot, *pp, (size_t)n);
 		r->egot += n;
+		r->edata += n;
 		return (ssize_t)n;
 	}
 	r->indata = 0;
 	r->refdata = NULL;
 	r->refbytes += r->esize;
 	if (r_padding(r, 0) != GCK_OK ||
-	    r_record(r, r->ename, r->esize, &r->edigest, 1) != GCK_OK)
+	    r_record(r, r->ename, r->esize, &r->edigest, 1) != GCK_OK ||
+	    r_taken(r) != GCK_OK)
 		return -1;
 	return 0;
 }
@@ -1942,6 +2021,17 @@ void
 gck_reader_set_parents(struct gck_reader *r, struct gck_parents *ps)
 {
 	r->parents = ps;
+}
+
+/*
+ * Hands the data of the entries t takes to t, from now on: the frames
+ * the workers decompress from now on, and the entries no worker handed
+ * on as the reader reads them (see struct gck_taker).
+ */
+void
+gck_reader_set_taker(struct gck_reader *r, const struct gck_taker *t)
+{
+	__atomic_store_n(&r->taker, t, __ATOMIC_RELEASE);
 }
 
 /*

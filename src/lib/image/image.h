@@ -1,9 +1,34 @@
 #ifndef GCK_IMAGE_IMAGE_H
 #define GCK_IMAGE_IMAGE_H
 
+struct gck_digest;
 struct gck_parents;
 struct gck_reader;
 struct gck_writer;
+
+/*
+ * A taker of the data of some entries, as the reader meets it: the
+ * decompressing workers hand it the data of the frames they digest, the
+ * reader's own thread that of the entries no worker handed on; either
+ * way before the reader has checked the entry.  begin(arg, name) says
+ * whether it takes entry name, with a handle for take(arg, handle,
+ * offset in the entry, data, length), which returns 0 or -1 (failed).
+ * begin() and take() run on any thread.  Once the reader has checked an
+ * entry it calls accepted(arg, name, its digest, the bytes of data it
+ * holds, by) on its own thread, by one of GCK_TAKEN_*; a code it
+ * returns (its message on the reader's context) fails the read.
+ */
+#define GCK_TAKEN_NONE		0	/* not handed on */
+#define GCK_TAKEN_WORKER	1	/* all of it, by the worker */
+#define GCK_TAKEN_READER	2	/* all of it, by the reader */
+#define GCK_TAKEN_FAILED	3	/* a take() failed */
+struct gck_taker {
+	void	*(*begin)(void *, const char *);
+	int	 (*take)(void *, void *, uint64_t, const void *, size_t);
+	int	 (*accepted)(void *, const char *, const struct gck_digest *,
+		    uint64_t, int);
+	void	*arg;
+};
 
 /* image.c: what the streamers need of the reader and writer */
 int	gck_reader_file(struct gck_reader *, char *, size_t, uint64_t *);
@@ -21,6 +46,7 @@ int	gck_writer_new2(struct gck_ctx *, int, int, size_t, int, int,
 	    struct gck_writer **);
 void	gck_reader_set_threads(struct gck_reader *, int);
 void	gck_reader_set_parents(struct gck_reader *, struct gck_parents *);
+void	gck_reader_set_taker(struct gck_reader *, const struct gck_taker *);
 void	gck_writer_set_parents(struct gck_writer *,
 	    const struct gck_parents *);
 uint64_t gck_writer_refbytes(const struct gck_writer *);

@@ -78,6 +78,7 @@ struct zpool {
 	void		(*fn)(struct zpool *, struct zslot *, void *);
 	int		 level;
 	gck_zexamine	*examine;	/* run on what is decompressed */
+	void		*examine_arg;
 };
 
 struct gck_zout {
@@ -129,6 +130,7 @@ struct gck_zin {
 	int		 threads;
 	int		 ahead;		/* read frames ahead */
 	gck_zexamine	*examine;
+	void		*examine_arg;
 	struct {
 		uint64_t	 start;	/* where the frame is in the output */
 		struct gck_zres	 res;
@@ -235,7 +237,7 @@ pool_free(struct zpool *p)
 /* Starts n workers running fn.  Returns the pool, or NULL. */
 static struct zpool *
 pool_new(int n, void (*fn)(struct zpool *, struct zslot *, void *),
-    int level, gck_zexamine *examine)
+    int level, gck_zexamine *examine, void *examine_arg)
 {
 	struct zpool	*p;
 
@@ -251,6 +253,7 @@ pool_new(int n, void (*fn)(struct zpool *, struct zslot *, void *),
 	p->fn = fn;
 	p->level = level;
 	p->examine = examine;
+	p->examine_arg = examine_arg;
 	for (p->nth = 0; p->nth < n; p->nth++)
 		if (pthread_create(&p->th[p->nth], NULL, pool_main, p) != 0)
 			break;
@@ -426,7 +429,7 @@ gck_zout_new(struct gck_ctx *ctx, int fd, int level, int threads,
 		threads = gck_zio_cpus();
 	if (level > 0 && threads > 1 && !z->stream)
 		z->pool = pool_new(threads > 64 ? 64 : threads, compress_slot,
-		    level, NULL);
+		    level, NULL, NULL);
 	if (level > 0 && z->pool == NULL) {
 		if ((z->cctx = ZSTD_createCCtx()) == NULL) {
 			r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
@@ -782,12 +785,14 @@ gck_zin_set_ahead(struct gck_zin *z, int on)
 
 /*
  * A function the decompressing workers run on each frame they
- * decompress whole, to examine it while this thread goes on.
+ * decompress whole, to examine it while this thread goes on: fn(arg,
+ * the frame's content, its length, what it found).
  */
 void
-gck_zin_set_examine(struct gck_zin *z, gck_zexamine *fn)
+gck_zin_set_examine(struct gck_zin *z, gck_zexamine *fn, void *arg)
 {
 	z->examine = fn;
+	z->examine_arg = arg;
 }
 
 /*
@@ -1342,7 +1347,7 @@ decompress_slot(struct zpool *p, struct zslot *s, void *arg)
 		s->lies = 1;
 	memset(&s->res, 0, sizeof s->res);
 	if (s->err == 0 && !s->lies && p->examine != NULL)
-		p->examine(s->dst, s->dlen, &s->res);
+		p->examine(p->examine_arg, s->dst, s->dlen, &s->res);
 }
 
 /* Hands out n bytes at p as the next of the tar stream. */
@@ -1489,7 +1494,7 @@ zin_detect(struct gck_zin *z)
 	}
 	n = z->threads > 0 ? z->threads : gck_zio_cpus();
 	if ((z->pool = pool_new(n > 64 ? 64 : n, decompress_slot, 0,
-	    z->examine)) == NULL) {
+	    z->examine, z->examine_arg)) == NULL) {
 		gck_set_error(z->ctx, GCK_ENOMEM, "cannot start threads");
 		return -1;
 	}
