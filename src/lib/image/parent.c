@@ -65,6 +65,7 @@ struct gck_parents {
 	char		*frame, *data;	/* a chunk fetched */
 	size_t		 framecap, datacap;
 	char		 want[33];	/* the image read (for messages) */
+	const char	*what;		/* "parent image", or "image" */
 };
 
 /* What a frame of one entry holds, once checked. */
@@ -105,6 +106,7 @@ gck_parents_new(struct gck_ctx *ctx, struct gck_parents **pp)
 	if ((*pp = calloc(1, sizeof **pp)) == NULL)
 		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 	(*pp)->ctx = ctx;
+	(*pp)->what = "parent image";
 	return GCK_OK;
 }
 
@@ -176,8 +178,8 @@ p_frame_entry(struct gck_parents *ps, struct pimage *pi, uint64_t at,
 	int			 r;
 
 	if (len > ZSTD_compressBound(max + (1u << 16)) || len < 8) {
-		r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent image "
-		    "'%s': a frame of %" PRIu64 " bytes", pi->path, len);
+		r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt %s '%s': a "
+		    "frame of %" PRIu64 " bytes", ps->what, pi->path, len);
 		goto out;
 	}
 	if (ps->framecap < len) {
@@ -220,16 +222,16 @@ p_frame_entry(struct gck_parents *ps, struct pimage *pi, uint64_t at,
 	archive_read_support_format_tar(a);
 	if (archive_read_open_memory(a, tar, (size_t)dlen) != ARCHIVE_OK ||
 	    archive_read_next_header(a, &e) != ARCHIVE_OK) {
-		r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent image "
-		    "'%s': no entry in the frame at offset %" PRIu64,
+		r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt %s '%s': no "
+		    "entry in the frame at offset %" PRIu64, ps->what,
 		    pi->path, at);
 		goto out;
 	}
 	r = p_entry_data(ps, a, e, fe, bufp, capp);
 	goto out;
 bad:
-	r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent image '%s': "
-	    "bad frame at offset %" PRIu64, pi->path, at);
+	r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt %s '%s': bad frame "
+	    "at offset %" PRIu64, ps->what, pi->path, at);
 out:
 	if (a != NULL)
 		archive_read_free(a);
@@ -265,12 +267,12 @@ p_entry_data(struct gck_parents *ps, struct archive *a,
 	}
 	if (archive_entry_filetype(e) != AE_IFREG ||
 	    archive_entry_size(e) < 0 || fe->rec.kind != GCK_DK_SHA256)
-		return gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent "
-		    "image: entry '%.200s' unreadable", fe->name);
+		return gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt %s: "
+		    "entry '%.200s' unreadable", ps->what, fe->name);
 	fe->size = (uint64_t)archive_entry_size(e);
 	if (fe->size > GCK_PART_MAX)
-		return gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent "
-		    "image: entry '%.200s' too large", fe->name);
+		return gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt %s: "
+		    "entry '%.200s' too large", ps->what, fe->name);
 	if (*capp < fe->size + 1) {
 		if ((nb = realloc(*bufp, (size_t)fe->size + 1)) == NULL)
 			return gck_set_error(ps->ctx, GCK_ENOMEM,
@@ -290,8 +292,8 @@ p_entry_data(struct gck_parents *ps, struct archive *a,
 	    ARCHIVE_OK) {
 		if (off < 0 || (uint64_t)off > fe->size ||
 		    l > fe->size - (uint64_t)off) {
-			r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent "
-			    "image: entry '%.200s' longer than declared",
+			r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt %s: "
+			    "entry '%.200s' longer than declared", ps->what,
 			    fe->name);
 			break;
 		}
@@ -300,8 +302,9 @@ p_entry_data(struct gck_parents *ps, struct archive *a,
 			gck_dstate_update(st, p, l);
 	}
 	if (r == GCK_OK && ret != ARCHIVE_EOF)
-		r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent image: "
-		    "entry '%.200s': %s", fe->name, archive_error_string(a));
+		r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt %s: entry "
+		    "'%.200s': %s", ps->what, fe->name,
+		    archive_error_string(a));
 	if (r == GCK_OK && sparse) {
 		archive_entry_sparse_reset(e);
 		while (archive_entry_sparse_next(e, &so, &sl) == ARCHIVE_OK) {
@@ -670,12 +673,83 @@ gck_parents_fetch(struct gck_parents *ps, const struct gck_digest *d,
 		return r;
 	if (fe.ref || fe.size != size || c->size != size ||
 	    !gck_digest_equal(&fe.got, d) || !gck_digest_equal(&fe.rec, d))
-		return gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent "
-		    "image %s ('%s'): its chunk at offset %" PRIu64 " does "
-		    "not match its digest (sha256 %.16s...)",
+		return gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt %s %s "
+		    "('%s'): its chunk at offset %" PRIu64 " does not match "
+		    "its digest (sha256 %.16s...)", ps->what,
 		    ps->img[c->img].id, ps->img[c->img].path, c->at, hex);
 	*datap = ps->data;
 	return GCK_OK;
+}
+
+/*
+ * The image file on fd itself (name, for messages), read as a parent is
+ * read: its footer, its trailer, its manifest, and where it stores each
+ * chunk, so that gck_parents_fetch() reads any chunk of it by itself and
+ * gck_parents_entry() lists its entries.  Returns GCK_OK with *psp, or
+ * a code (an image with no footer, or no file).
+ */
+int
+gck_parents_self(struct gck_ctx *ctx, int fd, const char *name,
+    struct gck_parents **psp)
+{
+	struct gck_parents	*ps = NULL;
+	int			 r;
+
+	*psp = NULL;
+	if ((r = gck_parents_new(ctx, &ps)) != GCK_OK)
+		return r;
+	ps->what = "image";
+	if ((ps->img = calloc(1, sizeof *ps->img)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	ps->img[0].fd = -1;
+	ps->nimg = 1;
+	if ((r = p_open(ps, name, fd, &ps->img[0])) != GCK_OK ||
+	    (r = p_index(ps, 0, 1)) != GCK_OK)
+		goto out;
+	snprintf(ps->want, sizeof ps->want, "%s", ps->img[0].id);
+	qsort(ps->chunk, ps->nchunk, sizeof *ps->chunk, pchunk_cmp);
+	*psp = ps;
+	ps = NULL;
+out:
+	gck_parents_free(ps);
+	return r;
+}
+
+/* How many entries the trailer of the first image of ps lists. */
+size_t
+gck_parents_nentries(const struct gck_parents *ps)
+{
+	return ps->nimg > 0 ? json_array_size(ps->img[0].entries) : 0;
+}
+
+/*
+ * Entry i of the trailer of the first image of ps: its name, size and
+ * digest, and whether it is a reference.  Returns 0, or -1 for an entry
+ * the trailer does not give all of.
+ */
+int
+gck_parents_entry(const struct gck_parents *ps, size_t i, const char **namep,
+    uint64_t *sizep, struct gck_digest *dp, int *refp)
+{
+	json_t		*o;
+	json_int_t	 size;
+	const char	*hex, *name;
+
+	if (ps->nimg == 0 || (o = json_array_get(ps->img[0].entries, i)) ==
+	    NULL)
+		return -1;
+	hex = json_string_value(json_object_get(o, "sha256"));
+	name = json_string_value(json_object_get(o, "name"));
+	if (name == NULL || hex == NULL || json_unpack(o, "{s:I}", "size",
+	    &size) != 0 || size < 0 ||
+	    gck_digest_parse(GCK_DK_SHA256, hex, strlen(hex), dp) == -1)
+		return -1;
+	*namep = name;
+	*sizep = (uint64_t)size;
+	*refp = json_is_true(json_object_get(o, "ref"));
+	return 0;
 }
 
 /* The images of the chain, found: how many, each one's path and id. */

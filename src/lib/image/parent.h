@@ -26,6 +26,11 @@ int	gck_parents_open(struct gck_ctx *, const struct gck_manifest *,
 	    char *const *, size_t, struct gck_parents **);
 int	gck_parents_sizes(struct gck_ctx *, int, const char *, uint64_t *,
 	    uint64_t *);
+int	gck_parents_self(struct gck_ctx *, int, const char *,
+	    struct gck_parents **);
+size_t	gck_parents_nentries(const struct gck_parents *);
+int	gck_parents_entry(const struct gck_parents *, size_t, const char **,
+	    uint64_t *, struct gck_digest *, int *);
 void	gck_parents_free(struct gck_parents *);
 
 #endif /* GCK_IMAGE_PARENT_H */
