@@ -101,6 +101,7 @@ struct gck_waiter;		/* a restored tree, stayed with */
 
 struct gck_restore_opts {
 	int		 infd;		/* the stream */
+	const char	*inname;	/* its name, for messages, or NULL */
 	const char	*tmpdir;	/* staging area, NULL for $TMPDIR */
 	int		 pid_wait_ms;	/* how long to wait for busy PIDs */
 	const char	*gpu_map;	/* "SRC=DST,...", or NULL */

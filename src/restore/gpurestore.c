@@ -173,6 +173,8 @@ main(int argc, char *argv[])
 		usage(2);
 	}
 	o.infd = tool_open_image(argc == 1 ? argv[0] : NULL, 1);
+	o.inname = argc == 1 && strcmp(argv[0], "-") != 0 ? argv[0] :
+	    "standard input";
 
 	tool_signals();
 	ctx = tool_ctx(verbose);

@@ -27,6 +27,7 @@
 #include "private.h"
 #include "core/util.h"
 #include "criu/criu.h"
+#include "criu/fill.h"
 #include "criu/streamer.h"
 #include "criu/streamer_private.h"
 #include "image/image.h"
@@ -72,6 +73,7 @@ struct gck_serve {
 	int			 eoi;		/* the image is read */
 	struct timespec		 since;		/* the file waits for criu */
 	int			 gone;		/* criu has exited */
+	int			 fill;		/* criu gets what is kept only */
 };
 
 static struct gck_sfile *serve_kept(struct gck_serve *, const char *);
@@ -221,6 +223,59 @@ gck_serve_preload(struct gck_serve *s, struct gck_reader *rd)
 		if ((r = serve_keep(s, rd, s->file)) != GCK_OK)
 			return r;
 	}
+}
+
+/*
+ * After gck_serve_preload(), from an image file: plans the restore of
+ * the processes' memory in place (fill.c), from the image's own trailer
+ * self and its parents (or NULL), and where anything is to be written
+ * in place, keeps the pagemaps and pages files the plan gives criu in
+ * place of the image's.  Then criu is served only until it exits, and
+ * the rest of the image is for the caller to read.  Returns GCK_OK with
+ * *fp (NULL where all goes through criu), or a code.
+ */
+int
+gck_serve_fill(struct gck_serve *s, struct gck_parents *self,
+    struct gck_parents *parents, struct gck_fill **fp)
+{
+	struct gck_sfile	*f;
+	struct gck_fill		*fill;
+	const char		*pmname, *pgname;
+	char			*pm, *pg;
+	size_t			 pmlen, pglen, i;
+	int			 r;
+
+	*fp = NULL;
+	if ((r = gck_fill_plan(s->ctx, s->m, self, parents, s->kept, s->nkept,
+	    &fill)) != GCK_OK || fill == NULL)
+		return r;
+	for (i = 0; i < gck_fill_nfiles(fill); i++) {
+		gck_fill_file(fill, i, &pmname, &pm, &pmlen, &pgname, &pg,
+		    &pglen);
+		if ((f = serve_kept(s, pmname)) == NULL ||
+		    serve_kept(s, pgname) != NULL || gck_grow(s->ctx, &s->kept,
+		    &s->capkept, s->nkept, sizeof *s->kept) != GCK_OK) {
+			free(pm);
+			free(pg);
+			gck_fill_free(fill);
+			return f == NULL ? gck_set_error(s->ctx, GCK_ECRIU,
+			    "cannot restore '%s' without '%s'", pgname,
+			    pmname) : s->ctx->code;
+		}
+		free(f->data);
+		f->data = pm;
+		f->len = f->cap = pmlen;
+		f = &s->kept[s->nkept++];
+		memset(f, 0, sizeof *f);
+		f->fd = -1;
+		snprintf(f->name, sizeof f->name, "%s", pgname);
+		f->data = pg;
+		f->len = f->cap = pglen;
+		s->keptbytes += pglen;
+	}
+	s->fill = 1;
+	*fp = fill;
+	return GCK_OK;
 }
 
 static int
@@ -422,6 +477,9 @@ serve_unasked(struct gck_serve *s, struct gck_reader *rd)
 	long		waited;
 	int		r;
 
+	/* Memory that criu does not get waits for criu to be done. */
+	if (s->fill && gck_manifest_file_memory(s->m, s->file))
+		return 0;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (s->since.tv_sec == 0)
 		s->since = now;
@@ -630,6 +688,9 @@ gck_serve_run(struct gck_serve *s, struct gck_reader *rd,
 				break;
 			if ((r = serve_criu_gone(s, rd)) != GCK_OK)
 				goto out;
+			/* The chunks criu did not get are written now. */
+			if (s->fill)
+				break;
 		}
 	}
 	r = GCK_OK;

@@ -5,7 +5,9 @@ struct XXH3_state_s;
 struct gck_capture;
 struct gck_criu_run;
 struct gck_ctx;
+struct gck_fill;
 struct gck_manifest;
+struct gck_parents;
 struct gck_reader;
 struct gck_serve;
 
@@ -53,6 +55,8 @@ uint64_t gck_sample_digest(const char *, size_t);
 int	gck_serve_open(struct gck_ctx *, const char *,
 	    const struct gck_manifest *, struct gck_serve **);
 int	gck_serve_preload(struct gck_serve *, struct gck_reader *);
+int	gck_serve_fill(struct gck_serve *, struct gck_parents *,
+	    struct gck_parents *, struct gck_fill **);
 int	gck_serve_run(struct gck_serve *, struct gck_reader *,
 	    struct gck_criu_run *);
 void	gck_serve_free(struct gck_serve *);

@@ -31,11 +31,13 @@
 #include "core/proc.h"
 #include "core/util.h"
 #include "criu/criu.h"
+#include "criu/fill.h"
 #include "criu/streamer.h"
 #include "gpu/cuda.h"
 #include "gpu/gpumap.h"
 #include "image/image.h"
 #include "image/manifest.h"
+#include "image/names.h"
 #include "image/parent.h"
 #include "ops/ops.h"
 
@@ -55,6 +57,8 @@ struct rst {
 	struct gck_reader		*rd;
 	struct gck_parents		*parents;	/* or NULL */
 	struct gck_serve		*srv;
+	struct gck_fill			*fill;	/* memory written in place */
+	off_t				 inoff;	/* where the stream began */
 	struct gck_guard		*guard;
 	struct gck_keeper		*keeper;	/* criu's, and the tree's */
 	struct gck_cuda			*cu;
@@ -90,6 +94,8 @@ static int	gpu_preflight(struct gck_ctx *, const struct gck_manifest *,
 		    const char *, struct gck_cuda **, struct gck_cproc **,
 		    size_t *);
 static void	tree_kill(struct rst *);
+static int	rst_plan(struct rst *);
+static int	rst_fill(struct rst *);
 static int	source_stopped(const struct rst *);
 static int	end_source(struct rst *);
 
@@ -603,6 +609,7 @@ rst_prepare(struct rst *st)
 	if (mkdir(st->imgdir, 0700) == -1)
 		return gck_set_syserr(ctx, errno, "cannot make '%s': %s",
 		    st->imgdir, strerror(errno));
+	st->inoff = lseek(st->o->infd, 0, SEEK_CUR);
 	if ((r = gck_reader_new(ctx, st->o->infd, &st->rd)) != GCK_OK)
 		return r;
 	gck_reader_set_threads(st->rd, st->o->threads);
@@ -728,9 +735,77 @@ rst_stage(struct rst *st)
 	    (int)gck_manifest_root_pid(st->m));
 	if (st->dfd == -1 && ((r = gck_serve_open(ctx, st->imgdir, st->m,
 	    &st->srv)) != GCK_OK || (r = gck_serve_preload(st->srv, st->rd)) !=
-	    GCK_OK))
+	    GCK_OK || (r = rst_plan(st)) != GCK_OK))
 		return r;
 	return GCK_OK;
+}
+
+/*
+ * From an image file (read from its start), the processes' private
+ * memory is written in place by the workers that decompress it, once
+ * criu has restored the tree without it (fill.c); criu is given the
+ * rest, read ahead from where the image's trailer says.  Elsewhere, or
+ * where that cannot be, criu restores all the memory from the stream.
+ * Returns GCK_OK or a code.
+ */
+static int
+rst_plan(struct rst *st)
+{
+	struct gck_parents	*self = NULL;
+	struct stat		 sb;
+	int			 r;
+
+	if (st->inoff != 0 || fstat(st->o->infd, &sb) == -1 ||
+	    !S_ISREG(sb.st_mode) || gck_manifest_format(st->m) < 2)
+		return GCK_OK;
+	if (gck_parents_self(st->ctx, st->o->infd, st->o->inname != NULL ?
+	    st->o->inname : "the image", &self) != GCK_OK) {
+		gck_log(st->ctx, 1, "restoring all memory through criu: %s",
+		    gck_error_string(st->ctx));
+		return GCK_OK;
+	}
+	if (strcmp(gck_parents_id(self, 0), gck_manifest_id(st->m)) != 0)
+		r = gck_set_error(st->ctx, GCK_ECORRUPT, "corrupt image: its "
+		    "footer names the trailer of another image");
+	else if ((r = gck_serve_fill(st->srv, self, st->parents,
+	    &st->fill)) == GCK_OK && st->fill != NULL)
+		gck_reader_set_taker(st->rd, gck_fill_taker(st->fill));
+	gck_parents_free(self);
+	return r;
+}
+
+/*
+ * criu has restored the tree, stopped, without the memory to be written
+ * in place: reads the rest of the image, every entry checked, as the
+ * workers write that memory into the processes; then checks that each
+ * chunk was written once, with what was checked.  Returns GCK_OK or a
+ * code.
+ */
+static int
+rst_fill(struct rst *st)
+{
+	const void	*p;
+	char		 name[GCK_NAME_MAX + 1];
+	uint64_t	 size;
+	ssize_t		 n;
+	int		 r, hole;
+
+	if (st->fill == NULL)
+		return GCK_OK;
+	gck_fill_arm(st->fill, st->pids);
+	for (;;) {
+		while ((n = gck_reader_file_chunk(st->rd, &p, SIZE_MAX,
+		    &hole)) > 0)
+			;
+		if (n < 0)
+			return st->ctx->code;
+		if ((r = gck_reader_file(st->rd, name, sizeof name, &size)) ==
+		    1)
+			break;
+		if (r != GCK_OK)
+			return r;
+	}
+	return gck_fill_finish(st->fill);
 }
 
 /*
@@ -887,7 +962,8 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	    (r = rst_stage(&st)) != GCK_OK)
 		goto out;
 	if ((r = st.handover ? rst_handover(&st) : rst_restore(&st)) !=
-	    GCK_OK || (r = rst_run(&st)) != GCK_OK)
+	    GCK_OK || (r = rst_fill(&st)) != GCK_OK ||
+	    (r = rst_run(&st)) != GCK_OK)
 		goto out;
 	*rootp = st.pids[0];
 	if (o->waiter != NULL && (r = rst_waiter(&st, o->waiter)) != GCK_OK)
@@ -910,7 +986,9 @@ out:
 	if (st.spool != NULL && (r == GCK_OK || !st.source_ended))
 		unlink(st.spool);
 	gck_serve_free(st.srv);
+	/* (its workers write through st.fill until they stop) */
 	gck_reader_free(st.rd);
+	gck_fill_free(st.fill);
 	gck_parents_free(st.parents);
 	gck_cuda_close(st.cu);
 	free(st.cp);
