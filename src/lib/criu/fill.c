@@ -158,6 +158,8 @@ struct gck_fill {
 	pid_t		 fpid;		/* its process */
 	uint64_t	 faddr;		/* and where */
 	uint64_t	 psz, filled, ahead;
+	uint64_t	*at, *zsize;	/* the frames of the chunks */
+	size_t		 nframes, capat, capzsize;
 };
 
 static int	 range_cmp(const void *, const void *);
@@ -169,6 +171,7 @@ static int	 ranges_meet_any(const struct ranges *, uint64_t, uint64_t);
 static const struct gck_sfile *f_kept(const struct gck_fill *, const char *);
 static int	 f_core(struct gck_fill *, const struct gck_sfile *);
 static int	 f_cores(struct gck_fill *);
+static int	 f_frame(struct gck_fill *, const struct gck_tentry *);
 static struct ffile *f_file(struct gck_fill *, const char *);
 static int	 f_parts(struct gck_fill *, const struct gck_parents *);
 static int	 f_proc(struct gck_fill *, struct ffile *);
@@ -333,6 +336,21 @@ f_cores(struct gck_fill *f)
 	return 1;
 }
 
+/* Notes where the frame of entry e is. */
+static int
+f_frame(struct gck_fill *f, const struct gck_tentry *e)
+{
+	int	r;
+
+	if ((r = gck_grow(f->ctx, &f->at, &f->capat, f->nframes,
+	    sizeof *f->at)) != GCK_OK || (r = gck_grow(f->ctx, &f->zsize,
+	    &f->capzsize, f->nframes, sizeof *f->zsize)) != GCK_OK)
+		return r;
+	f->at[f->nframes] = e->at;
+	f->zsize[f->nframes++] = e->zsize;
+	return GCK_OK;
+}
+
 static struct ffile *
 f_file(struct gck_fill *f, const char *name)
 {
@@ -352,22 +370,22 @@ f_file(struct gck_fill *f, const char *name)
 static int
 f_parts(struct gck_fill *f, const struct gck_parents *self)
 {
-	struct gck_digest d;
+	struct gck_tentry e;
 	struct ffile	*ff;
 	struct fpart	*p;
-	const char	*name;
 	char		 file[GCK_NAME_MAX + 1];
-	uint64_t	 size;
 	size_t		 i, n = gck_parents_nentries(self);
 	long		 part;
-	int		 ref, r;
+	int		 r;
 
 	for (i = 0; i < n; i++) {
-		if (gck_parents_entry(self, i, &name, &size, &d, &ref) == -1)
+		if (gck_parents_entry(self, i, &e) == -1)
 			return 0;
-		if (gck_entry_parse(name, file, sizeof file, &part) == -1 ||
+		if (gck_entry_parse(e.name, file, sizeof file, &part) == -1 ||
 		    gck_manifest_file_memory(f->m, file) != 1)
 			continue;
+		if ((r = f_frame(f, &e)) != GCK_OK)
+			return r;
 		if ((ff = f_file(f, file)) == NULL) {
 			if (part > 0 || (r = gck_grow(f->ctx, &f->file,
 			    &f->capfile, f->nfile, sizeof *f->file)) != GCK_OK)
@@ -378,7 +396,8 @@ f_parts(struct gck_fill *f, const struct gck_parents *self)
 			snprintf(ff->name, sizeof ff->name, "%s", file);
 			ff->whole = part == -1;
 		}
-		if (ff->whole || part != (long)ff->npart || size % f->psz != 0)
+		if (ff->whole || part != (long)ff->npart ||
+		    e.size % f->psz != 0)
 			return 0;
 		if ((r = gck_grow(f->ctx, &ff->part, &ff->cappart, ff->npart,
 		    sizeof *ff->part)) != GCK_OK)
@@ -387,12 +406,12 @@ f_parts(struct gck_fill *f, const struct gck_parents *self)
 		memset(p, 0, sizeof *p);
 		p->file = ff;
 		p->off = ff->size;
-		p->size = size;
-		p->d = d;
-		p->ref = ref;
+		p->size = e.size;
+		p->d = e.d;
+		p->ref = e.ref;
 		p->fill = 1;
 		atomic_init(&p->taken, 0);
-		ff->size += size;
+		ff->size += e.size;
 	}
 	return f->nfile > 0;
 }
@@ -798,6 +817,19 @@ gck_fill_file(struct gck_fill *f, size_t i, const char **pmnamep,
 	ff->pagemap = ff->pages = NULL;
 }
 
+/*
+ * Where the frames of the chunks are, as the trailer says: n of them, at
+ * at[], of zsize[] bytes.
+ */
+void
+gck_fill_frames(const struct gck_fill *f, const uint64_t **atp,
+    const uint64_t **zsizep, size_t *np)
+{
+	*atp = f->at;
+	*zsizep = f->zsize;
+	*np = f->nframes;
+}
+
 /* The taker to give the reader (gck_reader_set_taker()). */
 const struct gck_taker *
 gck_fill_taker(struct gck_fill *f)
@@ -1030,5 +1062,7 @@ gck_fill_free(struct gck_fill *f)
 		free(f->priv[i].v);
 	free(f->priv);
 	free(f->away.r);
+	free(f->at);
+	free(f->zsize);
 	free(f);
 }

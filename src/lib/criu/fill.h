@@ -18,6 +18,8 @@ int	gck_fill_plan(struct gck_ctx *, const struct gck_manifest *,
 size_t	gck_fill_nfiles(const struct gck_fill *);
 void	gck_fill_file(struct gck_fill *, size_t, const char **, char **,
 	    size_t *, const char **, char **, size_t *);
+void	gck_fill_frames(const struct gck_fill *, const uint64_t **,
+	    const uint64_t **, size_t *);
 const struct gck_taker *gck_fill_taker(struct gck_fill *);
 void	gck_fill_arm(struct gck_fill *, const pid_t *);
 int	gck_fill_finish(struct gck_fill *);

@@ -2024,6 +2024,18 @@ gck_reader_set_parents(struct gck_reader *r, struct gck_parents *ps)
 }
 
 /*
+ * Where the reader finds, from now on, the next n frames of the image
+ * file it reads, as its trailer says (at[], zsize[]): the decompressing
+ * workers read them themselves.  Returns GCK_OK or a code.
+ */
+int
+gck_reader_set_frames(struct gck_reader *r, const uint64_t *at,
+    const uint64_t *zsize, size_t n)
+{
+	return gck_zin_set_index(r->z, at, zsize, n);
+}
+
+/*
  * Hands the data of the entries t takes to t, from now on: the frames
  * the workers decompress from now on, and the entries no worker handed
  * on as the reader reads them (see struct gck_taker).

@@ -47,6 +47,8 @@ int	gck_writer_new2(struct gck_ctx *, int, int, size_t, int, int,
 void	gck_reader_set_threads(struct gck_reader *, int);
 void	gck_reader_set_parents(struct gck_reader *, struct gck_parents *);
 void	gck_reader_set_taker(struct gck_reader *, const struct gck_taker *);
+int	gck_reader_set_frames(struct gck_reader *, const uint64_t *,
+	    const uint64_t *, size_t);
 void	gck_writer_set_parents(struct gck_writer *,
 	    const struct gck_parents *);
 uint64_t gck_writer_refbytes(const struct gck_writer *);

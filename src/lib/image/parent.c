@@ -725,16 +725,15 @@ gck_parents_nentries(const struct gck_parents *ps)
 }
 
 /*
- * Entry i of the trailer of the first image of ps: its name, size and
- * digest, and whether it is a reference.  Returns 0, or -1 for an entry
- * the trailer does not give all of.
+ * Entry i of the trailer of the first image of ps into *e.  Returns 0,
+ * or -1 for an entry the trailer does not give all of.
  */
 int
-gck_parents_entry(const struct gck_parents *ps, size_t i, const char **namep,
-    uint64_t *sizep, struct gck_digest *dp, int *refp)
+gck_parents_entry(const struct gck_parents *ps, size_t i,
+    struct gck_tentry *e)
 {
 	json_t		*o;
-	json_int_t	 size;
+	json_int_t	 size, at, zsize;
 	const char	*hex, *name;
 
 	if (ps->nimg == 0 || (o = json_array_get(ps->img[0].entries, i)) ==
@@ -742,13 +741,16 @@ gck_parents_entry(const struct gck_parents *ps, size_t i, const char **namep,
 		return -1;
 	hex = json_string_value(json_object_get(o, "sha256"));
 	name = json_string_value(json_object_get(o, "name"));
-	if (name == NULL || hex == NULL || json_unpack(o, "{s:I}", "size",
-	    &size) != 0 || size < 0 ||
-	    gck_digest_parse(GCK_DK_SHA256, hex, strlen(hex), dp) == -1)
+	if (name == NULL || hex == NULL || json_unpack(o, "{s:I, s:I, s:I}",
+	    "size", &size, "at", &at, "zsize", &zsize) != 0 || size < 0 ||
+	    at < 0 || zsize <= 0 ||
+	    gck_digest_parse(GCK_DK_SHA256, hex, strlen(hex), &e->d) == -1)
 		return -1;
-	*namep = name;
-	*sizep = (uint64_t)size;
-	*refp = json_is_true(json_object_get(o, "ref"));
+	e->name = name;
+	e->size = (uint64_t)size;
+	e->at = (uint64_t)at;
+	e->zsize = (uint64_t)zsize;
+	e->ref = json_is_true(json_object_get(o, "ref"));
 	return 0;
 }
 

@@ -1,6 +1,8 @@
 #ifndef GCK_IMAGE_PARENT_H
 #define GCK_IMAGE_PARENT_H
 
+#include "image/digest.h"
+
 struct gck_ctx;
 struct gck_digest;
 struct gck_manifest;
@@ -11,6 +13,16 @@ struct json_t;
  * parent.c: the images an incremental image refers to, read by their
  * trailer, found from the end of their file.
  */
+
+/* An entry of an image's trailer. */
+struct gck_tentry {
+	const char	*name;
+	uint64_t	 size;
+	struct gck_digest d;
+	int		 ref;		/* a reference to a parent's chunk */
+	uint64_t	 at, zsize;	/* its frame */
+};
+
 int	gck_parents_new(struct gck_ctx *, struct gck_parents **);
 int	gck_parents_add(struct gck_parents *, const char *);
 int	gck_parents_base(struct gck_parents *, const char *);
@@ -29,8 +41,8 @@ int	gck_parents_sizes(struct gck_ctx *, int, const char *, uint64_t *,
 int	gck_parents_self(struct gck_ctx *, int, const char *,
 	    struct gck_parents **);
 size_t	gck_parents_nentries(const struct gck_parents *);
-int	gck_parents_entry(const struct gck_parents *, size_t, const char **,
-	    uint64_t *, struct gck_digest *, int *);
+int	gck_parents_entry(const struct gck_parents *, size_t,
+	    struct gck_tentry *);
 void	gck_parents_free(struct gck_parents *);
 
 #endif /* GCK_IMAGE_PARENT_H */

@@ -34,6 +34,10 @@
 #define ZIO_BLOCK_MAX	(128u << 10)	/* zstd's largest block */
 #define ZIO_SPARES	16		/* buffers kept to use again */
 #define ZIO_FOOTER_LEN	24		/* the skippable frame at the end */
+#define ZIO_EDGE	(64u << 10)	/* of a frame, kept for checks */
+#define ZIO_GAPS	8		/* bytes not kept, the last few */
+#define ZIO_IX_EST	(GCK_CHUNK_SIZE + (64u << 10))	/* a chunk's frame,
+							   decoded */
 
 /* The footer: a zstd skippable frame of 16 bytes naming the trailer. */
 static const unsigned char footer_magic[4] = { 0x5e, 0x2a, 0x4d, 0x18 };
@@ -57,6 +61,10 @@ struct zslot {
 	int		 lies;		/* decoded size is not the header's */
 	struct gck_zres	 res;		/* what examine found */
 	uint64_t	 at;		/* where the frame starts in the input */
+	int		 fd;		/* >= 0: the worker reads the frame */
+	int		 eno;		/* and failed: errno, -1 at EOF */
+	int		 bad;		/* or it is no whole frame */
+	uint64_t	 acct;		/* decoded bytes it counts for */
 };
 #define S_FREE		0
 #define S_QUEUED	1
@@ -150,6 +158,10 @@ struct gck_zin {
 	uint64_t	 total;		/* bytes handed out */
 	uint64_t	 nonzero_end;	/* offset after last non-zero byte */
 	char		*ring;		/* the last ZIO_RING bytes handed out */
+	struct {
+		uint64_t	 from, to;
+	}		 gap[ZIO_GAPS];	/* of them, those not in the ring */
+	unsigned	 ngap;
 	char		*raw;		/* the input read, kept for a spool */
 	size_t		 rawlen, rawcap;
 	int		 keep;		/* keep what is read in raw */
@@ -159,6 +171,9 @@ struct gck_zin {
 	uint64_t	 last_at;	/* where the last frame read in starts */
 	uint64_t	 cur_at;	/* the frame handed out: where it starts */
 	uint64_t	 cur_tar;	/* and where its output starts */
+	uint64_t	*ix_at, *ix_zs;	/* frames known to be there: */
+	size_t		 nix, ix;	/* how many, the next */
+	int		 ix_on;		/* being read by the workers */
 	int		 has_footer;	/* the stream ended with a footer */
 	uint64_t	 footer_at;	/* the frame it names */
 };
@@ -918,28 +933,66 @@ zin_fill(struct gck_zin *z)
 	return n;
 }
 
+/* Copies the n bytes at p into the ring, as bytes from z->total on. */
 static void
-zin_account(struct gck_zin *z, const char *p, size_t n)
+zin_ring(struct gck_zin *z, const char *p, size_t n)
 {
-	size_t	i, at, k;
+	size_t	at, k;
+
+	if (n > ZIO_RING) {
+		p += n - ZIO_RING;
+		z->total += n - ZIO_RING;
+		n = ZIO_RING;
+	}
+	at = (size_t)(z->total % ZIO_RING);
+	k = n < ZIO_RING - at ? n : ZIO_RING - at;
+	memcpy(z->ring + at, p, k);
+	memcpy(z->ring, p + k, n - k);
+	z->total += n;
+}
+
+/*
+ * Accounts for the n bytes at p handed out next: the ring keeps them for
+ * the tar layer's checks, but for those at [skip, skip + nskip) of them,
+ * which it notes it does not have.
+ */
+static void
+zin_account(struct gck_zin *z, const char *p, size_t n, size_t skip,
+    size_t nskip)
+{
+	size_t	i;
 
 	for (i = n; i > 0; i--)
 		if (p[i - 1] != 0) {
 			z->nonzero_end = z->total + i;
 			break;
 		}
-	if (z->ring != NULL) {
-		if (n > ZIO_RING) {
-			p += n - ZIO_RING;
-			z->total += n - ZIO_RING;
-			n = ZIO_RING;
-		}
-		at = (size_t)(z->total % ZIO_RING);
-		k = n < ZIO_RING - at ? n : ZIO_RING - at;
-		memcpy(z->ring + at, p, k);
-		memcpy(z->ring, p + k, n - k);
+	if (z->ring == NULL) {
+		z->total += n;
+		return;
 	}
-	z->total += n;
+	if (nskip == 0) {
+		zin_ring(z, p, n);
+		return;
+	}
+	zin_ring(z, p, skip);
+	z->gap[z->ngap % ZIO_GAPS].from = z->total;
+	z->gap[z->ngap % ZIO_GAPS].to = z->total + nskip;
+	z->ngap++;
+	z->total += nskip;
+	zin_ring(z, p + skip + nskip, n - skip - nskip);
+}
+
+/* Whether the ring holds all of [from, to), as far as gaps go. */
+static int
+zin_held(const struct gck_zin *z, uint64_t from, uint64_t to)
+{
+	unsigned	i;
+
+	for (i = 0; i < ZIO_GAPS && i < z->ngap; i++)
+		if (z->gap[i].from < to && from < z->gap[i].to)
+			return 0;
+	return 1;
 }
 
 /*
@@ -953,7 +1006,8 @@ gck_zin_zero_range(const struct gck_zin *z, uint64_t from, uint64_t to)
 
 	if (z->ring == NULL)
 		return 1;
-	if (to > z->total || from > to || z->total - from > ZIO_RING)
+	if (to > z->total || from > to || z->total - from > ZIO_RING ||
+	    !zin_held(z, from, to))
 		return -1;
 	for (o = from; o < to; o++)
 		if (z->ring[o % ZIO_RING] != 0)
@@ -970,7 +1024,7 @@ gck_zin_peek(const struct gck_zin *z, uint64_t from, void *buf, size_t len)
 	size_t	i;
 
 	if (z->ring == NULL || from + len > z->total ||
-	    z->total - from > ZIO_RING)
+	    z->total - from > ZIO_RING || !zin_held(z, from, from + len))
 		return -1;
 	for (i = 0; i < len; i++)
 		((char *)buf)[i] = z->ring[(from + i) % ZIO_RING];
@@ -1311,6 +1365,41 @@ zin_frame(struct gck_zin *z, struct zslot *s, int block)
 	}
 }
 
+/*
+ * A worker reads the frame of s itself, from where the index says (see
+ * gck_zin_set_index()): it must be one whole frame, with its content
+ * size and a checksum, as the reader's thread checks the frames it
+ * reads.  Returns 0, or -1 with s->eno or s->bad set.
+ */
+static int
+zin_read_slot(struct zslot *s)
+{
+	struct zhdr	h;
+	size_t		got;
+	ssize_t		n;
+
+	for (got = 0; got < s->slen; got += (size_t)n)
+		if ((n = pread(s->fd, s->src + got, s->slen - got,
+		    (off_t)(s->at + got))) <= 0) {
+			if (n == -1 && errno == EINTR) {
+				n = 0;
+				continue;
+			}
+			s->eno = n == 0 ? -1 : errno;
+			return -1;
+		}
+	if (s->slen < 5 || zhdr_len((unsigned char *)s->src) > s->slen ||
+	    zhdr_parse((unsigned char *)s->src, s->slen, &h) == -1 ||
+	    memcmp(s->src, "\x28\xb5\x2f\xfd", 4) != 0 || !h.checksum ||
+	    !h.has_size || h.size > ZIO_FRAME_MAX ||
+	    ZSTD_findFrameCompressedSize(s->src, s->slen) != s->slen) {
+		s->bad = 1;
+		return -1;
+	}
+	s->dlen = (size_t)h.size;
+	return 0;
+}
+
 /* A worker's decompression of one frame, checked against its header. */
 static void
 decompress_slot(struct zpool *p, struct zslot *s, void *arg)
@@ -1328,6 +1417,8 @@ decompress_slot(struct zpool *p, struct zslot *s, void *arg)
 		s->err = (size_t)-1;
 		return;
 	}
+	if (s->fd >= 0 && zin_read_slot(s) == -1)
+		return;
 	if (s->cap < s->dlen + 1) {
 		free(s->dst);
 		if ((s->dst = malloc(s->dlen + 1)) == NULL) {
@@ -1355,12 +1446,32 @@ static ssize_t
 zin_give(struct gck_zin *z, const char *p, size_t n, size_t max,
     const void **pp)
 {
+	size_t	o, a, b;
+
 	if (n > max)
 		n = max;
 	*pp = p;
 	z->piece = p + n;
 	z->pleft -= n;
-	zin_account(z, p, n);
+	/*
+	 * Of a frame decoded whole that holds one entry, as a worker found
+	 * (format 2), the checks of the tar layer look at the head and the
+	 * end only: the headers, the map of the holes, the padding.  The
+	 * rest need not be copied into the ring.
+	 */
+	if (z->given != NULL && z->given->res.ok && p >= z->given->dst &&
+	    p < z->given->dst + z->given->dlen &&
+	    z->given->dlen > 2 * ZIO_EDGE) {
+		o = (size_t)(p - z->given->dst);
+		a = o > ZIO_EDGE ? o : ZIO_EDGE;
+		b = o + n < z->given->dlen - ZIO_EDGE ? o + n :
+		    z->given->dlen - ZIO_EDGE;
+		if (a < b) {
+			zin_account(z, p, n, a - o, b - a);
+			return (ssize_t)n;
+		}
+	}
+	zin_account(z, p, n, 0, 0);
 	return (ssize_t)n;
 }
 
@@ -1424,12 +1535,102 @@ zin_release(struct gck_zin *z)
 {
 	if (z->given == NULL)
 		return;
-	z->inflight -= z->given->dlen;
+	z->inflight -= z->given->acct;
 	/* its buffers, for the frames to come: few are ever in use */
 	zio_unbuf(&z->spares, &z->given->src, &z->given->scap);
 	zio_unbuf(&z->spares, &z->given->dst, &z->given->cap);
 	pool_release_head(z->pool);
 	z->given = NULL;
+}
+
+/*
+ * The frames of the index, once the input is at the first of them: each
+ * next one is given to a worker to read itself, and after the last the
+ * input goes on from its end.  Returns 1 with s queued to be read, 0
+ * when the reader's thread reads the next frame, or -1.
+ */
+static int
+zin_ix_slot(struct gck_zin *z, struct zslot *s)
+{
+	uint64_t	pos, end;
+	size_t		k;
+
+	if (z->ix == z->nix || z->fr.stage != 0 || z->fr.hlen != 0 ||
+	    z->fr.want != 0 || z->keep || z->spoolfd != -1)
+		return 0;
+	pos = z->inbytes - (z->len - z->pos);
+	if (!z->ix_on) {
+		/* The input must be at a frame of the index. */
+		for (k = z->ix; k < z->nix && z->ix_at[k] < pos; k++)
+			;
+		if (k == z->nix || z->ix_at[k] != pos) {
+			z->ix = z->nix;
+			return 0;
+		}
+		z->ix = k;
+		z->ix_on = 1;
+	}
+	if (zio_buf(&z->spares, &s->src, &s->scap, z->ix_zs[z->ix]) == -1) {
+		gck_set_error(z->ctx, GCK_ENOMEM, "out of memory");
+		return -1;
+	}
+	s->fd = z->fd;
+	s->at = z->ix_at[z->ix];
+	s->slen = z->ix_zs[z->ix];
+	s->dlen = 0;
+	s->eno = s->bad = 0;
+	s->acct = ZIO_IX_EST;
+	z->last_at = s->at;
+	z->frames++;
+	if (++z->ix == z->nix) {
+		/* The input goes on after the last of them. */
+		end = s->at + s->slen;
+		if (end >= pos && end - pos <= z->len - z->pos)
+			z->pos += (size_t)(end - pos);
+		else if (lseek(z->fd, (off_t)end, SEEK_SET) == -1) {
+			gck_set_syserr(z->ctx, errno, "cannot read image: %s",
+			    strerror(errno));
+			return -1;
+		} else {
+			z->pos = z->len = 0;
+			z->inbytes = end;
+			z->eof = 0;
+		}
+		z->ix_on = 0;
+	}
+	return 1;
+}
+
+/*
+ * From now on, where the input is at the first of the n frames at at[],
+ * of zsize[] bytes each, back to back, each holding at most a chunk of
+ * memory (a file's input, its trailer read): the workers read each of
+ * them themselves (pread(2)), so that this thread need not.  Returns
+ * GCK_OK or a code.
+ */
+int
+gck_zin_set_index(struct gck_zin *z, const uint64_t *at,
+    const uint64_t *zsize, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		if (zsize[i] == 0 || zsize[i] > ZIO_FRAME_MAX ||
+		    (i > 0 && at[i] != at[i - 1] + zsize[i - 1]))
+			return GCK_OK;
+	free(z->ix_at);
+	free(z->ix_zs);
+	z->ix_at = z->ix_zs = NULL;
+	z->nix = z->ix = 0;
+	if (n == 0)
+		return GCK_OK;
+	if ((z->ix_at = calloc(n, sizeof *at)) == NULL ||
+	    (z->ix_zs = calloc(n, sizeof *zsize)) == NULL)
+		return gck_set_error(z->ctx, GCK_ENOMEM, "out of memory");
+	memcpy(z->ix_at, at, n * sizeof *at);
+	memcpy(z->ix_zs, zsize, n * sizeof *zsize);
+	z->nix = n;
+	return GCK_OK;
 }
 
 /*
@@ -1448,6 +1649,15 @@ zin_ahead(struct gck_zin *z)
 	while (z->pool->tail - z->pool->head < ZIO_SLOTS &&
 	    (z->inflight == 0 || (z->ahead && z->inflight < window)) &&
 	    z->lagerr == 0) {
+		s = &z->pool->slot[z->pool->tail % ZIO_SLOTS];
+		s->fd = -1;
+		if ((r = zin_ix_slot(z, s)) == -1)
+			return -1;
+		if (r == 1) {
+			z->inflight += s->acct;
+			pool_queue(z->pool);
+			continue;
+		}
 		r = zin_frame(z, &z->pool->slot[z->pool->tail % ZIO_SLOTS],
 		    z->pool->tail == z->pool->head);
 		if (r == -1 && z->pool->tail > z->pool->head) {
@@ -1467,7 +1677,8 @@ zin_ahead(struct gck_zin *z)
 			gck_set_error(z->ctx, GCK_ENOMEM, "out of memory");
 			return -1;
 		}
-		z->inflight += s->dlen;
+		s->acct = s->dlen;
+		z->inflight += s->acct;
 		pool_queue(z->pool);
 	}
 	return 0;
@@ -1554,6 +1765,21 @@ gck_zin_next(struct gck_zin *z, const void **pp, size_t max)
 		gck_set_error(z->ctx, s->err == (size_t)-1 ? GCK_ENOMEM :
 		    GCK_ECORRUPT, s->err == (size_t)-1 ? "out of memory" :
 		    "corrupt image: zstd: %s", zerr(s->err));
+		return -1;
+	}
+	if (s->fd >= 0 && s->eno != 0) {
+		if (s->eno == -1)
+			gck_set_error(z->ctx, GCK_ETRUNC, "image truncated at "
+			    "offset %" PRIu64 ", inside a zstd frame", s->at);
+		else
+			gck_set_syserr(z->ctx, s->eno, "cannot read image: %s",
+			    strerror(s->eno));
+		return -1;
+	}
+	if (s->fd >= 0 && s->bad) {
+		gck_set_error(z->ctx, GCK_ECORRUPT, "corrupt image: no whole "
+		    "zstd frame of %zu bytes at offset %" PRIu64 ", as its "
+		    "trailer says", s->slen, s->at);
 		return -1;
 	}
 	if (s->lies) {
@@ -1651,5 +1877,7 @@ gck_zin_free(struct gck_zin *z)
 	free(z->ring);
 	free(z->raw);
 	free(z->buf);
+	free(z->ix_at);
+	free(z->ix_zs);
 	free(z);
 }

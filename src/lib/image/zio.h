@@ -54,6 +54,8 @@ int	gck_zin_footer(const struct gck_zin *, uint64_t *);
 int	gck_zin_zero_range(const struct gck_zin *, uint64_t, uint64_t);
 int	gck_zin_peek(const struct gck_zin *, uint64_t, void *, size_t);
 void	gck_zin_keep_raw(struct gck_zin *);
+int	gck_zin_set_index(struct gck_zin *, const uint64_t *,
+	    const uint64_t *, size_t);
 int	gck_zin_spool(struct gck_zin *, int);
 void	gck_zin_nospool(struct gck_zin *);
 void	gck_zin_free(struct gck_zin *);

@@ -784,14 +784,20 @@ rst_plan(struct rst *st)
 static int
 rst_fill(struct rst *st)
 {
+	const uint64_t	*at, *zsize;
 	const void	*p;
 	char		 name[GCK_NAME_MAX + 1];
 	uint64_t	 size;
+	size_t		 nf;
 	ssize_t		 n;
 	int		 r, hole;
 
 	if (st->fill == NULL)
 		return GCK_OK;
+	/* The workers read the chunks' frames themselves, too. */
+	gck_fill_frames(st->fill, &at, &zsize, &nf);
+	if ((r = gck_reader_set_frames(st->rd, at, zsize, nf)) != GCK_OK)
+		return r;
 	gck_fill_arm(st->fill, st->pids);
 	for (;;) {
 		while ((n = gck_reader_file_chunk(st->rd, &p, SIZE_MAX,
