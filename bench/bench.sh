@@ -27,8 +27,10 @@
 #
 # Environment:
 #   BENCH_REPEAT=N        repeats of each measurement (default 3; medians)
-#   BENCH_WORKLOADS=...   a subset of "mixed zero90 random" (default all)
-#   BENCH_VARIANTS=...    a subset of the variants above (default all)
+#   BENCH_WORKLOADS=...   a subset of "mixed zero90 random" (default all;
+#                         empty: none)
+#   BENCH_VARIANTS=...    a subset of the variants above (default all;
+#                         empty: none, e.g. for the extras alone)
 #   BENCH_EXTRAS=...      a subset of "none-vs-dump rss-flat restore-file
 #                         incremental" (default all)
 #   BENCH_QUICK=1         smoke run: workloads 1/8 of their size, 1 repeat
@@ -76,8 +78,8 @@ XPATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
 
 QUICK=${BENCH_QUICK:-0}
 [ "$QUICK" = 0 ] && REPEAT=${BENCH_REPEAT:-3} || REPEAT=${BENCH_REPEAT:-1}
-WORKLOADS=${BENCH_WORKLOADS:-mixed zero90 random}
-VARIANTS=${BENCH_VARIANTS:-baseline-pipe baseline-ssh gpuckpt-pipe gpuckpt-ssh gpusend gpusend-par}
+WORKLOADS=${BENCH_WORKLOADS-mixed zero90 random}
+VARIANTS=${BENCH_VARIANTS-baseline-pipe baseline-ssh gpuckpt-pipe gpuckpt-ssh gpusend gpusend-par}
 EXTRAS=${BENCH_EXTRAS-none-vs-dump rss-flat restore-file incremental}
 LIMIT=${BENCH_TIMEOUT:-900}
 DIR=${BENCH_DIR:-$BENCH_BINDIR}
@@ -833,11 +835,13 @@ timed()
 
 # restore_file REP: on the mixed workload, two images of the same tree
 # taken with gpuckpt --threads 1 and 2, then its restore from the file by
-# gpurestore --threads 1 and 2, and by criu restore from a tmpfs directory
-# holding the same dump (gpuinspect --extract of the image).  Appends
+# gpurestore --threads 1 and 2 (which writes the private memory in place
+# itself), by gpurestore from a pipe (cat FILE |, where criu restores all
+# of it), and by criu restore from a tmpfs directory holding the same
+# dump (gpuinspect --extract of the image).  Appends
 #   restore-file - REP ok|FAIL WHAT wall_s cpu_s
-# for WHAT ckpt-1 ckpt-2 restore-1 restore-2 criu-tmpfs checks (the last:
-# gpuinspect --verify of the image), and
+# for WHAT ckpt-1 ckpt-2 restore-1 restore-2 restore-pipe criu-tmpfs
+# checks (the last: gpuinspect --verify of the image), and
 #   restore-file - REP ok size image_bytes memory_bytes
 restore_file()
 {
@@ -866,9 +870,14 @@ restore_file()
 	# nothing restored.  No restore that makes them can take less.
 	[ $ok = ok ] && { timed checks "$GPUINSPECT" --verify "$d/img2.gck" \
 	    >/dev/null 2>>"$d/err" || ok=FAIL; }
-	for what in restore-1 restore-2 criu-tmpfs; do
+	for what in restore-1 restore-2 restore-pipe criu-tmpfs; do
 		[ $ok = ok ] || break
 		case $what in
+		restore-pipe)
+			TMPDIR=$d/tmp timed "$what" sh -c 'cat "$1" |
+			    "$2" --threads 2' sh "$d/img2.gck" "$GPURESTORE" \
+			    >/dev/null 2>>"$d/err" || ok=FAIL
+			;;
 		restore-*)
 			TMPDIR=$d/tmp timed "$what" "$GPURESTORE" \
 			    --threads "${what#restore-}" "$d/img2.gck" \
@@ -885,7 +894,8 @@ restore_file()
 		fi
 		stop_work
 	done
-	for what in ckpt-1 ckpt-2 restore-1 restore-2 criu-tmpfs checks; do
+	for what in ckpt-1 ckpt-2 restore-1 restore-2 restore-pipe criu-tmpfs \
+	    checks; do
 		[ -s "$d/$what.t" ] || continue
 		read -r w u s <"$d/$what.t" || continue
 		echo "restore-file - $rep $ok $what $w $(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')" >>"$RAW"
@@ -905,18 +915,20 @@ rf_fig()
 # rf_report: the restore-from-file figures, ratios and the projection.
 rf_report()
 {
-	local mib gb w1 w2 wc wk c1 c2 k1 k2 r
+	local mib gb w1 w2 wp wc wk c1 c2 cp k1 k2 r
 
 	grep -q '^restore-file .* ok ' "$RAW" || return 0
 	set -- $(workload_spec mixed)
 	mib=$2
 	gb=$(awk -v m="$mib" 'BEGIN { printf "%.3f", m / 1024 }')
 	w1=$(rf_fig restore-1 6); w2=$(rf_fig restore-2 6); wc=$(rf_fig criu-tmpfs 6)
-	c1=$(rf_fig restore-1 7); c2=$(rf_fig restore-2 7)
+	wp=$(rf_fig restore-pipe 6)
+	c1=$(rf_fig restore-1 7); c2=$(rf_fig restore-2 7); cp=$(rf_fig restore-pipe 7)
 	k1=$(rf_fig ckpt-1 7); k2=$(rf_fig ckpt-2 7)
 	say ""
 	say "== restore of the mixed $mib MiB image from a local file =="
-	say "  gpurestore --threads 1: ${w1}s (${c1} CPU-s), --threads 2: ${w2}s (${c2} CPU-s); criu restore -D tmpfs: ${wc}s"
+	say "  gpurestore FILE --threads 1: ${w1}s (${c1} CPU-s), --threads 2: ${w2}s (${c2} CPU-s); criu restore -D tmpfs: ${wc}s"
+	say "  cat FILE | gpurestore --threads 2 (criu restores all the memory): ${wp}s (${cp} CPU-s)"
 	say "  gpuckpt --threads 1: $(rf_fig ckpt-1 6)s (${k1} CPU-s), --threads 2: $(rf_fig ckpt-2 6)s (${k2} CPU-s)"
 	r=$(awk -v a="$w2" -v b="$wc" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }')
 	say "$(verdict "$(cmp_le "$r" 1)")  gpurestore FILE / criu restore -D tmpfs: $r (goal: below 1)"
@@ -925,6 +937,8 @@ rf_report()
 	say "      gpuinspect --verify (decompression and digests alone, every CPU): ${wk}s ($(rf_fig checks 7) CPU-s), $r x criu restore -D tmpfs (a floor for any restore that checks every digest, on this host)"
 	r=$(awk -v a="$w2" -v b="$w1" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }')
 	say "      gpurestore --threads 2 / --threads 1: $r"
+	r=$(awk -v a="$w2" -v b="$wp" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }')
+	say "      gpurestore FILE / cat FILE | gpurestore: $r (memory written in place / all through criu)"
 	say "      CPU-seconds per GiB of memory: checkpoint $(awk -v c="$k2" -v g="$gb" 'BEGIN { if (c == "-") print "-"; else printf "%.2f", c / g }'), restore $(awk -v c="$c2" -v g="$gb" 'BEGIN { if (c == "-") print "-"; else printf "%.2f", c / g }') (criu's included)"
 	say "      image $(awk '$1 == "restore-file" && $5 == "size" { print $6; exit }' "$RAW") B of $((mib * 1048576)) B of memory"
 }
