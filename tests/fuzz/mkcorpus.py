@@ -333,7 +333,8 @@ def main():
 def make(bindir, mkimage, work, out):
     imgs, files, pid = checkpoint(bindir, work)
     # found-*: inputs that long fuzzing runs found, kept as they are.
-    for t in ("stream", "manifest", "criu", "frame", "recv", "parent"):
+    for t in ("stream", "manifest", "criu", "frame", "recv", "parent",
+              "fill"):
         d = os.path.join(out, t)
         for n in os.listdir(d) if os.path.isdir(d) else ():
             if not n.startswith("found-"):
@@ -355,6 +356,11 @@ def make(bindir, mkimage, work, out):
     with open(os.path.join(out, os.pardir, "child.gck"), "wb") as f:
         f.write(imgs["incr"])
     parent_seeds(out, work, imgs["zstd"])
+
+    # fuzz_fill: an image file, and an incremental one without its
+    # parent.
+    put(out, "fill", "zstd.gck", imgs["zstd"])
+    put(out, "fill", "incr.gck", imgs["incr"])
 
     # fuzz_manifest: the real one, a small one, one with GPUs.
     m = json.loads(files["gpuckpt.json"])
