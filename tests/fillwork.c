@@ -12,7 +12,7 @@
  * then forks, and fills, each with a pattern of its own,
  *	P	24 MiB of private anonymous memory
  *	H	4 MiB of heap (brk)
- *	R	1 MiB of private anonymous memory, then made read-only
+ *	R	4 MiB of private anonymous memory, then made read-only
  *	N	256 KiB of private anonymous memory, then made inaccessible
  *	F	a private mapping of dir/fillwork.file, 1 MiB of bytes 0xa5,
  *		its even pages written over
@@ -23,7 +23,7 @@
  * The child fills
  *	Q	8 MiB of private anonymous memory of its own.
  * Then the parent appends
- *	ready pid=PID child=PID s=ADDR a=ADDR p=ADDR
+ *	ready pid=PID child=PID s=ADDR a=ADDR p=ADDR r=ADDR
  * to statusfile (addresses in hexadecimal).  On SIGUSR1 each process
  * checks all it holds and appends "verify parent ok" (or "verify child
  * ok"), or "verify parent FAIL region X page N".  On SIGUSR2 the
@@ -55,7 +55,7 @@
 #define PG	4096
 #define NP	6144		/* pages of each region */
 #define NH	1024
-#define NR	256
+#define NR	1024
 #define NN	64
 #define NF	256
 #define NS	1024
@@ -64,8 +64,6 @@
 #define NT	16		/* pages on each thread's stack */
 #define FRAME	(16 * PG)	/* A's top, where frames go */
 
-static void	 fill(unsigned char *, int, size_t);
-static int	 is(const unsigned char *, int, size_t);
 static int	 region_ok(const char *, const unsigned char *, int, size_t,
 		    size_t);
 static int	 check(int);
@@ -78,30 +76,8 @@ static size_t		 na;		/* pages of A on the signal stack */
 static unsigned char	*volatile tstack[2];
 static volatile sig_atomic_t	 usr2_seen;
 
-/* Page n of region r: words that tell both apart, none of them zero. */
-static void
-fill(unsigned char *p, int r, size_t n)
-{
-	uint64_t	w;
-	size_t		i;
-
-	for (i = 0; i < PG / sizeof w; i++) {
-		w = (((uint64_t)r << 56) | ((uint64_t)n << 20) | i) *
-		    WORK_GOLDEN | 1;
-		memcpy(p + i * sizeof w, &w, sizeof w);
-	}
-}
-
-static int
-is(const unsigned char *p, int r, size_t n)
-{
-	unsigned char	want[PG];
-
-	fill(want, r, n);
-	return memcmp(p, want, PG) == 0;
-}
-
-/* Whether pages [from, to) of region r at p are as fill() made them. */
+/* Whether pages [from, to) of region r at p are as work_page_fill() made
+ * them. */
 static int
 region_ok(const char *who, const unsigned char *p, int r, size_t from,
     size_t to)
@@ -109,7 +85,7 @@ region_ok(const char *who, const unsigned char *p, int r, size_t from,
 	size_t	n;
 
 	for (n = from; n < to; n++)
-		if (!is(p + n * PG, r, n)) {
+		if (!work_page_is(p + n * PG, r, n)) {
 			work_status("verify %s FAIL region %c page %zu", who, r,
 			    n);
 			return 0;
@@ -143,8 +119,9 @@ check(int child)
 	if (!i)
 		return -1;
 	for (n = 0; n < NF; n++)
-		if (n % 2 == 0 ? !is(rf + n * PG, 'F', n) : rf[n * PG] != 0xa5 ||
-		    memcmp(rf + n * PG, rf + n * PG + 1, PG - 1) != 0) {
+		if (n % 2 == 0 ? !work_page_is(rf + n * PG, 'F', n) :
+		    rf[n * PG] != 0xa5 || memcmp(rf + n * PG, rf + n * PG + 1,
+		    PG - 1) != 0) {
 			work_status("verify %s FAIL region F page %zu", who, n);
 			return -1;
 		}
@@ -184,7 +161,7 @@ thread_main(void *arg)
 	sigaddset(&set, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	for (n = 0; n < NT; n++)
-		fill(stack + n * PG, 'T' + i, n);
+		work_page_fill(stack + n * PG, 'T' + i, n);
 	tstack[i] = stack;
 	for (;;)
 		work_msleep(1000);
@@ -249,7 +226,7 @@ main(int argc, char **argv)
 	}
 	rs += PG;
 	for (n = 0; n < NS; n++)
-		fill(rs + n * PG, 'S', n);
+		work_page_fill(rs + n * PG, 'S', n);
 
 	if ((child = fork()) == -1) {
 		work_status("error fork: %s", strerror(errno));
@@ -258,7 +235,7 @@ main(int argc, char **argv)
 	if (child == 0) {
 		rq = map(NQ * PG, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		for (n = 0; n < NQ; n++)
-			fill(rq + n * PG, 'Q', n);
+			work_page_fill(rq + n * PG, 'Q', n);
 		for (;;) {
 			if (work_want_verify) {
 				work_want_verify = 0;
@@ -270,19 +247,19 @@ main(int argc, char **argv)
 
 	rp = map(NP * PG, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	for (n = 0; n < NP; n++)
-		fill(rp + n * PG, 'P', n);
+		work_page_fill(rp + n * PG, 'P', n);
 	if ((rh = sbrk(NH * PG)) == (void *)-1) {
 		work_status("error sbrk: %s", strerror(errno));
 		return 1;
 	}
 	for (n = 0; n < NH; n++)
-		fill(rh + n * PG, 'H', n);
+		work_page_fill(rh + n * PG, 'H', n);
 	rr = map(NR * PG, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	for (n = 0; n < NR; n++)
-		fill(rr + n * PG, 'R', n);
+		work_page_fill(rr + n * PG, 'R', n);
 	rn = map(NN * PG, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	for (n = 0; n < NN; n++)
-		fill(rn + n * PG, 'N', n);
+		work_page_fill(rn + n * PG, 'N', n);
 	if (mprotect(rr, NR * PG, PROT_READ) == -1 ||
 	    mprotect(rn, NN * PG, PROT_NONE) == -1) {
 		work_status("error mprotect: %s", strerror(errno));
@@ -302,10 +279,10 @@ main(int argc, char **argv)
 	rf = map(NF * PG, MAP_PRIVATE, fd, 0);
 	close(fd);
 	for (n = 0; n < NF; n += 2)
-		fill(rf + n * PG, 'F', n);
+		work_page_fill(rf + n * PG, 'F', n);
 	ra = map(NA * PG, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	for (n = 0; n < NA; n++)
-		fill(ra + n * PG, 'A', n);
+		work_page_fill(ra + n * PG, 'A', n);
 	na = ((((uintptr_t)ra + NA * PG) & ~(uintptr_t)((1 << 20) - 1)) -
 	    (uintptr_t)ra) / PG;
 	ss.ss_sp = ra;
@@ -329,8 +306,8 @@ main(int argc, char **argv)
 	while (tstack[0] == NULL || tstack[1] == NULL)
 		work_msleep(10);
 	work_status("ready pid=%d child=%d s=%" PRIxPTR " a=%" PRIxPTR
-	    " p=%" PRIxPTR, (int)getpid(), (int)child, (uintptr_t)rs,
-	    (uintptr_t)ra, (uintptr_t)rp);
+	    " p=%" PRIxPTR " r=%" PRIxPTR, (int)getpid(), (int)child,
+	    (uintptr_t)rs, (uintptr_t)ra, (uintptr_t)rp, (uintptr_t)rr);
 	for (;;) {
 		if (work_want_verify) {
 			work_want_verify = 0;

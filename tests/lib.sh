@@ -15,6 +15,9 @@ GCKPT=$GCK_BINDIR/ckpt/gpuckpt
 GCKRESTORE=$GCK_BINDIR/restore/gpurestore
 GCKINSPECT=$GCK_BINDIR/inspect/gpuinspect
 WORKLOAD=$GCK_TESTDIR/workload
+# The tests' own python modules (criuimg.py).
+PYTHONPATH=$GCK_SRCDIR${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONPATH
 test_count=0
 test_failed=0
 echo >&2 "${0##*/}: ${test_description:-}"

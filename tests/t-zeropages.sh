@@ -73,53 +73,20 @@ test_expect_success 'the image lists none of those pages, and all the others' '
 	test_status 0 "$GCKINSPECT" --extract=x zp.gck &&
 	python3 - x $ZPID $ZCHILD $(zp_field a) $(zp_field b) $(zp_field c) \
 	    $(zp_field d) $(zp_field e) <<-\EOF
-	import json, os, struct, sys
+	import criuimg, json, os, sys
 	d, pid, child = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 	a, b, c, dd, e = (int(x, 16) for x in sys.argv[4:9])
 	PG = 4096
 	bad = []
 
-	def varint(buf, i):
-	    v = s = 0
-	    while True:
-	        ch = buf[i]
-	        i += 1
-	        v |= (ch & 0x7f) << s
-	        s += 7
-	        if ch < 0x80:
-	            return v, i
-
-	def fields(buf):
-	    f, i = {}, 0
-	    while i < len(buf):
-	        k, i = varint(buf, i)
-	        if k & 7 == 0:
-	            v, i = varint(buf, i)
-	        elif k & 7 == 2:
-	            n, i = varint(buf, i)
-	            v, i = buf[i:i + n], i + n
-	        else:
-	            raise ValueError("wire type %d" % (k & 7))
-	        f[k >> 3] = v
-	    return f
-
 	def pagemap(p):
-	    buf = open("%s/pagemap-%d.img" % (d, p), "rb").read()
-	    i, recs = 8, []
-	    while i < len(buf):
-	        n = struct.unpack_from("<I", buf, i)[0]
-	        recs.append(fields(buf[i + 4:i + 4 + n]))
-	        i += 4 + n
-	    pages = set()
-	    for r in recs[1:]:
-	        if r.get(4, 4) & 4:
-	            for k in range(r[2]):
-	                pages.add(r[1] + k * PG)
-	    size = os.path.getsize("%s/pages-%d.img" % (d, recs[0][1]))
-	    if size != len(pages) * PG:
+	    n, addrs = criuimg.layout(d, p)
+	    path = "%s/pages-%d.img" % (d, n)
+	    if os.path.getsize(path) != len(addrs) * PG:
 	        bad.append("pages-%d.img: %d bytes, pagemap-%d.img lists %d"
-	                   " pages" % (recs[0][1], size, p, len(pages)))
-	    return pages, "%s/pages-%d.img" % (d, recs[0][1])
+	                   " pages" % (n, os.path.getsize(path), p,
+	                   len(addrs)))
+	    return set(addrs), path
 
 	def want(who, pages, base, n, keep, name):
 	    for k in range(n):

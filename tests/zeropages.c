@@ -55,38 +55,12 @@
 #define ND	256
 #define NE	256
 
-static void	 fill(unsigned char *, int, size_t);
-static int	 is(const unsigned char *, int, size_t);
 static int	 zero_but(const unsigned char *, size_t, unsigned char);
 static int	 a_ok(const unsigned char *, size_t);
 static int	 check(int);
 static void	*map(size_t, int, int);
 
 static unsigned char	*ra, *rb, *rc, *rd, *re;
-
-/* Page n of region r: words that tell both apart, none of them zero. */
-static void
-fill(unsigned char *p, int r, size_t n)
-{
-	uint64_t	w;
-	size_t		i;
-
-	for (i = 0; i < PG / sizeof w; i++) {
-		w = (((uint64_t)r << 56) | ((uint64_t)n << 20) | i) *
-		    WORK_GOLDEN | 1;
-		memcpy(p + i * sizeof w, &w, sizeof w);
-	}
-}
-
-/* Whether page p is page n of region r as fill() wrote it. */
-static int
-is(const unsigned char *p, int r, size_t n)
-{
-	unsigned char	want[PG];
-
-	fill(want, r, n);
-	return memcmp(p, want, PG) == 0;
-}
 
 /* Whether page p is zero but for its byte at (none if PG), which is v. */
 static int
@@ -107,7 +81,7 @@ a_ok(const unsigned char *p, size_t n)
 	switch (n % 8) {
 	case 0:
 	case 6:
-		return is(p, 'A', n);
+		return work_page_is(p, 'A', n);
 	case 2:
 		return zero_but(p, PG - 1, 0x5a);
 	case 4:
@@ -140,10 +114,10 @@ check(int child)
 	for (n = 0; n < NC; n++) {
 		if (child)
 			ok = n % 2 == 0 ? zero_but(rc + n * PG, PG, 0) :
-			    is(rc + n * PG, 'C', n);
+			    work_page_is(rc + n * PG, 'C', n);
 		else
 			ok = n % 4 == 1 ? zero_but(rc + n * PG, PG, 0) :
-			    is(rc + n * PG, 'C', n);
+			    work_page_is(rc + n * PG, 'C', n);
 		if (!ok) {
 			work_status("verify %s FAIL region C page %zu", who, n);
 			return -1;
@@ -153,7 +127,7 @@ check(int child)
 		if (n < 128)
 			ok = zero_but(rd + n * PG, PG, 0);
 		else if (n < 192)
-			ok = is(rd + n * PG, 'D', n);
+			ok = work_page_is(rd + n * PG, 'D', n);
 		else
 			ok = rd[n * PG] == 0xa5 &&
 			    memcmp(rd + n * PG, rd + n * PG + 1, PG - 1) == 0;
@@ -164,7 +138,7 @@ check(int child)
 	}
 	for (n = 0; n < NE; n++)
 		if (!(n % 2 == 0 ? zero_but(re + n * PG, PG, 0) :
-		    is(re + n * PG, 'E', n))) {
+		    work_page_is(re + n * PG, 'E', n))) {
 			work_status("verify %s FAIL region E page %zu", who, n);
 			return -1;
 		}
@@ -238,13 +212,13 @@ main(int argc, char **argv)
 	re = map((size_t)NE * PG, MAP_SHARED | MAP_ANONYMOUS, -1);
 	close(fd);
 	for (n = 0; n < NC; n++)
-		fill(rc + n * PG, 'C', n);
+		work_page_fill(rc + n * PG, 'C', n);
 	memset(rd, 0, 128 * PG);
 	for (n = 128; n < 192; n++)
-		fill(rd + n * PG, 'D', n);
+		work_page_fill(rd + n * PG, 'D', n);
 	for (n = 0; n < NE; n++)
 		if (n % 2 == 1)
-			fill(re + n * PG, 'E', n);
+			work_page_fill(re + n * PG, 'E', n);
 
 	if (pipe(p) == -1 || (child = fork()) == -1) {
 		work_status("error fork: %s", strerror(errno));
@@ -271,7 +245,7 @@ main(int argc, char **argv)
 	ra = map((size_t)NA * PG, MAP_PRIVATE | MAP_ANONYMOUS, -1);
 	rb = map((size_t)NB * PG, MAP_PRIVATE | MAP_ANONYMOUS, -1);
 	for (n = 0; n < NA; n++) {
-		fill(ra + n * PG, 'A', n);
+		work_page_fill(ra + n * PG, 'A', n);
 		if (n % 8 != 0 && n % 8 != 6)
 			memset(ra + n * PG, 0, PG);
 		if (n % 8 == 2)

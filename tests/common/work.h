@@ -110,6 +110,32 @@ work_close_inherited(void)
 			close(fd);
 }
 
+#define WORK_PAGE	4096
+
+/* Page n of region r: words that tell both apart, none of them zero. */
+static inline void
+work_page_fill(unsigned char *p, int r, size_t n)
+{
+	uint64_t	w;
+	size_t		i;
+
+	for (i = 0; i < WORK_PAGE / sizeof w; i++) {
+		w = (((uint64_t)r << 56) | ((uint64_t)n << 20) | i) *
+		    WORK_GOLDEN | 1;
+		memcpy(p + i * sizeof w, &w, sizeof w);
+	}
+}
+
+/* Whether page p is page n of region r as work_page_fill() wrote it. */
+static inline int
+work_page_is(const unsigned char *p, int r, size_t n)
+{
+	unsigned char	want[WORK_PAGE];
+
+	work_page_fill(want, r, n);
+	return memcmp(p, want, WORK_PAGE) == 0;
+}
+
 /*
  * Fills n words with xorshift64 from x (0: a fixed seed).  Returns the
  * state, from which another fill goes on.
