@@ -332,7 +332,8 @@ f_cores(struct gck_fill *f)
 	}
 	if (n == 0)
 		return 0;
-	qsort(f->away.r, f->away.n, sizeof *f->away.r, range_cmp);
+	if (f->away.n > 0)
+		qsort(f->away.r, f->away.n, sizeof *f->away.r, range_cmp);
 	return 1;
 }
 
@@ -472,7 +473,8 @@ f_proc(struct gck_fill *f, struct ffile *ff)
 	mm_entry__free_unpacked(me, NULL);
 	if (r != GCK_OK)
 		return r;
-	qsort(ff->ok.r, ff->ok.n, sizeof *ff->ok.r, range_cmp);
+	if (ff->ok.n > 0)
+		qsort(ff->ok.r, ff->ok.n, sizeof *ff->ok.r, range_cmp);
 	for (i = 1; i < ff->ok.n; i++)
 		if (ff->ok.r[i].start < ff->ok.r[i - 1].end)
 			return 0;
@@ -528,7 +530,8 @@ f_private(struct gck_fill *f)
 			pv->v[pv->n++].flags = v->flags;
 		}
 		mm_entry__free_unpacked(me, NULL);
-		qsort(pv->v, pv->n, sizeof *pv->v, pvma_cmp);
+		if (pv->n > 0)
+			qsort(pv->v, pv->n, sizeof *pv->v, pvma_cmp);
 	}
 	return r;
 }
@@ -547,7 +550,7 @@ f_twin(const struct gck_fill *f, size_t proc, const VmaEntry *v)
 	key.start = v->start;
 	for (i = 0; i < f->nprocs; i++) {
 		pv = &f->priv[i];
-		if (i == proc || (w = bsearch(&key, pv->v, pv->n,
+		if (i == proc || pv->n == 0 || (w = bsearch(&key, pv->v, pv->n,
 		    sizeof *pv->v, pvma_cmp)) == NULL)
 			continue;
 		if (w->end == v->end && !((w->flags ^ v->flags) &
