@@ -464,6 +464,28 @@ proc_descendants() {
 	}'
 }
 
+# ask_verify FILE PID WHO: asks process PID, which says who it is by WHO
+# in the lines it appends to FILE, to check its memory (SIGUSR1), and
+# waits for its answer there: "verify WHO ok".
+ask_verify() {
+	_n=$(grep -c "^verify $3 " "$1")
+	proc_running "$2" || return 1
+	kill -USR1 "$2" || return 1
+	_i=0
+	while test "$(grep -c "^verify $3 " "$1")" -le "$_n"; do
+		_i=$((_i + 1))
+		if test $_i -gt 100; then
+			echo >&2 "process $2 did not answer"
+			return 1
+		fi
+		sleep 0.1
+	done
+	_line=$(grep "^verify $3 " "$1" | tail -n 1)
+	test "$_line" = "verify $3 ok" && return 0
+	echo >&2 "process $2: $_line"
+	return 1
+}
+
 # kill_tree PID...: SIGKILLs each PID and its descendants and waits
 # until they are gone (reaped by us or by the subreaper).
 kill_tree() {

@@ -14,22 +14,7 @@ test_cleanup() {
 # fw_verify PID WHO: asks process PID, the workload's parent or child
 # (WHO), to check its memory, and waits for its answer: "ok".
 fw_verify() {
-	_n=$(grep -c "^verify $2 " "$FSTATUS")
-	proc_running "$1" || return 1
-	kill -USR1 "$1" || return 1
-	_i=0
-	while test "$(grep -c "^verify $2 " "$FSTATUS")" -le "$_n"; do
-		_i=$((_i + 1))
-		if test $_i -gt 100; then
-			echo >&2 "process $1 did not answer"
-			return 1
-		fi
-		sleep 0.1
-	done
-	_line=$(grep "^verify $2 " "$FSTATUS" | tail -n 1)
-	test "$_line" = "verify $2 ok" && return 0
-	echo >&2 "process $1: $_line"
-	return 1
+	ask_verify "$FSTATUS" "$1" "$2"
 }
 
 # fw_field NAME: a field of the workload's ready line.

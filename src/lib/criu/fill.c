@@ -96,6 +96,7 @@ struct ranges {
 struct pvma {
 	uint64_t	start, end;
 	uint32_t	flags;
+	int		fillable;	/* anonymous, writable */
 };
 
 /* The private mappings of a process, sorted by start. */
@@ -177,7 +178,7 @@ static int	 f_parts(struct gck_fill *, const struct gck_parents *);
 static int	 f_proc(struct gck_fill *, struct ffile *);
 static int	 pvma_cmp(const void *, const void *);
 static int	 f_private(struct gck_fill *);
-static int	 f_twin(const struct gck_fill *, size_t, const VmaEntry *);
+static int	 f_twin(const struct gck_fill *, size_t, const struct pvma *);
 static int	 f_writable(const struct gck_fill *, const struct ffile *,
 		    uint64_t, uint64_t);
 static int	 f_seg(struct gck_fill *, struct fpart *, uint64_t, uint64_t,
@@ -283,11 +284,9 @@ f_core(struct gck_fill *f, const struct gck_sfile *c)
 	const uint8_t	*rec;
 	uint64_t	 sp;
 	uint32_t	 len;
-	size_t		 pos;
-	int		 bad, r = GCK_OK;
+	int		 r = GCK_OK;
 
-	if (gck_img_start(c->data, c->len, GCK_CORE_MAGIC, &pos) == -1 ||
-	    (rec = gck_img_record(c->data, c->len, &pos, &len, &bad)) ==
+	if ((rec = gck_img_first(c->data, c->len, GCK_CORE_MAGIC, &len)) ==
 	    NULL || (ce = core_entry__unpack(NULL, len, rec)) == NULL)
 		return 0;
 	if (!ce->has_mtype || ce->mtype != MARCH_X86_64 ||
@@ -424,16 +423,13 @@ f_parts(struct gck_fill *f, const struct gck_parents *self)
 static int
 f_proc(struct gck_fill *f, struct ffile *ff)
 {
-	const struct gck_sfile	*mm;
+	const struct pvmas	*pv;
+	const struct pvma	*v;
 	struct gck_pagemap	 pm;
-	MmEntry			*me;
-	VmaEntry		*v;
-	const uint8_t		*rec;
 	char			 name[64];
 	unsigned		 id;
-	uint32_t		 len;
-	size_t			 i, pos;
-	int			 bad, r = GCK_OK;
+	size_t			 i;
+	int			 r = GCK_OK;
 
 	if (!gck_pages_id(ff->name, &id) || gck_manifest_file_size(f->m,
 	    ff->name) != (int64_t)ff->size)
@@ -450,17 +446,10 @@ f_proc(struct gck_fill *f, struct ffile *ff)
 		return 0;
 	ff->proc = i;
 	snprintf(ff->pmname, sizeof ff->pmname, "%s", ff->pm->name);
-	snprintf(name, sizeof name, "mm-%d.img", (int)gck_manifest_pid(f->m,
-	    i));
-	if ((mm = f_kept(f, name)) == NULL || gck_img_start(mm->data,
-	    mm->len, GCK_MM_MAGIC, &pos) == -1 || (rec = gck_img_record(
-	    mm->data, mm->len, &pos, &len, &bad)) == NULL ||
-	    (me = mm_entry__unpack(NULL, len, rec)) == NULL)
-		return 0;
-	for (i = 0; i < me->n_vmas && r == GCK_OK; i++) {
-		v = me->vmas[i];
-		if (!gck_vma_anon_private(v) || !v->has_prot ||
-		    !(v->prot & PROT_WRITE))
+	pv = &f->priv[i];
+	for (i = 0; i < pv->n && r == GCK_OK; i++) {
+		v = &pv->v[i];
+		if (!v->fillable)
 			continue;
 		if (f_twin(f, ff->proc, v))
 			gck_log(f->ctx, 2, "process %d: %#" PRIx64 "-%#" PRIx64
@@ -470,11 +459,9 @@ f_proc(struct gck_fill *f, struct ffile *ff)
 		else
 			r = ranges_add(f->ctx, &ff->ok, v->start, v->end);
 	}
-	mm_entry__free_unpacked(me, NULL);
 	if (r != GCK_OK)
 		return r;
-	if (ff->ok.n > 0)
-		qsort(ff->ok.r, ff->ok.n, sizeof *ff->ok.r, range_cmp);
+	/* (in order already, as the mappings are) */
 	for (i = 1; i < ff->ok.n; i++)
 		if (ff->ok.r[i].start < ff->ok.r[i - 1].end)
 			return 0;
@@ -503,18 +490,16 @@ f_private(struct gck_fill *f)
 	const uint8_t		*rec;
 	char			 name[64];
 	uint32_t		 len;
-	size_t			 i, k, pos;
-	int			 bad, r = GCK_OK;
+	size_t			 i, k;
+	int			 r = GCK_OK;
 
 	if ((f->priv = calloc(f->nprocs + 1, sizeof *f->priv)) == NULL)
 		return gck_set_error(f->ctx, GCK_ENOMEM, "out of memory");
 	for (i = 0; i < f->nprocs && r == GCK_OK; i++) {
 		snprintf(name, sizeof name, "mm-%d.img",
 		    (int)gck_manifest_pid(f->m, i));
-		if ((mm = f_kept(f, name)) == NULL || gck_img_start(mm->data,
-		    mm->len, GCK_MM_MAGIC, &pos) == -1 ||
-		    (rec = gck_img_record(mm->data, mm->len, &pos, &len,
-		    &bad)) == NULL ||
+		if ((mm = f_kept(f, name)) == NULL || (rec = gck_img_first(
+		    mm->data, mm->len, GCK_MM_MAGIC, &len)) == NULL ||
 		    (me = mm_entry__unpack(NULL, len, rec)) == NULL)
 			continue;
 		pv = &f->priv[i];
@@ -527,7 +512,9 @@ f_private(struct gck_fill *f)
 				continue;
 			pv->v[pv->n].start = v->start;
 			pv->v[pv->n].end = v->end;
-			pv->v[pv->n++].flags = v->flags;
+			pv->v[pv->n].flags = v->flags;
+			pv->v[pv->n++].fillable = gck_vma_anon_private(v) &&
+			    v->has_prot && (v->prot & PROT_WRITE);
 		}
 		mm_entry__free_unpacked(me, NULL);
 		if (pv->n > 0)
@@ -541,7 +528,7 @@ f_private(struct gck_fill *f)
  * and the kind of v, which may share pages with it.
  */
 static int
-f_twin(const struct gck_fill *f, size_t proc, const VmaEntry *v)
+f_twin(const struct gck_fill *f, size_t proc, const struct pvma *v)
 {
 	const struct pvmas	*pv;
 	struct pvma		 key, *w;

@@ -93,6 +93,22 @@ gck_img_start(const char *data, size_t len, uint32_t magic, size_t *posp)
 }
 
 /*
+ * The first record of the CRIU image of len bytes at data, whose magic
+ * is magic, and its length in *lenp: NULL when it is no such image or
+ * holds no whole record.
+ */
+const uint8_t *
+gck_img_first(const char *data, size_t len, uint32_t magic, uint32_t *lenp)
+{
+	size_t	pos;
+	int	bad;
+
+	if (gck_img_start(data, len, magic, &pos) == -1)
+		return NULL;
+	return gck_img_record(data, len, &pos, lenp, &bad);
+}
+
+/*
  * Whether mapping v of mm-PID.img is private anonymous memory, which a
  * restore maps afresh, empty, and fills with the pages its pagemap
  * lists: its status VMA_AREA_REGULAR and VMA_ANON_PRIVATE, and nothing
@@ -515,8 +531,7 @@ gck_rseq_areas(struct gck_ctx *ctx, const struct gck_capture *cap, pid_t pid,
 	const uint8_t		*rec;
 	char			 path[64], name[NAME_MAX + 16];
 	uint32_t		 len;
-	size_t			 n = 0, na = 0, pos;
-	int			 bad;
+	size_t			 n = 0, na = 0;
 
 	*areasp = NULL;
 	*np = 0;
@@ -530,10 +545,8 @@ gck_rseq_areas(struct gck_ctx *ctx, const struct gck_capture *cap, pid_t pid,
 		snprintf(name, sizeof name, "core-%d.img",
 		    (int)gck_nsview_local(ns, (pid_t)atoi(d->d_name)));
 		if ((f = gck_capture_find(cap, name)) == NULL ||
-		    gck_img_start(f->data, f->len, GCK_CORE_MAGIC, &pos) ==
-		    -1 ||
-		    (rec = gck_img_record(f->data, f->len, &pos, &len,
-		    &bad)) == NULL ||
+		    (rec = gck_img_first(f->data, f->len, GCK_CORE_MAGIC,
+		    &len)) == NULL ||
 		    (ce = core_entry__unpack(NULL, len, rec)) == NULL)
 			continue;
 		if (ce->thread_core != NULL && ce->thread_core->rseq_entry !=

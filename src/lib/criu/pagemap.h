@@ -30,6 +30,7 @@ struct gck_sfile;
 struct VmaEntry;
 
 int	gck_img_start(const char *, size_t, uint32_t, size_t *);
+const uint8_t *gck_img_first(const char *, size_t, uint32_t, uint32_t *);
 int	gck_vma_anon_private(const struct VmaEntry *);
 const uint8_t *gck_img_record(const char *, size_t, size_t *, uint32_t *,
 	    int *);

@@ -209,12 +209,12 @@ mm_ranges(struct gck_ctx *ctx, struct zscan *z, const struct gck_sfile *mm)
 	VmaEntry	*v;
 	const uint8_t	*rec;
 	uint32_t	 rl;
-	size_t		 pos, i;
-	int		 bad, r = GCK_OK;
+	size_t		 i;
+	int		 r = GCK_OK;
 
-	if (mm == NULL || gck_img_start(mm->data, mm->len, GCK_MM_MAGIC,
-	    &pos) == -1 || (rec = gck_img_record(mm->data, mm->len, &pos, &rl,
-	    &bad)) == NULL || (me = mm_entry__unpack(NULL, rl, rec)) == NULL)
+	if (mm == NULL || (rec = gck_img_first(mm->data, mm->len,
+	    GCK_MM_MAGIC, &rl)) == NULL ||
+	    (me = mm_entry__unpack(NULL, rl, rec)) == NULL)
 		return GCK_OK;
 	for (i = 0; i < me->n_vmas; i++) {
 		v = me->vmas[i];
