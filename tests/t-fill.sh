@@ -185,10 +185,46 @@ swap() {
 	EOF
 }
 
-test_expect_success 'a chunk written in place damaged in the file: refused, the tree killed' '
+test_expect_success 'an image file whose footer names the trailer of another: refused before criu' '
+	test_status 0 "$GCKPT" -R -p $FPID -o fw2.gck &&
 	kill_tree $FPID &&
 	wait_gone $FCHILD &&
 	started= &&
+	python3 - fw.gck fw2.gck mix.gck <<-\EOF &&
+	# the image of fw.gck, followed by fw2.gck, whose trailer (and so
+	# the footer at the end) says where its own frames are in the whole
+	import hashlib, io, json, struct, subprocess, sys, tarfile
+	a = open(sys.argv[1], "rb").read()[:-24]
+	b = open(sys.argv[2], "rb").read()
+	fs = struct.unpack("<Q", b[-8:])[0]
+	t = json.loads(subprocess.run(["tar", "-xOf", "-", "gpuckpt.sums"],
+	    input=subprocess.run(["zstd", "-dc"], input=b[fs:-24],
+	    capture_output=True, check=True).stdout, capture_output=True,
+	    check=True).stdout)
+	for e in t["entries"]:
+	    e["at"] += len(a)
+	j = json.dumps(t, separators=(",", ":")).encode()
+	out = io.BytesIO()
+	with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as w:
+	    ti = tarfile.TarInfo("gpuckpt.sums")
+	    ti.size = len(j)
+	    ti.pax_headers = {"SCHILY.xattr.gpuckpt.sha256":
+	                      hashlib.sha256(j).hexdigest()}
+	    w.addfile(ti, io.BytesIO(j))
+	open(sys.argv[3] + ".tar", "wb").write(out.getvalue())
+	z = subprocess.run(["zstd", "-q", "-c", "--check", sys.argv[3] + ".tar"],
+	                   capture_output=True, check=True).stdout
+	open(sys.argv[3], "wb").write(a + b[:fs] + z + b[-24:-8] +
+	                              struct.pack("<Q", len(a) + fs))
+	EOF
+	test_status 1 "$GCKRESTORE" mix.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpurestore: corrupt image: its footer names the trailer of another image\$" err &&
+	gone_all
+'
+
+test_expect_success 'a chunk written in place damaged in the file: refused, the tree killed' '
 	test_status 0 "$GCKINSPECT" --extract=x fw.gck &&
 	damage fw.gck bad.gck "$(chunks fw.gck $FPID $(fw_field p) 24)" &&
 	test_status 1 "$GCKRESTORE" bad.gck >out 2>err &&

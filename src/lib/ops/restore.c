@@ -764,7 +764,8 @@ rst_plan(struct rst *st)
 		    gck_error_string(st->ctx));
 		return GCK_OK;
 	}
-	if (strcmp(gck_parents_id(self, 0), gck_manifest_id(st->m)) != 0)
+	if (gck_manifest_id(st->m) == NULL || strcmp(gck_parents_id(self, 0),
+	    gck_manifest_id(st->m)) != 0)
 		r = gck_set_error(st->ctx, GCK_ECORRUPT, "corrupt image: its "
 		    "footer names the trailer of another image");
 	else if ((r = gck_serve_fill(st->srv, self, st->parents,
