@@ -1218,8 +1218,13 @@ class V2:
                 e["name"].startswith("criu/pages-")]
         if not refs:
             sys.exit("hostile.py: the second --v2 image has no references")
-        self.ref = refs[0]
-        # the chunk of A the first reference of B names
+        # the first reference of B to a chunk that A stores once: where A
+        # stores the same bytes twice, a reader may take either, and a
+        # damaged copy would go unseen, rightly
+        once = [e for e in refs if sum(x["sha256"] == e["sha256"]
+                                       for x in self.sa) == 1]
+        self.ref = once[0] if once else refs[0]
+        # the chunk of A it names
         self.aref = next(e for e in self.sa
                          if e["sha256"] == self.ref["sha256"])
         self.achunk = max((e for e in self.sa

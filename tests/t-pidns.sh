@@ -139,7 +139,7 @@ waitsig() {
 	n=$(grep -c "^got " "$TRASH/st.log"; true) &&
 	{ "$GCKRESTORE" --wait $1 --pidfile ws.pid st.gck >ws.out 2>ws.err & } &&
 	g=$! &&
-	wait_for_line ws.pid "^[0-9]" 30 &&
+	{ wait_for_line ws.pid "^[0-9]" 30 || { cat ws.err >&2; false; }; } &&
 	r=$(cat ws.pid) &&
 	started="$started $r" &&
 	if test -n "$1"; then
