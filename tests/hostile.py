@@ -1520,13 +1520,16 @@ def fresh_dir(d):
 
 
 class Lane:
-    """Where one run at a time happens: its own directories."""
-    FILES = ["cwd", "err", "img", "mark", "out", "report", "tmp"]
+    """Where one run at a time happens: its own directories.  Their
+    names are short: criu's sockets live in the work directory under
+    the lane's TMPDIR, and a socket's path has at most 107 bytes."""
+    FILES = ["cwd", "err", "img", "mark", "out", "report", "t"]
 
     def __init__(self, top, name):
         self.dir = os.path.join(top, name)
         for f in self.FILES:
             setattr(self, f, os.path.join(self.dir, f))
+        self.tmp = self.t
         for d in (self.dir, self.cwd, self.tmp):
             os.makedirs(d, exist_ok=True)
 
@@ -1921,7 +1924,7 @@ def main():
             good[mode, k] = p.stdout.decode("utf-8", "replace")
             if p.stderr:
                 sys.exit("hostile.py: gpuinspect: %s" % p.stderr)
-    top = os.path.join(opts.trash, "lanes")
+    top = os.path.join(opts.trash, "l")
     os.makedirs(top, exist_ok=True)
     standin = os.path.join(top, "criu")
     with open(standin, "w") as f:
@@ -2000,10 +2003,10 @@ def main():
         print("# runs that started criu: from %.1f s to %.1f s" % (
             t - t1, time.monotonic() - t1), file=sys.stderr)
 
-    threads = [threading.Thread(target=worker, args=(Lane(top, "run%d" % n),))
+    threads = [threading.Thread(target=worker, args=(Lane(top, "r%d" % n),))
                for n in range(opts.jobs)]
     threads.append(threading.Thread(target=serial,
-                                    args=(Lane(top, "criu-restore"),)))
+                                    args=(Lane(top, "a"),)))
     for t in threads:
         t.start()
     for t in threads:
