@@ -425,23 +425,30 @@ start_workload() {
 	test -n "$WPID" && test -n "$WSUM" && test -n "$WCHILD"
 }
 
-# verify_workload PID [STATUSFILE]: asks the workload to check itself.
-# Sets VCOUNTER and VTHREAD from its answer.
-verify_workload() {
-	_f=${2:-$WSTATUS}
-	_n=$(grep -c '^verify ' "$_f")
-	proc_running "$1" || return 1
-	kill -USR1 "$1" || return 1
+# ask_answer FILE PATTERN PID: sends SIGUSR1 to PID, which answers with
+# a line of FILE that PATTERN matches, and waits up to 10 s for a new one;
+# sets _line to it.
+ask_answer() {
+	_n=$(grep -c "$2" "$1")
+	proc_running "$3" || return 1
+	kill -USR1 "$3" || return 1
 	_i=0
-	while test "$(grep -c '^verify ' "$_f")" -le "$_n"; do
+	while test "$(grep -c "$2" "$1")" -le "$_n"; do
 		_i=$((_i + 1))
 		if test $_i -gt 100; then
-			echo >&2 "workload $1 did not answer"
+			echo >&2 "process $3 did not answer"
 			return 1
 		fi
 		sleep 0.1
 	done
-	_line=$(grep '^verify ' "$_f" | tail -n 1)
+	_line=$(grep "$2" "$1" | tail -n 1)
+}
+
+# verify_workload PID [STATUSFILE]: asks the workload to check itself.
+# Sets VCOUNTER and VTHREAD from its answer.
+verify_workload() {
+	_f=${2:-$WSTATUS}
+	ask_answer "$_f" '^verify ' "$1" || return 1
 	_sum=$(sed -n 's/^ready .*sum=\([0-9a-f]*\).*/\1/p' "$_f")
 	case $_line in
 	"verify ok sum=$_sum "*) ;;
@@ -468,19 +475,7 @@ proc_descendants() {
 # in the lines it appends to FILE, to check its memory (SIGUSR1), and
 # waits for its answer there: "verify WHO ok".
 ask_verify() {
-	_n=$(grep -c "^verify $3 " "$1")
-	proc_running "$2" || return 1
-	kill -USR1 "$2" || return 1
-	_i=0
-	while test "$(grep -c "^verify $3 " "$1")" -le "$_n"; do
-		_i=$((_i + 1))
-		if test $_i -gt 100; then
-			echo >&2 "process $2 did not answer"
-			return 1
-		fi
-		sleep 0.1
-	done
-	_line=$(grep "^verify $3 " "$1" | tail -n 1)
+	ask_answer "$1" "^verify $3 " "$2" || return 1
 	test "$_line" = "verify $3 ok" && return 0
 	echo >&2 "process $2: $_line"
 	return 1
