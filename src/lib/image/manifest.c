@@ -831,6 +831,17 @@ gck_manifest_chain(const struct gck_manifest *m)
 	return m->chain;
 }
 
+/*
+ * Whether the images of its chain are those of a receiver's cache,
+ * which stand alone, rather than a chain of parents.
+ */
+int
+gck_manifest_cached(const struct gck_manifest *m)
+{
+	return m->chain != NULL && json_is_true(json_object_get(
+	    json_object_get(m->root, "parent"), "cache"));
+}
+
 /* The manifest as parsed, for readers of its other facts. */
 json_t *
 gck_manifest_json(const struct gck_manifest *m)

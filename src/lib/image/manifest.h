@@ -33,6 +33,7 @@ int	gck_manifest_this_boot(const struct gck_manifest *);
 struct json_t *gck_manifest_json(const struct gck_manifest *);
 const char *gck_manifest_id(const struct gck_manifest *);
 struct json_t *gck_manifest_chain(const struct gck_manifest *);
+int	gck_manifest_cached(const struct gck_manifest *);
 void	gck_boot_id(char *, size_t);
 
 const struct gck_mcuda *gck_manifest_cuda(const struct gck_manifest *);

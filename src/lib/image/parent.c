@@ -50,6 +50,7 @@ struct pimage {
 	char		 id[33];
 	json_t		*chain;		/* its own parents, or NULL */
 	json_t		*entries;	/* its trailer's */
+	int		 used;		/* a chunk of it was fetched */
 };
 
 struct gck_parents {
@@ -66,6 +67,9 @@ struct gck_parents {
 	size_t		 framecap, datacap;
 	char		 want[33];	/* the image read (for messages) */
 	const char	*what;		/* "parent image", or "image" */
+	int		 pool;		/* a cache's images: no chain */
+	int		 cached;	/* read for an image sent to one */
+	ssize_t		 bad;		/* the image a fetch found damaged */
 };
 
 /* What a frame of one entry holds, once checked. */
@@ -107,6 +111,7 @@ gck_parents_new(struct gck_ctx *ctx, struct gck_parents **pp)
 		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 	(*pp)->ctx = ctx;
 	(*pp)->what = "parent image";
+	(*pp)->bad = -1;
 	return GCK_OK;
 }
 
@@ -498,6 +503,14 @@ gck_parents_json(const struct gck_parents *ps)
 
 	if (ps == NULL || ps->nimg == 0 || (chain = json_array()) == NULL)
 		return NULL;
+	if (ps->pool) {
+		for (i = 0; i < ps->nimg; i++)
+			if (json_array_append_new(chain,
+			    json_string(ps->img[i].id)) != 0)
+				goto bad;
+		return json_pack("{s:s, s:o, s:b}", "id", ps->img[0].id,
+		    "chain", chain, "cache", 1);
+	}
 	if (json_array_append_new(chain, json_string(ps->img[0].id)) != 0)
 		goto bad;
 	json_array_foreach(ps->img[0].chain, i, v)
@@ -588,11 +601,12 @@ gck_parents_resolve(struct gck_parents *ps, const struct gck_manifest *m)
 	struct stat	 sb;
 	const char	*id = gck_manifest_id(m);
 	size_t		 i, j, n;
-	int		 r;
+	int		 r, cached = gck_manifest_cached(m);
 
 	snprintf(ps->want, sizeof ps->want, "%s", id != NULL ? id : "?");
 	if (chain == NULL)
 		return GCK_OK;
+	ps->cached = cached;
 	n = json_array_size(chain);
 	for (i = 0; i < n; i++)
 		if ((id != NULL && strcmp(json_string_value(json_array_get(
@@ -617,11 +631,30 @@ gck_parents_resolve(struct gck_parents *ps, const struct gck_manifest *m)
 	}
 	for (i = 0; i < n; i++) {
 		id = json_string_value(json_array_get(chain, i));
+		/*
+		 * A cache's images are where its chunks may be: one that
+		 * is gone is missed only if a chunk of it is needed.
+		 */
+		if (ps->img[i].path == NULL && cached && ps->npaths > 0)
+			continue;
+		if (ps->img[i].path == NULL && cached)
+			return gck_set_error(ps->ctx, GCK_EINVAL, "image %s "
+			    "refers to the cached image %s of the host it was "
+			    "sent to: not found (give that host's cache "
+			    "directory with --parent)", ps->want, id);
 		if (ps->img[i].path == NULL)
 			return gck_set_error(ps->ctx, GCK_EINVAL, "image %s "
 			    "needs its parent image %s: not found (give it "
 			    "with --parent)", ps->want, id);
-		/* Its own chain is the rest of this one. */
+		/*
+		 * Its own chain is the rest of this one; the images of a
+		 * cache each stand alone.
+		 */
+		if (cached) {
+			if ((r = p_index(ps, i, 1)) != GCK_OK)
+				return r;
+			continue;
+		}
 		j = ps->img[i].chain != NULL ?
 		    json_array_size(ps->img[i].chain) : 0;
 		if (j != n - i - 1)
@@ -664,19 +697,29 @@ gck_parents_fetch(struct gck_parents *ps, const struct gck_digest *d,
 			return gck_set_error(ps->ctx, GCK_EINVAL, "image %s "
 			    "refers to its parent images: give them with "
 			    "--parent", ps->want);
+		if (ps->cached)
+			return gck_set_error(ps->ctx, GCK_EINVAL, "image %s "
+			    "refers to a chunk (sha256 %.16s...) that none of "
+			    "the cached images found stores", ps->want, hex);
 		return gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt image "
 		    "%s: it refers to a chunk (sha256 %.16s...) that none of "
 		    "its parent images stores", ps->want, hex);
 	}
 	if ((r = p_frame_entry(ps, &ps->img[c->img], c->at, c->zsize,
-	    GCK_PART_MAX, &fe, &ps->data, &ps->datacap)) != GCK_OK)
+	    GCK_PART_MAX, &fe, &ps->data, &ps->datacap)) != GCK_OK) {
+		if (r != GCK_ENOMEM && r != GCK_ESYS)
+			ps->bad = (ssize_t)c->img;
 		return r;
+	}
 	if (fe.ref || fe.size != size || c->size != size ||
-	    !gck_digest_equal(&fe.got, d) || !gck_digest_equal(&fe.rec, d))
+	    !gck_digest_equal(&fe.got, d) || !gck_digest_equal(&fe.rec, d)) {
+		ps->bad = (ssize_t)c->img;
 		return gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt %s %s "
 		    "('%s'): its chunk at offset %" PRIu64 " does not match "
 		    "its digest (sha256 %.16s...)", ps->what,
 		    ps->img[c->img].id, ps->img[c->img].path, c->at, hex);
+	}
+	ps->img[c->img].used = 1;
 	*datap = ps->data;
 	return GCK_OK;
 }
@@ -837,4 +880,161 @@ out:
 	pimage_clear(&pi);
 	gck_parents_free(ps);
 	return r;
+}
+
+/*
+ * A pool: the images a receiver's cache holds.  An image sent to that
+ * receiver may refer to any chunk one of them stores, by its digest
+ * alone (its manifest's parent says "cache"): they need not be a chain.
+ */
+
+/*
+ * Adds the image file path to the pool ps, with the chunks it stores.
+ * Returns GCK_OK, or a code and the pool as it was (an image that is
+ * damaged, gone, or not of format 2 with a footer).
+ */
+int
+gck_parents_pool_add(struct gck_parents *ps, const char *path)
+{
+	struct pimage	*ni;
+	size_t		 i, n0 = ps->nchunk;
+	int		 r;
+
+	if ((ni = reallocarray(ps->img, ps->nimg + 1, sizeof *ni)) == NULL)
+		return gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
+	ps->img = ni;
+	ps->pool = 1;
+	ps->what = "cached image";
+	if ((r = p_open(ps, path, -1, &ps->img[ps->nimg])) != GCK_OK) {
+		pimage_clear(&ps->img[ps->nimg]);
+		return r;
+	}
+	for (i = 0; i < ps->nimg; i++)
+		if (strcmp(ps->img[i].id, ps->img[ps->nimg].id) == 0) {
+			pimage_clear(&ps->img[ps->nimg]);
+			return GCK_OK;
+		}
+	if ((r = p_index(ps, ps->nimg++, 1)) != GCK_OK) {
+		ps->nchunk = n0;
+		pimage_clear(&ps->img[--ps->nimg]);
+	}
+	return r;
+}
+
+/* Once every image is added: the pool is ready for fetches. */
+void
+gck_parents_pool_done(struct gck_parents *ps)
+{
+	qsort(ps->chunk, ps->nchunk, sizeof *ps->chunk, pchunk_cmp);
+}
+
+/*
+ * The digests of the chunks the pool stores, each once, sorted, into
+ * *dp (n of them, to be freed).  Returns GCK_OK or a code.
+ */
+int
+gck_parents_pool_digests(const struct gck_parents *ps,
+    struct gck_digest **dp, size_t *np)
+{
+	struct gck_digest	*d;
+	size_t			 i, n = 0;
+
+	*dp = NULL;
+	*np = 0;
+	if (ps->nchunk == 0)
+		return GCK_OK;
+	if ((d = calloc(ps->nchunk, sizeof *d)) == NULL)
+		return gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
+	for (i = 0; i < ps->nchunk; i++)
+		if (n == 0 || digest_cmp(&d[n - 1], &ps->chunk[i].d) != 0)
+			d[n++] = ps->chunk[i].d;
+	*dp = d;
+	*np = n;
+	return GCK_OK;
+}
+
+/*
+ * Checks that the images of m's chain, an image of the cache, are all
+ * in the pool ps.  Returns GCK_OK or a code.
+ */
+int
+gck_parents_pool_check(struct gck_parents *ps, const struct gck_manifest *m)
+{
+	json_t		*chain = gck_manifest_chain(m);
+	const char	*id = gck_manifest_id(m), *cid;
+	size_t		 i, j;
+
+	snprintf(ps->want, sizeof ps->want, "%s", id != NULL ? id : "?");
+	if (!gck_manifest_cached(m))
+		return gck_set_error(ps->ctx, GCK_EFORMAT, "image %s refers "
+		    "to parent images, not to this host's cache", ps->want);
+	for (i = 0; i < json_array_size(chain); i++) {
+		cid = json_string_value(json_array_get(chain, i));
+		for (j = 0; j < ps->nimg; j++)
+			if (strcmp(ps->img[j].id, cid) == 0)
+				break;
+		if (j == ps->nimg)
+			return gck_set_error(ps->ctx, GCK_EINVAL, "image %s "
+			    "refers to the cached image %s, which this host's "
+			    "cache does not hold", ps->want, cid);
+	}
+	return GCK_OK;
+}
+
+/* Whether a chunk of image i was fetched. */
+int
+gck_parents_used(const struct gck_parents *ps, size_t i)
+{
+	return ps->img[i].used;
+}
+
+/* The path of the image a fetch found damaged, or NULL. */
+const char *
+gck_parents_bad(const struct gck_parents *ps)
+{
+	return ps != NULL && ps->bad >= 0 ? ps->img[ps->bad].path : NULL;
+}
+
+/*
+ * What the sender knows of a receiver's cache: the ids of its images,
+ * and the n digests (sorted, each once) of the chunks they store;
+ * *psp takes d.  An image written over it refers to those chunks.
+ * Returns GCK_OK or a code (d freed).
+ */
+int
+gck_parents_remote(struct gck_ctx *ctx, json_t *ids, struct gck_digest *d,
+    size_t n, struct gck_parents **psp)
+{
+	struct gck_parents	*ps;
+	const char		*id;
+	size_t			 i;
+	int			 r;
+
+	*psp = NULL;
+	if ((r = gck_parents_new(ctx, &ps)) != GCK_OK) {
+		free(d);
+		return r;
+	}
+	ps->all = d;
+	ps->nall = n;
+	ps->pool = 1;
+	if ((ps->img = calloc(json_array_size(ids) + 1, sizeof *ps->img)) ==
+	    NULL) {
+		gck_parents_free(ps);
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	}
+	for (i = 0; i < json_array_size(ids); i++) {
+		ps->img[i].fd = -1;
+		id = json_string_value(json_array_get(ids, i));
+		if (id == NULL || strlen(id) != 32) {
+			ps->nimg = i;
+			gck_parents_free(ps);
+			return gck_set_error(ctx, GCK_EFORMAT, "bad cached "
+			    "image id from the remote");
+		}
+		snprintf(ps->img[i].id, sizeof ps->img[i].id, "%s", id);
+		ps->nimg = i + 1;
+	}
+	*psp = ps;
+	return GCK_OK;
 }

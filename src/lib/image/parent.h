@@ -43,6 +43,16 @@ int	gck_parents_self(struct gck_ctx *, int, const char *,
 size_t	gck_parents_nentries(const struct gck_parents *);
 int	gck_parents_entry(const struct gck_parents *, size_t,
 	    struct gck_tentry *);
+int	gck_parents_pool_add(struct gck_parents *, const char *);
+void	gck_parents_pool_done(struct gck_parents *);
+int	gck_parents_pool_digests(const struct gck_parents *,
+	    struct gck_digest **, size_t *);
+int	gck_parents_pool_check(struct gck_parents *,
+	    const struct gck_manifest *);
+const char *gck_parents_bad(const struct gck_parents *);
+int	gck_parents_used(const struct gck_parents *, size_t);
+int	gck_parents_remote(struct gck_ctx *, struct json_t *,
+	    struct gck_digest *, size_t, struct gck_parents **);
 void	gck_parents_free(struct gck_parents *);
 
 #endif /* GCK_IMAGE_PARENT_H */
