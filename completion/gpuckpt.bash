@@ -47,12 +47,14 @@ _gck_opts()
 		maxop='1 1'
 		;;
 	gpusend)
-		long='--accept-new --compress --ext-unix-sk --file-locks
-		    --gpu-map --help --identity --lock-timeout --parallel
-		    --pid --port --remote-path --resume --tcp-established
+		long='--accept-new --cache --cache-size --compress
+		    --ext-unix-sk --file-locks --gpu-map --help --identity
+		    --lock-timeout --no-cache --parallel --pid --port
+		    --remote-path --resume --stats --tcp-established
 		    --timeout --verbose --version'
-		longarg='--compress --gpu-map --identity --lock-timeout
-		    --parallel --pid --port --remote-path --timeout -o'
+		longarg='--cache --cache-size --compress --gpu-map --identity
+		    --lock-timeout --parallel --pid --port --remote-path
+		    --timeout -o'
 		short='c=--compress h=--help i=--identity o=-o P=--port
 		    p=--pid V=--version v=--verbose'
 		mode=--pid
@@ -62,11 +64,11 @@ _gck_opts()
 	gpurecv)
 		# Run by gpusend; by hand, only --outcome: its path operand
 		# is not completed.
-		long='--gpu-map --help --id --join --name --outcome
-		    --restore --resume --streams --timeout --verbose
-		    --version'
-		longarg='--gpu-map --id --join --name --outcome --streams
-		    --timeout'
+		long='--cache --cache-size --gpu-map --help --id --join
+		    --name --no-cache --outcome --restore --resume --streams
+		    --timeout --verbose --version'
+		longarg='--cache --cache-size --gpu-map --id --join --name
+		    --outcome --streams --timeout'
 		short='h=--help V=--version v=--verbose'
 		operand=none
 		maxop='0 0'
@@ -293,7 +295,7 @@ _gck_arg()
 		done
 		_gck_reply "$3" "$4" none zstd "${z[@]}"
 		;;
-	gpuinspect--extract)
+	gpuinspect--extract|gpurecv--cache)
 		_gck_files "$3" "$4" -d
 		;;
 	gpuckpt--format)
@@ -310,7 +312,8 @@ _gck_arg()
 		;;
 	esac
 	# --lock-timeout, --timeout (seconds), --gpu-map (src=dst,...),
-	# --parallel, --port, --remote-path, --threads and gpurecv's: nothing.
+	# --parallel, --port, --remote-path, --threads, --cache-size, gpusend's
+	# --cache (a directory there) and gpurecv's others: nothing.
 }
 
 # _gck_sshopt PREFIX CUR: offers the NAME=VALUE arguments of gpusend -o:

@@ -215,7 +215,9 @@ require_sshd() {
 # start_sshd [COMMAND...]: starts sshd (run by COMMAND, if given, e.g.
 # unshare) on a free port of 127.0.0.1, with the host key
 # $TRASH/hostkey and the keys of $TRASH/authorized_keys; sets port and
-# sshd_pid (that of COMMAND).  The system's sshd is not touched.
+# sshd_pid (that of COMMAND).  The system's sshd is not touched.  Its
+# sessions have GCK_CACHE=$TRASH/rcache: gpurecv's cache is the
+# script's.
 start_sshd() {
 	mkdir -p /run/sshd || return 1
 	for _try in 1 2 3 4 5 6 7 8 9 10; do
@@ -236,11 +238,15 @@ start_sshd() {
 		MaxSessions 100
 		PidFile none
 		EOF
-		# The sessions' programs report as the tests' do (sancheck.sh).
+		# gpurecv keeps what it restores in a cache of this
+		# script's own; the sessions' programs report as the tests'
+		# do (sancheck.sh).
+		_env="GCK_CACHE=$TRASH/rcache"
 		if test -n "${GCK_SANDIR:-}"; then
-			echo "SetEnv ASAN_OPTIONS=$ASAN_OPTIONS" \
-			    "UBSAN_OPTIONS=$UBSAN_OPTIONS" >>"$TRASH/sshd_config"
+			_env="$_env ASAN_OPTIONS=$ASAN_OPTIONS"
+			_env="$_env UBSAN_OPTIONS=$UBSAN_OPTIONS"
 		fi
+		echo "SetEnv $_env" >>"$TRASH/sshd_config"
 		# Newer sshd penalise a source whose sessions fail: not here.
 		"$SSHD" -t -f "$TRASH/sshd_config" -o PerSourcePenalties=no \
 		    2>/dev/null &&
@@ -449,10 +455,12 @@ ask_answer() {
 verify_workload() {
 	_f=${2:-$WSTATUS}
 	ask_answer "$_f" '^verify ' "$1" || return 1
-	_sum=$(sed -n 's/^ready .*sum=\([0-9a-f]*\).*/\1/p' "$_f")
+	# the sum it was ready with, or that of its last rewrite (-r)
+	_sum=$(sed -n 's/^ready .*sum=\([0-9a-f]*\).*/\1/p
+	    s/^rewrote sum=\([0-9a-f]*\).*/\1/p' "$_f" | tail -n 1)
 	case $_line in
 	"verify ok sum=$_sum "*) ;;
-	*)	echo >&2 "workload $1: $_line (ready sum $_sum)"
+	*)	echo >&2 "workload $1: $_line (its sum $_sum)"
 		return 1 ;;
 	esac
 	VCOUNTER=$(echo "$_line" | sed 's/.* counter=\([0-9]*\).*/\1/')

@@ -88,6 +88,9 @@ struct gck_ckpt_opts {
 	int		 threads;	/* compressing, 0 for one per CPU */
 	const char	*parent;	/* image whose chunks are referred
 					   to, not stored again, or NULL */
+	const struct gck_parents *have;	/* (gpusend) the chunks the
+					   receiver's cache holds, referred
+					   to, not sent */
 };
 
 /* Where a tree is restored: gck_restore_opts.pidns. */
@@ -98,6 +101,7 @@ enum gck_pidns {
 };
 
 struct gck_waiter;		/* a restored tree, stayed with */
+struct gck_parents;		/* where the chunks an image refers to are */
 
 struct gck_restore_opts {
 	int		 infd;		/* the stream */
@@ -113,6 +117,8 @@ struct gck_restore_opts {
 	size_t		 nparents;
 	struct gck_waiter **waiter;	/* non-NULL: the tree stays ours,
 					   for gck_wait() */
+	struct gck_parents *pool;	/* (gpurecv) the images of its cache,
+					   which the image may refer to */
 };
 
 struct gck_image_stats {
@@ -173,6 +179,9 @@ struct gck_ckpt_result {
 	pid_t		 tty_pid;	/* a process whose output went to */
 	int		 tty_fd;	/* a terminal, -1 if none; restored, */
 	char		 tty[64];	/* it goes to /dev/null */
+	uint64_t	 ref_bytes;	/* of memory, referred to: stored in
+					   the parent or the receiver's
+					   cache */
 };
 
 /*
@@ -351,6 +360,10 @@ struct gck_recv_opts {
 	const char		*gpu_map;	/* restore: as gpurestore's */
 	const char		*tmpdir;
 	unsigned int		 timeout_ms;	/* for the sender's word */
+	const char		*cache;		/* restore: the cache directory;
+						   NULL: $GCK_CACHE or the
+						   default; "": none */
+	uint64_t		 cache_size;	/* its limit; 0: the default */
 };
 struct gck_recv_result {
 	pid_t			 pid;		/* restored root */
@@ -396,12 +409,19 @@ struct gck_send_opts {
 	const char	*path;		/* store it there; NULL: restore */
 	int		 resume;	/* skip what the remote holds of it */
 	const char	*gpu_map;	/* restore: as gpurestore's */
+	const char	*cache;		/* restore: the remote's cache
+					   directory, "" for none; NULL:
+					   its default */
+	uint64_t	 cache_size;	/* its limit; 0: its default */
 };
 struct gck_send_result {
 	pid_t		 pid;		/* the remote root, or -1 */
 	char		*stored;	/* where the remote stored it */
 	uint64_t	 bytes;		/* of the image, in all */
 	uint64_t	 skipped;	/* of them, held there already */
+	uint64_t	 cached;	/* bytes of memory its cache had */
+	uint64_t	 stopped_ms;	/* a live tree: stopped that long */
+	int		 retried;	/* sent twice: see gck_send() */
 	int		 in_doubt;
 	pid_t		 tty_pid;	/* as gck_ckpt_result's, for -p */
 	int		 tty_fd;

@@ -18,11 +18,14 @@
 #include "tool.h"
 
 static const struct option longopts[] = {
+	{ "cache",	required_argument,	NULL,	'C' },
+	{ "cache-size",	required_argument,	NULL,	'S' },
 	{ "gpu-map",	required_argument,	NULL,	'g' },
 	{ "help",	no_argument,		NULL,	'h' },
 	{ "id",		required_argument,	NULL,	'I' },
 	{ "join",	required_argument,	NULL,	'j' },
 	{ "name",	required_argument,	NULL,	'N' },
+	{ "no-cache",	no_argument,		NULL,	'X' },
 	{ "outcome",	required_argument,	NULL,	'O' },
 	{ "restore",	no_argument,		NULL,	'R' },
 	{ "resume",	no_argument,		NULL,	'z' },
@@ -37,8 +40,10 @@ static _Noreturn void
 usage(int status)
 {
 	fprintf(status ? stderr : stdout,
-	    "usage: %s [-hVv] --restore [--gpu-map map] --id id [--streams n]"
-	    " [--timeout seconds]\n"
+	    "usage: %s [-hVv] --restore [--cache dir | --no-cache] "
+	    "[--cache-size size]\n"
+	    "               [--gpu-map map] --id id [--streams n] "
+	    "[--timeout seconds]\n"
 	    "       %s [-hVv] [--name name] [--resume] --id id [--streams n] "
 	    "[--timeout seconds] path\n"
 	    "       %s --join id\n"
@@ -64,6 +69,13 @@ main(int argc, char *argv[])
 	o.outfd = STDOUT_FILENO;
 	while ((ch = getopt_long(argc, argv, "hVv", longopts, NULL)) != -1) {
 		switch (ch) {
+		case 'C':
+			if (*optarg == '\0') {
+				warnx("empty --cache");
+				usage(2);
+			}
+			o.cache = optarg;
+			break;
 		case 'g':
 			o.gpu_map = optarg;
 			break;
@@ -84,6 +96,12 @@ main(int argc, char *argv[])
 		case 'n':
 			o.streams = (unsigned int)tool_number(optarg, 1,
 			    GCK_STREAMS_MAX, "--streams");
+			break;
+		case 'S':
+			o.cache_size = tool_size(optarg, "--cache-size");
+			break;
+		case 'X':
+			o.cache = "";
 			break;
 		case 'R':
 			o.mode = GCK_RECV_RESTORE;

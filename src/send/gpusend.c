@@ -14,12 +14,16 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "compat.h"
 #include "gpuckpt.h"
 #include "tool.h"
 
 static const struct option longopts[] = {
 	{ "accept-new",		no_argument,		NULL,	'A' },
+	{ "cache",		required_argument,	NULL,	'C' },
+	{ "cache-size",		required_argument,	NULL,	'S' },
 	{ "compress",		required_argument,	NULL,	'c' },
 	{ "ext-unix-sk",	no_argument,		NULL,	'E' },
 	{ "file-locks",		no_argument,		NULL,	'F' },
@@ -27,11 +31,13 @@ static const struct option longopts[] = {
 	{ "help",		no_argument,		NULL,	'h' },
 	{ "identity",		required_argument,	NULL,	'i' },
 	{ "lock-timeout",	required_argument,	NULL,	'L' },
+	{ "no-cache",		no_argument,		NULL,	'X' },
 	{ "parallel",		required_argument,	NULL,	'n' },
 	{ "port",		required_argument,	NULL,	'P' },
 	{ "pid",		required_argument,	NULL,	'p' },
 	{ "remote-path",	required_argument,	NULL,	'r' },
 	{ "resume",		no_argument,		NULL,	'z' },
+	{ "stats",		no_argument,		NULL,	's' },
 	{ "tcp-established",	no_argument,		NULL,	'T' },
 	{ "timeout",		required_argument,	NULL,	't' },
 	{ "version",		no_argument,		NULL,	'V' },
@@ -45,6 +51,8 @@ struct args {
 	const char		*user;
 	int			 verbose;
 	int			 image_opts;	/* options for a live tree */
+	int			 restore_opts;	/* options for a restore */
+	int			 stats;		/* --stats */
 	int			 port_set, timeout_set;
 };
 
@@ -55,6 +63,10 @@ static void	parse_dest(char *, const char **, const char **,
 static void	parse_args(struct args *, int, char *[]);
 static void	check_live(struct args *, int, char *[]);
 static void	check_file(struct args *, int, char *[]);
+static void	summary(const struct gck_send_opts *,
+		    const struct gck_send_result *);
+static void	stats(const struct gck_send_opts *,
+		    const struct gck_send_result *);
 static int	report(struct gck_ctx *, const struct args *,
 		    struct gck_send_result *, int);
 
@@ -63,14 +75,18 @@ usage(int status)
 {
 	fprintf(status ? stderr : stdout,
 	    "usage: %s [-hVv] [--accept-new] [-c zstd[:LEVEL]|none] "
-	    "[--ext-unix-sk]\n"
-	    "               [--file-locks] [--gpu-map map] [-i identity]\n"
+	    "[--cache dir | --no-cache]\n"
+	    "               [--cache-size size] [--ext-unix-sk] "
+	    "[--file-locks] [--gpu-map map]\n"
+	    "               [-i identity] [--stats]\n"
 	    "               [--lock-timeout seconds] [-o option=value] "
 	    "[-P port]\n"
 	    "               [--parallel n] [--remote-path command] "
 	    "[--tcp-established]\n"
 	    "               [--timeout seconds] -p pid [user@]host\n"
-	    "       %s [-hVv] [--accept-new] [--gpu-map map] [-i identity]\n"
+	    "       %s [-hVv] [--accept-new] [--cache dir | --no-cache] "
+	    "[--cache-size size]\n"
+	    "               [--gpu-map map] [-i identity] [--stats]\n"
 	    "               [-o option=value] [-P port] [--parallel n] "
 	    "[--remote-path command]\n"
 	    "               [--resume] [--timeout seconds] "
@@ -201,6 +217,25 @@ parse_args(struct args *a, int argc, char *argv[])
 		case 'A':
 			o->accept_new = 1;
 			break;
+		case 'C':
+			if (*optarg == '\0') {
+				warnx("empty --cache");
+				usage(2);
+			}
+			o->cache = optarg;
+			a->restore_opts++;
+			break;
+		case 'S':
+			o->cache_size = tool_size(optarg, "--cache-size");
+			a->restore_opts++;
+			break;
+		case 's':
+			a->stats = 1;
+			break;
+		case 'X':
+			o->cache = "";
+			a->restore_opts++;
+			break;
 		case 'c':
 			if ((o->level = tool_compress(optarg)) == -1)
 				usage(2);
@@ -319,6 +354,11 @@ check_file(struct args *a, int argc, char *argv[])
 		warnx("--gpu-map is for a restore, not host:path");
 		usage(2);
 	}
+	if (o->path != NULL && a->restore_opts) {
+		warnx("--cache, --cache-size and --no-cache are for a restore, "
+		    "not host:path");
+		usage(2);
+	}
 	if (strcmp(file, "-") != 0) {
 		o->name = strrchr(file, '/') != NULL ? strrchr(file, '/') + 1 :
 		    file;
@@ -326,6 +366,45 @@ check_file(struct args *a, int argc, char *argv[])
 			errx(2, "'%s' names no file", file);
 	}
 	o->infd = tool_open_image(file, 1);
+}
+
+/* -v: what travelled, what the remote had, how long the tree stopped. */
+static void
+summary(const struct gck_send_opts *o, const struct gck_send_result *res)
+{
+	fprintf(stderr, "%s: sent %llu bytes of the image", getprogname(),
+	    (unsigned long long)(res->bytes - res->skipped));
+	if (res->skipped > 0)
+		fprintf(stderr, " (%llu held there already)",
+		    (unsigned long long)res->skipped);
+	if (o->pid > 0)
+		fprintf(stderr, "; %llu bytes of memory were in its cache; "
+		    "process tree %d stopped for %.2f s%s", (unsigned long
+		    long)res->cached, (int)o->pid, (double)res->stopped_ms /
+		    1000, res->retried ? "; sent twice" : "");
+	fputc('\n', stderr);
+}
+
+/* --stats: the same, and the remote root, as one JSON object. */
+static void
+stats(const struct gck_send_opts *o, const struct gck_send_result *res)
+{
+	json_t	*j;
+
+	if (o->path == NULL)
+		j = json_pack("{s:i}", "pid", (int)res->pid);
+	else
+		j = json_pack("{s:s?}", "stored", res->stored);
+	if (j == NULL || json_object_update_new(j, json_pack("{s:I,s:I,s:I}",
+	    "bytes", (json_int_t)res->bytes, "sent", (json_int_t)(res->bytes -
+	    res->skipped), "resumed", (json_int_t)res->skipped)) != 0 ||
+	    (o->pid > 0 && json_object_update_new(j, json_pack("{s:I,s:I,s:i}",
+	    "cached", (json_int_t)res->cached, "stopped_ms",
+	    (json_int_t)res->stopped_ms, "tries", res->retried ? 2 : 1)) !=
+	    0) || json_dumpf(j, stdout, JSON_COMPACT) != 0)
+		warnx("out of memory");
+	putchar('\n');
+	json_decref(j);
 }
 
 /* Says how gck_send() went, r its result.  Returns the exit status. */
@@ -338,7 +417,11 @@ report(struct gck_ctx *ctx, const struct args *a, struct gck_send_result *res,
 	switch (r) {
 	case GCK_OK:
 		tool_tty_note(res->tty_pid, res->tty, res->tty_fd);
-		if (o->path == NULL)
+		if (a->verbose && o->path == NULL)
+			summary(o, res);
+		if (a->stats)
+			stats(o, res);
+		else if (o->path == NULL)
 			printf("%d\n", (int)res->pid);
 		else if (a->verbose)
 			fprintf(stderr, "%s: stored %s:%s (%llu bytes, %llu "

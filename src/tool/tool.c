@@ -75,6 +75,29 @@ tool_number(const char *s, long long min, long long max, const char *what)
 	return v;
 }
 
+uint64_t
+tool_size(const char *s, const char *what)
+{
+	const char	*units = "KMGT";
+	char		*end;
+	unsigned long long v;
+	int		 shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end != '\0' && strchr(units, *end) != NULL && end[1] == '\0')
+		shift = 10 * (int)(strchr(units, *end) - units + 1);
+	else if (*end != '\0')
+		end = NULL;
+	if (end == NULL || end == s || *s == '-' || errno != 0 || v == 0 ||
+	    v > (UINT64_MAX >> shift)) {
+		warnx("invalid %s '%s': use a number of bytes, or of K, M, G "
+		    "or T (KiB to TiB)", what, s);
+		exit(2);
+	}
+	return (uint64_t)v << shift;
+}
+
 pid_t
 tool_pid(const char *s)
 {

@@ -21,6 +21,8 @@ void		 tool_signals(void);
 long long	 tool_number(const char *, long long, long long, const char *);
 /* Parses a PID; exits 2 with a message when it is not one. */
 pid_t		 tool_pid(const char *);
+/* Parses a size, N or N followed by K, M, G or T (1024s); exits 2 if bad. */
+uint64_t	 tool_size(const char *, const char *);
 /* Parses zstd, zstd:LEVEL or none into a level (0: none); -1 if bad. */
 int		 tool_compress(const char *);
 /*

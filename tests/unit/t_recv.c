@@ -33,6 +33,7 @@
 
 #include "gpuckpt.h"
 #include "image/image.h"
+#include "transport/frame.h"
 #include "unit.h"
 
 #define HDR	16
@@ -320,7 +321,7 @@ test_store(void **state)
 	assert_int_equal(a.n, 2);
 	assert_int_equal(a.type[0], 'H');
 	assert_int_equal(json_integer_value(json_object_get(a.o[0], "proto")),
-	    1);
+	    GCK_PROTO);
 	assert_null(json_object_get(a.o[0], "partial"));
 	assert_int_equal(a.type[1], 'S');
 	assert_string_equal(json_string_value(json_object_get(a.o[1], "path")),

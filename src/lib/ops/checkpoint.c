@@ -558,8 +558,11 @@ stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	    "pages left as holes", (unsigned long long)bytes,
 	    (unsigned long long)holes);
 	if (parents != NULL)
-		gck_log(ctx, 1, "image: %llu bytes of memory left to its "
-		    "parent", (unsigned long long)gck_writer_refbytes(w));
+		gck_log(ctx, 1, "image: %llu bytes of memory referred to, "
+		    "not stored: %s has them", (unsigned long long)
+		    gck_writer_refbytes(w), gck_parents_count(parents) > 0 &&
+		    gck_parents_path(parents, 0) == NULL ? "the receiver's "
+		    "cache" : "its parent");
 	*wp = w;
 	w = NULL;
 	r = GCK_OK;
@@ -1058,7 +1061,7 @@ ckpt_dump(struct ckpt *c)
 	w.criuver = c->criuver;
 	w.shell_job = c->shell_job;
 	w.out = &c->out;
-	w.parents = c->parents;
+	w.parents = c->parents != NULL ? c->parents : c->o->have;
 	if (c->ncp > 0) {
 		ckpt_cuda_facts(c);
 		w.cf = &c->cf;
@@ -1130,8 +1133,10 @@ ckpt_commit(struct ckpt *c)
 	if (c->commit != NULL && (r = c->commit(ctx, c->commit_arg, c->guard,
 	    &c->after)) != GCK_OK)
 		return r;
-	return ckpt_result(ctx, c->res, c->after, c->procs, c->nprocs, c->ncp,
-	    &c->out);
+	if ((r = ckpt_result(ctx, c->res, c->after, c->procs, c->nprocs,
+	    c->ncp, &c->out)) == GCK_OK && c->res != NULL)
+		c->res->ref_bytes = gck_writer_refbytes(c->writer);
+	return r;
 }
 
 /*

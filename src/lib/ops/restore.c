@@ -614,11 +614,19 @@ rst_prepare(struct rst *st)
 		return r;
 	gck_reader_set_threads(st->rd, st->o->threads);
 	gck_reader_keep_raw(st->rd);
-	if ((r = gck_reader_head(st->rd, &st->m)) != GCK_OK ||
-	    (r = gck_parents_open(ctx, st->m, st->o->parents,
-	    st->o->nparents, &st->parents)) != GCK_OK)
+	if ((r = gck_reader_head(st->rd, &st->m)) != GCK_OK)
 		return r;
-	gck_reader_set_parents(st->rd, st->parents);
+	/* An image sent to gpurecv may take chunks from its cache. */
+	if (st->o->pool != NULL && gck_manifest_cached(st->m)) {
+		if ((r = gck_parents_pool_check(st->o->pool, st->m)) != GCK_OK)
+			return r;
+		gck_reader_set_parents(st->rd, st->o->pool);
+	} else {
+		if ((r = gck_parents_open(ctx, st->m, st->o->parents,
+		    st->o->nparents, &st->parents)) != GCK_OK)
+			return r;
+		gck_reader_set_parents(st->rd, st->parents);
+	}
 	if ((r = gpu_preflight(ctx, st->m, st->o->gpu_map, &st->cu, &st->cp,
 	    &st->ncp)) != GCK_OK)
 		return r;

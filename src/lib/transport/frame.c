@@ -54,7 +54,7 @@ gck_frame_pack(unsigned char *hdr, int type, uint32_t len,
 static int
 known_type(int t)
 {
-	return t != 0 && strchr("HJODERGKBSXAP", t) != NULL;
+	return t != 0 && strchr("HCJODERGKBSXAP", t) != NULL;
 }
 
 /*
@@ -74,7 +74,8 @@ gck_frame_unpack(struct gck_ctx *ctx, const unsigned char *hdr,
 	f->seq = (uint64_t)get_be32(hdr + 8) << 32 | get_be32(hdr + 12);
 	if (hdr[0] == 'G' && known_type(f->type) && hdr[2] == 0 &&
 	    hdr[3] == 0 && f->len <= GCK_FRAME_MAX &&
-	    (f->type == GCK_F_DATA || f->len <= GCK_CTL_MAX))
+	    (f->type == GCK_F_DATA || f->type == GCK_F_HAVE ||
+	    f->len <= GCK_CTL_MAX))
 		return GCK_OK;
 	for (i = 0; i < GCK_FRAME_HDR; i++)
 		text[i] = hdr[i] >= 0x20 && hdr[i] < 0x7f ? (char)hdr[i] :
@@ -85,25 +86,18 @@ gck_frame_unpack(struct gck_ctx *ctx, const unsigned char *hdr,
 }
 
 /*
- * Builds control frame seq of type, with the JSON object made of fmt and
- * the values in ap (as jansson's json_pack()).  Returns the frame,
- * header included, to be freed, its length in *lenp; NULL when out of
- * memory.
+ * Builds control frame seq of type, with the JSON object o.  Returns
+ * the frame, header included, to be freed, its length in *lenp; NULL
+ * when out of memory or too long.
  */
 unsigned char *
-gck_frame_vjson(int type, uint64_t seq, size_t *lenp, const char *fmt,
-    va_list ap)
+gck_frame_obj(int type, uint64_t seq, size_t *lenp, const json_t *o)
 {
 	unsigned char	*buf;
-	json_t		*o;
 	char		*text;
 	size_t		 n;
 
-	if ((o = json_vpack_ex(NULL, 0, fmt, ap)) == NULL)
-		return NULL;
-	text = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	if (text == NULL)
+	if ((text = json_dumps(o, JSON_COMPACT)) == NULL)
 		return NULL;
 	n = strlen(text);
 	if (n > GCK_CTL_MAX || (buf = malloc(GCK_FRAME_HDR + n)) == NULL) {
@@ -114,6 +108,21 @@ gck_frame_vjson(int type, uint64_t seq, size_t *lenp, const char *fmt,
 	memcpy(buf + GCK_FRAME_HDR, text, n);
 	free(text);
 	*lenp = GCK_FRAME_HDR + n;
+	return buf;
+}
+
+/* As gck_frame_obj(), the object made of fmt and ap (json_pack()). */
+unsigned char *
+gck_frame_vjson(int type, uint64_t seq, size_t *lenp, const char *fmt,
+    va_list ap)
+{
+	unsigned char	*buf;
+	json_t		*o;
+
+	if ((o = json_vpack_ex(NULL, 0, fmt, ap)) == NULL)
+		return NULL;
+	buf = gck_frame_obj(type, seq, lenp, o);
+	json_decref(o);
 	return buf;
 }
 

@@ -5,7 +5,7 @@ struct gck_ctx;
 struct json_t;
 
 /* frame.c: the framed exchange between gpusend and gpurecv */
-#define GCK_PROTO		1
+#define GCK_PROTO		2
 #define GCK_FRAME_HDR		16
 #define GCK_CHUNK		(1u << 20)	/* image bytes per data frame */
 #define GCK_FRAME_MAX		GCK_CHUNK
@@ -13,6 +13,7 @@ struct json_t;
 #define GCK_KEEPALIVE_MS	5000		/* a busy gpurecv says so */
 enum {
 	GCK_F_HELLO = 'H',	/* recv: who it is, what it holds */
+	GCK_F_HAVE = 'C',	/* recv: digests of chunks its cache has */
 	GCK_F_JOIN = 'J',	/* send: this connection is stream N */
 	GCK_F_START = 'O',	/* send: the image follows, from offset */
 	GCK_F_DATA = 'D',	/* send: image bytes, numbered */
@@ -36,6 +37,7 @@ int	gck_frame_unpack(struct gck_ctx *, const unsigned char *,
 	    struct gck_frame *, const char *);
 unsigned char *gck_frame_vjson(int, uint64_t, size_t *, const char *,
 	    va_list);
+unsigned char *gck_frame_obj(int, uint64_t, size_t *, const struct json_t *);
 struct json_t;
 struct json_t *gck_frame_parse(struct gck_ctx *, const char *, size_t,
 	    const char *);

@@ -44,6 +44,9 @@
 #include "core/util.h"
 #include "criu/criu.h"
 #include "ops/ops.h"
+#include "image/digest.h"
+#include "image/parent.h"
+#include "transport/cache.h"
 #include "transport/frame.h"
 #include "transport/recv.h"
 
@@ -74,6 +77,10 @@ struct recv {
 	uint64_t			 bytes;		/* image bytes received */
 	int				 ended;		/* END came, sizes agree */
 	int				 feed_err;	/* a code, fctx says why */
+
+	/* Restoring: the images kept from earlier hand-overs. */
+	struct gck_cache		*cache;
+	int				 cache_bad;	/* one was damaged */
 
 	/* After END: what the sender says about the restored tree. */
 	pthread_mutex_t			 mu;
@@ -327,6 +334,8 @@ deliver(struct recv *rv, const char *buf, size_t len)
 		at += (uint64_t)n;
 	}
 	rv->bytes += len;
+	if (rv->cache != NULL)
+		gck_cache_write(rv->cache, buf, len);
 	return rv->pipe_w == -1 ? GCK_OK : gck_write_all(rv->fctx, rv->pipe_w,
 	    buf, len, "the image");
 }
@@ -679,8 +688,68 @@ listen_joins(struct recv *rv)
 }
 
 /*
- * Says hello (with what a resumed send may skip), and reads where the
- * sender starts from.
+ * Says hello, and with it what the cache holds: the ids of its images
+ * and how many chunks they store, whose digests follow in HAVE frames.
+ * Takes hello.  Returns GCK_OK, or GCK_EINTR when gpusend went away.
+ */
+static int
+offer_cache(struct recv *rv, json_t *hello)
+{
+	struct gck_parents	*pool;
+	struct gck_digest	*d = NULL;
+	unsigned char		*buf = NULL;
+	json_t			*ids;
+	size_t			 n = 0, i, j, k, per, len;
+	uint64_t		 seq = 0;
+	int			 r;
+
+	pool = rv->cache != NULL ? gck_cache_pool(rv->cache) : NULL;
+	if (pool != NULL && gck_parents_count(pool) > 0 &&
+	    gck_parents_pool_digests(pool, &d, &n) == GCK_OK && n > 0 &&
+	    (ids = json_array()) != NULL) {
+		for (i = 0; i < gck_parents_count(pool); i++)
+			json_array_append_new(ids,
+			    json_string(gck_parents_id(pool, i)));
+		json_object_set_new(hello, "cache", json_pack("{s:o,s:I}",
+		    "images", ids, "chunks", (json_int_t)n));
+	}
+	buf = gck_frame_obj(GCK_F_HELLO, 0, &len, hello);
+	json_decref(hello);
+	if (buf == NULL || send_frame(rv, buf, len) != GCK_OK) {
+		free(buf);
+		free(d);
+		return gck_set_error(rv->ctx, GCK_EINTR, "gpusend went away");
+	}
+	free(buf);
+	buf = NULL;
+	per = GCK_FRAME_MAX / GCK_DIGEST_MAX;
+	if (n > 0 && (buf = malloc(GCK_FRAME_HDR + per * GCK_DIGEST_MAX)) ==
+	    NULL) {
+		free(d);
+		return gck_set_error(rv->ctx, GCK_ENOMEM, "out of memory");
+	}
+	for (i = 0, r = GCK_OK; i < n && r == GCK_OK; i += k, seq++) {
+		k = n - i < per ? n - i : per;
+		gck_frame_pack(buf, GCK_F_HAVE, (uint32_t)(k * GCK_DIGEST_MAX),
+		    seq);
+		for (j = 0; j < k; j++)
+			memcpy(buf + GCK_FRAME_HDR + j * GCK_DIGEST_MAX,
+			    d[i + j].b, GCK_DIGEST_MAX);
+		r = send_frame(rv, buf, GCK_FRAME_HDR + k * GCK_DIGEST_MAX);
+	}
+	free(buf);
+	free(d);
+	if (r != GCK_OK)
+		return gck_set_error(rv->ctx, GCK_EINTR, "gpusend went away");
+	if (n > 0)
+		gck_log(rv->ctx, 1, "the cache offers %zu chunks of %zu images",
+		    n, gck_parents_count(pool));
+	return GCK_OK;
+}
+
+/*
+ * Says hello (with what a resumed send may skip, and what the cache
+ * holds), and reads where the sender starts from.
  */
 static int
 handshake(struct recv *rv, uint64_t partial, const char *digest)
@@ -689,22 +758,23 @@ handshake(struct recv *rv, uint64_t partial, const char *digest)
 	struct gck_frame	 f;
 	unsigned char		 hdr[GCK_FRAME_HDR];
 	char			 buf[GCK_CTL_MAX], host[256];
-	json_t			*o;
+	json_t			*o, *hello;
 	json_int_t		 off;
 	int			 r;
 
 	if (gethostname(host, sizeof host) == -1)
 		snprintf(host, sizeof host, "?");
 	host[sizeof host - 1] = '\0';
-	if (digest != NULL)
-		r = send_json(rv, GCK_F_HELLO, "{s:i,s:s,s:s,s:{s:I,s:s}}",
-		    "proto", GCK_PROTO, "version", gck_version(), "host", host,
-		    "partial", "size", (json_int_t)partial, "xxh3", digest);
-	else
-		r = send_json(rv, GCK_F_HELLO, "{s:i,s:s,s:s}", "proto",
-		    GCK_PROTO, "version", gck_version(), "host", host);
-	if (r != GCK_OK)
-		return gck_set_error(ctx, GCK_EINTR, "gpusend went away");
+	if ((hello = json_pack("{s:i,s:s,s:s}", "proto", GCK_PROTO,
+	    "version", gck_version(), "host", host)) == NULL ||
+	    (digest != NULL && json_object_set_new(hello, "partial",
+	    json_pack("{s:I,s:s}", "size", (json_int_t)partial, "xxh3",
+	    digest)) != 0)) {
+		json_decref(hello);
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	}
+	if ((r = offer_cache(rv, hello)) != GCK_OK)
+		return r;
 	if ((r = gck_fd_read_wait(ctx, rv->in[0], hdr, sizeof hdr,
 	    (int)rv->o->timeout_ms, -1, NULL)) != GCK_OK ||
 	    (r = gck_frame_unpack(ctx, hdr, &f, "gpusend")) != GCK_OK ||
@@ -738,6 +808,49 @@ pipe_closed(struct recv *rv, int fr)
 	return fr == GCK_ESYS && gck_errno(rv->fctx) == EPIPE;
 }
 
+/*
+ * The cache directory: o's, else $GCK_CACHE, else /var/cache/gpuckpt
+ * for root and $XDG_CACHE_HOME/gpuckpt (~/.cache/gpuckpt) for others;
+ * NULL for none ("" or "none").
+ */
+static const char *
+cache_dir(const struct gck_recv_opts *o, char *buf, size_t size)
+{
+	const char	*e;
+
+	if ((e = o->cache) == NULL)
+		e = getenv("GCK_CACHE");
+	if (e != NULL && *e != '\0')
+		return strcmp(e, "none") == 0 ? NULL : e;
+	if (o->cache != NULL)
+		return NULL;
+	if (geteuid() == 0)
+		return "/var/cache/gpuckpt";
+	if ((e = getenv("XDG_CACHE_HOME")) != NULL && *e == '/')
+		snprintf(buf, size, "%s/gpuckpt", e);
+	else if ((e = getenv("HOME")) != NULL && *e == '/')
+		snprintf(buf, size, "%s/.cache/gpuckpt", e);
+	else
+		return NULL;
+	return buf;
+}
+
+/*
+ * Opens the cache, if there is to be one: a cache that cannot be used
+ * costs the hand-over nothing but the chunks it would have saved.
+ */
+static void
+cache_open(struct recv *rv)
+{
+	const char	*dir;
+	char		 buf[PATH_MAX];
+
+	if ((dir = cache_dir(rv->o, buf, sizeof buf)) != NULL &&
+	    gck_cache_open(rv->ctx, dir, rv->o->cache_size, &rv->cache) !=
+	    GCK_OK)
+		gck_log(rv->ctx, 1, "no cache: %s", rv->ctx->msg);
+}
+
 /* Restores the image as it arrives; the hand-over is in ready_hook. */
 static int
 recv_restore(struct recv *rv, pid_t *rootp)
@@ -747,17 +860,25 @@ recv_restore(struct recv *rv, pid_t *rootp)
 	int				 r, rfd = -1, fr, word;
 	struct timespec			 until;
 
+	cache_open(rv);
 	if ((r = handshake(rv, 0, NULL)) != GCK_OK ||
-	    (r = feeder_start(rv, &rfd)) != GCK_OK)
+	    (rv->cache != NULL && (r = gck_cache_spool(rv->cache)) !=
+	    GCK_OK) || (r = feeder_start(rv, &rfd)) != GCK_OK)
 		goto out;
 	memset(&ro, 0, sizeof ro);
 	ro.infd = rfd;
 	ro.tmpdir = rv->o->tmpdir;
 	ro.gpu_map = rv->o->gpu_map;
-	ro.pid_wait_ms = 0;
+	/* What a restore that failed here left dying is waited for. */
+	ro.pid_wait_ms = 2000;
+	if (rv->cache != NULL)
+		ro.pool = gck_cache_pool(rv->cache);
 	r = gck_restore_ex(ctx, &ro, ready_hook, rv, rootp);
 	close(rfd);
 	rfd = -1;
+	if (r != GCK_OK && rv->cache != NULL &&
+	    gck_cache_drop_bad(rv->cache) != NULL)
+		rv->cache_bad = 1;
 	if (r != GCK_OK) {
 		/*
 		 * The sender's going is the cause, not what it did to us;
@@ -786,6 +907,9 @@ recv_restore(struct recv *rv, pid_t *rootp)
 		unlink(rv->recpath);
 		rv->recpath[0] = '\0';
 	}
+	/* The tree runs: the image joins the cache, if it came whole. */
+	if (rv->cache != NULL && feeder_done(rv, 1) == GCK_OK && rv->ended)
+		gck_cache_commit(rv->cache);
 	r = GCK_OK;
 out:
 	if (rfd != -1)
@@ -1162,7 +1286,9 @@ gck_recv(struct gck_ctx *ctx, const struct gck_recv_opts *o,
 	if (r != GCK_OK && (o->mode == GCK_RECV_RESTORE ||
 	    o->mode == GCK_RECV_STORE)) {
 		snprintf(msg, sizeof msg, "%s", ctx->msg);
-		(void)send_json(&rv, GCK_F_ERROR, "{s:s}", "error", msg);
+		/* A damaged cached chunk, dropped: worth another try. */
+		(void)send_json(&rv, GCK_F_ERROR, "{s:s,s:b}", "error", msg,
+		    "retry", rv.cache_bad);
 	}
 out:
 	feeder_stop(&rv);
@@ -1180,6 +1306,7 @@ out:
 	if (rv.pipe_w != -1)
 		close(rv.pipe_w);
 	gck_ctx_free(rv.fctx);
+	gck_cache_free(rv.cache);
 	pthread_mutex_destroy(&rv.out_mu);
 	pthread_mutex_destroy(&rv.mu);
 	pthread_cond_destroy(&rv.cv);

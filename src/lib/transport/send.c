@@ -36,11 +36,14 @@
 #include "core/guard.h"
 #include "core/util.h"
 #include "criu/criu.h"
+#include "image/digest.h"
+#include "image/parent.h"
 #include "ops/ops.h"
 #include "transport/frame.h"
 #include "transport/ssh.h"
 
 #define QDEPTH		4	/* chunks queued per connection */
+#define HAVE_MAX	(1 << 22)	/* digests a cache may offer: 4 TiB */
 
 struct item {
 	int	 type;		/* GCK_F_DATA, GCK_F_END, or 0 to stop */
@@ -95,6 +98,9 @@ struct send {
 
 	/* gck_send() on its way. */
 	json_t				*hello;
+	struct gck_parents		*have;		/* the remote's cache */
+	int				 retry;		/* it dropped a chunk */
+	struct timespec			 tstop;		/* the checkpoint began */
 	json_t				*stored;
 	int				 p[2];		/* a live tree's pipe */
 	int				 touched;	/* the checkpoint ran */
@@ -311,6 +317,7 @@ read_ctl(struct send *s, struct gck_ctx *ctx, struct gck_ssh *c,
 		return gck_error_from(ctx, GCK_FROM_REMOTE);
 	if (f.type == GCK_F_ERROR) {
 		s->refused = 1;
+		s->retry = json_is_true(json_object_get(o, "retry"));
 		e = json_string_value(json_object_get(o, "error"));
 		r = remote_error(ctx, GCK_EREMOTE, "%s: %s", s->rname,
 		    e != NULL ? e : "failed");
@@ -385,6 +392,17 @@ remote_cmd(struct send *s, int join)
 		if (o->gpu_map != NULL)
 			bad |= cmd_add(&cmd, "--gpu-map", 0) |
 			    cmd_add(&cmd, o->gpu_map, 1);
+		if (o->cache != NULL && *o->cache == '\0')
+			bad |= cmd_add(&cmd, "--no-cache", 0);
+		else if (o->cache != NULL)
+			bad |= cmd_add(&cmd, "--cache", 0) |
+			    cmd_add(&cmd, o->cache, 1);
+		if (o->cache_size > 0) {
+			snprintf(num, sizeof num, "%llu",
+			    (unsigned long long)o->cache_size);
+			bad |= cmd_add(&cmd, "--cache-size", 0) |
+			    cmd_add(&cmd, num, 0);
+		}
 	} else {
 		if (o->resume)
 			bad |= cmd_add(&cmd, "--resume", 0);
@@ -452,6 +470,86 @@ connect_all(struct send *s, json_t **hellop)
 	r = GCK_OK;
 out:
 	free(cmd);
+	return r;
+}
+
+/*
+ * Reads what the remote's cache holds, as its hello announced: the
+ * digests of its chunks, in HAVE frames.  For a live tree they become
+ * s->have, which its image refers to rather than sends.  Returns GCK_OK
+ * or a code.
+ */
+static int
+read_have(struct send *s)
+{
+	struct gck_ctx		*ctx = s->ctx;
+	struct gck_digest	*d;
+	struct gck_frame	 f;
+	unsigned char		 hdr[GCK_FRAME_HDR], *buf;
+	json_t			*cache = json_object_get(s->hello, "cache");
+	json_t			*ids = json_object_get(cache, "images");
+	json_int_t		 n = json_integer_value(json_object_get(cache,
+				    "chunks"));
+	size_t			 got = 0, i, k;
+	int			 r;
+
+	if (cache == NULL)
+		return GCK_OK;
+	if (!json_is_array(ids) || json_array_size(ids) == 0 ||
+	    json_array_size(ids) > 1000 || n <= 0 || n > HAVE_MAX)
+		return remote_error(ctx, GCK_EFORMAT, "%s offered a cache it "
+		    "cannot have", s->rname);
+	if ((d = calloc((size_t)n, sizeof *d)) == NULL ||
+	    (buf = malloc(GCK_FRAME_MAX)) == NULL) {
+		free(d);
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	}
+	while (got < (size_t)n) {
+		if ((r = gck_ssh_read_full(ctx, s->c[0], hdr, sizeof hdr)) !=
+		    GCK_OK || (r = gck_frame_unpack(ctx, hdr, &f, s->rname)) !=
+		    GCK_OK || (r = gck_ssh_read_full(ctx, s->c[0], buf,
+		    f.len)) != GCK_OK)
+			break;
+		if (f.type == GCK_F_KEEPALIVE)
+			continue;
+		k = f.len / GCK_DIGEST_MAX;
+		if (f.type != GCK_F_HAVE || f.len % GCK_DIGEST_MAX != 0 ||
+		    k == 0 || k > (size_t)n - got) {
+			r = remote_error(ctx, GCK_EFORMAT, "%s sent '%c' "
+			    "where the digests of its cache were due",
+			    s->rname, f.type);
+			break;
+		}
+		for (i = 0; i < k; i++, got++) {
+			d[got].kind = GCK_DK_SHA256;
+			memcpy(d[got].b, buf + i * GCK_DIGEST_MAX,
+			    GCK_DIGEST_MAX);
+			if (got > 0 && memcmp(d[got - 1].b, d[got].b,
+			    GCK_DIGEST_MAX) >= 0) {
+				r = remote_error(ctx, GCK_EFORMAT, "%s sent "
+				    "the digests of its cache out of order",
+				    s->rname);
+				goto out;
+			}
+		}
+	}
+	if (got < (size_t)n) {
+		if (r == GCK_ETRUNC)
+			r = remote_gone(s, ctx, s->c[0], "before it said what "
+			    "its cache holds");
+		goto out;
+	}
+	free(buf);
+	buf = NULL;
+	if (s->o->pid <= 0 || s->o->path != NULL) {
+		free(d);
+		return GCK_OK;
+	}
+	gck_log(ctx, 1, "%s holds %zu chunks in its cache", s->rname, got);
+	return gck_parents_remote(ctx, ids, d, got, &s->have);
+out:
+	free(buf);
+	free(d);
 	return r;
 }
 
@@ -780,6 +878,19 @@ out:
 	return ret;
 }
 
+/* How long a live tree was stopped: from its checkpoint to RUNNING. */
+static void
+stopped_for(struct send *s)
+{
+	struct timespec	t;
+
+	if (s->o->pid <= 0)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	s->res->stopped_ms = (uint64_t)(t.tv_sec - s->tstop.tv_sec) * 1000 +
+	    (uint64_t)((t.tv_nsec - s->tstop.tv_nsec) / 1000000);
+}
+
 /* handover() from the go-ahead on. */
 static int
 handover_go(struct send *s)
@@ -798,6 +909,7 @@ handover_go(struct send *s)
 		s->res->pid = (pid_t)json_integer_value(json_object_get(o,
 		    "pid"));
 		json_decref(o);
+		stopped_for(s);
 		(void)send_ctl(ctx, c, GCK_F_BYE, 0, "{}");
 		return GCK_OK;
 	}
@@ -1041,9 +1153,12 @@ send_live(struct send *s)
 	co.tmpdir = o->tmpdir;
 	co.lock_ms = o->lock_ms;
 	co.criu_opts = o->criu_opts;
+	co.have = s->have;
 	memset(&cres, 0, sizeof cres);
 	s->touched = 1;
+	clock_gettime(CLOCK_MONOTONIC, &s->tstop);
 	r = gck_checkpoint_ex(ctx, &co, commit_hook, s, &cres);
+	s->res->cached = cres.ref_bytes;
 	s->res->tty_pid = cres.tty_pid;
 	s->res->tty_fd = cres.tty_fd;
 	memcpy(s->res->tty, cres.tty, sizeof s->res->tty);
@@ -1085,6 +1200,7 @@ send_end(struct send *s, int r)
 		close(s->srcfd);
 	json_decref(s->hello);
 	json_decref(s->stored);
+	gck_parents_free(s->have);
 	for (i = 0; i < s->n; i++) {
 		gck_ssh_close(s->c[i]);
 		gck_ctx_free(s->cctx[i]);
@@ -1093,18 +1209,21 @@ send_end(struct send *s, int r)
 	pthread_cond_destroy(&s->cv);
 }
 
-int
-gck_send(struct gck_ctx *ctx, const struct gck_send_opts *o,
-    struct gck_send_result *res)
+/* One try of gck_send(); *retryp when another may do better. */
+static int
+send_once(struct gck_ctx *ctx, const struct gck_send_opts *o,
+    struct gck_send_result *res, int *retryp)
 {
 	struct send	s;
 	int		r;
 
+	*retryp = 0;
 	if ((r = send_init(&s, ctx, o, res)) != GCK_OK ||
 	    (r = send_check(&s)) != GCK_OK)
 		goto out;
 	if ((r = make_id(ctx, s.id)) != GCK_OK ||
-	    (r = connect_all(&s, &s.hello)) != GCK_OK)
+	    (r = connect_all(&s, &s.hello)) != GCK_OK ||
+	    (r = read_have(&s)) != GCK_OK)
 		goto out;
 	if (o->pid <= 0)
 		s.offset = resume_offset(&s, s.hello);
@@ -1120,6 +1239,29 @@ out:
 		gck_error_fate(ctx, GCK_FATE_RUNNING, "process tree %d left "
 		    "running", (int)o->pid);
 	}
+	*retryp = s.retry;
 	send_end(&s, r);
+	return r;
+}
+
+/*
+ * A live tree the remote could not restore because a chunk of its
+ * cache was damaged is sent once more, once it runs here again: the
+ * remote dropped that image, so the chunk travels this time.
+ */
+int
+gck_send(struct gck_ctx *ctx, const struct gck_send_opts *o,
+    struct gck_send_result *res)
+{
+	int	r, retry;
+
+	r = send_once(ctx, o, res, &retry);
+	if (r == GCK_OK || !retry || o->pid <= 0 ||
+	    ctx->fate != GCK_FATE_RUNNING)
+		return r;
+	gck_log(ctx, 1, "%s; trying once more", gck_error_string(ctx));
+	free(res->stored);
+	r = send_once(ctx, o, res, &retry);
+	res->retried = 1;
 	return r;
 }

@@ -1,0 +1,435 @@
+/*
+ * cache.c: a receiver's cache of the images it restored.
+ *
+ * gpurecv keeps each image it restores, as it arrived, in the cache
+ * directory: DIR/ID.gck, a complete image file of format 2 named by its
+ * id.  The chunks those images store make a content-addressed pool: at
+ * the next hand-over gpurecv tells the sender their digests, and the
+ * sender writes a reference for every chunk of its image that the pool
+ * has (the manifest's parent says "cache"), sending only the rest.
+ * Each chunk taken from the pool is checked against its digest as it is
+ * used; an image found damaged is dropped.
+ *
+ * The image arrives into a file with no name (O_TMPFILE), so that a
+ * receiver that dies leaves nothing; it is linked into the directory
+ * only once the tree it holds runs.  Adding and evicting (least
+ * recently used first, down to the size limit) happen under an
+ * exclusive lock on DIR/lock; several receivers may share a cache, as
+ * an image one of them evicts stays readable to any that opened it.
+ */
+#include "config.h"
+
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "private.h"
+#include "core/util.h"
+#include "image/parent.h"
+#include "transport/cache.h"
+
+#define CACHE_IMAGES_MAX	64	/* offered to a sender, newest first */
+
+struct gck_cache {
+	struct gck_ctx		*ctx;
+	char			*dir;
+	int			 dfd;		/* the directory */
+	uint64_t		 limit;		/* bytes */
+	struct gck_parents	*pool;
+	int			 spool;		/* the image arriving, or -1 */
+	uint64_t		 spooled;
+	int			 spool_err;	/* a write failed: keep nothing */
+};
+
+/* A file of the directory, for eviction. */
+struct cfile {
+	char		 name[64];
+	uint64_t	 size;
+	struct timespec	 mtime;
+};
+
+static int
+cfile_older(const void *a, const void *b)
+{
+	const struct cfile	*x = a, *y = b;
+
+	if (x->mtime.tv_sec != y->mtime.tv_sec)
+		return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+	if (x->mtime.tv_nsec != y->mtime.tv_nsec)
+		return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* Whether name is ID.gck, ID 32 lowercase hex digits. */
+static int
+image_name(const char *name)
+{
+	size_t	i;
+
+	if (strlen(name) != 36 || strcmp(name + 32, ".gck") != 0)
+		return 0;
+	for (i = 0; i < 32; i++)
+		if (!((name[i] >= '0' && name[i] <= '9') ||
+		    (name[i] >= 'a' && name[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/*
+ * The images of the directory, newest first, into *fp (*np of them).
+ * Returns GCK_OK or a code.
+ */
+static int
+list_images(struct gck_cache *c, struct cfile **fp, size_t *np)
+{
+	struct cfile	*f = NULL, *nf;
+	struct dirent	*de;
+	struct stat	 sb;
+	DIR		*d;
+	size_t		 n = 0, cap = 0, i;
+	int		 fd;
+
+	*fp = NULL;
+	*np = 0;
+	if ((fd = openat(c->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
+	    -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		return gck_set_syserr(c->ctx, errno, "cannot read the cache "
+		    "'%s': %s", c->dir, strerror(errno));
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (!image_name(de->d_name) || fstatat(c->dfd, de->d_name,
+		    &sb, AT_SYMLINK_NOFOLLOW) == -1 || !S_ISREG(sb.st_mode))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			if ((nf = reallocarray(f, cap, sizeof *f)) == NULL) {
+				free(f);
+				closedir(d);
+				return gck_set_error(c->ctx, GCK_ENOMEM,
+				    "out of memory");
+			}
+			f = nf;
+		}
+		snprintf(f[n].name, sizeof f[n].name, "%s", de->d_name);
+		f[n].size = (uint64_t)sb.st_blocks * 512;
+		f[n].mtime = sb.st_mtim;
+		n++;
+	}
+	closedir(d);
+	qsort(f, n, sizeof *f, cfile_older);
+	/* newest first */
+	for (i = 0; i < n / 2; i++) {
+		struct cfile t = f[i];
+
+		f[i] = f[n - 1 - i];
+		f[n - 1 - i] = t;
+	}
+	*fp = f;
+	*np = n;
+	return GCK_OK;
+}
+
+/* Makes dir, private, and the directories above it that are missing. */
+static int
+make_dir(struct gck_ctx *ctx, const char *dir)
+{
+	char	path[PATH_MAX], *p;
+
+	if ((size_t)snprintf(path, sizeof path, "%s", dir) >= sizeof path)
+		return gck_set_error(ctx, GCK_EINVAL, "cache directory path "
+		    "too long: '%s'", dir);
+	for (p = path + 1; (p = strchr(p, '/')) != NULL; p++) {
+		*p = '\0';
+		if (mkdir(path, 0755) == -1 && errno != EEXIST)
+			break;
+		*p = '/';
+	}
+	if (mkdir(dir, 0700) == -1 && errno != EEXIST)
+		return gck_set_syserr(ctx, errno, "cannot make the cache "
+		    "'%s': %s", dir, strerror(errno));
+	return GCK_OK;
+}
+
+static int
+lock_dir(struct gck_cache *c, int how)
+{
+	int	fd;
+
+	if ((fd = openat(c->dfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC,
+	    0600)) == -1)
+		return -1;
+	while (flock(fd, how) == -1)
+		if (errno != EINTR) {
+			close(fd);
+			return -1;
+		}
+	return fd;
+}
+
+/* The size limit when none is given: a quarter of the file system. */
+static uint64_t
+default_limit(int dfd)
+{
+	struct statvfs	sv;
+
+	if (fstatvfs(dfd, &sv) == -1)
+		return (uint64_t)16 << 30;
+	return (uint64_t)sv.f_blocks * sv.f_frsize / 4;
+}
+
+/*
+ * Opens the cache in dir (made, private, if it is not there), of at
+ * most limit bytes (0: a quarter of its file system), with the images
+ * it holds.  An image found damaged is dropped.  Returns GCK_OK with
+ * *cp, or a code.
+ */
+int
+gck_cache_open(struct gck_ctx *ctx, const char *dir, uint64_t limit,
+    struct gck_cache **cp)
+{
+	struct gck_cache	*c;
+	struct cfile		*f = NULL;
+	struct stat		 sb;
+	char			 path[PATH_MAX];
+	size_t			 n, i, used = 0;
+	int			 r, lfd = -1;
+
+	*cp = NULL;
+	if ((c = calloc(1, sizeof *c)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	c->ctx = ctx;
+	c->dfd = c->spool = -1;
+	if ((c->dir = strdup(dir)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((r = make_dir(ctx, dir)) != GCK_OK)
+		goto out;
+	if ((c->dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    fstat(c->dfd, &sb) == -1) {
+		r = gck_set_syserr(ctx, errno, "cannot open the cache '%s': %s",
+		    dir, strerror(errno));
+		goto out;
+	}
+	if (sb.st_uid != geteuid() || (sb.st_mode & 022) != 0) {
+		r = gck_set_error(ctx, GCK_EINVAL, "the cache '%s' is not "
+		    "private to this user", dir);
+		goto out;
+	}
+	c->limit = limit > 0 ? limit : default_limit(c->dfd);
+	if ((r = gck_parents_new(ctx, &c->pool)) != GCK_OK)
+		goto out;
+	if ((lfd = lock_dir(c, LOCK_SH)) == -1) {
+		r = gck_set_syserr(ctx, errno, "cannot lock the cache '%s': "
+		    "%s", dir, strerror(errno));
+		goto out;
+	}
+	if ((r = list_images(c, &f, &n)) != GCK_OK)
+		goto out;
+	for (i = 0; i < n && used < CACHE_IMAGES_MAX; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, f[i].name);
+		if ((r = gck_parents_pool_add(c->pool, path)) == GCK_OK) {
+			used++;
+			continue;
+		}
+		if (r == GCK_ENOMEM)
+			goto out;
+		/* Gone meanwhile, or damaged: not offered, and dropped. */
+		if (r != GCK_ESYS) {
+			gck_log(ctx, 1, "dropping %s from the cache: %s",
+			    f[i].name, ctx->msg);
+			(void)unlinkat(c->dfd, f[i].name, 0);
+		}
+	}
+	gck_parents_pool_done(c->pool);
+	r = GCK_OK;
+out:
+	if (lfd != -1)
+		close(lfd);
+	free(f);
+	if (r == GCK_OK)
+		*cp = c;
+	else
+		gck_cache_free(c);
+	return r;
+}
+
+/* The images of the cache, whose chunks an image sent here may use. */
+struct gck_parents *
+gck_cache_pool(struct gck_cache *c)
+{
+	return c->pool;
+}
+
+/*
+ * Starts keeping the image that arrives: what gck_cache_write() is
+ * given.  Returns GCK_OK, also when the file system cannot keep it (it
+ * is then not kept), or a code.
+ */
+int
+gck_cache_spool(struct gck_cache *c)
+{
+	if ((c->spool = openat(c->dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC,
+	    0600)) == -1)
+		gck_log(c->ctx, 1, "the cache '%s' cannot keep this image: "
+		    "%s", c->dir, strerror(errno));
+	c->spooled = 0;
+	c->spool_err = 0;
+	return GCK_OK;
+}
+
+/* Keeps len more bytes of the image arriving. */
+void
+gck_cache_write(struct gck_cache *c, const void *buf, size_t len)
+{
+	const char	*p = buf;
+	ssize_t		 n;
+
+	while (c->spool != -1 && !c->spool_err && len > 0) {
+		if ((n = pwrite(c->spool, p, len, (off_t)c->spooled)) == -1) {
+			if (errno == EINTR)
+				continue;
+			c->spool_err = errno;
+			return;
+		}
+		p += n;
+		len -= (size_t)n;
+		c->spooled += (uint64_t)n;
+	}
+}
+
+/*
+ * Evicts the oldest images until the cache fits its limit: keep, the
+ * newest, goes last, only if it alone is over the limit.
+ */
+static void
+evict(struct gck_cache *c, const char *keep)
+{
+	struct cfile	*f;
+	uint64_t	 total = 0;
+	size_t		 n, i;
+	int		 pass;
+
+	if (list_images(c, &f, &n) != GCK_OK)
+		return;
+	for (i = 0; i < n; i++)
+		total += f[i].size;
+	for (pass = 0; pass < 2; pass++)
+		for (i = n; i > 0 && total > c->limit; i--) {
+			if ((strcmp(f[i - 1].name, keep) == 0) != pass ||
+			    unlinkat(c->dfd, f[i - 1].name, 0) == -1)
+				continue;
+			gck_log(c->ctx, 1, "evicted %s from the cache '%s'",
+			    f[i - 1].name, c->dir);
+			total -= f[i - 1].size;
+		}
+	free(f);
+}
+
+/*
+ * The image arrived whole and its tree runs: it joins the cache, named
+ * by its id, and the images whose chunks it used are marked used now;
+ * the oldest are evicted down to the limit.  A failure only costs the
+ * cache this image, and is logged.
+ */
+void
+gck_cache_commit(struct gck_cache *c)
+{
+	struct gck_parents	*self = NULL;
+	struct gck_ctx		*ctx = c->ctx;
+	struct timespec		 ts[2];
+	char			 name[64], proc[64];
+	const char		*path;
+	size_t			 i;
+	int			 lfd;
+
+	if (c->spool == -1)
+		return;
+	if (c->spool_err != 0) {
+		gck_log(ctx, 1, "the cache '%s' could not keep this image: %s",
+		    c->dir, strerror(c->spool_err));
+		goto out;
+	}
+	/* Only an image file with a footer can lend its chunks. */
+	if (gck_parents_self(ctx, c->spool, "the image received", &self) !=
+	    GCK_OK) {
+		gck_log(ctx, 1, "not kept in the cache: %s", ctx->msg);
+		goto out;
+	}
+	snprintf(name, sizeof name, "%s.gck", gck_parents_id(self, 0));
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", c->spool);
+	if ((lfd = lock_dir(c, LOCK_EX)) == -1)
+		goto out;
+	/*
+	 * The times are set, not taken from the kernel's clock, whose ticks
+	 * are too coarse to order what happens within one.
+	 */
+	clock_gettime(CLOCK_REALTIME, &ts[0]);
+	ts[1] = ts[0];
+	for (i = 0; i < gck_parents_count(c->pool); i++)
+		if ((path = gck_parents_path(c->pool, i)) != NULL &&
+		    gck_parents_used(c->pool, i))
+			(void)utimensat(AT_FDCWD, path, ts, 0);
+	if (linkat(AT_FDCWD, proc, c->dfd, name, AT_SYMLINK_FOLLOW) == -1 &&
+	    errno != EEXIST)
+		gck_log(ctx, 1, "the cache '%s' could not keep this image: %s",
+		    c->dir, strerror(errno));
+	else {
+		ts[0].tv_nsec += 1000;
+		if (ts[0].tv_nsec >= 1000000000) {
+			ts[0].tv_sec++;
+			ts[0].tv_nsec -= 1000000000;
+		}
+		ts[1] = ts[0];
+		(void)utimensat(c->dfd, name, ts, 0);
+		gck_log(ctx, 1, "kept %s in the cache '%s'", name, c->dir);
+	}
+	evict(c, name);
+	close(lfd);
+out:
+	gck_parents_free(self);
+	close(c->spool);
+	c->spool = -1;
+}
+
+/*
+ * Drops the image a fetch from the pool found damaged, if any: the
+ * next hand-over sends its chunks again.  Returns its path, or NULL.
+ */
+const char *
+gck_cache_drop_bad(struct gck_cache *c)
+{
+	const char	*bad = gck_parents_bad(c->pool);
+
+	if (bad != NULL && unlink(bad) == 0)
+		gck_log(c->ctx, 1, "dropped the damaged %s from the cache",
+		    bad);
+	return bad;
+}
+
+void
+gck_cache_free(struct gck_cache *c)
+{
+	if (c == NULL)
+		return;
+	if (c->spool != -1)
+		close(c->spool);
+	if (c->dfd != -1)
+		close(c->dfd);
+	gck_parents_free(c->pool);
+	free(c->dir);
+	free(c);
+}

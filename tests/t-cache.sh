@@ -1,0 +1,253 @@
+#!/bin/sh
+test_description='the receiver cache: what a host holds from earlier hand-overs is not sent again'
+. "$GCK_SRCDIR/lib.sh"
+
+require_criu
+require_python
+require_sshd
+command -v unshare >/dev/null || test_skip_all "unshare not found"
+
+GCKSEND=$GCK_BINDIR/send/gpusend
+GCKRECV=$GCK_BINDIR/recv/gpurecv
+RPATH="GCK_RUNDIR=$TRASH/run TMPDIR=$TRASH/rtmp $GCKRECV"
+
+started=
+hosts=
+test_cleanup() {
+	test -n "$started" && kill_tree $started >/dev/null 2>&1
+	for _p in $hosts; do kill_tree $_p >/dev/null 2>&1; done
+	:
+}
+
+# Two hosts, A and B: each an sshd in a PID namespace of its own.
+# start_host NAME: starts it; use_host NAME: what lib.sh's helpers
+# (ns_pid) and gsend then speak to.
+start_host() {
+	start_nssh || return 1
+	hosts="$hosts $sshd_pid"
+	echo "[127.0.0.1]:$port $(cat hostkey.pub)" >>known_hosts
+	eval "port_$1=$port ns_id_$1=$ns_id"
+}
+use_host() {
+	eval "port=\$port_$1 ns_id=\$ns_id_$1"
+}
+
+# gsend HOST ARGS: gpusend --stats to HOST, the JSON on stdout.
+gsend() {
+	use_host $1
+	shift
+	HOME=$TRASH/home "$GCKSEND" -P "$port" -i "$TRASH/userkey" \
+	    -o IdentityAgent=none -o UserKnownHostsFile="$TRASH/known_hosts" \
+	    --remote-path "$RPATH" --stats "$@" root@127.0.0.1
+}
+
+# stat FILE KEY: KEY of the JSON object in FILE.
+stat() {
+	python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
+}
+
+# there HOST PID: the tree restored as PID on HOST runs, its memory
+# intact (lib.sh's verify_workload); sets VHOST, its PID here.
+there() {
+	use_host $1
+	VHOST=$(ns_pid $2)
+	test -n "$VHOST" || { echo >&2 "no process $2 on $1"; return 1; }
+	verify_workload $VHOST
+}
+
+# images DIR: the number of images in the cache DIR.
+images() {
+	ls "$1" | grep -c '^[0-9a-f]\{32\}\.gck$'
+}
+
+mkdir home rtmp
+
+test_expect_success 'two hosts, each an sshd in a PID namespace of its own' '
+	ssh-keygen -q -t ed25519 -N "" -C gck-host -f hostkey &&
+	ssh-keygen -q -t ed25519 -N "" -C gck-user -f userkey &&
+	cp userkey.pub authorized_keys &&
+	: >known_hosts &&
+	start_host A &&
+	start_host B &&
+	test "$ns_id_A" != "$ns_id_B"
+'
+
+test_expect_success 'the first hand-over to A sends the whole image; A keeps it' '
+	start_workload mig -m 64 -r 10 &&
+	started="$started $WPID" &&
+	ID=$WPID &&
+	gsend A --cache "$TRASH/cacheA" -p $WPID >s1 2>err &&
+	test_must_be_empty err &&
+	test "$(stat s1 pid)" = $ID &&
+	test "$(stat s1 cached)" = 0 &&
+	test "$(stat s1 tries)" = 1 &&
+	sent1=$(stat s1 sent) &&
+	test $sent1 -gt $((32 << 20)) &&
+	test "$(stat s1 bytes)" = $sent1 &&
+	wait_gone $WPID &&
+	there A $ID &&
+	test "$(images cacheA)" = 1 &&
+	for f in cacheA/*.gck; do "$GCKINSPECT" --verify "$f" || return 1; done
+'
+
+test_expect_success 'on to B, which has seen nothing: the whole image again' '
+	h=$VHOST &&
+	gsend B --cache "$TRASH/cacheB" -p $h >s2 2>err &&
+	test_must_be_empty err &&
+	test "$(stat s2 cached)" = 0 &&
+	test $(stat s2 sent) -gt $((32 << 20)) &&
+	wait_gone $h &&
+	there B $ID &&
+	test "$(images cacheB)" = 1 &&
+	test "$(images cacheA)" = 1
+'
+
+test_expect_success 'a tenth rewritten, back to A: only what changed travels' '
+	h=$VHOST &&
+	! grep "^rewrote " "$WSTATUS" &&
+	kill -USR2 $h &&
+	wait_for_line "$WSTATUS" "^rewrote " 30 &&
+	verify_workload $h &&
+	gsend A -v --cache "$TRASH/cacheA" -p $h >s3 2>err &&
+	tail -n 1 err >last &&
+	test_grep "^gpusend: sent [0-9]* bytes of the image; [0-9]* bytes of memory were in its cache; process tree $h stopped for [0-9.]* s\$" last &&
+	sent3=$(stat s3 sent) &&
+	cached3=$(stat s3 cached) &&
+	echo "first $sent1, now $sent3; $cached3 bytes cached" &&
+	test $((sent3 * 4)) -lt $sent1 &&
+	test $cached3 -gt $((48 << 20)) &&
+	wait_gone $h &&
+	there A $ID &&
+	test "$(images cacheA)" = 2 &&
+	for f in cacheA/*.gck; do
+		"$GCKINSPECT" --verify --parent cacheA "$f" || return 1
+	done
+'
+
+# refers DIR: the images of the cache DIR that refer to the cache.
+refers() {
+	for _f in "$1"/*.gck; do
+		zstd -dcq "$_f" | tar -xOf - gpuckpt.json | python3 -c '
+import json, sys
+sys.exit(not json.load(sys.stdin).get("parent", {}).get("cache"))' &&
+		    echo "$_f"
+	done
+}
+
+test_expect_success 'an image sent to a cache needs it: gpurestore says so' '
+	refers cacheA >new &&
+	test_line_count new 1 &&
+	new=$(cat new) &&
+	test_status 1 "$GCKRESTORE" "$new" >out 2>err &&
+	test_line_count err 1 &&
+	test_grep "refers to the cached image [0-9a-f]* of the host it was sent to: not found (give that host.s cache directory with --parent)" err &&
+	"$GCKINSPECT" --verify --parent cacheA "$new"
+'
+
+test_expect_success 'a damaged chunk in the cache: dropped, and the tree sent again' '
+	h=$VHOST &&
+	old=$(ls cacheB/*.gck) &&
+	python3 "$GCK_SRCDIR/cachedamage.py" "$old" cacheA >damaged &&
+	test -s damaged &&
+	gsend B -v --cache "$TRASH/cacheB" -p $h >s4 2>err &&
+	cat err &&
+	test "$(stat s4 tries)" = 2 &&
+	test_grep "corrupt cached image" err &&
+	test_grep "trying once more" err &&
+	test "$(stat s4 cached)" = 0 &&
+	wait_gone $h &&
+	there B $ID &&
+	test ! -e "$old" &&
+	test "$(images cacheB)" = 1
+'
+
+test_expect_success 'two receivers share one cache, at once' '
+	start_workload x -m 32 &&
+	X=$WPID XS=$WSTATUS && started="$started $X" &&
+	start_workload y -m 32 &&
+	Y=$WPID YS=$WSTATUS && started="$started $Y" &&
+	{ gsend A --cache "$TRASH/shared" -p $X >sx 2>errx & } &&
+	xsend=$! &&
+	gsend B --cache "$TRASH/shared" -p $Y >sy 2>erry &&
+	wait $xsend &&
+	test_must_be_empty errx &&
+	test_must_be_empty erry &&
+	test "$(stat sx pid)" = $X &&
+	test "$(stat sy pid)" = $Y &&
+	WSTATUS=$XS && there A $X && XH=$VHOST &&
+	WSTATUS=$YS && there B $Y &&
+	test "$(images shared)" = 2 &&
+	for f in shared/*.gck; do "$GCKINSPECT" --verify "$f" || return 1; done &&
+	WSTATUS=$XS &&
+	gsend B --cache "$TRASH/shared" -p $XH >sx2 2>err &&
+	test_must_be_empty err &&
+	test $(stat sx2 cached) -gt $((24 << 20)) &&
+	test $(($(stat sx2 sent) * 4)) -lt $(stat sx sent) &&
+	wait_gone $XH &&
+	there B $X &&
+	test "$(images shared)" = 3
+'
+
+# kbytes DIR: the size of the images of the cache DIR, in KiB.
+kbytes() {
+	du -kc "$1"/*.gck | tail -n 1 | cut -f1
+}
+
+test_expect_success 'the cache keeps to its size, the least recently used evicted' '
+	big=$(du -k shared/*.gck | sort -n | tail -n 1 | cut -f1) &&
+	limit=$((big * 3 / 2)) &&
+	ls shared/*.gck >before &&
+	WSTATUS=$YS && use_host B && yh=$(ns_pid $Y) &&
+	gsend A --cache "$TRASH/shared" --cache-size ${limit}K \
+	    -p $yh >sy2 2>err &&
+	test_must_be_empty err &&
+	test $(stat sy2 cached) -gt $((24 << 20)) &&
+	wait_gone $yh &&
+	there A $Y &&
+	ls shared/*.gck >after &&
+	test "$(comm -23 before after | wc -l)" = 1 &&
+	test "$(comm -13 before after | wc -l)" = 1 &&
+	test $(kbytes shared) -le $limit &&
+	new=$(comm -13 before after) &&
+	"$GCKINSPECT" --verify --parent shared "$new" &&
+	yh=$VHOST &&
+	gsend B --cache "$TRASH/shared" --cache-size 4K -p $yh >sy3 2>err &&
+	test_must_be_empty err &&
+	test $(stat sy3 cached) -gt $((24 << 20)) &&
+	wait_gone $yh &&
+	there B $Y &&
+	test "$(images shared)" = 0
+'
+
+test_expect_success '--no-cache: nothing offered, nothing kept' '
+	WSTATUS=$YS && use_host B && yh=$(ns_pid $Y) &&
+	ls cacheA >before &&
+	gsend A --no-cache -p $yh >sy4 2>err &&
+	test_must_be_empty err &&
+	test "$(stat sy4 cached)" = 0 &&
+	wait_gone $yh &&
+	there A $Y &&
+	ls cacheA >after &&
+	test_cmp before after
+'
+
+test_expect_success 'options checked' '
+	test_status 2 "$GCKSEND" --cache "" -p 1 host 2>err &&
+	test_grep "empty --cache" err &&
+	test_status 2 "$GCKSEND" --cache-size 12Q -p 1 host 2>err &&
+	test_grep "invalid --cache-size" err &&
+	echo x >img &&
+	test_status 2 "$GCKSEND" --no-cache img host:/tmp/x 2>err &&
+	test_grep "are for a restore" err
+'
+
+test_expect_success 'nothing left but the caches' '
+	test -z "$(ls -A "$TMPDIR")" &&
+	test -z "$(ls -A rtmp)" &&
+	for d in cacheA cacheB shared; do
+		ls -A $d | grep -v "^lock\$" | grep -v "^[0-9a-f]\{32\}\.gck\$" >extra
+		test_must_be_empty extra || return 1
+	done
+'
+
+test_done
