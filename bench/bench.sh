@@ -32,7 +32,7 @@
 #   BENCH_VARIANTS=...    a subset of the variants above (default all;
 #                         empty: none, e.g. for the extras alone)
 #   BENCH_EXTRAS=...      a subset of "none-vs-dump rss-flat restore-file
-#                         incremental" (default all)
+#                         incremental cache-again" (default all)
 #   BENCH_QUICK=1         smoke run: workloads 1/8 of their size, 1 repeat
 #   BENCH_DIR=DIR         where to work and write results (default: the
 #                         build directory's bench/)
@@ -80,7 +80,7 @@ QUICK=${BENCH_QUICK:-0}
 [ "$QUICK" = 0 ] && REPEAT=${BENCH_REPEAT:-3} || REPEAT=${BENCH_REPEAT:-1}
 WORKLOADS=${BENCH_WORKLOADS-mixed zero90 random}
 VARIANTS=${BENCH_VARIANTS-baseline-pipe baseline-ssh gpuckpt-pipe gpuckpt-ssh gpusend gpusend-par}
-EXTRAS=${BENCH_EXTRAS-none-vs-dump rss-flat restore-file incremental}
+EXTRAS=${BENCH_EXTRAS-none-vs-dump rss-flat restore-file incremental cache-again}
 LIMIT=${BENCH_TIMEOUT:-900}
 DIR=${BENCH_DIR:-$BENCH_BINDIR}
 GPUSEND_ARGS=${BENCH_GPUSEND_ARGS:-}
@@ -131,8 +131,8 @@ for v in $VARIANTS; do
 done
 for x in $EXTRAS; do
 	case $x in
-	none-vs-dump|rss-flat|restore-file|incremental) ;;
-	*) die "unknown extra '$x' (none-vs-dump rss-flat restore-file incremental)" ;;
+	none-vs-dump|rss-flat|restore-file|incremental|cache-again) ;;
+	*) die "unknown extra '$x' (none-vs-dump rss-flat restore-file incremental cache-again)" ;;
 	esac
 done
 
@@ -257,7 +257,7 @@ start_work()
 {
 	WSTATUS=$R/work.$1.$2.status
 	rm -f "$WSTATUS"
-	(setsid "$BENCHWORK" -k "$1" -m "$2" -f "$WSTATUS" \
+	(setsid "$BENCHWORK" -k "$1" -m "$2" -f "$WSTATUS" ${3:+-r "$3"} \
 	    </dev/null >"$R/work.out" 2>&1 &)
 	if ! wait_line "$WSTATUS" '^ready ' 600; then
 		note "workload $1 $2 MiB did not start: $(cat "$WSTATUS" "$R/work.out" 2>/dev/null)"
@@ -638,7 +638,7 @@ run_one()
 			    -i "$R/ssh/userkey" -o IdentityAgent=none \
 			    -o UserKnownHostsFile="$d/known_hosts" $par \
 			    --remote-path "TMPDIR='$B' '$TIME' -a -f %M -o '$d/rss.restore' '$GPURECV'" \
-			    $GPUSEND_ARGS -p "$WPID" root@127.0.0.1 \
+			    --no-cache $GPUSEND_ARGS -p "$WPID" root@127.0.0.1 \
 			    >"$d/out" 2>"$d/err"
 			st=$?
 			t1=$(now)
@@ -997,6 +997,106 @@ incremental()
 	rm -rf "$d"
 }
 
+# --- a second hand-over to a host that kept the first -------------------
+
+# again_send D N: gpusend --stats of the workload to the namespace's
+# sshd, its gpurecv keeping its cache in D/cache; the JSON in D/sN.
+again_send()
+{
+	HOME=$R/home TMPDIR=$1/a "$GPUSEND" -P "$nsport" -i "$R/ssh/userkey" \
+	    -o IdentityAgent=none -o UserKnownHostsFile="$1/known_hosts" \
+	    --remote-path "TMPDIR='$1/b' '$GPURECV'" --cache "$1/cache" \
+	    --stats $GPUSEND_ARGS -p "$WPID" root@127.0.0.1 \
+	    >"$1/s$2" 2>>"$1/err"
+}
+
+# json_key FILE KEY
+json_key()
+{
+	python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
+}
+
+# cache_again REP: the mixed workload (rewriting 1% of its memory on
+# SIGUSR2) moved by gpusend to the namespace's sshd, whose gpurecv keeps
+# a cache; there it rewrites 1%, and is moved again, to the same host:
+#   cache-again - REP ok|FAIL sent1 sent2 cached2 stopped1_ms stopped2_ms
+#   down1_s down2_s
+cache_again()
+{
+	local rep=$1 kind mib ok=ok d=$R/again n s1=- s2=- c2=- t1=- t2=-
+	local g1=- g2=- nspid
+
+	set -- $(workload_spec mixed)
+	kind=$1
+	mib=$2
+	rm -rf "$d"
+	mkdir -p "$d/a" "$d/b"
+	if ! { [ -n "$nsshd_pid" ] || start_nsshd; } ||
+	    ! start_work "$kind" "$mib" 1; then
+		broke=1
+		echo "cache-again - $rep FAIL" >>"$RAW"
+		return
+	fi
+	echo "[127.0.0.1]:$nsport $(cat "$R/ssh/hostkey.pub")" >"$d/known_hosts"
+	nspid=$WPID
+	again_send "$d" 1 || ok=FAIL
+	if [ $ok = ok ]; then
+		wait_gone "$WPID" 60
+		WPID=$(host_pid "$nspid" "$ns_id")
+		g1=$(downtime) || ok=FAIL
+	fi
+	if [ $ok = ok ] && [ -n "$WPID" ]; then
+		n=$(grep -c '^rewrote ' "$WSTATUS")
+		kill -USR2 "$WPID"
+		if wait_line_count "$WSTATUS" '^rewrote ' $((n + 1)) 120; then
+			WSUM=$(grep '^rewrote ' "$WSTATUS" | tail -n 1 |
+			    sed 's/^rewrote sum=\([0-9a-f]*\).*/\1/')
+		else
+			ok=FAIL
+		fi
+		# the gaps of the second hand-over only
+		sed -i 's/^gap \(.*\) restored=1$/gap \1 restored=first/' "$WSTATUS"
+		[ $ok = ok ] && { again_send "$d" 2 || ok=FAIL; }
+	else
+		ok=FAIL
+	fi
+	if [ $ok = ok ]; then
+		wait_gone "$WPID" 60
+		# the tree's PIDs were its own there: a namespace of its own
+		WPID=$(awk -v want="$nspid" '$1 == "NSpid:" && NF == 4 &&
+		    $4 == want { split(FILENAME, f, "/"); print f[3]; exit }' \
+		    /proc/[0-9]*/status 2>/dev/null)
+		g2=$(downtime) || ok=FAIL
+		if [ $ok = ok ] && ! verify; then
+			note "cache-again: the restored workload did not verify"
+			ok=FAIL
+		fi
+		s1=$(json_key "$d/s1" sent)
+		s2=$(json_key "$d/s2" sent)
+		c2=$(json_key "$d/s2" cached)
+		t1=$(json_key "$d/s1" stopped_ms)
+		t2=$(json_key "$d/s2" stopped_ms)
+	fi
+	[ -n "$WPID" ] && stop_work
+	[ $ok = ok ] || { broke=1; note "cache-again failed: $(tail -n 3 "$d/err")"; }
+	echo "cache-again - $rep $ok $s1 $s2 $c2 $t1 $t2 $g1 $g2" >>"$RAW"
+	rm -rf "$d"
+}
+
+# again_report: the second hand-over against the first.
+again_report()
+{
+	local l
+
+	grep -q '^cache-again .* ok ' "$RAW" || return 0
+	l=$(awk '$1 == "cache-again" && $4 == "ok" { print; exit }' "$RAW")
+	set -- $l
+	say ""
+	say "== gpusend -p again to a host that kept the first image (1% rewritten) =="
+	say "      bytes sent: first $5, second $6: $(awk -v a="$6" -v b="$5" 'BEGIN { printf "%.4f", a / b }')x; the cache held $7 B of memory"
+	say "      downtime: first ${10} s, second ${11} s; stopped (gpusend --stats): $8 ms, $9 ms"
+}
+
 # inc_report: the incremental image against the full one.
 inc_report()
 {
@@ -1326,6 +1426,9 @@ for x in $EXTRAS; do
 	incremental)
 		incremental 1
 		;;
+	cache-again)
+		cache_again 1
+		;;
 	esac
 done
 
@@ -1333,6 +1436,7 @@ report
 targets
 rf_report
 inc_report
+again_report
 say ""
 say "raw runs (workload variant rep status downtime_s total_s wire_B rss_ckpt_kB rss_restore_kB staging_B; baseline: rss kB of criu dump tar zstd zstd-d tar criu-restore):"
 while IFS= read -r line; do
