@@ -32,13 +32,21 @@ use_host() {
 	eval "port=\$port_$1 ns_id=\$ns_id_$1"
 }
 
-# gsend HOST ARGS: gpusend --stats to HOST, the JSON on stdout.
+# gsend HOST ARGS: gpusend --stats to HOST, the JSON on stdout; when it
+# fails, what it said goes into the test's log too.
 gsend() {
 	use_host $1
 	shift
 	HOME=$TRASH/home "$GCKSEND" -P "$port" -i "$TRASH/userkey" \
 	    -o IdentityAgent=none -o UserKnownHostsFile="$TRASH/known_hosts" \
-	    --remote-path "$RPATH" --stats "$@" root@127.0.0.1
+	    --remote-path "$RPATH" --stats "$@" root@127.0.0.1 \
+	    2>"$TRASH/gsend.err"
+	_st=$?
+	cat "$TRASH/gsend.err" >&2
+	if test $_st != 0 && test -n "${BASH_VERSION:-}"; then
+		sed 's/^/gpusend said: /' "$TRASH/gsend.err" >&4
+	fi
+	return $_st
 }
 
 # stat FILE KEY: KEY of the JSON object in FILE.
@@ -132,6 +140,7 @@ import json, sys
 sys.exit(not json.load(sys.stdin).get("parent", {}).get("cache"))' &&
 		    echo "$_f"
 	done
+	:
 }
 
 test_expect_success 'an image sent to a cache needs it: gpurestore says so' '
