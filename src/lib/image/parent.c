@@ -479,7 +479,8 @@ gck_parents_base(struct gck_parents *ps, const char *path)
 	    json_array_size(ps->img[0].chain) >= CHAIN_MAX)
 		return gck_set_error(ps->ctx, GCK_EINVAL, "parent image '%s' "
 		    "ends a chain of %d images already", path, CHAIN_MAX);
-	qsort(ps->all, ps->nall, sizeof *ps->all, digest_cmp);
+	if (ps->nall > 1)
+		qsort(ps->all, ps->nall, sizeof *ps->all, digest_cmp);
 	return GCK_OK;
 }
 
@@ -487,8 +488,8 @@ gck_parents_base(struct gck_parents *ps, const char *path)
 int
 gck_parents_has(const struct gck_parents *ps, const struct gck_digest *d)
 {
-	return d->kind == GCK_DK_SHA256 && bsearch(d, ps->all, ps->nall,
-	    sizeof *ps->all, digest_cmp) != NULL;
+	return d->kind == GCK_DK_SHA256 && ps->nall > 0 && bsearch(d, ps->all,
+	    ps->nall, sizeof *ps->all, digest_cmp) != NULL;
 }
 
 /*
@@ -667,7 +668,8 @@ gck_parents_resolve(struct gck_parents *ps, const struct gck_manifest *m)
 		if ((r = p_index(ps, i, 1)) != GCK_OK)
 			return r;
 	}
-	qsort(ps->chunk, ps->nchunk, sizeof *ps->chunk, pchunk_cmp);
+	if (ps->nchunk > 1)
+		qsort(ps->chunk, ps->nchunk, sizeof *ps->chunk, pchunk_cmp);
 	return GCK_OK;
 differs:
 	return gck_set_error(ps->ctx, GCK_EFORMAT, "parent image %s ('%s') "
@@ -691,8 +693,8 @@ gck_parents_fetch(struct gck_parents *ps, const struct gck_digest *d,
 
 	key.d = *d;
 	gck_digest_hex(d, hex);
-	if ((c = bsearch(&key, ps->chunk, ps->nchunk, sizeof *ps->chunk,
-	    pchunk_cmp)) == NULL) {
+	if (ps->nchunk == 0 || (c = bsearch(&key, ps->chunk, ps->nchunk,
+	    sizeof *ps->chunk, pchunk_cmp)) == NULL) {
 		if (ps->nimg == 0)
 			return gck_set_error(ps->ctx, GCK_EINVAL, "image %s "
 			    "refers to its parent images: give them with "
@@ -752,7 +754,8 @@ gck_parents_self(struct gck_ctx *ctx, int fd, const char *name,
 	    (r = p_index(ps, 0, 1)) != GCK_OK)
 		goto out;
 	snprintf(ps->want, sizeof ps->want, "%s", ps->img[0].id);
-	qsort(ps->chunk, ps->nchunk, sizeof *ps->chunk, pchunk_cmp);
+	if (ps->nchunk > 1)
+		qsort(ps->chunk, ps->nchunk, sizeof *ps->chunk, pchunk_cmp);
 	*psp = ps;
 	ps = NULL;
 out:
@@ -925,7 +928,8 @@ gck_parents_pool_add(struct gck_parents *ps, const char *path)
 void
 gck_parents_pool_done(struct gck_parents *ps)
 {
-	qsort(ps->chunk, ps->nchunk, sizeof *ps->chunk, pchunk_cmp);
+	if (ps->nchunk > 1)
+		qsort(ps->chunk, ps->nchunk, sizeof *ps->chunk, pchunk_cmp);
 }
 
 /*

@@ -129,7 +129,8 @@ list_images(struct gck_cache *c, struct cfile **fp, size_t *np)
 		n++;
 	}
 	closedir(d);
-	qsort(f, n, sizeof *f, cfile_older);
+	if (n > 1)
+		qsort(f, n, sizeof *f, cfile_older);
 	/* newest first */
 	for (i = 0; i < n / 2; i++) {
 		struct cfile t = f[i];
