@@ -893,6 +893,13 @@ recv_restore(struct recv *rv, pid_t *rootp)
 	}
 	record(rv, 1, "running %d\n", (int)*rootp);
 	gck_log(ctx, 1, "process tree %d runs", (int)*rootp);
+	/*
+	 * The tree runs: the image joins the cache, if it came whole,
+	 * before the sender hears it, so that its next hand-over finds the
+	 * cache settled.
+	 */
+	if (rv->cache != NULL && feeder_done(rv, 1) == GCK_OK && rv->ended)
+		gck_cache_commit(rv->cache);
 	(void)send_json(rv, GCK_F_RUNNING, "{s:i}", "pid", (int)*rootp);
 	/* Forget the record once the sender has the word. */
 	clock_gettime(CLOCK_REALTIME, &until);
@@ -907,9 +914,6 @@ recv_restore(struct recv *rv, pid_t *rootp)
 		unlink(rv->recpath);
 		rv->recpath[0] = '\0';
 	}
-	/* The tree runs: the image joins the cache, if it came whole. */
-	if (rv->cache != NULL && feeder_done(rv, 1) == GCK_OK && rv->ended)
-		gck_cache_commit(rv->cache);
 	r = GCK_OK;
 out:
 	if (rfd != -1)
