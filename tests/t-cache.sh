@@ -214,7 +214,7 @@ test_expect_success 'the cache keeps to its size, the least recently used evicte
 	wait_gone $yh &&
 	there A $Y &&
 	ls shared/*.gck >after &&
-	test "$(comm -23 before after | wc -l)" = 1 &&
+	test "$(comm -23 before after | wc -l)" -ge 1 &&
 	test "$(comm -13 before after | wc -l)" = 1 &&
 	test $(kbytes shared) -le $limit &&
 	new=$(comm -13 before after) &&

@@ -50,7 +50,7 @@ struct pimage {
 	char		 id[33];
 	json_t		*chain;		/* its own parents, or NULL */
 	json_t		*entries;	/* its trailer's */
-	int		 used;		/* a chunk of it was fetched */
+	uint64_t	 used;		/* bytes of its chunks fetched */
 };
 
 struct gck_parents {
@@ -721,7 +721,7 @@ gck_parents_fetch(struct gck_parents *ps, const struct gck_digest *d,
 		    "its digest (sha256 %.16s...)", ps->what,
 		    ps->img[c->img].id, ps->img[c->img].path, c->at, hex);
 	}
-	ps->img[c->img].used = 1;
+	ps->img[c->img].used += size;
 	*datap = ps->data;
 	return GCK_OK;
 }
@@ -985,8 +985,8 @@ gck_parents_pool_check(struct gck_parents *ps, const struct gck_manifest *m)
 	return GCK_OK;
 }
 
-/* Whether a chunk of image i was fetched. */
-int
+/* How many bytes of the chunks of image i were fetched. */
+uint64_t
 gck_parents_used(const struct gck_parents *ps, size_t i)
 {
 	return ps->img[i].used;

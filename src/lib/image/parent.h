@@ -50,7 +50,7 @@ int	gck_parents_pool_digests(const struct gck_parents *,
 int	gck_parents_pool_check(struct gck_parents *,
 	    const struct gck_manifest *);
 const char *gck_parents_bad(const struct gck_parents *);
-int	gck_parents_used(const struct gck_parents *, size_t);
+uint64_t gck_parents_used(const struct gck_parents *, size_t);
 int	gck_parents_remote(struct gck_ctx *, struct json_t *,
 	    struct gck_digest *, size_t, struct gck_parents **);
 void	gck_parents_free(struct gck_parents *);

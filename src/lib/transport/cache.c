@@ -340,6 +340,47 @@ evict(struct gck_cache *c, const char *keep)
 	free(f);
 }
 
+/* t, ns nanoseconds later. */
+static struct timespec
+later(struct timespec t, long ns)
+{
+	t.tv_nsec += ns;
+	while (t.tv_nsec >= 1000000000) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000;
+	}
+	return t;
+}
+
+/* Marks the images of the pool that were used as used at now, in order. */
+static void
+touch_used(struct gck_cache *c, struct timespec now)
+{
+	struct timespec	 ts[2];
+	const char	*path;
+	uint64_t	 least, prev = 0;
+	size_t		 i, j, n = gck_parents_count(c->pool), rank = 0;
+
+	/* by how many bytes each gave, least first (n is at most 64) */
+	for (j = 0; j < n; j++) {
+		least = UINT64_MAX;
+		for (i = 0; i < n; i++)
+			if (gck_parents_used(c->pool, i) > prev &&
+			    gck_parents_used(c->pool, i) < least)
+				least = gck_parents_used(c->pool, i);
+		if (least == UINT64_MAX)
+			break;
+		for (i = 0; i < n; i++) {
+			if (gck_parents_used(c->pool, i) != least ||
+			    (path = gck_parents_path(c->pool, i)) == NULL)
+				continue;
+			ts[0] = ts[1] = later(now, (long)rank++);
+			(void)utimensat(AT_FDCWD, path, ts, 0);
+		}
+		prev = least;
+	}
+}
+
 /*
  * The image arrived whole and its tree runs: it joins the cache, named
  * by its id, and the images whose chunks it used are marked used now;
@@ -351,10 +392,8 @@ gck_cache_commit(struct gck_cache *c)
 {
 	struct gck_parents	*self = NULL;
 	struct gck_ctx		*ctx = c->ctx;
-	struct timespec		 ts[2];
+	struct timespec		 ts[2], now;
 	char			 name[64], proc[64];
-	const char		*path;
-	size_t			 i;
 	int			 lfd;
 
 	if (c->spool == -1)
@@ -376,25 +415,18 @@ gck_cache_commit(struct gck_cache *c)
 		goto out;
 	/*
 	 * The times are set, not taken from the kernel's clock, whose ticks
-	 * are too coarse to order what happens within one.
+	 * are too coarse to order what happens within one: the images used
+	 * are the newest but this one, the more used the newer, a
+	 * nanosecond apart.
 	 */
-	clock_gettime(CLOCK_REALTIME, &ts[0]);
-	ts[1] = ts[0];
-	for (i = 0; i < gck_parents_count(c->pool); i++)
-		if ((path = gck_parents_path(c->pool, i)) != NULL &&
-		    gck_parents_used(c->pool, i))
-			(void)utimensat(AT_FDCWD, path, ts, 0);
+	clock_gettime(CLOCK_REALTIME, &now);
+	touch_used(c, now);
 	if (linkat(AT_FDCWD, proc, c->dfd, name, AT_SYMLINK_FOLLOW) == -1 &&
 	    errno != EEXIST)
 		gck_log(ctx, 1, "the cache '%s' could not keep this image: %s",
 		    c->dir, strerror(errno));
 	else {
-		ts[0].tv_nsec += 1000;
-		if (ts[0].tv_nsec >= 1000000000) {
-			ts[0].tv_sec++;
-			ts[0].tv_nsec -= 1000000000;
-		}
-		ts[1] = ts[0];
+		ts[0] = ts[1] = later(now, 1000000);
 		(void)utimensat(c->dfd, name, ts, 0);
 		gck_log(ctx, 1, "kept %s in the cache '%s'", name, c->dir);
 	}
