@@ -605,6 +605,12 @@ criu_enter(const int *nsfd)
 	}
 	if (pid == 0)
 		return;
+	/*
+	 * Holding nothing of ours while it waits: a pipe whose read end
+	 * stayed open here would never tell its writer that its reader
+	 * is gone.
+	 */
+	(void)close_range(0, ~0u, 0);
 	while (waitpid(pid, &status, 0) == -1)
 		if (errno != EINTR)
 			_exit(127);
