@@ -214,6 +214,9 @@ print_show(const char *name, json_t *d)
 	    str(d, "tool"), (long long)num(img, "format"));
 	if (json_is_string(json_object_get(img, "id")))
 		printf("id          %s\n", str(img, "id"));
+	if (strcmp(str(img, "kind"), "chunks") == 0)
+		printf("kind        chunks of memory only, sent ahead of a "
+		    "live migration: nothing to restore\n");
 	if (json_is_string(json_object_get(img, "parent")))
 		printf("parent      %s (a chain of %zu)\n", str(img, "parent"),
 		    json_array_size(json_object_get(img, "chain")));

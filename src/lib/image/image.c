@@ -255,9 +255,9 @@ out:
 	return r;
 }
 
-/* Whether the page at p (len bytes) is all zero. */
-static int
-zero_page(const char *p, size_t len)
+/* Whether the page at p (len bytes, 8-byte aligned) is all zero. */
+int
+gck_zero_page(const char *p, size_t len)
 {
 	const uint64_t	*q = (const uint64_t *)(const void *)p;
 	size_t		 i;
@@ -288,14 +288,14 @@ add_holes(struct archive_entry *e, const char *buf, size_t len,
 	if (len % pg != 0 || ((uintptr_t)buf & 7) != 0)
 		return 0;
 	for (off = 0; off < len; off += pg)
-		if (zero_page(buf + off, pg)) {
+		if (gck_zero_page(buf + off, pg)) {
 			any = 1;
 			break;
 		}
 	if (!any || gck_dstate_reset(st, dk) == -1)
 		return 0;
 	for (off = 0; off <= len; off += pg) {
-		if (off < len && !zero_page(buf + off, pg)) {
+		if (off < len && !gck_zero_page(buf + off, pg)) {
 			if (!indata)
 				start = off;
 			indata = 1;

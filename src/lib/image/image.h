@@ -53,5 +53,6 @@ void	gck_writer_set_parents(struct gck_writer *,
 	    const struct gck_parents *);
 uint64_t gck_writer_refbytes(const struct gck_writer *);
 int	gck_reader_copy(struct gck_reader *, struct gck_writer *);
+int	gck_zero_page(const char *, size_t);
 
 #endif /* GCK_IMAGE_IMAGE_H */

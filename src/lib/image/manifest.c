@@ -49,6 +49,7 @@ struct gck_manifest {
 	json_t		*files;		/* CRIU files: name -> size */
 	const char	*id;		/* format 2: its id */
 	json_t		*chain;		/* its parents' ids, or NULL */
+	int		 chunks;	/* kind "chunks": nothing to restore */
 };
 
 /* The options.after of a manifest, by enum gck_after. */
@@ -364,6 +365,58 @@ out:
 }
 
 /*
+ * Builds the manifest of an image of chunks only (kind "chunks"): the
+ * memory of tree t read while it ran, sent ahead of a live migration
+ * into a receiver's cache.  Returns the JSON text (free it), or NULL
+ * with the error set.
+ */
+char *
+gck_manifest_build_chunks(struct gck_ctx *ctx, const struct gck_ptree *t,
+    int level)
+{
+	json_t		*m = NULL, *procs;
+	char		 created[32], *text = NULL;
+	time_t		 now = time(NULL);
+	struct tm	 tm;
+	size_t		 i;
+
+	gmtime_r(&now, &tm);
+	strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if ((procs = json_array()) == NULL)
+		goto out;
+	for (i = 0; i < t->n; i++)
+		if (json_array_append_new(procs,
+		    proc_json(&t->procs[i])) != 0) {
+			json_decref(procs);
+			goto out;
+		}
+	m = json_pack("{s:i, s:s, s:s, s:s, s:o, s:i, s:o, s:{s:s, s:i}}",
+	    "format", GCK_FORMAT_VERSION, "kind", "chunks",
+	    "tool", "gpuckpt " PACKAGE_VERSION, "created", created,
+	    "host", host_facts(), "root_pid", (int)t->procs[0].pid,
+	    "processes", procs, "options", "compress", level > 0 ? "zstd" :
+	    "none", "level", level);
+	if (m != NULL && v2_keys(m, NULL) != 0) {
+		json_decref(m);
+		m = NULL;
+	}
+	if (m != NULL)
+		text = json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+out:
+	json_decref(m);
+	if (text == NULL)
+		gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	return text;
+}
+
+/* Whether the image holds chunks only, nothing to restore. */
+int
+gck_manifest_chunks_only(const struct gck_manifest *m)
+{
+	return m->chunks;
+}
+
+/*
  * The list of CRIU files (absent in images that predate it): each a
  * file name the reader accepts, once, with a size.
  */
@@ -661,7 +714,7 @@ gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
 {
 	struct gck_manifest	*m = NULL;
 	json_error_t		 jerr;
-	json_t			*procs, *p;
+	json_t			*procs, *p, *kind;
 	json_int_t		 fmt, root, pid, start, hpid;
 	const char		*comm;
 	pid_t			*sorted = NULL;
@@ -752,6 +805,16 @@ gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
 		    "pid %lld is not in the process list", (long long)root);
 		goto out;
 	}
+	kind = json_object_get(m->root, "kind");
+	if (kind != NULL && (fmt < 2 || !json_is_string(kind) ||
+	    strcmp(json_string_value(kind), "chunks") != 0 ||
+	    json_object_get(m->root, "files") != NULL ||
+	    json_object_get(m->root, "parent") != NULL)) {
+		r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: bad kind "
+		    "in the manifest");
+		goto out;
+	}
+	m->chunks = kind != NULL;
 	if ((r = id_parse(ctx, m)) != GCK_OK ||
 	    (r = cuda_parse(ctx, m, json_object_get(m->root, "cuda"))) !=
 	    GCK_OK || (r = files_parse(ctx, m, json_object_get(m->root,

@@ -20,6 +20,9 @@ char	*gck_manifest_build(struct gck_ctx *, const struct gck_ptree *,
 	    const struct gck_ckpt_opts *, enum gck_after, const char *, int,
 	    const struct gck_cuda_facts *, const struct gck_imgfile *, size_t,
     struct json_t *);
+char	*gck_manifest_build_chunks(struct gck_ctx *,
+	    const struct gck_ptree *, int);
+int	gck_manifest_chunks_only(const struct gck_manifest *);
 enum gck_after gck_manifest_after(const struct gck_manifest *);
 int	gck_manifest_has_file(const struct gck_manifest *, const char *);
 size_t	gck_manifest_nfiles(const struct gck_manifest *);

@@ -374,6 +374,8 @@ show_doc(const struct mix *x, int64_t disk)
 	    jset(img, "part_size", jcopy(mj, "part_size")) != 0 ||
 	    jset(img, "chunk_size", jcopy(mj, "chunk_size")) != 0 ||
 	    jset(img, "id", jcopy(mj, "id")) != 0 ||
+	    jset(img, "kind", json_object_get(mj, "kind") != NULL ?
+	    jcopy(mj, "kind") : json_string("checkpoint")) != 0 ||
 	    jset(d, "created", jcopy(mj, "created")) != 0 ||
 	    jset(d, "tool", jcopy(mj, "tool")) != 0 ||
 	    jset(d, "host", jcopy_keys(json_object_get(mj, "host"),

@@ -30,4 +30,15 @@ int	gck_restore_ex(struct gck_ctx *, const struct gck_restore_opts *,
 	    gck_ready_fn, void *, pid_t *);
 int	gck_restore_not_init(struct gck_ctx *);
 
+/* precopy.c: a running tree's memory, as chunks, for gpusend --live */
+struct gck_parents;
+struct gck_precopy_stats {
+	uint64_t	 memory;	/* bytes of the chunks read */
+	uint64_t	 known;		/* of them, what have holds */
+	uint64_t	 stored;	/* of them, written */
+	size_t		 chunks;	/* written */
+};
+int	gck_precopy(struct gck_ctx *, pid_t, int, int,
+	    const struct gck_parents *, struct gck_precopy_stats *);
+
 #endif /* GCK_OPS_OPS_H */

@@ -616,6 +616,10 @@ rst_prepare(struct rst *st)
 	gck_reader_keep_raw(st->rd);
 	if ((r = gck_reader_head(st->rd, &st->m)) != GCK_OK)
 		return r;
+	if (gck_manifest_chunks_only(st->m))
+		return gck_set_error(ctx, GCK_EFORMAT, "the image holds only "
+		    "chunks of memory sent ahead of a live migration "
+		    "(gpusend --live): it has no processes to restore");
 	/* An image sent to gpurecv may take chunks from its cache. */
 	if (st->o->pool != NULL && gck_manifest_cached(st->m)) {
 		if ((r = gck_parents_pool_check(st->o->pool, st->m)) != GCK_OK)

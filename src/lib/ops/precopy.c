@@ -1,0 +1,293 @@
+/*
+ * precopy.c: gck_precopy(), a running tree's memory read into an image
+ * of chunks, for a live migration's rounds (gpusend --live).
+ *
+ * The tree is not stopped, frozen or traced: each process's memory is
+ * read as it runs (process_vm_readv(2)), a window of GCK_CHUNK_SIZE
+ * bytes at a time, and each window becomes the chunk a checkpoint of
+ * the same memory would make: the pages its pagemap shows present, but
+ * those holding only zeros, in address order (gpuckpt-image(5),
+ * "Chunks" and "Zero pages").  Only windows wholly of private anonymous
+ * memory are read, as only there does this rule alone decide what a
+ * checkpoint holds; the rest is left to the checkpoint.  A chunk whose
+ * digest the receiver has is not written again.
+ *
+ * What is read may change while it is read: nothing here needs to be
+ * consistent.  A chunk is only ever used for the digest of its own
+ * bytes, which the checkpoint computes again from the stopped tree.
+ */
+#include "config.h"
+
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "private.h"
+#include "core/proc.h"
+#include "image/digest.h"
+#include "image/image.h"
+#include "image/manifest.h"
+#include "image/names.h"
+#include "image/parent.h"
+#include "ops/ops.h"
+
+#define PAGE		4096u
+#define WPAGES		(GCK_CHUNK_SIZE / PAGE)
+#define PM_PRESENT	(1ull << 63)
+#define PM_SWAP		(1ull << 62)
+
+/* A mapping of the process, as /proc/PID/maps shows it. */
+struct vma {
+	uint64_t	start, end;
+	int		anon;		/* private anonymous memory */
+};
+
+/* One process being read. */
+struct pread {
+	struct gck_ctx		*ctx;
+	pid_t			 pid;		/* as we see it */
+	struct vma		*v;
+	size_t			 nv;
+	int			 pmfd;		/* its pagemap */
+	uint64_t		 pm[WPAGES];
+	struct iovec		 local[WPAGES], remote[WPAGES];
+};
+
+/* Whether a line of maps, perms and path given, is anonymous memory. */
+static int
+is_anon(const char *perms, unsigned long long inode, const char *path)
+{
+	if (perms[3] != 'p' || inode != 0)
+		return 0;
+	return *path == '\0' || strcmp(path, "[heap]") == 0 ||
+	    strcmp(path, "[stack]") == 0 || strncmp(path, "[anon:", 6) == 0;
+}
+
+/* Reads the mappings of p->pid.  Returns GCK_OK or a code. */
+static int
+read_maps(struct pread *p)
+{
+	char			 path[64], line[PATH_MAX + 128], perms[8];
+	char			 name[PATH_MAX];
+	unsigned long long	 a, b, off, inode;
+	struct vma		*nv;
+	size_t			 cap = 0;
+	FILE			*f;
+	int			 n;
+
+	snprintf(path, sizeof path, "/proc/%d/maps", (int)p->pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return gck_set_syserr(p->ctx, errno, "cannot read the memory "
+		    "map of process %d: %s", (int)p->pid, strerror(errno));
+	while (fgets(line, sizeof line, f) != NULL) {
+		name[0] = '\0';
+		n = sscanf(line, "%llx-%llx %7s %llx %*s %llu %4095[^\n]", &a,
+		    &b, perms, &off, &inode, name);
+		if (n < 5 || strlen(perms) < 4 || b <= a)
+			continue;
+		if (p->nv == cap) {
+			cap = cap ? cap * 2 : 64;
+			if ((nv = reallocarray(p->v, cap, sizeof *nv)) ==
+			    NULL) {
+				fclose(f);
+				return gck_set_error(p->ctx, GCK_ENOMEM,
+				    "out of memory");
+			}
+			p->v = nv;
+		}
+		p->v[p->nv].start = a;
+		p->v[p->nv].end = b;
+		p->v[p->nv].anon = is_anon(perms, inode, name + strspn(name,
+		    " "));
+		p->nv++;
+	}
+	fclose(f);
+	return GCK_OK;
+}
+
+/*
+ * Reads window w (its first address) into buf as its chunk: *lenp bytes,
+ * 0 when it holds nothing or cannot be read now.  Mappings from *vi on
+ * are those not wholly below it.
+ */
+static void
+read_window(struct pread *p, uint64_t w, size_t vi, char *buf, size_t *lenp)
+{
+	uint64_t	 from, to, a;
+	size_t		 i, k, nio = 0, len = 0, out;
+	ssize_t		 n;
+
+	*lenp = 0;
+	if (pread(p->pmfd, p->pm, sizeof p->pm, (off_t)(w / PAGE * 8)) !=
+	    (ssize_t)sizeof p->pm)
+		return;
+	for (i = vi; i < p->nv && p->v[i].start < w + GCK_CHUNK_SIZE; i++) {
+		from = p->v[i].start > w ? p->v[i].start : w;
+		to = p->v[i].end < w + GCK_CHUNK_SIZE ? p->v[i].end :
+		    w + GCK_CHUNK_SIZE;
+		for (a = from; a < to; a += PAGE) {
+			k = (size_t)((a - w) / PAGE);
+			if ((p->pm[k] & (PM_PRESENT | PM_SWAP)) == 0)
+				continue;
+			if (nio > 0 && (uint64_t)(uintptr_t)
+			    p->remote[nio - 1].iov_base +
+			    p->remote[nio - 1].iov_len == a) {
+				p->remote[nio - 1].iov_len += PAGE;
+				p->local[nio - 1].iov_len += PAGE;
+			} else {
+				p->remote[nio].iov_base = (void *)(uintptr_t)a;
+				p->remote[nio].iov_len = PAGE;
+				p->local[nio].iov_base = buf + len;
+				p->local[nio].iov_len = PAGE;
+				nio++;
+			}
+			len += PAGE;
+		}
+	}
+	if (nio == 0)
+		return;
+	/* A page gone meanwhile: the checkpoint will see what is there. */
+	n = process_vm_readv(p->pid, p->local, nio, p->remote, nio, 0);
+	if (n != (ssize_t)len)
+		return;
+	for (i = 0, out = 0; i < len; i += PAGE) {
+		if (gck_zero_page(buf + i, PAGE))
+			continue;
+		if (out != i)
+			memmove(buf + out, buf + i, PAGE);
+		out += PAGE;
+	}
+	*lenp = out;
+}
+
+/*
+ * Writes the chunks of process p that have not what have has, as
+ * pages-PID.img in parts, into w.
+ */
+static int
+precopy_proc(struct pread *p, struct gck_writer *w,
+    const struct gck_parents *have, char *buf, struct gck_precopy_stats *st)
+{
+	struct gck_digest	 d;
+	char			 file[64], ename[GCK_NAME_MAX + 32];
+	uint64_t		 win, last = UINT64_MAX;
+	size_t			 i, j, len;
+	long			 part = 0;
+	int			 r, mixed;
+
+	snprintf(file, sizeof file, "pages-%d.img", (int)p->pid);
+	for (i = 0; i < p->nv; i++) {
+		if (!p->v[i].anon)
+			continue;
+		for (win = p->v[i].start & ~(uint64_t)(GCK_CHUNK_SIZE - 1);
+		    win < p->v[i].end; win += GCK_CHUNK_SIZE) {
+			if (win == last)
+				continue;
+			last = win;
+			/* The first mapping not wholly below the window. */
+			for (j = i; j > 0 && p->v[j - 1].end > win; j--)
+				;
+			mixed = 0;
+			for (size_t k = j; k < p->nv &&
+			    p->v[k].start < win + GCK_CHUNK_SIZE; k++)
+				mixed |= !p->v[k].anon;
+			if (mixed)
+				continue;
+			if ((r = gck_check_interrupt(p->ctx)) != GCK_OK)
+				return r;
+			read_window(p, win, j, buf, &len);
+			if (len == 0)
+				continue;
+			st->memory += len;
+			if (gck_digest_buf(GCK_DK_SHA256, buf, len, &d) == -1)
+				return gck_set_error(p->ctx, GCK_ENOMEM,
+				    "out of memory");
+			if (have != NULL && gck_parents_has(have, &d)) {
+				st->known += len;
+				continue;
+			}
+			gck_entry_name(ename, sizeof ename, file, part++);
+			if ((r = gck_writer_add_pages(w, ename, buf, len)) !=
+			    GCK_OK)
+				return r;
+			st->stored += len;
+			st->chunks++;
+		}
+	}
+	return GCK_OK;
+}
+
+/*
+ * Writes to fd an image of the chunks of the memory of the tree rooted
+ * at pid that have does not hold (NULL: all), zstd at level, while the
+ * tree runs.  Returns GCK_OK with *st filled in, or a code.
+ */
+int
+gck_precopy(struct gck_ctx *ctx, pid_t pid, int level, int fd,
+    const struct gck_parents *have, struct gck_precopy_stats *st)
+{
+	struct gck_ptree	*t = NULL;
+	struct gck_writer	*w = NULL;
+	struct pread		*p = NULL;
+	char			*manifest = NULL, *buf = NULL, path[64];
+	size_t			 i;
+	int			 r;
+
+	memset(st, 0, sizeof *st);
+	if ((r = gck_ptree_scan(ctx, pid, &t)) != GCK_OK)
+		goto out;
+	if ((p = calloc(1, sizeof *p)) == NULL ||
+	    posix_memalign((void **)&buf, PAGE, GCK_CHUNK_SIZE) != 0) {
+		buf = NULL;
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	p->pmfd = -1;
+	if ((manifest = gck_manifest_build_chunks(ctx, t, level)) == NULL) {
+		r = ctx->code;
+		goto out;
+	}
+	if ((r = gck_writer_new2(ctx, fd, level, 0, GCK_FORMAT_VERSION, 0,
+	    &w)) != GCK_OK || (r = gck_writer_add(w, GCK_ENTRY_MANIFEST,
+	    manifest, strlen(manifest))) != GCK_OK)
+		goto out;
+	for (i = 0; i < t->n; i++) {
+		p->ctx = ctx;
+		p->pid = t->procs[i].host_pid > 0 ? t->procs[i].host_pid :
+		    t->procs[i].pid;
+		p->nv = 0;
+		snprintf(path, sizeof path, "/proc/%d/pagemap", (int)p->pid);
+		if ((p->pmfd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+			r = gck_set_syserr(ctx, errno, "cannot read the "
+			    "memory of process %d: %s", (int)p->pid,
+			    strerror(errno));
+			goto out;
+		}
+		if ((r = read_maps(p)) != GCK_OK ||
+		    (r = precopy_proc(p, w, have, buf, st)) != GCK_OK)
+			goto out;
+		close(p->pmfd);
+		p->pmfd = -1;
+	}
+	r = gck_writer_finish(w);
+out:
+	gck_writer_free(w);
+	if (p != NULL) {
+		if (p->pmfd != -1)
+			close(p->pmfd);
+		free(p->v);
+	}
+	free(p);
+	free(buf);
+	free(manifest);
+	gck_ptree_free(t);
+	return r;
+}
