@@ -347,7 +347,8 @@ enum gck_recv_mode {
 	GCK_RECV_RESTORE = 1,
 	GCK_RECV_STORE,
 	GCK_RECV_JOIN,
-	GCK_RECV_OUTCOME
+	GCK_RECV_OUTCOME,
+	GCK_RECV_CACHE		/* into the cache only: gpusend --live */
 };
 struct gck_recv_opts {
 	enum gck_recv_mode	 mode;
@@ -413,7 +414,11 @@ struct gck_send_opts {
 					   directory, "" for none; NULL:
 					   its default */
 	uint64_t	 cache_size;	/* its limit; 0: its default */
+	int		 live;		/* a live tree: pre-copy rounds */
+	unsigned int	 max_rounds;	/* at most; 0: GCK_ROUNDS_MAX */
+	uint64_t	 bwlimit;	/* bytes a second; 0: no limit */
 };
+#define GCK_ROUNDS_MAX		8	/* pre-copy rounds, by default */
 struct gck_send_result {
 	pid_t		 pid;		/* the remote root, or -1 */
 	char		*stored;	/* where the remote stored it */
@@ -422,6 +427,11 @@ struct gck_send_result {
 	uint64_t	 cached;	/* bytes of memory its cache had */
 	uint64_t	 stopped_ms;	/* a live tree: stopped that long */
 	int		 retried;	/* sent twice: see gck_send() */
+	unsigned int	 rounds;	/* --live: pre-copy rounds made */
+	uint64_t	 round_bytes;	/* of the image bytes, in them */
+	uint64_t	 round_memory;	/* memory they sent, uncompressed */
+	uint64_t	 last_changed;	/* memory the last round sent */
+	const char	*why;		/* why the rounds ended, or NULL */
 	int		 in_doubt;
 	pid_t		 tty_pid;	/* as gck_ckpt_result's, for -p */
 	int		 tty_fd;

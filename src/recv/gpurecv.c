@@ -31,6 +31,7 @@ static const struct option longopts[] = {
 	{ "resume",	no_argument,		NULL,	'z' },
 	{ "streams",	required_argument,	NULL,	'n' },
 	{ "timeout",	required_argument,	NULL,	't' },
+	{ "to-cache",	no_argument,		NULL,	'K' },
 	{ "version",	no_argument,		NULL,	'V' },
 	{ "verbose",	no_argument,		NULL,	'v' },
 	{ NULL,		0,			NULL,	0 }
@@ -46,9 +47,13 @@ usage(int status)
 	    "[--timeout seconds]\n"
 	    "       %s [-hVv] [--name name] [--resume] --id id [--streams n] "
 	    "[--timeout seconds] path\n"
+	    "       %s [-hVv] --to-cache [--cache dir] [--cache-size size] "
+	    "--id id\n"
+	    "               [--streams n] [--timeout seconds]\n"
 	    "       %s --join id\n"
 	    "       %s --outcome id\n",
-	    getprogname(), getprogname(), getprogname(), getprogname());
+	    getprogname(), getprogname(), getprogname(), getprogname(),
+	    getprogname());
 	exit(status);
 }
 
@@ -104,7 +109,8 @@ main(int argc, char *argv[])
 			o.cache = "";
 			break;
 		case 'R':
-			o.mode = GCK_RECV_RESTORE;
+		case 'K':
+			o.mode = ch == 'R' ? GCK_RECV_RESTORE : GCK_RECV_CACHE;
 			modes++;
 			break;
 		case 't':

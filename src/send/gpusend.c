@@ -22,6 +22,7 @@
 
 static const struct option longopts[] = {
 	{ "accept-new",		no_argument,		NULL,	'A' },
+	{ "bwlimit",		required_argument,	NULL,	'B' },
 	{ "cache",		required_argument,	NULL,	'C' },
 	{ "cache-size",		required_argument,	NULL,	'S' },
 	{ "compress",		required_argument,	NULL,	'c' },
@@ -30,7 +31,9 @@ static const struct option longopts[] = {
 	{ "gpu-map",		required_argument,	NULL,	'g' },
 	{ "help",		no_argument,		NULL,	'h' },
 	{ "identity",		required_argument,	NULL,	'i' },
+	{ "live",		no_argument,		NULL,	'l' },
 	{ "lock-timeout",	required_argument,	NULL,	'L' },
+	{ "max-rounds",		required_argument,	NULL,	'm' },
 	{ "no-cache",		no_argument,		NULL,	'X' },
 	{ "parallel",		required_argument,	NULL,	'n' },
 	{ "port",		required_argument,	NULL,	'P' },
@@ -54,6 +57,7 @@ struct args {
 	int			 restore_opts;	/* options for a restore */
 	int			 stats;		/* --stats */
 	int			 port_set, timeout_set;
+	int			 rounds_set;	/* --max-rounds */
 };
 
 static _Noreturn void	usage(int);
@@ -78,7 +82,8 @@ usage(int status)
 	    "[--cache dir | --no-cache]\n"
 	    "               [--cache-size size] [--ext-unix-sk] "
 	    "[--file-locks] [--gpu-map map]\n"
-	    "               [-i identity] [--stats]\n"
+	    "               [-i identity] [--live [--max-rounds n]] "
+	    "[--bwlimit rate] [--stats]\n"
 	    "               [--lock-timeout seconds] [-o option=value] "
 	    "[-P port]\n"
 	    "               [--parallel n] [--remote-path command] "
@@ -86,7 +91,8 @@ usage(int status)
 	    "               [--timeout seconds] -p pid [user@]host\n"
 	    "       %s [-hVv] [--accept-new] [--cache dir | --no-cache] "
 	    "[--cache-size size]\n"
-	    "               [--gpu-map map] [-i identity] [--stats]\n"
+	    "               [--bwlimit rate] [--gpu-map map] [-i identity] "
+	    "[--stats]\n"
 	    "               [-o option=value] [-P port] [--parallel n] "
 	    "[--remote-path command]\n"
 	    "               [--resume] [--timeout seconds] "
@@ -217,6 +223,24 @@ parse_args(struct args *a, int argc, char *argv[])
 		case 'A':
 			o->accept_new = 1;
 			break;
+		case 'B':
+			o->bwlimit = tool_size(optarg, "--bwlimit");
+			if (o->bwlimit < 4096) {
+				warnx("--bwlimit %s: at least 4096 bytes a "
+				    "second", optarg);
+				usage(2);
+			}
+			break;
+		case 'l':
+			o->live = 1;
+			a->image_opts++;
+			break;
+		case 'm':
+			o->max_rounds = (unsigned int)tool_number(optarg, 1,
+			    1000, "--max-rounds");
+			a->rounds_set = 1;
+			a->image_opts++;
+			break;
 		case 'C':
 			if (*optarg == '\0') {
 				warnx("empty --cache");
@@ -327,6 +351,15 @@ check_live(struct args *a, int argc, char *argv[])
 		warnx("--resume is for images sent from a file");
 		usage(2);
 	}
+	if (a->rounds_set && !o->live) {
+		warnx("--max-rounds is for --live");
+		usage(2);
+	}
+	if (o->live && o->cache != NULL && *o->cache == '\0') {
+		warnx("--live sends its rounds into the remote's cache: not "
+		    "with --no-cache");
+		usage(2);
+	}
 }
 
 /* file|- [user@]host[:path]: an image, restored or stored there. */
@@ -339,8 +372,8 @@ check_file(struct args *a, int argc, char *argv[])
 	if (argc != 2)
 		usage(2);
 	if (a->image_opts) {
-		warnx("-c, --lock-timeout and the criu options are for a "
-		    "live tree (-p)");
+		warnx("-c, --live, --max-rounds, --lock-timeout and the criu "
+		    "options are for a live tree (-p)");
 		usage(2);
 	}
 	file = argv[0];
@@ -382,6 +415,11 @@ summary(const struct gck_send_opts *o, const struct gck_send_result *res)
 		    "process tree %d stopped for %.2f s%s", (unsigned long
 		    long)res->cached, (int)o->pid, (double)res->stopped_ms /
 		    1000, res->retried ? "; sent twice" : "");
+	if (o->live)
+		fprintf(stderr, "; before it, %u pre-copy round%s sent %llu "
+		    "bytes (%s)", res->rounds, res->rounds == 1 ? "" : "s",
+		    (unsigned long long)res->round_bytes, res->why != NULL ?
+		    res->why : "none made");
 	fputc('\n', stderr);
 }
 
@@ -401,7 +439,12 @@ stats(const struct gck_send_opts *o, const struct gck_send_result *res)
 	    (o->pid > 0 && json_object_update_new(j, json_pack("{s:I,s:I,s:i}",
 	    "cached", (json_int_t)res->cached, "stopped_ms",
 	    (json_int_t)res->stopped_ms, "tries", res->retried ? 2 : 1)) !=
-	    0) || json_dumpf(j, stdout, JSON_COMPACT) != 0)
+	    0) || (o->live && json_object_update_new(j, json_pack("{s:i,"
+	    "s:I,s:I,s:I,s:s?}", "rounds", (int)res->rounds, "round_bytes",
+	    (json_int_t)res->round_bytes, "round_memory",
+	    (json_int_t)res->round_memory, "last_round_memory",
+	    (json_int_t)res->last_changed, "rounds_ended", res->why)) != 0) ||
+	    json_dumpf(j, stdout, JSON_COMPACT) != 0)
 		warnx("out of memory");
 	putchar('\n');
 	json_decref(j);

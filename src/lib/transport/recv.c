@@ -81,6 +81,7 @@ struct recv {
 	/* Restoring: the images kept from earlier hand-overs. */
 	struct gck_cache		*cache;
 	int				 cache_bad;	/* one was damaged */
+	int				 no_cache;	/* --to-cache had none */
 
 	/* After END: what the sender says about the restored tree. */
 	pthread_mutex_t			 mu;
@@ -1100,6 +1101,57 @@ out:
 }
 
 /*
+ * --to-cache: the image, verified as it arrives, joins the cache and
+ * nothing else happens: a round of a live migration, whose chunks the
+ * hand-over that ends it refers to.  Nothing is kept of an image that
+ * fails.
+ */
+static int
+recv_cache(struct recv *rv)
+{
+	struct gck_ctx			*ctx = rv->ctx;
+	const struct gck_manifest	*m;
+	struct gck_reader		*rd = NULL;
+	int				 r, fr, rfd = -1;
+
+	cache_open(rv);
+	if (rv->cache == NULL) {
+		rv->no_cache = 1;
+		return gck_set_error(ctx, GCK_EINVAL, "no cache to keep the "
+		    "chunks in (--no-cache, GCK_CACHE=none, or it cannot be "
+		    "used)");
+	}
+	if ((r = handshake(rv, 0, NULL)) != GCK_OK ||
+	    (r = gck_cache_spool(rv->cache)) != GCK_OK ||
+	    (r = feeder_start(rv, &rfd)) != GCK_OK)
+		goto out;
+	if ((r = gck_reader_new(ctx, rfd, &rd)) == GCK_OK &&
+	    (r = gck_reader_head(rd, &m)) == GCK_OK)
+		r = gck_reader_extract(rd, -1);
+	close(rfd);
+	rfd = -1;
+	fr = feeder_done(rv, r == GCK_OK);
+	if (fr != GCK_OK && (r == GCK_OK || !pipe_closed(rv, fr)))
+		r = gck_set_error(ctx, fr, "%s", rv->fctx->msg);
+	if (r != GCK_OK)
+		goto out;
+	if (!rv->ended) {
+		r = gck_set_error(ctx, GCK_EFORMAT, "data after the image");
+		goto out;
+	}
+	gck_cache_commit(rv->cache);
+	(void)send_json(rv, GCK_F_STORED, "{s:b,s:I}", "cache", 1, "bytes",
+	    (json_int_t)rv->bytes);
+	r = GCK_OK;
+out:
+	if (rfd != -1)
+		close(rfd);
+	feeder_stop(rv);
+	gck_reader_free(rd);
+	return r;
+}
+
+/*
  * --join: relays one extra connection of --parallel to its gpurecv.
  * Waits up to JOIN_WAIT_MS for that gpurecv's socket, and less when
  * there is no one left to wait for: when the sender has gone (the end
@@ -1275,6 +1327,10 @@ gck_recv(struct gck_ctx *ctx, const struct gck_recv_opts *o,
 		if ((r = listen_joins(&rv)) == GCK_OK)
 			r = recv_store(&rv, &res->stored);
 		break;
+	case GCK_RECV_CACHE:
+		if ((r = listen_joins(&rv)) == GCK_OK)
+			r = recv_cache(&rv);
+		break;
 	case GCK_RECV_JOIN:
 		r = recv_join(&rv);
 		break;
@@ -1288,11 +1344,11 @@ gck_recv(struct gck_ctx *ctx, const struct gck_recv_opts *o,
 	res->bytes = rv.offset + rv.bytes;
 	res->offset = rv.offset;
 	if (r != GCK_OK && (o->mode == GCK_RECV_RESTORE ||
-	    o->mode == GCK_RECV_STORE)) {
+	    o->mode == GCK_RECV_STORE || o->mode == GCK_RECV_CACHE)) {
 		snprintf(msg, sizeof msg, "%s", ctx->msg);
 		/* A damaged cached chunk, dropped: worth another try. */
-		(void)send_json(&rv, GCK_F_ERROR, "{s:s,s:b}", "error", msg,
-		    "retry", rv.cache_bad);
+		(void)send_json(&rv, GCK_F_ERROR, "{s:s,s:b,s:b}", "error", msg,
+		    "retry", rv.cache_bad, "no_cache", rv.no_cache);
 	}
 out:
 	feeder_stop(&rv);

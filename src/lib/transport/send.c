@@ -44,6 +44,7 @@
 
 #define QDEPTH		4	/* chunks queued per connection */
 #define HAVE_MAX	(1 << 22)	/* digests a cache may offer: 4 TiB */
+#define ROUND_SMALL_S	0.1		/* pre-copy ends below this */
 
 struct item {
 	int	 type;		/* GCK_F_DATA, GCK_F_END, or 0 to stop */
@@ -105,6 +106,9 @@ struct send {
 	int				 p[2];		/* a live tree's pipe */
 	int				 touched;	/* the checkpoint ran */
 	int				 local_no;	/* refused before it */
+	int				 to_cache;	/* a pre-copy round */
+	int				 no_cache;	/* it has no cache */
+	struct gck_precopy_stats	 pst;		/* the round's */
 	enum gck_origin			 hook_origin;	/* its hook's failure */
 };
 
@@ -318,6 +322,7 @@ read_ctl(struct send *s, struct gck_ctx *ctx, struct gck_ssh *c,
 	if (f.type == GCK_F_ERROR) {
 		s->refused = 1;
 		s->retry = json_is_true(json_object_get(o, "retry"));
+		s->no_cache = json_is_true(json_object_get(o, "no_cache"));
 		e = json_string_value(json_object_get(o, "error"));
 		r = remote_error(ctx, GCK_EREMOTE, "%s: %s", s->rname,
 		    e != NULL ? e : "failed");
@@ -388,8 +393,9 @@ remote_cmd(struct send *s, int join)
 	if (o->verbose)
 		bad |= cmd_add(&cmd, "-v", 0);
 	if (o->path == NULL) {
-		bad |= cmd_add(&cmd, "--restore", 0);
-		if (o->gpu_map != NULL)
+		bad |= cmd_add(&cmd, s->to_cache ? "--to-cache" : "--restore",
+		    0);
+		if (o->gpu_map != NULL && !s->to_cache)
 			bad |= cmd_add(&cmd, "--gpu-map", 0) |
 			    cmd_add(&cmd, o->gpu_map, 1);
 		if (o->cache != NULL && *o->cache == '\0')
@@ -698,6 +704,31 @@ heard(struct send *s, struct gck_ctx *ctx)
 	    "was sent", s->rname, t);
 }
 
+/*
+ * --bwlimit: waits until total bytes sent since the pump started are
+ * within the limit.
+ */
+static void
+pace(struct send *s, uint64_t total)
+{
+	struct timespec	 now, due;
+	double		 at;
+
+	at = (double)total / (double)s->o->bwlimit;
+	due.tv_sec = s->t0.tv_sec + (time_t)at;
+	due.tv_nsec = s->t0.tv_nsec + (long)((at - (double)(time_t)at) * 1e9);
+	if (due.tv_nsec >= 1000000000) {
+		due.tv_sec++;
+		due.tv_nsec -= 1000000000;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (now.tv_sec < due.tv_sec || (now.tv_sec == due.tv_sec &&
+	    now.tv_nsec < due.tv_nsec))
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due,
+		    NULL) == EINTR)
+			;
+}
+
 static void *
 sender_main(void *arg)
 {
@@ -708,6 +739,7 @@ sender_main(void *arg)
 	unsigned char	 hdr[GCK_FRAME_HDR];
 	struct item	 it;
 	char		 when[64];
+	uint64_t	 total;
 	int		 r = GCK_OK;
 
 	while (pop(s, sd->i, &it)) {
@@ -725,7 +757,10 @@ sender_main(void *arg)
 		if (r == GCK_OK) {
 			pthread_mutex_lock(&s->mu);
 			s->sent += it.len;
+			total = s->sent;
 			pthread_mutex_unlock(&s->mu);
+			if (s->o->bwlimit > 0)
+				pace(s, total);
 			if (sd->i == 0)
 				r = heard(s, ctx);
 		}
@@ -1245,6 +1280,149 @@ out:
 }
 
 /*
+ * A pre-copy round's image: the chunks of the running tree's memory that
+ * the remote lacks, into its cache.
+ */
+static int
+send_round(struct send *s)
+{
+	struct gck_ctx	*ctx = s->ctx;
+	json_t		*o = NULL;
+	int		 r, pf;
+
+	if (pipe2(s->p, O_CLOEXEC) == -1)
+		return gck_set_syserr(ctx, errno, "local: cannot make a pipe: "
+		    "%s", strerror(errno));
+	(void)fcntl(s->p[1], F_SETPIPE_SZ, (int)GCK_CHUNK);
+	s->srcfd = s->p[0];
+	s->own_src = 1;
+	s->wfd = s->p[1];
+	if ((r = pump_start(s)) != GCK_OK)
+		return r;
+	r = gck_precopy(ctx, s->o->pid, s->o->level, s->wfd, s->have,
+	    &s->pst);
+	close(s->wfd);
+	s->wfd = -1;
+	if (r != GCK_OK) {
+		/* Its own failure, or the pump's, which it only saw. */
+		pthread_mutex_lock(&s->mu);
+		pf = s->failed;
+		pthread_mutex_unlock(&s->mu);
+		if (pf == GCK_OK)
+			stop(s);
+		(void)pump_wait(s);
+		if (pf == GCK_OK)
+			return gck_error_prefix(ctx, "local: ");
+		return fail_error(s, ctx, s->failed);
+	}
+	if ((r = pump_finish(s)) != GCK_OK ||
+	    (r = expect(s, ctx, s->c[0], GCK_F_STORED, &o, "before it kept "
+	    "the round's chunks")) != GCK_OK)
+		return r;
+	json_decref(o);
+	return GCK_OK;
+}
+
+/*
+ * One pre-copy round, over connections of its own: *pst and *wirep say
+ * what it read and sent, *nocachep that the remote has no cache.
+ */
+static int
+round_once(struct gck_ctx *ctx, const struct gck_send_opts *o,
+    struct gck_precopy_stats *pst, uint64_t *wirep, int *nocachep)
+{
+	struct gck_send_result	 res;
+	struct send		 s;
+	int			 r;
+
+	if ((r = send_init(&s, ctx, o, &res)) != GCK_OK)
+		goto out;
+	s.to_cache = 1;
+	if ((r = make_id(ctx, s.id)) != GCK_OK ||
+	    (r = connect_all(&s, &s.hello)) != GCK_OK ||
+	    (r = read_have(&s)) != GCK_OK ||
+	    (r = send_ctl(ctx, s.c[0], GCK_F_START, 0, "{s:I}", "offset",
+	    (json_int_t)0)) != GCK_OK)
+		goto out;
+	r = send_round(&s);
+out:
+	*pst = s.pst;
+	*wirep = s.sent;
+	*nocachep = s.no_cache;
+	send_end(&s, r);
+	free(res.stored);
+	return r;
+}
+
+/*
+ * --live: rounds that send the running tree's memory into the remote's
+ * cache, each only what changed since (what the remote lacks), until
+ * one of the rules of gpusend(1) ends them; the hand-over that follows
+ * then sends only what changed since the last.  A round that fails
+ * leaves the tree as it was, running.
+ */
+static int
+precopy(struct gck_ctx *ctx, const struct gck_send_opts *o,
+    struct gck_send_result *res)
+{
+	struct gck_precopy_stats pst;
+	struct timespec		 t0, t1;
+	uint64_t		 wire, prev = 0;
+	unsigned		 k, max;
+	double			 secs, rate = 0, est;
+	int			 r, nocache;
+
+	max = o->max_rounds > 0 ? o->max_rounds : GCK_ROUNDS_MAX;
+	res->why = "--max-rounds";
+	for (k = 1; k <= max; k++) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		r = round_once(ctx, o, &pst, &wire, &nocache);
+		if (r != GCK_OK && nocache && k == 1) {
+			gck_log(ctx, 1, "%s: no pre-copy, all of the memory "
+			    "goes with the tree stopped", gck_error_string(ctx));
+			res->why = "the remote keeps no cache";
+			return GCK_OK;
+		}
+		if (r != GCK_OK) {
+			if (r != GCK_ENOPROC)
+				gck_error_fate(ctx, GCK_FATE_RUNNING, "process "
+				    "tree %d left running", (int)o->pid);
+			return r;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		secs = (double)(t1.tv_sec - t0.tv_sec) +
+		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		res->rounds = k;
+		res->round_bytes += wire;
+		res->round_memory += pst.stored;
+		res->last_changed = pst.stored;
+		/* The link's speed: the best a round showed, scan and all. */
+		if (secs > 0 && (double)wire / secs > rate)
+			rate = (double)wire / secs;
+		est = rate > 0 ? (double)wire / rate : 0;
+		gck_log(ctx, 1, "round %u: %llu bytes of memory read, %llu of "
+		    "them sent (%llu bytes on the wire) in %.2f s; that much "
+		    "takes about %.0f ms to send", k,
+		    (unsigned long long)pst.memory,
+		    (unsigned long long)pst.stored, (unsigned long long)wire,
+		    secs, est * 1000);
+		if (est <= ROUND_SMALL_S) {
+			res->why = "what changed takes little time to send";
+			break;
+		}
+		if (k > 1 && pst.stored * 2 > prev) {
+			res->why = pst.stored >= prev ? "memory changes faster "
+			    "than it is sent" : "rounds no longer shrink";
+			break;
+		}
+		prev = pst.stored;
+	}
+	gck_log(ctx, 1, "pre-copy ended after %u round%s: %s", res->rounds,
+	    res->rounds == 1 ? "" : "s", res->why);
+	return GCK_OK;
+}
+
+/*
  * A live tree the remote could not restore because a chunk of its
  * cache was damaged is sent once more, once it runs here again: the
  * remote dropped that image, so the chunk travels this time.
@@ -1253,15 +1431,33 @@ int
 gck_send(struct gck_ctx *ctx, const struct gck_send_opts *o,
     struct gck_send_result *res)
 {
-	int	r, retry;
+	struct gck_send_result	pre;
+	int			r, retry;
 
+	memset(&pre, 0, sizeof pre);
+	if (o->live && o->pid > 0) {
+		if (kill(o->pid, 0) == -1 && errno == ESRCH)
+			return gck_set_error(ctx, GCK_ENOPROC, "local: no "
+			    "process %d", (int)o->pid);
+		if ((r = precopy(ctx, o, &pre)) != GCK_OK) {
+			*res = pre;
+			res->pid = -1;
+			res->tty_pid = -1;
+			return r;
+		}
+	}
 	r = send_once(ctx, o, res, &retry);
-	if (r == GCK_OK || !retry || o->pid <= 0 ||
-	    ctx->fate != GCK_FATE_RUNNING)
-		return r;
-	gck_log(ctx, 1, "%s; trying once more", gck_error_string(ctx));
-	free(res->stored);
-	r = send_once(ctx, o, res, &retry);
-	res->retried = 1;
+	if (r != GCK_OK && retry && o->pid > 0 &&
+	    ctx->fate == GCK_FATE_RUNNING) {
+		gck_log(ctx, 1, "%s; trying once more", gck_error_string(ctx));
+		free(res->stored);
+		r = send_once(ctx, o, res, &retry);
+		res->retried = 1;
+	}
+	res->rounds = pre.rounds;
+	res->round_bytes = pre.round_bytes;
+	res->round_memory = pre.round_memory;
+	res->last_changed = pre.last_changed;
+	res->why = pre.why;
 	return r;
 }
