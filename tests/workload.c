@@ -2,8 +2,8 @@
  * workload -- a process tree whose state can be checked after a
  * checkpoint and restore.
  *
- * usage: workload [-F] [-m MiB] [-r PERCENT] [-s KiB] [-z PERCENT]
- *	      [-f statusfile]
+ * usage: workload [-F] [-m MiB] [-r PERCENT] [-s KiB] [-w PERCENT]
+ *	      [-z PERCENT] [-f statusfile]
  *
  * It fills MiB of memory (default 256) with a pseudo-random pattern,
  * PERCENT of its pages (scattered, default 0) written with zeros, and
@@ -27,7 +27,12 @@
  * address space and spread over it, remembers the new checksum and
  * appends
  *	rewrote sum=HEX runs=N
- * (a later check answers with that sum).  The status file is opened for each line and
+ * (a later check answers with that sum).  With -w it keeps rewriting
+ * PERCENT of its memory a second, 2 MiB runs aligned to 2 MiB picked at
+ * random, a few each 50 ms: it then keeps a checksum of each run and
+ * checks each against its run, the "ready" line says rewriting=PERCENT
+ * and the sum a check answers with is that of its run checksums at the
+ * time.  The status file is opened for each line and
  * written with one write(2), so it never stays open across a checkpoint.
  * Descriptors other than 0, 1 and 2 that it inherits are closed first.
  */
@@ -77,6 +82,40 @@ static size_t			 shmwords;
 static uint64_t			 shmsum;
 static pid_t			 child;
 static unsigned long		 rpct;		/* -r */
+static unsigned long		 wpct;		/* -w */
+static uint64_t			*runsum;	/* -w: each run's sum */
+static size_t			 nrun;
+static double			 wdue;		/* -w: runs due */
+static uint64_t			 wseed;
+static unsigned long		 rewrites;
+
+#define WRUN_WORDS	((2u << 20) / 8)
+
+/* -w: the sum of the run sums. */
+static uint64_t
+runs_sum(void)
+{
+	return work_fnv(WORK_FNV_INIT, runsum, nrun);
+}
+
+/* -w: rewrites the runs due since the last turn (50 ms). */
+static void
+keep_rewriting(void)
+{
+	size_t	j;
+
+	wdue += (double)nrun * (double)wpct / 100.0 / 20.0;
+	while (wdue >= 1.0) {
+		wdue -= 1.0;
+		wseed = wseed * 6364136223846793005ULL + 1442695040888963407ULL;
+		j = (size_t)((wseed >> 33) % nrun);
+		wseed = work_fill(mem + j * WRUN_WORDS, WRUN_WORDS, wseed);
+		runsum[j] = work_fnv(WORK_FNV_INIT, mem + j * WRUN_WORDS,
+		    WRUN_WORDS);
+		rewrites++;
+	}
+	sum = runs_sum();
+}
 static volatile sig_atomic_t	 want_rewrite;
 
 static void
@@ -149,7 +188,18 @@ verify(void)
 	ssize_t		n;
 	int		waited;
 
-	if ((now = work_fnv(WORK_FNV_INIT, mem, nwords)) != sum) {
+	if (wpct > 0) {
+		for (size_t j = 0; j < nrun; j++)
+			if (work_fnv(WORK_FNV_INIT, mem + j * WRUN_WORDS,
+			    WRUN_WORDS) != runsum[j]) {
+				work_status("verify FAIL memory run %zu of %zu "
+				    "(after %lu rewrites)", j, nrun, rewrites);
+				return;
+			}
+		now = runs_sum();
+	} else
+		now = work_fnv(WORK_FNV_INIT, mem, nwords);
+	if (now != sum) {
 		work_status("verify FAIL memory sum=%016" PRIx64
 		    " expected=%016" PRIx64, now, sum);
 		return;
@@ -217,7 +267,7 @@ main(int argc, char *argv[])
 	struct timespec		 ts;
 
 	work_statusfile = "workload.status";
-	while ((ch = getopt(argc, argv, "Ff:m:r:s:z:")) != -1) {
+	while ((ch = getopt(argc, argv, "Ff:m:r:s:w:z:")) != -1) {
 		switch (ch) {
 		case 'F':
 			filemem = 1;
@@ -243,6 +293,15 @@ main(int argc, char *argv[])
 				return 2;
 			}
 			break;
+		case 'w':
+			errno = 0;
+			wpct = strtoul(optarg, &ep, 10);
+			if (errno || *ep != '\0' || wpct == 0 || wpct > 100) {
+				fprintf(stderr, "workload: bad -w '%s'\n",
+				    optarg);
+				return 2;
+			}
+			break;
 		case 's':
 			errno = 0;
 			shmkib = strtoul(optarg, &ep, 10);
@@ -264,7 +323,7 @@ main(int argc, char *argv[])
 			break;
 		default:
 			fprintf(stderr, "usage: workload [-F] [-m MiB] "
-			    "[-r PERCENT] [-s KiB] [-z PERCENT] "
+			    "[-r PERCENT] [-s KiB] [-w PERCENT] [-z PERCENT] "
 			    "[-f statusfile]\n");
 			return 2;
 		}
@@ -330,8 +389,8 @@ main(int argc, char *argv[])
 			return 1;
 		}
 		close(memfd);
-	} else if ((mem = aligned_alloc(4096, nwords * sizeof *mem)) ==
-	    NULL) {
+	} else if ((mem = aligned_alloc(wpct > 0 ? 2u << 20 : 4096,
+	    nwords * sizeof *mem)) == NULL) {
 		work_status("error cannot allocate %lu MiB", mib);
 		return 1;
 	}
@@ -342,6 +401,19 @@ main(int argc, char *argv[])
 		if ((i * 37) % 100 < zpct)
 			memset(mem + i * 512, 0, 4096);
 	sum = work_fnv(WORK_FNV_INIT, mem, nwords);
+	if (wpct > 0) {
+		if (filemem || mib % 2 != 0 || (runsum = calloc(mib / 2,
+		    sizeof *runsum)) == NULL) {
+			work_status("error -w needs an even -m and no -F");
+			return 1;
+		}
+		nrun = mib / 2;
+		for (i = 0; i < nrun; i++)
+			runsum[i] = work_fnv(WORK_FNV_INIT, mem + i *
+			    WRUN_WORDS, WRUN_WORDS);
+		wseed = sum;
+		sum = runs_sum();
+	}
 
 	if (shmkib > 0) {
 		shmwords = (size_t)shmkib * 1024 / sizeof *shm;
@@ -362,14 +434,21 @@ main(int argc, char *argv[])
 		return 1;
 	}
 
-	work_status("ready pid=%ld sum=%016" PRIx64 " child=%ld mib=%lu",
-	    (long)getpid(), sum, (long)child, mib);
+	if (wpct > 0)
+		work_status("ready pid=%ld sum=%016" PRIx64 " child=%ld "
+		    "mib=%lu rewriting=%lu", (long)getpid(), sum, (long)child,
+		    mib, wpct);
+	else
+		work_status("ready pid=%ld sum=%016" PRIx64 " child=%ld "
+		    "mib=%lu", (long)getpid(), sum, (long)child, mib);
 	for (;;) {
 		counter++;
 		if (want_rewrite) {
 			want_rewrite = 0;
 			rewrite();
 		}
+		if (wpct > 0)
+			keep_rewriting();
 		if (work_want_verify) {
 			work_want_verify = 0;
 			verify();

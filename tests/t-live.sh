@@ -1,0 +1,202 @@
+#!/bin/sh
+test_description='gpusend --live: pre-copy rounds while the tree runs, then a stop for what changed'
+. "$GCK_SRCDIR/lib.sh"
+
+require_criu
+require_python
+require_sshd
+command -v unshare >/dev/null || test_skip_all "unshare not found"
+
+. "$GCK_SRCDIR/hosts.sh"
+
+# recvs HOST MODE: the PIDs of HOST's gpurecv in MODE (--to-cache,
+# --restore), as this namespace sees them.
+recvs() {
+	eval "_sshd=\$sshd_$1"
+	for _p in $(proc_descendants $_sshd); do
+		tr '\0' ' ' <"/proc/$_p/cmdline" 2>/dev/null |
+		    grep -q "gpurecv .*$2" && echo $_p
+	done
+	:
+}
+
+# cut HOST MODE: cuts the connection of HOST's gpurecv in MODE, as a
+# network would: its sshd session goes.
+cut() {
+	_r=$(recvs $1 $2 | head -n 1)
+	test -n "$_r" || return 1
+	_p=$(ps -o ppid= -p $_r | tr -d " ")
+	while test -n "$_p" && test "$_p" -gt 1 &&
+	    test "$(cat /proc/$_p/comm)" != sshd; do
+		_p=$(ps -o ppid= -p $_p | tr -d " ")
+	done
+	test -n "$_p" && test "$_p" -gt 1 && kill -9 $_p
+}
+
+# counter PID: the counter of the workload PID, as it answers a check.
+counter() {
+	verify_workload $1 && echo $VCOUNTER
+}
+
+test_expect_success 'two hosts, each an sshd in a PID namespace of its own' '
+	start_hosts
+'
+
+test_expect_success 'a tree that keeps rewriting 5% a second moves with --live: the rounds carry most of it' '
+	start_workload live -m 64 -w 5 &&
+	started="$started $WPID" &&
+	ID=$WPID &&
+	c0=$(counter $WPID) &&
+	gsend A -v --live --cache "$TRASH/cacheA" -p $WPID >s1 2>err &&
+	cat err &&
+	rounds=$(stat s1 rounds) &&
+	test $rounds -ge 1 && test $rounds -le 8 &&
+	test $(stat s1 round_bytes) -gt $((48 << 20)) &&
+	test $(stat s1 round_memory) -gt $((48 << 20)) &&
+	test $(stat s1 cached) -gt $((32 << 20)) &&
+	test $(($(stat s1 sent) * 2)) -lt $(stat s1 round_bytes) &&
+	test_grep "^gpusend: round 1: [0-9]* bytes of memory read" err &&
+	test_grep "pre-copy ended after $rounds round" err &&
+	tail -n 1 err >last &&
+	test_grep "; before it, $rounds pre-copy rounds\{0,1\} sent [0-9]* bytes (.*)\$" last &&
+	wait_gone $WPID &&
+	there A $ID &&
+	test $VCOUNTER -gt $c0 &&
+	test "$(images cacheA)" -ge 2
+'
+
+# chunks DIR: the images of the cache DIR that hold chunks only.
+chunks() {
+	for _f in "$1"/*.gck; do
+		zstd -dcq "$_f" | tar -xOf - gpuckpt.json | python3 -c '
+import json, sys
+sys.exit(json.load(sys.stdin).get("kind") != "chunks")' &&
+		    echo "$_f"
+	done
+	:
+}
+
+test_expect_success 'a round is an image of chunks only: verified, shown, never restored' '
+	chunks cacheA >rounds &&
+	test "$(wc -l <rounds)" = "$(stat s1 rounds)" &&
+	r1=$(head -n 1 rounds) &&
+	"$GCKINSPECT" --verify "$r1" &&
+	"$GCKINSPECT" "$r1" >show &&
+	test_grep "^kind  *chunks of memory only" show &&
+	"$GCKINSPECT" --json "$r1" >json &&
+	test "$(python3 -c "import json; print(json.load(open(\"json\"))[\"image\"][\"kind\"])")" = chunks &&
+	test_status 1 "$GCKRESTORE" "$r1" >out 2>err &&
+	test_line_count err 1 &&
+	test_grep "holds only chunks of memory sent ahead of a live migration" err &&
+	test -z "$(ls -A "$TMPDIR")"
+'
+
+test_expect_success 'the rounds are bounded: --max-rounds 1' '
+	h=$VHOST &&
+	gsend B --live --max-rounds 1 --cache "$TRASH/cacheB" -p $h >s2 2>err &&
+	test "$(stat s2 rounds)" = 1 &&
+	test "$(stat s2 rounds_ended)" = "--max-rounds" &&
+	wait_gone $h &&
+	there B $ID
+'
+
+test_expect_success 'back to A, which has the first migration: the rounds send little' '
+	h=$VHOST &&
+	gsend A --live --cache "$TRASH/cacheA" -p $h >s3 2>err &&
+	echo "first $(stat s1 round_bytes), now $(stat s3 round_bytes)" &&
+	test $(($(stat s3 round_bytes) * 2)) -lt $(stat s1 round_bytes) &&
+	wait_gone $h &&
+	there A $ID
+'
+
+test_expect_success 'a tree that writes faster than the link: pre-copy ends, and says so' '
+	start_workload fast -m 16 -w 100 &&
+	started="$started $WPID" &&
+	F=$WPID &&
+	gsend B -v --live --bwlimit 8M --cache "$TRASH/cacheB" -p $F >s4 2>err &&
+	cat err &&
+	test "$(stat s4 rounds)" = 2 &&
+	case $(stat s4 rounds_ended) in
+	"memory changes faster than it is sent"|"rounds no longer shrink") ;;
+	*) false ;;
+	esac &&
+	test_grep "pre-copy ended after 2 rounds: " err &&
+	wait_gone $F &&
+	there B $F
+'
+
+test_expect_success 'the connection cut during pre-copy: the tree runs on here, untouched' '
+	start_workload cut -m 32 -w 5 &&
+	started="$started $WPID" &&
+	C=$WPID &&
+	ls cacheA >before &&
+	{ gsend A --live --bwlimit 4M --cache "$TRASH/cacheA" -p $C >s5 2>err5 & } &&
+	sp=$! &&
+	i=0 && while test -z "$(recvs A --to-cache)" && test $i -lt 100; do
+		sleep 0.1; i=$((i + 1)); done &&
+	sleep 1 &&
+	cut A --to-cache &&
+	test_status 1 wait $sp &&
+	cat err5 &&
+	test_grep "left running" err5 &&
+	proc_running $C &&
+	test "$(ps -o stat= -p $C | cut -c1)" != T &&
+	verify_workload $C &&
+	ls cacheA >after &&
+	test_cmp before after
+'
+
+test_expect_success 'the connection cut during the last round: the tree runs on here' '
+	{ gsend A -v --live --max-rounds 1 --bwlimit 4M --cache "$TRASH/cacheA" \
+	    -p $C >s6 2>err6 & } &&
+	sp=$! &&
+	i=0 && while test -z "$(recvs A --restore)" && test $i -lt 300; do
+		sleep 0.1; i=$((i + 1)); done &&
+	sleep 1 &&
+	cut A --restore &&
+	test_status 1 wait $sp &&
+	cat err6 &&
+	test_grep "round 1: " err6 &&
+	test_grep "left running\\|resumed" err6 &&
+	proc_running $C &&
+	verify_workload $C
+'
+
+test_expect_success 'a remote that keeps no cache: no rounds, the usual migration' '
+	h=$C &&
+	use_host A &&
+	HOME=$TRASH/home "$GCKSEND" -P "$port" -i "$TRASH/userkey" \
+	    -o IdentityAgent=none -o UserKnownHostsFile="$TRASH/known_hosts" \
+	    --remote-path "GCK_CACHE=none $RPATH" --stats -v --live -p $h \
+	    root@127.0.0.1 >s7 2>err &&
+	cat err &&
+	test "$(stat s7 rounds)" = 0 &&
+	test "$(stat s7 rounds_ended)" = "the remote keeps no cache" &&
+	test_grep "no cache to keep the chunks in" err &&
+	wait_gone $h &&
+	there A $C
+'
+
+test_expect_success 'options checked' '
+	test_status 2 "$GCKSEND" --max-rounds 2 -p 1 host 2>err &&
+	test_grep "is for --live" err &&
+	test_status 2 "$GCKSEND" --live --no-cache -p 1 host 2>err &&
+	test_grep "not with --no-cache" err &&
+	test_status 2 "$GCKSEND" --live --max-rounds 0 -p 1 host 2>err &&
+	test_status 2 "$GCKSEND" --bwlimit 10 -p 1 host 2>err &&
+	test_grep "at least 4096" err &&
+	echo x >img &&
+	test_status 2 "$GCKSEND" --live img host 2>err &&
+	test_grep "are for a live tree" err
+'
+
+test_expect_success 'nothing left but the caches' '
+	test -z "$(ls -A "$TMPDIR")" &&
+	test -z "$(ls -A rtmp)" &&
+	for d in cacheA cacheB; do
+		ls -A $d | grep -v "^lock\$" | grep -v "^[0-9a-f]\{32\}\.gck\$" >extra
+		test_must_be_empty extra || return 1
+	done
+'
+
+test_done
