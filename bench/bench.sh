@@ -14,6 +14,9 @@
 #                   it migrates the live tree over ssh to gpurecv, which
 #                   restores it there
 #   gpusend-par     the same with --parallel 2
+#   gpusend-live    gpusend --live: pre-copy rounds into the remote's
+#                   cache (empty at the start) while the tree runs, then
+#                   the stop for what changed (the "live" extra only)
 # Between the two halves sits bench/bcount, which counts the bytes on the
 # wire; gpusend opens its own connections, so for it bcount -r relays
 # TCP to the sshd and counts the bytes both ways (the ssh protocol's
@@ -32,7 +35,10 @@
 #   BENCH_VARIANTS=...    a subset of the variants above (default all;
 #                         empty: none, e.g. for the extras alone)
 #   BENCH_EXTRAS=...      a subset of "none-vs-dump rss-flat restore-file
-#                         incremental cache-again" (default all)
+#                         incremental cache-again live" (default all);
+#                         live: downtime of gpusend --live, gpusend and
+#                         baseline-ssh on the mixed workload rewriting 0,
+#                         1 and 10% of its memory a second
 #   BENCH_QUICK=1         smoke run: workloads 1/8 of their size, 1 repeat
 #   BENCH_DIR=DIR         where to work and write results (default: the
 #                         build directory's bench/)
@@ -80,7 +86,8 @@ QUICK=${BENCH_QUICK:-0}
 [ "$QUICK" = 0 ] && REPEAT=${BENCH_REPEAT:-3} || REPEAT=${BENCH_REPEAT:-1}
 WORKLOADS=${BENCH_WORKLOADS-mixed zero90 random}
 VARIANTS=${BENCH_VARIANTS-baseline-pipe baseline-ssh gpuckpt-pipe gpuckpt-ssh gpusend gpusend-par}
-EXTRAS=${BENCH_EXTRAS-none-vs-dump rss-flat restore-file incremental cache-again}
+EXTRAS=${BENCH_EXTRAS-none-vs-dump rss-flat restore-file incremental cache-again live}
+LIVE_RATES="0 1 10"		# percent of the memory rewritten a second
 LIMIT=${BENCH_TIMEOUT:-900}
 DIR=${BENCH_DIR:-$BENCH_BINDIR}
 GPUSEND_ARGS=${BENCH_GPUSEND_ARGS:-}
@@ -104,6 +111,7 @@ workload_spec()
 	random)	echo "random $(size 1024)" ;;
 	rss-small) echo "mixed $(size 256)" ;;
 	rss-large) echo "mixed $(size 4096)" ;;
+	live[0-9]*) echo "mixed $(size 2048) ${1#live}" ;;
 	*)	return 1 ;;
 	esac
 }
@@ -131,8 +139,8 @@ for v in $VARIANTS; do
 done
 for x in $EXTRAS; do
 	case $x in
-	none-vs-dump|rss-flat|restore-file|incremental|cache-again) ;;
-	*) die "unknown extra '$x' (none-vs-dump rss-flat restore-file incremental cache-again)" ;;
+	none-vs-dump|rss-flat|restore-file|incremental|cache-again|live) ;;
+	*) die "unknown extra '$x' (none-vs-dump rss-flat restore-file incremental cache-again live)" ;;
 	esac
 done
 
@@ -258,7 +266,7 @@ start_work()
 	WSTATUS=$R/work.$1.$2.status
 	rm -f "$WSTATUS"
 	(setsid "$BENCHWORK" -k "$1" -m "$2" -f "$WSTATUS" ${3:+-r "$3"} \
-	    </dev/null >"$R/work.out" 2>&1 &)
+	    ${4:+-w "$4"} </dev/null >"$R/work.out" 2>&1 &)
 	if ! wait_line "$WSTATUS" '^ready ' 600; then
 		note "workload $1 $2 MiB did not start: $(cat "$WSTATUS" "$R/work.out" 2>/dev/null)"
 		return 1
@@ -339,6 +347,11 @@ verify()
 	n=$(grep -c '^verify ' "$WSTATUS")
 	kill -USR1 "$WPID" 2>/dev/null || return 1
 	wait_line_count "$WSTATUS" '^verify ' $((n + 1)) 120 || return 1
+	# one that keeps rewriting checked each run against its checksum
+	if grep -q '^ready .* rewriting=[1-9]' "$WSTATUS"; then
+		grep '^verify ' "$WSTATUS" | tail -n 1 | grep -q "^verify ok "
+		return
+	fi
 	grep '^verify ' "$WSTATUS" | tail -n 1 | grep -q "^verify ok sum=$WSUM\$"
 }
 
@@ -538,18 +551,19 @@ run_one()
 	local name=$1 v=$2 rep=$3 kind mib d A B t0 t1 st ok=ok why= src
 	local dt=- total=- wire=- rc=- rr=- stage=-
 	local r_dump=- r_tar=- r_zstd=- r_unzstd=- r_untar=- r_crestore=-
-	local par=
+	local par= cache=--no-cache wrate
 
 	set -- $(workload_spec "$name")
 	kind=$1
 	mib=$2
+	wrate=${3:-}
 	d=$R/r
 	rm -rf "$d"
 	mkdir -p "$d/stage"
 	A=$d/stage/a	# source side: image dir, or gpuckpt's TMPDIR
 	B=$d/stage/b	# restore side: image dir, or gpurestore's TMPDIR
 
-	if ! start_work "$kind" "$mib"; then
+	if ! start_work "$kind" "$mib" "" "$wrate"; then
 		broke=1
 		echo "$name $v $rep FAIL - - - - - - - - - - - -" >>"$RAW"
 		return 1
@@ -629,6 +643,7 @@ run_one()
 		# its peak RSS.
 		mkdir -p "$A" "$B"
 		[ $v = gpusend-par ] && par="--parallel 2"
+		[ $v = gpusend-live ] && cache="--live --cache $d/cache"
 		if start_relay "$d/wire"; then
 			echo "[127.0.0.1]:$rport $(cat "$R/ssh/hostkey.pub")" \
 			    >"$d/known_hosts"
@@ -638,7 +653,7 @@ run_one()
 			    -i "$R/ssh/userkey" -o IdentityAgent=none \
 			    -o UserKnownHostsFile="$d/known_hosts" $par \
 			    --remote-path "TMPDIR='$B' '$TIME' -a -f %M -o '$d/rss.restore' '$GPURECV'" \
-			    --no-cache $GPUSEND_ARGS -p "$WPID" root@127.0.0.1 \
+			    $cache $GPUSEND_ARGS -p "$WPID" root@127.0.0.1 \
 			    >"$d/out" 2>"$d/err"
 			st=$?
 			t1=$(now)
@@ -1097,6 +1112,29 @@ again_report()
 	say "      downtime: first ${10} s, second ${11} s; stopped (gpusend --stats): $8 ms, $9 ms"
 }
 
+# live_report: gpusend --live against gpusend and the baseline over
+# ssh, for each rate of rewriting.
+live_report()
+{
+	local rate b g l wb wg wl ok
+
+	grep -q '^live' "$RAW" || return 0
+	say ""
+	say "== gpusend --live, gpusend and baseline-ssh: mixed $(size 2048) MiB rewriting some of its memory a second =="
+	for rate in $LIVE_RATES; do
+		b=$(fig "live$rate" baseline-ssh 1)
+		g=$(fig "live$rate" gpusend 1)
+		l=$(fig "live$rate" gpusend-live 1)
+		wb=$(fig "live$rate" baseline-ssh 2)
+		wg=$(fig "live$rate" gpusend 2)
+		wl=$(fig "live$rate" gpusend-live 2)
+		ok=-
+		[ "$rate" = 1 ] && ok=$(cmp_le "$(awk -v a="$l" -v b="$b" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.3f", a / b }')" 0.1)
+		say "$(verdict "$ok")  $rate%/s: downtime --live $l s, gpusend $g s, baseline $b s: $(awk -v a="$l" -v g="$g" -v b="$b" 'function r(x, y) { return (x == "-" || y == "-" || y + 0 == 0) ? "-" : sprintf("%.3f", x / y) } BEGIN { printf "--live/baseline %s, gpusend/baseline %s", r(a, b), r(g, b) }')$([ "$rate" = 1 ] && echo " (goal: --live at most 0.1x)")"
+		say "      wire bytes: --live $wl, gpusend $wg, baseline $wb: $(awk -v a="$wl" -v b="$wb" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.3f", a / b }')x"
+	done
+}
+
 # inc_report: the incremental image against the full one.
 inc_report()
 {
@@ -1383,13 +1421,19 @@ case " $VARIANTS " in
 		    sed -e 's/ gpusend / /' -e 's/ gpusend-par / /')
 	fi
 esac
-case " $VARIANTS " in
+NEED=" $VARIANTS "
+case " $EXTRAS " in
+*" live "*)
+	gpusend_works || die "the live extra needs gpusend -p"
+	NEED="$NEED baseline-ssh gpusend "
+esac
+case $NEED in
 *-ssh*)
 	start_sshd || die "cannot start sshd on 127.0.0.1"
 	remote true || die "ssh to our sshd on 127.0.0.1:$port fails"
 	note "sshd on 127.0.0.1:$port"
 esac
-case " $VARIANTS " in
+case $NEED in
 *" gpusend"*)
 	[ -x "$GPURECV" ] || die "$GPURECV not found"
 	start_nsshd || die "cannot start sshd in a PID namespace on 127.0.0.1"
@@ -1429,6 +1473,15 @@ for x in $EXTRAS; do
 	cache-again)
 		cache_again 1
 		;;
+	live)
+		for rate in $LIVE_RATES; do
+			for rep in $(seq 1 "$REPEAT"); do
+				for v in baseline-ssh gpusend gpusend-live; do
+					run_one "live$rate" "$v" "$rep"
+				done
+			done
+		done
+		;;
 	esac
 done
 
@@ -1437,6 +1490,7 @@ targets
 rf_report
 inc_report
 again_report
+live_report
 say ""
 say "raw runs (workload variant rep status downtime_s total_s wire_B rss_ckpt_kB rss_restore_kB staging_B; baseline: rss kB of criu dump tar zstd zstd-d tar criu-restore):"
 while IFS= read -r line; do

@@ -2,7 +2,8 @@
  * benchwork -- a workload for the benchmark: a process with a known
  * amount of memory of a known kind, which measures its own downtime.
  *
- * usage: benchwork [-k kind] [-m MiB] [-r percent] [-s seed] [-f statusfile]
+ * usage: benchwork [-k kind] [-m MiB] [-r percent] [-s seed] [-w percent]
+ *		   [-f statusfile]
  *
  * It maps MiB of anonymous memory (default 256) and writes every page
  * of it, so that all of it is present and a checkpoint must carry it:
@@ -28,7 +29,11 @@
  * "verify ok sum=HEX" or "verify FAIL ...".  On SIGUSR2 it rewrites 5%
  * of its memory (-r PERCENT) in runs of 2 MiB aligned to 2 MiB, spread
  * over it, with new content of its kind, and appends "rewrote sum=HEX
- * bytes=N".  The status file is opened
+ * bytes=N".  With -w it keeps rewriting that percent of its memory a
+ * second, 2 MiB runs aligned to 2 MiB picked at random, as time goes:
+ * its "ready" line then ends with rewriting=PERCENT, it keeps a checksum
+ * of each run, and a check compares each run with its own, answering
+ * with the checksum of those.  The status file is opened
  * for each line and written with one write(2), so no descriptor stays
  * open across a checkpoint.  Descriptors above 2 are closed first.
  */
@@ -104,7 +109,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: benchwork [-k mixed|zero90|random] [-m MiB] "
-	    "[-r percent] [-s seed] [-f statusfile]\n");
+	    "[-r percent] [-s seed] [-w percent] [-f statusfile]\n");
 	exit(2);
 }
 
@@ -258,6 +263,42 @@ start_time(void)
 
 static volatile sig_atomic_t	 want_rewrite;
 
+#define RUN		(2UL << 20)
+
+/* -w: the runs, each with its checksum. */
+static uint64_t		*runsum;
+static size_t		 nrun;
+
+static void
+fill_kind(const char *kind, unsigned char *p, size_t len)
+{
+	if (strcmp(kind, "mixed") == 0)
+		fill_mixed(p, len);
+	else if (strcmp(kind, "zero90") == 0)
+		fill_zero90(p, len);
+	else
+		fill_random(p, len);
+}
+
+/* -w: the checksum of the run checksums. */
+static uint64_t
+runs_sum(void)
+{
+	return checksum((const unsigned char *)runsum, nrun * sizeof *runsum);
+}
+
+/* -w: whether every run holds what its checksum says. */
+static int
+runs_ok(const unsigned char *mem)
+{
+	size_t	j;
+
+	for (j = 0; j < nrun; j++)
+		if (checksum(mem + j * RUN, RUN) != runsum[j])
+			return 0;
+	return 1;
+}
+
 static void
 on_usr2(int sig)
 {
@@ -281,12 +322,7 @@ rewrite(const char *kind, unsigned char *mem, size_t len, unsigned pct)
 		at = (start + i * stride + run - 1) & ~(run - 1);
 		if (at + run > end)
 			break;
-		if (strcmp(kind, "mixed") == 0)
-			fill_mixed((unsigned char *)at, run);
-		else if (strcmp(kind, "zero90") == 0)
-			fill_zero90((unsigned char *)at, run);
-		else
-			fill_random((unsigned char *)at, run);
+		fill_kind(kind, (unsigned char *)at, run);
 		done += run;
 	}
 	return done;
@@ -305,11 +341,13 @@ main(int argc, char *argv[])
 	long long		 started;
 	size_t			 len, n;
 	char			*ep;
-	unsigned		 rpct = 5;
+	unsigned		 rpct = 5, wpct = 0;
+	double			 due = 0;
+	size_t			 j;
 	int			 ch;
 
 	work_statusfile = "benchwork.status";
-	while ((ch = getopt(argc, argv, "f:k:m:r:s:")) != -1) {
+	while ((ch = getopt(argc, argv, "f:k:m:r:s:w:")) != -1) {
 		switch (ch) {
 		case 'f':
 			work_statusfile = optarg;
@@ -327,6 +365,12 @@ main(int argc, char *argv[])
 			errno = 0;
 			rpct = (unsigned)strtoul(optarg, &ep, 10);
 			if (errno || *ep != '\0' || rpct == 0 || rpct > 100)
+				usage();
+			break;
+		case 'w':
+			errno = 0;
+			wpct = (unsigned)strtoul(optarg, &ep, 10);
+			if (errno || *ep != '\0' || wpct > 100)
 				usage();
 			break;
 		case 's':
@@ -349,9 +393,13 @@ main(int argc, char *argv[])
 	work_signals(0);
 	signal(SIGUSR2, on_usr2);
 
+	/* aligned to 2 MiB in the address space, as the runs are */
 	len = (size_t)mib * 1024 * 1024;
-	mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	mem = mmap(NULL, len + RUN, PROT_READ | PROT_WRITE,
 	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem != MAP_FAILED)
+		mem = (unsigned char *)(((uintptr_t)mem + RUN - 1) &
+		    ~(uintptr_t)(RUN - 1));
 	if (mem == MAP_FAILED) {
 		work_status("error cannot map %lu MiB: %s", mib,
 		    strerror(errno));
@@ -368,11 +416,27 @@ main(int argc, char *argv[])
 	else
 		fill_random(mem, len);
 	sum = checksum(mem, len);
+	if (wpct > 0) {
+		nrun = len / RUN;
+		if (nrun == 0 || len % RUN != 0 ||
+		    (runsum = calloc(nrun, sizeof *runsum)) == NULL) {
+			work_status("error -w needs a multiple of 2 MiB");
+			return 1;
+		}
+		for (j = 0; j < nrun; j++)
+			runsum[j] = checksum(mem + j * RUN, RUN);
+		sum = runs_sum();
+	}
 	started = start_time();
 
-	work_status("ready pid=%ld kind=%s mib=%lu sum=%016" PRIx64
-	    " fill_ms=%lld", (long)getpid(), kind, mib, sum,
-	    (long long)(now_ms() - t0));
+	if (wpct > 0)
+		work_status("ready pid=%ld kind=%s mib=%lu sum=%016" PRIx64
+		    " fill_ms=%lld rewriting=%u", (long)getpid(), kind, mib,
+		    sum, (long long)(now_ms() - t0), wpct);
+	else
+		work_status("ready pid=%ld kind=%s mib=%lu sum=%016" PRIx64
+		    " fill_ms=%lld", (long)getpid(), kind, mib, sum,
+		    (long long)(now_ms() - t0));
 	prev = now_ms();
 	for (;;) {
 		nanosleep(&turn, NULL);	/* a signal may cut it short */
@@ -380,6 +444,18 @@ main(int argc, char *argv[])
 		if (t - prev > GAP_MS)
 			work_status("gap %lld restored=%d",
 			    (long long)(t - prev), start_time() != started);
+		/* -w: the runs due in the time that went by */
+		if (wpct > 0 && t > prev && t - prev <= GAP_MS) {
+			due += (double)nrun * wpct / 100.0 * (double)(t - prev) /
+			    1000.0;
+			while (due >= 1.0) {
+				due -= 1.0;
+				j = (size_t)(rnd() % nrun);
+				fill_kind(kind, mem + j * RUN, RUN);
+				runsum[j] = checksum(mem + j * RUN, RUN);
+			}
+			sum = runs_sum();
+		}
 		prev = t;
 		if (want_rewrite) {
 			want_rewrite = 0;
@@ -391,7 +467,11 @@ main(int argc, char *argv[])
 		}
 		if (work_want_verify) {
 			work_want_verify = 0;
-			if ((now = checksum(mem, len)) == sum)
+			if (wpct > 0)
+				now = runs_ok(mem) ? runs_sum() : 0;
+			else
+				now = checksum(mem, len);
+			if (now == sum)
 				work_status("verify ok sum=%016" PRIx64, now);
 			else
 				work_status("verify FAIL sum=%016" PRIx64

@@ -47,14 +47,14 @@ _gck_opts()
 		maxop='1 1'
 		;;
 	gpusend)
-		long='--accept-new --cache --cache-size --compress
+		long='--accept-new --bwlimit --cache --cache-size --compress
 		    --ext-unix-sk --file-locks --gpu-map --help --identity
-		    --lock-timeout --no-cache --parallel --pid --port
-		    --remote-path --resume --stats --tcp-established
-		    --timeout --verbose --version'
-		longarg='--cache --cache-size --compress --gpu-map --identity
-		    --lock-timeout --parallel --pid --port --remote-path
-		    --timeout -o'
+		    --live --lock-timeout --max-rounds --no-cache --parallel
+		    --pid --port --remote-path --resume --stats
+		    --tcp-established --timeout --verbose --version'
+		longarg='--bwlimit --cache --cache-size --compress --gpu-map
+		    --identity --lock-timeout --max-rounds --parallel --pid
+		    --port --remote-path --timeout -o'
 		short='c=--compress h=--help i=--identity o=-o P=--port
 		    p=--pid V=--version v=--verbose'
 		mode=--pid
@@ -66,7 +66,7 @@ _gck_opts()
 		# is not completed.
 		long='--cache --cache-size --gpu-map --help --id --join
 		    --name --no-cache --outcome --restore --resume --streams
-		    --timeout --verbose --version'
+		    --timeout --to-cache --verbose --version'
 		longarg='--cache --cache-size --gpu-map --id --join --name
 		    --outcome --streams --timeout'
 		short='h=--help V=--version v=--verbose'
@@ -312,7 +312,8 @@ _gck_arg()
 		;;
 	esac
 	# --lock-timeout, --timeout (seconds), --gpu-map (src=dst,...),
-	# --parallel, --port, --remote-path, --threads, --cache-size, gpusend's
+	# --parallel, --port, --remote-path, --threads, --cache-size,
+	# --bwlimit, --max-rounds, gpusend's
 	# --cache (a directory there) and gpurecv's others: nothing.
 }
 
