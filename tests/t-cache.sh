@@ -173,6 +173,30 @@ test_expect_success '--no-cache: nothing offered, nothing kept' '
 	test_cmp before after
 '
 
+test_expect_success 'an image file sent twice to a host that keeps a cache: the second time, only what it lacks' '
+	start_workload file -m 32 &&
+	started="$started $WPID" &&
+	Z=$WPID &&
+	"$GCKPT" -R -p $Z >z.gck &&
+	ls cacheA >before &&
+	gsend A --cache "$TRASH/cacheA" z.gck >f1 2>err &&
+	test_must_be_empty err &&
+	test "$(stat f1 pid)" = $Z &&
+	test $(stat f1 sent) -gt $((24 << 20)) &&
+	there A $Z &&
+	kill_tree $VHOST &&
+	ls cacheA >after &&
+	test "$(comm -13 before after | wc -l)" = 1 &&
+	gsend A -v --cache "$TRASH/cacheA" z.gck >f2 2>err &&
+	test_grep "bytes of memory were in its cache\$" err &&
+	echo "whole $(stat f1 sent), then $(stat f2 sent); $(stat f2 cached) cached" &&
+	test $(stat f2 cached) -gt $((24 << 20)) &&
+	test $(($(stat f2 sent) * 4)) -lt $(stat f1 sent) &&
+	there A $Z &&
+	kill_tree $VHOST &&
+	"$GCKINSPECT" --verify z.gck
+'
+
 test_expect_success 'options checked' '
 	test_status 2 "$GCKSEND" --cache "" -p 1 host 2>err &&
 	test_grep "empty --cache" err &&

@@ -415,6 +415,10 @@ summary(const struct gck_send_opts *o, const struct gck_send_result *res)
 		    "process tree %d stopped for %.2f s%s", (unsigned long
 		    long)res->cached, (int)o->pid, (double)res->stopped_ms /
 		    1000, res->retried ? "; sent twice" : "");
+	else
+		fprintf(stderr, "; %llu bytes of memory were in its cache%s",
+		    (unsigned long long)res->cached, res->retried ?
+		    "; sent twice" : "");
 	if (o->live)
 		fprintf(stderr, "; before it, %u pre-copy round%s sent %llu "
 		    "bytes (%s)", res->rounds, res->rounds == 1 ? "" : "s",
@@ -430,15 +434,15 @@ stats(const struct gck_send_opts *o, const struct gck_send_result *res)
 	json_t	*j;
 
 	if (o->path == NULL)
-		j = json_pack("{s:i}", "pid", (int)res->pid);
+		j = json_pack("{s:i,s:I,s:i}", "pid", (int)res->pid, "cached",
+		    (json_int_t)res->cached, "tries", res->retried ? 2 : 1);
 	else
 		j = json_pack("{s:s?}", "stored", res->stored);
 	if (j == NULL || json_object_update_new(j, json_pack("{s:I,s:I,s:I}",
 	    "bytes", (json_int_t)res->bytes, "sent", (json_int_t)(res->bytes -
 	    res->skipped), "resumed", (json_int_t)res->skipped)) != 0 ||
-	    (o->pid > 0 && json_object_update_new(j, json_pack("{s:I,s:I,s:i}",
-	    "cached", (json_int_t)res->cached, "stopped_ms",
-	    (json_int_t)res->stopped_ms, "tries", res->retried ? 2 : 1)) !=
+	    (o->pid > 0 && json_object_update_new(j, json_pack("{s:I}",
+	    "stopped_ms", (json_int_t)res->stopped_ms)) !=
 	    0) || (o->live && json_object_update_new(j, json_pack("{s:i,"
 	    "s:I,s:I,s:I,s:s?}", "rounds", (int)res->rounds, "round_bytes",
 	    (json_int_t)res->round_bytes, "round_memory",

@@ -2067,15 +2067,24 @@ gck_reader_use_parents(struct gck_reader *r, char *const *paths, size_t n)
 
 /* The manifest of r without its parent: that of a flattened image. */
 static char *
-flat_manifest(struct gck_reader *r)
+flat_manifest(struct gck_reader *r, const struct gck_parents *ps)
 {
-	json_t	*m;
-	char	*text = NULL;
+	json_t		*m, *parent = NULL;
+	char		*text = NULL, id[33];
 
-	if ((m = json_loadb(r->mtext, r->mlen, 0, NULL)) != NULL &&
-	    (json_object_get(m, "parent") == NULL ||
-	    json_object_del(m, "parent") == 0))
-		text = json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	if ((m = json_loadb(r->mtext, r->mlen, 0, NULL)) == NULL ||
+	    (json_object_get(m, "parent") != NULL &&
+	    json_object_del(m, "parent") != 0))
+		goto out;
+	/* Written over ps: another image, which refers to it. */
+	if (ps != NULL) {
+		if (gck_new_id(id) == -1 || (parent = gck_parents_json(ps)) == NULL ||
+		    json_object_set_new(m, "id", json_string(id)) != 0 ||
+		    json_object_set_new(m, "parent", parent) != 0)
+			goto out;
+	}
+	text = json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+out:
 	json_decref(m);
 	return text;
 }
@@ -2083,8 +2092,10 @@ flat_manifest(struct gck_reader *r)
 /*
  * After gck_reader_head(), with its parents found: copies every entry
  * of the image into w, each reference as the chunk it stands for, and
- * the manifest without its parent, so that w's image needs none.
- * Returns GCK_OK once the trailer is checked and w finished, or a code.
+ * the manifest without its parent, so that w's image needs none; or,
+ * when w has parents, an image of its own (a new id) that refers to
+ * theirs.  Returns GCK_OK once the trailer is checked and w finished,
+ * or a code.
  */
 int
 gck_reader_copy(struct gck_reader *r, struct gck_writer *w)
@@ -2095,7 +2106,7 @@ gck_reader_copy(struct gck_reader *r, struct gck_writer *w)
 	ssize_t		 n;
 	int		 ret, hole;
 
-	if ((text = flat_manifest(r)) == NULL) {
+	if ((text = flat_manifest(r, w->parents)) == NULL) {
 		ret = gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}

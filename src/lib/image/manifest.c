@@ -279,19 +279,28 @@ criu_json(const char *version, unsigned int opts)
  * Builds the manifest of a checkpoint of tree t.  Returns the JSON text
  * (free it), or NULL with the error set.
  */
-/* Version 2's keys: the image's id, the size of its memory chunks. */
-static int
-v2_keys(json_t *m, json_t *parent)
+/* A new image id, 32 random hexadecimal digits.  Returns 0 or -1. */
+int
+gck_new_id(char id[33])
 {
-
 	unsigned char	b[16];
-	char		id[33];
 	size_t		i;
 
 	if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
 		return -1;
 	for (i = 0; i < sizeof b; i++)
 		snprintf(id + 2 * i, 3, "%02x", b[i]);
+	return 0;
+}
+
+/* Version 2's keys: the image's id, the size of its memory chunks. */
+static int
+v2_keys(json_t *m, json_t *parent)
+{
+	char	id[33];
+
+	if (gck_new_id(id) == -1)
+		return -1;
 	if (json_object_set_new(m, "id", json_string(id)) != 0 ||
 	    json_object_set_new(m, "chunk_size",
 	    json_integer(GCK_CHUNK_SIZE)) != 0)

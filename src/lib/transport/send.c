@@ -37,6 +37,8 @@
 #include "core/util.h"
 #include "criu/criu.h"
 #include "image/digest.h"
+#include "image/image.h"
+#include "image/manifest.h"
 #include "image/parent.h"
 #include "ops/ops.h"
 #include "transport/frame.h"
@@ -122,6 +124,8 @@ static int	send_init(struct send *, struct gck_ctx *,
 static int	send_check(struct send *);
 static int	send_image(struct send *);
 static int	send_live(struct send *);
+static int	pump_pipe(struct send *);
+static int	feed_failed(struct send *);
 static int	live_failed(struct send *, int);
 static void	send_end(struct send *, int);
 
@@ -547,7 +551,7 @@ read_have(struct send *s)
 	}
 	free(buf);
 	buf = NULL;
-	if (s->o->pid <= 0 || s->o->path != NULL) {
+	if (s->o->path != NULL) {
 		free(d);
 		return GCK_OK;
 	}
@@ -1039,14 +1043,9 @@ commit_hook(struct gck_ctx *ctx, void *arg, struct gck_guard *guard,
 static int
 make_id(struct gck_ctx *ctx, char id[33])
 {
-	unsigned char	b[16];
-	size_t		i;
-
-	if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
+	if (gck_new_id(id) == -1)
 		return gck_set_syserr(ctx, errno, "getrandom: %s",
 		    strerror(errno));
-	for (i = 0; i < sizeof b; i++)
-		snprintf(id + 2 * i, 3, "%02x", b[i]);
 	return GCK_OK;
 }
 
@@ -1103,15 +1102,88 @@ send_check(struct send *s)
 	return GCK_OK;
 }
 
+/*
+ * The zstd level an image was written with, for writing it again.
+ */
+static int
+image_level(const struct gck_manifest *m)
+{
+	json_t	*o = json_object_get(gck_manifest_json(m), "options");
+	int	 level = GCK_ZSTD_LEVEL;
+
+	if (json_is_integer(json_object_get(o, "level")))
+		level = (int)json_integer_value(json_object_get(o, "level"));
+	if (json_is_string(json_object_get(o, "compress")) && strcmp(
+	    json_string_value(json_object_get(o, "compress")), "none") == 0)
+		level = 0;
+	return level < 0 || level > 19 ? GCK_ZSTD_LEVEL : level;
+}
+
+/*
+ * An image file to be restored by a remote whose cache offered chunks:
+ * read, checked and written again as it is sent, each chunk the cache
+ * has as a reference to it, as for a live tree.  Only an image of
+ * format 2 that stands alone, read from a file, goes so; *throughp is 0
+ * when this one does not, the file as it was.
+ */
+static int
+send_through(struct send *s, int *throughp)
+{
+	struct gck_ctx			*ctx = s->ctx;
+	const struct gck_manifest	*m;
+	struct gck_reader		*rd = NULL;
+	struct gck_writer		*w = NULL;
+	struct stat			 st;
+	int				 r, in = s->o->infd;
+
+	*throughp = 0;
+	if (fstat(in, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    lseek(in, 0, SEEK_CUR) != 0)
+		return GCK_OK;
+	if ((r = gck_reader_new(ctx, in, &rd)) != GCK_OK ||
+	    (r = gck_reader_head(rd, &m)) != GCK_OK)
+		goto out;
+	if (gck_manifest_format(m) < 2 || gck_manifest_chain(m) != NULL ||
+	    gck_manifest_chunks_only(m)) {
+		gck_reader_free(rd);
+		return lseek(in, 0, SEEK_SET) == 0 ? GCK_OK :
+		    gck_set_syserr(ctx, errno, "local: cannot read the image "
+		    "again: %s", strerror(errno));
+	}
+	*throughp = 1;
+	if ((r = pump_pipe(s)) != GCK_OK)
+		goto out;
+	if ((r = gck_writer_new2(ctx, s->wfd, image_level(m), 0, 2, 0,
+	    &w)) == GCK_OK) {
+		gck_writer_set_parents(w, s->have);
+		r = gck_reader_copy(rd, w);
+		s->res->cached = gck_writer_refbytes(w);
+	}
+	close(s->wfd);
+	s->wfd = -1;
+	if (r != GCK_OK)
+		r = feed_failed(s);
+	else
+		r = pump_finish(s);
+out:
+	gck_writer_free(w);
+	gck_reader_free(rd);
+	return r;
+}
+
 /* An image already made: sent, then stored there or handed over. */
 static int
 send_image(struct send *s)
 {
 	struct gck_ctx	*ctx = s->ctx;
 	const char	*path;
-	int		 r;
+	int		 r, through = 0;
 
-	if ((r = pump_start(s)) != GCK_OK || (r = pump_finish(s)) != GCK_OK)
+	if (s->o->path == NULL && s->have != NULL && (r = send_through(s,
+	    &through)) != GCK_OK)
+		return r;
+	if (!through && ((r = pump_start(s)) != GCK_OK ||
+	    (r = pump_finish(s)) != GCK_OK))
 		return r;
 	if (s->o->path == NULL)
 		return handover(s, NULL);
@@ -1161,6 +1233,44 @@ live_failed(struct send *s, int r)
 	return pf;
 }
 
+/*
+ * Starts the pump on a pipe, whose other end, s->wfd, is for what makes
+ * the image as it is sent.
+ */
+static int
+pump_pipe(struct send *s)
+{
+	if (pipe2(s->p, O_CLOEXEC) == -1)
+		return gck_set_syserr(s->ctx, errno, "local: cannot make a "
+		    "pipe: %s", strerror(errno));
+	(void)fcntl(s->p[1], F_SETPIPE_SZ, (int)GCK_CHUNK);
+	s->srcfd = s->p[0];
+	s->own_src = 1;
+	s->wfd = s->p[1];
+	return pump_start(s);
+}
+
+/*
+ * What made the image into the pump's pipe failed: by its own fault,
+ * or the pump's, which it only saw.  Returns the code, why on the
+ * send's context.
+ */
+static int
+feed_failed(struct send *s)
+{
+	int	pf;
+
+	pthread_mutex_lock(&s->mu);
+	pf = s->failed;
+	pthread_mutex_unlock(&s->mu);
+	if (pf == GCK_OK)
+		stop(s);
+	(void)pump_wait(s);
+	if (pf == GCK_OK)
+		return gck_error_prefix(s->ctx, "local: ");
+	return fail_error(s, s->ctx, s->failed);
+}
+
 /* A live tree: the image is made into a pipe as it is sent. */
 static int
 send_live(struct send *s)
@@ -1171,14 +1281,7 @@ send_live(struct send *s)
 	struct gck_ckpt_result		 cres;
 	int				 r;
 
-	if (pipe2(s->p, O_CLOEXEC) == -1)
-		return gck_set_syserr(ctx, errno, "local: cannot make a pipe: "
-		    "%s", strerror(errno));
-	(void)fcntl(s->p[1], F_SETPIPE_SZ, (int)GCK_CHUNK);
-	s->srcfd = s->p[0];
-	s->own_src = 1;
-	s->wfd = s->p[1];
-	if ((r = pump_start(s)) != GCK_OK)
+	if ((r = pump_pipe(s)) != GCK_OK)
 		return r;
 	memset(&co, 0, sizeof co);
 	co.pid = o->pid;
@@ -1288,33 +1391,16 @@ send_round(struct send *s)
 {
 	struct gck_ctx	*ctx = s->ctx;
 	json_t		*o = NULL;
-	int		 r, pf;
+	int		 r;
 
-	if (pipe2(s->p, O_CLOEXEC) == -1)
-		return gck_set_syserr(ctx, errno, "local: cannot make a pipe: "
-		    "%s", strerror(errno));
-	(void)fcntl(s->p[1], F_SETPIPE_SZ, (int)GCK_CHUNK);
-	s->srcfd = s->p[0];
-	s->own_src = 1;
-	s->wfd = s->p[1];
-	if ((r = pump_start(s)) != GCK_OK)
+	if ((r = pump_pipe(s)) != GCK_OK)
 		return r;
 	r = gck_precopy(ctx, s->o->pid, s->o->level, s->wfd, s->have,
 	    &s->pst);
 	close(s->wfd);
 	s->wfd = -1;
-	if (r != GCK_OK) {
-		/* Its own failure, or the pump's, which it only saw. */
-		pthread_mutex_lock(&s->mu);
-		pf = s->failed;
-		pthread_mutex_unlock(&s->mu);
-		if (pf == GCK_OK)
-			stop(s);
-		(void)pump_wait(s);
-		if (pf == GCK_OK)
-			return gck_error_prefix(ctx, "local: ");
-		return fail_error(s, ctx, s->failed);
-	}
+	if (r != GCK_OK)
+		return feed_failed(s);
 	if ((r = pump_finish(s)) != GCK_OK ||
 	    (r = expect(s, ctx, s->c[0], GCK_F_STORED, &o, "before it kept "
 	    "the round's chunks")) != GCK_OK)
@@ -1423,9 +1509,10 @@ precopy(struct gck_ctx *ctx, const struct gck_send_opts *o,
 }
 
 /*
- * A live tree the remote could not restore because a chunk of its
- * cache was damaged is sent once more, once it runs here again: the
- * remote dropped that image, so the chunk travels this time.
+ * A live tree, or an image file, the remote could not restore because a
+ * chunk of its cache was damaged is sent once more (the tree once it
+ * runs here again): the remote dropped that image, so the chunk travels
+ * this time.
  */
 int
 gck_send(struct gck_ctx *ctx, const struct gck_send_opts *o,
@@ -1447,8 +1534,9 @@ gck_send(struct gck_ctx *ctx, const struct gck_send_opts *o,
 		}
 	}
 	r = send_once(ctx, o, res, &retry);
-	if (r != GCK_OK && retry && o->pid > 0 &&
-	    ctx->fate == GCK_FATE_RUNNING) {
+	/* A tree runs here again; a file is read again from its start. */
+	if (r != GCK_OK && retry && (o->pid > 0 ?
+	    ctx->fate == GCK_FATE_RUNNING : lseek(o->infd, 0, SEEK_SET) == 0)) {
 		gck_log(ctx, 1, "%s; trying once more", gck_error_string(ctx));
 		free(res->stored);
 		r = send_once(ctx, o, res, &retry);
