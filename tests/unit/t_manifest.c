@@ -51,6 +51,7 @@ static void	test_bad_pid(void **);
 static void	test_free_null(void **);
 static void	test_criu_opts(void **);
 static void	test_bad_criu_opts(void **);
+static void	test_kind(void **);
 
 #define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
 
@@ -592,6 +593,41 @@ test_bad_criu_opts(void **state)
 	check_bad(*state, c, NELEM(c));
 }
 
+#define KIND_M(kind, more)						\
+	"{\"format\":2,\"id\":\"0123456789abcdef0123456789abcdef\","	\
+	"\"root_pid\":7,\"processes\":[{\"pid\":7}],\"kind\":" kind more "}"
+
+/* kind "chunks": an image of chunks only, and nothing else goes. */
+static void
+test_kind(void **state)
+{
+	struct gck_manifest	*m;
+	static const struct bad_case c[] = {
+		{ KIND_M("\"checkpoint\"", ""), GCK_EFORMAT,
+		    "corrupt image: bad kind in the manifest" },
+		{ KIND_M("7", ""), GCK_EFORMAT, "bad kind" },
+		{ KIND_M("null", ""), GCK_EFORMAT, "bad kind" },
+		{ KIND_M("\"chunks\"", ",\"files\":[]"), GCK_EFORMAT,
+		    "bad kind" },
+		{ KIND_M("\"chunks\"", ",\"parent\":{\"id\":"
+		    "\"0123456789abcdef0123456789abcdee\",\"chain\":"
+		    "[\"0123456789abcdef0123456789abcdee\"]}"), GCK_EFORMAT,
+		    "bad kind" },
+		{ "{\"format\":1,\"root_pid\":7,\"processes\":"
+		    "[{\"pid\":7}],\"kind\":\"chunks\"}", GCK_EFORMAT,
+		    "bad kind" },
+	};
+
+	parse_ok(*state, KIND_M("\"chunks\"", ""), &m);
+	assert_int_equal(gck_manifest_chunks_only(m), 1);
+	gck_manifest_free(m);
+	parse_ok(*state, "{\"format\":2,\"root_pid\":7,"
+	    "\"processes\":[{\"pid\":7}]}", &m);
+	assert_int_equal(gck_manifest_chunks_only(m), 0);
+	gck_manifest_free(m);
+	check_bad(*state, c, NELEM(c));
+}
+
 static void
 test_free_null(void **state)
 {
@@ -624,6 +660,7 @@ main(void)
 		cmocka_unit_test(test_bad_pid),
 		cmocka_unit_test(test_criu_opts),
 		cmocka_unit_test(test_bad_criu_opts),
+		cmocka_unit_test(test_kind),
 		cmocka_unit_test(test_free_null),
 	};
 
