@@ -91,6 +91,8 @@ struct gck_ckpt_opts {
 	const struct gck_parents *have;	/* (gpusend) the chunks the
 					   receiver's cache holds, referred
 					   to, not sent */
+	struct gck_memo	*memo;		/* (gpusend --live) digests of
+					   chunks read in its rounds */
 };
 
 /* Where a tree is restored: gck_restore_opts.pidns. */

@@ -34,6 +34,7 @@
 #include <zstd.h>
 
 #include "gpuckpt.h"
+#include "image/digest.h"
 #include "image/image.h"
 #include "unit.h"
 
@@ -143,6 +144,7 @@ static void	test_trailer_mismatch(void **);
 static void	test_oversized_entry(void **);
 static void	test_data_after_end(void **);
 static void	test_free_null(void **);
+static void	test_memo(void **);
 
 #define assert_gck(ctx, r, code, sub)					\
 	check_gck((ctx), (r), (code), (sub), __LINE__)
@@ -1960,6 +1962,44 @@ test_free_null(void **state)
 	gck_reader_free(NULL);
 }
 
+/*
+ * The memo of --live: a chunk read before is found by its bytes, with
+ * the digest it had; other bytes, or the same bytes cut shorter, are not.
+ */
+static void
+test_memo(void **state)
+{
+	struct gck_memo		*m;
+	struct gck_digest	 d, got;
+	static uint64_t		 buf[3000][512];
+	size_t			 i;
+
+	(void)state;
+	assert_non_null(m = gck_memo_new());
+	assert_int_equal(gck_memo_find(m, buf[0], sizeof buf[0], &got), 0);
+	for (i = 0; i < 3000; i++) {
+		buf[i][0] = i;
+		buf[i][511] = ~i;
+		assert_int_equal(gck_digest_buf(GCK_DK_SHA256, buf[i],
+		    sizeof buf[i], &d), 0);
+		gck_memo_add(m, buf[i], sizeof buf[i], &d);
+	}
+	for (i = 0; i < 3000; i++) {
+		assert_int_equal(gck_digest_buf(GCK_DK_SHA256, buf[i],
+		    sizeof buf[i], &d), 0);
+		memset(&got, 0, sizeof got);
+		assert_int_equal(gck_memo_find(m, buf[i], sizeof buf[i],
+		    &got), 1);
+		assert_true(gck_digest_equal(&d, &got));
+		assert_int_equal(gck_memo_find(m, buf[i], sizeof buf[i] - 8,
+		    &got), 0);
+	}
+	buf[7][3] = 1;
+	assert_int_equal(gck_memo_find(m, buf[7], sizeof buf[7], &got), 0);
+	gck_memo_free(m);
+	gck_memo_free(NULL);
+}
+
 int
 main(void)
 {
@@ -2042,6 +2082,7 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_data_after_end, setup,
 		    teardown),
+		cmocka_unit_test(test_memo),
 		cmocka_unit_test(test_free_null),
 	};
 

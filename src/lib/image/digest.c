@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -189,4 +190,125 @@ const char *
 gck_digest_name(int kind)
 {
 	return kind == GCK_DK_XXH3 ? "xxh3" : "sha256";
+}
+
+/*
+ * A memo of the SHA-256 digests of chunks read before, found by the
+ * XXH3-128 hash of their bytes, which costs a tenth of the time: a chunk
+ * that hashes as one read before is taken to be those bytes.  XXH3 is no
+ * proof against bytes made to collide, so a memo is only ever used for
+ * memory of the one tree it was made from (gpusend --live): such bytes
+ * could only wrong the tree that wrote them.
+ */
+struct memo_entry {
+	XXH128_hash_t		 h;
+	uint64_t		 len;
+	unsigned char		 d[GCK_DIGEST_MAX];
+};
+
+struct gck_memo {
+	pthread_mutex_t		 mu;
+	struct memo_entry	*e;		/* open addressing */
+	size_t			 cap, n;	/* cap a power of 2 */
+};
+
+struct gck_memo *
+gck_memo_new(void)
+{
+	struct gck_memo	*m;
+
+	if ((m = calloc(1, sizeof *m)) == NULL)
+		return NULL;
+	pthread_mutex_init(&m->mu, NULL);
+	return m;
+}
+
+void
+gck_memo_free(struct gck_memo *m)
+{
+	if (m == NULL)
+		return;
+	pthread_mutex_destroy(&m->mu);
+	free(m->e);
+	free(m);
+}
+
+static int
+memo_empty(const struct memo_entry *e)
+{
+	return e->len == 0;
+}
+
+/* The slot of h in e (cap slots): its own, or the empty one it goes in. */
+static size_t
+memo_slot(const struct memo_entry *e, size_t cap, XXH128_hash_t h,
+    uint64_t len)
+{
+	size_t	i = (size_t)h.low64 & (cap - 1);
+
+	while (!memo_empty(&e[i]) && !(e[i].h.low64 == h.low64 &&
+	    e[i].h.high64 == h.high64 && e[i].len == len))
+		i = (i + 1) & (cap - 1);
+	return i;
+}
+
+/* Notes that the len bytes at buf have SHA-256 digest d. */
+void
+gck_memo_add(struct gck_memo *m, const void *buf, size_t len,
+    const struct gck_digest *d)
+{
+	struct memo_entry	*ne;
+	XXH128_hash_t		 h;
+	size_t			 i, nc;
+
+	if (m == NULL || len == 0 || d->kind != GCK_DK_SHA256)
+		return;
+	h = XXH3_128bits(buf, len);
+	pthread_mutex_lock(&m->mu);
+	if ((m->n + 1) * 2 > m->cap) {
+		nc = m->cap ? m->cap * 2 : 1024;
+		if ((ne = calloc(nc, sizeof *ne)) == NULL)
+			goto out;	/* a memo that stops growing */
+		for (i = 0; i < m->cap; i++)
+			if (!memo_empty(&m->e[i]))
+				ne[memo_slot(ne, nc, m->e[i].h,
+				    m->e[i].len)] = m->e[i];
+		free(m->e);
+		m->e = ne;
+		m->cap = nc;
+	}
+	i = memo_slot(m->e, m->cap, h, len);
+	if (memo_empty(&m->e[i]))
+		m->n++;
+	m->e[i].h = h;
+	m->e[i].len = len;
+	memcpy(m->e[i].d, d->b, GCK_DIGEST_MAX);
+out:
+	pthread_mutex_unlock(&m->mu);
+}
+
+/*
+ * The SHA-256 digest of the len bytes at buf, if the memo has them:
+ * 1 with *d set, else 0.
+ */
+int
+gck_memo_find(struct gck_memo *m, const void *buf, size_t len,
+    struct gck_digest *d)
+{
+	XXH128_hash_t	h;
+	size_t		i;
+	int		found = 0;
+
+	if (m == NULL || len == 0 || m->n == 0)
+		return 0;
+	h = XXH3_128bits(buf, len);
+	pthread_mutex_lock(&m->mu);
+	i = memo_slot(m->e, m->cap, h, len);
+	if (!memo_empty(&m->e[i])) {
+		d->kind = GCK_DK_SHA256;
+		memcpy(d->b, m->e[i].d, GCK_DIGEST_MAX);
+		found = 1;
+	}
+	pthread_mutex_unlock(&m->mu);
+	return found;
 }

@@ -33,4 +33,12 @@ int	gck_digest_parse(int, const char *, size_t, struct gck_digest *);
 int	gck_digest_equal(const struct gck_digest *, const struct gck_digest *);
 const char *gck_digest_name(int);
 
+struct gck_memo;
+struct gck_memo *gck_memo_new(void);
+void	gck_memo_free(struct gck_memo *);
+void	gck_memo_add(struct gck_memo *, const void *, size_t,
+	    const struct gck_digest *);
+int	gck_memo_find(struct gck_memo *, const void *, size_t,
+	    struct gck_digest *);
+
 #endif /* GCK_IMAGE_DIGEST_H */

@@ -64,6 +64,7 @@ struct gck_writer {
 	int		 format, dk;	/* version, its digest kind */
 	struct gck_dstate *ds;
 	const struct gck_parents *parents;	/* chunks not stored again */
+	struct gck_memo	*memo;		/* digests of chunks known, or NULL */
 	uint64_t	 refbytes;	/* bytes left to the parents */
 };
 
@@ -378,7 +379,9 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 	/* (holes are checked against the size: it comes first) */
 	if (sparse)
 		h = add_holes(e, buf, len, w->ds, w->dk, &d);
-	if (h == 0 && gck_digest_buf(w->dk, buf, len, &d) == -1) {
+	if (h == 0 && !(sparse && w->memo != NULL &&
+	    gck_memo_find(w->memo, buf, len, &d)) &&
+	    gck_digest_buf(w->dk, buf, len, &d) == -1) {
 		r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -481,6 +484,16 @@ void
 gck_writer_set_parents(struct gck_writer *w, const struct gck_parents *ps)
 {
 	w->parents = ps;
+}
+
+/*
+ * Takes the digest of a chunk of memory from memo when it has its bytes
+ * (gck_memo_find()), rather than computing it.
+ */
+void
+gck_writer_set_memo(struct gck_writer *w, struct gck_memo *memo)
+{
+	w->memo = memo;
 }
 
 /* The bytes of memory left to the parents so far. */

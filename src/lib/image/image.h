@@ -52,6 +52,8 @@ int	gck_reader_set_frames(struct gck_reader *, const uint64_t *,
 void	gck_writer_set_parents(struct gck_writer *,
 	    const struct gck_parents *);
 uint64_t gck_writer_refbytes(const struct gck_writer *);
+struct gck_memo;
+void	gck_writer_set_memo(struct gck_writer *, struct gck_memo *);
 int	gck_reader_copy(struct gck_reader *, struct gck_writer *);
 int	gck_zero_page(const char *, size_t);
 

@@ -536,6 +536,7 @@ stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	    o->threads, &w)) != GCK_OK)
 		goto out;
 	gck_writer_set_parents(w, parents);
+	gck_writer_set_memo(w, o->memo);
 	if ((r = gck_writer_add(w, GCK_ENTRY_MANIFEST, manifest,
 	    strlen(manifest))) != GCK_OK)
 		goto out;

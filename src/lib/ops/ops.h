@@ -38,7 +38,9 @@ struct gck_precopy_stats {
 	uint64_t	 stored;	/* of them, written */
 	size_t		 chunks;	/* written */
 };
+struct gck_memo;
 int	gck_precopy(struct gck_ctx *, pid_t, int, int,
-	    const struct gck_parents *, struct gck_precopy_stats *);
+	    const struct gck_parents *, struct gck_memo *,
+	    struct gck_precopy_stats *);
 
 #endif /* GCK_OPS_OPS_H */

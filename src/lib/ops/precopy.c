@@ -10,7 +10,10 @@
  * "Chunks" and "Zero pages").  Only windows wholly of private anonymous
  * memory are read, as only there does this rule alone decide what a
  * checkpoint holds; the rest is left to the checkpoint.  A chunk whose
- * digest the receiver has is not written again.
+ * digest the receiver has is not written again.  The digests of the
+ * chunks read go into a memo (digest.c), so that those read again, by
+ * later rounds and by the checkpoint that ends them, cost a fast hash
+ * rather than SHA-256.
  *
  * What is read may change while it is read: nothing here needs to be
  * consistent.  A chunk is only ever used for the digest of its own
@@ -174,7 +177,8 @@ read_window(struct pread *p, uint64_t w, size_t vi, char *buf, size_t *lenp)
  */
 static int
 precopy_proc(struct pread *p, struct gck_writer *w,
-    const struct gck_parents *have, char *buf, struct gck_precopy_stats *st)
+    const struct gck_parents *have, struct gck_memo *memo, char *buf,
+    struct gck_precopy_stats *st)
 {
 	struct gck_digest	 d;
 	char			 file[64], ename[GCK_NAME_MAX + 32];
@@ -207,9 +211,13 @@ precopy_proc(struct pread *p, struct gck_writer *w,
 			if (len == 0)
 				continue;
 			st->memory += len;
-			if (gck_digest_buf(GCK_DK_SHA256, buf, len, &d) == -1)
-				return gck_set_error(p->ctx, GCK_ENOMEM,
-				    "out of memory");
+			if (!gck_memo_find(memo, buf, len, &d)) {
+				if (gck_digest_buf(GCK_DK_SHA256, buf, len,
+				    &d) == -1)
+					return gck_set_error(p->ctx,
+					    GCK_ENOMEM, "out of memory");
+				gck_memo_add(memo, buf, len, &d);
+			}
 			if (have != NULL && gck_parents_has(have, &d)) {
 				st->known += len;
 				continue;
@@ -228,11 +236,14 @@ precopy_proc(struct pread *p, struct gck_writer *w,
 /*
  * Writes to fd an image of the chunks of the memory of the tree rooted
  * at pid that have does not hold (NULL: all), zstd at level, while the
- * tree runs.  Returns GCK_OK with *st filled in, or a code.
+ * tree runs; the digest of each chunk read goes into memo (or NULL),
+ * where one read before is found.  Returns GCK_OK with *st filled in,
+ * or a code.
  */
 int
 gck_precopy(struct gck_ctx *ctx, pid_t pid, int level, int fd,
-    const struct gck_parents *have, struct gck_precopy_stats *st)
+    const struct gck_parents *have, struct gck_memo *memo,
+    struct gck_precopy_stats *st)
 {
 	struct gck_ptree	*t = NULL;
 	struct gck_writer	*w = NULL;
@@ -272,7 +283,7 @@ gck_precopy(struct gck_ctx *ctx, pid_t pid, int level, int fd,
 			goto out;
 		}
 		if ((r = read_maps(p)) != GCK_OK ||
-		    (r = precopy_proc(p, w, have, buf, st)) != GCK_OK)
+		    (r = precopy_proc(p, w, have, memo, buf, st)) != GCK_OK)
 			goto out;
 		close(p->pmfd);
 		p->pmfd = -1;

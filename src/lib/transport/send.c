@@ -111,6 +111,7 @@ struct send {
 	int				 to_cache;	/* a pre-copy round */
 	int				 no_cache;	/* it has no cache */
 	struct gck_precopy_stats	 pst;		/* the round's */
+	struct gck_memo			*memo;		/* --live's, or NULL */
 	enum gck_origin			 hook_origin;	/* its hook's failure */
 };
 
@@ -1292,6 +1293,7 @@ send_live(struct send *s)
 	co.lock_ms = o->lock_ms;
 	co.criu_opts = o->criu_opts;
 	co.have = s->have;
+	co.memo = s->memo;
 	memset(&cres, 0, sizeof cres);
 	s->touched = 1;
 	clock_gettime(CLOCK_MONOTONIC, &s->tstop);
@@ -1350,13 +1352,15 @@ send_end(struct send *s, int r)
 /* One try of gck_send(); *retryp when another may do better. */
 static int
 send_once(struct gck_ctx *ctx, const struct gck_send_opts *o,
-    struct gck_send_result *res, int *retryp)
+    struct gck_memo *memo, struct gck_send_result *res, int *retryp)
 {
 	struct send	s;
 	int		r;
 
 	*retryp = 0;
-	if ((r = send_init(&s, ctx, o, res)) != GCK_OK ||
+	r = send_init(&s, ctx, o, res);
+	s.memo = memo;
+	if (r != GCK_OK ||
 	    (r = send_check(&s)) != GCK_OK)
 		goto out;
 	if ((r = make_id(ctx, s.id)) != GCK_OK ||
@@ -1396,7 +1400,7 @@ send_round(struct send *s)
 	if ((r = pump_pipe(s)) != GCK_OK)
 		return r;
 	r = gck_precopy(ctx, s->o->pid, s->o->level, s->wfd, s->have,
-	    &s->pst);
+	    s->memo, &s->pst);
 	close(s->wfd);
 	s->wfd = -1;
 	if (r != GCK_OK)
@@ -1415,13 +1419,16 @@ send_round(struct send *s)
  */
 static int
 round_once(struct gck_ctx *ctx, const struct gck_send_opts *o,
-    struct gck_precopy_stats *pst, uint64_t *wirep, int *nocachep)
+    struct gck_memo *memo, struct gck_precopy_stats *pst, uint64_t *wirep,
+    int *nocachep)
 {
 	struct gck_send_result	 res;
 	struct send		 s;
 	int			 r;
 
-	if ((r = send_init(&s, ctx, o, &res)) != GCK_OK)
+	r = send_init(&s, ctx, o, &res);
+	s.memo = memo;
+	if (r != GCK_OK)
 		goto out;
 	s.to_cache = 1;
 	if ((r = make_id(ctx, s.id)) != GCK_OK ||
@@ -1449,7 +1456,7 @@ out:
  */
 static int
 precopy(struct gck_ctx *ctx, const struct gck_send_opts *o,
-    struct gck_send_result *res)
+    struct gck_memo *memo, struct gck_send_result *res)
 {
 	struct gck_precopy_stats pst;
 	struct timespec		 t0, t1;
@@ -1462,7 +1469,7 @@ precopy(struct gck_ctx *ctx, const struct gck_send_opts *o,
 	res->why = "--max-rounds";
 	for (k = 1; k <= max; k++) {
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		r = round_once(ctx, o, &pst, &wire, &nocache);
+		r = round_once(ctx, o, memo, &pst, &wire, &nocache);
 		if (r != GCK_OK && nocache && k == 1) {
 			gck_log(ctx, 1, "%s: no pre-copy, all of the memory "
 			    "goes with the tree stopped", gck_error_string(ctx));
@@ -1519,6 +1526,7 @@ gck_send(struct gck_ctx *ctx, const struct gck_send_opts *o,
     struct gck_send_result *res)
 {
 	struct gck_send_result	pre;
+	struct gck_memo		*memo = NULL;
 	int			r, retry;
 
 	memset(&pre, 0, sizeof pre);
@@ -1526,22 +1534,26 @@ gck_send(struct gck_ctx *ctx, const struct gck_send_opts *o,
 		if (kill(o->pid, 0) == -1 && errno == ESRCH)
 			return gck_set_error(ctx, GCK_ENOPROC, "local: no "
 			    "process %d", (int)o->pid);
-		if ((r = precopy(ctx, o, &pre)) != GCK_OK) {
+		if ((memo = gck_memo_new()) == NULL)
+			return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		if ((r = precopy(ctx, o, memo, &pre)) != GCK_OK) {
+			gck_memo_free(memo);
 			*res = pre;
 			res->pid = -1;
 			res->tty_pid = -1;
 			return r;
 		}
 	}
-	r = send_once(ctx, o, res, &retry);
+	r = send_once(ctx, o, memo, res, &retry);
 	/* A tree runs here again; a file is read again from its start. */
 	if (r != GCK_OK && retry && (o->pid > 0 ?
 	    ctx->fate == GCK_FATE_RUNNING : lseek(o->infd, 0, SEEK_SET) == 0)) {
 		gck_log(ctx, 1, "%s; trying once more", gck_error_string(ctx));
 		free(res->stored);
-		r = send_once(ctx, o, res, &retry);
+		r = send_once(ctx, o, memo, res, &retry);
 		res->retried = 1;
 	}
+	gck_memo_free(memo);
 	res->rounds = pre.rounds;
 	res->round_bytes = pre.round_bytes;
 	res->round_memory = pre.round_memory;
