@@ -355,6 +355,19 @@ verify()
 	grep '^verify ' "$WSTATUS" | tail -n 1 | grep -q "^verify ok sum=$WSUM\$"
 }
 
+# rewrite_work: has the workload rewrite some of its memory (SIGUSR2)
+# and takes the sum it then has.
+rewrite_work()
+{
+	local n
+
+	n=$(grep -c '^rewrote ' "$WSTATUS")
+	kill -USR2 "$WPID"
+	wait_line_count "$WSTATUS" '^rewrote ' $((n + 1)) 120 || return 1
+	WSUM=$(grep '^rewrote ' "$WSTATUS" | tail -n 1 |
+	    sed 's/^rewrote sum=\([0-9a-f]*\).*/\1/')
+}
+
 # wait_line_count FILE PATTERN N SECONDS
 wait_line_count()
 {
@@ -980,14 +993,7 @@ incremental()
 	fi
 	TMPDIR=$d/tmp "$GPUCKPT" -R -p "$WPID" -o "$d/a.gck" 2>>"$d/err" ||
 	    ok=FAIL
-	n=$(grep -c '^rewrote ' "$WSTATUS")
-	kill -USR2 "$WPID"
-	if wait_line_count "$WSTATUS" '^rewrote ' $((n + 1)) 120; then
-		WSUM=$(grep '^rewrote ' "$WSTATUS" | tail -n 1 |
-		    sed 's/^rewrote sum=\([0-9a-f]*\).*/\1/')
-	else
-		ok=FAIL
-	fi
+	rewrite_work || ok=FAIL
 	[ $ok = ok ] && { TMPDIR=$d/tmp "$GPUCKPT" -R -p "$WPID" \
 	    -o "$d/f.gck" 2>>"$d/err" || ok=FAIL; }
 	[ $ok = ok ] && { TMPDIR=$d/tmp "$GPUCKPT" --parent="$d/a.gck" \
@@ -1061,14 +1067,7 @@ cache_again()
 		g1=$(downtime) || ok=FAIL
 	fi
 	if [ $ok = ok ] && [ -n "$WPID" ]; then
-		n=$(grep -c '^rewrote ' "$WSTATUS")
-		kill -USR2 "$WPID"
-		if wait_line_count "$WSTATUS" '^rewrote ' $((n + 1)) 120; then
-			WSUM=$(grep '^rewrote ' "$WSTATUS" | tail -n 1 |
-			    sed 's/^rewrote sum=\([0-9a-f]*\).*/\1/')
-		else
-			ok=FAIL
-		fi
+		rewrite_work || ok=FAIL
 		# the gaps of the second hand-over only
 		sed -i 's/^gap \(.*\) restored=1$/gap \1 restored=first/' "$WSTATUS"
 		[ $ok = ok ] && { again_send "$d" 2 || ok=FAIL; }

@@ -2,6 +2,11 @@
 # an sshd in a PID namespace of its own, and what the tests ask of them.
 # Sourced after lib.sh by t-cache.sh and t-live.sh.
 
+require_criu
+require_python
+require_sshd
+command -v unshare >/dev/null || test_skip_all "unshare not found"
+
 GCKSEND=$GCK_BINDIR/send/gpusend
 GCKRECV=$GCK_BINDIR/recv/gpurecv
 RPATH="GCK_RUNDIR=$TRASH/run TMPDIR=$TRASH/rtmp $GCKRECV"

@@ -1,12 +1,6 @@
 #!/bin/sh
 test_description='the receiver cache: what a host holds from earlier hand-overs is not sent again'
 . "$GCK_SRCDIR/lib.sh"
-
-require_criu
-require_python
-require_sshd
-command -v unshare >/dev/null || test_skip_all "unshare not found"
-
 . "$GCK_SRCDIR/hosts.sh"
 
 test_expect_success 'two hosts, each an sshd in a PID namespace of its own' '

@@ -1,12 +1,6 @@
 #!/bin/sh
 test_description='gpusend --live: pre-copy rounds while the tree runs, then a stop for what changed'
 . "$GCK_SRCDIR/lib.sh"
-
-require_criu
-require_python
-require_sshd
-command -v unshare >/dev/null || test_skip_all "unshare not found"
-
 . "$GCK_SRCDIR/hosts.sh"
 
 # recvs HOST MODE: the PIDs of HOST's gpurecv in MODE (--to-cache,
@@ -31,6 +25,19 @@ cut() {
 		_p=$(ps -o ppid= -p $_p | tr -d " ")
 	done
 	test -n "$_p" && test "$_p" -gt 1 && kill -9 $_p
+}
+
+# cut_soon HOST MODE: cuts it a second after HOST's gpurecv in MODE
+# started (it waits up to 30 s for it).
+cut_soon() {
+	_i=0
+	while test -z "$(recvs $1 $2)"; do
+		_i=$((_i + 1))
+		test $_i -lt 300 || return 1
+		sleep 0.1
+	done
+	sleep 1
+	cut $1 $2
 }
 
 # counter PID: the counter of the workload PID, as it answers a check.
@@ -140,10 +147,7 @@ test_expect_success 'the connection cut during pre-copy: the tree runs on here, 
 	ls cacheA >before &&
 	{ gsend A --live --bwlimit 4M --cache "$TRASH/cacheA" -p $C >s5 2>err5 & } &&
 	sp=$! &&
-	i=0 && while test -z "$(recvs A --to-cache)" && test $i -lt 100; do
-		sleep 0.1; i=$((i + 1)); done &&
-	sleep 1 &&
-	cut A --to-cache &&
+	cut_soon A --to-cache &&
 	test_status 1 wait $sp &&
 	cat err5 &&
 	test_grep "left running" err5 &&
@@ -158,10 +162,7 @@ test_expect_success 'the connection cut during the last round: the tree runs on 
 	{ gsend A -v --live --max-rounds 1 --bwlimit 4M --cache "$TRASH/cacheA" \
 	    -p $C >s6 2>err6 & } &&
 	sp=$! &&
-	i=0 && while test -z "$(recvs A --restore)" && test $i -lt 300; do
-		sleep 0.1; i=$((i + 1)); done &&
-	sleep 1 &&
-	cut A --restore &&
+	cut_soon A --restore &&
 	test_status 1 wait $sp &&
 	cat err6 &&
 	test_grep "round 1: " err6 &&

@@ -67,6 +67,7 @@ static int	 files_parse(struct gck_ctx *, struct gck_manifest *, json_t *);
 static json_t	*criu_json(const char *, unsigned int);
 static int	 criu_parse(struct gck_ctx *, struct gck_manifest *, json_t *);
 static int	 id_parse(struct gck_ctx *, struct gck_manifest *);
+static int	 v2_keys(json_t *, json_t *);
 
 static int
 pid_cmp(const void *a, const void *b)
@@ -276,6 +277,49 @@ criu_json(const char *version, unsigned int opts)
 }
 
 /*
+ * The text of manifest m (NULL: out of memory), which it takes, with the
+ * keys of version 2 when v2 (parent, or NULL, the parent's).  Returns it
+ * (free it), or NULL with the error set.
+ */
+static char *
+manifest_text(struct gck_ctx *ctx, json_t *m, int v2, json_t *parent)
+{
+	char	*text = NULL;
+
+	if (m != NULL && (!v2 || v2_keys(m, parent) == 0))
+		text = json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(m);
+	if (text == NULL)
+		gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	return text;
+}
+
+/*
+ * The process list of tree t, for a manifest, and now, the time it is
+ * written, into created (32 bytes).  Returns NULL when out of memory.
+ */
+static json_t *
+procs_json(const struct gck_ptree *t, char *created)
+{
+	json_t		*procs;
+	time_t		 now = time(NULL);
+	struct tm	 tm;
+	size_t		 i;
+
+	gmtime_r(&now, &tm);
+	strftime(created, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if ((procs = json_array()) == NULL)
+		return NULL;
+	for (i = 0; i < t->n; i++)
+		if (json_array_append_new(procs,
+		    proc_json(&t->procs[i])) != 0) {
+			json_decref(procs);
+			return NULL;
+		}
+	return procs;
+}
+
+/*
  * Builds the manifest of a checkpoint of tree t.  Returns the JSON text
  * (free it), or NULL with the error set.
  */
@@ -318,21 +362,11 @@ gck_manifest_build(struct gck_ctx *ctx, const struct gck_ptree *t,
     struct json_t *parent)
 {
 	json_t		*m = NULL, *procs, *fl;
-	char		 created[32], *text = NULL;
-	time_t		 now = time(NULL);
-	struct tm	 tm;
+	char		 created[32];
 	size_t		 i;
 
-	gmtime_r(&now, &tm);
-	strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if ((procs = json_array()) == NULL)
+	if ((procs = procs_json(t, created)) == NULL)
 		goto out;
-	for (i = 0; i < t->n; i++)
-		if (json_array_append_new(procs,
-		    proc_json(&t->procs[i])) != 0) {
-			json_decref(procs);
-			goto out;
-		}
 	if ((fl = json_array()) == NULL) {
 		json_decref(procs);
 		goto out;
@@ -360,17 +394,9 @@ gck_manifest_build(struct gck_ctx *ctx, const struct gck_ptree *t,
 	    "level", o->level, "after", after_names[after],
 	    "part_size", (json_int_t)(o->part_size ? o->part_size :
 	    GCK_PART_SIZE), "files", fl);
-	if (m != NULL && (o->format == 0 || o->format > 1) && v2_keys(m, parent) != 0) {
-		json_decref(m);
-		m = NULL;
-	}
-	if (m != NULL)
-		text = json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	return manifest_text(ctx, m, o->format == 0 || o->format > 1, parent);
 out:
-	json_decref(m);
-	if (text == NULL)
-		gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-	return text;
+	return manifest_text(ctx, NULL, 0, NULL);
 }
 
 /*
@@ -384,38 +410,19 @@ gck_manifest_build_chunks(struct gck_ctx *ctx, const struct gck_ptree *t,
     int level)
 {
 	json_t		*m = NULL, *procs;
-	char		 created[32], *text = NULL;
-	time_t		 now = time(NULL);
-	struct tm	 tm;
-	size_t		 i;
+	char		 created[32];
 
-	gmtime_r(&now, &tm);
-	strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if ((procs = json_array()) == NULL)
+	if ((procs = procs_json(t, created)) == NULL)
 		goto out;
-	for (i = 0; i < t->n; i++)
-		if (json_array_append_new(procs,
-		    proc_json(&t->procs[i])) != 0) {
-			json_decref(procs);
-			goto out;
-		}
 	m = json_pack("{s:i, s:s, s:s, s:s, s:o, s:i, s:o, s:{s:s, s:i}}",
 	    "format", GCK_FORMAT_VERSION, "kind", "chunks",
 	    "tool", "gpuckpt " PACKAGE_VERSION, "created", created,
 	    "host", host_facts(), "root_pid", (int)t->procs[0].pid,
 	    "processes", procs, "options", "compress", level > 0 ? "zstd" :
 	    "none", "level", level);
-	if (m != NULL && v2_keys(m, NULL) != 0) {
-		json_decref(m);
-		m = NULL;
-	}
-	if (m != NULL)
-		text = json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	return manifest_text(ctx, m, 1, NULL);
 out:
-	json_decref(m);
-	if (text == NULL)
-		gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-	return text;
+	return manifest_text(ctx, NULL, 0, NULL);
 }
 
 /* Whether the image holds chunks only, nothing to restore. */

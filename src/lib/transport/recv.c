@@ -989,6 +989,30 @@ store_commit(struct gck_ctx *ctx, int fd, const char *part,
 }
 
 /*
+ * Starts the feeder and verifies the image as it comes: a bad image is
+ * refused at its first bad part.  Returns the reader's result, and in
+ * *frp the feeder's.
+ */
+static int
+verify_fed(struct recv *rv, int *frp)
+{
+	const struct gck_manifest	*m;
+	struct gck_reader		*rd = NULL;
+	int				 r, rfd;
+
+	*frp = GCK_OK;
+	if ((r = feeder_start(rv, &rfd)) != GCK_OK)
+		return r;
+	if ((r = gck_reader_new(rv->ctx, rfd, &rd)) == GCK_OK &&
+	    (r = gck_reader_head(rd, &m)) == GCK_OK)
+		r = gck_reader_extract(rd, -1);
+	close(rfd);
+	*frp = feeder_done(rv, r == GCK_OK);
+	gck_reader_free(rd);
+	return r;
+}
+
+/*
  * Stores the image under a temporary name, verifying it as it arrives
  * (the prefix kept from an interrupted send included), and renames it
  * once whole.  An image found bad is removed; one cut short is kept for
@@ -997,14 +1021,12 @@ store_commit(struct gck_ctx *ctx, int fd, const char *part,
 static int
 recv_store(struct recv *rv, char **storedp)
 {
-	struct gck_ctx			*ctx = rv->ctx;
-	const struct gck_manifest	*m;
-	struct gck_reader		*rd = NULL;
-	struct stat			 st;
-	char				*final = NULL, *part = NULL, hex[33];
-	char				 msg[GCK_ERRMAX];
-	uint64_t			 have = 0;
-	int				 r, fr, rfd = -1, keep = 1;
+	struct gck_ctx	*ctx = rv->ctx;
+	struct stat	 st;
+	char		*final = NULL, *part = NULL, hex[33];
+	char		 msg[GCK_ERRMAX];
+	uint64_t	 have = 0;
+	int		 r, fr, keep = 1;
 
 	if ((r = store_paths(ctx, rv->o, &final, &part)) != GCK_OK)
 		goto out;
@@ -1049,15 +1071,7 @@ recv_store(struct recv *rv, char **storedp)
 	if (rv->offset > 0)
 		gck_log(ctx, 1, "resuming '%s' after %llu bytes", final,
 		    (unsigned long long)rv->offset);
-	if ((r = feeder_start(rv, &rfd)) != GCK_OK)
-		goto out;
-	/* Verify as it comes: a bad image is refused at its first bad part. */
-	if ((r = gck_reader_new(ctx, rfd, &rd)) == GCK_OK &&
-	    (r = gck_reader_head(rd, &m)) == GCK_OK)
-		r = gck_reader_extract(rd, -1);
-	close(rfd);
-	rfd = -1;
-	fr = feeder_done(rv, r == GCK_OK);
+	r = verify_fed(rv, &fr);
 	if (fr != GCK_OK && !pipe_closed(rv, fr)) {
 		/* Cut short: what came is kept, for --resume. */
 		snprintf(msg, sizeof msg, "%s", rv->fctx->msg);
@@ -1089,10 +1103,7 @@ recv_store(struct recv *rv, char **storedp)
 	    "bytes", (json_int_t)(rv->offset + rv->bytes));
 	r = GCK_OK;
 out:
-	if (rfd != -1)
-		close(rfd);
 	feeder_stop(rv);
-	gck_reader_free(rd);
 	if (r != GCK_OK && !keep && part != NULL)
 		unlink(part);
 	free(final);
@@ -1109,10 +1120,8 @@ out:
 static int
 recv_cache(struct recv *rv)
 {
-	struct gck_ctx			*ctx = rv->ctx;
-	const struct gck_manifest	*m;
-	struct gck_reader		*rd = NULL;
-	int				 r, fr, rfd = -1;
+	struct gck_ctx	*ctx = rv->ctx;
+	int		 r, fr;
 
 	cache_open(rv);
 	if (rv->cache == NULL) {
@@ -1122,15 +1131,9 @@ recv_cache(struct recv *rv)
 		    "used)");
 	}
 	if ((r = handshake(rv, 0, NULL)) != GCK_OK ||
-	    (r = gck_cache_spool(rv->cache)) != GCK_OK ||
-	    (r = feeder_start(rv, &rfd)) != GCK_OK)
+	    (r = gck_cache_spool(rv->cache)) != GCK_OK)
 		goto out;
-	if ((r = gck_reader_new(ctx, rfd, &rd)) == GCK_OK &&
-	    (r = gck_reader_head(rd, &m)) == GCK_OK)
-		r = gck_reader_extract(rd, -1);
-	close(rfd);
-	rfd = -1;
-	fr = feeder_done(rv, r == GCK_OK);
+	r = verify_fed(rv, &fr);
 	if (fr != GCK_OK && (r == GCK_OK || !pipe_closed(rv, fr)))
 		r = gck_set_error(ctx, fr, "%s", rv->fctx->msg);
 	if (r != GCK_OK)
@@ -1144,10 +1147,7 @@ recv_cache(struct recv *rv)
 	    (json_int_t)rv->bytes);
 	r = GCK_OK;
 out:
-	if (rfd != -1)
-		close(rfd);
 	feeder_stop(rv);
-	gck_reader_free(rd);
 	return r;
 }
 

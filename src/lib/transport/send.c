@@ -127,6 +127,7 @@ static int	send_image(struct send *);
 static int	send_live(struct send *);
 static int	pump_pipe(struct send *);
 static int	feed_failed(struct send *);
+static int	pump_end(struct send *);
 static int	live_failed(struct send *, int);
 static void	send_end(struct send *, int);
 
@@ -1214,12 +1215,7 @@ live_failed(struct send *s, int r)
 
 	from = ctx->origin != GCK_FROM_HERE ? ctx->origin : s->hook_origin;
 	snprintf(tail, sizeof tail, "%s", gck_error_fate_text(ctx));
-	pthread_mutex_lock(&s->mu);
-	pf = s->failed;
-	pthread_mutex_unlock(&s->mu);
-	if (pf == GCK_OK)
-		stop(s);
-	(void)pump_wait(s);
+	pf = pump_end(s);
 	if (from != GCK_FROM_HERE)
 		return gck_error_from(ctx, from);
 	if (pf == GCK_OK)
@@ -1252,12 +1248,11 @@ pump_pipe(struct send *s)
 }
 
 /*
- * What made the image into the pump's pipe failed: by its own fault,
- * or the pump's, which it only saw.  Returns the code, why on the
- * send's context.
+ * Stops the pump, whatever its state, and waits for it.  Returns how it
+ * had failed before (GCK_OK: it had not).
  */
 static int
-feed_failed(struct send *s)
+pump_end(struct send *s)
 {
 	int	pf;
 
@@ -1267,7 +1262,18 @@ feed_failed(struct send *s)
 	if (pf == GCK_OK)
 		stop(s);
 	(void)pump_wait(s);
-	if (pf == GCK_OK)
+	return pf;
+}
+
+/*
+ * What made the image into the pump's pipe failed: by its own fault,
+ * or the pump's, which it only saw.  Returns the code, why on the
+ * send's context.
+ */
+static int
+feed_failed(struct send *s)
+{
+	if (pump_end(s) == GCK_OK)
 		return gck_error_prefix(s->ctx, "local: ");
 	return fail_error(s, s->ctx, s->failed);
 }
