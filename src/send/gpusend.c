@@ -64,6 +64,8 @@ static _Noreturn void	usage(int);
 static void	parse_option(struct gck_send_opts *, char *, int *, int *);
 static void	parse_dest(char *, const char **, const char **,
 		    const char **);
+static int	image_option(struct args *, int, const char *);
+static int	cache_option(struct args *, int, const char *);
 static void	parse_args(struct args *, int, char *[]);
 static void	check_live(struct args *, int, char *[]);
 static void	check_file(struct args *, int, char *[]);
@@ -202,6 +204,80 @@ parse_dest(char *dest, const char **userp, const char **hostp,
 	*hostp = host;
 }
 
+/*
+ * An option of the image of a live tree (-p), ch with arg: 1 when it is
+ * one, taken into a, else 0.
+ */
+static int
+image_option(struct args *a, int ch, const char *arg)
+{
+	struct gck_send_opts	*o = &a->o;
+	long			 ms;
+
+	switch (ch) {
+	case 'c':
+		if ((o->level = tool_compress(arg)) == -1)
+			usage(2);
+		break;
+	case 'E':
+		o->criu_opts |= GCK_CRIU_EXT_UNIX_SK;
+		break;
+	case 'F':
+		o->criu_opts |= GCK_CRIU_FILE_LOCKS;
+		break;
+	case 'L':
+		if ((ms = tool_seconds(arg, "lock timeout", 3600)) == -1)
+			usage(2);
+		o->lock_ms = (unsigned int)ms;
+		break;
+	case 'l':
+		o->live = 1;
+		break;
+	case 'm':
+		o->max_rounds = (unsigned int)tool_number(arg, 1, 1000,
+		    "--max-rounds");
+		a->rounds_set = 1;
+		break;
+	case 'T':
+		o->criu_opts |= GCK_CRIU_TCP_ESTABLISHED;
+		break;
+	default:
+		return 0;
+	}
+	a->image_opts++;
+	return 1;
+}
+
+/*
+ * An option of the remote's cache, for a restore, ch with arg: 1 when
+ * it is one, taken into a, else 0.
+ */
+static int
+cache_option(struct args *a, int ch, const char *arg)
+{
+	struct gck_send_opts	*o = &a->o;
+
+	switch (ch) {
+	case 'C':
+		if (*arg == '\0') {
+			warnx("empty --cache");
+			usage(2);
+		}
+		o->cache = arg;
+		break;
+	case 'S':
+		o->cache_size = tool_size(arg, "--cache-size");
+		break;
+	case 'X':
+		o->cache = "";
+		break;
+	default:
+		return 0;
+	}
+	a->restore_opts++;
+	return 1;
+}
+
 /* Reads the options into a, leaving the operands in argv[optind...]. */
 static void
 parse_args(struct args *a, int argc, char *argv[])
@@ -219,6 +295,8 @@ parse_args(struct args *a, int argc, char *argv[])
 	o->infd = -1;
 	while ((ch = getopt_long(argc, argv, "c:hi:o:P:p:Vv", longopts,
 	    NULL)) != -1) {
+		if (image_option(a, ch, optarg) || cache_option(a, ch, optarg))
+			continue;
 		switch (ch) {
 		case 'A':
 			o->accept_new = 1;
@@ -231,47 +309,8 @@ parse_args(struct args *a, int argc, char *argv[])
 				usage(2);
 			}
 			break;
-		case 'l':
-			o->live = 1;
-			a->image_opts++;
-			break;
-		case 'm':
-			o->max_rounds = (unsigned int)tool_number(optarg, 1,
-			    1000, "--max-rounds");
-			a->rounds_set = 1;
-			a->image_opts++;
-			break;
-		case 'C':
-			if (*optarg == '\0') {
-				warnx("empty --cache");
-				usage(2);
-			}
-			o->cache = optarg;
-			a->restore_opts++;
-			break;
-		case 'S':
-			o->cache_size = tool_size(optarg, "--cache-size");
-			a->restore_opts++;
-			break;
 		case 's':
 			a->stats = 1;
-			break;
-		case 'X':
-			o->cache = "";
-			a->restore_opts++;
-			break;
-		case 'c':
-			if ((o->level = tool_compress(optarg)) == -1)
-				usage(2);
-			a->image_opts++;
-			break;
-		case 'E':
-			o->criu_opts |= GCK_CRIU_EXT_UNIX_SK;
-			a->image_opts++;
-			break;
-		case 'F':
-			o->criu_opts |= GCK_CRIU_FILE_LOCKS;
-			a->image_opts++;
 			break;
 		case 'g':
 			o->gpu_map = optarg;
@@ -280,13 +319,6 @@ parse_args(struct args *a, int argc, char *argv[])
 			usage(0);
 		case 'i':
 			o->identity = optarg;
-			break;
-		case 'L':
-			if ((ms = tool_seconds(optarg, "lock timeout",
-			    3600)) == -1)
-				usage(2);
-			o->lock_ms = (unsigned int)ms;
-			a->image_opts++;
 			break;
 		case 'n':
 			o->parallel = (unsigned int)tool_number(optarg, 1,
@@ -308,10 +340,6 @@ parse_args(struct args *a, int argc, char *argv[])
 				usage(2);
 			}
 			o->remote_path = optarg;
-			break;
-		case 'T':
-			o->criu_opts |= GCK_CRIU_TCP_ESTABLISHED;
-			a->image_opts++;
 			break;
 		case 't':
 			if ((ms = tool_seconds(optarg, "timeout", 86400)) <= 0)
