@@ -28,6 +28,12 @@ start_host() {
 	echo "[127.0.0.1]:$port $(cat hostkey.pub)" >>known_hosts
 	eval "port_$1=$port ns_id_$1=$ns_id sshd_$1=$sshd_pid"
 }
+# start_tree NAME ARGS: lib.sh's start_workload, the tree killed when
+# the script ends.
+start_tree() {
+	start_workload "$@" && started="$started $WPID"
+}
+
 # start_hosts: the keys, known_hosts, and hosts A and B.
 start_hosts() {
 	mkdir home rtmp &&

@@ -8,8 +8,7 @@ test_expect_success 'two hosts, each an sshd in a PID namespace of its own' '
 '
 
 test_expect_success 'the first hand-over to A sends the whole image; A keeps it' '
-	start_workload mig -m 64 -r 10 &&
-	started="$started $WPID" &&
+	start_tree mig -m 64 -r 10 &&
 	ID=$WPID &&
 	gsend A --cache "$TRASH/cacheA" -p $WPID >s1 2>err &&
 	test_must_be_empty err &&
@@ -98,10 +97,10 @@ test_expect_success 'a damaged chunk in the cache: dropped, and the tree sent ag
 '
 
 test_expect_success 'two receivers share one cache, at once' '
-	start_workload x -m 32 &&
-	X=$WPID XS=$WSTATUS && started="$started $X" &&
-	start_workload y -m 32 &&
-	Y=$WPID YS=$WSTATUS && started="$started $Y" &&
+	start_tree x -m 32 &&
+	X=$WPID XS=$WSTATUS &&
+	start_tree y -m 32 &&
+	Y=$WPID YS=$WSTATUS &&
 	{ gsend A --cache "$TRASH/shared" -p $X >sx 2>errx & } &&
 	xsend=$! &&
 	gsend B --cache "$TRASH/shared" -p $Y >sy 2>erry &&
@@ -168,8 +167,7 @@ test_expect_success '--no-cache: nothing offered, nothing kept' '
 '
 
 test_expect_success 'an image file sent twice to a host that keeps a cache: the second time, only what it lacks' '
-	start_workload file -m 32 &&
-	started="$started $WPID" &&
+	start_tree file -m 32 &&
 	Z=$WPID &&
 	"$GCKPT" -R -p $Z >z.gck &&
 	ls cacheA >before &&

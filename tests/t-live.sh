@@ -50,8 +50,7 @@ test_expect_success 'two hosts, each an sshd in a PID namespace of its own' '
 '
 
 test_expect_success 'a tree that keeps rewriting 5% a second moves with --live: the rounds carry most of it' '
-	start_workload live -m 64 -w 5 &&
-	started="$started $WPID" &&
+	start_tree live -m 64 -w 5 &&
 	ID=$WPID &&
 	c0=$(counter $WPID) &&
 	gsend A -v --live --cache "$TRASH/cacheA" -p $WPID >s1 2>err &&
@@ -121,8 +120,7 @@ test_expect_success 'back to A, which has the first migration: its first round s
 '
 
 test_expect_success 'a tree that writes faster than the link: pre-copy ends, and says so' '
-	start_workload fast -m 16 -w 100 &&
-	started="$started $WPID" &&
+	start_tree fast -m 16 -w 100 &&
 	F=$WPID &&
 	gsend B -v --live --bwlimit 8M --cache "$TRASH/cacheB" -p $F >s4 2>err &&
 	cat err &&
@@ -141,8 +139,7 @@ test_expect_success 'a tree that writes faster than the link: pre-copy ends, and
 '
 
 test_expect_success 'the connection cut during pre-copy: the tree runs on here, untouched' '
-	start_workload cut -m 32 -w 5 &&
-	started="$started $WPID" &&
+	start_tree cut -m 32 -w 5 &&
 	C=$WPID &&
 	ls cacheA >before &&
 	{ gsend A --live --bwlimit 4M --cache "$TRASH/cacheA" -p $C >s5 2>err5 & } &&

@@ -252,18 +252,14 @@ memo_slot(const struct memo_entry *e, size_t cap, XXH128_hash_t h,
 	return i;
 }
 
-/* Notes that the len bytes at buf have SHA-256 digest d. */
-void
-gck_memo_add(struct gck_memo *m, const void *buf, size_t len,
+/* Notes that len bytes whose XXH3-128 hash is h have SHA-256 digest d. */
+static void
+memo_put(struct gck_memo *m, XXH128_hash_t h, uint64_t len,
     const struct gck_digest *d)
 {
 	struct memo_entry	*ne;
-	XXH128_hash_t		 h;
 	size_t			 i, nc;
 
-	if (m == NULL || len == 0 || d->kind != GCK_DK_SHA256)
-		return;
-	h = XXH3_128bits(buf, len);
 	pthread_mutex_lock(&m->mu);
 	if ((m->n + 1) * 2 > m->cap) {
 		nc = m->cap ? m->cap * 2 : 1024;
@@ -287,6 +283,36 @@ out:
 	pthread_mutex_unlock(&m->mu);
 }
 
+/* As gck_memo_find(), the bytes' XXH3-128 hash h. */
+static int
+memo_get(struct gck_memo *m, XXH128_hash_t h, uint64_t len,
+    struct gck_digest *d)
+{
+	size_t	i;
+	int	found = 0;
+
+	pthread_mutex_lock(&m->mu);
+	if (m->n > 0) {
+		i = memo_slot(m->e, m->cap, h, len);
+		if (!memo_empty(&m->e[i])) {
+			d->kind = GCK_DK_SHA256;
+			memcpy(d->b, m->e[i].d, GCK_DIGEST_MAX);
+			found = 1;
+		}
+	}
+	pthread_mutex_unlock(&m->mu);
+	return found;
+}
+
+/* Notes that the len bytes at buf have SHA-256 digest d. */
+void
+gck_memo_add(struct gck_memo *m, const void *buf, size_t len,
+    const struct gck_digest *d)
+{
+	if (m != NULL && len > 0 && d->kind == GCK_DK_SHA256)
+		memo_put(m, XXH3_128bits(buf, len), len, d);
+}
+
 /*
  * The SHA-256 digest of the len bytes at buf, if the memo has them:
  * 1 with *d set, else 0.
@@ -295,20 +321,29 @@ int
 gck_memo_find(struct gck_memo *m, const void *buf, size_t len,
     struct gck_digest *d)
 {
-	XXH128_hash_t	h;
-	size_t		i;
-	int		found = 0;
-
-	if (m == NULL || len == 0 || m->n == 0)
+	if (m == NULL || len == 0)
 		return 0;
+	return memo_get(m, XXH3_128bits(buf, len), len, d);
+}
+
+/*
+ * The SHA-256 digest of the len bytes at buf into *d: the memo's, or
+ * computed and noted there (m may be NULL).  Returns 0, or -1 when out
+ * of memory.
+ */
+int
+gck_memo_digest(struct gck_memo *m, const void *buf, size_t len,
+    struct gck_digest *d)
+{
+	XXH128_hash_t	h;
+
+	if (m == NULL || len == 0)
+		return gck_digest_buf(GCK_DK_SHA256, buf, len, d);
 	h = XXH3_128bits(buf, len);
-	pthread_mutex_lock(&m->mu);
-	i = memo_slot(m->e, m->cap, h, len);
-	if (!memo_empty(&m->e[i])) {
-		d->kind = GCK_DK_SHA256;
-		memcpy(d->b, m->e[i].d, GCK_DIGEST_MAX);
-		found = 1;
-	}
-	pthread_mutex_unlock(&m->mu);
-	return found;
+	if (memo_get(m, h, len, d))
+		return 0;
+	if (gck_digest_buf(GCK_DK_SHA256, buf, len, d) == -1)
+		return -1;
+	memo_put(m, h, len, d);
+	return 0;
 }

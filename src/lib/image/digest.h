@@ -40,5 +40,7 @@ void	gck_memo_add(struct gck_memo *, const void *, size_t,
 	    const struct gck_digest *);
 int	gck_memo_find(struct gck_memo *, const void *, size_t,
 	    struct gck_digest *);
+int	gck_memo_digest(struct gck_memo *, const void *, size_t,
+	    struct gck_digest *);
 
 #endif /* GCK_IMAGE_DIGEST_H */

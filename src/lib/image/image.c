@@ -379,9 +379,9 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 	/* (holes are checked against the size: it comes first) */
 	if (sparse)
 		h = add_holes(e, buf, len, w->ds, w->dk, &d);
-	if (h == 0 && !(sparse && w->memo != NULL &&
-	    gck_memo_find(w->memo, buf, len, &d)) &&
-	    gck_digest_buf(w->dk, buf, len, &d) == -1) {
+	if (h == 0 && (sparse && w->memo != NULL && w->dk == GCK_DK_SHA256 ?
+	    gck_memo_digest(w->memo, buf, len, &d) :
+	    gck_digest_buf(w->dk, buf, len, &d)) == -1) {
 		r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -487,8 +487,9 @@ gck_writer_set_parents(struct gck_writer *w, const struct gck_parents *ps)
 }
 
 /*
- * Takes the digest of a chunk of memory from memo when it has its bytes
- * (gck_memo_find()), rather than computing it.
+ * Takes the digest of a chunk of memory from memo when it has its bytes,
+ * rather than computing it, and notes there those it computes
+ * (gck_memo_digest()).
  */
 void
 gck_writer_set_memo(struct gck_writer *w, struct gck_memo *memo)
@@ -2082,7 +2083,7 @@ gck_reader_use_parents(struct gck_reader *r, char *const *paths, size_t n)
 static char *
 flat_manifest(struct gck_reader *r, const struct gck_parents *ps)
 {
-	json_t		*m, *parent = NULL;
+	json_t		*m, *parent;
 	char		*text = NULL, id[33];
 
 	if ((m = json_loadb(r->mtext, r->mlen, 0, NULL)) == NULL ||
@@ -2090,12 +2091,11 @@ flat_manifest(struct gck_reader *r, const struct gck_parents *ps)
 	    json_object_del(m, "parent") != 0))
 		goto out;
 	/* Written over ps: another image, which refers to it. */
-	if (ps != NULL) {
-		if (gck_new_id(id) == -1 || (parent = gck_parents_json(ps)) == NULL ||
-		    json_object_set_new(m, "id", json_string(id)) != 0 ||
-		    json_object_set_new(m, "parent", parent) != 0)
-			goto out;
-	}
+	if (ps != NULL && (gck_new_id(id) == -1 ||
+	    json_object_set_new(m, "id", json_string(id)) != 0 ||
+	    (parent = gck_parents_json(ps)) == NULL ||
+	    json_object_set_new(m, "parent", parent) != 0))
+		goto out;
 	text = json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 out:
 	json_decref(m);

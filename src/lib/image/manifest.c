@@ -425,6 +425,24 @@ out:
 	return manifest_text(ctx, NULL, 0, NULL);
 }
 
+/*
+ * The zstd level the image was written with (0: not compressed), for
+ * writing it again; the default where the manifest does not say.
+ */
+int
+gck_manifest_level(const struct gck_manifest *m)
+{
+	json_t	*o = json_object_get(m->root, "options");
+	int	 level = GCK_ZSTD_LEVEL;
+
+	if (json_is_integer(json_object_get(o, "level")))
+		level = (int)json_integer_value(json_object_get(o, "level"));
+	if (json_is_string(json_object_get(o, "compress")) && strcmp(
+	    json_string_value(json_object_get(o, "compress")), "none") == 0)
+		level = 0;
+	return level < 0 || level > 19 ? GCK_ZSTD_LEVEL : level;
+}
+
 /* Whether the image holds chunks only, nothing to restore. */
 int
 gck_manifest_chunks_only(const struct gck_manifest *m)

@@ -24,6 +24,7 @@ int	gck_new_id(char [33]);
 char	*gck_manifest_build_chunks(struct gck_ctx *,
 	    const struct gck_ptree *, int);
 int	gck_manifest_chunks_only(const struct gck_manifest *);
+int	gck_manifest_level(const struct gck_manifest *);
 enum gck_after gck_manifest_after(const struct gck_manifest *);
 int	gck_manifest_has_file(const struct gck_manifest *, const char *);
 size_t	gck_manifest_nfiles(const struct gck_manifest *);

@@ -625,9 +625,8 @@ gck_inspect_flatten(struct gck_ctx *ctx, int fd, char *const *paths,
 	const struct gck_manifest	*m;
 	struct gck_reader		*rd = NULL;
 	struct gck_writer		*w = NULL;
-	json_t				*o;
 	char				*tmp = NULL;
-	int				 r, out = -1, level = GCK_ZSTD_LEVEL;
+	int				 r, out = -1;
 
 	if (asprintf(&tmp, "%s.XXXXXX", path) == -1)
 		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
@@ -646,16 +645,9 @@ gck_inspect_flatten(struct gck_ctx *ctx, int fd, char *const *paths,
 		goto out;
 	}
 	/* As compressed as the image was. */
-	o = json_object_get(gck_manifest_json(m), "options");
-	if (json_is_integer(json_object_get(o, "level")))
-		level = (int)json_integer_value(json_object_get(o, "level"));
-	if (json_is_string(json_object_get(o, "compress")) && strcmp(
-	    json_string_value(json_object_get(o, "compress")), "none") == 0)
-		level = 0;
-	if (level < 0 || level > 19)
-		level = GCK_ZSTD_LEVEL;
 	if ((r = gck_reader_use_parents(rd, paths, n)) != GCK_OK ||
-	    (r = gck_writer_new2(ctx, out, level, 0, 2, 0, &w)) != GCK_OK ||
+	    (r = gck_writer_new2(ctx, out, gck_manifest_level(m), 0, 2, 0,
+	    &w)) != GCK_OK ||
 	    (r = gck_reader_copy(rd, w)) != GCK_OK)
 		goto out;
 	if (fsync(out) == -1 || rename(tmp, path) == -1) {

@@ -183,7 +183,7 @@ precopy_proc(struct pread *p, struct gck_writer *w,
 	struct gck_digest	 d;
 	char			 file[64], ename[GCK_NAME_MAX + 32];
 	uint64_t		 win, last = UINT64_MAX;
-	size_t			 i, j, len;
+	size_t			 i, j, k, len;
 	long			 part = 0;
 	int			 r, mixed;
 
@@ -200,7 +200,7 @@ precopy_proc(struct pread *p, struct gck_writer *w,
 			for (j = i; j > 0 && p->v[j - 1].end > win; j--)
 				;
 			mixed = 0;
-			for (size_t k = j; k < p->nv &&
+			for (k = j; k < p->nv &&
 			    p->v[k].start < win + GCK_CHUNK_SIZE; k++)
 				mixed |= !p->v[k].anon;
 			if (mixed)
@@ -211,13 +211,9 @@ precopy_proc(struct pread *p, struct gck_writer *w,
 			if (len == 0)
 				continue;
 			st->memory += len;
-			if (!gck_memo_find(memo, buf, len, &d)) {
-				if (gck_digest_buf(GCK_DK_SHA256, buf, len,
-				    &d) == -1)
-					return gck_set_error(p->ctx,
-					    GCK_ENOMEM, "out of memory");
-				gck_memo_add(memo, buf, len, &d);
-			}
+			if (gck_memo_digest(memo, buf, len, &d) == -1)
+				return gck_set_error(p->ctx, GCK_ENOMEM,
+				    "out of memory");
 			if (have != NULL && gck_parents_has(have, &d)) {
 				st->known += len;
 				continue;
@@ -267,8 +263,12 @@ gck_precopy(struct gck_ctx *ctx, pid_t pid, int level, int fd,
 		goto out;
 	}
 	if ((r = gck_writer_new2(ctx, fd, level, 0, GCK_FORMAT_VERSION, 0,
-	    &w)) != GCK_OK || (r = gck_writer_add(w, GCK_ENTRY_MANIFEST,
-	    manifest, strlen(manifest))) != GCK_OK)
+	    &w)) != GCK_OK)
+		goto out;
+	/* The digest of each chunk it writes is the memo's, just noted. */
+	gck_writer_set_memo(w, memo);
+	if ((r = gck_writer_add(w, GCK_ENTRY_MANIFEST, manifest,
+	    strlen(manifest))) != GCK_OK)
 		goto out;
 	for (i = 0; i < t->n; i++) {
 		p->ctx = ctx;

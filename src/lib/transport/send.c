@@ -1105,23 +1105,6 @@ send_check(struct send *s)
 }
 
 /*
- * The zstd level an image was written with, for writing it again.
- */
-static int
-image_level(const struct gck_manifest *m)
-{
-	json_t	*o = json_object_get(gck_manifest_json(m), "options");
-	int	 level = GCK_ZSTD_LEVEL;
-
-	if (json_is_integer(json_object_get(o, "level")))
-		level = (int)json_integer_value(json_object_get(o, "level"));
-	if (json_is_string(json_object_get(o, "compress")) && strcmp(
-	    json_string_value(json_object_get(o, "compress")), "none") == 0)
-		level = 0;
-	return level < 0 || level > 19 ? GCK_ZSTD_LEVEL : level;
-}
-
-/*
  * An image file to be restored by a remote whose cache offered chunks:
  * read, checked and written again as it is sent, each chunk the cache
  * has as a reference to it, as for a live tree.  Only an image of
@@ -1155,7 +1138,7 @@ send_through(struct send *s, int *throughp)
 	*throughp = 1;
 	if ((r = pump_pipe(s)) != GCK_OK)
 		goto out;
-	if ((r = gck_writer_new2(ctx, s->wfd, image_level(m), 0, 2, 0,
+	if ((r = gck_writer_new2(ctx, s->wfd, gck_manifest_level(m), 0, 2, 0,
 	    &w)) == GCK_OK) {
 		gck_writer_set_parents(w, s->have);
 		r = gck_reader_copy(rd, w);
@@ -1355,6 +1338,21 @@ send_end(struct send *s, int r)
 	pthread_cond_destroy(&s->cv);
 }
 
+/*
+ * A transfer's id, its connections and the remote's hello, with what its
+ * cache holds.
+ */
+static int
+send_connect(struct send *s)
+{
+	int	r;
+
+	if ((r = make_id(s->ctx, s->id)) != GCK_OK ||
+	    (r = connect_all(s, &s->hello)) != GCK_OK)
+		return r;
+	return read_have(s);
+}
+
 /* One try of gck_send(); *retryp when another may do better. */
 static int
 send_once(struct gck_ctx *ctx, const struct gck_send_opts *o,
@@ -1369,9 +1367,7 @@ send_once(struct gck_ctx *ctx, const struct gck_send_opts *o,
 	if (r != GCK_OK ||
 	    (r = send_check(&s)) != GCK_OK)
 		goto out;
-	if ((r = make_id(ctx, s.id)) != GCK_OK ||
-	    (r = connect_all(&s, &s.hello)) != GCK_OK ||
-	    (r = read_have(&s)) != GCK_OK)
+	if ((r = send_connect(&s)) != GCK_OK)
 		goto out;
 	if (o->pid <= 0)
 		s.offset = resume_offset(&s, s.hello);
@@ -1437,9 +1433,7 @@ round_once(struct gck_ctx *ctx, const struct gck_send_opts *o,
 	if (r != GCK_OK)
 		goto out;
 	s.to_cache = 1;
-	if ((r = make_id(ctx, s.id)) != GCK_OK ||
-	    (r = connect_all(&s, &s.hello)) != GCK_OK ||
-	    (r = read_have(&s)) != GCK_OK ||
+	if ((r = send_connect(&s)) != GCK_OK ||
 	    (r = send_ctl(ctx, s.c[0], GCK_F_START, 0, "{s:I}", "offset",
 	    (json_int_t)0)) != GCK_OK)
 		goto out;
