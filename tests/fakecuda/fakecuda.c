@@ -153,6 +153,29 @@ struct alloc {
 	void		*save;		/* the contents while checkpointed */
 };
 
+/*
+ * Host memory for an allocation's contents while checkpointed: whole
+ * pages of their own, as a driver stages device memory for DMA, so that
+ * the same contents make the same pages wherever they land.
+ */
+static void *
+save_new(const struct alloc *a)
+{
+	void	*p;
+
+	p = mmap(NULL, a->len, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+	    MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void
+save_free(struct alloc *a)
+{
+	if (a->save != NULL)
+		munmap(a->save, a->len);
+	a->save = NULL;
+}
+
 struct CUctx_st {
 	int		 used;
 	int		 refs;
@@ -728,7 +751,7 @@ ctx_destroy(struct CUctx_st *c)
 
 	for (i = 0; i < c->nallocs; i++) {
 		unmap_to_reserve(c->allocs[i].va, c->allocs[i].len);
-		free(c->allocs[i].save);
+		save_free(&c->allocs[i]);
 	}
 	if (mem_path(path, sizeof path, &c->gpu) == 0)
 		unlink(path);
@@ -970,7 +993,7 @@ act_checkpoint(uint64_t deadline)
 		c = &fc.ctx[k];
 		for (i = 0; c->used && i < c->nallocs; i++) {
 			a = &c->allocs[i];
-			if ((a->save = malloc(a->req)) == NULL) {
+			if ((a->save = save_new(a)) == NULL) {
 				r = CUDA_ERROR_OUT_OF_MEMORY;
 				goto undo;
 			}
@@ -993,8 +1016,7 @@ act_checkpoint(uint64_t deadline)
 undo:
 	for (k = 0; k < MAXCTX; k++)
 		for (i = 0; fc.ctx[k].used && i < fc.ctx[k].nallocs; i++) {
-			free(fc.ctx[k].allocs[i].save);
-			fc.ctx[k].allocs[i].save = NULL;
+			save_free(&fc.ctx[k].allocs[i]);
 		}
 out:
 	pthread_mutex_unlock(&fc.mtx);
@@ -1097,8 +1119,7 @@ act_restore(const struct pair *pairs, size_t npairs, uint64_t deadline)
 			if (p == MAP_FAILED)
 				goto failed;
 			memcpy(p, a->save, a->req);
-			free(a->save);
-			a->save = NULL;
+			save_free(a);
 			a->off = off;
 			off += (off_t)a->len;
 		}
