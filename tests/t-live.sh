@@ -217,6 +217,25 @@ test_expect_success 'a CUDA tree moves with --live: its device memory travels in
 	there A $G
 '
 
+# Its device memory reaches host memory only at each checkpoint, in
+# staging memory the driver maps anew, at other addresses each time: the
+# chunks are cut where its contents say, so a cache finds them again.
+test_expect_success 'a CUDA tree back on a host that had it: its device memory is not sent again' '
+	h=$VHOST &&
+	csend B --cache "$TRASH/cacheB" -p $h >g2 &&
+	cat g2 &&
+	test $(stat g2 sent) -gt $((32 << 20)) &&
+	wait_gone $h &&
+	there B $G &&
+	h=$VHOST &&
+	csend A --cache "$TRASH/cacheA" -p $h >g3 &&
+	cat g3 &&
+	test $(stat g3 cached) -gt $((28 << 20)) &&
+	test $(($(stat g3 sent) * 8)) -lt $(stat g2 sent) &&
+	wait_gone $h &&
+	there A $G
+'
+
 test_expect_success 'options checked' '
 	test_status 2 "$GCKSEND" --max-rounds 2 -p 1 host 2>err &&
 	test_grep "is for --live" err &&

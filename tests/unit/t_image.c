@@ -34,6 +34,7 @@
 #include <zstd.h>
 
 #include "gpuckpt.h"
+#include "image/chunker.h"
 #include "image/digest.h"
 #include "image/image.h"
 #include "unit.h"
@@ -145,6 +146,7 @@ static void	test_oversized_entry(void **);
 static void	test_data_after_end(void **);
 static void	test_free_null(void **);
 static void	test_memo(void **);
+static void	test_chunker(void **);
 
 #define assert_gck(ctx, r, code, sub)					\
 	check_gck((ctx), (r), (code), (sub), __LINE__)
@@ -1966,6 +1968,118 @@ test_free_null(void **state)
  * The memo of --live: a chunk read before is found by its bytes, with
  * the digest it had; other bytes, or the same bytes cut shorter, are not.
  */
+#define CPG	GCK_CHUNK_PAGE
+#define NPG	3000		/* pages of random bytes */
+
+/*
+ * Cuts the pages at buf (n of them) as the writer does, the next
+ * chunk's pages given to the scanner a few at a time, bounded pieces
+ * or not; stores each chunk's first page's index and its length in
+ * pages.  Returns the number of chunks.
+ */
+static size_t
+cut_pages(const char *buf, size_t n, size_t step, size_t *at,
+    size_t *len)
+{
+	struct gck_chunker	 ck;
+	size_t			 start = 0, scanned = 0, k = 0, c, m;
+
+	gck_chunker_start(&ck);
+	while (start < n) {
+		m = start + scanned + step <= n ? step : n - start - scanned;
+		c = gck_chunker_scan(&ck, buf + (start + scanned) * CPG,
+		    m * CPG);
+		if (c == 0 && start + scanned + m < n) {
+			scanned += m;
+			continue;
+		}
+		c = c == 0 ? m : c / CPG;
+		at[k] = start;
+		len[k++] = scanned + c;
+		start += scanned + c;
+		scanned = 0;
+	}
+	return k;
+}
+
+/* One page of random bytes from x on; returns the next x. */
+static uint64_t
+rand_page(char *p, uint64_t x)
+{
+	size_t	i;
+
+	for (i = 0; i < CPG; i += 8) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		memcpy(p + i, &x, 8);
+	}
+	return x;
+}
+
+/*
+ * The chunker: chunks of at most GCK_CHUNK_SIZE, however the pages come;
+ * the same cuts for the same pages after others were put before them;
+ * no cut after a page of zeros, nor in a run of like pages.
+ */
+static void
+test_chunker(void **state)
+{
+	static char	 buf[(NPG + 200) * CPG];
+	static size_t	 at[NPG + 200], len[NPG + 200], at2[NPG + 200],
+			 len2[NPG + 200];
+	uint64_t	 x = 42;
+	size_t		 i, j, k, k2, f, total, first;
+
+	(void)state;
+	for (i = 0; i < NPG + 200; i++)
+		x = rand_page(buf + i * CPG, x);
+	k = cut_pages(buf + 200 * CPG, NPG, GCK_CHUNK_SIZE / CPG, at, len);
+	assert_int_equal(k, cut_pages(buf + 200 * CPG, NPG, 3, at2, len2));
+	for (i = 0, total = 0; i < k; i++) {
+		assert_int_equal(at[i], at2[i]);
+		assert_int_equal(len[i], len2[i]);
+		assert_true(len[i] >= 1 && len[i] <= GCK_CHUNK_SIZE / CPG);
+		total += len[i];
+	}
+	assert_int_equal(total, NPG);
+	/* cut where the pages say: 3000 pages make about 5 to 30 chunks */
+	assert_true(k >= 5 && k <= 30);
+	/* 37 other pages before the same ones: the same cuts from the
+	 * first the pages chose on */
+	k2 = cut_pages(buf + 163 * CPG, NPG + 37, GCK_CHUNK_SIZE / CPG, at2,
+	    len2);
+	for (f = 0; f < k && len[f] == GCK_CHUNK_SIZE / CPG; f++)
+		;
+	assert_true(f + 2 < k);
+	first = at[f + 1] + 37;
+	for (j = 0; j < k2 && at2[j] != first; j++)
+		;
+	assert_true(j < k2);
+	assert_int_equal(k2 - j, k - f - 1);
+	for (i = f + 1; i < k; i++, j++) {
+		assert_int_equal(at2[j], at[i] + 37);
+		assert_int_equal(len2[j], len[i]);
+	}
+	/* pages of zeros, or like pages, never end a chunk: only the size */
+	memset(buf, 0, 600 * CPG);
+	k = cut_pages(buf, 600, 7, at, len);
+	assert_int_equal(k, 3);
+	assert_int_equal(len[0], GCK_CHUNK_SIZE / CPG);
+	/* a page that ends a chunk, 600 times over: only the first does */
+	for (x = 0; ; x++) {
+		memset(buf, 0x5a, CPG);
+		memcpy(buf, &x, sizeof x);
+		if (XXH3_64bits(buf, CPG) % GCK_CHUNK_CUTS == 0)
+			break;
+	}
+	for (i = 1; i < 600; i++)
+		memcpy(buf + i * CPG, buf, CPG);
+	k = cut_pages(buf, 600, 5, at, len);
+	assert_int_equal(k, 4);
+	assert_int_equal(len[0], 1);
+	assert_int_equal(len[1], GCK_CHUNK_SIZE / CPG);
+	assert_int_equal(len[3], 599 - 2 * (GCK_CHUNK_SIZE / CPG));
+}
+
 static void
 test_memo(void **state)
 {
@@ -2083,6 +2197,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_data_after_end, setup,
 		    teardown),
 		cmocka_unit_test(test_memo),
+		cmocka_unit_test(test_chunker),
 		cmocka_unit_test(test_free_null),
 	};
 

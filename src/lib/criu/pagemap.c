@@ -458,35 +458,6 @@ gck_pmread_read(struct gck_pmread *p, void *buf, size_t len)
 }
 
 /*
- * How many bytes from where reading stands make the next chunk: the
- * pages whose addresses fall in one window-aligned span of window
- * bytes, at most max.  So a page keeps its chunk whatever comes and
- * goes elsewhere in the task's memory.  Returns 0 at the end.
- */
-size_t
-gck_pmread_span(const struct gck_pmread *p, size_t max, uint64_t window)
-{
-	uint64_t	a, end, nb, take, bytes = 0;
-	size_t		i;
-
-	if (p->cur >= p->nruns)
-		return 0;
-	a = p->runs[p->cur].addr + p->off;
-	nb = (a / window + 1) * window;
-	for (i = p->cur; i < p->nruns && bytes < max; i++) {
-		a = p->runs[i].addr + (i == p->cur ? p->off : 0);
-		end = p->runs[i].addr + p->runs[i].len;
-		if (a >= nb)
-			break;
-		take = (end < nb ? end : nb) - a;
-		bytes += take;
-		if (end > nb)
-			break;
-	}
-	return bytes < max ? (size_t)bytes : max;
-}
-
-/*
  * Whether bytes [off, off + len) of the pages come from memory that
  * overlaps [addr, addr + size).
  */

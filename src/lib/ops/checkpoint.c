@@ -35,6 +35,7 @@
 #include "criu/ttynull.h"
 #include "criu/zeroscan.h"
 #include "gpu/cuda.h"
+#include "image/chunker.h"
 #include "image/image.h"
 #include "image/manifest.h"
 #include "image/names.h"
@@ -401,24 +402,32 @@ struct pagesrc {
 	struct samples		 sm;
 	size_t			 chunk;		/* 0: parts (format 1) */
 	size_t			 part_size;
+	struct gck_chunker	 ck;
 };
 
-/* The next piece to read: a chunk, or a part (format 1). */
+/*
+ * The bytes of the have read into buf that make the next entry: a chunk
+ * (gck_chunker_scan(); all of them at the end of the file), or a part
+ * (format 1).
+ */
 static size_t
-pages_want(struct pagesrc *ps, uint64_t left)
+pages_cut(struct pagesrc *ps, const char *buf, size_t have, uint64_t toread)
 {
-	if (ps->chunk > 0)
-		return gck_pmread_span(ps->rd, ps->chunk, ps->chunk);
-	return left < ps->part_size ? (size_t)left : ps->part_size;
+	size_t	n;
+
+	if (ps->chunk == 0)
+		return have;
+	n = gck_chunker_scan(&ps->ck, buf, have);
+	return n > 0 || toread > 0 ? n : have;
 }
 
 /*
  * Adds the pages file f, read again from its stopped task as its
  * pagemap lists them, a piece at a time, checked against the samples of
  * what criu wrote.  One piece is read while the one before it is
- * written.  Format 2 cuts it in chunks, the pages of a task that lie in
- * one window of chunk bytes of its address space.  criu names the task
- * as its PID namespace ns (NULL: ours) sees it.
+ * written.  Format 2 cuts it in chunks (chunker.c): the bytes read past
+ * a chunk's end start the next one.  criu names the task as its PID
+ * namespace ns (NULL: ours) sees it.
  */
 static int
 add_pages(struct gck_ctx *ctx, struct gck_writer *w,
@@ -428,12 +437,13 @@ add_pages(struct gck_ctx *ctx, struct gck_writer *w,
 	const struct gck_sfile	*pm;
 	struct fetch		 fe;
 	char			 pmname[64], ename[GCK_SNAME + 32], *buf;
-	uint64_t		 left = f->size, off = 0;
+	uint64_t		 toread = f->size, off = 0;
 	unsigned		 part;
 	ssize_t			 n;
-	size_t			 want;
+	size_t			 have = 0, len, cap_ = ps->chunk ? ps->chunk :
+				    ps->part_size;
 	pid_t			 pid;
-	int			 r, whole;
+	int			 r, pending = 0;
 
 	memset(&fe, 0, sizeof fe);
 	ps->f = f;
@@ -454,36 +464,45 @@ add_pages(struct gck_ctx *ctx, struct gck_writer *w,
 	fe.rd = ps->rd;
 	ps->sm.part = 0;
 	XXH3_64bits_reset(ps->sm.st);
-	want = pages_want(ps, left);
-	whole = want == left;
-	if (left > 0)
-		fetch_start(&fe, bufs[0], want);
-	for (part = 0; left > 0; part++) {
+	gck_chunker_start(&ps->ck);
+	for (part = 0; toread > 0 || have > 0; part++) {
 		buf = bufs[part % 2];
-		if ((n = fetch_finish(&fe)) == -1) {
-			r = gck_pmread_error(ps->rd);
-			goto out;
+		if (toread > 0 && !pending)
+			fetch_start(&fe, buf + have, toread < cap_ - have ?
+			    (size_t)toread : cap_ - have);
+		if (toread > 0) {
+			pending = 0;
+			if ((n = fetch_finish(&fe)) == -1) {
+				r = gck_pmread_error(ps->rd);
+				goto out;
+			}
+			if ((size_t)n != fe.want || n == 0) {
+				r = gck_set_error(ctx, GCK_ECRIU, "'%s' of "
+				    "process %d is shorter than criu wrote it",
+				    f->name, (int)f->pid);
+				goto out;
+			}
+			toread -= (uint64_t)n;
+			have += (size_t)n;
 		}
-		if ((size_t)n != want || n == 0) {
-			r = gck_set_error(ctx, GCK_ECRIU, "'%s' of process %d "
-			    "is shorter than criu wrote it", f->name,
-			    (int)f->pid);
-			goto out;
-		}
-		left -= (uint64_t)n;
-		if (left > 0) {
-			want = pages_want(ps, left);
-			fetch_start(&fe, bufs[(part + 1) % 2], want);
+		len = pages_cut(ps, buf, have, toread);
+		/* The rest starts the next piece, read meanwhile. */
+		have -= len;
+		memcpy(bufs[(part + 1) % 2], buf + len, have);
+		if (toread > 0) {
+			fetch_start(&fe, bufs[(part + 1) % 2] + have,
+			    toread < cap_ - have ? (size_t)toread :
+			    cap_ - have);
+			pending = 1;
 		}
 		/* (zeroscan.c checked them, in criu's layout) */
 		if (!f->checked && (r = samples_feed(ctx, &ps->sm, f, ps->rd,
-		    ps->rseq, ps->nrseq, buf, off, (size_t)n)) != GCK_OK)
+		    ps->rseq, ps->nrseq, buf, off, len)) != GCK_OK)
 			goto out;
-		off += (uint64_t)n;
-		gck_entry_name(ename, sizeof ename, f->name, whole ? -1 :
-		    (long)part);
-		if ((r = gck_writer_add_pages(w, ename, buf, (size_t)n)) !=
-		    GCK_OK)
+		off += (uint64_t)len;
+		gck_entry_name(ename, sizeof ename, f->name, part == 0 &&
+		    len == f->size ? -1 : (long)part);
+		if ((r = gck_writer_add_pages(w, ename, buf, len)) != GCK_OK)
 			goto out;
 	}
 	r = GCK_OK;
@@ -514,7 +533,7 @@ stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	struct pagesrc		 ps;
 	char			*buf[2] = { NULL, NULL };
 	size_t			 part_size = o->part_size ? o->part_size :
-				    GCK_PART_SIZE, i, n;
+				    GCK_PART_SIZE, i, n, bsize;
 	uint64_t		 bytes, holes;
 	int			 r, pass, format = o->format ? o->format :
 				    GCK_FORMAT_VERSION;
@@ -527,8 +546,10 @@ stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 		goto out;
 	}
 
-	if (posix_memalign((void **)&buf[0], 4096, part_size) != 0 ||
-	    posix_memalign((void **)&buf[1], 4096, part_size) != 0) {
+	/* (a chunk is smaller than any part size in use) */
+	bsize = part_size > GCK_CHUNK_SIZE ? part_size : GCK_CHUNK_SIZE;
+	if (posix_memalign((void **)&buf[0], 4096, bsize) != 0 ||
+	    posix_memalign((void **)&buf[1], 4096, bsize) != 0) {
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}

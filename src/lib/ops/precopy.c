@@ -3,13 +3,13 @@
  * of chunks, for a live migration's rounds (gpusend --live).
  *
  * The tree is not stopped, frozen or traced: each process's memory is
- * read as it runs (process_vm_readv(2)), a window of GCK_CHUNK_SIZE
- * bytes at a time, and each window becomes the chunk a checkpoint of
- * the same memory would make: the pages its pagemap shows present, but
- * those holding only zeros, in address order (gpuckpt-image(5),
- * "Chunks" and "Zero pages").  Only windows wholly of private anonymous
- * memory are read, as only there does this rule alone decide what a
- * checkpoint holds; the rest is left to the checkpoint.  A chunk whose
+ * read as it runs (process_vm_readv(2)), GCK_CHUNK_SIZE bytes of its
+ * address space at a time, and cut into the chunks a checkpoint of the
+ * same memory would make: of the pages its pagemap shows present, those
+ * holding more than zeros, in address order, cut where their contents
+ * say (gpuckpt-image(5), "Chunks" and "Zero pages").  Only private
+ * anonymous memory is read, as only there does this rule alone decide
+ * what a checkpoint holds; the rest is left to the checkpoint.  A chunk whose
  * digest the receiver has is not written again.  The digests of the
  * chunks read go into a memo (digest.c), so that those read again, by
  * later rounds and by the checkpoint that ends them, cost a fast hash
@@ -35,6 +35,7 @@
 
 #include "private.h"
 #include "core/proc.h"
+#include "image/chunker.h"
 #include "image/digest.h"
 #include "image/image.h"
 #include "image/manifest.h"
@@ -117,50 +118,43 @@ read_maps(struct pread *p)
 }
 
 /*
- * Reads window w (its first address) into buf as its chunk: *lenp bytes,
- * 0 when it holds nothing or cannot be read now.  Mappings from *vi on
- * are those not wholly below it.
+ * Reads the pages of [from, to), at most WPAGES of them, that the
+ * pagemap shows present and that hold more than zeros, to buf, in
+ * address order.  Returns the bytes read, or -1 when they cannot be
+ * read now.
  */
-static void
-read_window(struct pread *p, uint64_t w, size_t vi, char *buf, size_t *lenp)
+static ssize_t
+read_range(struct pread *p, uint64_t from, uint64_t to, char *buf)
 {
-	uint64_t	 from, to, a;
-	size_t		 i, k, nio = 0, len = 0, out;
-	ssize_t		 n;
+	size_t		 k, np = (size_t)((to - from) / PAGE), nio = 0, len = 0,
+			 i, out;
+	uint64_t	 a;
 
-	*lenp = 0;
-	if (pread(p->pmfd, p->pm, sizeof p->pm, (off_t)(w / PAGE * 8)) !=
-	    (ssize_t)sizeof p->pm)
-		return;
-	for (i = vi; i < p->nv && p->v[i].start < w + GCK_CHUNK_SIZE; i++) {
-		from = p->v[i].start > w ? p->v[i].start : w;
-		to = p->v[i].end < w + GCK_CHUNK_SIZE ? p->v[i].end :
-		    w + GCK_CHUNK_SIZE;
-		for (a = from; a < to; a += PAGE) {
-			k = (size_t)((a - w) / PAGE);
-			if ((p->pm[k] & (PM_PRESENT | PM_SWAP)) == 0)
-				continue;
-			if (nio > 0 && (uint64_t)(uintptr_t)
-			    p->remote[nio - 1].iov_base +
-			    p->remote[nio - 1].iov_len == a) {
-				p->remote[nio - 1].iov_len += PAGE;
-				p->local[nio - 1].iov_len += PAGE;
-			} else {
-				p->remote[nio].iov_base = (void *)(uintptr_t)a;
-				p->remote[nio].iov_len = PAGE;
-				p->local[nio].iov_base = buf + len;
-				p->local[nio].iov_len = PAGE;
-				nio++;
-			}
-			len += PAGE;
+	if (pread(p->pmfd, p->pm, np * 8, (off_t)(from / PAGE * 8)) !=
+	    (ssize_t)(np * 8))
+		return -1;
+	for (k = 0; k < np; k++) {
+		if ((p->pm[k] & (PM_PRESENT | PM_SWAP)) == 0)
+			continue;
+		a = from + k * PAGE;
+		if (nio > 0 && (uint64_t)(uintptr_t)
+		    p->remote[nio - 1].iov_base + p->remote[nio - 1].iov_len ==
+		    a) {
+			p->remote[nio - 1].iov_len += PAGE;
+			p->local[nio - 1].iov_len += PAGE;
+		} else {
+			p->remote[nio].iov_base = (void *)(uintptr_t)a;
+			p->remote[nio].iov_len = PAGE;
+			p->local[nio].iov_base = buf + len;
+			p->local[nio].iov_len = PAGE;
+			nio++;
 		}
+		len += PAGE;
 	}
-	if (nio == 0)
-		return;
 	/* A page gone meanwhile: the checkpoint will see what is there. */
-	n = process_vm_readv(p->pid, p->local, nio, p->remote, nio, 0);
-	if (n != (ssize_t)len)
-		return;
+	if (nio > 0 && process_vm_readv(p->pid, p->local, nio, p->remote,
+	    nio, 0) != (ssize_t)len)
+		return -1;
 	for (i = 0, out = 0; i < len; i += PAGE) {
 		if (gck_zero_page(buf + i, PAGE))
 			continue;
@@ -168,63 +162,106 @@ read_window(struct pread *p, uint64_t w, size_t vi, char *buf, size_t *lenp)
 			memmove(buf + out, buf + i, PAGE);
 		out += PAGE;
 	}
-	*lenp = out;
+	return (ssize_t)out;
+}
+
+/* The chunk of len bytes at buf, written unless have has it. */
+static int
+put_chunk(struct pread *p, struct gck_writer *w,
+    const struct gck_parents *have, struct gck_memo *memo, const char *buf,
+    size_t len, long *part, struct gck_precopy_stats *st)
+{
+	struct gck_digest	 d;
+	char			 file[64], ename[GCK_NAME_MAX + 32];
+	int			 r;
+
+	st->memory += len;
+	if (gck_memo_digest(memo, buf, len, &d) == -1)
+		return gck_set_error(p->ctx, GCK_ENOMEM, "out of memory");
+	if (have != NULL && gck_parents_has(have, &d)) {
+		st->known += len;
+		return GCK_OK;
+	}
+	snprintf(file, sizeof file, "pages-%d.img", (int)p->pid);
+	gck_entry_name(ename, sizeof ename, file, (*part)++);
+	if ((r = gck_writer_add_pages(w, ename, buf, len)) != GCK_OK)
+		return r;
+	st->stored += len;
+	st->chunks++;
+	return GCK_OK;
 }
 
 /*
- * Writes the chunks of process p that have not what have has, as
- * pages-PID.img in parts, into w.
+ * Writes the chunks of mappings [i, j) of process p, consecutive
+ * private anonymous memory, that have has not.  The pages read make a
+ * stream cut as a checkpoint cuts its own (chunker.c), but its first
+ * piece, which a checkpoint starts before the first mapping, and its
+ * last, which it ends after the last: a checkpoint holds the same
+ * chunks from the first cut on.  A range that cannot be read now starts
+ * the stream afresh.
+ */
+static int
+precopy_run(struct pread *p, size_t i, size_t j, struct gck_writer *w,
+    const struct gck_parents *have, struct gck_memo *memo, char *buf,
+    long *part, struct gck_precopy_stats *st)
+{
+	struct gck_chunker	 ck;
+	uint64_t		 a, b;
+	size_t			 len = 0, scanned = 0, n;
+	ssize_t			 got;
+	int			 r, synced = 0;
+
+	gck_chunker_start(&ck);
+	for (; i < j; i++)
+		for (a = p->v[i].start; a < p->v[i].end; a = b) {
+			if ((r = gck_check_interrupt(p->ctx)) != GCK_OK)
+				return r;
+			b = p->v[i].end - a < GCK_CHUNK_SIZE ? p->v[i].end :
+			    a + GCK_CHUNK_SIZE;
+			if ((got = read_range(p, a, b, buf + len)) == -1) {
+				gck_chunker_start(&ck);
+				len = scanned = 0;
+				synced = 0;
+				continue;
+			}
+			len += (size_t)got;
+			while ((n = gck_chunker_scan(&ck, buf + scanned,
+			    len - scanned)) > 0) {
+				n += scanned;
+				if (synced && (r = put_chunk(p, w, have, memo,
+				    buf, n, part, st)) != GCK_OK)
+					return r;
+				synced = 1;
+				memmove(buf, buf + n, len - n);
+				len -= n;
+				scanned = 0;
+			}
+			scanned = len;
+		}
+	return GCK_OK;
+}
+
+/*
+ * Writes the chunks of process p that have has not, as pages-PID.img in
+ * parts, into w.
  */
 static int
 precopy_proc(struct pread *p, struct gck_writer *w,
     const struct gck_parents *have, struct gck_memo *memo, char *buf,
     struct gck_precopy_stats *st)
 {
-	struct gck_digest	 d;
-	char			 file[64], ename[GCK_NAME_MAX + 32];
-	uint64_t		 win, last = UINT64_MAX;
-	size_t			 i, j, k, len;
-	long			 part = 0;
-	int			 r, mixed;
+	size_t	i, j;
+	long	part = 0;
+	int	r;
 
-	snprintf(file, sizeof file, "pages-%d.img", (int)p->pid);
-	for (i = 0; i < p->nv; i++) {
-		if (!p->v[i].anon)
-			continue;
-		for (win = p->v[i].start & ~(uint64_t)(GCK_CHUNK_SIZE - 1);
-		    win < p->v[i].end; win += GCK_CHUNK_SIZE) {
-			if (win == last)
-				continue;
-			last = win;
-			/* The first mapping not wholly below the window. */
-			for (j = i; j > 0 && p->v[j - 1].end > win; j--)
-				;
-			mixed = 0;
-			for (k = j; k < p->nv &&
-			    p->v[k].start < win + GCK_CHUNK_SIZE; k++)
-				mixed |= !p->v[k].anon;
-			if (mixed)
-				continue;
-			if ((r = gck_check_interrupt(p->ctx)) != GCK_OK)
-				return r;
-			read_window(p, win, j, buf, &len);
-			if (len == 0)
-				continue;
-			st->memory += len;
-			if (gck_memo_digest(memo, buf, len, &d) == -1)
-				return gck_set_error(p->ctx, GCK_ENOMEM,
-				    "out of memory");
-			if (have != NULL && gck_parents_has(have, &d)) {
-				st->known += len;
-				continue;
-			}
-			gck_entry_name(ename, sizeof ename, file, part++);
-			if ((r = gck_writer_add_pages(w, ename, buf, len)) !=
-			    GCK_OK)
-				return r;
-			st->stored += len;
-			st->chunks++;
-		}
+	for (i = 0; i < p->nv; i = j) {
+		for (j = i; j < p->nv && p->v[j].anon; j++)
+			;
+		if (j > i && (r = precopy_run(p, i, j, w, have, memo, buf,
+		    &part, st)) != GCK_OK)
+			return r;
+		if (j == i)
+			j++;
 	}
 	return GCK_OK;
 }
@@ -252,7 +289,7 @@ gck_precopy(struct gck_ctx *ctx, pid_t pid, int level, int fd,
 	if ((r = gck_ptree_scan(ctx, pid, &t)) != GCK_OK)
 		goto out;
 	if ((p = calloc(1, sizeof *p)) == NULL ||
-	    posix_memalign((void **)&buf, PAGE, GCK_CHUNK_SIZE) != 0) {
+	    posix_memalign((void **)&buf, PAGE, 2 * GCK_CHUNK_SIZE) != 0) {
 		buf = NULL;
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
