@@ -458,6 +458,63 @@ gck_pmread_read(struct gck_pmread *p, void *buf, size_t len)
 }
 
 /*
+ * Where in the pages each mapping of mm (the task's mm-PID.img) but the
+ * first starts: the offset of its first page there, in *cutsp (free
+ * it), *np of them, ascending.  A chunk ends at each (chunker.c).  None
+ * where mm cannot be read, or its mappings or the pagemap's entries are
+ * not in address order.  Returns GCK_OK or a code.
+ */
+int
+gck_pmread_vma_cuts(const struct gck_pmread *p, const struct gck_sfile *mm,
+    uint64_t **cutsp, size_t *np)
+{
+	MmEntry		*me = NULL;
+	const uint8_t	*rec;
+	uint64_t	*cuts = NULL, pos = 0, start, off;
+	uint32_t	 rl;
+	size_t		 i, k = 0, n = 0, cap = 0;
+	int		 r = GCK_OK;
+
+	*cutsp = NULL;
+	*np = 0;
+	for (i = 1; i < p->nruns; i++)
+		if (p->runs[i].addr < p->runs[i - 1].addr + p->runs[i - 1].len)
+			return GCK_OK;
+	if (mm == NULL || (rec = gck_img_first(mm->data, mm->len,
+	    GCK_MM_MAGIC, &rl)) == NULL ||
+	    (me = mm_entry__unpack(NULL, rl, rec)) == NULL)
+		return GCK_OK;
+	for (i = 1; i < me->n_vmas; i++) {
+		if ((start = me->vmas[i]->start) < me->vmas[i - 1]->start) {
+			n = 0;
+			break;
+		}
+		/* The first run not wholly below the mapping. */
+		for (; k < p->nruns && p->runs[k].addr + p->runs[k].len <=
+		    start; k++)
+			pos += p->runs[k].len;
+		if (k == p->nruns)
+			break;
+		off = pos + (start > p->runs[k].addr ? start -
+		    p->runs[k].addr : 0);
+		if (off == 0 || (n > 0 && off <= cuts[n - 1]))
+			continue;
+		if ((r = gck_grow(p->ctx, &cuts, &cap, n, sizeof *cuts)) !=
+		    GCK_OK)
+			break;
+		cuts[n++] = off;
+	}
+	mm_entry__free_unpacked(me, NULL);
+	if (r != GCK_OK || n == 0) {
+		free(cuts);
+		return r;
+	}
+	*cutsp = cuts;
+	*np = n;
+	return GCK_OK;
+}
+
+/*
  * Whether bytes [off, off + len) of the pages come from memory that
  * overlaps [addr, addr + size).
  */

@@ -59,6 +59,8 @@ int	gck_pmread_open(struct gck_ctx *, const struct gck_sfile *,
 	    const struct gck_sfile *, pid_t, struct gck_pmread **);
 ssize_t	gck_pmread_read(struct gck_pmread *, void *, size_t);
 int	gck_pmread_error(const struct gck_pmread *);
+int	gck_pmread_vma_cuts(const struct gck_pmread *,
+	    const struct gck_sfile *, uint64_t **, size_t *);
 int	gck_pmread_overlaps(const struct gck_pmread *, uint64_t, uint64_t,
 	    uint64_t, uint64_t);
 

@@ -403,30 +403,43 @@ struct pagesrc {
 	size_t			 chunk;		/* 0: parts (format 1) */
 	size_t			 part_size;
 	struct gck_chunker	 ck;
+	uint64_t		*cuts;		/* where mappings start */
+	size_t			 ncuts, icut;
 };
 
 /*
- * The bytes of the have read into buf that make the next entry: a chunk
- * (gck_chunker_scan(); all of them at the end of the file), or a part
+ * The bytes of the have read into buf, at offset off of the pages, that
+ * make the next entry: a chunk (gck_chunker_scan(), ended at the start
+ * of a mapping too; all of them at the end of the file), or a part
  * (format 1).
  */
 static size_t
-pages_cut(struct pagesrc *ps, const char *buf, size_t have, uint64_t toread)
+pages_cut(struct pagesrc *ps, const char *buf, size_t have, uint64_t toread,
+    uint64_t off)
 {
-	size_t	n;
+	size_t	n, lim = have;
 
 	if (ps->chunk == 0)
 		return have;
-	n = gck_chunker_scan(&ps->ck, buf, have);
-	return n > 0 || toread > 0 ? n : have;
+	while (ps->icut < ps->ncuts && ps->cuts[ps->icut] <= off)
+		ps->icut++;
+	if (ps->icut < ps->ncuts && ps->cuts[ps->icut] - off <= have)
+		lim = (size_t)(ps->cuts[ps->icut] - off);
+	if ((n = gck_chunker_scan(&ps->ck, buf, lim)) == 0 && (lim < have ||
+	    toread == 0))
+		n = lim;
+	if (ps->icut < ps->ncuts && off + n == ps->cuts[ps->icut])
+		gck_chunker_start(&ps->ck);	/* a mapping starts afresh */
+	return n;
 }
 
 /*
  * Adds the pages file f, read again from its stopped task as its
  * pagemap lists them, a piece at a time, checked against the samples of
  * what criu wrote.  One piece is read while the one before it is
- * written.  Format 2 cuts it in chunks (chunker.c): the bytes read past
- * a chunk's end start the next one.  criu names the task as its PID
+ * written.  Format 2 cuts it in chunks (chunker.c), none holding pages
+ * of two mappings: the bytes read past a chunk's end start the next
+ * one.  criu names the task as its PID
  * namespace ns (NULL: ours) sees it.
  */
 static int
@@ -436,7 +449,8 @@ add_pages(struct gck_ctx *ctx, struct gck_writer *w,
 {
 	const struct gck_sfile	*pm;
 	struct fetch		 fe;
-	char			 pmname[64], ename[GCK_SNAME + 32], *buf;
+	char			 pmname[64], mmname[64], *buf;
+	char			 ename[GCK_SNAME + 32];
 	uint64_t		 toread = f->size, off = 0;
 	unsigned		 part;
 	ssize_t			 n;
@@ -455,10 +469,13 @@ add_pages(struct gck_ctx *ctx, struct gck_writer *w,
 		return gck_set_error(ctx, GCK_ECRIU, "criu wrote '%s' of "
 		    "process %d, which is not in the tree", f->name,
 		    (int)f->pid);
+	snprintf(mmname, sizeof mmname, "mm-%d.img", (int)f->pid);
 	if ((r = gck_pmread_open(ctx, pm, f, pid, &ps->rd)) != GCK_OK ||
 	    (r = gck_rseq_areas(ctx, cap, pid, ns, &ps->rseq, &ps->nrseq)) !=
-	    GCK_OK)
+	    GCK_OK || (r = gck_pmread_vma_cuts(ps->rd, gck_capture_find(cap,
+	    mmname), &ps->cuts, &ps->ncuts)) != GCK_OK)
 		goto out;
+	ps->icut = 0;
 	gck_log(ctx, 2, "adding %s: %llu bytes of process %d's memory",
 	    f->name, (unsigned long long)f->size, (int)f->pid);
 	fe.rd = ps->rd;
@@ -485,7 +502,7 @@ add_pages(struct gck_ctx *ctx, struct gck_writer *w,
 			toread -= (uint64_t)n;
 			have += (size_t)n;
 		}
-		len = pages_cut(ps, buf, have, toread);
+		len = pages_cut(ps, buf, have, toread, off);
 		/* The rest starts the next piece, read meanwhile. */
 		have -= len;
 		memcpy(bufs[(part + 1) % 2], buf + len, have);
@@ -513,6 +530,9 @@ out:
 	free(ps->rseq);
 	ps->rseq = NULL;
 	ps->nrseq = 0;
+	free(ps->cuts);
+	ps->cuts = NULL;
+	ps->ncuts = 0;
 	return r;
 }
 

@@ -7,9 +7,10 @@
  * address space at a time, and cut into the chunks a checkpoint of the
  * same memory would make: of the pages its pagemap shows present, those
  * holding more than zeros, in address order, cut where their contents
- * say (gpuckpt-image(5), "Chunks" and "Zero pages").  Only private
- * anonymous memory is read, as only there does this rule alone decide
- * what a checkpoint holds; the rest is left to the checkpoint.  A chunk whose
+ * say and where each mapping starts (gpuckpt-image(5), "Chunks" and
+ * "Zero pages").  Only private anonymous memory is read, as only there
+ * does this rule alone decide what a checkpoint holds; the rest is left
+ * to the checkpoint.  A chunk whose
  * digest the receiver has is not written again.  The digests of the
  * chunks read go into a memo (digest.c), so that those read again, by
  * later rounds and by the checkpoint that ends them, cost a fast hash
@@ -192,16 +193,15 @@ put_chunk(struct pread *p, struct gck_writer *w,
 }
 
 /*
- * Writes the chunks of mappings [i, j) of process p, consecutive
- * private anonymous memory, that have has not.  The pages read make a
- * stream cut as a checkpoint cuts its own (chunker.c), but its first
- * piece, which a checkpoint starts before the first mapping, and its
- * last, which it ends after the last: a checkpoint holds the same
- * chunks from the first cut on.  A range that cannot be read now starts
- * the stream afresh.
+ * Writes the chunks of mapping i of process p, private anonymous
+ * memory, that have has not.  The pages read are cut as a checkpoint
+ * cuts them (chunker.c), from the mapping's start, where a chunk starts,
+ * to its end, where one ends.  A range that cannot be read now leaves
+ * out the chunk it is in, and the pages after it up to where they are
+ * cut.
  */
 static int
-precopy_run(struct pread *p, size_t i, size_t j, struct gck_writer *w,
+precopy_vma(struct pread *p, size_t i, struct gck_writer *w,
     const struct gck_parents *have, struct gck_memo *memo, char *buf,
     long *part, struct gck_precopy_stats *st)
 {
@@ -209,35 +209,36 @@ precopy_run(struct pread *p, size_t i, size_t j, struct gck_writer *w,
 	uint64_t		 a, b;
 	size_t			 len = 0, scanned = 0, n;
 	ssize_t			 got;
-	int			 r, synced = 0;
+	int			 r, synced = 1;
 
 	gck_chunker_start(&ck);
-	for (; i < j; i++)
-		for (a = p->v[i].start; a < p->v[i].end; a = b) {
-			if ((r = gck_check_interrupt(p->ctx)) != GCK_OK)
-				return r;
-			b = p->v[i].end - a < GCK_CHUNK_SIZE ? p->v[i].end :
-			    a + GCK_CHUNK_SIZE;
-			if ((got = read_range(p, a, b, buf + len)) == -1) {
-				gck_chunker_start(&ck);
-				len = scanned = 0;
-				synced = 0;
-				continue;
-			}
-			len += (size_t)got;
-			while ((n = gck_chunker_scan(&ck, buf + scanned,
-			    len - scanned)) > 0) {
-				n += scanned;
-				if (synced && (r = put_chunk(p, w, have, memo,
-				    buf, n, part, st)) != GCK_OK)
-					return r;
-				synced = 1;
-				memmove(buf, buf + n, len - n);
-				len -= n;
-				scanned = 0;
-			}
-			scanned = len;
+	for (a = p->v[i].start; a < p->v[i].end; a = b) {
+		if ((r = gck_check_interrupt(p->ctx)) != GCK_OK)
+			return r;
+		b = p->v[i].end - a < GCK_CHUNK_SIZE ? p->v[i].end :
+		    a + GCK_CHUNK_SIZE;
+		if ((got = read_range(p, a, b, buf + len)) == -1) {
+			gck_chunker_start(&ck);
+			len = scanned = 0;
+			synced = 0;
+			continue;
 		}
+		len += (size_t)got;
+		while ((n = gck_chunker_scan(&ck, buf + scanned, len -
+		    scanned)) > 0) {
+			n += scanned;
+			if (synced && (r = put_chunk(p, w, have, memo, buf, n,
+			    part, st)) != GCK_OK)
+				return r;
+			synced = 1;
+			memmove(buf, buf + n, len - n);
+			len -= n;
+			scanned = 0;
+		}
+		scanned = len;
+	}
+	if (synced && len > 0)
+		return put_chunk(p, w, have, memo, buf, len, part, st);
 	return GCK_OK;
 }
 
@@ -250,19 +251,14 @@ precopy_proc(struct pread *p, struct gck_writer *w,
     const struct gck_parents *have, struct gck_memo *memo, char *buf,
     struct gck_precopy_stats *st)
 {
-	size_t	i, j;
+	size_t	i;
 	long	part = 0;
 	int	r;
 
-	for (i = 0; i < p->nv; i = j) {
-		for (j = i; j < p->nv && p->v[j].anon; j++)
-			;
-		if (j > i && (r = precopy_run(p, i, j, w, have, memo, buf,
+	for (i = 0; i < p->nv; i++)
+		if (p->v[i].anon && (r = precopy_vma(p, i, w, have, memo, buf,
 		    &part, st)) != GCK_OK)
 			return r;
-		if (j == i)
-			j++;
-	}
 	return GCK_OK;
 }
 
