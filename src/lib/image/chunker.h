@@ -10,7 +10,7 @@
  * after GCK_CHUNK_SIZE bytes.
  */
 #define GCK_CHUNK_PAGE		4096u
-#define GCK_CHUNK_CUTS		256u	/* one page in this many cuts */
+#define GCK_CHUNK_CUTS		128u	/* one page in this many cuts */
 
 struct gck_chunker {
 	uint64_t	prev;		/* the hash of the page before */
