@@ -111,8 +111,8 @@ test_expect_success 'from a pipe, criu restores all of it, and the same' '
 '
 
 # chunks IMAGE PID ADDR MIB: the trailer's entries, as JSON, of the
-# chunks of 1 MiB of process PID of IMAGE, extracted in x, all of whose
-# pages lie in the MIB MiB at ADDR (hexadecimal).
+# chunks of process PID of IMAGE, extracted in x, all of whose pages lie
+# in the MIB MiB at ADDR (hexadecimal).
 chunks() {
 	python3 - "$@" <<-\EOF
 	import criuimg, json, subprocess, sys
@@ -129,8 +129,7 @@ chunks() {
 	        continue
 	    addrs = at[pos // criuimg.PAGE:(pos + e["size"]) // criuimg.PAGE]
 	    pos += e["size"]
-	    if e["size"] == 1 << 20 and all(s <= a < s + (mib << 20)
-	                                    for a in addrs):
+	    if addrs and all(s <= a < s + (mib << 20) for a in addrs):
 	        out.append(e)
 	print(json.dumps(out))
 	EOF
@@ -150,7 +149,7 @@ damage() {
 
 # swap IMAGE OUT WHAT CHUNKS: OUT is IMAGE with the trailer's entries of
 # two of CHUNKS (chunks' output) swapped: their digests (WHAT "digest")
-# or their digests and frames ("entry").
+# or their digests, frames and sizes ("entry").
 swap() {
 	python3 - "$@" <<-\EOF
 	import hashlib, json, struct, subprocess, sys
@@ -163,7 +162,7 @@ swap() {
 	tj = subprocess.run(["tar", "-xOf", "-", "gpuckpt.sums"], input=frame,
 	                    capture_output=True, check=True).stdout
 	t = json.loads(tj)
-	keys = ["sha256"] + (["at", "zsize"] if what == "entry" else [])
+	keys = ["sha256"] + (["at", "zsize", "size"] if what == "entry" else [])
 	names = [e["name"] for e in pick]
 	mine = [e for e in t["entries"] if e["name"] in names]
 	# (a swap keeps the trailer's length)
