@@ -39,6 +39,7 @@
 #define FILES_MAX	65536
 #define TAIL_SLACK	(1u << 16)
 #define GCK_HOLE_PAGE	4096
+#define REF_AHEAD	32	/* MiB of chunks workers fetch ahead, a thread */
 #define USTAR_SIZE_MAX	077777777777LL	/* the most a ustar size holds */
 
 struct seen {
@@ -113,9 +114,17 @@ struct gck_reader {
 	int			 eref;		/* the entry is a reference */
 	uint64_t		 erefsize;	/* the size of its chunk */
 	const char		*refdata;	/* the chunk, from a parent */
-	struct gck_parents	*parents;	/* where chunks are, or NULL */
+	char			*refown;	/* or fetched by a worker */
+	size_t			 refimg;	/* from this parent */
+	uint64_t		 refownsz;
+	uint64_t		 ahead;		/* bytes workers fetched;
+						   atomic */
+	uint64_t		 ahead_max;
+	struct gck_parents	*parents;	/* where chunks are, or NULL;
+						   atomic */
 	int			 own_parents;	/* ours to free */
 	uint64_t		 refbytes;	/* bytes read from parents */
+	uint64_t		 refahead;	/* of them, by workers */
 	const struct gck_taker	*taker;		/* or NULL; atomic */
 	int			 etaken;	/* a worker took the entry */
 	int			 eterr;		/* and failed */
@@ -139,6 +148,9 @@ static int	r_finish(struct gck_reader *);
 static void	r_where(const struct gck_reader *, char *, size_t);
 static int	r_layout(struct gck_reader *, struct archive_entry *);
 static void	r_predigest(struct gck_reader *);
+static void	r_ref_take(struct gck_reader *);
+static void	r_ref_drop(struct gck_reader *);
+static uint64_t	ref_size(const void *, size_t);
 static void	r_take(struct gck_reader *, uint64_t, const void *, size_t);
 static int	r_taken(struct gck_reader *);
 static int	r_sparse_map(struct gck_reader *, uint64_t, uint64_t);
@@ -682,6 +694,46 @@ r_read_cb(struct archive *a, void *arg, const void **bufp)
 }
 
 /*
+ * Run by a decompressing worker on a frame that holds a reference to a
+ * parent's chunk of size bytes, whose digest res->d is: the chunk, read
+ * and checked (gck_parents_load()), while the reader's thread goes on,
+ * so that the chunks of a long run of references are read on every
+ * CPU.  Not once the workers hold r->ahead_max bytes the reader has not
+ * taken: the reader then reads it itself.
+ */
+static void
+frame_fetch(struct gck_reader *r, struct gck_zres *res, uint64_t size)
+{
+	struct gck_parents	*ps;
+	char			*buf = NULL;
+	size_t			 cap = 0, img;
+
+	if ((ps = __atomic_load_n(&r->parents, __ATOMIC_ACQUIRE)) == NULL)
+		return;
+	if (__atomic_add_fetch(&r->ahead, size, __ATOMIC_ACQ_REL) >
+	    r->ahead_max || gck_parents_load(ps, &res->d, size, &buf, &cap,
+	    &img) == -1) {
+		free(buf);
+		__atomic_sub_fetch(&r->ahead, size, __ATOMIC_ACQ_REL);
+		return;
+	}
+	res->ref = buf;
+	res->refimg = img;
+	res->size = size;
+}
+
+/* Frees a chunk a worker fetched that the reader did not take. */
+static void
+frame_discard(void *arg, struct gck_zres *res)
+{
+	struct gck_reader	*r = arg;
+
+	free(res->ref);
+	res->ref = NULL;
+	__atomic_sub_fetch(&r->ahead, res->size, __ATOMIC_ACQ_REL);
+}
+
+/*
  * Run by a decompressing worker on a frame of format 2, which holds one
  * tar entry: where its data starts, and its SHA-256 as gpuckpt-image(5)
  * defines it (with holes, the regions stored and the size after the
@@ -702,6 +754,7 @@ frame_examine(void *arg, const char *buf, size_t len, struct gck_zres *res)
 	void			*h = NULL;
 	size_t			 xl, l;
 	la_int64_t		 off, so, sl;
+	uint64_t		 refsize = 0;
 	int			 sha = 0, ret;
 
 	res->ok = 0;
@@ -717,7 +770,14 @@ frame_examine(void *arg, const char *buf, size_t len, struct gck_zres *res)
 	archive_entry_xattr_reset(e);
 	while (archive_entry_xattr_next(e, &xn, &xv, &xl) == ARCHIVE_OK)
 		if (strcmp(xn, XATTR_PREFIX "sha256") == 0)
-			sha = 1;
+			sha = gck_digest_parse(GCK_DK_SHA256, xv, xl,
+			    &res->d) == 0;
+		else if (strcmp(xn, XATTR_PREFIX "ref") == 0)
+			refsize = ref_size(xv, xl);
+	if (sha && refsize > 0 && archive_entry_size(e) == 0) {
+		frame_fetch(r, res, refsize);
+		goto out;
+	}
 	if (!sha || archive_entry_size(e) < 0)
 		goto out;
 	res->data_off = (uint64_t)archive_filter_bytes(a, 0);
@@ -774,7 +834,8 @@ gck_reader_new(struct gck_ctx *ctx, int fd, struct gck_reader **rp)
 	}
 	if ((ret = gck_zin_new(ctx, fd, &r->z)) != GCK_OK)
 		goto out;
-	gck_zin_set_examine(r->z, frame_examine, r);
+	gck_zin_set_examine(r->z, frame_examine, frame_discard, r);
+	r->ahead_max = (uint64_t)REF_AHEAD * (unsigned)gck_zio_cpus() << 20;
 	if ((r->a = archive_read_new()) == NULL) {
 		ret = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
@@ -793,6 +854,8 @@ void
 gck_reader_set_threads(struct gck_reader *r, int n)
 {
 	gck_zin_set_threads(r->z, n);
+	r->ahead_max = (uint64_t)REF_AHEAD * (unsigned)(n > 0 ? n :
+	    gck_zio_cpus()) << 20;
 }
 
 /*
@@ -829,6 +892,7 @@ gck_reader_free(struct gck_reader *r)
 	if (r->a != NULL)
 		archive_read_free(r->a);
 	gck_zin_free(r->z);
+	r_ref_drop(r);
 	if (r->own_parents)
 		gck_parents_free(r->parents);
 	for (i = 0; i < r->nseen; i++)
@@ -1662,6 +1726,10 @@ r_entry_trailer(struct gck_reader *r, struct archive_entry *e,
 	free(text);
 	if (ret == GCK_OK)
 		r->done = 1;
+	if (ret == GCK_OK && r->refbytes > 0)
+		gck_log(r->ctx, 2, "%" PRIu64 " bytes read from parent images, "
+		    "%" PRIu64 " of them ahead, by the decompressing workers",
+		    r->refbytes, r->refahead);
 	return ret;
 }
 
@@ -1751,6 +1819,7 @@ r_entry_part(struct gck_reader *r, struct archive_entry *e, const char *name)
 	snprintf(r->ename, sizeof r->ename, "%s", name);
 	r->esize = r->eref ? r->erefsize : (uint64_t)archive_entry_size(e);
 	r->refdata = NULL;
+	r_ref_drop(r);
 	/* Format 2 cuts a process's memory in chunks of at most 1 MiB. */
 	if (gck_manifest_format(r->m) > 1 && r->esize > GCK_CHUNK_SIZE &&
 	    gck_manifest_file_memory(r->m, file) == 1)
@@ -1768,6 +1837,7 @@ r_entry_part(struct gck_reader *r, struct archive_entry *e, const char *name)
 	r->eth = NULL;
 	r->etfail = 0;
 	r_predigest(r);
+	r_ref_take(r);
 	if (gck_dstate_reset(r->ds, r->dk) == -1)
 		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
 	return GCK_OK;
@@ -1792,6 +1862,38 @@ r_predigest(struct gck_reader *r)
 	r->epred = zr.d;
 	r->etaken = zr.taken;
 	r->eterr = zr.terr;
+}
+
+/*
+ * The chunk a worker fetched for the reference just read, if it fetched
+ * the one the reference names, as this thread read it.
+ */
+static void
+r_ref_take(struct gck_reader *r)
+{
+	struct gck_zres	zr;
+
+	if (!r->eref || gck_zin_take(r->z, r->ehdr, &zr) == -1 ||
+	    zr.ref == NULL)
+		return;
+	if (zr.size != r->esize || !gck_digest_equal(&zr.d, &r->edigest)) {
+		frame_discard(r, &zr);
+		return;
+	}
+	r->refown = zr.ref;
+	r->refimg = zr.refimg;
+	r->refownsz = zr.size;
+}
+
+/* Lets go of the chunk r_ref_take() took. */
+static void
+r_ref_drop(struct gck_reader *r)
+{
+	if (r->refown == NULL)
+		return;
+	free(r->refown);
+	r->refown = NULL;
+	__atomic_sub_fetch(&r->ahead, r->refownsz, __ATOMIC_ACQ_REL);
 }
 
 /*
@@ -2004,7 +2106,11 @@ r_ref_chunk(struct gck_reader *r, const void **pp, size_t max)
 			    gck_manifest_id(r->m));
 			return -1;
 		}
-		if (gck_parents_fetch(r->parents, &r->edigest, r->esize,
+		if (r->refown != NULL) {
+			r->refdata = r->refown;
+			r->refahead += r->esize;
+			gck_parents_note(r->parents, r->refimg, r->esize);
+		} else if (gck_parents_fetch(r->parents, &r->edigest, r->esize,
 		    &r->refdata) != GCK_OK)
 			return -1;
 	}
@@ -2019,6 +2125,7 @@ r_ref_chunk(struct gck_reader *r, const void **pp, size_t max)
 	}
 	r->indata = 0;
 	r->refdata = NULL;
+	r_ref_drop(r);
 	r->refbytes += r->esize;
 	if (r_padding(r, 0) != GCK_OK ||
 	    r_record(r, r->ename, r->esize, &r->edigest, 1) != GCK_OK ||
@@ -2034,7 +2141,7 @@ r_ref_chunk(struct gck_reader *r, const void **pp, size_t max)
 void
 gck_reader_set_parents(struct gck_reader *r, struct gck_parents *ps)
 {
-	r->parents = ps;
+	__atomic_store_n(&r->parents, ps, __ATOMIC_RELEASE);
 }
 
 /*

@@ -53,6 +53,13 @@ struct pimage {
 	uint64_t	 used;		/* bytes of its chunks fetched */
 };
 
+/* What a thread fetches chunks with: its error carrier and buffer. */
+struct pfetch {
+	struct gck_ctx	*ctx;
+	char		*frame;		/* a frame read */
+	size_t		 framecap;
+};
+
 struct gck_parents {
 	struct gck_ctx	*ctx;
 	char		**paths;	/* as given */
@@ -63,8 +70,9 @@ struct gck_parents {
 	size_t		 nchunk;
 	struct gck_digest *all;		/* every digest the parent lists */
 	size_t		 nall;
-	char		*frame, *data;	/* a chunk fetched */
-	size_t		 framecap, datacap;
+	struct pfetch	 fx;		/* the reader's fetches */
+	char		*data;		/* a chunk fetched */
+	size_t		 datacap;
 	char		 want[33];	/* the image read (for messages) */
 	const char	*what;		/* "parent image", or "image" */
 	int		 pool;		/* a cache's images: no chain */
@@ -81,9 +89,11 @@ struct fentry {
 	struct gck_digest got;		/* that of its data */
 };
 
-static int	p_frame_entry(struct gck_parents *, struct pimage *, uint64_t,
-		    uint64_t, uint64_t, struct fentry *, char **, size_t *);
-static int	p_entry_data(struct gck_parents *, struct archive *,
+static int	p_frame_entry(const struct gck_parents *, struct pfetch *,
+		    const struct pimage *, uint64_t, uint64_t, uint64_t,
+		    struct fentry *, char **, size_t *);
+static int	p_entry_data(const struct gck_parents *, struct pfetch *,
+		    struct archive *,
 		    struct archive_entry *, struct fentry *, char **,
 		    size_t *);
 static int	p_open(struct gck_parents *, const char *, int,
@@ -110,6 +120,7 @@ gck_parents_new(struct gck_ctx *ctx, struct gck_parents **pp)
 	if ((*pp = calloc(1, sizeof **pp)) == NULL)
 		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 	(*pp)->ctx = ctx;
+	(*pp)->fx.ctx = ctx;
 	(*pp)->what = "parent image";
 	(*pp)->bad = -1;
 	return GCK_OK;
@@ -142,7 +153,7 @@ gck_parents_free(struct gck_parents *ps)
 	free(ps->img);
 	free(ps->chunk);
 	free(ps->all);
-	free(ps->frame);
+	free(ps->fx.frame);
 	free(ps->data);
 	free(ps);
 }
@@ -170,9 +181,9 @@ gck_parents_add(struct gck_parents *ps, const char *path)
  * in *bufp (*capp bytes, grown as needed).  Returns GCK_OK or a code.
  */
 static int
-p_frame_entry(struct gck_parents *ps, struct pimage *pi, uint64_t at,
-    uint64_t len, uint64_t max, struct fentry *fe, char **bufp,
-    size_t *capp)
+p_frame_entry(const struct gck_parents *ps, struct pfetch *fx,
+    const struct pimage *pi, uint64_t at, uint64_t len, uint64_t max,
+    struct fentry *fe, char **bufp, size_t *capp)
 {
 	struct archive		*a = NULL;
 	struct archive_entry	*e;
@@ -183,59 +194,59 @@ p_frame_entry(struct gck_parents *ps, struct pimage *pi, uint64_t at,
 	int			 r;
 
 	if (len > ZSTD_compressBound(max + (1u << 16)) || len < 8) {
-		r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt %s '%s': a "
+		r = gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt %s '%s': a "
 		    "frame of %" PRIu64 " bytes", ps->what, pi->path, len);
 		goto out;
 	}
-	if (ps->framecap < len) {
-		if ((nf = realloc(ps->frame, (size_t)len)) == NULL) {
-			r = gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
+	if (fx->framecap < len) {
+		if ((nf = realloc(fx->frame, (size_t)len)) == NULL) {
+			r = gck_set_error(fx->ctx, GCK_ENOMEM, "out of memory");
 			goto out;
 		}
-		ps->frame = nf;
-		ps->framecap = (size_t)len;
+		fx->frame = nf;
+		fx->framecap = (size_t)len;
 	}
 	for (got = 0; got < len; got += (size_t)n) {
-		n = pread(pi->fd, ps->frame + got, (size_t)len - got,
+		n = pread(pi->fd, fx->frame + got, (size_t)len - got,
 		    (off_t)(at + got));
 		if (n == -1 && errno == EINTR)
 			n = 0;
 		else if (n <= 0) {
-			r = n == 0 ? gck_set_error(ps->ctx, GCK_ETRUNC, "parent "
+			r = n == 0 ? gck_set_error(fx->ctx, GCK_ETRUNC, "parent "
 			    "image '%s' is truncated", pi->path) :
-			    gck_set_syserr(ps->ctx, errno, "cannot read parent "
+			    gck_set_syserr(fx->ctx, errno, "cannot read parent "
 			    "image '%s': %s", pi->path, strerror(errno));
 			goto out;
 		}
 	}
-	dlen = ZSTD_getFrameContentSize(ps->frame, (size_t)len);
+	dlen = ZSTD_getFrameContentSize(fx->frame, (size_t)len);
 	if (dlen == ZSTD_CONTENTSIZE_UNKNOWN || dlen ==
 	    ZSTD_CONTENTSIZE_ERROR || dlen > max + (1u << 16) ||
-	    ZSTD_findFrameCompressedSize(ps->frame, (size_t)len) != len)
+	    ZSTD_findFrameCompressedSize(fx->frame, (size_t)len) != len)
 		goto bad;
 	if ((tar = malloc((size_t)dlen + 1)) == NULL) {
-		r = gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
+		r = gck_set_error(fx->ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
-	if (ZSTD_decompress(tar, (size_t)dlen + 1, ps->frame, (size_t)len) !=
+	if (ZSTD_decompress(tar, (size_t)dlen + 1, fx->frame, (size_t)len) !=
 	    dlen)
 		goto bad;
 	if ((a = archive_read_new()) == NULL) {
-		r = gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
+		r = gck_set_error(fx->ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
 	archive_read_support_format_tar(a);
 	if (archive_read_open_memory(a, tar, (size_t)dlen) != ARCHIVE_OK ||
 	    archive_read_next_header(a, &e) != ARCHIVE_OK) {
-		r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt %s '%s': no "
+		r = gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt %s '%s': no "
 		    "entry in the frame at offset %" PRIu64, ps->what,
 		    pi->path, at);
 		goto out;
 	}
-	r = p_entry_data(ps, a, e, fe, bufp, capp);
+	r = p_entry_data(ps, fx, a, e, fe, bufp, capp);
 	goto out;
 bad:
-	r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt %s '%s': bad frame "
+	r = gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt %s '%s': bad frame "
 	    "at offset %" PRIu64, ps->what, pi->path, at);
 out:
 	if (a != NULL)
@@ -249,8 +260,9 @@ out:
  * digest computed as the reader does (gpuckpt-image(5), Holes).
  */
 static int
-p_entry_data(struct gck_parents *ps, struct archive *a,
-    struct archive_entry *e, struct fentry *fe, char **bufp, size_t *capp)
+p_entry_data(const struct gck_parents *ps, struct pfetch *fx,
+    struct archive *a, struct archive_entry *e, struct fentry *fe,
+    char **bufp, size_t *capp)
 {
 	struct gck_dstate	*st = NULL;
 	const char		*xn, *name;
@@ -272,15 +284,15 @@ p_entry_data(struct gck_parents *ps, struct archive *a,
 	}
 	if (archive_entry_filetype(e) != AE_IFREG ||
 	    archive_entry_size(e) < 0 || fe->rec.kind != GCK_DK_SHA256)
-		return gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt %s: "
+		return gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt %s: "
 		    "entry '%.200s' unreadable", ps->what, fe->name);
 	fe->size = (uint64_t)archive_entry_size(e);
 	if (fe->size > GCK_PART_MAX)
-		return gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt %s: "
+		return gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt %s: "
 		    "entry '%.200s' too large", ps->what, fe->name);
 	if (*capp < fe->size + 1) {
 		if ((nb = realloc(*bufp, (size_t)fe->size + 1)) == NULL)
-			return gck_set_error(ps->ctx, GCK_ENOMEM,
+			return gck_set_error(fx->ctx, GCK_ENOMEM,
 			    "out of memory");
 		*bufp = nb;
 		*capp = (size_t)fe->size + 1;
@@ -289,7 +301,7 @@ p_entry_data(struct gck_parents *ps, struct archive *a,
 	if ((st = gck_dstate_new()) == NULL ||
 	    gck_dstate_reset(st, GCK_DK_SHA256) == -1) {
 		gck_dstate_free(st);
-		return gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
+		return gck_set_error(fx->ctx, GCK_ENOMEM, "out of memory");
 	}
 	sparse = archive_entry_sparse_count(e) > 0;
 	r = GCK_OK;
@@ -297,7 +309,7 @@ p_entry_data(struct gck_parents *ps, struct archive *a,
 	    ARCHIVE_OK) {
 		if (off < 0 || (uint64_t)off > fe->size ||
 		    l > fe->size - (uint64_t)off) {
-			r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt %s: "
+			r = gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt %s: "
 			    "entry '%.200s' longer than declared", ps->what,
 			    fe->name);
 			break;
@@ -307,7 +319,7 @@ p_entry_data(struct gck_parents *ps, struct archive *a,
 			gck_dstate_update(st, p, l);
 	}
 	if (r == GCK_OK && ret != ARCHIVE_EOF)
-		r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt %s: entry "
+		r = gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt %s: entry "
 		    "'%.200s': %s", ps->what, fe->name,
 		    archive_error_string(a));
 	if (r == GCK_OK && sparse) {
@@ -365,8 +377,9 @@ p_open(struct gck_parents *ps, const char *path, int fd0, struct pimage *pi)
 		    "later)", path, PACKAGE_VERSION);
 		goto out;
 	}
-	if ((r = p_frame_entry(ps, pi, tat, (uint64_t)sb.st_size - tat -
-	    gck_zio_footer_len(), GCK_META_MAX, &fe, &buf, &cap)) != GCK_OK)
+	if ((r = p_frame_entry(ps, &ps->fx, pi, tat, (uint64_t)sb.st_size -
+	    tat - gck_zio_footer_len(), GCK_META_MAX, &fe, &buf, &cap)) !=
+	    GCK_OK)
 		goto out;
 	if (strcmp(fe.name, GCK_ENTRY_TRAILER) != 0 || fe.ref ||
 	    !gck_digest_equal(&fe.rec, &fe.got) ||
@@ -383,8 +396,8 @@ p_open(struct gck_parents *ps, const char *path, int fd0, struct pimage *pi)
 	if (json_unpack(o, "{s:I, s:I}", "at", &at, "zsize", &zsize) != 0 ||
 	    at < 0 || zsize <= 0 || hex == NULL ||
 	    gck_digest_parse(GCK_DK_SHA256, hex, strlen(hex), &d) == -1 ||
-	    (r = p_frame_entry(ps, pi, (uint64_t)at, (uint64_t)zsize,
-	    GCK_META_MAX, &fe, &buf, &cap)) != GCK_OK ||
+	    (r = p_frame_entry(ps, &ps->fx, pi, (uint64_t)at,
+	    (uint64_t)zsize, GCK_META_MAX, &fe, &buf, &cap)) != GCK_OK ||
 	    strcmp(fe.name, GCK_ENTRY_MANIFEST) != 0 ||
 	    !gck_digest_equal(&fe.got, &d) ||
 	    !gck_digest_equal(&fe.rec, &d)) {
@@ -677,6 +690,19 @@ differs:
 	    ps->img[i].path, ps->want);
 }
 
+/* The chunk whose digest is d, where the images of ps store it, or NULL. */
+static const struct pchunk *
+p_find(const struct gck_parents *ps, const struct gck_digest *d)
+{
+	struct pchunk	key;
+
+	if (ps->nchunk == 0)
+		return NULL;
+	key.d = *d;
+	return bsearch(&key, ps->chunk, ps->nchunk, sizeof *ps->chunk,
+	    pchunk_cmp);
+}
+
 /*
  * The data of the chunk whose digest is d and size size, read from the
  * image of the chain that stores it and checked.  Returns GCK_OK with
@@ -686,15 +712,13 @@ int
 gck_parents_fetch(struct gck_parents *ps, const struct gck_digest *d,
     uint64_t size, const char **datap)
 {
-	struct pchunk	 key, *c;
-	struct fentry	 fe;
-	char		 hex[GCK_DIGEST_HEX];
-	int		 r;
+	const struct pchunk	*c;
+	struct fentry		 fe;
+	char			 hex[GCK_DIGEST_HEX];
+	int			 r;
 
-	key.d = *d;
 	gck_digest_hex(d, hex);
-	if (ps->nchunk == 0 || (c = bsearch(&key, ps->chunk, ps->nchunk,
-	    sizeof *ps->chunk, pchunk_cmp)) == NULL) {
+	if ((c = p_find(ps, d)) == NULL) {
 		if (ps->nimg == 0)
 			return gck_set_error(ps->ctx, GCK_EINVAL, "image %s "
 			    "refers to its parent images: give them with "
@@ -707,8 +731,9 @@ gck_parents_fetch(struct gck_parents *ps, const struct gck_digest *d,
 		    "%s: it refers to a chunk (sha256 %.16s...) that none of "
 		    "its parent images stores", ps->want, hex);
 	}
-	if ((r = p_frame_entry(ps, &ps->img[c->img], c->at, c->zsize,
-	    GCK_PART_MAX, &fe, &ps->data, &ps->datacap)) != GCK_OK) {
+	if ((r = p_frame_entry(ps, &ps->fx, &ps->img[c->img], c->at,
+	    c->zsize, GCK_PART_MAX, &fe, &ps->data, &ps->datacap)) !=
+	    GCK_OK) {
 		if (r != GCK_ENOMEM && r != GCK_ESYS)
 			ps->bad = (ssize_t)c->img;
 		return r;
@@ -724,6 +749,45 @@ gck_parents_fetch(struct gck_parents *ps, const struct gck_digest *d,
 	ps->img[c->img].used += size;
 	*datap = ps->data;
 	return GCK_OK;
+}
+
+/*
+ * As gck_parents_fetch(), but on any thread, while others fetch: into
+ * *bufp (*capp bytes, grown as needed), touching nothing of ps that a
+ * fetch changes, and saying nothing.  The caller notes what it used
+ * with gck_parents_note().  Returns 0 with the index of the image read
+ * in *imgp, or -1, where gck_parents_fetch() would say why.
+ */
+int
+gck_parents_load(const struct gck_parents *ps, const struct gck_digest *d,
+    uint64_t size, char **bufp, size_t *capp, size_t *imgp)
+{
+	const struct pchunk	*c;
+	struct gck_ctx		 ctx;
+	struct pfetch		 fx;
+	struct fentry		 fe;
+	int			 r;
+
+	if ((c = p_find(ps, d)) == NULL || c->size != size)
+		return -1;
+	memset(&ctx, 0, sizeof ctx);
+	memset(&fx, 0, sizeof fx);
+	fx.ctx = &ctx;
+	r = p_frame_entry(ps, &fx, &ps->img[c->img], c->at, c->zsize,
+	    GCK_PART_MAX, &fe, bufp, capp);
+	free(fx.frame);
+	if (r != GCK_OK || fe.ref || fe.size != size ||
+	    !gck_digest_equal(&fe.got, d) || !gck_digest_equal(&fe.rec, d))
+		return -1;
+	*imgp = c->img;
+	return 0;
+}
+
+/* Notes that size bytes of image i were used (gck_parents_load()). */
+void
+gck_parents_note(struct gck_parents *ps, size_t i, uint64_t size)
+{
+	ps->img[i].used += size;
 }
 
 /*

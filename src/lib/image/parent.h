@@ -28,6 +28,9 @@ int	gck_parents_add(struct gck_parents *, const char *);
 int	gck_parents_base(struct gck_parents *, const char *);
 int	gck_parents_resolve(struct gck_parents *, const struct gck_manifest *);
 int	gck_parents_has(const struct gck_parents *, const struct gck_digest *);
+int	gck_parents_load(const struct gck_parents *, const struct gck_digest *,
+	    uint64_t, char **, size_t *, size_t *);
+void	gck_parents_note(struct gck_parents *, size_t, uint64_t);
 int	gck_parents_fetch(struct gck_parents *, const struct gck_digest *,
 	    uint64_t, const char **);
 struct json_t *gck_parents_json(const struct gck_parents *);

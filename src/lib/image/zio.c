@@ -29,6 +29,7 @@
 #define ZIO_RING	(1u << 20)	/* recent bytes kept for checks */
 #define ZIO_KEEP_MAX	(64u << 20)	/* input kept for a spool, at most */
 #define ZIO_SLOTS	256		/* frames in flight, at most */
+#define ZIO_AHEAD	32		/* of them, per thread */
 #define ZIO_FRAME_MAX	(GCK_PART_MAX + (1u << 20))	/* decoded whole */
 #define ZIO_WINDOW	(16u << 20)	/* decoded bytes ahead, per thread */
 #define ZIO_BLOCK_MAX	(128u << 10)	/* zstd's largest block */
@@ -86,6 +87,7 @@ struct zpool {
 	void		(*fn)(struct zpool *, struct zslot *, void *);
 	int		 level;
 	gck_zexamine	*examine;	/* run on what is decompressed */
+	gck_zdiscard	*discard;	/* frees what it fetched */
 	void		*examine_arg;
 };
 
@@ -138,6 +140,7 @@ struct gck_zin {
 	int		 threads;
 	int		 ahead;		/* read frames ahead */
 	gck_zexamine	*examine;
+	gck_zdiscard	*discard;
 	void		*examine_arg;
 	struct {
 		uint64_t	 start;	/* where the frame is in the output */
@@ -241,6 +244,8 @@ pool_free(struct zpool *p)
 	for (i = 0; i < ZIO_SLOTS; i++) {
 		free(p->slot[i].src);
 		free(p->slot[i].dst);
+		if (p->slot[i].res.ref != NULL && p->discard != NULL)
+			p->discard(p->examine_arg, &p->slot[i].res);
 	}
 	pthread_cond_destroy(&p->work);
 	pthread_cond_destroy(&p->done);
@@ -252,7 +257,8 @@ pool_free(struct zpool *p)
 /* Starts n workers running fn.  Returns the pool, or NULL. */
 static struct zpool *
 pool_new(int n, void (*fn)(struct zpool *, struct zslot *, void *),
-    int level, gck_zexamine *examine, void *examine_arg)
+    int level, gck_zexamine *examine, gck_zdiscard *discard,
+    void *examine_arg)
 {
 	struct zpool	*p;
 
@@ -268,6 +274,7 @@ pool_new(int n, void (*fn)(struct zpool *, struct zslot *, void *),
 	p->fn = fn;
 	p->level = level;
 	p->examine = examine;
+	p->discard = discard;
 	p->examine_arg = examine_arg;
 	for (p->nth = 0; p->nth < n; p->nth++)
 		if (pthread_create(&p->th[p->nth], NULL, pool_main, p) != 0)
@@ -444,7 +451,7 @@ gck_zout_new(struct gck_ctx *ctx, int fd, int level, int threads,
 		threads = gck_zio_cpus();
 	if (level > 0 && threads > 1 && !z->stream)
 		z->pool = pool_new(threads > 64 ? 64 : threads, compress_slot,
-		    level, NULL, NULL);
+		    level, NULL, NULL, NULL);
 	if (level > 0 && z->pool == NULL) {
 		if ((z->cctx = ZSTD_createCCtx()) == NULL) {
 			r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
@@ -801,12 +808,15 @@ gck_zin_set_ahead(struct gck_zin *z, int on)
 /*
  * A function the decompressing workers run on each frame they
  * decompress whole, to examine it while this thread goes on: fn(arg,
- * the frame's content, its length, what it found).
+ * the frame's content, its length, what it found); dfn(arg, what it
+ * found) frees a reference's data that no one took.
  */
 void
-gck_zin_set_examine(struct gck_zin *z, gck_zexamine *fn, void *arg)
+gck_zin_set_examine(struct gck_zin *z, gck_zexamine *fn, gck_zdiscard *dfn,
+    void *arg)
 {
 	z->examine = fn;
+	z->discard = dfn;
 	z->examine_arg = arg;
 }
 
@@ -825,6 +835,26 @@ gck_zin_result(const struct gck_zin *z, uint64_t start, struct gck_zres *rp)
 			*rp = z->recent[(z->nrecent - 1 - i) % 8].res;
 			return 0;
 		}
+	return -1;
+}
+
+/*
+ * As gck_zin_result(), but the data of a reference that a worker
+ * fetched becomes the caller's, to free with the discard function.
+ */
+int
+gck_zin_take(struct gck_zin *z, uint64_t start, struct gck_zres *rp)
+{
+	unsigned	i, k;
+
+	for (i = 0; i < 8 && i < z->nrecent; i++) {
+		k = (z->nrecent - 1 - i) % 8;
+		if (z->recent[k].start == start) {
+			*rp = z->recent[k].res;
+			z->recent[k].res.ref = NULL;
+			return 0;
+		}
+	}
 	return -1;
 }
 
@@ -1436,6 +1466,8 @@ decompress_slot(struct zpool *p, struct zslot *s, void *arg)
 		s->err = e;
 	else if (e != s->dlen)
 		s->lies = 1;
+	if (s->res.ref != NULL && p->discard != NULL)
+		p->discard(p->examine_arg, &s->res);
 	memset(&s->res, 0, sizeof s->res);
 	if (s->err == 0 && !s->lies && p->examine != NULL)
 		p->examine(p->examine_arg, s->dst, s->dlen, &s->res);
@@ -1643,10 +1675,17 @@ static int
 zin_ahead(struct gck_zin *z)
 {
 	uint64_t	 window = (uint64_t)ZIO_WINDOW * (unsigned)z->pool->nth;
+	uint64_t	 slots = (uint64_t)ZIO_AHEAD * (unsigned)z->pool->nth;
 	struct zslot	*s;
 	int		 r;
 
-	while (z->pool->tail - z->pool->head < ZIO_SLOTS &&
+	if (slots > ZIO_SLOTS)
+		slots = ZIO_SLOTS;
+	/*
+	 * No more frames than the window's worth of whole chunks either:
+	 * a worker's frame may bring a parent's chunk (image.c).
+	 */
+	while (z->pool->tail - z->pool->head < slots &&
 	    (z->inflight == 0 || (z->ahead && z->inflight < window)) &&
 	    z->lagerr == 0) {
 		s = &z->pool->slot[z->pool->tail % ZIO_SLOTS];
@@ -1705,7 +1744,7 @@ zin_detect(struct gck_zin *z)
 	}
 	n = z->threads > 0 ? z->threads : gck_zio_cpus();
 	if ((z->pool = pool_new(n > 64 ? 64 : n, decompress_slot, 0,
-	    z->examine, z->examine_arg)) == NULL) {
+	    z->examine, z->discard, z->examine_arg)) == NULL) {
 		gck_set_error(z->ctx, GCK_ENOMEM, "cannot start threads");
 		return -1;
 	}
@@ -1789,8 +1828,11 @@ gck_zin_next(struct gck_zin *z, const void **pp, size_t max)
 		return -1;
 	}
 	z->pleft = s->dlen;
+	if (z->recent[z->nrecent % 8].res.ref != NULL && z->discard != NULL)
+		z->discard(z->examine_arg, &z->recent[z->nrecent % 8].res);
 	z->recent[z->nrecent % 8].start = z->total;
 	z->recent[z->nrecent % 8].res = s->res;
+	s->res.ref = NULL;		/* the ring's now */
 	z->nrecent++;
 	if (s->dlen == 0)
 		return gck_zin_next(z, pp, max);
@@ -1867,9 +1909,14 @@ gck_zin_eof(const struct gck_zin *z)
 void
 gck_zin_free(struct gck_zin *z)
 {
+	unsigned	i;
+
 	if (z == NULL)
 		return;
 	pool_free(z->pool);
+	for (i = 0; i < 8; i++)
+		if (z->recent[i].res.ref != NULL && z->discard != NULL)
+			z->discard(z->examine_arg, &z->recent[i].res);
 	ZSTD_freeDCtx(z->dctx);
 	free(z->obuf);
 	free(z->lagmsg);

@@ -10,15 +10,20 @@ struct gck_zin;
  * What a decompressing worker found in a frame that holds one tar entry:
  * where its data starts in the frame, its size and its digest; and
  * whether it handed the data on to a taker (image.h), and if that
- * failed.
+ * failed.  For a reference to a parent's chunk (size and digest those of
+ * the chunk): the chunk's data, read and checked, owned by the zin
+ * until taken (gck_zin_take()) or given to the discard function.
  */
 struct gck_zres {
 	int		 ok;
 	uint64_t	 data_off, size;
 	struct gck_digest d;
 	int		 taken, terr;
+	char		*ref;		/* a reference's chunk, fetched */
+	size_t		 refimg;	/* from this parent image */
 };
 typedef void	 gck_zexamine(void *, const char *, size_t, struct gck_zres *);
+typedef void	 gck_zdiscard(void *, struct gck_zres *);
 struct gck_zout;
 
 /* zio.c: the compression layer under the tar layer */
@@ -40,8 +45,10 @@ void	gck_zout_free(struct gck_zout *);
 int	gck_zin_new(struct gck_ctx *, int, struct gck_zin **);
 void	gck_zin_set_threads(struct gck_zin *, int);
 void	gck_zin_set_ahead(struct gck_zin *, int);
-void	gck_zin_set_examine(struct gck_zin *, gck_zexamine *, void *);
+void	gck_zin_set_examine(struct gck_zin *, gck_zexamine *, gck_zdiscard *,
+	    void *);
 int	gck_zin_result(const struct gck_zin *, uint64_t, struct gck_zres *);
+int	gck_zin_take(struct gck_zin *, uint64_t, struct gck_zres *);
 ssize_t	gck_zin_next(struct gck_zin *, const void **, size_t);
 ssize_t	gck_zin_read(struct gck_zin *, void *, size_t);
 uint64_t gck_zin_frames(const struct gck_zin *);
