@@ -39,6 +39,7 @@
 #                         live: downtime of gpusend --live, gpusend and
 #                         baseline-ssh on the mixed workload rewriting 0,
 #                         1 and 10% of its memory a second
+#   BENCH_LIVE_RATES=...  those rates for "live" (default "0 1 10")
 #   BENCH_QUICK=1         smoke run: workloads 1/8 of their size, 1 repeat
 #   BENCH_DIR=DIR         where to work and write results (default: the
 #                         build directory's bench/)
@@ -87,7 +88,7 @@ QUICK=${BENCH_QUICK:-0}
 WORKLOADS=${BENCH_WORKLOADS-mixed zero90 random}
 VARIANTS=${BENCH_VARIANTS-baseline-pipe baseline-ssh gpuckpt-pipe gpuckpt-ssh gpusend gpusend-par}
 EXTRAS=${BENCH_EXTRAS-none-vs-dump rss-flat restore-file incremental cache-again live}
-LIVE_RATES="0 1 10"		# percent of the memory rewritten a second
+LIVE_RATES=${BENCH_LIVE_RATES:-"0 1 10"}	# percent of the memory rewritten a second
 LIMIT=${BENCH_TIMEOUT:-900}
 DIR=${BENCH_DIR:-$BENCH_BINDIR}
 GPUSEND_ARGS=${BENCH_GPUSEND_ARGS:-}
@@ -774,6 +775,8 @@ run_one()
 		note "$name ($mib MiB) $v #$rep FAILED: $why"
 		sed 's/^/    /' "$d/err" >&2 2>/dev/null
 	fi
+	# BENCH_KEEP: what each pipeline said, for a look at it after
+	[ -n "${BENCH_KEEP:-}" ] && cp "$d/err" "$R/$name.$v.$rep.err" 2>/dev/null
 	rm -rf "$d"
 }
 
