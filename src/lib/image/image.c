@@ -119,7 +119,7 @@ struct gck_reader {
 	uint64_t		 refownsz;
 	uint64_t		 ahead;		/* bytes workers fetched;
 						   atomic */
-	uint64_t		 ahead_max;
+	uint64_t		 ahead_max;	/* atomic */
 	struct gck_parents	*parents;	/* where chunks are, or NULL;
 						   atomic */
 	int			 own_parents;	/* ours to free */
@@ -711,8 +711,8 @@ frame_fetch(struct gck_reader *r, struct gck_zres *res, uint64_t size)
 	if ((ps = __atomic_load_n(&r->parents, __ATOMIC_ACQUIRE)) == NULL)
 		return;
 	if (__atomic_add_fetch(&r->ahead, size, __ATOMIC_ACQ_REL) >
-	    r->ahead_max || gck_parents_load(ps, &res->d, size, &buf, &cap,
-	    &img) == -1) {
+	    __atomic_load_n(&r->ahead_max, __ATOMIC_RELAXED) ||
+	    gck_parents_load(ps, &res->d, size, &buf, &cap, &img) == -1) {
 		free(buf);
 		__atomic_sub_fetch(&r->ahead, size, __ATOMIC_ACQ_REL);
 		return;
@@ -854,8 +854,8 @@ void
 gck_reader_set_threads(struct gck_reader *r, int n)
 {
 	gck_zin_set_threads(r->z, n);
-	r->ahead_max = (uint64_t)REF_AHEAD * (unsigned)(n > 0 ? n :
-	    gck_zio_cpus()) << 20;
+	__atomic_store_n(&r->ahead_max, (uint64_t)REF_AHEAD * (unsigned)(n >
+	    0 ? n : gck_zio_cpus()) << 20, __ATOMIC_RELAXED);
 }
 
 /*
