@@ -457,7 +457,7 @@ add_pages(struct gck_ctx *ctx, struct gck_writer *w,
 	size_t			 have = 0, len, cap_ = ps->chunk ? ps->chunk :
 				    ps->part_size;
 	pid_t			 pid;
-	int			 r, pending = 0;
+	int			 r;
 
 	memset(&fe, 0, sizeof fe);
 	ps->f = f;
@@ -482,13 +482,13 @@ add_pages(struct gck_ctx *ctx, struct gck_writer *w,
 	ps->sm.part = 0;
 	XXH3_64bits_reset(ps->sm.st);
 	gck_chunker_start(&ps->ck);
+	/* While there is more to read, a read is under way. */
+	if (toread > 0)
+		fetch_start(&fe, bufs[0], toread < cap_ ? (size_t)toread :
+		    cap_);
 	for (part = 0; toread > 0 || have > 0; part++) {
 		buf = bufs[part % 2];
-		if (toread > 0 && !pending)
-			fetch_start(&fe, buf + have, toread < cap_ - have ?
-			    (size_t)toread : cap_ - have);
 		if (toread > 0) {
-			pending = 0;
 			if ((n = fetch_finish(&fe)) == -1) {
 				r = gck_pmread_error(ps->rd);
 				goto out;
@@ -506,12 +506,10 @@ add_pages(struct gck_ctx *ctx, struct gck_writer *w,
 		/* The rest starts the next piece, read meanwhile. */
 		have -= len;
 		memcpy(bufs[(part + 1) % 2], buf + len, have);
-		if (toread > 0) {
+		if (toread > 0)
 			fetch_start(&fe, bufs[(part + 1) % 2] + have,
 			    toread < cap_ - have ? (size_t)toread :
 			    cap_ - have);
-			pending = 1;
-		}
 		/* (zeroscan.c checked them, in criu's layout) */
 		if (!f->checked && (r = samples_feed(ctx, &ps->sm, f, ps->rd,
 		    ps->rseq, ps->nrseq, buf, off, len)) != GCK_OK)
