@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,9 @@ struct pfetch {
 	struct gck_ctx	*ctx;
 	char		*frame;		/* a frame read */
 	size_t		 framecap;
+	char		*tar;		/* and decompressed */
+	size_t		 tarcap;
+	ZSTD_DCtx	*dctx;
 };
 
 struct gck_parents {
@@ -114,6 +118,18 @@ pchunk_cmp(const void *a, const void *b)
 	    &((const struct pchunk *)b)->d);
 }
 
+/* Frees what fx holds. */
+static void
+pfetch_clear(struct pfetch *fx)
+{
+	free(fx->frame);
+	free(fx->tar);
+	ZSTD_freeDCtx(fx->dctx);
+	fx->frame = fx->tar = NULL;
+	fx->framecap = fx->tarcap = 0;
+	fx->dctx = NULL;
+}
+
 int
 gck_parents_new(struct gck_ctx *ctx, struct gck_parents **pp)
 {
@@ -153,7 +169,7 @@ gck_parents_free(struct gck_parents *ps)
 	free(ps->img);
 	free(ps->chunk);
 	free(ps->all);
-	free(ps->fx.frame);
+	pfetch_clear(&ps->fx);
 	free(ps->data);
 	free(ps);
 }
@@ -224,12 +240,21 @@ p_frame_entry(const struct gck_parents *ps, struct pfetch *fx,
 	    ZSTD_CONTENTSIZE_ERROR || dlen > max + (1u << 16) ||
 	    ZSTD_findFrameCompressedSize(fx->frame, (size_t)len) != len)
 		goto bad;
-	if ((tar = malloc((size_t)dlen + 1)) == NULL) {
+	if (fx->tarcap < dlen + 1) {
+		if ((nf = realloc(fx->tar, (size_t)dlen + 1)) == NULL) {
+			r = gck_set_error(fx->ctx, GCK_ENOMEM, "out of memory");
+			goto out;
+		}
+		fx->tar = nf;
+		fx->tarcap = (size_t)dlen + 1;
+	}
+	tar = fx->tar;
+	if (fx->dctx == NULL && (fx->dctx = ZSTD_createDCtx()) == NULL) {
 		r = gck_set_error(fx->ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
-	if (ZSTD_decompress(tar, (size_t)dlen + 1, fx->frame, (size_t)len) !=
-	    dlen)
+	if (ZSTD_decompressDCtx(fx->dctx, tar, (size_t)dlen + 1, fx->frame,
+	    (size_t)len) != dlen)
 		goto bad;
 	if ((a = archive_read_new()) == NULL) {
 		r = gck_set_error(fx->ctx, GCK_ENOMEM, "out of memory");
@@ -251,7 +276,6 @@ bad:
 out:
 	if (a != NULL)
 		archive_read_free(a);
-	free(tar);
 	return r;
 }
 
@@ -269,6 +293,7 @@ p_entry_data(const struct gck_parents *ps, struct pfetch *fx,
 	const void		*xv, *p;
 	size_t			 xl, l;
 	la_int64_t		 off, so, sl;
+	uint64_t		 got = 0;
 	char			*nb;
 	int			 r, sparse, ret;
 
@@ -297,27 +322,35 @@ p_entry_data(const struct gck_parents *ps, struct pfetch *fx,
 		*bufp = nb;
 		*capp = (size_t)fe->size + 1;
 	}
-	memset(*bufp, 0, (size_t)fe->size + 1);
+	sparse = archive_entry_sparse_count(e) > 0;
+	/* Holes read as zeros; the data of the rest covers it all. */
+	if (sparse)
+		memset(*bufp, 0, (size_t)fe->size);
+	(*bufp)[fe->size] = '\0';
 	if ((st = gck_dstate_new()) == NULL ||
 	    gck_dstate_reset(st, GCK_DK_SHA256) == -1) {
 		gck_dstate_free(st);
 		return gck_set_error(fx->ctx, GCK_ENOMEM, "out of memory");
 	}
-	sparse = archive_entry_sparse_count(e) > 0;
 	r = GCK_OK;
 	while ((ret = archive_read_data_block(a, &p, &l, &off)) ==
 	    ARCHIVE_OK) {
 		if (off < 0 || (uint64_t)off > fe->size ||
-		    l > fe->size - (uint64_t)off) {
+		    l > fe->size - (uint64_t)off || (!sparse &&
+		    (uint64_t)off != got)) {
 			r = gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt %s: "
 			    "entry '%.200s' longer than declared", ps->what,
 			    fe->name);
 			break;
 		}
 		memcpy(*bufp + off, p, l);
+		got = (uint64_t)off + l;
 		if (sparse)
 			gck_dstate_update(st, p, l);
 	}
+	if (r == GCK_OK && ret == ARCHIVE_EOF && !sparse && got != fe->size)
+		r = gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt %s: entry "
+		    "'%.200s' shorter than declared", ps->what, fe->name);
 	if (r == GCK_OK && ret != ARCHIVE_EOF)
 		r = gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt %s: entry "
 		    "'%.200s': %s", ps->what, fe->name,
@@ -752,6 +785,48 @@ gck_parents_fetch(struct gck_parents *ps, const struct gck_digest *d,
 }
 
 /*
+ * Each thread that loads chunks (gck_parents_load()) keeps the buffers
+ * it reads and decompresses them in, for the next: a chunk is read in a
+ * frame of up to 1 MiB, and fresh memory for each would be most of the
+ * cost.  They go when the thread does.
+ */
+static pthread_key_t	pfetch_key;
+static pthread_once_t	pfetch_once = PTHREAD_ONCE_INIT;
+static int		pfetch_keyed;
+
+static void
+pfetch_end(void *p)
+{
+	pfetch_clear(p);
+	free(p);
+}
+
+static void
+pfetch_init(void)
+{
+	pfetch_keyed = pthread_key_create(&pfetch_key, pfetch_end) == 0;
+}
+
+/* This thread's fetch state, or NULL. */
+static struct pfetch *
+pfetch_mine(void)
+{
+	struct pfetch	*fx;
+
+	if (pthread_once(&pfetch_once, pfetch_init) != 0 || !pfetch_keyed)
+		return NULL;
+	if ((fx = pthread_getspecific(pfetch_key)) != NULL)
+		return fx;
+	if ((fx = calloc(1, sizeof *fx)) == NULL)
+		return NULL;
+	if (pthread_setspecific(pfetch_key, fx) != 0) {
+		free(fx);
+		return NULL;
+	}
+	return fx;
+}
+
+/*
  * As gck_parents_fetch(), but on any thread, while others fetch: into
  * *bufp (*capp bytes, grown as needed), touching nothing of ps that a
  * fetch changes, and saying nothing.  The caller notes what it used
@@ -764,18 +839,18 @@ gck_parents_load(const struct gck_parents *ps, const struct gck_digest *d,
 {
 	const struct pchunk	*c;
 	struct gck_ctx		 ctx;
-	struct pfetch		 fx;
+	struct pfetch		*fx;
 	struct fentry		 fe;
 	int			 r;
 
-	if ((c = p_find(ps, d)) == NULL || c->size != size)
+	if ((c = p_find(ps, d)) == NULL || c->size != size ||
+	    (fx = pfetch_mine()) == NULL)
 		return -1;
 	memset(&ctx, 0, sizeof ctx);
-	memset(&fx, 0, sizeof fx);
-	fx.ctx = &ctx;
-	r = p_frame_entry(ps, &fx, &ps->img[c->img], c->at, c->zsize,
+	fx->ctx = &ctx;
+	r = p_frame_entry(ps, fx, &ps->img[c->img], c->at, c->zsize,
 	    GCK_PART_MAX, &fe, bufp, capp);
-	free(fx.frame);
+	fx->ctx = NULL;
 	if (r != GCK_OK || fe.ref || fe.size != size ||
 	    !gck_digest_equal(&fe.got, d) || !gck_digest_equal(&fe.rec, d))
 		return -1;
