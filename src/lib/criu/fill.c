@@ -17,9 +17,10 @@
  * - then the image is read on to its end as every restore reads it,
  *   every entry checked, and the decompressing workers write each chunk
  *   they decompress into its process (process_vm_writev(2)) as they
- *   digest it; what the reader's thread meets that no worker wrote
- *   (frames decompressed before criu was done, references to a parent's
- *   chunks) it writes itself.
+ *   digest it, or the chunks of a parent they read for a reference
+ *   (gck_parents_load()) as they check them; what the reader's thread
+ *   meets that no worker wrote (frames decompressed before criu was
+ *   done, references it read itself) it writes itself.
  * The tree runs only once the reader has checked the whole image and
  * all that was done ahead of it is accounted for: each chunk criu was
  * given has the digest of the entry the reader checked in its place,
@@ -1000,6 +1001,7 @@ gck_fill_finish(struct gck_fill *f)
 {
 	struct fpart	*p;
 	char		 name[GCK_ENAME_MAX], shown[GCK_ENAME_MAX + 16];
+	uint64_t	 byw = 0, byr = 0;
 	size_t		 i, k;
 
 	atomic_store(&f->armed, 0);
@@ -1020,7 +1022,13 @@ gck_fill_finish(struct gck_fill *f)
 				    "written for %s, which holds %" PRIu64,
 				    (uint64_t)atomic_load(&p->taken), shown,
 				    p->data);
+			if (p->fill && p->accepted == 1 + GCK_TAKEN_WORKER)
+				byw += p->data;
+			else if (p->fill)
+				byr += p->data;
 		}
+	gck_log(f->ctx, 1, "memory written in place: %" PRIu64 " bytes by "
+	    "the decompressing workers, %" PRIu64 " by the reader", byw, byr);
 	return GCK_OK;
 }
 

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@
 #define TAIL_SLACK	(1u << 16)
 #define GCK_HOLE_PAGE	4096
 #define REF_AHEAD	32	/* MiB of chunks workers fetch ahead, a thread */
+#define REF_POOL	64	/* buffers of such chunks kept for reuse */
 #define USTAR_SIZE_MAX	077777777777LL	/* the most a ustar size holds */
 
 struct seen {
@@ -115,8 +117,13 @@ struct gck_reader {
 	uint64_t		 erefsize;	/* the size of its chunk */
 	const char		*refdata;	/* the chunk, from a parent */
 	char			*refown;	/* or fetched by a worker */
+	size_t			 refowncap;
 	size_t			 refimg;	/* from this parent */
 	uint64_t		 refownsz;
+	pthread_mutex_t		 poolmu;	/* buffers for what workers */
+	char			*pool[REF_POOL];	/* fetch */
+	size_t			 poolcap[REF_POOL];
+	size_t			 npool;
 	uint64_t		 ahead;		/* bytes workers fetched;
 						   atomic */
 	uint64_t		 ahead_max;	/* atomic */
@@ -698,28 +705,76 @@ r_read_cb(struct archive *a, void *arg, const void **bufp)
  * parent's chunk of size bytes, whose digest res->d is: the chunk, read
  * and checked (gck_parents_load()), while the reader's thread goes on,
  * so that the chunks of a long run of references are read on every
- * CPU.  Not once the workers hold r->ahead_max bytes the reader has not
- * taken: the reader then reads it itself.
+ * CPU; a taker (t, for entry name) may take the chunk there too.  Not
+ * once the workers hold r->ahead_max bytes the reader has not taken:
+ * the reader then reads it itself.
+ */
+/*
+ * A buffer for a worker to fetch a chunk into (*bufp, NULL if none is
+ * kept, and its size *capp): the chunks fetched ahead are many and
+ * short-lived, and fresh memory for each would cost more than reading.
  */
 static void
-frame_fetch(struct gck_reader *r, struct gck_zres *res, uint64_t size)
+r_buf_get(struct gck_reader *r, char **bufp, size_t *capp)
+{
+	*bufp = NULL;
+	*capp = 0;
+	pthread_mutex_lock(&r->poolmu);
+	if (r->npool > 0) {
+		r->npool--;
+		*bufp = r->pool[r->npool];
+		*capp = r->poolcap[r->npool];
+	}
+	pthread_mutex_unlock(&r->poolmu);
+}
+
+/* Keeps buffer buf of cap bytes for the next fetch, or frees it. */
+static void
+r_buf_put(struct gck_reader *r, char *buf, size_t cap)
+{
+	if (buf == NULL)
+		return;
+	pthread_mutex_lock(&r->poolmu);
+	if (r->npool < REF_POOL) {
+		r->pool[r->npool] = buf;
+		r->poolcap[r->npool++] = cap;
+		buf = NULL;
+	}
+	pthread_mutex_unlock(&r->poolmu);
+	free(buf);
+}
+
+static void
+frame_fetch(struct gck_reader *r, const struct gck_taker *t, const char *name,
+    struct gck_zres *res, uint64_t size)
 {
 	struct gck_parents	*ps;
-	char			*buf = NULL;
-	size_t			 cap = 0, img;
+	char			*buf;
+	void			*h;
+	size_t			 cap, img;
 
 	if ((ps = __atomic_load_n(&r->parents, __ATOMIC_ACQUIRE)) == NULL)
 		return;
 	if (__atomic_add_fetch(&r->ahead, size, __ATOMIC_ACQ_REL) >
-	    __atomic_load_n(&r->ahead_max, __ATOMIC_RELAXED) ||
-	    gck_parents_load(ps, &res->d, size, &buf, &cap, &img) == -1) {
-		free(buf);
+	    __atomic_load_n(&r->ahead_max, __ATOMIC_RELAXED)) {
+		__atomic_sub_fetch(&r->ahead, size, __ATOMIC_ACQ_REL);
+		return;
+	}
+	r_buf_get(r, &buf, &cap);
+	if (gck_parents_load(ps, &res->d, size, &buf, &cap, &img) == -1) {
+		r_buf_put(r, buf, cap);
 		__atomic_sub_fetch(&r->ahead, size, __ATOMIC_ACQ_REL);
 		return;
 	}
 	res->ref = buf;
+	res->refcap = cap;
 	res->refimg = img;
 	res->size = size;
+	/* A taker may take the chunk, checked, as the data of the entry. */
+	if (t != NULL && name != NULL && (h = t->begin(t->arg, name)) != NULL) {
+		res->taken = 1;
+		res->terr = t->take(t->arg, h, 0, buf, (size_t)size) == -1;
+	}
 }
 
 /* Frees a chunk a worker fetched that the reader did not take. */
@@ -728,7 +783,7 @@ frame_discard(void *arg, struct gck_zres *res)
 {
 	struct gck_reader	*r = arg;
 
-	free(res->ref);
+	r_buf_put(r, res->ref, res->refcap);
 	res->ref = NULL;
 	__atomic_sub_fetch(&r->ahead, res->size, __ATOMIC_ACQ_REL);
 }
@@ -775,7 +830,7 @@ frame_examine(void *arg, const char *buf, size_t len, struct gck_zres *res)
 		else if (strcmp(xn, XATTR_PREFIX "ref") == 0)
 			refsize = ref_size(xv, xl);
 	if (sha && refsize > 0 && archive_entry_size(e) == 0) {
-		frame_fetch(r, res, refsize);
+		frame_fetch(r, t, archive_entry_pathname(e), res, refsize);
 		goto out;
 	}
 	if (!sha || archive_entry_size(e) < 0)
@@ -823,6 +878,7 @@ gck_reader_new(struct gck_ctx *ctx, int fd, struct gck_reader **rp)
 		goto out;
 	}
 	r->ctx = ctx;
+	pthread_mutex_init(&r->poolmu, NULL);
 	if (hcreate_r(FILES_MAX * 2, &r->files) == 0) {
 		ret = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
@@ -907,6 +963,9 @@ gck_reader_free(struct gck_reader *r)
 	free(r->mtext);
 	gck_dstate_free(r->ds);
 	free(r->reg);
+	while (r->npool > 0)
+		free(r->pool[--r->npool]);
+	pthread_mutex_destroy(&r->poolmu);
 	free(r);
 }
 
@@ -1881,8 +1940,11 @@ r_ref_take(struct gck_reader *r)
 		return;
 	}
 	r->refown = zr.ref;
+	r->refowncap = zr.refcap;
 	r->refimg = zr.refimg;
 	r->refownsz = zr.size;
+	r->etaken = zr.taken;
+	r->eterr = zr.terr;
 }
 
 /* Lets go of the chunk r_ref_take() took. */
@@ -1891,7 +1953,7 @@ r_ref_drop(struct gck_reader *r)
 {
 	if (r->refown == NULL)
 		return;
-	free(r->refown);
+	r_buf_put(r, r->refown, r->refowncap);
 	r->refown = NULL;
 	__atomic_sub_fetch(&r->ahead, r->refownsz, __ATOMIC_ACQ_REL);
 }

@@ -20,6 +20,7 @@ struct gck_zres {
 	struct gck_digest d;
 	int		 taken, terr;
 	char		*ref;		/* a reference's chunk, fetched */
+	size_t		 refcap;	/* in a buffer that large */
 	size_t		 refimg;	/* from this parent image */
 };
 typedef void	 gck_zexamine(void *, const char *, size_t, struct gck_zres *);

@@ -56,6 +56,7 @@ struct rst {
 	const struct gck_manifest	*m;
 	struct gck_reader		*rd;
 	struct gck_parents		*parents;	/* or NULL */
+	struct gck_parents		*refs;	/* the reader's: these or a pool */
 	struct gck_serve		*srv;
 	struct gck_fill			*fill;	/* memory written in place */
 	off_t				 inoff;	/* where the stream began */
@@ -624,13 +625,14 @@ rst_prepare(struct rst *st)
 	if (st->o->pool != NULL && gck_manifest_cached(st->m)) {
 		if ((r = gck_parents_pool_check(st->o->pool, st->m)) != GCK_OK)
 			return r;
-		gck_reader_set_parents(st->rd, st->o->pool);
+		st->refs = st->o->pool;
 	} else {
 		if ((r = gck_parents_open(ctx, st->m, st->o->parents,
 		    st->o->nparents, &st->parents)) != GCK_OK)
 			return r;
-		gck_reader_set_parents(st->rd, st->parents);
+		st->refs = st->parents;
 	}
+	gck_reader_set_parents(st->rd, st->refs);
 	if ((r = gpu_preflight(ctx, st->m, st->o->gpu_map, &st->cu, &st->cp,
 	    &st->ncp)) != GCK_OK)
 		return r;
@@ -780,7 +782,7 @@ rst_plan(struct rst *st)
 	    gck_manifest_id(st->m)) != 0)
 		r = gck_set_error(st->ctx, GCK_ECORRUPT, "corrupt image: its "
 		    "footer names the trailer of another image");
-	else if ((r = gck_serve_fill(st->srv, self, st->parents,
+	else if ((r = gck_serve_fill(st->srv, self, st->refs,
 	    &st->fill)) == GCK_OK && st->fill != NULL)
 		gck_reader_set_taker(st->rd, gck_fill_taker(st->fill));
 	gck_parents_free(self);
