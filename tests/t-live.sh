@@ -49,12 +49,22 @@ test_expect_success 'two hosts, each an sshd in a PID namespace of its own' '
 	start_hosts
 '
 
+# rlog: runs gpurecv, its messages appended to recv.log.
+cat >rlog <<EOF
+#!/bin/sh
+exec "\$@" 2>>"$TRASH/recv.log"
+EOF
+chmod +x rlog
+
 test_expect_success 'a tree that keeps rewriting 5% a second moves with --live: the rounds carry most of it' '
 	start_tree live -m 64 -w 5 &&
 	ID=$WPID &&
 	c0=$(counter $WPID) &&
-	gsend A -v --live --cache "$TRASH/cacheA" -p $WPID >s1 2>err &&
-	cat err &&
+	R0=$RPATH &&
+	RPATH="GCK_RUNDIR=$TRASH/run TMPDIR=$TRASH/rtmp $TRASH/rlog $GCKRECV" &&
+	{ gsend A -v --live --cache "$TRASH/cacheA" -p $WPID >s1 2>err;
+	  st=$?; RPATH=$R0; test $st = 0; } &&
+	cat err recv.log &&
 	rounds=$(stat s1 rounds) &&
 	test $rounds -ge 1 && test $rounds -le 8 &&
 	test $(stat s1 round_bytes) -gt $((48 << 20)) &&
@@ -68,7 +78,20 @@ test_expect_success 'a tree that keeps rewriting 5% a second moves with --live: 
 	wait_gone $WPID &&
 	there A $ID &&
 	test $VCOUNTER -gt $c0 &&
-	test "$(images cacheA)" -ge 2
+	test "$(images cacheA)" -ge 2 &&
+	# The stop: taken in whole, then written in place from the cache
+	# by the workers that read it there.
+	test_grep "gpurecv: taking the whole image in before restoring it" \
+	    recv.log &&
+	sed -n "s/^gpurecv: writing \([0-9]*\) bytes of memory in place, .*/\1/p" \
+	    recv.log >inplace &&
+	test $(wc -l <inplace) = 1 &&
+	test $(cat inplace) -gt $((48 << 20)) &&
+	sed -n "s/^gpurecv: memory written in place: \([0-9]*\) bytes by the decompressing workers, \([0-9]*\) by the reader\$/\1 \2/p" \
+	    recv.log >byw &&
+	read w r <byw &&
+	test $((w + r)) = $(cat inplace) &&
+	test $w -gt $((32 << 20))
 '
 
 # chunks DIR: the images of the cache DIR that hold chunks only.

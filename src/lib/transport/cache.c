@@ -312,6 +312,40 @@ gck_cache_write(struct gck_cache *c, const void *buf, size_t len)
 	}
 }
 
+/* Whether the image arriving is being kept. */
+int
+gck_cache_kept(const struct gck_cache *c)
+{
+	return c->spool != -1 && c->spool_err == 0;
+}
+
+/*
+ * The image kept so far, opened again for reading from its start: a
+ * descriptor of its own, or -1 (with the error set) when none is kept.
+ */
+int
+gck_cache_reopen(struct gck_cache *c)
+{
+	char	proc[64];
+	int	fd;
+
+	if (c->spool == -1) {
+		gck_set_error(c->ctx, GCK_EINVAL, "the cache '%s' keeps no "
+		    "image", c->dir);
+		return -1;
+	}
+	if (c->spool_err != 0) {
+		gck_set_syserr(c->ctx, c->spool_err, "the cache '%s' could "
+		    "not keep the image: %s", c->dir, strerror(c->spool_err));
+		return -1;
+	}
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", c->spool);
+	if ((fd = open(proc, O_RDONLY | O_CLOEXEC)) == -1)
+		gck_set_syserr(c->ctx, errno, "cannot open the image kept in "
+		    "the cache '%s': %s", c->dir, strerror(errno));
+	return fd;
+}
+
 /*
  * Evicts the oldest images until the cache fits its limit: keep, the
  * newest, goes last, only if it alone is over the limit.

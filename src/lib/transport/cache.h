@@ -14,6 +14,8 @@ int	gck_cache_open(struct gck_ctx *, const char *, uint64_t,
 struct gck_parents *gck_cache_pool(struct gck_cache *);
 int	gck_cache_spool(struct gck_cache *);
 void	gck_cache_write(struct gck_cache *, const void *, size_t);
+int	gck_cache_kept(const struct gck_cache *);
+int	gck_cache_reopen(struct gck_cache *);
 void	gck_cache_commit(struct gck_cache *);
 const char *gck_cache_drop_bad(struct gck_cache *);
 void	gck_cache_free(struct gck_cache *);

@@ -76,6 +76,7 @@ struct recv {
 	uint64_t			 offset;	/* store: bytes already held */
 	uint64_t			 bytes;		/* image bytes received */
 	int				 ended;		/* END came, sizes agree */
+	int				 whole;		/* restore it once in */
 	int				 feed_err;	/* a code, fctx says why */
 
 	/* Restoring: the images kept from earlier hand-overs. */
@@ -490,19 +491,25 @@ feeder_main(void *arg)
 	return NULL;
 }
 
-/* Starts the feeder, writing into a pipe whose read end is *rfdp. */
+/*
+ * Starts the feeder, writing into a pipe whose read end is *rfdp; with
+ * rfdp NULL, into no pipe (the cache alone keeps what comes).
+ */
 static int
 feeder_start(struct recv *rv, int *rfdp)
 {
 	struct gck_ctx	*ctx = rv->ctx;
-	int		 p[2];
+	int		 p[2] = { -1, -1 };
 
-	if (pipe2(p, O_CLOEXEC) == -1 || pipe2(rv->stop, O_CLOEXEC) == -1)
+	if ((rfdp != NULL && pipe2(p, O_CLOEXEC) == -1) ||
+	    pipe2(rv->stop, O_CLOEXEC) == -1)
 		return gck_set_syserr(ctx, errno, "cannot make a pipe: %s",
 		    strerror(errno));
-	(void)fcntl(p[1], F_SETPIPE_SZ, (int)GCK_CHUNK);
+	if (rfdp != NULL) {
+		(void)fcntl(p[1], F_SETPIPE_SZ, (int)GCK_CHUNK);
+		*rfdp = p[0];
+	}
 	rv->pipe_w = p[1];
-	*rfdp = p[0];
 	rv->feeding = 1;
 	if ((errno = pthread_create(&rv->feeder, NULL, feeder_main, rv)) !=
 	    0) {
@@ -789,6 +796,7 @@ handshake(struct recv *rv, uint64_t partial, const char *digest)
 	if ((o = gck_frame_parse(ctx, buf, f.len, "gpusend")) == NULL)
 		return ctx->code;
 	off = json_integer_value(json_object_get(o, "offset"));
+	rv->whole = json_is_true(json_object_get(o, "whole"));
 	json_decref(o);
 	if (off < 0 || (uint64_t)off > partial)
 		return gck_set_error(ctx, GCK_EFORMAT, "gpusend asked to "
@@ -852,6 +860,32 @@ cache_open(struct recv *rv)
 		gck_log(rv->ctx, 1, "no cache: %s", rv->ctx->msg);
 }
 
+/*
+ * The stop image of a live migration holds little but references to the
+ * chunks of the cache: all of it is taken in first, kept by the cache,
+ * and restored from there, a file, so that the processes' memory is
+ * written in place from the cache on every CPU (fill.c) rather than
+ * pushed through criu's one pipe.  *rfdp: the image, from its start.
+ */
+static int
+recv_whole(struct recv *rv, int *rfdp)
+{
+	struct gck_ctx	*ctx = rv->ctx;
+	int		 r;
+
+	gck_log(ctx, 1, "taking the whole image in before restoring it");
+	if ((r = feeder_start(rv, NULL)) != GCK_OK)
+		return r;
+	if ((r = feeder_done(rv, 1)) != GCK_OK)
+		return gck_set_error(ctx, r, "%s", rv->fctx->msg);
+	if (!rv->ended)
+		return gck_set_error(ctx, GCK_ETRUNC, "the image ended before "
+		    "gpusend said it had all been sent");
+	if ((*rfdp = gck_cache_reopen(rv->cache)) == -1)
+		return ctx->code;
+	return GCK_OK;
+}
+
 /* Restores the image as it arrives; the hand-over is in ready_hook. */
 static int
 recv_restore(struct recv *rv, pid_t *rootp)
@@ -864,7 +898,12 @@ recv_restore(struct recv *rv, pid_t *rootp)
 	cache_open(rv);
 	if ((r = handshake(rv, 0, NULL)) != GCK_OK ||
 	    (rv->cache != NULL && (r = gck_cache_spool(rv->cache)) !=
-	    GCK_OK) || (r = feeder_start(rv, &rfd)) != GCK_OK)
+	    GCK_OK))
+		goto out;
+	if (rv->whole && rv->cache != NULL && gck_cache_kept(rv->cache)) {
+		if ((r = recv_whole(rv, &rfd)) != GCK_OK)
+			goto out;
+	} else if ((r = feeder_start(rv, &rfd)) != GCK_OK)
 		goto out;
 	memset(&ro, 0, sizeof ro);
 	ro.infd = rfd;

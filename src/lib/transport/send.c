@@ -1372,8 +1372,14 @@ send_once(struct gck_ctx *ctx, const struct gck_send_opts *o,
 	if (o->pid <= 0)
 		s.offset = resume_offset(&s, s.hello);
 	res->skipped = s.offset;
-	if ((r = send_ctl(ctx, s.c[0], GCK_F_START, 0, "{s:I}", "offset",
-	    (json_int_t)s.offset)) != GCK_OK)
+	/*
+	 * The image that stops a tree after pre-copy rounds is mostly
+	 * references to what the remote holds: it is restored there once
+	 * all of it is in, from a file (recv.c, recv_whole()).
+	 */
+	if ((r = send_ctl(ctx, s.c[0], GCK_F_START, 0, "{s:I,s:b}", "offset",
+	    (json_int_t)s.offset, "whole", o->pid > 0 && memo != NULL)) !=
+	    GCK_OK)
 		goto out;
 	r = o->pid <= 0 ? send_image(&s) : send_live(&s);
 out:
