@@ -142,6 +142,33 @@ test_expect_success 'back to A, which has the first migration: its first round s
 	there A $ID
 '
 
+test_expect_success 'a damaged chunk in the cache, met in the stop: dropped, and the tree sent again' '
+	start_tree still -m 32 &&
+	DI=$WPID &&
+	gsend B --live --cache "$TRASH/cacheB" -p $DI >s3a 2>err &&
+	wait_gone $DI &&
+	there B $DI &&
+	D=$VHOST &&
+	gsend A --live --cache "$TRASH/cacheA" -p $D >s3b 2>err &&
+	wait_gone $D &&
+	there A $DI &&
+	D=$VHOST &&
+	img= &&
+	for f in cacheB/*.gck; do
+		python3 "$GCK_SRCDIR/cachedamage.py" "$f" cacheA >damaged \
+		    2>/dev/null && img=$f && break
+	done &&
+	test -n "$img" && test -s damaged &&
+	gsend B -v --live --cache "$TRASH/cacheB" -p $D >s3c 2>err &&
+	cat err &&
+	test "$(stat s3c tries)" = 2 &&
+	test_grep "corrupt cached image" err &&
+	test_grep "trying once more" err &&
+	wait_gone $D &&
+	there B $DI &&
+	test ! -e "$img"
+'
+
 test_expect_success 'a tree that writes faster than the link: pre-copy ends, and says so' '
 	start_tree fast -m 16 -w 100 &&
 	F=$WPID &&
