@@ -871,12 +871,27 @@ static int
 recv_whole(struct recv *rv, int *rfdp)
 {
 	struct gck_ctx	*ctx = rv->ctx;
-	int		 r;
+	struct timespec	 until;
+	int		 r, feeding;
 
 	gck_log(ctx, 1, "taking the whole image in before restoring it");
 	if ((r = feeder_start(rv, NULL)) != GCK_OK)
 		return r;
-	if ((r = feeder_done(rv, 1)) != GCK_OK)
+	/* A signal ends the wait (the feeder is stopped on the way out). */
+	pthread_mutex_lock(&rv->mu);
+	while ((feeding = rv->feeding) && !gck_interrupted(ctx)) {
+		clock_gettime(CLOCK_REALTIME, &until);
+		if ((until.tv_nsec += 100 * 1000 * 1000) >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		(void)pthread_cond_timedwait(&rv->cv, &rv->mu, &until);
+	}
+	r = rv->feed_err;
+	pthread_mutex_unlock(&rv->mu);
+	if (feeding)
+		return gck_check_interrupt(ctx);
+	if (r != GCK_OK)
 		return gck_set_error(ctx, r, "%s", rv->fctx->msg);
 	if (!rv->ended)
 		return gck_set_error(ctx, GCK_ETRUNC, "the image ended before "
