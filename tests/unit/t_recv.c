@@ -17,13 +17,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -682,6 +685,136 @@ test_outcome(void **state)
 	(void)a;
 }
 
+/* The start of a live migration's stop image: to be taken in whole. */
+static void
+frame_start_whole(struct wire *w)
+{
+	static const char	start[] = "{\"offset\":0,\"whole\":true}";
+
+	frame(w, 'O', 0, start, sizeof start - 1);
+}
+
+/* The images a cache directory keeps. */
+static int
+cached_images(const char *dir)
+{
+	char	cmd[PATHLEN + 64], buf[64];
+	FILE	*p;
+	int	n = -1;
+
+	snprintf(cmd, sizeof cmd, "ls '%s' | grep -c '\\.gck$'", dir);
+	assert_non_null(p = popen(cmd, "r"));
+	if (fgets(buf, sizeof buf, p) != NULL)
+		n = atoi(buf);
+	pclose(p);
+	return n;
+}
+
+/*
+ * A stop image to be taken in whole before it is restored, cut short:
+ * nothing is restored, the cache keeps nothing, the sender hears why.
+ */
+static void
+test_whole_cut(void **state)
+{
+	struct fixture		*f = *state;
+	struct gck_recv_opts	 o;
+	struct gck_recv_result	 res;
+	struct answers		 a;
+	struct wire		 w;
+	char			 cache[PATHLEN], run_dir[PATHLEN];
+
+	snprintf(cache, sizeof cache, "%s/cache", f->u.dir);
+	snprintf(run_dir, sizeof run_dir, "%s/run", f->u.dir);
+	assert_int_equal(setenv("GCK_RUNDIR", run_dir, 1), 0);
+	w.fd = unit_memfd_ok(NULL, 0);
+	assert_int_not_equal(w.fd, -1);
+	w.seq = 0;
+	frame_start_whole(&w);
+	wire_data(&w, f->image, 0, 100000, 40000);
+	memset(&o, 0, sizeof o);
+	o.mode = GCK_RECV_RESTORE;
+	o.cache = cache;
+	assert_int_not_equal(run(f, &w, &o, &a, &res), GCK_OK);
+	assert_error(&a, "the sender went away after 100000 bytes of the "
+	    "image");
+	assert_int_equal(res.pid, -1);
+	assert_int_equal(cached_images(cache), 0);
+	answers_free(&a);
+	unsetenv("GCK_RUNDIR");
+}
+
+struct later {
+	volatile sig_atomic_t	*flag;
+	int			 sig;
+};
+
+static void *
+interrupt_later(void *arg)
+{
+	struct later		*l = arg;
+	const struct timespec	 ts = { 0, 300 * 1000 * 1000 };
+
+	nanosleep(&ts, NULL);
+	*l->flag = l->sig;
+	return NULL;
+}
+
+/*
+ * A signal while the stop image is taken in whole, from a sender that
+ * has gone quiet: the wait ends, with the signal's word.
+ */
+static void
+test_whole_interrupted(void **state)
+{
+	struct fixture			*f = *state;
+	static volatile sig_atomic_t	 flag;
+	struct gck_recv_opts		 o;
+	struct gck_recv_result		 res;
+	struct later			 l = { &flag, SIGTERM };
+	struct answers			 a;
+	struct wire			 w;
+	pthread_t			 t;
+	char				 cache[PATHLEN], run_dir[PATHLEN];
+	int				 p[2], out;
+
+	snprintf(cache, sizeof cache, "%s/cache", f->u.dir);
+	snprintf(run_dir, sizeof run_dir, "%s/run", f->u.dir);
+	assert_int_equal(setenv("GCK_RUNDIR", run_dir, 1), 0);
+	assert_int_equal(pipe(p), 0);
+	w.fd = p[1];
+	w.seq = 0;
+	frame_start_whole(&w);
+	wire_data(&w, f->image, 0, 20000, 10000);
+	flag = 0;
+	gck_set_interrupt(f->u.ctx, &flag);
+	assert_int_equal(pthread_create(&t, NULL, interrupt_later, &l), 0);
+	/* Should the wait not end, the test ends here. */
+	alarm(30);
+	memset(&o, 0, sizeof o);
+	o.mode = GCK_RECV_RESTORE;
+	o.cache = cache;
+	o.id = ID;
+	o.infd = p[0];
+	o.outfd = out = unit_memfd_ok(NULL, 0);
+	o.timeout_ms = 60000;
+	assert_int_equal(gck_recv(f->u.ctx, &o, &res), GCK_EINTR);
+	alarm(0);
+	pthread_join(t, NULL);
+	gck_set_interrupt(f->u.ctx, NULL);
+	assert_non_null(strstr(gck_error_string(f->u.ctx),
+	    "interrupted by SIGTERM"));
+	assert_int_equal(cached_images(cache), 0);
+	answers_read(out, &a);
+	assert_true(a.n >= 1);
+	assert_int_equal(a.type[0], 'H');
+	answers_free(&a);
+	close(out);
+	close(p[0]);
+	close(p[1]);
+	unsetenv("GCK_RUNDIR");
+}
+
 int
 main(void)
 {
@@ -700,6 +833,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_refused_targets, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_outcome, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_whole_cut, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_whole_interrupted, setup,
+		    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
