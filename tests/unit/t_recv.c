@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -147,17 +148,24 @@ frame(struct wire *w, int type, uint64_t seq, const void *data, size_t len)
 		assert_int_equal(write(w->fd, data, len), (ssize_t)len);
 }
 
+/* Starts the connection on fd with the START frame whose JSON is start. */
+static void
+wire_begin(struct wire *w, int fd, const char *start)
+{
+	assert_int_not_equal(fd, -1);
+	w->fd = fd;
+	w->seq = 0;
+	frame(w, 'O', 0, start, strlen(start));
+}
+
 static void
 wire_start(struct wire *w, uint64_t offset)
 {
 	char	buf[64];
 
-	w->fd = unit_memfd_ok(NULL, 0);
-	assert_int_not_equal(w->fd, -1);
-	w->seq = 0;
 	snprintf(buf, sizeof buf, "{\"offset\":%llu}",
 	    (unsigned long long)offset);
-	frame(w, 'O', 0, buf, strlen(buf));
+	wire_begin(w, unit_memfd_ok(NULL, 0), buf);
 }
 
 /* Sends data[from, to) in data frames of at most chunk bytes. */
@@ -685,28 +693,38 @@ test_outcome(void **state)
 	(void)a;
 }
 
-/* The start of a live migration's stop image: to be taken in whole. */
-static void
-frame_start_whole(struct wire *w)
-{
-	static const char	start[] = "{\"offset\":0,\"whole\":true}";
+/* The START of a live migration's stop image: to be taken in whole. */
+#define WHOLE_START	"{\"offset\":0,\"whole\":true}"
 
-	frame(w, 'O', 0, start, sizeof start - 1);
+/*
+ * The cache directory of a restore, into cache, and a run directory of
+ * the test's own.
+ */
+static void
+whole_dirs(struct fixture *f, char *cache, size_t size)
+{
+	char	run_dir[PATHLEN];
+
+	snprintf(cache, size, "%s/cache", f->u.dir);
+	snprintf(run_dir, sizeof run_dir, "%s/run", f->u.dir);
+	assert_int_equal(setenv("GCK_RUNDIR", run_dir, 1), 0);
 }
 
-/* The images a cache directory keeps. */
+/* How many images the cache directory dir keeps. */
 static int
 cached_images(const char *dir)
 {
-	char	cmd[PATHLEN + 64], buf[64];
-	FILE	*p;
-	int	n = -1;
+	struct dirent	*de;
+	DIR		*d;
+	size_t		 l;
+	int		 n = 0;
 
-	snprintf(cmd, sizeof cmd, "ls '%s' | grep -c '\\.gck$'", dir);
-	assert_non_null(p = popen(cmd, "r"));
-	if (fgets(buf, sizeof buf, p) != NULL)
-		n = atoi(buf);
-	pclose(p);
+	assert_non_null(d = opendir(dir));
+	while ((de = readdir(d)) != NULL)
+		if ((l = strlen(de->d_name)) > 4 &&
+		    strcmp(de->d_name + l - 4, ".gck") == 0)
+			n++;
+	closedir(d);
 	return n;
 }
 
@@ -722,15 +740,10 @@ test_whole_cut(void **state)
 	struct gck_recv_result	 res;
 	struct answers		 a;
 	struct wire		 w;
-	char			 cache[PATHLEN], run_dir[PATHLEN];
+	char			 cache[PATHLEN];
 
-	snprintf(cache, sizeof cache, "%s/cache", f->u.dir);
-	snprintf(run_dir, sizeof run_dir, "%s/run", f->u.dir);
-	assert_int_equal(setenv("GCK_RUNDIR", run_dir, 1), 0);
-	w.fd = unit_memfd_ok(NULL, 0);
-	assert_int_not_equal(w.fd, -1);
-	w.seq = 0;
-	frame_start_whole(&w);
+	whole_dirs(f, cache, sizeof cache);
+	wire_begin(&w, unit_memfd_ok(NULL, 0), WHOLE_START);
 	wire_data(&w, f->image, 0, 100000, 40000);
 	memset(&o, 0, sizeof o);
 	o.mode = GCK_RECV_RESTORE;
@@ -775,16 +788,12 @@ test_whole_interrupted(void **state)
 	struct answers			 a;
 	struct wire			 w;
 	pthread_t			 t;
-	char				 cache[PATHLEN], run_dir[PATHLEN];
+	char				 cache[PATHLEN];
 	int				 p[2], out;
 
-	snprintf(cache, sizeof cache, "%s/cache", f->u.dir);
-	snprintf(run_dir, sizeof run_dir, "%s/run", f->u.dir);
-	assert_int_equal(setenv("GCK_RUNDIR", run_dir, 1), 0);
+	whole_dirs(f, cache, sizeof cache);
 	assert_int_equal(pipe(p), 0);
-	w.fd = p[1];
-	w.seq = 0;
-	frame_start_whole(&w);
+	wire_begin(&w, p[1], WHOLE_START);
 	wire_data(&w, f->image, 0, 20000, 10000);
 	flag = 0;
 	gck_set_interrupt(f->u.ctx, &flag);

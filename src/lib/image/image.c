@@ -701,15 +701,6 @@ r_read_cb(struct archive *a, void *arg, const void **bufp)
 }
 
 /*
- * Run by a decompressing worker on a frame that holds a reference to a
- * parent's chunk of size bytes, whose digest res->d is: the chunk, read
- * and checked (gck_parents_load()), while the reader's thread goes on,
- * so that the chunks of a long run of references are read on every
- * CPU; a taker (t, for entry name) may take the chunk there too.  Not
- * once the workers hold r->ahead_max bytes the reader has not taken:
- * the reader then reads it itself.
- */
-/*
  * A buffer for a worker to fetch a chunk into (*bufp, NULL if none is
  * kept, and its size *capp): the chunks fetched ahead are many and
  * short-lived, and fresh memory for each would cost more than reading.
@@ -744,6 +735,15 @@ r_buf_put(struct gck_reader *r, char *buf, size_t cap)
 	free(buf);
 }
 
+/*
+ * Run by a decompressing worker on a frame that holds a reference to a
+ * parent's chunk of size bytes, whose digest res->d is: the chunk, read
+ * and checked (gck_parents_load()), while the reader's thread goes on,
+ * so that the chunks of a long run of references are read on every
+ * CPU; a taker (t, for entry name) may take the chunk there too.  Not
+ * once the workers hold r->ahead_max bytes the reader has not taken:
+ * the reader then reads it itself.
+ */
 static void
 frame_fetch(struct gck_reader *r, const struct gck_taker *t, const char *name,
     struct gck_zres *res, uint64_t size)
