@@ -18,6 +18,9 @@ WORKLOAD=$GCK_TESTDIR/workload
 # The tests' own python modules (criuimg.py).
 PYTHONPATH=$GCK_SRCDIR${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONPATH
+# The subreaper the script runs under (tests/reaper): what the script
+# starts, and what it restores, descends from it.
+GCK_REAPER=${GCK_REAPER:-$PPID}
 test_count=0
 test_failed=0
 echo >&2 "${0##*/}: ${test_description:-}"
@@ -505,10 +508,17 @@ ask_verify() {
 }
 
 # kill_tree PID...: SIGKILLs each PID and its descendants and waits
-# until they are gone (reaped by us or by the subreaper).
+# until they are gone (reaped by us or by the subreaper).  Only what
+# descends from our subreaper is ours: a PID given that has gone since
+# may have been taken by another test's process (PIDs wrap at 32768).
 kill_tree() {
 	_all=
+	_ours=" $(proc_descendants "$GCK_REAPER" | tr '\n' ' ') "
 	for _p in "$@"; do
+		case $_ours in
+		*" $_p "*) ;;
+		*) continue ;;
+		esac
 		_all="$_all $_p $(proc_descendants "$_p")"
 	done
 	kill -KILL $_all 2>/dev/null
