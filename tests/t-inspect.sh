@@ -341,7 +341,8 @@ test_expect_success 'plain criu restores what --extract wrote' '
 	cat c.json | python3 -c "
 import json, sys
 assert json.load(sys.stdin)[\"shell_job\"] is False" &&
-	"$CRIU" restore -D cx -d -o restore.log -v2 >criu.out 2>&1 &&
+	CRIU_FAULT=130 "$CRIU" restore -D cx -d -o restore.log -v2 \
+	    >criu.out 2>&1 &&
 	started="$started $WPID" &&
 	verify_workload $WPID &&
 	test "$(proc_field $WCHILD 4)" = $WPID

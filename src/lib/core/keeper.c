@@ -228,6 +228,7 @@ gck_keeper_run(char *const argv[])
 		close(KEEPER_RELEASE);
 		for (i = 1; i < NSIG; i++)
 			signal(i, SIG_DFL);
+		gck_criu_env();
 		execv(argv[0], argv);
 		dprintf(2, "Error (gpuckpt): cannot run %s: %s\n", argv[0],
 		    strerror(errno));

@@ -647,6 +647,7 @@ criu_fork(char *const argv[], int logfd, const char *hook, const int *nsfd)
 	dup2(logfd, 2);
 	if (nsfd != NULL)
 		criu_enter(nsfd);
+	gck_criu_env();
 	execv(argv[0], argv);
 	dprintf(2, "Error (gpuckpt): cannot run %s: %s\n", argv[0],
 	    strerror(errno));
