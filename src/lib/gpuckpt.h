@@ -40,6 +40,11 @@
 #define GCK_ETIMEDOUT	(-15)	/* the peer made no progress in time */
 #define GCK_EREMOTE	(-16)	/* the remote gpurecv failed */
 #define GCK_EDOUBT	(-17)	/* a hand-over whose outcome is not known */
+#define GCK_ESIGN	(-18)	/* the image's signature is missing, not
+				   allowed, or does not match */
+
+/* The allowed signers of images on this host, when the file exists. */
+#define GCK_ALLOWED_SIGNERS_FILE "/etc/gpuckpt/allowed_signers"
 
 #define GCK_LOCK_TIMEOUT_MS	10000	/* default wait for a GPU lock */
 #define GCK_SEND_TIMEOUT_MS	60000	/* default silence gpusend, gpurecv bear */
@@ -93,6 +98,10 @@ struct gck_ckpt_opts {
 					   to, not sent */
 	struct gck_memo	*memo;		/* (gpusend --live) digests of
 					   chunks read in its rounds */
+	const char	*sign;		/* the key to sign the image with
+					   (a private key file, or the public
+					   key file of a key ssh-agent
+					   holds), or NULL */
 };
 
 /* Where a tree is restored: gck_restore_opts.pidns. */
@@ -121,6 +130,10 @@ struct gck_restore_opts {
 					   for gck_wait() */
 	struct gck_parents *pool;	/* (gpurecv) the images of its cache,
 					   which the image may refer to */
+	const char	*allowed_signers;	/* the image must be signed by
+					   a key this file allows; NULL:
+					   GCK_ALLOWED_SIGNERS_FILE if it
+					   exists, else no signature needed */
 };
 
 struct gck_image_stats {
@@ -288,6 +301,14 @@ void		 gck_reader_stats(const struct gck_reader *,
  */
 int		 gck_reader_use_parents(struct gck_reader *, char *const *,
 		    size_t);
+/*
+ * After gck_reader_extract(): who signed the image.  With allowed (an
+ * allowed_signers file of OpenSSH's), the signature must be good and by
+ * a key it allows now; without, good, by whatever key.  On GCK_OK,
+ * *whop ("alice, ED25519 key SHA256:...", or the key alone) is to be
+ * freed; NULL for an image not signed, which is GCK_ESIGN with allowed.
+ */
+int		 gck_reader_signer(struct gck_reader *, const char *, char **);
 void		 gck_reader_free(struct gck_reader *);
 
 /*
@@ -367,6 +388,8 @@ struct gck_recv_opts {
 						   NULL: $GCK_CACHE or the
 						   default; "": none */
 	uint64_t		 cache_size;	/* its limit; 0: the default */
+	const char		*allowed_signers;	/* restore: as
+						   gck_restore_opts' */
 };
 struct gck_recv_result {
 	pid_t			 pid;		/* restored root */
@@ -419,6 +442,8 @@ struct gck_send_opts {
 	int		 live;		/* a live tree: pre-copy rounds */
 	unsigned int	 max_rounds;	/* at most; 0: GCK_ROUNDS_MAX */
 	uint64_t	 bwlimit;	/* bytes a second; 0: no limit */
+	const char	*sign;		/* a live tree: the key to sign its
+					   image with, as gck_ckpt_opts' */
 };
 #define GCK_ROUNDS_MAX		8	/* pre-copy rounds, by default */
 struct gck_send_result {

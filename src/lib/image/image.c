@@ -34,6 +34,7 @@
 #include "image/manifest.h"
 #include "image/names.h"
 #include "image/parent.h"
+#include "image/sign.h"
 #include "image/zio.h"
 
 #define XATTR_PREFIX	"gpuckpt."
@@ -69,6 +70,7 @@ struct gck_writer {
 	const struct gck_parents *parents;	/* chunks not stored again */
 	struct gck_memo	*memo;		/* digests of chunks known, or NULL */
 	uint64_t	 refbytes;	/* bytes left to the parents */
+	const char	*sign;		/* the key to sign with, or NULL */
 };
 
 struct gck_reader {
@@ -138,6 +140,13 @@ struct gck_reader {
 	int			 etbegun;	/* we asked the taker */
 	void			*eth;		/* it takes it: the handle */
 	int			 etfail;	/* and failed */
+	char			*ttext;		/* the trailer read, or NULL */
+	size_t			 tlen;
+	char			*sig;		/* its signature, or NULL */
+	size_t			 siglen;
+	struct seen		*exp;		/* the entries signed, or NULL */
+	size_t			 nexp;
+	struct gck_digest	 expt;		/* the trailer signed */
 	uint64_t		 edata;		/* its bytes of data */
 };
 
@@ -152,6 +161,7 @@ static int	r_record(struct gck_reader *, const char *, uint64_t,
 		    const struct gck_digest *, int);
 static int	r_trailer(struct gck_reader *, const char *, size_t);
 static int	r_finish(struct gck_reader *);
+static int	r_entry_sig(struct gck_reader *, struct archive_entry *);
 static void	r_where(const struct gck_reader *, char *, size_t);
 static int	r_layout(struct gck_reader *, struct archive_entry *);
 static void	r_predigest(struct gck_reader *);
@@ -439,7 +449,9 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 		}
 		off += (size_t)n;
 	}
-	if (strcmp(name, GCK_ENTRY_TRAILER) == 0) {
+	/* The trailer and its signature share the last frame. */
+	if (strcmp(name, GCK_ENTRY_TRAILER) == 0 ||
+	    strcmp(name, GCK_ENTRY_SIG) == 0) {
 		r = GCK_OK;
 		goto out;
 	}
@@ -621,7 +633,8 @@ int
 gck_writer_finish(struct gck_writer *w)
 {
 	json_t	*t = NULL;
-	char	*text = NULL;
+	char	*text = NULL, *sig = NULL;
+	size_t	 siglen = 0;
 	int	 r;
 
 	if (w->format > 1 && (r = w_frames(w)) != GCK_OK)
@@ -633,8 +646,14 @@ gck_writer_finish(struct gck_writer *w)
 		r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
+	if (w->sign != NULL && (r = gck_sig_sign(w->ctx, w->sign, text,
+	    strlen(text), &sig, &siglen)) != GCK_OK)
+		goto out;
 	if ((r = gck_writer_add(w, GCK_ENTRY_TRAILER, text, strlen(text))) !=
 	    GCK_OK)
+		goto out;
+	if (sig != NULL && (r = gck_writer_add(w, GCK_ENTRY_SIG, sig,
+	    siglen)) != GCK_OK)
 		goto out;
 	if (archive_write_close(w->a) != ARCHIVE_OK) {
 		r = w_archive_error(w);
@@ -643,9 +662,26 @@ gck_writer_finish(struct gck_writer *w)
 	r = gck_zout_finish(w->z);
 	w->finished = r == GCK_OK;
 out:
+	free(sig);
 	free(text);
 	json_decref(t);
 	return r;
+}
+
+/*
+ * Signs the image with key (gpuckpt-image(5), The signature) when it is
+ * finished: only an image of format 2, compressed, which a reader can
+ * find the signature of from its end.  Returns GCK_OK or GCK_EINVAL.
+ */
+int
+gck_writer_set_sign(struct gck_writer *w, const char *key)
+{
+	if (key != NULL && (w->format < 2 || w->z == NULL ||
+	    !gck_zout_footer(w->z)))
+		return gck_set_error(w->ctx, GCK_EINVAL, "only a compressed "
+		    "image of format 2 can be signed");
+	w->sign = key;
+	return GCK_OK;
 }
 
 void
@@ -954,6 +990,11 @@ gck_reader_free(struct gck_reader *r)
 	for (i = 0; i < r->nseen; i++)
 		free(r->seen[i].name);
 	free(r->seen);
+	for (i = 0; i < r->nexp; i++)
+		free(r->exp[i].name);
+	free(r->exp);
+	free(r->ttext);
+	free(r->sig);
 	if (r->files_ok)
 		hdestroy_r(&r->files);
 	for (i = 0; i < r->nfiles; i++)
@@ -1514,6 +1555,30 @@ r_data(struct gck_reader *r, const char *name, uint64_t size, char *keep,
 	return r_padding(r, size);
 }
 
+/*
+ * Where the trailer was known, and signed, before the stream was read
+ * (gck_reader_expect()): the entry about to be read, number r->nseen,
+ * must be the one it lists there, with the same size and digest, before
+ * anything of it is used.
+ */
+static int
+r_expected(struct gck_reader *r, const char *name, uint64_t size,
+    const struct gck_digest *digest, int ref)
+{
+	const struct seen	*x;
+	char			 d[GCK_NAME_MAX + 48];
+
+	if (r->exp == NULL)
+		return GCK_OK;
+	x = r->nseen < r->nexp ? &r->exp[r->nseen] : NULL;
+	if (x != NULL && strcmp(x->name, name) == 0 && x->size == size &&
+	    x->ref == ref && gck_digest_equal(&x->digest, digest))
+		return GCK_OK;
+	gck_entry_display(name, d, sizeof d);
+	return gck_set_error(r->ctx, GCK_ESIGN, "corrupt image: %s is not "
+	    "what was signed", d);
+}
+
 static int
 r_record(struct gck_reader *r, const char *name, uint64_t size,
     const struct gck_digest *digest, int ref)
@@ -1578,6 +1643,8 @@ gck_reader_head(struct gck_reader *r, const struct gck_manifest **mp)
 		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: the "
 		    "manifest is a reference");
 	size = (uint64_t)archive_entry_size(e);
+	if ((ret = r_expected(r, name, size, &digest, 0)) != GCK_OK)
+		return ret;
 	if ((r->mtext = malloc((size_t)size + 2)) == NULL)
 		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
 	ret = r_data(r, name, size, r->mtext, &digest);
@@ -1672,6 +1739,36 @@ out:
 }
 
 /*
+ * The signature after the trailer, entry e: read, checked against its
+ * digest and kept, for whoever asks who signed.  Returns GCK_OK or a
+ * code.
+ */
+static int
+r_entry_sig(struct gck_reader *r, struct archive_entry *e)
+{
+	struct gck_digest	 digest;
+	uint64_t		 size;
+	int			 ret;
+
+	if ((ret = r_check_entry(r, e, GCK_SIG_MAX, &digest)) != GCK_OK)
+		return ret;
+	if (r->eref)
+		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: the "
+		    "signature is a reference");
+	size = (uint64_t)archive_entry_size(e);
+	if ((r->sig = malloc((size_t)size + 1)) == NULL)
+		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
+	if ((ret = r_data(r, GCK_ENTRY_SIG, size, r->sig, &digest)) !=
+	    GCK_OK)
+		return ret;
+	r->sig[size] = '\0';
+	r->siglen = (size_t)size;
+	r->trailer_end = ((uint64_t)archive_filter_bytes(r->a, 0) + 511) /
+	    512 * 512;
+	return GCK_OK;
+}
+
+/*
  * After the trailer: the tar stream must end there, complete (a whole
  * number of records, two zero blocks), with nothing after it.
  */
@@ -1684,7 +1781,15 @@ r_finish(struct gck_reader *r)
 	ssize_t			 n;
 	int			 ret;
 
-	if ((ret = r_next(r, &e)) == 0)
+	/* In version 2, the trailer's signature may follow it. */
+	if ((ret = r_next(r, &e)) == 0 && gck_manifest_format(r->m) > 1 &&
+	    archive_entry_pathname(e) != NULL &&
+	    strcmp(archive_entry_pathname(e), GCK_ENTRY_SIG) == 0) {
+		if ((ret = r_entry_sig(r, e)) != GCK_OK)
+			return ret;
+		ret = r_next(r, &e);
+	}
+	if (ret == 0)
 		return gck_set_error(r->ctx, GCK_EFORMAT,
 		    "corrupt image: entry '%s' after the trailer",
 		    printable(archive_entry_pathname(e) != NULL ?
@@ -1774,10 +1879,17 @@ r_entry_trailer(struct gck_reader *r, struct archive_entry *e,
 		r->trailer_framed = tar == r->ehdr;
 	}
 	size = (uint64_t)archive_entry_size(e);
+	if (r->exp != NULL && !gck_digest_equal(&digest, &r->expt))
+		return gck_set_error(r->ctx, GCK_ESIGN, "corrupt image: its "
+		    "trailer is not the one signed");
 	if ((text = malloc((size_t)size + 1)) == NULL)
 		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
 	if ((ret = r_data(r, name, size, text, &digest)) == GCK_OK &&
 	    (ret = r_trailer(r, text, (size_t)size)) == GCK_OK) {
+		text[size] = '\0';
+		r->ttext = text;
+		r->tlen = (size_t)size;
+		text = NULL;
 		r->trailer_end = ((uint64_t)archive_filter_bytes(r->a, 0) +
 		    511) / 512 * 512;
 		ret = r_finish(r);
@@ -1877,6 +1989,8 @@ r_entry_part(struct gck_reader *r, struct archive_entry *e, const char *name)
 	r->nextpart = part >= 0 ? (int)part + 1 : -1;
 	snprintf(r->ename, sizeof r->ename, "%s", name);
 	r->esize = r->eref ? r->erefsize : (uint64_t)archive_entry_size(e);
+	if ((ret = r_expected(r, name, r->esize, &digest, r->eref)) != GCK_OK)
+		return ret;
 	r->refdata = NULL;
 	r_ref_drop(r);
 	/* Format 2 cuts a process's memory in chunks of at most 1 MiB. */
@@ -2471,6 +2585,82 @@ gck_reader_extract(struct gck_reader *r, int dirfd)
 		if (ret != GCK_OK)
 			return ret;
 	}
+}
+
+/*
+ * Before gck_reader_head(): the trailer (text, len bytes) that the image
+ * read must end with, its signature checked: every entry is then held
+ * to it as its header is read, before its data is used.  Returns GCK_OK
+ * or a code.
+ */
+int
+gck_reader_expect(struct gck_reader *r, const char *text, size_t len)
+{
+	json_t		*t, *es, *o, *hv;
+	const char	*name, *hex;
+	json_int_t	 size;
+	struct seen	*x;
+	size_t		 i;
+	int		 ret = GCK_OK;
+
+	if ((t = json_loadb(text, len, 0, NULL)) == NULL ||
+	    (es = json_object_get(t, "entries")) == NULL ||
+	    !json_is_array(es) || json_array_size(es) == 0 ||
+	    json_array_size(es) > GCK_ENTRIES_MAX) {
+		json_decref(t);
+		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: "
+		    "unreadable checksum trailer");
+	}
+	if ((r->exp = calloc(json_array_size(es), sizeof *r->exp)) == NULL) {
+		json_decref(t);
+		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
+	}
+	json_array_foreach(es, i, o) {
+		x = &r->exp[i];
+		hv = json_object_get(o, "sha256");
+		if (json_unpack(o, "{s:s, s:I}", "name", &name, "size",
+		    &size) != 0 || size < 0 || (hex = json_string_value(hv)) ==
+		    NULL || gck_digest_parse(GCK_DK_SHA256, hex, strlen(hex),
+		    &x->digest) == -1) {
+			ret = gck_set_error(r->ctx, GCK_EFORMAT, "corrupt "
+			    "image: unreadable checksum trailer");
+			break;
+		}
+		if ((x->name = strdup(name)) == NULL) {
+			ret = gck_set_error(r->ctx, GCK_ENOMEM,
+			    "out of memory");
+			break;
+		}
+		r->nexp = i + 1;
+		x->size = (uint64_t)size;
+		x->ref = json_is_true(json_object_get(o, "ref"));
+	}
+	json_decref(t);
+	if (ret == GCK_OK && gck_digest_buf(GCK_DK_SHA256, text, len,
+	    &r->expt) == -1)
+		ret = gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
+	return ret;
+}
+
+/* The context the reader reports on. */
+struct gck_ctx *
+gck_reader_ctx(const struct gck_reader *r)
+{
+	return r->ctx;
+}
+
+/*
+ * Once the image is read: its trailer and the signature that followed
+ * it (NULL when none did, or not read yet).
+ */
+void
+gck_reader_signature(const struct gck_reader *r, const char **sigp,
+    size_t *siglenp, const char **tp, size_t *tlenp)
+{
+	*sigp = r->sig;
+	*siglenp = r->siglen;
+	*tp = r->ttext;
+	*tlenp = r->tlen;
 }
 
 void

@@ -52,6 +52,11 @@ int	gck_reader_set_frames(struct gck_reader *, const uint64_t *,
 void	gck_writer_set_parents(struct gck_writer *,
 	    const struct gck_parents *);
 uint64_t gck_writer_refbytes(const struct gck_writer *);
+int	gck_writer_set_sign(struct gck_writer *, const char *);
+int	gck_reader_expect(struct gck_reader *, const char *, size_t);
+struct gck_ctx *gck_reader_ctx(const struct gck_reader *);
+void	gck_reader_signature(const struct gck_reader *, const char **,
+	    size_t *, const char **, size_t *);
 struct gck_memo;
 void	gck_writer_set_memo(struct gck_writer *, struct gck_memo *);
 int	gck_reader_copy(struct gck_reader *, struct gck_writer *);

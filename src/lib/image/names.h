@@ -3,12 +3,14 @@
 
 /*
  * names.c: the names an image gives things, in one place: its entries
- * ("gpuckpt.json", "criu/NAME", "criu/NAME.partNNNNN", "gpuckpt.sums"),
+ * ("gpuckpt.json", "criu/NAME", "criu/NAME.partNNNNN", "gpuckpt.sums",
+ * "gpuckpt.sig"),
  * the CRIU files it holds (pages-ID.img) and the options of criu it
  * records.
  */
 #define GCK_ENTRY_MANIFEST	"gpuckpt.json"
 #define GCK_ENTRY_TRAILER	"gpuckpt.sums"
+#define GCK_ENTRY_SIG		"gpuckpt.sig"
 #define GCK_ENTRY_CRIU		"criu/"
 #define GCK_NAME_MAX		200	/* a CRIU file name, at the most */
 #define GCK_PARTS_MAX		99999	/* parts of one file */

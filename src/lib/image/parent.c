@@ -33,6 +33,7 @@
 #include "image/manifest.h"
 #include "image/names.h"
 #include "image/parent.h"
+#include "image/sign.h"
 #include "image/zio.h"
 
 #define CHAIN_MAX	1000		/* images in a chain, at most */
@@ -96,6 +97,10 @@ struct fentry {
 static int	p_frame_entry(const struct gck_parents *, struct pfetch *,
 		    const struct pimage *, uint64_t, uint64_t, uint64_t,
 		    struct fentry *, char **, size_t *);
+static int	p_frame_entries(const struct gck_parents *, struct pfetch *,
+		    const struct pimage *, uint64_t, uint64_t, uint64_t,
+		    struct fentry *, char **, size_t *, struct fentry *,
+		    char **, size_t *);
 static int	p_entry_data(const struct gck_parents *, struct pfetch *,
 		    struct archive *,
 		    struct archive_entry *, struct fentry *, char **,
@@ -201,6 +206,21 @@ p_frame_entry(const struct gck_parents *ps, struct pfetch *fx,
     const struct pimage *pi, uint64_t at, uint64_t len, uint64_t max,
     struct fentry *fe, char **bufp, size_t *capp)
 {
+	return p_frame_entries(ps, fx, pi, at, len, max, fe, bufp, capp, NULL,
+	    NULL, NULL);
+}
+
+/*
+ * As p_frame_entry(), and when fe2 is not NULL, the entry that follows
+ * in the frame too, into fe2 and *buf2p (*cap2p bytes); fe2's name is
+ * empty when none does.
+ */
+static int
+p_frame_entries(const struct gck_parents *ps, struct pfetch *fx,
+    const struct pimage *pi, uint64_t at, uint64_t len, uint64_t max,
+    struct fentry *fe, char **bufp, size_t *capp, struct fentry *fe2,
+    char **buf2p, size_t *cap2p)
+{
 	struct archive		*a = NULL;
 	struct archive_entry	*e;
 	unsigned long long	 dlen;
@@ -269,6 +289,20 @@ p_frame_entry(const struct gck_parents *ps, struct pfetch *fx,
 		goto out;
 	}
 	r = p_entry_data(ps, fx, a, e, fe, bufp, capp);
+	if (r != GCK_OK || fe2 == NULL)
+		goto out;
+	memset(fe2, 0, sizeof *fe2);
+	switch (archive_read_next_header(a, &e)) {
+	case ARCHIVE_EOF:
+		break;
+	case ARCHIVE_OK:
+		r = p_entry_data(ps, fx, a, e, fe2, buf2p, cap2p);
+		break;
+	default:
+		r = gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt %s '%s': "
+		    "unreadable entry after the first in the frame at offset %"
+		    PRIu64, ps->what, pi->path, at);
+	}
 	goto out;
 bad:
 	r = gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt %s '%s': bad frame "
@@ -863,6 +897,70 @@ void
 gck_parents_note(struct gck_parents *ps, size_t i, uint64_t size)
 {
 	ps->img[i].used += size;
+}
+
+/*
+ * The end of the image file on fd (name, for messages), found from its
+ * footer: the trailer's text, in *tp (*tlenp bytes and a NUL), and the
+ * signature that follows it, in *sigp (*siglenp bytes and a NUL), or
+ * NULL when the image is not signed; each checked against the digest
+ * of its header.  Both are to be freed.  Returns GCK_OK, GCK_EFORMAT
+ * for an image with no footer, or another code.
+ */
+int
+gck_image_tail(struct gck_ctx *ctx, int fd, const char *name, char **tp,
+    size_t *tlenp, char **sigp, size_t *siglenp)
+{
+	struct gck_parents	*ps = NULL;
+	struct pimage		 pi;
+	struct fentry		 fe, fs;
+	struct stat		 sb;
+	char			*buf = NULL, *sbuf = NULL;
+	size_t			 cap = 0, scap = 0;
+	uint64_t		 tat;
+	int			 r;
+
+	*tp = *sigp = NULL;
+	*tlenp = *siglenp = 0;
+	memset(&pi, 0, sizeof pi);
+	pi.path = (char *)name;
+	pi.fd = fd;
+	if (fstat(fd, &sb) == -1)
+		return gck_set_syserr(ctx, errno, "cannot read '%s': %s",
+		    name, strerror(errno));
+	if (!S_ISREG(sb.st_mode) || gck_zio_footer(fd, (uint64_t)sb.st_size,
+	    &tat) == -1)
+		return gck_set_error(ctx, GCK_EFORMAT, "'%s' has no footer: "
+		    "not a compressed image file of format 2", name);
+	if ((r = gck_parents_new(ctx, &ps)) != GCK_OK)
+		return r;
+	ps->what = "image";
+	if ((r = p_frame_entries(ps, &ps->fx, &pi, tat, (uint64_t)sb.st_size -
+	    tat - gck_zio_footer_len(), GCK_META_MAX, &fe, &buf, &cap, &fs,
+	    &sbuf, &scap)) != GCK_OK)
+		goto out;
+	if (strcmp(fe.name, GCK_ENTRY_TRAILER) != 0 || fe.ref ||
+	    !gck_digest_equal(&fe.rec, &fe.got) || (fs.name[0] != '\0' &&
+	    (strcmp(fs.name, GCK_ENTRY_SIG) != 0 || fs.ref ||
+	    fs.size > GCK_SIG_MAX || !gck_digest_equal(&fs.rec, &fs.got)))) {
+		r = gck_set_error(ctx, GCK_ECORRUPT, "corrupt image '%s': its "
+		    "footer names no trailer", name);
+		goto out;
+	}
+	*tp = buf;
+	*tlenp = (size_t)fe.size;
+	buf = NULL;
+	if (fs.name[0] != '\0') {
+		*sigp = sbuf;
+		*siglenp = (size_t)fs.size;
+		sbuf = NULL;
+	}
+	r = GCK_OK;
+out:
+	free(buf);
+	free(sbuf);
+	gck_parents_free(ps);
+	return r;
 }
 
 /*

@@ -43,6 +43,8 @@ int	gck_parents_sizes(struct gck_ctx *, int, const char *, uint64_t *,
 	    uint64_t *);
 int	gck_parents_self(struct gck_ctx *, int, const char *,
 	    struct gck_parents **);
+int	gck_image_tail(struct gck_ctx *, int, const char *, char **, size_t *,
+	    char **, size_t *);
 size_t	gck_parents_nentries(const struct gck_parents *);
 int	gck_parents_entry(const struct gck_parents *, size_t,
 	    struct gck_tentry *);

@@ -704,6 +704,13 @@ gck_zout_set_footer(struct gck_zout *z)
 	z->footer = !z->stream && z->level > 0;
 }
 
+/* Whether the stream is to end with a footer. */
+int
+gck_zout_footer(const struct gck_zout *z)
+{
+	return z->footer;
+}
+
 /* Ends the last frame and writes out everything.  Returns GCK_OK or a code. */
 int
 gck_zout_finish(struct gck_zout *z)

@@ -39,6 +39,7 @@ uint64_t gck_zout_frames(const struct gck_zout *);
 int	gck_zout_frame(const struct gck_zout *, uint64_t, uint64_t *,
 	    uint64_t *);
 void	gck_zout_set_footer(struct gck_zout *);
+int	gck_zout_footer(const struct gck_zout *);
 int	gck_zout_finish(struct gck_zout *);
 int	gck_zio_footer(int, uint64_t, uint64_t *);
 size_t	gck_zio_footer_len(void);

@@ -40,6 +40,7 @@
 #include "image/manifest.h"
 #include "image/names.h"
 #include "image/parent.h"
+#include "image/sign.h"
 #include "ops/ops.h"
 
 struct out {
@@ -576,6 +577,8 @@ stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 		goto out;
 	gck_writer_set_parents(w, parents);
 	gck_writer_set_memo(w, o->memo);
+	if ((r = gck_writer_set_sign(w, o->sign)) != GCK_OK)
+		goto out;
 	if ((r = gck_writer_add(w, GCK_ENTRY_MANIFEST, manifest,
 	    strlen(manifest))) != GCK_OK)
 		goto out;
@@ -943,6 +946,12 @@ ckpt_preflight(struct ckpt *c)
 	if (o->parent != NULL && o->format == 1)
 		return gck_set_error(ctx, GCK_EINVAL, "an image of format "
 		    "version 1 cannot have a parent");
+	/* So is the key: a signed image is compressed, of format 2. */
+	if (o->sign != NULL && (o->format == 1 || o->level == 0))
+		return gck_set_error(ctx, GCK_EINVAL, "only a compressed image "
+		    "of format 2 can be signed");
+	if (o->sign != NULL && (r = gck_sig_usable(ctx, o->sign)) != GCK_OK)
+		return r;
 	if (o->parent != NULL && ((r = gck_parents_new(ctx, &c->parents)) !=
 	    GCK_OK || (r = gck_parents_base(c->parents, o->parent)) !=
 	    GCK_OK))

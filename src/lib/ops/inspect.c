@@ -33,6 +33,7 @@
 #include "image/manifest.h"
 #include "image/names.h"
 #include "image/parent.h"
+#include "image/sign.h"
 #include "criu/criu-images.pb-c.h"
 
 #define PAGE		4096u
@@ -492,6 +493,9 @@ show_parent(struct gck_ctx *ctx, int fd, const struct gck_manifest *m,
 	    ref) : json_null()) != 0 ? -1 : 0;
 }
 
+static int	show_signature(struct gck_ctx *, int,
+		    const struct gck_manifest *, json_t *);
+
 int
 gck_inspect_show(struct gck_ctx *ctx, int fd, char **textp)
 {
@@ -511,8 +515,9 @@ gck_inspect_show(struct gck_ctx *ctx, int fd, char **textp)
 	    (r = mix_build(ctx, gck_manifest_json(m), &x)) != GCK_OK)
 		goto out;
 	doc = show_doc(&x, disk);
-	if (doc != NULL && show_parent(ctx, fd, m, json_object_get(doc,
-	    "image")) != 0) {
+	if (doc != NULL && (show_parent(ctx, fd, m, json_object_get(doc,
+	    "image")) != 0 || show_signature(ctx, fd, m, json_object_get(doc,
+	    "image")) != 0)) {
 		json_decref(doc);
 		doc = NULL;
 	}
@@ -522,6 +527,122 @@ out:
 	json_decref(doc);
 	gck_reader_free(rd);
 	return r;
+}
+
+/* Writes len bytes of data to a new file name in dfd (dir). */
+static int
+write_new(struct gck_ctx *ctx, int dfd, const char *dir, const char *name,
+    const void *data, size_t len)
+{
+	int	fd, r;
+
+	if ((fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0600)) == -1)
+		return gck_set_syserr(ctx, errno, "cannot create '%s/%s': %s",
+		    dir, name, strerror(errno));
+	r = gck_write_all(ctx, fd, data, len, name);
+	if (close(fd) == -1 && r == GCK_OK)
+		r = gck_set_syserr(ctx, errno, "cannot write '%s/%s': %s", dir,
+		    name, strerror(errno));
+	return r;
+}
+
+/*
+ * The trailer, and the signature that covers its bytes, as they are in
+ * the image: so that ssh-keygen -Y verify checks the one against the
+ * other.
+ */
+static int
+extract_tail(struct gck_ctx *ctx, struct gck_reader *rd, int dfd,
+    const char *dir)
+{
+	const char	*sig, *t;
+	size_t		 siglen, tlen;
+	int		 r;
+
+	gck_reader_signature(rd, &sig, &siglen, &t, &tlen);
+	if (t != NULL && (r = write_new(ctx, dfd, dir, GCK_ENTRY_TRAILER, t,
+	    tlen)) != GCK_OK)
+		return r;
+	if (sig != NULL && (r = write_new(ctx, dfd, dir, GCK_ENTRY_SIG, sig,
+	    siglen)) != GCK_OK)
+		return r;
+	return GCK_OK;
+}
+
+/*
+ * Who signed the image read by rd, to its end.  With allowed (an
+ * allowed_signers file), the signature must be good and made by a key
+ * it allows (gpurestore's check); without, good, by whatever key.
+ * Returns GCK_OK with *whop ("alice, ED25519 key SHA256:...", or the
+ * key alone; NULL for an image not signed, which is GCK_ESIGN with
+ * allowed), to be freed, or a code.
+ */
+int
+gck_reader_signer(struct gck_reader *rd, const char *allowed, char **whop)
+{
+	struct gck_ctx		*ctx = gck_reader_ctx(rd);
+	struct gck_sigkey	 k;
+	const char		*sig, *t;
+	char			*who = NULL;
+	size_t			 siglen, tlen;
+	int			 r;
+
+	*whop = NULL;
+	gck_reader_signature(rd, &sig, &siglen, &t, &tlen);
+	if (t == NULL)
+		return gck_set_error(ctx, GCK_EINVAL, "the image has not been "
+		    "read to its end");
+	if (sig == NULL)
+		return allowed == NULL ? GCK_OK : gck_set_error(ctx, GCK_ESIGN,
+		    "the image is not signed, and '%s' allows only signed "
+		    "images", allowed);
+	if ((r = gck_sig_key(ctx, sig, siglen, &k)) != GCK_OK)
+		return r;
+	if (allowed != NULL)
+		r = gck_sig_verify(ctx, allowed, sig, siglen, t, tlen, &who);
+	else
+		r = gck_sig_check(ctx, sig, siglen, t, tlen);
+	if (r != GCK_OK)
+		return r;
+	if ((who == NULL ? asprintf(whop, "%s key %s", k.type, k.fp) :
+	    asprintf(whop, "%s, %s key %s", who, k.type, k.fp)) == -1) {
+		*whop = NULL;
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	}
+	free(who);
+	return r;
+}
+
+/*
+ * Who signed the image file on fd, read from its end, for show: null
+ * when it is not signed, or read from a pipe.
+ */
+static int
+show_signature(struct gck_ctx *ctx, int fd, const struct gck_manifest *m,
+    json_t *img)
+{
+	struct gck_sigkey	 k;
+	struct stat		 sb;
+	char			*t = NULL, *sig = NULL;
+	size_t			 tlen, siglen;
+	json_t			*v;
+	int			 r;
+
+	if (fstat(fd, &sb) == -1 || !S_ISREG(sb.st_mode) ||
+	    gck_manifest_format(m) < 2)
+		return jset(img, "signature", json_null());
+	r = gck_image_tail(ctx, fd, "the image", &t, &tlen, &sig, &siglen);
+	if (r == GCK_OK && sig != NULL && gck_sig_key(ctx, sig, siglen,
+	    &k) == GCK_OK)
+		v = json_pack("{s:s, s:s}", "key", k.type, "fingerprint", k.fp);
+	else if (r == GCK_OK && sig != NULL)
+		v = json_pack("{s:n, s:n}", "key", "fingerprint");
+	else
+		v = json_null();
+	free(t);
+	free(sig);
+	return v == NULL || jset(img, "signature", v) != 0 ? -1 : 0;
 }
 
 /*
@@ -594,7 +715,8 @@ gck_inspect_extract(struct gck_ctx *ctx, int fd, const char *dir)
 		goto out;
 	}
 	if ((r = gck_write_all(ctx, mfd, text, len, "the manifest")) !=
-	    GCK_OK || (r = gck_reader_extract(rd, dfd)) != GCK_OK)
+	    GCK_OK || (r = gck_reader_extract(rd, dfd)) != GCK_OK ||
+	    (r = extract_tail(ctx, rd, dfd, tmp)) != GCK_OK)
 		goto out;
 	if (fsync(dfd) == -1 || rename(tmp, dir) == -1) {
 		r = gck_set_syserr(ctx, errno, "cannot rename '%s' to '%s': %s",

@@ -39,6 +39,7 @@
 #include "image/manifest.h"
 #include "image/names.h"
 #include "image/parent.h"
+#include "image/sign.h"
 #include "ops/ops.h"
 
 /* A restored tree that gpurestore --wait stays with. */
@@ -59,6 +60,8 @@ struct rst {
 	struct gck_parents		*refs;	/* the reader's: these or a pool */
 	struct gck_serve		*srv;
 	struct gck_fill			*fill;	/* memory written in place */
+	int				 infd;	/* the stream, or its copy */
+	int				 tmpfd;	/* the copy, or -1 */
 	off_t				 inoff;	/* where the stream began */
 	struct gck_guard		*guard;
 	struct gck_keeper		*keeper;	/* criu's, and the tree's */
@@ -580,12 +583,110 @@ gck_restore_not_init(struct gck_ctx *ctx)
 	    "killed when this process exits");
 }
 
+/*
+ * Copies the stream, all of it, into an unnamed file of the work
+ * directory, which becomes the image read.  Returns GCK_OK or a code.
+ */
+static int
+rst_copy(struct rst *st)
+{
+	struct gck_ctx	*ctx = st->ctx;
+	char		*buf;
+	ssize_t		 n;
+	int		 r = GCK_OK;
+
+	gck_log(ctx, 1, "reading the whole image before its signature is "
+	    "checked");
+	if ((st->tmpfd = open(st->work, O_TMPFILE | O_RDWR | O_CLOEXEC,
+	    0600)) == -1)
+		return gck_set_syserr(ctx, errno, "cannot make a file in '%s' "
+		    "for the image: %s", st->work, strerror(errno));
+	if ((buf = malloc(1u << 20)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	for (;;) {
+		if ((r = gck_check_interrupt(ctx)) != GCK_OK)
+			break;
+		if ((n = read(st->o->infd, buf, 1u << 20)) == -1 &&
+		    errno == EINTR)
+			continue;
+		if (n == -1) {
+			r = gck_set_syserr(ctx, errno, "cannot read %s: %s",
+			    st->o->inname != NULL ? st->o->inname : "the image",
+			    strerror(errno));
+			break;
+		}
+		if (n == 0)
+			break;
+		if ((r = gck_write_all(ctx, st->tmpfd, buf, (size_t)n,
+		    "the copy of the image")) != GCK_OK)
+			break;
+	}
+	free(buf);
+	if (r == GCK_OK && lseek(st->tmpfd, 0, SEEK_SET) == -1)
+		r = gck_set_syserr(ctx, errno, "cannot read the copy of the "
+		    "image: %s", strerror(errno));
+	st->infd = st->tmpfd;
+	return r;
+}
+
+/*
+ * Where an allowed_signers file applies (gck_sig_policy()): the image
+ * must be signed by a key it allows, which is checked before anything
+ * else is read of it, from its end; a stream is first copied to a file
+ * for that.  Returns GCK_OK with the trailer signed in *tp (*tlenp
+ * bytes, to be freed; NULL where no signature is needed), or a code.
+ */
+static int
+rst_signed(struct rst *st, char **tp, size_t *tlenp)
+{
+	struct gck_ctx	*ctx = st->ctx;
+	const char	*policy, *name;
+	struct gck_sigkey k;
+	struct stat	 sb;
+	char		*sig = NULL, *who = NULL;
+	size_t		 siglen;
+	int		 r;
+
+	*tp = NULL;
+	st->infd = st->o->infd;
+	if ((policy = gck_sig_policy(st->o->allowed_signers)) == NULL)
+		return GCK_OK;
+	name = st->o->inname != NULL ? st->o->inname : "the image";
+	if ((fstat(st->infd, &sb) == -1 || !S_ISREG(sb.st_mode) ||
+	    lseek(st->infd, 0, SEEK_CUR) != 0) && (r = rst_copy(st)) !=
+	    GCK_OK)
+		return r;
+	if ((r = gck_image_tail(ctx, st->infd, name, tp, tlenp, &sig,
+	    &siglen)) != GCK_OK && r != GCK_EFORMAT)
+		return r;
+	if (r == GCK_EFORMAT || sig == NULL) {
+		r = gck_set_error(ctx, GCK_ESIGN, "the image is not signed, "
+		    "and '%s' allows only signed images", policy);
+		goto out;
+	}
+	if ((r = gck_sig_verify(ctx, policy, sig, siglen, *tp, *tlenp,
+	    &who)) != GCK_OK || (r = gck_sig_key(ctx, sig, siglen, &k)) !=
+	    GCK_OK)
+		goto out;
+	gck_log(ctx, 1, "image signed by %s (%s key %s), as '%s' allows",
+	    who, k.type, k.fp, policy);
+out:
+	if (r != GCK_OK) {
+		free(*tp);
+		*tp = NULL;
+	}
+	free(who);
+	free(sig);
+	return r;
+}
+
 /* Opens the image, checks it can be restored here, notes its PIDs. */
 static int
 rst_prepare(struct rst *st)
 {
 	struct gck_ctx	*ctx = st->ctx;
-	size_t		 i;
+	char		*trailer = NULL;
+	size_t		 i, tlen = 0;
 	int		 r;
 
 	if ((r = gck_restore_not_init(ctx)) != GCK_OK ||
@@ -610,8 +711,14 @@ rst_prepare(struct rst *st)
 	if (mkdir(st->imgdir, 0700) == -1)
 		return gck_set_syserr(ctx, errno, "cannot make '%s': %s",
 		    st->imgdir, strerror(errno));
-	st->inoff = lseek(st->o->infd, 0, SEEK_CUR);
-	if ((r = gck_reader_new(ctx, st->o->infd, &st->rd)) != GCK_OK)
+	if ((r = rst_signed(st, &trailer, &tlen)) != GCK_OK)
+		return r;
+	st->inoff = lseek(st->infd, 0, SEEK_CUR);
+	r = gck_reader_new(ctx, st->infd, &st->rd);
+	if (r == GCK_OK && trailer != NULL)
+		r = gck_reader_expect(st->rd, trailer, tlen);
+	free(trailer);
+	if (r != GCK_OK)
 		return r;
 	gck_reader_set_threads(st->rd, st->o->threads);
 	gck_reader_keep_raw(st->rd);
@@ -769,10 +876,10 @@ rst_plan(struct rst *st)
 	struct stat		 sb;
 	int			 r;
 
-	if (st->inoff != 0 || fstat(st->o->infd, &sb) == -1 ||
+	if (st->inoff != 0 || fstat(st->infd, &sb) == -1 ||
 	    !S_ISREG(sb.st_mode) || gck_manifest_format(st->m) < 2)
 		return GCK_OK;
-	if (gck_parents_self(st->ctx, st->o->infd, st->o->inname != NULL ?
+	if (gck_parents_self(st->ctx, st->infd, st->o->inname != NULL ?
 	    st->o->inname : "the image", &self) != GCK_OK) {
 		gck_log(st->ctx, 1, "restoring all memory through criu: %s",
 		    gck_error_string(st->ctx));
@@ -978,7 +1085,8 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	if (o->waiter != NULL)
 		*o->waiter = NULL;
 	st = (struct rst){ .ctx = ctx, .o = o, .ready = ready,
-	    .ready_arg = ready_arg, .dfd = -1, .spoolfd = -1 };
+	    .ready_arg = ready_arg, .dfd = -1, .spoolfd = -1, .infd = o->infd,
+	    .tmpfd = -1 };
 	if ((r = rst_prepare(&st)) != GCK_OK ||
 	    (r = rst_stage(&st)) != GCK_OK)
 		goto out;
@@ -1010,6 +1118,8 @@ out:
 	/* (its workers write through st.fill until they stop) */
 	gck_reader_free(st.rd);
 	gck_fill_free(st.fill);
+	if (st.tmpfd != -1)
+		close(st.tmpfd);
 	gck_parents_free(st.parents);
 	gck_cuda_close(st.cu);
 	free(st.cp);

@@ -46,6 +46,7 @@
 #include "ops/ops.h"
 #include "image/digest.h"
 #include "image/parent.h"
+#include "image/sign.h"
 #include "transport/cache.h"
 #include "transport/frame.h"
 #include "transport/recv.h"
@@ -915,7 +916,12 @@ recv_restore(struct recv *rv, pid_t *rootp)
 	    (rv->cache != NULL && (r = gck_cache_spool(rv->cache)) !=
 	    GCK_OK))
 		goto out;
-	if (rv->whole && rv->cache != NULL && gck_cache_kept(rv->cache)) {
+	/*
+	 * So is an image whose signature must be checked before anything
+	 * is restored (gpurestore --allowed-signers): at its end.
+	 */
+	if ((rv->whole || gck_sig_policy(rv->o->allowed_signers) != NULL) &&
+	    rv->cache != NULL && gck_cache_kept(rv->cache)) {
 		if ((r = recv_whole(rv, &rfd)) != GCK_OK)
 			goto out;
 	} else if ((r = feeder_start(rv, &rfd)) != GCK_OK)
@@ -924,6 +930,7 @@ recv_restore(struct recv *rv, pid_t *rootp)
 	ro.infd = rfd;
 	ro.tmpdir = rv->o->tmpdir;
 	ro.gpu_map = rv->o->gpu_map;
+	ro.allowed_signers = rv->o->allowed_signers;
 	/* What a restore that failed here left dying is waited for. */
 	ro.pid_wait_ms = 2000;
 	if (rv->cache != NULL)

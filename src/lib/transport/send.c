@@ -1104,12 +1104,27 @@ send_check(struct send *s)
 	return GCK_OK;
 }
 
+/* Whether the image file on fd ends with a signature. */
+static int
+signed_file(struct gck_ctx *ctx, int fd)
+{
+	char	*t = NULL, *sig = NULL;
+	size_t	 tlen, siglen;
+	int	 r;
+
+	r = gck_image_tail(ctx, fd, "the image", &t, &tlen, &sig, &siglen) ==
+	    GCK_OK && sig != NULL;
+	free(t);
+	free(sig);
+	return r;
+}
+
 /*
  * An image file to be restored by a remote whose cache offered chunks:
  * read, checked and written again as it is sent, each chunk the cache
  * has as a reference to it, as for a live tree.  Only an image of
- * format 2 that stands alone, read from a file, goes so; *throughp is 0
- * when this one does not, the file as it was.
+ * format 2 that stands alone and is not signed, read from a file, goes
+ * so; *throughp is 0 when this one does not, the file as it was.
  */
 static int
 send_through(struct send *s, int *throughp)
@@ -1128,8 +1143,9 @@ send_through(struct send *s, int *throughp)
 	if ((r = gck_reader_new(ctx, in, &rd)) != GCK_OK ||
 	    (r = gck_reader_head(rd, &m)) != GCK_OK)
 		goto out;
+	/* A signed image goes as it is, its signature with it. */
 	if (gck_manifest_format(m) < 2 || gck_manifest_chain(m) != NULL ||
-	    gck_manifest_chunks_only(m)) {
+	    gck_manifest_chunks_only(m) || signed_file(ctx, in)) {
 		gck_reader_free(rd);
 		return lseek(in, 0, SEEK_SET) == 0 ? GCK_OK :
 		    gck_set_syserr(ctx, errno, "local: cannot read the image "
@@ -1283,6 +1299,7 @@ send_live(struct send *s)
 	co.criu_opts = o->criu_opts;
 	co.have = s->have;
 	co.memo = s->memo;
+	co.sign = o->sign;
 	memset(&cres, 0, sizeof cres);
 	s->touched = 1;
 	clock_gettime(CLOCK_MONOTONIC, &s->tstop);
