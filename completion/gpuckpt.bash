@@ -29,19 +29,21 @@ _gck_opts()
 	gpuckpt)
 		long='--compress --ext-unix-sk --file-locks --format --help --kill
 		    --leave-running --lock-timeout --output --parent --pid
-		    --stop --suspend --tcp-established --threads --verbose
-		    --version'
+		    --sign --stop --suspend --tcp-established --threads
+		    --verbose --version'
 		longarg='--compress --format --lock-timeout --output --parent
-		    --pid --threads'
+		    --pid --sign --threads'
 		short='c=--compress h=--help k=--kill o=--output p=--pid
 		    R=--leave-running s=--stop V=--version v=--verbose'
 		operand=none
 		maxop='0 0'
 		;;
 	gpurestore)
-		long='--gpu-map --help --parent --pid --pidfile --pidns --resume
-		    --threads --verbose --version --wait'
-		longarg='--gpu-map --parent --pid --pidfile --threads'
+		long='--allowed-signers --gpu-map --help --parent --pid
+		    --pidfile --pidns --resume --threads --verbose --version
+		    --wait'
+		longarg='--allowed-signers --gpu-map --parent --pid --pidfile
+		    --threads'
 		short='h=--help p=--pid P=--pidfile V=--version v=--verbose'
 		operand=file
 		maxop='1 1'
@@ -50,11 +52,11 @@ _gck_opts()
 		long='--accept-new --bwlimit --cache --cache-size --compress
 		    --ext-unix-sk --file-locks --gpu-map --help --identity
 		    --live --lock-timeout --max-rounds --no-cache --parallel
-		    --pid --port --remote-path --resume --stats
+		    --pid --port --remote-path --resume --sign --stats
 		    --tcp-established --timeout --verbose --version'
 		longarg='--bwlimit --cache --cache-size --compress --gpu-map
 		    --identity --lock-timeout --max-rounds --parallel --pid
-		    --port --remote-path --timeout -o'
+		    --port --remote-path --sign --timeout -o'
 		short='c=--compress h=--help i=--identity o=-o P=--port
 		    p=--pid V=--version v=--verbose'
 		mode=--pid
@@ -64,19 +66,19 @@ _gck_opts()
 	gpurecv)
 		# Run by gpusend; by hand, only --outcome: its path operand
 		# is not completed.
-		long='--cache --cache-size --gpu-map --help --id --join
-		    --name --no-cache --outcome --restore --resume --streams
-		    --timeout --to-cache --verbose --version'
-		longarg='--cache --cache-size --gpu-map --id --join --name
-		    --outcome --streams --timeout'
+		long='--allowed-signers --cache --cache-size --gpu-map --help
+		    --id --join --name --no-cache --outcome --restore --resume
+		    --streams --timeout --to-cache --verbose --version'
+		longarg='--allowed-signers --cache --cache-size --gpu-map --id
+		    --join --name --outcome --streams --timeout'
 		short='h=--help V=--version v=--verbose'
 		operand=none
 		maxop='0 0'
 		;;
 	gpuinspect)
-		long='--diff --extract --flatten --help --json --parent
-		    --verbose --verify --version'
-		longarg='--extract --flatten --parent'
+		long='--allowed-signers --diff --extract --flatten --help --json
+		    --parent --verbose --verify --version'
+		longarg='--allowed-signers --extract --flatten --parent'
 		short='d=--diff h=--help j=--json t=--verify V=--version
 		    v=--verbose x=--extract'
 		mode=--diff
@@ -301,7 +303,8 @@ _gck_arg()
 	gpuckpt--format)
 		_gck_reply "$3" "$4" 1 2
 		;;
-	*--output|*--pidfile|*--parent|gpuinspect--flatten|gpusend--identity)
+	*--output|*--pidfile|*--parent|*--sign|*--allowed-signers|\
+	gpuinspect--flatten|gpusend--identity)
 		_gck_files "$3" "$4"
 		;;
 	*--pid)

@@ -131,15 +131,15 @@ done
 
 test_expect_success 'gpuinspect: the options it is extended to' '
 	comp "gpuinspect --" &&
-	offers_exactly --diff --extract --flatten --help --json --parent \
-	    --verbose --verify --version
+	offers_exactly --allowed-signers --diff --extract --flatten --help \
+	    --json --parent --verbose --verify --version
 '
 
 test_expect_success 'a prefix narrows the options' '
 	comp "gpuinspect --ve" &&
 	offers_exactly --verbose --verify --version &&
 	comp "gpuckpt --s" &&
-	offers_exactly --stop --suspend &&
+	offers_exactly --sign --stop --suspend &&
 	comp "gpurestore --pid" &&
 	offers_exactly --pid --pidfile --pidns &&
 	comp "gpuckpt --comp" &&

@@ -172,7 +172,7 @@ test_expect_success 'gpusend usage errors' '
 	    >out 2>err &&
 	test_grep "^gpusend: --resume continues a file stored there" err &&
 	test_status 2 "$GCK_BINDIR/send/gpusend" -c zstd img host >out 2>err &&
-	test_grep "^gpusend: -c, --live, --max-rounds, --lock-timeout and the criu options are for a live tree" err &&
+	test_grep "^gpusend: -c, --live, --max-rounds, --lock-timeout, --sign and the criu options are for a live tree" err &&
 	test_status 2 "$GCK_BINDIR/send/gpusend" --parallel 17 -p 1 host \
 	    >out 2>err &&
 	test_grep "^gpusend: invalid --parallel .17.: too large (use 1 to 16)$" err &&

@@ -29,6 +29,7 @@ static const struct option longopts[] = {
 	{ "parent",		required_argument,	NULL,	'P' },
 	{ "pid",		required_argument,	NULL,	'p' },
 	{ "leave-running",	no_argument,		NULL,	'R' },
+	{ "sign",		required_argument,	NULL,	'K' },
 	{ "stop",		no_argument,		NULL,	's' },
 	{ "suspend",		no_argument,		NULL,	'S' },
 	{ "tcp-established",	no_argument,		NULL,	'T' },
@@ -46,8 +47,9 @@ usage(int status)
 	    "[--file-locks]\n"
 	    "               [--format 1|2] [--lock-timeout seconds] "
 	    "[-o file]\n"
-	    "               [--parent image] [--tcp-established] "
-	    "[--threads n] -p pid\n"
+	    "               [--parent image] [--sign key] "
+	    "[--tcp-established] [--threads n]\n"
+	    "               -p pid\n"
 	    "       %s --suspend [-v] [--lock-timeout seconds] -p pid\n",
 	    getprogname(), getprogname());
 	exit(status);
@@ -180,6 +182,10 @@ main(int argc, char *argv[])
 			o.parent = optarg;
 			image_opts++;
 			break;
+		case 'K':
+			o.sign = optarg;
+			image_opts++;
+			break;
 		case 'S':
 			suspend = 1;
 			break;
@@ -202,7 +208,8 @@ main(int argc, char *argv[])
 		usage(2);
 	if (suspend && image_opts) {
 		warnx("--suspend makes no image: it takes no -c, --format, -k, "
-		    "-o, --parent, -R, -s or --threads, nor criu options");
+		    "-o, --parent, -R, -s, --sign or --threads, nor criu "
+		    "options");
 		usage(2);
 	}
 	if (suspend)

@@ -22,6 +22,7 @@
 enum mode { SHOW, VERIFY, DIFF, EXTRACT, FLATTEN };
 
 static const struct option longopts[] = {
+	{ "allowed-signers", required_argument,	NULL,	'S' },
 	{ "diff",	no_argument,		NULL,	'd' },
 	{ "extract",	required_argument,	NULL,	'x' },
 	{ "flatten",	required_argument,	NULL,	'F' },
@@ -42,14 +43,16 @@ static void		 print_show(const char *, json_t *);
 static void		 print_diff(json_t *, int);
 static void		 print_tree(json_t *, json_t *, json_t *, size_t, int);
 static char		*cmdline_str(json_t *);
-static int		 verify(struct gck_ctx *, int, char **, size_t);
+static int		 verify(struct gck_ctx *, int, char **, size_t,
+			    const char *);
 
 static _Noreturn void
 usage(int status)
 {
 	fprintf(status ? stderr : stdout,
 	    "usage: %s [-jVv] [file | -]\n"
-	    "       %s -t [-v] [--parent path] [file | -]\n"
+	    "       %s -t [-v] [--allowed-signers file] [--parent path] "
+	    "[file | -]\n"
 	    "       %s -d [-jv] file1 file2\n"
 	    "       %s -x dir [-v] [file | -]\n"
 	    "       %s --flatten out [-v] --parent path [file | -]\n",
@@ -226,6 +229,11 @@ print_show(const char *name, json_t *d)
 		    size_str(json_object_get(img, "stored_bytes"), b[0],
 		    sizeof b[0]), size_str(json_object_get(img,
 		    "referenced_bytes"), b[1], sizeof b[1]));
+	if (json_is_object(json_object_get(img, "signature")))
+		printf("signed      by %s key %s (not checked: gpuinspect "
+		    "--verify checks it)\n", str(json_object_get(img,
+		    "signature"), "key"), str(json_object_get(img,
+		    "signature"), "fingerprint"));
 	printf("source      %s: Linux %s %s\n", str(h, "hostname"),
 	    str(h, "kernel"), str(h, "arch"));
 	printf("versions    criu %s", str(d, "criu_version"));
@@ -412,17 +420,20 @@ print_diff(json_t *d, int verbose)
 
 /* --verify: reads the image whole, its parents' chunks too. */
 static int
-verify(struct gck_ctx *ctx, int fd, char **parents, size_t nparents)
+verify(struct gck_ctx *ctx, int fd, char **parents, size_t nparents,
+    const char *allowed)
 {
 	struct gck_image_stats	 st;
 	const struct gck_manifest *m;
 	struct gck_reader	*rd = NULL;
+	char			*who = NULL;
 	int			 r;
 
 	if ((r = gck_reader_new(ctx, fd, &rd)) == GCK_OK &&
 	    (r = gck_reader_head(rd, &m)) == GCK_OK &&
 	    (r = gck_reader_use_parents(rd, parents, nparents)) == GCK_OK &&
-	    (r = gck_reader_extract(rd, -1)) == GCK_OK) {
+	    (r = gck_reader_extract(rd, -1)) == GCK_OK &&
+	    (r = gck_reader_signer(rd, allowed, &who)) == GCK_OK) {
 		gck_reader_stats(rd, &st);
 		printf("image ok: %llu entries, %llu bytes",
 		    (unsigned long long)st.entries,
@@ -431,7 +442,15 @@ verify(struct gck_ctx *ctx, int fd, char **parents, size_t nparents)
 			printf(", %llu of them read from its parents",
 			    (unsigned long long)st.ref_bytes);
 		printf("\n");
+		if (who != NULL && allowed != NULL)
+			printf("signed by %s, as '%s' allows\n", safe(who),
+			    safe(allowed));
+		else if (who != NULL)
+			printf("signed by %s: a good signature, whoever that "
+			    "is (--allowed-signers says whom to trust)\n",
+			    safe(who));
 	}
+	free(who);
 	gck_reader_free(rd);
 	return r;
 }
@@ -443,7 +462,7 @@ main(int argc, char *argv[])
 	enum mode		 mode = SHOW;
 	json_error_t		 jerr;
 	json_t			*doc = NULL;
-	const char		*dir = NULL, *name;
+	const char		*dir = NULL, *name, *allowed = NULL;
 	char			*text = NULL, **parents = NULL;
 	size_t			 nparents = 0;
 	int			 ch, verbose = 0, json = 0, r, fd, fdb;
@@ -454,6 +473,9 @@ main(int argc, char *argv[])
 		switch (ch) {
 		case 'A':
 			tool_append(&parents, &nparents, optarg);
+			break;
+		case 'S':
+			allowed = optarg;
 			break;
 		case 'F':
 			mode = FLATTEN;
@@ -497,6 +519,10 @@ main(int argc, char *argv[])
 		warnx("--parent is for --verify and --flatten");
 		usage(2);
 	}
+	if (allowed != NULL && mode != VERIFY) {
+		warnx("--allowed-signers is for --verify");
+		usage(2);
+	}
 	if (mode == DIFF && strcmp(argv[0], "-") == 0 &&
 	    strcmp(argv[1], "-") == 0) {
 		warnx("only one of the images can be standard input");
@@ -520,7 +546,7 @@ main(int argc, char *argv[])
 			errx(1, "cannot read the description: %s", jerr.text);
 		break;
 	case VERIFY:
-		r = verify(ctx, fd, parents, nparents);
+		r = verify(ctx, fd, parents, nparents, allowed);
 		break;
 	case FLATTEN:
 		r = gck_inspect_flatten(ctx, fd, parents, nparents, dir);

@@ -18,6 +18,7 @@
 #include "tool.h"
 
 static const struct option longopts[] = {
+	{ "allowed-signers", required_argument,	NULL,	'A' },
 	{ "cache",	required_argument,	NULL,	'C' },
 	{ "cache-size",	required_argument,	NULL,	'S' },
 	{ "gpu-map",	required_argument,	NULL,	'g' },
@@ -41,10 +42,11 @@ static _Noreturn void
 usage(int status)
 {
 	fprintf(status ? stderr : stdout,
-	    "usage: %s [-hVv] --restore [--cache dir | --no-cache] "
-	    "[--cache-size size]\n"
-	    "               [--gpu-map map] --id id [--streams n] "
-	    "[--timeout seconds]\n"
+	    "usage: %s [-hVv] --restore [--allowed-signers file] "
+	    "[--cache dir | --no-cache]\n"
+	    "               [--cache-size size] [--gpu-map map] --id id "
+	    "[--streams n]\n"
+	    "               [--timeout seconds]\n"
 	    "       %s [-hVv] [--name name] [--resume] --id id [--streams n] "
 	    "[--timeout seconds] path\n"
 	    "       %s [-hVv] --to-cache [--cache dir] [--cache-size size] "
@@ -74,6 +76,9 @@ main(int argc, char *argv[])
 	o.outfd = STDOUT_FILENO;
 	while ((ch = getopt_long(argc, argv, "hVv", longopts, NULL)) != -1) {
 		switch (ch) {
+		case 'A':
+			o.allowed_signers = optarg;
+			break;
 		case 'C':
 			if (*optarg == '\0') {
 				warnx("empty --cache");
@@ -134,6 +139,10 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (modes > 1 || o.id == NULL)
 		usage(2);
+	if (o.allowed_signers != NULL && o.mode != GCK_RECV_RESTORE) {
+		warnx("--allowed-signers is for --restore");
+		usage(2);
+	}
 	if (o.mode == GCK_RECV_STORE) {
 		if (argc != 1)
 			usage(2);

@@ -21,6 +21,7 @@
 #include "tool.h"
 
 static const struct option longopts[] = {
+	{ "allowed-signers", required_argument,	NULL,	'S' },
 	{ "gpu-map",	required_argument,	NULL,	'G' },
 	{ "help",	no_argument,		NULL,	'h' },
 	{ "parent",	required_argument,	NULL,	'A' },
@@ -39,10 +40,11 @@ static _Noreturn void
 usage(int status)
 {
 	fprintf(status ? stderr : stdout,
-	    "usage: %s [-hVv] [--gpu-map src=dst[,...]] [--parent path] "
-	    "[--pidfile file]\n"
-	    "                  [--pidns] [--threads n] [--wait] "
-	    "[file | -]\n"
+	    "usage: %s [-hVv] [--allowed-signers file] "
+	    "[--gpu-map src=dst[,...]]\n"
+	    "                  [--parent path] [--pidfile file] [--pidns] "
+	    "[--threads n]\n"
+	    "                  [--wait] [file | -]\n"
 	    "       %s --resume [-v] [--gpu-map src=dst[,...]] -p pid\n",
 	    getprogname(), getprogname());
 	exit(status);
@@ -114,6 +116,9 @@ main(int argc, char *argv[])
 		case 'A':
 			tool_append(&parents, &o.nparents, optarg);
 			o.parents = parents;
+			break;
+		case 'S':
+			o.allowed_signers = optarg;
 			break;
 		case 'G':
 			o.gpu_map = optarg;

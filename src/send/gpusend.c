@@ -40,6 +40,7 @@ static const struct option longopts[] = {
 	{ "pid",		required_argument,	NULL,	'p' },
 	{ "remote-path",	required_argument,	NULL,	'r' },
 	{ "resume",		no_argument,		NULL,	'z' },
+	{ "sign",		required_argument,	NULL,	'K' },
 	{ "stats",		no_argument,		NULL,	's' },
 	{ "tcp-established",	no_argument,		NULL,	'T' },
 	{ "timeout",		required_argument,	NULL,	't' },
@@ -89,8 +90,9 @@ usage(int status)
 	    "               [--lock-timeout seconds] [-o option=value] "
 	    "[-P port]\n"
 	    "               [--parallel n] [--remote-path command] "
-	    "[--tcp-established]\n"
-	    "               [--timeout seconds] -p pid [user@]host\n"
+	    "[--sign key]\n"
+	    "               [--tcp-established] [--timeout seconds] "
+	    "-p pid [user@]host\n"
 	    "       %s [-hVv] [--accept-new] [--cache dir | --no-cache] "
 	    "[--cache-size size]\n"
 	    "               [--bwlimit rate] [--gpu-map map] [-i identity] "
@@ -229,6 +231,9 @@ image_option(struct args *a, int ch, const char *arg)
 		if ((ms = tool_seconds(arg, "lock timeout", 3600)) == -1)
 			usage(2);
 		o->lock_ms = (unsigned int)ms;
+		break;
+	case 'K':
+		o->sign = arg;
 		break;
 	case 'l':
 		o->live = 1;
@@ -400,8 +405,8 @@ check_file(struct args *a, int argc, char *argv[])
 	if (argc != 2)
 		usage(2);
 	if (a->image_opts) {
-		warnx("-c, --live, --max-rounds, --lock-timeout and the criu "
-		    "options are for a live tree (-p)");
+		warnx("-c, --live, --max-rounds, --lock-timeout, --sign and "
+		    "the criu options are for a live tree (-p)");
 		usage(2);
 	}
 	file = argv[0];
