@@ -548,9 +548,9 @@ write_new(struct gck_ctx *ctx, int dfd, const char *dir, const char *name,
 }
 
 /*
- * The trailer, and the signature that covers its bytes, as they are in
- * the image: so that ssh-keygen -Y verify checks the one against the
- * other.
+ * For a signed image, the trailer and the signature that covers its
+ * bytes, as they are in the image: so that ssh-keygen -Y verify checks
+ * the one against the other.
  */
 static int
 extract_tail(struct gck_ctx *ctx, struct gck_reader *rd, int dfd,
@@ -561,13 +561,12 @@ extract_tail(struct gck_ctx *ctx, struct gck_reader *rd, int dfd,
 	int		 r;
 
 	gck_reader_signature(rd, &sig, &siglen, &t, &tlen);
-	if (t != NULL && (r = write_new(ctx, dfd, dir, GCK_ENTRY_TRAILER, t,
-	    tlen)) != GCK_OK)
+	if (sig == NULL || t == NULL)
+		return GCK_OK;
+	if ((r = write_new(ctx, dfd, dir, GCK_ENTRY_TRAILER, t, tlen)) !=
+	    GCK_OK)
 		return r;
-	if (sig != NULL && (r = write_new(ctx, dfd, dir, GCK_ENTRY_SIG, sig,
-	    siglen)) != GCK_OK)
-		return r;
-	return GCK_OK;
+	return write_new(ctx, dfd, dir, GCK_ENTRY_SIG, sig, siglen);
 }
 
 /*
