@@ -354,6 +354,18 @@ test_expect_success 'gpusend --sign -p: gpurecv --allowed-signers restores it th
 	kill_tree $VHOST
 '
 
+test_expect_success 'gpusend --live --sign: the image that stops it is signed' '
+	start s3 -m 32 &&
+	test_status 0 gsend --live --sign="$TRASH/alice" -p $WPID \
+	    root@127.0.0.1 >out 2>err &&
+	test_must_be_empty err &&
+	wait_gone $WPID &&
+	VHOST=$(ns_pid $WPID) &&
+	test -n "$VHOST" &&
+	verify_workload $VHOST &&
+	kill_tree $VHOST
+'
+
 test_expect_success 'gpusend -p unsigned: refused there, the tree runs on here' '
 	start s2 -m 16 &&
 	verify_workload $WPID &&

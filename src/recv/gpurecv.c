@@ -139,10 +139,6 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (modes > 1 || o.id == NULL)
 		usage(2);
-	if (o.allowed_signers != NULL && o.mode != GCK_RECV_RESTORE) {
-		warnx("--allowed-signers is for --restore");
-		usage(2);
-	}
 	if (o.mode == GCK_RECV_STORE) {
 		if (argc != 1)
 			usage(2);
