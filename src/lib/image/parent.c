@@ -297,6 +297,12 @@ p_frame_entries(const struct gck_parents *ps, struct pfetch *fx,
 		break;
 	case ARCHIVE_OK:
 		r = p_entry_data(ps, fx, a, e, fe2, buf2p, cap2p);
+		/* and nothing after it but the end of the archive */
+		if (r == GCK_OK && archive_read_next_header(a, &e) !=
+		    ARCHIVE_EOF)
+			r = gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt %s "
+			    "'%s': more than two entries in the frame at "
+			    "offset %" PRIu64, ps->what, pi->path, at);
 		break;
 	default:
 		r = gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt %s '%s': "
@@ -940,11 +946,16 @@ gck_image_tail(struct gck_ctx *ctx, int fd, const char *name, char **tp,
 	    &sbuf, &scap)) != GCK_OK)
 		goto out;
 	if (strcmp(fe.name, GCK_ENTRY_TRAILER) != 0 || fe.ref ||
-	    !gck_digest_equal(&fe.rec, &fe.got) || (fs.name[0] != '\0' &&
-	    (strcmp(fs.name, GCK_ENTRY_SIG) != 0 || fs.ref ||
-	    fs.size > GCK_SIG_MAX || !gck_digest_equal(&fs.rec, &fs.got)))) {
+	    !gck_digest_equal(&fe.rec, &fe.got)) {
 		r = gck_set_error(ctx, GCK_ECORRUPT, "corrupt image '%s': its "
 		    "footer names no trailer", name);
+		goto out;
+	}
+	if (fs.name[0] != '\0' && (strcmp(fs.name, GCK_ENTRY_SIG) != 0 ||
+	    fs.ref || fs.size > GCK_SIG_MAX || !gck_digest_equal(&fs.rec,
+	    &fs.got))) {
+		r = gck_set_error(ctx, GCK_ECORRUPT, "corrupt image '%s': what "
+		    "follows its trailer is no signature", name);
 		goto out;
 	}
 	*tp = buf;

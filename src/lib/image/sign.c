@@ -263,10 +263,13 @@ gck_sig_key(struct gck_ctx *ctx, const char *sig, size_t len,
 
 	memset(k, 0, sizeof *k);
 	if (len > GCK_SIG_MAX || (s = memmem(sig, len, SIG_BEGIN,
-	    strlen(SIG_BEGIN))) == NULL || (e = memmem(s, len - (size_t)(s -
-	    sig), SIG_END, strlen(SIG_END))) == NULL)
+	    strlen(SIG_BEGIN))) == NULL)
 		goto bad;
+	/* The end after the beginning, not among its dashes. */
 	s += strlen(SIG_BEGIN);
+	if ((e = memmem(s, len - (size_t)(s - sig), SIG_END,
+	    strlen(SIG_END))) == NULL)
+		goto bad;
 	if ((b64 = malloc((size_t)(e - s) + 1)) == NULL)
 		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 	for (; s < e; s++)
