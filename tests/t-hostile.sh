@@ -179,13 +179,18 @@ test_expect_success 'make the images the hostile streams are made from' '
 	test "$(sed -n \$p list)" = gpuckpt.sums
 '
 
-# And from two of format 2 of another tree: a full one, v2a.gck, and
-# v2b.gck, made with --parent=v2a.gck after the tree rewrote some of its
-# memory, so that it holds both chunks and references.
+# And from three of format 2 of another tree: a full one, v2a.gck, the
+# same signed with key, v2s.gck, and v2b.gck, made with
+# --parent=v2a.gck after the tree rewrote some of its memory, so that it
+# holds both chunks and references.  allowed lists key: some streams are
+# refused with --allowed-signers=allowed.
 test_expect_success 'make the images of format 2 the hostile streams are made from' '
+	ssh-keygen -q -t ed25519 -N "" -C hostile -f key &&
+	echo "hostile $(cat key.pub)" >allowed &&
 	start_workload v2 -m 8 -r 10 &&
 	started=$WPID &&
 	test_status 0 "$GCKPT" -R -p $WPID -o v2a.gck &&
+	test_status 0 "$GCKPT" -R --sign=key -p $WPID -o v2s.gck &&
 	! grep "^rewrote " "$WSTATUS" &&
 	kill -USR2 $WPID &&
 	wait_for_line "$WSTATUS" "^rewrote " 30 &&
@@ -194,7 +199,10 @@ test_expect_success 'make the images of format 2 the hostile streams are made fr
 	wait_gone $WPID &&
 	wait_gone $WCHILD &&
 	zstd -dc v2b.gck | tar -xOf - gpuckpt.sums >v2b.sums &&
-	grep "\"ref\"" v2b.sums
+	grep "\"ref\"" v2b.sums &&
+	test_status 0 "$GCKINSPECT" --verify --allowed-signers=allowed \
+	    v2s.gck >out &&
+	grep "hostile" out
 '
 
 # tests/hostile.py makes the streams and runs each through gpurestore
@@ -205,6 +213,7 @@ test_expect_success 'the hostile streams' '
 	python3 "$GCK_SRCDIR/hostile.py" --bindir "$GCK_BINDIR" \
 	    --runone "$GCK_TESTDIR/runone" \
 	    --trash "$TRASH/hostile" --min 1000 --v2 v2a.gck,v2b.gck \
+	    --signed v2s.gck,key,allowed \
 	    parts.gck parts.tar \
 	    >hostile.out &&
 	test -s hostile.out

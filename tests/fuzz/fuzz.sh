@@ -106,6 +106,7 @@ max_len()
 	frame) echo 4096 ;;
 	manifest) echo 16384 ;;
 	stream | recv) echo 131072 ;;
+	sig) echo 16400 ;;
 	*) echo 65536 ;;
 	esac
 }

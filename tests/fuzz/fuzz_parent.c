@@ -6,7 +6,10 @@
  * from the frame the trailer says, as the reader extracts the child
  * into a directory that is emptied after each input.  The same bytes
  * also go through what gpuckpt --parent reads of its parent (the
- * digests it lists) and what gpuinspect says of an image's sizes.
+ * digests it lists), what gpuinspect says of an image's sizes, and what
+ * gpurestore --allowed-signers reads first of an image, from its end:
+ * the trailer and the signature after it, and who signed (nothing is
+ * verified: that is ssh-keygen's).
  *
  * Under libFuzzer a failed malloc() ends the run, so no input may come
  * back as GCK_ENOMEM: that would be a damaged image taken for a lack of
@@ -25,6 +28,7 @@
 #include "private.h"
 #include "image/digest.h"
 #include "image/parent.h"
+#include "image/sign.h"
 #include "fuzz.h"
 
 #ifndef FUZZ_DATADIR
@@ -40,6 +44,7 @@ static void	cleanup(void);
 static void	load_child(void);
 static int	as_base(struct gck_ctx *, const char *);
 static int	as_parent(struct gck_ctx *, char *);
+static int	as_signed(struct gck_ctx *, int, const char *);
 static void	check(const char *, int, struct gck_ctx *);
 
 static void
@@ -117,6 +122,32 @@ as_parent(struct gck_ctx *ctx, char *path)
 	return r;
 }
 
+/* The end of the image, as gpurestore --allowed-signers reads it. */
+static int
+as_signed(struct gck_ctx *ctx, int fd, const char *path)
+{
+	struct gck_sigkey	 k;
+	char			*t = NULL, *sig = NULL;
+	size_t			 tlen = 0, siglen = 0;
+	int			 r;
+
+	r = gck_image_tail(ctx, fd, path, &t, &tlen, &sig, &siglen);
+	if (r != GCK_OK) {
+		if (t != NULL || sig != NULL)
+			abort();
+		return r;
+	}
+	if (t == NULL || t[tlen] != '\0' || (sig != NULL &&
+	    (siglen > GCK_SIG_MAX || sig[siglen] != '\0')))
+		abort();
+	/* who signed: a code for no SSHSIG, never GCK_ENOMEM (check()) */
+	if (sig != NULL)
+		r = gck_sig_key(ctx, sig, siglen, &k);
+	free(t);
+	free(sig);
+	return r;
+}
+
 /* Says how the input fared; aborts on a code it cannot have earned. */
 static void
 check(const char *what, int r, struct gck_ctx *ctx)
@@ -155,6 +186,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check("base", r, ctx);
 	r = as_parent(ctx, path);
 	check("parent", r, ctx);
+	r = as_signed(ctx, fd, path);
+	check("signed", r, ctx);
 
 	close(fd);
 	gck_ctx_free(ctx);

@@ -6,17 +6,20 @@ usage: mkcorpus.py BUILDDIR [OUTDIR]
 BUILDDIR is a configured build directory where `make` and then
 `make fuzz FUZZ_SECONDS=0` have run: gpuckpt and gpuinspect are under
 its src/, mkimage (an image writer) under its fuzz-build/.  Run as root,
-with criu and zstd: it checkpoints a tiny static program (leaving it
-running, then killing it) into three images, --compress=none, zstd and
-one with --parent over the zstd one, and takes the CRIU files apart with
-gpuinspect -x.  The other seeds are made from those: small images with
-parts and holes, manifests, CRIU file sets for fuzz_criu, the frames of
-a send for fuzz_frame and fuzz_recv, the parent damaged for fuzz_parent
-(whose child, the incremental image, goes beside OUTDIR as child.gck).
+with criu, zstd and ssh-keygen: it checkpoints a tiny static program
+(leaving it running, then killing it) into three images,
+--compress=none, zstd and one with --parent over the zstd one, and takes
+the CRIU files apart with gpuinspect -x.  The other seeds are made from
+those: small images with parts and holes, manifests, CRIU file sets for
+fuzz_criu, the frames of a send for fuzz_frame and fuzz_recv, the parent
+damaged and signed for fuzz_parent (whose child, the incremental image,
+goes beside OUTDIR as child.gck), images signed with throwaway keys and
+signatures alone for fuzz_sig.
 OUTDIR defaults to corpus/ beside this script.  Files named found-*
 there are left alone: inputs that long runs of the targets found, chosen
 with libFuzzer's -merge=1 against these seeds.
 """
+import base64
 import hashlib
 import json
 import os
@@ -45,9 +48,10 @@ def put(out, target, name, data):
         f.write(data)
 
 
-def small_image(mkimage, work, level, fmt=1):
+def small_image(mkimage, work, level, fmt=1, key=None):
     """A small image with the library's writer: a few small files, a
-    pages file with a hole, and one in parts."""
+    pages file with a hole, and one in parts; signed with key, if
+    given."""
     m = os.path.join(work, "m.json")
     with open(m, "w") as f:
         json.dump({"format": fmt, "root_pid": 7, "part_size": 4096,
@@ -58,8 +62,10 @@ def small_image(mkimage, work, level, fmt=1):
     pg = os.path.join(work, "pg")
     with open(pg, "wb") as f:
         f.write(b"\x5a" * 4096 + bytes(4096) + b"\xa5" * 4096)
-    out = os.path.join(work, "small-%d-%d.gck" % (level, fmt))
-    subprocess.run([mkimage, out, str(level), "4096", m,
+    out = os.path.join(work, "small-%d-%d%s.gck" % (level, fmt,
+                                                    "-signed" if key else ""))
+    subprocess.run([mkimage] + (["-s", key] if key else []) +
+                   [out, str(level), "4096", m,
                     "inventory.img", small, "core-7.img@", small,
                     "pages-1.img=", pg, "pages-2.img@", pg], check=True)
     with open(out, "rb") as f:
@@ -296,6 +302,96 @@ def parent_seeds(out, work, img):
         with_trailer(raw, work, zsize_short, True))
 
 
+def keygen(work, name, typ):
+    """A throwaway key of type typ, made with ssh-keygen: its path."""
+    k = os.path.join(work, name)
+    subprocess.run(["ssh-keygen", "-q", "-t", typ, "-N", "", "-C", name,
+                    "-f", k], check=True)
+    return k
+
+
+def sign(key, data, ns=b"gpuckpt-image"):
+    """An SSHSIG of data by key, armoured, as gpuckpt --sign makes."""
+    return subprocess.run(["ssh-keygen", "-q", "-Y", "sign", "-n", ns,
+                           "-f", key], input=data, check=True,
+                          stdout=subprocess.PIPE).stdout
+
+
+def sig_entry(data):
+    """The tar entry gpuckpt.sig of data, with its SHA-256, without the
+    end of the archive."""
+    body = b" SCHILY.xattr.gpuckpt.sha256=%s\n" % \
+        hashlib.sha256(data).hexdigest().encode()
+    n = len(body) + 1
+    while len(b"%d" % n) + len(body) != n:
+        n += 1
+    rec = b"%d" % n + body
+
+    def hdr(name, size, typ):
+        h = bytearray(512)
+        h[0:len(name)] = name
+        h[100:108] = b"0000600\0"
+        h[108:116] = h[116:124] = b"0000000\0"
+        h[124:136] = b"%011o\0" % size
+        h[136:148] = b"%011o\0" % 1700000000
+        h[156:157] = typ
+        h[257:265] = b"ustar\x0000"
+        h[148:156] = b" " * 8
+        h[148:156] = b"%06o\0 " % sum(h)
+        return bytes(h)
+
+    def padded(b):
+        return b + bytes(-len(b) % 512)
+    return hdr(b"PaxHeader/gpuckpt.sig", len(rec), b"x") + padded(rec) + \
+        hdr(b"gpuckpt.sig", len(data), b"0") + padded(data)
+
+
+def signed(img, work, key, raw=False):
+    """img, a compressed image of format 2, signed with key: the
+    signature entry after its trailer, in the last frame (compressed
+    again, or stored raw), where the footer names it."""
+    (at,) = struct.unpack("<Q", img[-8:])
+    tar = unzstd(work, img[at:-24])
+    start = tar.index(b'{"format"')
+    t, end = json.JSONDecoder().raw_decode(tar[start:].decode())
+    text = tar[start:start + end]
+    body = tar[:start + (end + 511) // 512 * 512]
+    assert not any(tar[len(body):])
+    tar = body + sig_entry(sign(key, text)) + bytes(1024)
+    if raw:
+        return img[:at] + zraw(tar) + img[-24:]
+    path = os.path.join(work, "signed.tar")
+    with open(path, "wb") as f:
+        f.write(tar)
+    frame = subprocess.run(["zstd", "-q", "-19", "-c", path], check=True,
+                           stdout=subprocess.PIPE).stdout
+    return img[:at] + frame + img[-24:]
+
+
+def sig_seeds(out, work, mkimage, parent):
+    """The seeds with signatures (gpuckpt --sign): small images signed,
+    for fuzz_stream; the parent of child.gck signed, for fuzz_parent;
+    SSHSIGs by keys of each type, of the namespace of images or not, for
+    fuzz_sig (first byte 0: the armoured text; 1: the binary that
+    fuzz_sig armours)."""
+    keys = {t: keygen(work, "key-" + t, t) for t in ("ed25519", "ecdsa",
+                                                     "rsa")}
+    k = keys["ed25519"]
+    z = small_image(mkimage, work, 3, 2, k)
+    put(out, "stream", "small-v2-signed-zstd.gck", z)
+    # (only a compressed image is signed: the same, decompressed)
+    put(out, "stream", "small-v2-signed-none.gck", unzstd(work, z))
+    put(out, "parent", "signed.gck", signed(parent, work, k))
+    put(out, "parent", "signed-raw.gck", signed(parent, work, k, True))
+    text = b'{"format":2,"entries":[],"count":0,"bytes":0}'
+    for t, key in keys.items():
+        sig = sign(key, text)
+        put(out, "sig", t, b"\0" + sig)
+        put(out, "sig", t + "-bin",
+            b"\1" + base64.b64decode(b"".join(sig.split(b"\n")[1:-2])))
+    put(out, "sig", "git", b"\0" + sign(k, text, b"git"))
+
+
 def overflow():
     """A manifest whose numbers add up beyond 64 bits (fixed in gpumap.c
     and inspect.c)."""
@@ -334,7 +430,7 @@ def make(bindir, mkimage, work, out):
     imgs, files, pid = checkpoint(bindir, work)
     # found-*: inputs that long fuzzing runs found, kept as they are.
     for t in ("stream", "manifest", "criu", "frame", "recv", "parent",
-              "fill"):
+              "fill", "sig"):
         d = os.path.join(out, t)
         for n in os.listdir(d) if os.path.isdir(d) else ():
             if not n.startswith("found-"):
@@ -356,6 +452,9 @@ def make(bindir, mkimage, work, out):
     with open(os.path.join(out, os.pardir, "child.gck"), "wb") as f:
         f.write(imgs["incr"])
     parent_seeds(out, work, imgs["zstd"])
+
+    # Signatures: signed images, and signatures alone for fuzz_sig.
+    sig_seeds(out, work, mkimage, imgs["zstd"])
 
     # fuzz_fill: an image file, and an incremental one without its
     # parent.

@@ -3,12 +3,13 @@
  * fuzz_stream and fuzz_recv (mkcorpus.py).  fuzz.sh builds it beside the
  * targets.
  *
- * usage: mkimage OUT LEVEL PART MANIFEST [NAME[=|@] FILE]...
+ * usage: mkimage [-s KEY] OUT LEVEL PART MANIFEST [NAME[=|@] FILE]...
  *
  * LEVEL is zstd's (0: none), PART the part size, MANIFEST the file of
  * the manifest's text; each NAME is a CRIU file name, taken from FILE;
  * NAME= adds it as pages, zero pages as holes, NAME@ as gpuckpt adds
- * the files criu wrote, in parts.
+ * the files criu wrote, in parts.  -s signs the image (of format 2)
+ * with KEY, as gpuckpt --sign does.
  */
 #include "config.h"
 
@@ -46,13 +47,19 @@ main(int argc, char **argv)
 {
 	struct gck_writer	*w = NULL;
 	struct gck_ctx		*ctx;
+	const char		*key = NULL;
 	char			*data, name[256];
 	size_t			 len, n;
 	int			 dfd, fd, i, r, how;
 
+	if (argc > 2 && strcmp(argv[1], "-s") == 0) {
+		key = argv[2];
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc < 5 || argc % 2 == 0) {
-		fprintf(stderr, "usage: mkimage out level part manifest "
-		    "[name file]...\n");
+		fprintf(stderr, "usage: mkimage [-s key] out level part "
+		    "manifest [name file]...\n");
 		return 2;
 	}
 	if ((ctx = gck_ctx_new()) == NULL ||
@@ -62,6 +69,8 @@ main(int argc, char **argv)
 	/* the format its manifest says */
 	r = gck_writer_new2(ctx, fd, atoi(argv[2]), (size_t)atol(argv[3]),
 	    memmem(data, len, "\"format\": 2", 11) != NULL ? 2 : 1, 0, &w);
+	if (r == GCK_OK && key != NULL)
+		r = gck_writer_set_sign(w, key);
 	if (r == GCK_OK)
 		r = gck_writer_add(w, "gpuckpt.json", data, len);
 	free(data);
