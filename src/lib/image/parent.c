@@ -1181,6 +1181,26 @@ gck_parents_pool_done(struct gck_parents *ps)
 }
 
 /*
+ * Once every image is added: the pool offers the chunks it stores to an
+ * image being written, which refers to them (gck_writer_set_parents())
+ * rather than store them again.  Returns GCK_OK or a code.
+ */
+int
+gck_parents_pool_offer(struct gck_parents *ps)
+{
+	struct gck_digest	*d;
+	size_t			 n;
+	int			 r;
+
+	if ((r = gck_parents_pool_digests(ps, &d, &n)) != GCK_OK)
+		return r;
+	free(ps->all);
+	ps->all = d;
+	ps->nall = n;
+	return GCK_OK;
+}
+
+/*
  * The digests of the chunks the pool stores, each once, sorted, into
  * *dp (n of them, to be freed).  Returns GCK_OK or a code.
  */
