@@ -197,6 +197,8 @@ struct gck_ckpt_result {
 	uint64_t	 ref_bytes;	/* of memory, referred to: stored in
 					   the parent or the receiver's
 					   cache */
+	uint64_t	 frozen_ms;	/* how long the tree was stopped, a
+					   tree left running */
 };
 
 /*

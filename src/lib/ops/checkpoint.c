@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -36,6 +37,7 @@
 #include "criu/zeroscan.h"
 #include "gpu/cuda.h"
 #include "image/chunker.h"
+#include "image/digest.h"
 #include "image/image.h"
 #include "image/manifest.h"
 #include "image/names.h"
@@ -87,6 +89,15 @@ struct ckpt {
 	int				 dumped;	/* left stopped */
 	int				 gpu_touched;
 	int				 tcp_run;	/* criu lets it run */
+	int				 gpu_lost;	/* not given back */
+	struct timespec			 t_stop;	/* when it stopped */
+	uint64_t			 frozen_ms;	/* and for how long */
+	/* A snapshot (see snapshot.c): */
+	int				 snap;
+	struct gck_ckpt_opts		 so;	/* how the stop writes */
+	struct gck_parents		*pool;	/* the rounds, the parent */
+	struct gck_memo			*memo;	/* what they read */
+	struct out			 delta;	/* what the stop wrote */
 };
 
 static int	out_name(struct gck_ctx *, const struct gck_ckpt_opts *,
@@ -109,6 +120,10 @@ static int	ckpt_quiesce(struct ckpt *);
 static void	ckpt_cuda_facts(struct ckpt *);
 static int	ckpt_dump(struct ckpt *);
 static int	ckpt_commit(struct ckpt *);
+static int	snap_wanted(const struct ckpt *);
+static int	snap_rounds(struct ckpt *);
+static int	snap_commit(struct ckpt *);
+static void	ckpt_ran(struct ckpt *);
 static int	ckpt_dispose(struct ckpt *);
 static void	ckpt_rollback(struct ckpt *, int);
 static void	ckpt_free(struct ckpt *);
@@ -602,10 +617,12 @@ stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	    (unsigned long long)holes);
 	if (parents != NULL)
 		gck_log(ctx, 1, "image: %llu bytes of memory referred to, "
-		    "not stored: %s has them", (unsigned long long)
-		    gck_writer_refbytes(w), gck_parents_count(parents) > 0 &&
+		    "not stored: %s", (unsigned long long)
+		    gck_writer_refbytes(w), o->memo != NULL && o->have ==
+		    NULL ? "the rounds read them" :
+		    gck_parents_count(parents) > 0 &&
 		    gck_parents_path(parents, 0) == NULL ? "the receiver's "
-		    "cache" : "its parent");
+		    "cache has them" : "its parent has them");
 	*wp = w;
 	w = NULL;
 	r = GCK_OK;
@@ -622,6 +639,7 @@ out:
 struct wstate {
 	struct gck_ctx			*ctx;
 	const struct gck_ckpt_opts	*o;
+	const struct gck_ckpt_opts	*so;	/* how the image is written */
 	enum gck_after			 after;	/* as the manifest says */
 	struct gck_capture		*cap;
 	const char			*criuver;
@@ -729,8 +747,9 @@ write_image(void *arg)
 		r = ctx->code;
 		goto out;
 	}
-	gck_log(ctx, 1, "writing image");
-	r = stream_image(ctx, w->o, manifest, w->cap, w->ns, w->out->fd,
+	gck_log(ctx, 1, w->so != w->o ? "writing what the rounds did not "
+	    "read" : "writing image");
+	r = stream_image(ctx, w->so, manifest, w->cap, w->ns, w->out->fd,
 	    w->parents, &w->w);
 out:
 	gck_ptree_free(t);
@@ -1104,13 +1123,15 @@ ckpt_dump(struct ckpt *c)
 	memset(&w, 0, sizeof w);
 	w.ctx = ctx;
 	w.o = c->o;
+	w.so = c->snap ? &c->so : c->o;
 	/* A tree held for gpusend's word is handed over, as with a pipe. */
 	w.after = c->commit != NULL ? GCK_AFTER_HANDOVER : c->after;
 	w.cap = c->cap;
 	w.criuver = c->criuver;
 	w.shell_job = c->shell_job;
-	w.out = &c->out;
-	w.parents = c->parents != NULL ? c->parents : c->o->have;
+	w.out = c->snap ? &c->delta : &c->out;
+	w.parents = c->snap ? c->pool : c->parents != NULL ? c->parents :
+	    c->o->have;
 	if (c->ncp > 0) {
 		ckpt_cuda_facts(c);
 		w.cf = &c->cf;
@@ -1213,6 +1234,9 @@ ckpt_dispose(struct ckpt *c)
 		break;
 	case GCK_AFTER_RUN:
 		resume_tree(c->pre, c->procs, c->nprocs);
+		ckpt_ran(c);
+		if (c->res != NULL)
+			c->res->frozen_ms = c->frozen_ms;
 		if (c->gpu_touched && gck_cuda_settle(c->cu, c->cp, c->ncp,
 		    c->why, sizeof c->why) > 0) {
 			/* The image stands; out_abort() leaves it be. */
@@ -1246,7 +1270,7 @@ ckpt_rollback(struct ckpt *c, int r)
 	}
 	/* Its restore threads running again, the GPU comes back. */
 	nbad = c->gpu_touched ? gck_cuda_settle(c->cu, c->cp, c->ncp, c->why,
-	    sizeof c->why) : 0;
+	    sizeof c->why) : (size_t)c->gpu_lost;
 	if (r != GCK_ENOPROC && c->pre != NULL) {
 		if (nbad > 0)
 			gck_error_fate(ctx, GCK_FATE_RUNNING, "process tree %d "
@@ -1272,6 +1296,10 @@ ckpt_free(struct ckpt *c)
 {
 	gck_writer_free(c->writer);
 	gck_parents_free(c->parents);
+	gck_parents_free(c->pool);
+	gck_memo_free(c->memo);
+	if (c->delta.fd != -1)
+		close(c->delta.fd);
 	gck_capture_free(c->cap);
 	/*
 	 * The work directory goes before the guard hears that all is
@@ -1289,6 +1317,110 @@ ckpt_free(struct ckpt *c)
 	gck_nsview_free(c->ns);
 }
 
+/*
+ * A snapshot is taken in two halves (snapshot.c): a tree left running,
+ * to a file or a stream, in an image that may have parents.  A tree
+ * whose TCP connections criu lets run is no snapshot: criu never stops
+ * it.
+ */
+static int
+snap_wanted(const struct ckpt *c)
+{
+	const struct gck_ckpt_opts	*o = c->o;
+
+	return c->after == GCK_AFTER_RUN && c->commit == NULL &&
+	    !c->out.null && o->format != 1 && o->level > 0 &&
+	    o->have == NULL && o->memo == NULL &&
+	    !(o->criu_opts & GCK_CRIU_TCP_ESTABLISHED);
+}
+
+/*
+ * The rounds, the tree running; the stop is then to write, fast, an
+ * image of what changed since into the work directory.
+ */
+static int
+snap_rounds(struct ckpt *c)
+{
+	struct gck_ctx	*ctx = c->ctx;
+	char		 path[PATH_MAX];
+	int		 r;
+
+	if ((c->memo = gck_memo_new()) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	if ((r = gck_snap_rounds(ctx, c->o->pid, c->work, c->o->parent,
+	    c->memo, &c->pool)) != GCK_OK)
+		return r;
+	snprintf(path, sizeof path, "%s/stop.img", c->work);
+	if ((c->delta.fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
+	    0600)) == -1)
+		return gck_set_syserr(ctx, errno, "cannot create '%s': %s",
+		    path, strerror(errno));
+	c->so = *c->o;
+	c->so.level = GCK_SNAP_LEVEL;
+	c->so.memo = c->memo;
+	c->so.sign = NULL;
+	c->so.parent = NULL;
+	c->snap = 1;
+	return GCK_OK;
+}
+
+/* The tree runs again: how long it was stopped. */
+static void
+ckpt_ran(struct ckpt *c)
+{
+	struct timespec	t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	c->frozen_ms = (uint64_t)(t.tv_sec - c->t_stop.tv_sec) * 1000 +
+	    (uint64_t)((t.tv_nsec - c->t_stop.tv_nsec) / 1000000);
+	gck_log(c->ctx, 1, "process tree %d ran again after %llu ms stopped",
+	    (int)c->o->pid, (unsigned long long)c->frozen_ms);
+}
+
+/*
+ * The image of the stop is whole: the tree runs again, its GPUs given
+ * back, and the image asked for is written from that image and the
+ * rounds'.  A failure from now on fails the snapshot, the tree running.
+ */
+static int
+snap_commit(struct ckpt *c)
+{
+	struct gck_ctx	*ctx = c->ctx;
+	uint64_t	 refs;
+	int		 r;
+
+	if ((r = gck_check_interrupt(ctx)) != GCK_OK ||
+	    (r = gck_writer_finish(c->writer)) != GCK_OK)
+		return r;
+	resume_tree(c->pre, c->procs, c->nprocs);
+	c->dumped = 0;
+	ckpt_ran(c);
+	if (c->gpu_touched) {
+		c->gpu_touched = 0;
+		c->gpu_lost = gck_cuda_settle(c->cu, c->cp, c->ncp, c->why,
+		    sizeof c->why) > 0;
+	}
+	gck_log(ctx, 1, "writing image");
+	if ((r = gck_snap_write(ctx, c->delta.fd, c->pool, c->o, c->parents,
+	    c->out.fd, &refs)) != GCK_OK ||
+	    (r = gck_check_interrupt(ctx)) != GCK_OK ||
+	    (r = out_commit(ctx, &c->out)) != GCK_OK ||
+	    (r = ckpt_result(ctx, c->res, c->after, c->procs, c->nprocs,
+	    c->ncp, &c->out)) != GCK_OK)
+		return r;
+	if (c->res != NULL) {
+		c->res->ref_bytes = refs;
+		c->res->frozen_ms = c->frozen_ms;
+	}
+	if (c->gpu_lost) {
+		/* The image stands; out_abort() leaves it be. */
+		c->gpu_lost = 0;
+		return gck_set_error(ctx, GCK_ECUDA, "the image is complete, "
+		    "but a process could not get its GPU back: %s", c->why);
+	}
+	return GCK_OK;
+}
+
 int
 gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
     gck_commit_fn commit, void *commit_arg, struct gck_ckpt_result *res)
@@ -1298,15 +1430,22 @@ gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 
 	c = (struct ckpt){ .ctx = ctx, .o = o, .commit = commit,
 	    .commit_arg = commit_arg, .res = res, .after = o->after };
-	c.out.fd = -1;
+	c.out.fd = c.delta.fd = -1;
 	if (res != NULL)
 		memset(res, 0, sizeof *res);
 	if ((r = ckpt_preflight(&c)) != GCK_OK ||
 	    (r = ckpt_stage(&c)) != GCK_OK ||
-	    (r = ckpt_quiesce(&c)) != GCK_OK ||
-	    (r = ckpt_dump(&c)) != GCK_OK ||
-	    (r = ckpt_commit(&c)) != GCK_OK ||
-	    (r = ckpt_dispose(&c)) != GCK_OK)
+	    (snap_wanted(&c) && (r = snap_rounds(&c)) != GCK_OK))
+		goto out;
+	clock_gettime(CLOCK_MONOTONIC, &c.t_stop);
+	if ((r = ckpt_quiesce(&c)) != GCK_OK ||
+	    (r = ckpt_dump(&c)) != GCK_OK)
+		goto out;
+	if (c.snap)
+		r = snap_commit(&c);
+	else if ((r = ckpt_commit(&c)) == GCK_OK)
+		r = ckpt_dispose(&c);
+	if (r != GCK_OK)
 		goto out;
 	r = GCK_OK;
 out:
