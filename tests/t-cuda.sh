@@ -276,7 +276,13 @@ test_expect_success 'gpuckpt -p PID | gpurestore on one host moves them' '
 
 test_expect_success 'a snapshot (-R) leaves them running on their GPUs' '
 	: >"$F/log" &&
-	"$GCKPT" -R -p $WPID -o snap.gck &&
+	"$GCKPT" -v -R -p $WPID -o snap.gck 2>err &&
+	# locked and checkpointed only once the rounds are over, with the
+	# tree stopped, and given back before the image is written
+	awk "/^gpuckpt: pre-copy ended/ { r = NR } /^gpuckpt: GPU lock/ { l = NR }
+	    /^gpuckpt: GPU checkpoint/ { c = NR } /^gpuckpt: dumping/ { d = NR }
+	    / ran again after / { a = NR } /^gpuckpt: writing image\$/ { w = NR }
+	    END { exit !(r && r < l && l < c && c < d && d < a && a < w) }" err &&
 	logged checkpoint $WPIDS &&
 	logged restore $WPIDS &&
 	logged unlock $WPIDS &&

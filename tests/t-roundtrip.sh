@@ -26,7 +26,7 @@ restored_ok() {
 	test "$(proc_field $1 22)" != "$WSTART" &&
 	test "$(proc_field $1 6)" != "$(proc_field $$ 6)" &&
 	verify_workload $1 &&
-	grep "^verify ok .* child=$WCHILD\$" "$WSTATUS" >/dev/null
+	grep "^verify ok .* child=$WCHILD gap=[0-9]*\$" "$WSTATUS" >/dev/null
 }
 
 # check_image IMAGE.tar PID AFTER [SHELLJOB]: the uncompressed image

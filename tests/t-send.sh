@@ -69,7 +69,7 @@ verify_there() {
 	test -n "$VHOST" || { echo >&2 "no process $1 there"; return 1; }
 	verify_workload $VHOST || return 1
 	grep '^verify ' "$WSTATUS" | tail -n 1 >vline &&
-	test_grep " child=$WCHILD\$" vline
+	test_grep " child=$WCHILD gap=[0-9]*\$" vline
 }
 
 # nothing_left: no scratch file here or there, and no record or socket

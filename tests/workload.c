@@ -21,8 +21,10 @@
  * to STATUSFILE (default "workload.status").  On SIGUSR1 it checks the
  * memory checksum (and the segment's), the file offset, a round trip
  * through the child and that the thread still counts, and appends either
- *	verify ok sum=HEX counter=N thread=N child=PID
- * or "verify FAIL what".  With -r, on SIGUSR2 it rewrites PERCENT of
+ *	verify ok sum=HEX counter=N thread=N child=PID gap=MS
+ * or "verify FAIL what", where gap is the longest time, in milliseconds,
+ * that the counting thread went without a turn since the check before
+ * (the time the process was stopped, give or take 10 ms).  With -r, on SIGUSR2 it rewrites PERCENT of
  * its memory with new bytes, in runs of 2 MiB aligned to 2 MiB in its
  * address space and spread over it, remembers the new checksum and
  * appends
@@ -71,6 +73,7 @@ static void	*ticker(void *);
 static void	 verify(void);
 
 static atomic_ulong		 thread_ticks;
+static atomic_ulong		 thread_gap;	/* ms, longest since checked */
 static uint64_t			*mem;
 static size_t			 nwords;
 static uint64_t			 sum;
@@ -148,12 +151,28 @@ rewrite(void)
 	work_status("rewrote sum=%016" PRIx64 " runs=%zu", sum, i);
 }
 
+static long long
+mono_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void *
 ticker(void *arg)
 {
+	long long	prev = mono_ms(), t;
+
 	for (;;) {
 		atomic_fetch_add(&thread_ticks, 1);
 		work_msleep(10);
+		t = mono_ms();
+		/* the gap between turns, but the sleep's own 10 ms */
+		if (t - prev - 10 > (long long)atomic_load(&thread_gap))
+			atomic_store(&thread_gap, (unsigned long)(t - prev - 10));
+		prev = t;
 	}
 	return NULL;
 }
@@ -252,7 +271,8 @@ verify(void)
 	}
 
 	work_status("verify ok sum=%016" PRIx64 " counter=%lu thread=%lu "
-	    "child=%ld", now, counter, t1, (long)child);
+	    "child=%ld gap=%lu", now, counter, t1, (long)child,
+	    atomic_exchange(&thread_gap, 0));
 }
 
 int

@@ -327,7 +327,7 @@ dst_ok() {
 	test -n "$DROOT" && test -n "$DCHILD" &&
 	proc_running $DROOT && proc_running $DCHILD &&
 	verify_workload $DROOT &&
-	grep '^verify ' "$WSTATUS" | tail -n 1 | grep -q " child=$WCHILD\$"
+	grep '^verify ' "$WSTATUS" | tail -n 1 | grep -q " child=$WCHILD gap=[0-9]*\$"
 }
 
 # ------------------------------------------------------------ a run's end
