@@ -35,10 +35,16 @@
 #   BENCH_VARIANTS=...    a subset of the variants above (default all;
 #                         empty: none, e.g. for the extras alone)
 #   BENCH_EXTRAS=...      a subset of "none-vs-dump rss-flat restore-file
-#                         incremental cache-again live" (default all);
+#                         incremental cache-again live snapshot" (default
+#                         all);
 #                         live: downtime of gpusend --live, gpusend and
 #                         baseline-ssh on the mixed workload rewriting 0,
-#                         1 and 10% of its memory a second
+#                         1 and 10% of its memory a second; snapshot:
+#                         the pause of gpuckpt -R against criu dump
+#                         --leave-running into a tmpfs, on the mixed
+#                         workload rewriting 1% of its memory a second,
+#                         and a series of 10 snapshots, each --parent
+#                         the one before
 #   BENCH_LIVE_RATES=...  those rates for "live" (default "0 1 10")
 #   BENCH_QUICK=1         smoke run: workloads 1/8 of their size, 1 repeat
 #   BENCH_DIR=DIR         where to work and write results (default: the
@@ -91,7 +97,7 @@ QUICK=${BENCH_QUICK:-0}
 [ "$QUICK" = 0 ] && REPEAT=${BENCH_REPEAT:-3} || REPEAT=${BENCH_REPEAT:-1}
 WORKLOADS=${BENCH_WORKLOADS-mixed zero90 random}
 VARIANTS=${BENCH_VARIANTS-baseline-pipe baseline-ssh gpuckpt-pipe gpuckpt-ssh gpusend gpusend-par}
-EXTRAS=${BENCH_EXTRAS-none-vs-dump rss-flat restore-file incremental cache-again live}
+EXTRAS=${BENCH_EXTRAS-none-vs-dump rss-flat restore-file incremental cache-again live snapshot}
 LIVE_RATES=${BENCH_LIVE_RATES:-"0 1 10"}	# percent of the memory rewritten a second
 LIMIT=${BENCH_TIMEOUT:-900}
 DIR=${BENCH_DIR:-$BENCH_BINDIR}
@@ -144,8 +150,8 @@ for v in $VARIANTS; do
 done
 for x in $EXTRAS; do
 	case $x in
-	none-vs-dump|rss-flat|restore-file|incremental|cache-again|live) ;;
-	*) die "unknown extra '$x' (none-vs-dump rss-flat restore-file incremental cache-again live)" ;;
+	none-vs-dump|rss-flat|restore-file|incremental|cache-again|live|snapshot) ;;
+	*) die "unknown extra '$x' (none-vs-dump rss-flat restore-file incremental cache-again live snapshot)" ;;
 	esac
 done
 
@@ -1025,6 +1031,77 @@ incremental()
 	rm -rf "$d"
 }
 
+# --- snapshots: the pause of gpuckpt -R, and a series -------------------
+
+# pause_of CMD...: runs CMD while the workload runs, its output thrown
+# away; prints the longest
+# pause it saw meanwhile, in seconds (0.000 when none went over 50 ms).
+# Returns CMD's status.
+pause_of()
+{
+	local n st
+
+	n=$(grep -c '^gap ' "$WSTATUS")
+	"$@" >/dev/null
+	st=$?
+	sleep 0.2
+	awk -v n="$n" '$1 == "gap" && ++k > n { if ($2 > m) m = $2 }
+	    END { printf "%.3f", m / 1000 }' "$WSTATUS"
+	return $st
+}
+
+# snapshot REP: on the mixed workload rewriting 1% of its memory a
+# second, the pause of gpuckpt -R into a file and that of criu dump
+# --leave-running into a tmpfs, taken in turns; then a series of 10
+# snapshots, each --parent the one before, about a second apart.
+# Appends
+#   snapshot - REP ok|FAIL gpuckpt_pause_s criu_pause_s first_B tenth_B
+#       gpuckpt_total_s
+snapshot()
+{
+	local rep=$1 kind mib ok=ok d=$R/snap pg=- pc=- fb=- tb=- tt=- i t0
+	local parent=
+
+	set -- $(workload_spec mixed)
+	kind=$1
+	mib=$2
+	rm -rf "$d"
+	mkdir -p "$d/tmp"
+	if ! tmpfs_mount "$mib" || ! start_work "$kind" "$mib" "" 1; then
+		broke=1
+		echo "snapshot - $rep FAIL" >>"$RAW"
+		return
+	fi
+	t0=$(now)
+	pg=$(pause_of env TMPDIR="$d/tmp" timeout "$LIMIT" "$GPUCKPT" -R \
+	    -p "$WPID" -o "$d/s1.gck" 2>>"$d/err") || ok=FAIL
+	tt=$(elapsed "$t0" "$(now)")
+	rm -rf "$tmpfs_dir/img"
+	mkdir "$tmpfs_dir/img"
+	pc=$(pause_of timeout "$LIMIT" "$CRIU" dump -D "$tmpfs_dir/img" \
+	    -t "$WPID" --leave-running 2>>"$d/err") || ok=FAIL
+	rm -rf "$tmpfs_dir/img"
+	[ $ok = ok ] && fb=$(stat -c %s "$d/s1.gck")
+	parent=$d/s1.gck
+	for i in 2 3 4 5 6 7 8 9 10; do
+		[ $ok = ok ] || break
+		sleep 1
+		TMPDIR=$d/tmp timeout "$LIMIT" "$GPUCKPT" -R --parent="$parent" \
+		    -p "$WPID" -o "$d/s$i.gck" 2>>"$d/err" || ok=FAIL
+		parent=$d/s$i.gck
+	done
+	[ $ok = ok ] && tb=$(stat -c %s "$d/s10.gck")
+	if [ $ok = ok ] && ! verify; then
+		note "snapshot: the workload did not verify after its snapshots"
+		ok=FAIL
+	fi
+	stop_work
+	[ $ok = ok ] || { broke=1; note "snapshot failed: $(tail -n 3 "$d/err")"; }
+	note "snapshot #$rep ($mib MiB): pause gpuckpt -R $pg s (of $tt s), criu dump --leave-running to tmpfs $pc s; first $fb B, tenth $tb B"
+	echo "snapshot - $rep $ok $pg $pc $fb $tb $tt" >>"$RAW"
+	rm -rf "$d"
+}
+
 # --- a second hand-over to a host that kept the first -------------------
 
 # again_send D N: gpusend --stats of the workload to the namespace's
@@ -1154,6 +1231,25 @@ inc_report()
 	say "== an image with --parent after 5% of the memory was rewritten =="
 	say "$(verdict "$(cmp_le "$r" 0.08)")  incremental $ib B / full $fb B: $r (goal: at most 0.08)"
 	say "      its restore, given the parent: $(awk '$1 == "incremental" && $4 == "ok" { print $7; exit }' "$RAW") s"
+}
+
+# snap_report: the pause of a snapshot against criu's, and the series.
+snap_report()
+{
+	local pg pc r fb tb tt
+
+	grep -q '^snapshot .* ok ' "$RAW" || return 0
+	pg=$(awk '$1 == "snapshot" && $4 == "ok" { print $5 }' "$RAW" | sort -g |
+	    awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
+	pc=$(awk '$1 == "snapshot" && $4 == "ok" { print $6 }' "$RAW" | sort -g |
+	    awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
+	r=$(awk -v a="$pg" -v b="$pc" 'BEGIN { if (b == 0) print "-"; else printf "%.3f", a / b }')
+	set -- $(awk '$1 == "snapshot" && $4 == "ok" { print $7, $8, $9; exit }' "$RAW")
+	fb=$1 tb=$2 tt=$3
+	say ""
+	say "== snapshots: mixed $(size 2048) MiB rewriting 1% of its memory a second =="
+	say "$(verdict "$(cmp_le "$r" 1.0)")  pause of gpuckpt -R $pg s / criu dump --leave-running to tmpfs $pc s: $r (goal: at most 1.0; gpuckpt -R took $tt s in all)"
+	say "      the 10th snapshot of a series, each --parent the one before: $tb B / first, full, $fb B: $(awk -v a="$tb" -v b="$fb" 'BEGIN { printf "%.4f", a / b }')"
 }
 
 # --- the report --------------------------------------------------------
@@ -1479,6 +1575,11 @@ for x in $EXTRAS; do
 	cache-again)
 		cache_again 1
 		;;
+	snapshot)
+		for rep in $(seq 1 "$REPEAT"); do
+			snapshot "$rep"
+		done
+		;;
 	live)
 		for rate in $LIVE_RATES; do
 			for rep in $(seq 1 "$REPEAT"); do
@@ -1497,6 +1598,7 @@ rf_report
 inc_report
 again_report
 live_report
+snap_report
 say ""
 say "raw runs (workload variant rep status downtime_s total_s wire_B rss_ckpt_kB rss_restore_kB staging_B; baseline: rss kB of criu dump tar zstd zstd-d tar criu-restore):"
 while IFS= read -r line; do
