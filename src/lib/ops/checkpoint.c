@@ -87,6 +87,10 @@ struct ckpt {
 	int				 dumped;	/* left stopped */
 	int				 gpu_touched;
 	int				 tcp_run;	/* criu lets it run */
+	struct gck_stats		 st;	/* for c->res, once done */
+	int64_t				 t0, mark;	/* gck_clock_us() */
+	int64_t				 tstop;	/* the tree stopped, or 0 */
+	uint64_t			 dropped;	/* zero pages left out */
 };
 
 static int	out_name(struct gck_ctx *, const struct gck_ckpt_opts *,
@@ -110,6 +114,7 @@ static void	ckpt_cuda_facts(struct ckpt *);
 static int	ckpt_dump(struct ckpt *);
 static int	ckpt_commit(struct ckpt *);
 static int	ckpt_dispose(struct ckpt *);
+static void	ckpt_stats(struct ckpt *);
 static void	ckpt_rollback(struct ckpt *, int);
 static void	ckpt_free(struct ckpt *);
 
@@ -634,6 +639,7 @@ struct wstate {
 	size_t				 nttys;	/* terminal files made null */
 	struct gck_writer		*w;	/* the image, but its trailer */
 	const struct gck_parents	*parents;	/* or NULL */
+	uint64_t			 dropped;	/* zero pages left out */
 };
 
 /*
@@ -711,6 +717,7 @@ write_image(void *arg)
 	/* The manifest lists the pages files as they are left. */
 	if ((r = gck_zero_scan(ctx, w->cap, w->ns, &dropped)) != GCK_OK)
 		goto out;
+	w->dropped = dropped;
 	for (i = 0; i < n; i++) {
 		files[i].name = gck_capture_file(w->cap, i)->name;
 		files[i].size = gck_capture_file(w->cap, i)->size;
@@ -730,6 +737,7 @@ write_image(void *arg)
 		goto out;
 	}
 	gck_log(ctx, 1, "writing image");
+	gck_meter_stage(ctx, "writing", 0);
 	r = stream_image(ctx, w->o, manifest, w->cap, w->ns, w->out->fd,
 	    w->parents, &w->w);
 out:
@@ -1050,6 +1058,8 @@ ckpt_quiesce(struct ckpt *c)
 	    GCK_OK)
 		return r;
 	c->gpu_touched = 1;
+	/* Its CUDA work stops here: the freeze starts. */
+	c->tstop = gck_clock_us();
 	if ((r = gck_cuda_step(ctx, c->cu, c->cp, c->ncp, GCK_CS_LOCK,
 	    c->o->lock_ms)) != GCK_OK ||
 	    (r = gck_check_interrupt(ctx)) != GCK_OK)
@@ -1129,8 +1139,12 @@ ckpt_dump(struct ckpt *c)
 	stream.arg = &job;
 	stream.hook = gck_capture_hook_path(c->cap);
 	w.ns = c->ns;
+	if (c->tstop == 0)
+		c->tstop = gck_clock_us();
+	gck_meter_stage(ctx, "dumping", 0);
 	r = gck_criu_dump(ctx, c->o->pid, c->ns, c->imgdir, c->shell_job,
 	    c->o->criu_opts, c->tcp_run, &stream);
+	c->dropped = w.dropped;
 	c->procs = w.procs;
 	c->nprocs = w.nprocs;
 	c->writer = w.w;
@@ -1186,6 +1200,29 @@ ckpt_commit(struct ckpt *c)
 	    c->ncp, &c->out)) == GCK_OK && c->res != NULL)
 		c->res->ref_bytes = gck_writer_refbytes(c->writer);
 	return r;
+}
+
+/*
+ * The statistics of a checkpoint done, in c->st: the writer's counts,
+ * the zero pages the scan left out, and the freeze, from the GPU lock
+ * or the dump to the tree's end, resumption or hand-over.
+ */
+static void
+ckpt_stats(struct ckpt *c)
+{
+	struct gck_stats	*st = &c->st;
+	uint64_t		 bytes, holes;
+	int64_t			 now = gck_clock_us();
+
+	gck_writer_counts(c->writer, &st->memory_bytes, &st->image_bytes);
+	gck_writer_stats(c->writer, &bytes, &holes);
+	st->memory_bytes += c->dropped;
+	st->zero_bytes = holes + c->dropped;
+	st->unchanged_bytes = gck_writer_refbytes(c->writer);
+	st->freeze_ms = c->tstop != 0 ? gck_stats_ms(c->tstop, now) : 0;
+	st->total_ms = gck_stats_ms(c->t0, now);
+	if (c->res != NULL)
+		c->res->stats = *st;
 }
 
 /*
@@ -1299,15 +1336,29 @@ gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	c = (struct ckpt){ .ctx = ctx, .o = o, .commit = commit,
 	    .commit_arg = commit_arg, .res = res, .after = o->after };
 	c.out.fd = -1;
+	c.t0 = c.mark = gck_clock_us();
 	if (res != NULL)
 		memset(res, 0, sizeof *res);
-	if ((r = ckpt_preflight(&c)) != GCK_OK ||
-	    (r = ckpt_stage(&c)) != GCK_OK ||
-	    (r = ckpt_quiesce(&c)) != GCK_OK ||
-	    (r = ckpt_dump(&c)) != GCK_OK ||
-	    (r = ckpt_commit(&c)) != GCK_OK ||
-	    (r = ckpt_dispose(&c)) != GCK_OK)
+	if ((r = ckpt_preflight(&c)) != GCK_OK)
 		goto out;
+	gck_stats_stage(&c.st, "check", &c.mark);
+	if ((r = ckpt_stage(&c)) != GCK_OK)
+		goto out;
+	gck_stats_stage(&c.st, "prepare", &c.mark);
+	if ((r = ckpt_quiesce(&c)) != GCK_OK)
+		goto out;
+	if (c.ncp > 0)
+		gck_stats_stage(&c.st, "gpu", &c.mark);
+	if ((r = ckpt_dump(&c)) != GCK_OK)
+		goto out;
+	gck_stats_stage(&c.st, "dump", &c.mark);
+	if ((r = ckpt_commit(&c)) != GCK_OK)
+		goto out;
+	gck_stats_stage(&c.st, "finish", &c.mark);
+	if ((r = ckpt_dispose(&c)) != GCK_OK)
+		goto out;
+	gck_stats_stage(&c.st, "dispose", &c.mark);
+	ckpt_stats(&c);
 	r = GCK_OK;
 out:
 	if (r != GCK_OK)
