@@ -1104,15 +1104,22 @@ snapshot()
 
 # --- a second hand-over to a host that kept the first -------------------
 
-# again_send D N: gpusend --stats of the workload to the namespace's
-# sshd, its gpurecv keeping its cache in D/cache; the JSON in D/sN.
+# again_send D N: gpusend --stats=json of the workload to the
+# namespace's sshd, its gpurecv keeping its cache in D/cache; the JSON
+# (on its standard error) in D/sN, the rest of what it said in D/err.
 again_send()
 {
+	local st
+
 	HOME=$R/home TMPDIR=$1/a "$GPUSEND" -P "$nsport" -i "$R/ssh/userkey" \
 	    -o IdentityAgent=none -o UserKnownHostsFile="$1/known_hosts" \
 	    --remote-path "TMPDIR='$1/b' '$GPURECV'" --cache "$1/cache" \
-	    --stats $GPUSEND_ARGS -p "$WPID" root@127.0.0.1 \
-	    >"$1/s$2" 2>>"$1/err"
+	    --stats=json $GPUSEND_ARGS -p "$WPID" root@127.0.0.1 \
+	    >/dev/null 2>"$1/e$2"
+	st=$?
+	grep '^{' "$1/e$2" >"$1/s$2"
+	grep -v '^{' "$1/e$2" >>"$1/err"
+	return $st
 }
 
 # json_key FILE KEY

@@ -15,6 +15,8 @@
 #	longarg		those of them that take an argument, and the
 #			pseudo-long name of a short option without a long
 #			one that takes an argument ("-o")
+#	longopt		those that take an optional argument: only as
+#			--name=ARG
 #	short		its short options, each as LETTER=LONG
 #	mode		the option that changes the operands (--diff,
 #			--pid), or nothing
@@ -29,22 +31,26 @@ _gck_opts()
 	gpuckpt)
 		long='--compress --ext-unix-sk --file-locks --format --help --kill
 		    --leave-running --lock-timeout --output --parent --pid
-		    --sign --stop --suspend --tcp-established --threads
-		    --verbose --version'
+		    --quiet --sign --stats --stop --suspend --tcp-established
+		    --threads --verbose --version'
 		longarg='--compress --format --lock-timeout --output --parent
 		    --pid --sign --threads'
+		longopt=--stats
 		short='c=--compress h=--help k=--kill o=--output p=--pid
-		    R=--leave-running s=--stop V=--version v=--verbose'
+		    q=--quiet R=--leave-running s=--stop V=--version
+		    v=--verbose'
 		operand=none
 		maxop='0 0'
 		;;
 	gpurestore)
 		long='--allowed-signers --gpu-map --help --parent --pid
-		    --pidfile --pidns --resume --threads --verbose --version
-		    --wait'
+		    --pidfile --pidns --quiet --resume --stats --threads
+		    --verbose --version --wait'
 		longarg='--allowed-signers --gpu-map --parent --pid --pidfile
 		    --threads'
-		short='h=--help p=--pid P=--pidfile V=--version v=--verbose'
+		longopt=--stats
+		short='h=--help p=--pid P=--pidfile q=--quiet V=--version
+		    v=--verbose'
 		operand=file
 		maxop='1 1'
 		;;
@@ -52,13 +58,14 @@ _gck_opts()
 		long='--accept-new --bwlimit --cache --cache-size --compress
 		    --ext-unix-sk --file-locks --gpu-map --help --identity
 		    --live --lock-timeout --max-rounds --no-cache --parallel
-		    --pid --port --remote-path --resume --sign --stats
+		    --pid --port --quiet --remote-path --resume --sign --stats
 		    --tcp-established --timeout --verbose --version'
 		longarg='--bwlimit --cache --cache-size --compress --gpu-map
 		    --identity --lock-timeout --max-rounds --parallel --pid
 		    --port --remote-path --sign --timeout -o'
+		longopt=--stats
 		short='c=--compress h=--help i=--identity o=-o P=--port
-		    p=--pid V=--version v=--verbose'
+		    p=--pid q=--quiet V=--version v=--verbose'
 		mode=--pid
 		operand=send
 		maxop='2 1'
@@ -303,6 +310,9 @@ _gck_arg()
 	gpuckpt--format)
 		_gck_reply "$3" "$4" 1 2
 		;;
+	*--stats)
+		_gck_reply "$3" "$4" text json
+		;;
 	*--output|*--pidfile|*--parent|*--sign|*--allowed-signers|\
 	gpuinspect--flatten|gpusend--identity)
 		_gck_files "$3" "$4"
@@ -352,7 +362,8 @@ _gck_sshopt()
 _gck_complete()
 {
 	local prog=$1 IFS=$' \t\n' words cword cur opt i j w
-	local long longarg short mode= operand maxop argof= nop=0 ddash=0
+	local long longarg longopt= short mode= operand maxop argof= nop=0
+	local ddash=0
 	local inmode=0
 
 	COMPREPLY=()
@@ -410,7 +421,7 @@ _gck_complete()
 	fi
 	if ((!ddash)) && [[ $cur == --*=* ]]; then
 		_gck_long "${cur%%=*}"
-		_gck_takes "$opt" &&
+		{ _gck_takes "$opt" || [[ " $longopt " == *" $opt "* ]]; } &&
 		    _gck_arg "$prog" "$opt" "${cur%%=*}=" "${cur#*=}"
 		return 0
 	fi

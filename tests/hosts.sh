@@ -49,16 +49,19 @@ use_host() {
 	eval "port=\$port_$1 ns_id=\$ns_id_$1"
 }
 
-# gsend HOST ARGS: gpusend --stats to HOST, the JSON on stdout; when it
+# gsend HOST ARGS: gpusend --stats=json to HOST, the JSON object (which
+# it prints on stderr) on stdout, the rest of stderr on stderr; when it
 # fails, what it said goes into the test's log too.
 gsend() {
 	use_host $1
 	shift
 	HOME=$TRASH/home "$GCKSEND" -P "$port" -i "$TRASH/userkey" \
 	    -o IdentityAgent=none -o UserKnownHostsFile="$TRASH/known_hosts" \
-	    --remote-path "$RPATH" --stats "$@" root@127.0.0.1 \
-	    2>"$TRASH/gsend.err"
+	    --remote-path "$RPATH" --stats=json "$@" root@127.0.0.1 \
+	    >"$TRASH/gsend.out" 2>"$TRASH/gsend.all"
 	_st=$?
+	grep '^{' "$TRASH/gsend.all"
+	grep -v '^{' "$TRASH/gsend.all" >"$TRASH/gsend.err"
 	cat "$TRASH/gsend.err" >&2
 	if test $_st != 0 && test -n "${BASH_VERSION:-}"; then
 		sed 's/^/gpusend said: /' "$TRASH/gsend.err" >&4

@@ -139,7 +139,7 @@ test_expect_success 'a prefix narrows the options' '
 	comp "gpuinspect --ve" &&
 	offers_exactly --verbose --verify --version &&
 	comp "gpuckpt --s" &&
-	offers_exactly --sign --stop --suspend &&
+	offers_exactly --sign --stats --stop --suspend &&
 	comp "gpurestore --pid" &&
 	offers_exactly --pid --pidfile --pidns &&
 	comp "gpuckpt --comp" &&
@@ -186,6 +186,19 @@ test_expect_success 'gpuckpt -p PID: the pids that begin with PID' '
 	comp "gpuckpt -p $spid" &&
 	offers $spid &&
 	! grep -v "^$spid" out
+'
+
+test_expect_success '--stats=: the forms, and --stats takes no next word' '
+	for p in gpuckpt gpurestore gpusend; do
+		comp "$p --stats=" &&
+		offers_exactly text json &&
+		comp "$p --stats=j" &&
+		offers_exactly json || return 1
+	done &&
+	comp "gpurestore --stats " &&
+	offers comp.bash &&
+	comp "gpuckpt --stats --q" &&
+	offers_exactly --quiet
 '
 
 test_expect_success 'gpuckpt --compress=: the methods' '

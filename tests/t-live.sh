@@ -223,9 +223,12 @@ test_expect_success 'a remote that keeps no cache: no rounds, the usual migratio
 	use_host A &&
 	HOME=$TRASH/home "$GCKSEND" -P "$port" -i "$TRASH/userkey" \
 	    -o IdentityAgent=none -o UserKnownHostsFile="$TRASH/known_hosts" \
-	    --remote-path "GCK_CACHE=none $RPATH" --stats -v --live -p $h \
-	    root@127.0.0.1 >s7 2>err &&
+	    --remote-path "GCK_CACHE=none $RPATH" --stats=json -v --live \
+	    -p $h root@127.0.0.1 >out 2>err &&
 	cat err &&
+	echo $h >expect &&
+	test_cmp expect out &&
+	grep "^{" err >s7 &&
 	test "$(stat s7 rounds)" = 0 &&
 	test "$(stat s7 rounds_ended)" = "the remote keeps no cache" &&
 	test_grep "no cache to keep the chunks in" err &&

@@ -64,6 +64,52 @@ test_expect_success 'gpuckpt -R and -s together' '
 	test_must_be_empty out
 '
 
+for prog in ckpt/gpuckpt restore/gpurestore send/gpusend; do
+	name=${prog#*/}
+	bin=$GCK_BINDIR/$prog
+
+	test_expect_success "$name --help names -q and --stats" "
+		test_status 0 '$bin' --help >out 2>err &&
+		test_grep '^usage: $name \\[-h[a-z]*q[A-Za-z]*\\] ' out &&
+		test_grep '\\[--stats\\[=text|json\\]\\]' out
+	"
+
+	test_expect_success "$name --stats=yaml, --stats=" "
+		test_status 2 '$bin' --stats=yaml -p 1 x >out 2>err &&
+		test_must_be_empty out &&
+		test_grep '^$name: invalid --stats .yaml.: use text or json\$' err &&
+		test_status 2 '$bin' --stats= -p 1 x >out 2>err &&
+		test_must_be_empty out &&
+		test_grep '^$name: invalid --stats ..: use text or json\$' err
+	"
+done
+
+test_expect_success 'gpuckpt --stats takes no next word: json is an operand' '
+	test_status 2 "$GCKPT" --stats json -p $deadpid >out 2>err &&
+	test_grep "^usage: gpuckpt " err &&
+	test_must_be_empty out
+'
+
+test_expect_success 'gpuckpt -q still says why it failed' '
+	test_status 1 "$GCKPT" -q -p $deadpid -o x.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpuckpt: " err &&
+	test_status 1 "$GCKPT" --quiet --stats=json -p $deadpid -o x.gck \
+	    >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	! test -e x.gck
+'
+
+test_expect_success '--stats with --suspend or --resume' '
+	test_status 2 "$GCKPT" --suspend --stats -p $deadpid >out 2>err &&
+	test_grep "^gpuckpt: --suspend makes no image: it takes no .*--stats" err &&
+	test_status 2 "$GCKRESTORE" --resume --stats -p $deadpid >out 2>err &&
+	test_grep "^gpurestore: --resume takes -p pid, no image and no .*--stats" err &&
+	test_must_be_empty out
+'
+
 test_expect_success 'gpuckpt --leave-running and --stop together' '
 	test_status 2 "$GCKPT" --leave-running --stop -p $deadpid >out 2>err &&
 	test_must_be_empty out

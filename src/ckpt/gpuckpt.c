@@ -28,8 +28,10 @@ static const struct option longopts[] = {
 	{ "output",		required_argument,	NULL,	'o' },
 	{ "parent",		required_argument,	NULL,	'P' },
 	{ "pid",		required_argument,	NULL,	'p' },
+	{ "quiet",		no_argument,		NULL,	'q' },
 	{ "leave-running",	no_argument,		NULL,	'R' },
 	{ "sign",		required_argument,	NULL,	'K' },
+	{ "stats",		optional_argument,	NULL,	'Z' },
 	{ "stop",		no_argument,		NULL,	's' },
 	{ "suspend",		no_argument,		NULL,	'S' },
 	{ "tcp-established",	no_argument,		NULL,	'T' },
@@ -43,13 +45,13 @@ static _Noreturn void
 usage(int status)
 {
 	fprintf(status ? stderr : stdout,
-	    "usage: %s [-hkRsVv] [-c zstd[:LEVEL]|none] [--ext-unix-sk] "
+	    "usage: %s [-hkqRsVv] [-c zstd[:LEVEL]|none] [--ext-unix-sk] "
 	    "[--file-locks]\n"
 	    "               [--format 1|2] [--lock-timeout seconds] "
 	    "[-o file]\n"
 	    "               [--parent image] [--sign key] "
-	    "[--tcp-established] [--threads n]\n"
-	    "               -p pid\n"
+	    "[--stats[=text|json]]\n"
+	    "               [--tcp-established] [--threads n] -p pid\n"
 	    "       %s --suspend [-v] [--lock-timeout seconds] -p pid\n",
 	    getprogname(), getprogname());
 	exit(status);
@@ -118,6 +120,7 @@ main(int argc, char *argv[])
 	struct gck_ctx		*ctx;
 	int			 ch, verbose = 0, r, after_set = 0;
 	int			 suspend = 0, image_opts = 0;
+	int			 quiet = 0, stats = 0;
 	long			 ms;
 
 	memset(&o, 0, sizeof o);
@@ -125,7 +128,7 @@ main(int argc, char *argv[])
 	o.level = GCK_ZSTD_LEVEL;
 	o.after = GCK_AFTER_DEFAULT;
 	o.outfd = STDOUT_FILENO;
-	while ((ch = getopt_long(argc, argv, "c:hko:p:RsVv", longopts,
+	while ((ch = getopt_long(argc, argv, "c:hko:p:qRsVv", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'c':
@@ -182,6 +185,9 @@ main(int argc, char *argv[])
 			o.parent = optarg;
 			image_opts++;
 			break;
+		case 'q':
+			quiet = 1;
+			break;
 		case 'K':
 			o.sign = optarg;
 			image_opts++;
@@ -191,6 +197,11 @@ main(int argc, char *argv[])
 			break;
 		case 'T':
 			o.criu_opts |= GCK_CRIU_TCP_ESTABLISHED;
+			image_opts++;
+			break;
+		case 'Z':
+			if ((stats = tool_stats_form(optarg)) == -1)
+				usage(2);
 			image_opts++;
 			break;
 		case 'V':
@@ -208,8 +219,8 @@ main(int argc, char *argv[])
 		usage(2);
 	if (suspend && image_opts) {
 		warnx("--suspend makes no image: it takes no -c, --format, -k, "
-		    "-o, --parent, -R, -s, --sign or --threads, nor criu "
-		    "options");
+		    "-o, --parent, -R, -s, --sign, --stats or --threads, nor "
+		    "criu options");
 		usage(2);
 	}
 	if (suspend)
@@ -220,13 +231,19 @@ main(int argc, char *argv[])
 
 	tool_signals();
 	ctx = tool_ctx(verbose);
+	tool_progress(ctx, quiet);
 	r = gck_checkpoint(ctx, &o, &res);
+	tool_progress_clear();
 	if (r != GCK_OK)
 		warnx("%s", gck_error_string(ctx));
 	else {
-		tool_tty_note(res.tty_pid, res.tty, res.tty_fd);
-		if (res.after == GCK_AFTER_HANDOVER)
+		if (!quiet)
+			tool_tty_note(res.tty_pid, res.tty, res.tty_fd);
+		if (!quiet && res.after == GCK_AFTER_HANDOVER)
 			handover_note(o.pid, &res);
+		if (stats)
+			tool_stats(&res.stats, stats, TOOL_ST_MEMORY |
+			    TOOL_ST_ZERO | TOOL_ST_FREEZE, NULL);
 	}
 	gck_ckpt_result_free(&res);
 	gck_ctx_free(ctx);

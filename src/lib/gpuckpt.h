@@ -134,6 +134,7 @@ struct gck_restore_opts {
 					   a key this file allows; NULL:
 					   GCK_ALLOWED_SIGNERS_FILE if it
 					   exists, else no signature needed */
+	struct gck_stats *stats;	/* non-NULL: filled in on success */
 };
 
 struct gck_image_stats {
@@ -174,6 +175,49 @@ void		 gck_set_interrupt(struct gck_ctx *,
 		    volatile sig_atomic_t *);
 
 /*
+ * Progress: while an image is written, read or sent, fn(arg, p) is
+ * called with the bytes of the stage so far, at most every
+ * GCK_PROGRESS_MS, on whichever thread moves them.  p->total is 0 when
+ * the stage's size is not known.  A NULL fn turns it off (the default).
+ */
+#define GCK_PROGRESS_MS		100
+struct gck_progress {
+	const char	*stage;		/* "dumping", "writing", "reading",
+					   "restoring", "sending" */
+	uint64_t	 bytes;		/* image bytes of the stage so far */
+	uint64_t	 total;		/* of it in all, or 0 */
+};
+void		 gck_ctx_set_progress(struct gck_ctx *,
+		    void (*)(void *, const struct gck_progress *), void *);
+
+/*
+ * What a checkpoint, restore or send did, its times in milliseconds on
+ * the monotonic clock.  Each field says which of them fills it in.
+ */
+#define GCK_STAGES_MAX		8
+struct gck_stats {
+	uint64_t	 memory_bytes;	/* memory pages: read from the tree
+					   (checkpoint, send), or the
+					   image's to restore (restore) */
+	uint64_t	 image_bytes;	/* the image: written (checkpoint,
+					   send) or read (restore) */
+	uint64_t	 sent_bytes;	/* (send) of it, sent */
+	uint64_t	 unchanged_bytes;	/* of memory_bytes, referred
+					   to in a parent or cache, not
+					   stored */
+	uint64_t	 zero_bytes;	/* (checkpoint, send) of
+					   memory_bytes, zero pages left out */
+	uint64_t	 freeze_ms;	/* (checkpoint, send) the tree
+					   stopped; (restore) restoring it */
+	uint64_t	 total_ms;	/* the whole call */
+	struct {
+		const char	*name;
+		uint64_t	 ms;
+	}		 stages[GCK_STAGES_MAX];	/* in order */
+	size_t		 nstages;
+};
+
+/*
  * Returns the name of the GCK_CRIU_* option bit, as criu spells its long
  * option ("file-locks"), or NULL for none or several bits.
  */
@@ -197,8 +241,7 @@ struct gck_ckpt_result {
 	uint64_t	 ref_bytes;	/* of memory, referred to: stored in
 					   the parent or the receiver's
 					   cache */
-	uint64_t	 frozen_ms;	/* how long the tree was stopped, a
-					   tree left running */
+	struct gck_stats stats;
 };
 
 /*
@@ -465,6 +508,8 @@ struct gck_send_result {
 	pid_t		 tty_pid;	/* as gck_ckpt_result's, for -p */
 	int		 tty_fd;
 	char		 tty[64];
+	struct gck_stats stats;		/* a live tree: its checkpoint's;
+					   sent_bytes, total_ms always */
 };
 int		 gck_send(struct gck_ctx *, const struct gck_send_opts *,
 		    struct gck_send_result *);

@@ -59,6 +59,13 @@ struct gck_ctx {
 	int			 loglevel;
 	volatile sig_atomic_t	*intr;
 	char			 notice[GCK_ERRMAX];	/* for a success */
+	struct gck_meter {
+		void		(*fn)(void *, const struct gck_progress *);
+		void		*arg;
+		struct gck_progress p;
+		int64_t		 due_us;	/* the next call, at the soonest */
+		int		 held;		/* the stage stays as it is */
+	}			 meter;
 };
 
 /* error.c */
@@ -87,5 +94,14 @@ void	gck_log(struct gck_ctx *, int, const char *, ...)
 int	gck_interrupted(struct gck_ctx *);
 int	gck_check_interrupt(struct gck_ctx *);
 const char *gck_signame(int);
+
+/* meter.c: progress, and the stage times of struct gck_stats */
+void	gck_meter_stage(struct gck_ctx *, const char *, uint64_t);
+void	gck_meter_hold(struct gck_ctx *, const char *, uint64_t);
+void	gck_meter_release(struct gck_ctx *);
+void	gck_meter_add(struct gck_ctx *, uint64_t);
+int64_t	gck_clock_us(void);
+void	gck_stats_stage(struct gck_stats *, const char *, int64_t *);
+uint64_t gck_stats_ms(int64_t, int64_t);
 
 #endif /* GCK_PRIVATE_H */

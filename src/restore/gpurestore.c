@@ -28,7 +28,9 @@ static const struct option longopts[] = {
 	{ "pid",	required_argument,	NULL,	'p' },
 	{ "pidfile",	required_argument,	NULL,	'P' },
 	{ "pidns",	no_argument,		NULL,	'N' },
+	{ "quiet",	no_argument,		NULL,	'q' },
 	{ "resume",	no_argument,		NULL,	'U' },
+	{ "stats",	optional_argument,	NULL,	'Z' },
 	{ "threads",	required_argument,	NULL,	'j' },
 	{ "version",	no_argument,		NULL,	'V' },
 	{ "verbose",	no_argument,		NULL,	'v' },
@@ -40,11 +42,11 @@ static _Noreturn void
 usage(int status)
 {
 	fprintf(status ? stderr : stdout,
-	    "usage: %s [-hVv] [--allowed-signers file] "
+	    "usage: %s [-hqVv] [--allowed-signers file] "
 	    "[--gpu-map src=dst[,...]]\n"
 	    "                  [--parent path] [--pidfile file] [--pidns] "
-	    "[--threads n]\n"
-	    "                  [--wait] [file | -]\n"
+	    "[--stats[=text|json]]\n"
+	    "                  [--threads n] [--wait] [file | -]\n"
 	    "       %s --resume [-v] [--gpu-map src=dst[,...]] -p pid\n",
 	    getprogname(), getprogname());
 	exit(status);
@@ -100,6 +102,7 @@ int
 main(int argc, char *argv[])
 {
 	struct gck_restore_opts	 o;
+	struct gck_stats	 st;
 	struct gck_waiter	*w = NULL;
 	struct gck_ctx		*ctx;
 	const char		*pidfile = NULL;
@@ -108,10 +111,11 @@ main(int argc, char *argv[])
 	pid_t			 root, pid = 0;
 	size_t			 n;
 	int			 ch, verbose = 0, r, resume = 0, wait = 0;
+	int			 quiet = 0, stats = 0;
 
 	memset(&o, 0, sizeof o);
 	o.pid_wait_ms = 10000;
-	while ((ch = getopt_long(argc, argv, "hp:P:Vv", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "hp:P:qVv", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'A':
 			tool_append(&parents, &o.nparents, optarg);
@@ -141,8 +145,15 @@ main(int argc, char *argv[])
 		case 'N':
 			o.pidns = GCK_PIDNS_ALWAYS;
 			break;
+		case 'q':
+			quiet = 1;
+			break;
 		case 'W':
 			wait = 1;
+			break;
+		case 'Z':
+			if ((stats = tool_stats_form(optarg)) == -1)
+				usage(2);
 			break;
 		case 'V':
 			tool_version();
@@ -158,10 +169,10 @@ main(int argc, char *argv[])
 	if (resume) {
 		if (argc != 0 || pid == 0 || pidfile != NULL || wait ||
 		    o.pidns != GCK_PIDNS_AUTO || o.threads != 0 ||
-		    o.nparents != 0) {
+		    o.nparents != 0 || stats) {
 			warnx("--resume takes -p pid, no image and no "
-			    "--parent, --pidfile, --pidns, --threads or "
-			    "--wait");
+			    "--parent, --pidfile, --pidns, --stats, --threads "
+			    "or --wait");
 			usage(2);
 		}
 		tool_signals();
@@ -197,15 +208,21 @@ main(int argc, char *argv[])
 		sigaddset(&fwd, SIGHUP);
 		o.waiter = &w;
 	}
+	if (stats)
+		o.stats = &st;
+	tool_progress(ctx, quiet);
 	r = gck_restore(ctx, &o, &root);
+	tool_progress_clear();
 	free(parents);
 	if (r != GCK_OK) {
 		warnx("%s", gck_error_string(ctx));
 		gck_ctx_free(ctx);
 		return 1;
 	}
-	if (gck_notice_string(ctx) != NULL)
+	if (!quiet && gck_notice_string(ctx) != NULL)
 		warnx("%s", gck_notice_string(ctx));
+	if (stats)
+		tool_stats(&st, stats, TOOL_ST_MEMORY | TOOL_ST_RESTORE, NULL);
 	r = 0;
 	if (pidfile != NULL && write_pidfile(pidfile, root) == -1) {
 		warn("process tree %d restored, but cannot write pid file "

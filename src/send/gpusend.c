@@ -38,10 +38,11 @@ static const struct option longopts[] = {
 	{ "parallel",		required_argument,	NULL,	'n' },
 	{ "port",		required_argument,	NULL,	'P' },
 	{ "pid",		required_argument,	NULL,	'p' },
+	{ "quiet",		no_argument,		NULL,	'q' },
 	{ "remote-path",	required_argument,	NULL,	'r' },
 	{ "resume",		no_argument,		NULL,	'z' },
 	{ "sign",		required_argument,	NULL,	'K' },
-	{ "stats",		no_argument,		NULL,	's' },
+	{ "stats",		optional_argument,	NULL,	's' },
 	{ "tcp-established",	no_argument,		NULL,	'T' },
 	{ "timeout",		required_argument,	NULL,	't' },
 	{ "version",		no_argument,		NULL,	'V' },
@@ -56,7 +57,8 @@ struct args {
 	int			 verbose;
 	int			 image_opts;	/* options for a live tree */
 	int			 restore_opts;	/* options for a restore */
-	int			 stats;		/* --stats */
+	int			 stats;		/* --stats: TOOL_STATS_* */
+	int			 quiet;		/* -q */
 	int			 port_set, timeout_set;
 	int			 rounds_set;	/* --max-rounds */
 };
@@ -73,7 +75,7 @@ static void	check_file(struct args *, int, char *[]);
 static void	summary(const struct gck_send_opts *,
 		    const struct gck_send_result *);
 static void	stats(const struct gck_send_opts *,
-		    const struct gck_send_result *);
+		    const struct gck_send_result *, int);
 static int	report(struct gck_ctx *, const struct args *,
 		    struct gck_send_result *, int);
 
@@ -81,22 +83,23 @@ static _Noreturn void
 usage(int status)
 {
 	fprintf(status ? stderr : stdout,
-	    "usage: %s [-hVv] [--accept-new] [-c zstd[:LEVEL]|none] "
+	    "usage: %s [-hqVv] [--accept-new] [-c zstd[:LEVEL]|none] "
 	    "[--cache dir | --no-cache]\n"
 	    "               [--cache-size size] [--ext-unix-sk] "
 	    "[--file-locks] [--gpu-map map]\n"
 	    "               [-i identity] [--live [--max-rounds n]] "
-	    "[--bwlimit rate] [--stats]\n"
+	    "[--bwlimit rate]\n"
+	    "               [--stats[=text|json]]\n"
 	    "               [--lock-timeout seconds] [-o option=value] "
 	    "[-P port]\n"
 	    "               [--parallel n] [--remote-path command] "
 	    "[--sign key]\n"
 	    "               [--tcp-established] [--timeout seconds] "
 	    "-p pid [user@]host\n"
-	    "       %s [-hVv] [--accept-new] [--cache dir | --no-cache] "
+	    "       %s [-hqVv] [--accept-new] [--cache dir | --no-cache] "
 	    "[--cache-size size]\n"
-	    "               [--bwlimit rate] [--gpu-map map] [-i identity] "
-	    "[--stats]\n"
+	    "               [--bwlimit rate] [--gpu-map map] [-i identity]\n"
+	    "               [--stats[=text|json]]\n"
 	    "               [-o option=value] [-P port] [--parallel n] "
 	    "[--remote-path command]\n"
 	    "               [--resume] [--timeout seconds] "
@@ -298,7 +301,7 @@ parse_args(struct args *a, int argc, char *argv[])
 	o->remote_path = "gpurecv";
 	o->parallel = 1;
 	o->infd = -1;
-	while ((ch = getopt_long(argc, argv, "c:hi:o:P:p:Vv", longopts,
+	while ((ch = getopt_long(argc, argv, "c:hi:o:P:p:qVv", longopts,
 	    NULL)) != -1) {
 		if (image_option(a, ch, optarg) || cache_option(a, ch, optarg))
 			continue;
@@ -314,8 +317,12 @@ parse_args(struct args *a, int argc, char *argv[])
 				usage(2);
 			}
 			break;
+		case 'q':
+			a->quiet = 1;
+			break;
 		case 's':
-			a->stats = 1;
+			if ((a->stats = tool_stats_form(optarg)) == -1)
+				usage(2);
 			break;
 		case 'g':
 			o->gpu_map = optarg;
@@ -460,9 +467,13 @@ summary(const struct gck_send_opts *o, const struct gck_send_result *res)
 	fputc('\n', stderr);
 }
 
-/* --stats: the same, and the remote root, as one JSON object. */
+/*
+ * --stats: the statistics of the send, then the same as summary() and
+ * the remote root, on stderr.
+ */
 static void
-stats(const struct gck_send_opts *o, const struct gck_send_result *res)
+stats(const struct gck_send_opts *o, const struct gck_send_result *res,
+    int form)
 {
 	json_t	*j;
 
@@ -480,10 +491,11 @@ stats(const struct gck_send_opts *o, const struct gck_send_result *res)
 	    "s:I,s:I,s:I,s:s?}", "rounds", (int)res->rounds, "round_bytes",
 	    (json_int_t)res->round_bytes, "round_memory",
 	    (json_int_t)res->round_memory, "last_round_memory",
-	    (json_int_t)res->last_changed, "rounds_ended", res->why)) != 0) ||
-	    json_dumpf(j, stdout, JSON_COMPACT) != 0)
+	    (json_int_t)res->last_changed, "rounds_ended", res->why)) != 0))
 		warnx("out of memory");
-	putchar('\n');
+	else
+		tool_stats(&res->stats, form, TOOL_ST_SENT | (o->pid > 0 ?
+		    TOOL_ST_MEMORY | TOOL_ST_ZERO | TOOL_ST_FREEZE : 0), j);
 	json_decref(j);
 }
 
@@ -496,12 +508,13 @@ report(struct gck_ctx *ctx, const struct args *a, struct gck_send_result *res,
 
 	switch (r) {
 	case GCK_OK:
-		tool_tty_note(res->tty_pid, res->tty, res->tty_fd);
+		if (!a->quiet)
+			tool_tty_note(res->tty_pid, res->tty, res->tty_fd);
 		if (a->verbose && o->path == NULL)
 			summary(o, res);
 		if (a->stats)
-			stats(o, res);
-		else if (o->path == NULL)
+			stats(o, res, a->stats);
+		if (o->path == NULL)
 			printf("%d\n", (int)res->pid);
 		else if (a->verbose)
 			fprintf(stderr, "%s: stored %s:%s (%llu bytes, %llu "
@@ -544,7 +557,9 @@ main(int argc, char *argv[])
 
 	tool_signals();
 	ctx = tool_ctx(a.verbose);
+	tool_progress(ctx, a.quiet);
 	r = gck_send(ctx, &a.o, &res);
+	tool_progress_clear();
 	status = report(ctx, &a, &res, r);
 	free(res.stored);
 	gck_ctx_free(ctx);

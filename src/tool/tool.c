@@ -23,6 +23,7 @@ volatile sig_atomic_t	tool_signal;
 static void
 tool_log(void *arg, int level, const char *msg)
 {
+	tool_progress_clear();
 	warnx("%s", msg);
 }
 

@@ -5,8 +5,10 @@
 #define GCK_TOOL_H
 
 #include <signal.h>
+#include <stdint.h>
 
 struct gck_ctx;
+struct gck_stats;
 
 extern volatile sig_atomic_t	tool_signal;
 
@@ -45,5 +47,34 @@ _Noreturn void	 tool_version(void);
  * becomes /dev/null on restore.
  */
 void		 tool_tty_note(pid_t, const char *, int);
+
+/*
+ * Shows the progress of ctx's work on stderr, a line rewritten in place,
+ * when stderr is a terminal and quiet is 0.
+ */
+void		 tool_progress(struct gck_ctx *, int);
+/* Clears the progress line, if one is shown, for other output. */
+void		 tool_progress_clear(void);
+/*
+ * --stats[=text|json]: the form asked for (TOOL_STATS_*), or -1 with a
+ * message when arg is neither.
+ */
+#define TOOL_STATS_TEXT		1
+#define TOOL_STATS_JSON		2
+int		 tool_stats_form(const char *);
+/*
+ * Prints st on stderr in form, the fields that the TOOL_ST_* bits of
+ * which name, and extra's (a JSON object, may be NULL) after them.
+ */
+#define TOOL_ST_SENT		0x1u	/* sent_bytes */
+#define TOOL_ST_ZERO		0x2u	/* zero_bytes */
+#define TOOL_ST_FREEZE		0x4u	/* freeze_ms */
+#define TOOL_ST_RESTORE		0x8u	/* freeze_ms as restore_ms */
+#define TOOL_ST_MEMORY		0x10u	/* memory_bytes, unchanged_bytes */
+struct json_t;
+void		 tool_stats(const struct gck_stats *, int, unsigned int,
+		    struct json_t *);
+/* "1.2 GiB": n bytes in buf of len. */
+void		 tool_human(uint64_t, char *, size_t);
 
 #endif /* GCK_TOOL_H */

@@ -70,6 +70,7 @@ struct gck_writer {
 	const struct gck_parents *parents;	/* chunks not stored again */
 	struct gck_memo	*memo;		/* digests of chunks known, or NULL */
 	uint64_t	 refbytes;	/* bytes left to the parents */
+	uint64_t	 pagebytes;	/* bytes of memory pages added */
 	const char	*sign;		/* the key to sign with, or NULL */
 };
 
@@ -477,6 +478,8 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 	}
 	w->count++;
 	w->bytes += len;
+	if (sparse)
+		w->pagebytes += len;
 	if (ref)
 		w->refbytes += len;
 	r = GCK_OK;
@@ -533,6 +536,25 @@ uint64_t
 gck_writer_refbytes(const struct gck_writer *w)
 {
 	return w->refbytes;
+}
+
+/*
+ * The bytes of memory pages added so far (holes and references
+ * included), and the bytes of image written out.
+ */
+void
+gck_writer_counts(const struct gck_writer *w, uint64_t *pagesp,
+    uint64_t *outp)
+{
+	*pagesp = w->pagebytes;
+	*outp = gck_zout_bytes(w->z);
+}
+
+/* The bytes of image read from the input so far. */
+uint64_t
+gck_reader_inbytes(const struct gck_reader *r)
+{
+	return gck_zin_inbytes(r->z);
 }
 
 /* The bytes added so far, and of those the bytes left out as holes. */

@@ -42,6 +42,8 @@ void	gck_reader_nospool(struct gck_reader *);
 int	gck_writer_add_pages(struct gck_writer *, const char *, const void *,
 	    size_t);
 void	gck_writer_stats(const struct gck_writer *, uint64_t *, uint64_t *);
+void	gck_writer_counts(const struct gck_writer *, uint64_t *, uint64_t *);
+uint64_t gck_reader_inbytes(const struct gck_reader *);
 int	gck_writer_new2(struct gck_ctx *, int, int, size_t, int, int,
 	    struct gck_writer **);
 void	gck_reader_set_threads(struct gck_reader *, int);

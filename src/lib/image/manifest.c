@@ -569,6 +569,24 @@ gck_manifest_nfiles(const struct gck_manifest *m)
 	return m->files != NULL ? json_object_size(m->files) : 0;
 }
 
+/* The bytes of the memory files the manifest lists, 0 if it lists none. */
+uint64_t
+gck_manifest_memory_bytes(const struct gck_manifest *m)
+{
+	const char	*name;
+	json_t		*v;
+	uint64_t	 n = 0;
+
+	if (m->files == NULL)
+		return 0;
+	json_object_foreach(m->files, name, v)
+		if (json_is_true(json_object_get(v, "memory")) &&
+		    json_integer_value(json_object_get(v, "size")) > 0)
+			n += (uint64_t)json_integer_value(json_object_get(v,
+			    "size"));
+	return n;
+}
+
 /*
  * The highest PID or thread ID of the image: of its processes, and of
  * the threads its core-TID.img files name.  0 when it has none.

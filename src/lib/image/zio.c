@@ -509,8 +509,10 @@ zout_put(struct gck_zout *z, const void *p, size_t len)
 {
 	int	r;
 
-	if ((r = gck_write_all(z->ctx, z->fd, p, len, "image")) == GCK_OK)
+	if ((r = gck_write_all(z->ctx, z->fd, p, len, "image")) == GCK_OK) {
 		z->off += len;
+		gck_meter_add(z->ctx, len);
+	}
 	return r;
 }
 
@@ -668,6 +670,20 @@ gck_zout_sync(struct gck_zout *z)
 		z->written++;
 	}
 	return GCK_OK;
+}
+
+/* The bytes written to the output so far. */
+uint64_t
+gck_zout_bytes(const struct gck_zout *z)
+{
+	return z->off;
+}
+
+/* The bytes read from the input so far, or skipped to be read apart. */
+uint64_t
+gck_zin_inbytes(const struct gck_zin *z)
+{
+	return z->inbytes;
 }
 
 /* How many frames have been ended so far: the next one's number. */
@@ -967,6 +983,7 @@ zin_fill(struct gck_zin *z)
 		z->eof = 1;
 	z->len = (size_t)n;
 	z->inbytes += (uint64_t)n;
+	gck_meter_add(z->ctx, (uint64_t)n);
 	return n;
 }
 
@@ -1101,6 +1118,7 @@ zin_need(struct gck_zin *z, size_t n)
 			return -1;
 		z->len += (size_t)r;
 		z->inbytes += (uint64_t)r;
+		gck_meter_add(z->ctx, (uint64_t)r);
 	}
 	return (ssize_t)(z->len - z->pos < n ? z->len - z->pos : n);
 }
@@ -1177,6 +1195,7 @@ zin_more(struct gck_zin *z, int block)
 		return -1;
 	z->len = (size_t)r;
 	z->inbytes += (uint64_t)r;
+	gck_meter_add(z->ctx, (uint64_t)r);
 	return r;
 }
 
@@ -1620,6 +1639,8 @@ zin_ix_slot(struct gck_zin *z, struct zslot *s)
 	s->eno = s->bad = 0;
 	s->acct = ZIO_IX_EST;
 	z->last_at = s->at;
+	/* (read by a worker: counted as it is given out) */
+	gck_meter_add(z->ctx, s->slen);
 	z->frames++;
 	if (++z->ix == z->nix) {
 		/* The input goes on after the last of them. */

@@ -36,6 +36,7 @@ int	gck_zout_write(struct gck_zout *, const void *, size_t);
 int	gck_zout_frame_end(struct gck_zout *);
 int	gck_zout_sync(struct gck_zout *);
 uint64_t gck_zout_frames(const struct gck_zout *);
+uint64_t gck_zout_bytes(const struct gck_zout *);
 int	gck_zout_frame(const struct gck_zout *, uint64_t, uint64_t *,
 	    uint64_t *);
 void	gck_zout_set_footer(struct gck_zout *);
@@ -56,6 +57,7 @@ ssize_t	gck_zin_read(struct gck_zin *, void *, size_t);
 uint64_t gck_zin_frames(const struct gck_zin *);
 int	gck_zin_compressed(const struct gck_zin *);
 uint64_t gck_zin_total(const struct gck_zin *);
+uint64_t gck_zin_inbytes(const struct gck_zin *);
 uint64_t gck_zin_zero_tail(const struct gck_zin *);
 int	gck_zin_eof(const struct gck_zin *);
 void	gck_zin_cur_frame(const struct gck_zin *, uint64_t *, uint64_t *);

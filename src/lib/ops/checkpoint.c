@@ -89,15 +89,20 @@ struct ckpt {
 	int				 dumped;	/* left stopped */
 	int				 gpu_touched;
 	int				 tcp_run;	/* criu lets it run */
+	struct gck_stats		 st;	/* for c->res, once done */
+	int64_t				 t0, mark;	/* gck_clock_us() */
+	int64_t				 tstop;	/* the tree stopped, or 0 */
+	uint64_t			 dropped;	/* zero pages left out */
+	int64_t				 tran;	/* it ran again, or 0 */
 	int				 gpu_lost;	/* not given back */
-	struct timespec			 t_stop;	/* when it stopped */
-	uint64_t			 frozen_ms;	/* and for how long */
 	/* A snapshot (see snapshot.c): */
 	int				 snap;
 	struct gck_ckpt_opts		 so;	/* how the stop writes */
 	struct gck_parents		*pool;	/* the rounds, the parent */
 	struct gck_memo			*memo;	/* what they read */
 	struct out			 delta;	/* what the stop wrote */
+	uint64_t			 snap_image;	/* the image written */
+	uint64_t			 snap_refs;	/* of it, references */
 };
 
 static int	out_name(struct gck_ctx *, const struct gck_ckpt_opts *,
@@ -125,6 +130,7 @@ static int	snap_rounds(struct ckpt *);
 static int	snap_commit(struct ckpt *);
 static void	ckpt_ran(struct ckpt *);
 static int	ckpt_dispose(struct ckpt *);
+static void	ckpt_stats(struct ckpt *);
 static void	ckpt_rollback(struct ckpt *, int);
 static void	ckpt_free(struct ckpt *);
 
@@ -652,6 +658,7 @@ struct wstate {
 	size_t				 nttys;	/* terminal files made null */
 	struct gck_writer		*w;	/* the image, but its trailer */
 	const struct gck_parents	*parents;	/* or NULL */
+	uint64_t			 dropped;	/* zero pages left out */
 };
 
 /*
@@ -729,6 +736,7 @@ write_image(void *arg)
 	/* The manifest lists the pages files as they are left. */
 	if ((r = gck_zero_scan(ctx, w->cap, w->ns, &dropped)) != GCK_OK)
 		goto out;
+	w->dropped = dropped;
 	for (i = 0; i < n; i++) {
 		files[i].name = gck_capture_file(w->cap, i)->name;
 		files[i].size = gck_capture_file(w->cap, i)->size;
@@ -749,6 +757,7 @@ write_image(void *arg)
 	}
 	gck_log(ctx, 1, w->so != w->o ? "writing what the rounds did not "
 	    "read" : "writing image");
+	gck_meter_stage(ctx, w->so != w->o ? "stopped" : "writing", 0);
 	r = stream_image(ctx, w->so, manifest, w->cap, w->ns, w->out->fd,
 	    w->parents, &w->w);
 out:
@@ -1069,6 +1078,8 @@ ckpt_quiesce(struct ckpt *c)
 	    GCK_OK)
 		return r;
 	c->gpu_touched = 1;
+	/* Its CUDA work stops here: the freeze starts. */
+	c->tstop = gck_clock_us();
 	if ((r = gck_cuda_step(ctx, c->cu, c->cp, c->ncp, GCK_CS_LOCK,
 	    c->o->lock_ms)) != GCK_OK ||
 	    (r = gck_check_interrupt(ctx)) != GCK_OK)
@@ -1150,8 +1161,12 @@ ckpt_dump(struct ckpt *c)
 	stream.arg = &job;
 	stream.hook = gck_capture_hook_path(c->cap);
 	w.ns = c->ns;
+	if (c->tstop == 0)
+		c->tstop = gck_clock_us();
+	gck_meter_stage(ctx, "dumping", 0);
 	r = gck_criu_dump(ctx, c->o->pid, c->ns, c->imgdir, c->shell_job,
 	    c->o->criu_opts, c->tcp_run, &stream);
+	c->dropped = w.dropped;
 	c->procs = w.procs;
 	c->nprocs = w.nprocs;
 	c->writer = w.w;
@@ -1210,6 +1225,35 @@ ckpt_commit(struct ckpt *c)
 }
 
 /*
+ * The statistics of a checkpoint done, in c->st: the writer's counts,
+ * the zero pages the scan left out, and the freeze, from the GPU lock
+ * or the dump to the tree's end, resumption or hand-over.
+ */
+static void
+ckpt_stats(struct ckpt *c)
+{
+	struct gck_stats	*st = &c->st;
+	uint64_t		 bytes, holes;
+	int64_t			 now = gck_clock_us();
+
+	gck_writer_counts(c->writer, &st->memory_bytes, &st->image_bytes);
+	gck_writer_stats(c->writer, &bytes, &holes);
+	st->memory_bytes += c->dropped;
+	st->zero_bytes = holes + c->dropped;
+	st->unchanged_bytes = gck_writer_refbytes(c->writer);
+	/* A snapshot's image is written from what the stop wrote. */
+	if (c->snap) {
+		st->image_bytes = c->snap_image;
+		st->unchanged_bytes = c->snap_refs;
+	}
+	st->freeze_ms = c->tstop != 0 ? gck_stats_ms(c->tstop, c->tran != 0 ?
+	    c->tran : now) : 0;
+	st->total_ms = gck_stats_ms(c->t0, now);
+	if (c->res != NULL)
+		c->res->stats = *st;
+}
+
+/*
  * The image is complete and flushed: disposes of the tree as after
  * says.  A signal that arrives now comes too late to change that.
  */
@@ -1235,8 +1279,6 @@ ckpt_dispose(struct ckpt *c)
 	case GCK_AFTER_RUN:
 		resume_tree(c->pre, c->procs, c->nprocs);
 		ckpt_ran(c);
-		if (c->res != NULL)
-			c->res->frozen_ms = c->frozen_ms;
 		if (c->gpu_touched && gck_cuda_settle(c->cu, c->cp, c->ncp,
 		    c->why, sizeof c->why) > 0) {
 			/* The image stands; out_abort() leaves it be. */
@@ -1347,6 +1389,7 @@ snap_rounds(struct ckpt *c)
 
 	if ((c->memo = gck_memo_new()) == NULL)
 		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	gck_meter_stage(ctx, "pre-copy", 0);
 	if ((r = gck_snap_rounds(ctx, c->o->pid, c->work, c->o->parent,
 	    c->memo, &c->pool)) != GCK_OK)
 		return r;
@@ -1368,13 +1411,10 @@ snap_rounds(struct ckpt *c)
 static void
 ckpt_ran(struct ckpt *c)
 {
-	struct timespec	t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	c->frozen_ms = (uint64_t)(t.tv_sec - c->t_stop.tv_sec) * 1000 +
-	    (uint64_t)((t.tv_nsec - c->t_stop.tv_nsec) / 1000000);
+	c->tran = gck_clock_us();
 	gck_log(c->ctx, 1, "process tree %d ran again after %llu ms stopped",
-	    (int)c->o->pid, (unsigned long long)c->frozen_ms);
+	    (int)c->o->pid, (unsigned long long)(c->tstop != 0 ?
+	    gck_stats_ms(c->tstop, c->tran) : 0));
 }
 
 /*
@@ -1386,7 +1426,6 @@ static int
 snap_commit(struct ckpt *c)
 {
 	struct gck_ctx	*ctx = c->ctx;
-	uint64_t	 refs;
 	int		 r;
 
 	if ((r = gck_check_interrupt(ctx)) != GCK_OK ||
@@ -1401,17 +1440,16 @@ snap_commit(struct ckpt *c)
 		    sizeof c->why) > 0;
 	}
 	gck_log(ctx, 1, "writing image");
+	gck_meter_stage(ctx, "writing", 0);
 	if ((r = gck_snap_write(ctx, c->delta.fd, c->pool, c->o, c->parents,
-	    c->out.fd, &refs)) != GCK_OK ||
+	    c->out.fd, &c->snap_image, &c->snap_refs)) != GCK_OK ||
 	    (r = gck_check_interrupt(ctx)) != GCK_OK ||
 	    (r = out_commit(ctx, &c->out)) != GCK_OK ||
 	    (r = ckpt_result(ctx, c->res, c->after, c->procs, c->nprocs,
 	    c->ncp, &c->out)) != GCK_OK)
 		return r;
-	if (c->res != NULL) {
-		c->res->ref_bytes = refs;
-		c->res->frozen_ms = c->frozen_ms;
-	}
+	if (c->res != NULL)
+		c->res->ref_bytes = c->snap_refs;
 	if (c->gpu_lost) {
 		/* The image stands; out_abort() leaves it be. */
 		c->gpu_lost = 0;
@@ -1431,22 +1469,40 @@ gck_checkpoint_ex(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 	c = (struct ckpt){ .ctx = ctx, .o = o, .commit = commit,
 	    .commit_arg = commit_arg, .res = res, .after = o->after };
 	c.out.fd = c.delta.fd = -1;
+	c.t0 = c.mark = gck_clock_us();
 	if (res != NULL)
 		memset(res, 0, sizeof *res);
-	if ((r = ckpt_preflight(&c)) != GCK_OK ||
-	    (r = ckpt_stage(&c)) != GCK_OK ||
-	    (snap_wanted(&c) && (r = snap_rounds(&c)) != GCK_OK))
+	if ((r = ckpt_preflight(&c)) != GCK_OK)
 		goto out;
-	clock_gettime(CLOCK_MONOTONIC, &c.t_stop);
-	if ((r = ckpt_quiesce(&c)) != GCK_OK ||
-	    (r = ckpt_dump(&c)) != GCK_OK)
+	gck_stats_stage(&c.st, "check", &c.mark);
+	if ((r = ckpt_stage(&c)) != GCK_OK)
 		goto out;
-	if (c.snap)
-		r = snap_commit(&c);
-	else if ((r = ckpt_commit(&c)) == GCK_OK)
-		r = ckpt_dispose(&c);
-	if (r != GCK_OK)
+	gck_stats_stage(&c.st, "prepare", &c.mark);
+	if (snap_wanted(&c)) {
+		if ((r = snap_rounds(&c)) != GCK_OK)
+			goto out;
+		gck_stats_stage(&c.st, "rounds", &c.mark);
+	}
+	if ((r = ckpt_quiesce(&c)) != GCK_OK)
 		goto out;
+	if (c.ncp > 0)
+		gck_stats_stage(&c.st, "gpu", &c.mark);
+	if ((r = ckpt_dump(&c)) != GCK_OK)
+		goto out;
+	gck_stats_stage(&c.st, "dump", &c.mark);
+	if (c.snap) {
+		if ((r = snap_commit(&c)) != GCK_OK)
+			goto out;
+		gck_stats_stage(&c.st, "write", &c.mark);
+	} else {
+		if ((r = ckpt_commit(&c)) != GCK_OK)
+			goto out;
+		gck_stats_stage(&c.st, "finish", &c.mark);
+		if ((r = ckpt_dispose(&c)) != GCK_OK)
+			goto out;
+		gck_stats_stage(&c.st, "dispose", &c.mark);
+	}
+	ckpt_stats(&c);
 	r = GCK_OK;
 out:
 	if (r != GCK_OK)

@@ -55,6 +55,6 @@ int	gck_snap_rounds(struct gck_ctx *, pid_t, const char *, const char *,
 	    struct gck_memo *, struct gck_parents **);
 int	gck_snap_write(struct gck_ctx *, int, struct gck_parents *,
 	    const struct gck_ckpt_opts *, const struct gck_parents *, int,
-	    uint64_t *);
+	    uint64_t *, uint64_t *);
 
 #endif /* GCK_OPS_OPS_H */

@@ -82,6 +82,8 @@ struct rst {
 	int				 handover;	/* the source is ours */
 	int				 source_ended;
 	int				 source_resumed;	/* by another */
+	struct gck_stats		 st;	/* for o->stats, once done */
+	int64_t				 t0, mark, trestore;
 };
 
 static int	pids_free(struct gck_ctx *, const struct gck_manifest *, int,
@@ -102,6 +104,9 @@ static int	rst_plan(struct rst *);
 static int	rst_fill(struct rst *);
 static int	source_stopped(const struct rst *);
 static int	end_source(struct rst *);
+static uint64_t	in_size(int, off_t);
+static void	rst_stats(struct rst *);
+static int	rst_steps(struct rst *);
 
 /*
  * Checks, before anything is touched, that this host can take the
@@ -714,6 +719,7 @@ rst_prepare(struct rst *st)
 	if ((r = rst_signed(st, &trailer, &tlen)) != GCK_OK)
 		return r;
 	st->inoff = lseek(st->infd, 0, SEEK_CUR);
+	gck_meter_stage(ctx, "reading", in_size(st->infd, st->inoff));
 	r = gck_reader_new(ctx, st->infd, &st->rd);
 	if (r == GCK_OK && trailer != NULL)
 		r = gck_reader_expect(st->rd, trailer, tlen);
@@ -787,6 +793,18 @@ rst_handover(struct rst *st)
 	    (r = pids_place(st, 0, 10000)) != GCK_OK)
 		return r;
 	return rst_restore(st);
+}
+
+/* The bytes of a regular file fd from off on, or 0. */
+static uint64_t
+in_size(int fd, off_t off)
+{
+	struct stat	sb;
+
+	if (off < 0 || fstat(fd, &sb) == -1 || !S_ISREG(sb.st_mode) ||
+	    sb.st_size < off)
+		return 0;
+	return (uint64_t)(sb.st_size - off);
 }
 
 /*
@@ -1074,6 +1092,59 @@ gck_restore(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	return gck_restore_ex(ctx, o, NULL, NULL, rootp);
 }
 
+/*
+ * The steps of a restore, each timed in st->st, up to the tree
+ * running.  Returns GCK_OK or a code.
+ */
+static int
+rst_steps(struct rst *st)
+{
+	int	r;
+
+	st->t0 = st->mark = gck_clock_us();
+	if ((r = rst_prepare(st)) != GCK_OK)
+		return r;
+	gck_stats_stage(&st->st, "check", &st->mark);
+	if ((r = rst_stage(st)) != GCK_OK)
+		return r;
+	gck_stats_stage(&st->st, "read", &st->mark);
+	st->trestore = st->mark;
+	if ((r = st->handover ? rst_handover(st) : rst_restore(st)) != GCK_OK)
+		return r;
+	gck_stats_stage(&st->st, "restore", &st->mark);
+	if ((r = rst_fill(st)) != GCK_OK)
+		return r;
+	if (st->fill != NULL)
+		gck_stats_stage(&st->st, "fill", &st->mark);
+	if ((r = rst_run(st)) != GCK_OK)
+		return r;
+	gck_stats_stage(&st->st, "run", &st->mark);
+	rst_stats(st);
+	return GCK_OK;
+}
+
+/*
+ * The statistics of a restore done, into o->stats: the memory its
+ * image holds, the bytes read of it and of its parents, and the time
+ * from criu's start to the tree running.
+ */
+static void
+rst_stats(struct rst *st)
+{
+	struct gck_image_stats	is;
+	int64_t			now = gck_clock_us();
+
+	if (st->o->stats == NULL)
+		return;
+	gck_reader_stats(st->rd, &is);
+	st->st.memory_bytes = gck_manifest_memory_bytes(st->m);
+	st->st.image_bytes = gck_reader_inbytes(st->rd);
+	st->st.unchanged_bytes = is.ref_bytes;
+	st->st.freeze_ms = gck_stats_ms(st->trestore, now);
+	st->st.total_ms = gck_stats_ms(st->t0, now);
+	*st->o->stats = st->st;
+}
+
 int
 gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
     gck_ready_fn ready, void *ready_arg, pid_t *rootp)
@@ -1087,12 +1158,7 @@ gck_restore_ex(struct gck_ctx *ctx, const struct gck_restore_opts *o,
 	st = (struct rst){ .ctx = ctx, .o = o, .ready = ready,
 	    .ready_arg = ready_arg, .dfd = -1, .spoolfd = -1, .infd = o->infd,
 	    .tmpfd = -1 };
-	if ((r = rst_prepare(&st)) != GCK_OK ||
-	    (r = rst_stage(&st)) != GCK_OK)
-		goto out;
-	if ((r = st.handover ? rst_handover(&st) : rst_restore(&st)) !=
-	    GCK_OK || (r = rst_fill(&st)) != GCK_OK ||
-	    (r = rst_run(&st)) != GCK_OK)
+	if ((r = rst_steps(&st)) != GCK_OK)
 		goto out;
 	*rootp = st.pids[0];
 	if (o->waiter != NULL && (r = rst_waiter(&st, o->waiter)) != GCK_OK)

@@ -145,14 +145,15 @@ out:
 int
 gck_snap_write(struct gck_ctx *ctx, int delta, struct gck_parents *pool,
     const struct gck_ckpt_opts *o, const struct gck_parents *parents,
-    int outfd, uint64_t *refbytesp)
+    int outfd, uint64_t *imagep, uint64_t *refbytesp)
 {
 	const struct gck_manifest	*m;
 	struct gck_reader		*rd = NULL;
 	struct gck_writer		*w = NULL;
+	uint64_t			 memory;
 	int				 r;
 
-	*refbytesp = 0;
+	*imagep = *refbytesp = 0;
 	if (lseek(delta, 0, SEEK_SET) == -1)
 		return gck_set_syserr(ctx, errno, "cannot read the image "
 		    "made stopped: %s", strerror(errno));
@@ -172,6 +173,7 @@ gck_snap_write(struct gck_ctx *ctx, int delta, struct gck_parents *pool,
 	    (r = gck_reader_copy(rd, w)) != GCK_OK)
 		goto out;
 	*refbytesp = gck_writer_refbytes(w);
+	gck_writer_counts(w, &memory, imagep);
 out:
 	gck_writer_free(w);
 	gck_reader_free(rd);

@@ -130,6 +130,10 @@ static int	feed_failed(struct send *);
 static int	pump_end(struct send *);
 static int	live_failed(struct send *, int);
 static void	send_end(struct send *, int);
+static int	send_all(struct gck_ctx *, const struct gck_send_opts *,
+		    struct gck_send_result *, int64_t *);
+static void	send_stats(const struct gck_send_opts *,
+		    struct gck_send_result *, int64_t, int64_t);
 
 /*
  * Stops the send with code, the error on why telling why (its message,
@@ -663,6 +667,9 @@ reader_main(void *arg)
 			free(it.buf);
 			break;
 		}
+		/* (a live tree's checkpoint counts what it writes) */
+		if (s->o->pid <= 0)
+			gck_meter_add(s->ctx, (uint64_t)n);
 		it.seq = seq;
 		it.type = n > 0 ? GCK_F_DATA : GCK_F_END;
 		it.len = (size_t)n;
@@ -1305,6 +1312,7 @@ send_live(struct send *s)
 	clock_gettime(CLOCK_MONOTONIC, &s->tstop);
 	r = gck_checkpoint_ex(ctx, &co, commit_hook, s, &cres);
 	s->res->cached = cres.ref_bytes;
+	s->res->stats = cres.stats;
 	s->res->tty_pid = cres.tty_pid;
 	s->res->tty_fd = cres.tty_fd;
 	memcpy(s->res->tty, cres.tty, sizeof s->res->tty);
@@ -1544,9 +1552,63 @@ precopy(struct gck_ctx *ctx, const struct gck_send_opts *o,
  * runs here again): the remote dropped that image, so the chunk travels
  * this time.
  */
+/*
+ * The statistics of a send done, in res->stats: a live tree's are its
+ * checkpoint's, but its freeze, which is how long it was stopped in
+ * all; the bytes are the image's, and of them those sent.  The
+ * pre-copy rounds (from t0 to tround) come first of the stages.
+ */
+static void
+send_stats(const struct gck_send_opts *o, struct gck_send_result *res,
+    int64_t t0, int64_t tround)
+{
+	struct gck_stats	*st = &res->stats;
+	int64_t			 mark = tround, now = gck_clock_us();
+
+	if (o->pid <= 0) {
+		memset(st, 0, sizeof *st);
+		gck_stats_stage(st, "send", &mark);
+	} else {
+		st->freeze_ms = res->stopped_ms;
+		if (o->live && st->nstages < GCK_STAGES_MAX) {
+			memmove(&st->stages[1], &st->stages[0],
+			    st->nstages * sizeof st->stages[0]);
+			st->stages[0].name = "rounds";
+			st->stages[0].ms = gck_stats_ms(t0, tround);
+			st->nstages++;
+		}
+	}
+	st->image_bytes = res->bytes;
+	st->sent_bytes = res->bytes - res->skipped;
+	st->total_ms = gck_stats_ms(t0, now);
+}
+
 int
 gck_send(struct gck_ctx *ctx, const struct gck_send_opts *o,
     struct gck_send_result *res)
+{
+	struct stat	sb;
+	uint64_t	total = 0;
+	int64_t		t0 = gck_clock_us(), tround = t0;
+	int		r;
+
+	if (o->pid <= 0 && fstat(o->infd, &sb) == 0 && S_ISREG(sb.st_mode))
+		total = (uint64_t)sb.st_size;
+	gck_meter_hold(ctx, "sending", total);
+	r = send_all(ctx, o, res, &tround);
+	gck_meter_release(ctx);
+	if (r == GCK_OK)
+		send_stats(o, res, t0, tround);
+	return r;
+}
+
+/*
+ * gck_send(): the pre-copy rounds of --live, ended at *troundp, then
+ * the send, once more should the first fail in a way that allows it.
+ */
+static int
+send_all(struct gck_ctx *ctx, const struct gck_send_opts *o,
+    struct gck_send_result *res, int64_t *troundp)
 {
 	struct gck_send_result	pre;
 	struct gck_memo		*memo = NULL;
@@ -1567,6 +1629,7 @@ gck_send(struct gck_ctx *ctx, const struct gck_send_opts *o,
 			return r;
 		}
 	}
+	*troundp = gck_clock_us();
 	r = send_once(ctx, o, memo, res, &retry);
 	/* A tree runs here again; a file is read again from its start. */
 	if (r != GCK_OK && retry && (o->pid > 0 ?
