@@ -57,7 +57,7 @@ static int	s_prune(struct gck_series *, unsigned int);
 static int	s_check(struct gck_ctx *, const struct gck_series *, size_t,
 		    size_t);
 static int	s_check_file(struct gck_ctx *, const struct gck_snapshot *);
-static int	s_damage(int);
+static int	s_damage(const struct gck_ctx *, int);
 
 static void
 snap_clear(struct gck_snapshot *sn)
@@ -390,6 +390,7 @@ gck_series_open(struct gck_ctx *ctx, const char *dir, int write,
 {
 	struct gck_series	*s;
 	struct stat		 sb;
+	size_t			 n;
 	int			 r;
 
 	*sp = NULL;
@@ -410,6 +411,9 @@ gck_series_open(struct gck_ctx *ctx, const char *dir, int write,
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
+	/* Its images' paths are the directory's, then their names. */
+	for (n = strlen(s->dir); n > 1 && s->dir[n - 1] == '/'; n--)
+		s->dir[n - 1] = '\0';
 	if (write && (r = s_lock(s)) != GCK_OK)
 		goto out;
 	if ((r = s_read_index(s)) != GCK_OK)
@@ -629,11 +633,16 @@ out:
 	return r;
 }
 
-/* Whether a failure with code r says an image is damaged. */
+/*
+ * Whether the restore that failed with code r found its image damaged,
+ * which it does before the tree runs: what it restored of the tree,
+ * stopped, it has killed.  Then the next older snapshot may be tried.
+ */
 static int
-s_damage(int r)
+s_damage(const struct gck_ctx *ctx, int r)
 {
-	return r == GCK_EFORMAT || r == GCK_ETRUNC || r == GCK_ECORRUPT;
+	return (r == GCK_EFORMAT || r == GCK_ETRUNC || r == GCK_ECORRUPT) &&
+	    (ctx->fate == GCK_FATE_UNSAID || ctx->fate == GCK_FATE_KILLED);
 }
 
 /* The image of sn as its index lists it: there, of its size, readable. */
@@ -764,7 +773,7 @@ gck_series_restore(struct gck_ctx *ctx, const struct gck_series *s,
 			*snp = &s->snap[i];
 			goto out;
 		}
-		if (!s_damage(r))
+		if (!s_damage(ctx, r))
 			goto out;
 		if (skip != NULL)
 			skip(arg, &s->snap[i], gck_error_string(ctx));
