@@ -41,6 +41,8 @@ struct gck_series {
 	int			 lockfd;	/* -1: opened to read */
 	struct gck_snapshot	*snap;		/* oldest first */
 	size_t			 nsnap;
+	int			 indexed;	/* it has an index */
+	unsigned int		 maxseq;	/* of the images there */
 };
 
 static void	snap_clear(struct gck_snapshot *);
@@ -178,6 +180,7 @@ s_read_index(struct gck_series *s)
 		    "'%s'", index);
 		goto out;
 	}
+	s->indexed = 1;
 	if (version != SERIES_VERSION) {
 		r = gck_set_error(s->ctx, GCK_EVERSION, "series index '%s' is "
 		    "of version %lld: this gpuckpt reads version %d", index,
@@ -350,7 +353,8 @@ out:
 /*
  * Removes what a run cut short left in the directory: temporary files of
  * images and of the index, and images the index does not list (written
- * but not yet listed, or dropped but not yet removed).
+ * but not yet listed, or dropped but not yet removed).  Without an index
+ * the images are left, and numbered after.
  */
 static int
 s_tidy(struct gck_series *s)
@@ -358,6 +362,7 @@ s_tidy(struct gck_series *s)
 	DIR		*d;
 	struct dirent	*de;
 	char		*p, *stem;
+	unsigned int	 seq;
 	int		 junk;
 
 	if ((d = opendir(s->dir)) == NULL)
@@ -371,8 +376,11 @@ s_tidy(struct gck_series *s)
 			*p = '\0';
 			junk = snap_name(stem, NULL) ||
 			    strcmp(stem, GCK_SERIES_INDEX) == 0;
-		} else
-			junk = snap_name(stem, NULL) && s_find(s, stem) == -1;
+		} else if (snap_name(stem, &seq)) {
+			junk = s->indexed && s_find(s, stem) == -1;
+			if (!junk && seq > s->maxseq)
+				s->maxseq = seq;
+		}
 		free(stem);
 		if (!junk || asprintf(&p, "%s/%s", s->dir, de->d_name) == -1)
 			continue;
@@ -575,20 +583,20 @@ gck_series_snapshot(struct gck_ctx *ctx, struct gck_series *s,
 	time_t			 now;
 	char			 name[64], tmstr[32], *path = NULL;
 	const char		*parent = NULL;
-	unsigned int		 seq = 1;
+	unsigned int		 seq;
 	int			 r;
 
 	*snp = NULL;
 	if (s->lockfd == -1)
 		return gck_set_error(ctx, GCK_EINVAL, "series '%s' is open "
 		    "to read", s->dir);
-	if (s->nsnap > 0) {
+	if (s->nsnap > 0)
 		last = &s->snap[s->nsnap - 1];
-		seq = last->seq + 1;
-		if (seq > 999999)
-			return gck_set_error(ctx, GCK_EINVAL, "series '%s' is "
-			    "full: its sequence numbers end at 999999", s->dir);
-	}
+	seq = (last != NULL && last->seq > s->maxseq ? last->seq :
+	    s->maxseq) + 1;
+	if (seq > 999999)
+		return gck_set_error(ctx, GCK_EINVAL, "series '%s' is full: "
+		    "its sequence numbers end at 999999", s->dir);
 	if (last != NULL && so->full_every > 1 &&
 	    s_depth(s, s->nsnap - 1) < so->full_every) {
 		if (s_check(ctx, s, s->nsnap - 1, 0) == GCK_OK)
