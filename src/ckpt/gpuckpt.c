@@ -251,6 +251,37 @@ series_run(const struct gck_ckpt_opts *o, const struct series *sa,
 	return status;
 }
 
+/* Takes option ch of --series, with its argument arg, into sa. */
+static void
+series_opt(int ch, const char *arg, struct series *sa)
+{
+	switch (ch) {
+	case 'D':
+		sa->dir = arg;
+		return;
+	case 'e':
+		if ((sa->every_ms = tool_seconds(arg, "interval",
+		    7 * 86400)) == -1)
+			usage(2);
+		if (sa->every_ms == 0)
+			errx(2, "the interval of --every must be more than 0");
+		break;
+	case 'M':
+		sa->so.full_every = (unsigned int)tool_number(arg, 1, 1000,
+		    "images in a chain");
+		break;
+	case 'n':
+		sa->count = (unsigned int)tool_number(arg, 1, 1000000,
+		    "snapshot count");
+		break;
+	case 'N':
+		sa->so.keep = (unsigned int)tool_number(arg, 1, 999999,
+		    "snapshots kept");
+		break;
+	}
+	sa->set++;
+}
+
 /*
  * Checks the options of --series against the others: it takes the tree's
  * snapshot, left running, and names and chains its images itself.
@@ -304,17 +335,12 @@ main(int argc, char *argv[])
 			image_opts++;
 			break;
 		case 'D':
-			sa.dir = optarg;
-			image_opts++;
-			break;
 		case 'e':
-			if ((sa.every_ms = tool_seconds(optarg, "interval",
-			    7 * 86400)) == -1)
-				usage(2);
-			if (sa.every_ms == 0)
-				errx(2, "the interval of --every must be more "
-				    "than 0");
-			sa.set++;
+		case 'M':
+		case 'n':
+		case 'N':
+			series_opt(ch, optarg, &sa);
+			image_opts += ch == 'D';
 			break;
 		case 'E':
 			o.criu_opts |= GCK_CRIU_EXT_UNIX_SK;
@@ -353,21 +379,6 @@ main(int argc, char *argv[])
 			    3600)) == -1)
 				usage(2);
 			o.lock_ms = (unsigned int)ms;
-			break;
-		case 'M':
-			sa.so.full_every = (unsigned int)tool_number(optarg, 1,
-			    1000, "images in a chain");
-			sa.set++;
-			break;
-		case 'n':
-			sa.count = (unsigned int)tool_number(optarg, 1,
-			    1000000, "snapshot count");
-			sa.set++;
-			break;
-		case 'N':
-			sa.so.keep = (unsigned int)tool_number(optarg, 1,
-			    999999, "snapshots kept");
-			sa.set++;
 			break;
 		case 'o':
 			o.output = strcmp(optarg, "-") == 0 ? NULL : optarg;
