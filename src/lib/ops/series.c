@@ -77,7 +77,8 @@ snap_name(const char *name, unsigned int *seqp)
 	unsigned int	seq;
 	int		n = -1;
 
-	if (sscanf(name, "%6u-%*8[0-9]T%*6[0-9]Z.gck%n", &seq, &n) != 1 ||
+	if (strspn(name, "0123456789") != 6 ||
+	    sscanf(name, "%6u-%*8[0-9]T%*6[0-9]Z.gck%n", &seq, &n) != 1 ||
 	    n != (int)strlen(name) || n != 27)
 		return 0;
 	if (seqp != NULL)
@@ -132,10 +133,9 @@ s_parse(struct gck_series *s, json_t *o, const char *index)
 	    s_find(s, name) != -1)
 		return gck_set_error(s->ctx, GCK_EFORMAT, "corrupt series "
 		    "index '%s': bad snapshot %zu", index, s->nsnap + 1);
-	if ((sn->name = strdup(name)) == NULL ||
-	    asprintf(&sn->path, "%s/%s", s->dir, name) == -1 ||
-	    (json_is_string(p) && (sn->parent =
-	    strdup(json_string_value(p))) == NULL)) {
+	if ((sn->name = strdup(name)) == NULL || (json_is_string(p) &&
+	    (sn->parent = strdup(json_string_value(p))) == NULL) ||
+	    asprintf(&sn->path, "%s/%s", s->dir, name) == -1) {
 		sn->path = NULL;
 		snap_clear(sn);
 		return gck_set_error(s->ctx, GCK_ENOMEM, "out of memory");
@@ -485,8 +485,8 @@ s_add(struct gck_series *s, const char *name, const char *parent,
 	sn = &s->snap[s->nsnap];
 	memset(sn, 0, sizeof *sn);
 	if ((sn->name = strdup(name)) == NULL ||
-	    asprintf(&sn->path, "%s/%s", s->dir, name) == -1 ||
-	    (parent != NULL && (sn->parent = strdup(parent)) == NULL)) {
+	    (parent != NULL && (sn->parent = strdup(parent)) == NULL) ||
+	    asprintf(&sn->path, "%s/%s", s->dir, name) == -1) {
 		sn->path = NULL;
 		r = gck_set_error(s->ctx, GCK_ENOMEM, "out of memory");
 		goto out;
@@ -582,6 +582,7 @@ gck_series_snapshot(struct gck_ctx *ctx, struct gck_series *s,
 	struct tm		 tm;
 	time_t			 now;
 	char			 name[64], tmstr[32], *path = NULL;
+	char			*ppath = NULL;
 	const char		*parent = NULL;
 	unsigned int		 seq;
 	int			 r;
@@ -611,13 +612,16 @@ gck_series_snapshot(struct gck_ctx *ctx, struct gck_series *s,
 	strftime(tmstr, sizeof tmstr, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	snprintf(name, sizeof name, "%06u-", seq);
 	strftime(name + 7, sizeof name - 7, "%Y%m%dT%H%M%SZ.gck", &tm);
-	if (asprintf(&path, "%s/%s", s->dir, name) == -1 || (parent != NULL &&
-	    asprintf((char **)&o.parent, "%s/%s", s->dir, parent) == -1)) {
-		o.parent = NULL;
+	if (asprintf(&path, "%s/%s", s->dir, name) == -1)
+		path = NULL;
+	if (parent != NULL && asprintf(&ppath, "%s/%s", s->dir, parent) == -1)
+		ppath = NULL;
+	if (path == NULL || (parent != NULL && ppath == NULL)) {
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
 	o.output = path;
+	o.parent = ppath;
 	o.after = GCK_AFTER_RUN;
 	gck_log(ctx, 1, "snapshot '%s', %s%s", path, parent != NULL ?
 	    "incremental over " : "full", parent != NULL ? parent : "");
@@ -632,12 +636,11 @@ gck_series_snapshot(struct gck_ctx *ctx, struct gck_series *s,
 		unlink(path);
 		goto out;
 	}
-	*snp = &s->snap[s->nsnap - 1];
 	r = s_prune(s, so->keep);
 	*snp = &s->snap[s->nsnap - 1];
 out:
 	free(path);
-	free((char *)(parent != NULL ? o.parent : NULL));
+	free(ppath);
 	return r;
 }
 
