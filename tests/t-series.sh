@@ -256,6 +256,38 @@ test_expect_success 'a second gpuckpt on a series being written: exit 1, says wh
 	! ls S | grep "\.tmp\."
 '
 
+test_expect_success '--every: failed snapshots said, the fifth in a row gives up' '
+	fake_criu fail-before &&
+	GCK_CRIU=$TRASH/fakecriu test_status 1 "$GCKPT" --series=F \
+	    --every=0.1 -p $WPID >out 2>err &&
+	test_must_be_empty out &&
+	grep -c "^gpuckpt: .*injected failure" err >n &&
+	echo 5 >expect && test_cmp expect n &&
+	tail -n 1 err >last &&
+	echo "gpuckpt: giving up after 5 failed snapshots in a row" >expect &&
+	test_cmp expect last &&
+	test_line_count err 6 &&
+	proc_running $WPID &&
+	verify_workload $WPID &&
+	test -z "$(ls F)"
+'
+
+test_expect_success 'images with no index are kept, and numbered after' '
+	mkdir N &&
+	cp S/$(snap 12) N/000007-20261128T000000Z.gck &&
+	test_status 0 "$GCKPT" --series=N -p $WPID 2>err &&
+	test_must_be_empty err &&
+	ls N >got &&
+	test_grep "^000007-20261128T000000Z\.gck\$" got &&
+	test_grep "^000008-[0-9]\{8\}T[0-9]\{6\}Z\.gck\$" got &&
+	python3 - N/index.json <<-\EOF
+	import json, sys
+	s = json.load(open(sys.argv[1]))["snapshots"]
+	assert len(s) == 1 and s[0]["name"].startswith("000008-"), s
+	assert s[0]["full"] and s[0]["parent"] is None, s
+	EOF
+'
+
 test_expect_success '--every ends once the tree is gone: exit 0, said' '
 	"$GCKPT" --series=S --every=1 -p $WPID 2>bg.err &
 	bg=$! &&
