@@ -30,6 +30,7 @@
 #include "core/util.h"
 #include "image/manifest.h"
 #include "image/parent.h"
+#include "image/zio.h"
 
 #define SERIES_VERSION	1
 #define SERIES_LOCK	".lock"
@@ -662,6 +663,7 @@ s_check_file(struct gck_ctx *ctx, const struct gck_snapshot *sn)
 {
 	struct gck_parents	*ps = NULL;
 	struct stat		 sb;
+	uint64_t		 tat;
 	int			 fd, r;
 
 	if ((fd = open(sn->path, O_RDONLY | O_CLOEXEC)) == -1 ||
@@ -679,6 +681,11 @@ s_check_file(struct gck_ctx *ctx, const struct gck_snapshot *sn)
 		r = gck_set_error(ctx, GCK_ECORRUPT, "image of %llu bytes, "
 		    "where the index lists %" PRIu64,
 		    (unsigned long long)sb.st_size, sn->size);
+		goto out;
+	}
+	if (gck_zio_footer(fd, sn->size, &tat) == -1) {
+		r = gck_set_error(ctx, GCK_ECORRUPT, "image damaged: no "
+		    "footer at its end");
 		goto out;
 	}
 	if ((r = gck_parents_self(ctx, fd, sn->path, &ps)) != GCK_OK)
