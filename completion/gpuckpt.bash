@@ -29,12 +29,14 @@ _gck_opts()
 {
 	case $1 in
 	gpuckpt)
-		long='--compress --ext-unix-sk --file-locks --format --help --kill
-		    --leave-running --lock-timeout --output --parent --pid
-		    --quiet --sign --stats --stop --suspend --tcp-established
-		    --threads --verbose --version'
-		longarg='--compress --format --lock-timeout --output --parent
-		    --pid --sign --threads'
+		long='--compress --count --every --ext-unix-sk --file-locks
+		    --format --full-every --help --keep --kill --leave-running
+		    --lock-timeout --output --parent --pid --quiet --series
+		    --sign --stats --stop --suspend --tcp-established --threads
+		    --verbose --version'
+		longarg='--compress --count --every --format --full-every
+		    --keep --lock-timeout --output --parent --pid --series
+		    --sign --threads'
 		longopt=--stats
 		short='c=--compress h=--help k=--kill o=--output p=--pid
 		    q=--quiet R=--leave-running s=--stop V=--version
@@ -304,7 +306,7 @@ _gck_arg()
 		done
 		_gck_reply "$3" "$4" none zstd "${z[@]}"
 		;;
-	gpuinspect--extract|gpurecv--cache)
+	gpuinspect--extract|gpurecv--cache|gpuckpt--series)
 		_gck_files "$3" "$4" -d
 		;;
 	gpuckpt--format)
@@ -324,7 +326,8 @@ _gck_arg()
 		_gck_sshopt "$3" "$4"
 		;;
 	esac
-	# --lock-timeout, --timeout (seconds), --gpu-map (src=dst,...),
+	# --lock-timeout, --timeout, --every (seconds), --gpu-map
+	# (src=dst,...), --count, --keep, --full-every,
 	# --parallel, --port, --remote-path, --threads, --cache-size,
 	# --bwlimit, --max-rounds, gpusend's
 	# --cache (a directory there) and gpurecv's others: nothing.

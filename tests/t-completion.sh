@@ -139,7 +139,7 @@ test_expect_success 'a prefix narrows the options' '
 	comp "gpuinspect --ve" &&
 	offers_exactly --verbose --verify --version &&
 	comp "gpuckpt --s" &&
-	offers_exactly --sign --stats --stop --suspend &&
+	offers_exactly --series --sign --stats --stop --suspend &&
 	comp "gpurestore --pid" &&
 	offers_exactly --pid --pidfile --pidns &&
 	comp "gpuckpt --comp" &&
@@ -227,6 +227,10 @@ test_expect_success 'gpuckpt --compress=zstd:: the levels, after the colon' '
 test_expect_success 'arguments that have nothing to complete' '
 	comp "gpuckpt --lock-timeout " &&
 	test_must_be_empty out &&
+	comp "gpuckpt --series=s --every " &&
+	test_must_be_empty out &&
+	comp "gpuckpt --keep=" &&
+	test_must_be_empty out &&
 	comp "gpurestore --gpu-map " &&
 	test_must_be_empty out &&
 	comp "gpurestore --gpu-map=" &&
@@ -241,7 +245,8 @@ test_expect_success 'files for the test' '
 '
 
 for line in 'gpuinspect --extract ' 'gpuinspect --extract=' \
-    'gpuinspect -x ' 'gpuinspect -vx ' 'gpuinspect job.gck -x '; do
+    'gpuinspect -x ' 'gpuinspect -vx ' 'gpuinspect job.gck -x ' \
+    'gpuckpt --series ' 'gpuckpt --series=' 'gpuckpt -p 1 --ser '; do
 	test_expect_success "$line: directories" "
 		comp '$line' &&
 		offers adir &&

@@ -120,6 +120,84 @@ test_expect_success 'gpuckpt refuses an operand' '
 	test_must_be_empty out
 '
 
+# series_refused LINE ARGS...: gpuckpt ARGS exits 2 with LINE alone.
+series_refused() {
+	_line=$1
+	shift
+	test_status 2 "$GCKPT" "$@" >out 2>err &&
+	test_must_be_empty out &&
+	echo "gpuckpt: $_line" >expect &&
+	test_cmp expect err
+}
+
+serieswhy="--series takes no -k, -o, --parent, -s or --suspend: it leaves the tree running, and names and chains its images itself"
+for opts in -k --kill -s --stop --suspend "-o img.gck" "-o -" \
+    "--parent=img.gck"; do
+	test_expect_success "gpuckpt --series with $opts: one line" "
+		series_refused \"\$serieswhy\" --series=s $opts -p \$deadpid &&
+		test ! -e s
+	"
+done
+
+test_expect_success 'gpuckpt --every, --count, --keep, --full-every without --series' '
+	for o in --every=1 --count=2 --keep=3 --full-every=2; do
+		series_refused "--count, --every, --full-every and --keep are for --series" \
+		    $o -p $deadpid -o img.gck || return 1
+	done &&
+	test ! -e img.gck
+'
+
+test_expect_success 'gpuckpt --series --count without --every' '
+	series_refused "--count is for --every" --series=s --count=2 \
+	    -p $deadpid &&
+	series_refused "--series needs a directory" --series= -p $deadpid &&
+	series_refused "the interval of --every must be more than 0" \
+	    --series=s --every=0 -p $deadpid &&
+	test ! -e s
+'
+
+for o in --keep=0 --keep=x --full-every=0 --full-every=1001 --count=0 \
+    --every=-1 --every=x; do
+	test_expect_success "gpuckpt --series $o: a usage error" "
+		test_status 2 \"\$GCKPT\" --series=s $o -p \$deadpid >out 2>err &&
+		test_must_be_empty out &&
+		test_grep '^gpuckpt: ' err &&
+		test ! -e s
+	"
+done
+
+test_expect_success 'gpuckpt --series of a process that does not exist' '
+	test_status 1 "$GCKPT" --series=s -p $deadpid >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpuckpt: " err &&
+	test ! -e s/index.json &&
+	test -z "$(ls s)"
+'
+
+test_expect_success 'gpurestore and gpuinspect of a directory that is no series' '
+	mkdir -p plain &&
+	test_status 1 "$GCKRESTORE" plain >out 2>err &&
+	test_must_be_empty out &&
+	echo "gpurestore: '"'"'plain'"'"' is not a snapshot series: it has no index.json" >expect &&
+	test_cmp expect err &&
+	test_status 1 "$GCKINSPECT" plain >out 2>err &&
+	test_must_be_empty out &&
+	echo "gpuinspect: '"'"'plain'"'"' is not a snapshot series: it has no index.json" >expect &&
+	test_cmp expect err
+'
+
+test_expect_success 'gpuinspect -x and -d of a directory, --parent with one' '
+	test_status 2 "$GCKINSPECT" -x out.d plain >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_status 2 "$GCKINSPECT" -t --parent=x plain >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_status 2 "$GCKINSPECT" -j -x out.d plain >out 2>err &&
+	test_must_be_empty out
+'
+
 test_expect_success 'gpuckpt -p of a process that does not exist' '
 	test_status 1 "$GCKPT" -p $deadpid -o img.gck >out 2>err &&
 	test_must_be_empty out &&

@@ -8,21 +8,41 @@
 #include <err.h>
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "compat.h"
 #include "gpuckpt.h"
 #include "tool.h"
 
+/* gpuckpt --series: where, how often, how many. */
+struct series {
+	const char		*dir;
+	long			 every_ms;	/* 0: one snapshot */
+	unsigned int		 count;		/* 0: until the tree goes */
+	struct gck_series_opts	 so;
+	int			 set;		/* options of --series given */
+	int			 quiet;		/* -q */
+	int			 stats;		/* --stats: its form, or 0 */
+};
+
+/* --every gives up after so many failed snapshots in a row. */
+#define SERIES_FAILS_MAX	5
+
 static const struct option longopts[] = {
 	{ "compress",		required_argument,	NULL,	'c' },
+	{ "count",		required_argument,	NULL,	'n' },
+	{ "every",		required_argument,	NULL,	'e' },
 	{ "ext-unix-sk",	no_argument,		NULL,	'E' },
 	{ "file-locks",		no_argument,		NULL,	'F' },
 	{ "format",		required_argument,	NULL,	'f' },
+	{ "full-every",		required_argument,	NULL,	'M' },
 	{ "help",		no_argument,		NULL,	'h' },
+	{ "keep",		required_argument,	NULL,	'N' },
 	{ "kill",		no_argument,		NULL,	'k' },
 	{ "lock-timeout",	required_argument,	NULL,	'L' },
 	{ "output",		required_argument,	NULL,	'o' },
@@ -30,6 +50,7 @@ static const struct option longopts[] = {
 	{ "pid",		required_argument,	NULL,	'p' },
 	{ "quiet",		no_argument,		NULL,	'q' },
 	{ "leave-running",	no_argument,		NULL,	'R' },
+	{ "series",		required_argument,	NULL,	'D' },
 	{ "sign",		required_argument,	NULL,	'K' },
 	{ "stats",		optional_argument,	NULL,	'Z' },
 	{ "stop",		no_argument,		NULL,	's' },
@@ -52,8 +73,11 @@ usage(int status)
 	    "               [--parent image] [--sign key] "
 	    "[--stats[=text|json]]\n"
 	    "               [--tcp-established] [--threads n] -p pid\n"
+	    "       %s --series dir [--count n] [--every seconds] "
+	    "[--full-every n]\n"
+	    "               [--keep n] [options] -p pid\n"
 	    "       %s --suspend [-v] [--lock-timeout seconds] -p pid\n",
-	    getprogname(), getprogname());
+	    getprogname(), getprogname(), getprogname());
 	exit(status);
 }
 
@@ -112,18 +136,202 @@ suspend_tree(pid_t pid, unsigned int lock_ms, int verbose)
 	return r == GCK_OK ? 0 : 1;
 }
 
+/*
+ * Takes one snapshot into the series; first says what the tree's
+ * restore will do with its terminal, as gpuckpt -o does.
+ */
+static int
+series_one(struct gck_ctx *ctx, struct gck_series *s,
+    const struct gck_ckpt_opts *o, const struct series *sa, int first)
+{
+	struct gck_ckpt_result		 res;
+	const struct gck_snapshot	*sn;
+	int				 r;
+
+	memset(&res, 0, sizeof res);
+	tool_progress(ctx, sa->quiet);
+	r = gck_series_snapshot(ctx, s, o, &sa->so, &res, &sn);
+	tool_progress_clear();
+	if (r == GCK_OK && first && !sa->quiet)
+		tool_tty_note(res.tty_pid, res.tty, res.tty_fd);
+	if (r == GCK_OK && sa->stats)
+		tool_stats(&res.stats, sa->stats, TOOL_ST_MEMORY |
+		    TOOL_ST_ZERO | TOOL_ST_FREEZE, NULL);
+	gck_ckpt_result_free(&res);
+	return r;
+}
+
+/*
+ * Waits until ms after start, a little at a time.  Returns 0, or -1 when
+ * a signal came.
+ */
+static int
+series_wait(const struct timespec *start, long ms)
+{
+	struct timespec	now, nap;
+	long long	left;
+
+	for (;;) {
+		if (tool_signal != 0)
+			return -1;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = (long long)ms - ((long long)(now.tv_sec - start->tv_sec) *
+		    1000 + (now.tv_nsec - start->tv_nsec) / 1000000);
+		if (left <= 0)
+			return 0;
+		if (left > 200)
+			left = 200;
+		nap.tv_sec = 0;
+		nap.tv_nsec = (long)left * 1000000;
+		nanosleep(&nap, NULL);
+	}
+}
+
+/*
+ * The loop of --every: a snapshot every sa->every_ms from the start of
+ * the one before, until sa->count are taken, the tree is gone, a signal
+ * comes or SERIES_FAILS_MAX fail in a row.  A failed snapshot leaves the
+ * tree running and the series as it was.  Returns the exit status.
+ */
+static int
+series_loop(struct gck_ctx *ctx, struct gck_series *s,
+    const struct gck_ckpt_opts *o, const struct series *sa)
+{
+	struct timespec	start;
+	unsigned int	taken = 0, fails = 0;
+	int		r;
+
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &start);
+		r = series_one(ctx, s, o, sa, taken == 0);
+		if (r == GCK_OK) {
+			taken++;
+			fails = 0;
+		} else if (kill(o->pid, 0) == -1 && errno == ESRCH) {
+			if (taken == 0)
+				warnx("%s", gck_error_string(ctx));
+			else
+				warnx("process tree %d is gone: %u snapshots "
+				    "taken into '%s'", (int)o->pid, taken,
+				    sa->dir);
+			return taken > 0 ? 0 : 1;
+		} else {
+			warnx("%s", gck_error_string(ctx));
+			if (r != GCK_EINTR && ++fails == SERIES_FAILS_MAX) {
+				warnx("giving up after %d failed snapshots in "
+				    "a row", SERIES_FAILS_MAX);
+				return 1;
+			}
+		}
+		if (sa->count > 0 && taken == sa->count)
+			return 0;
+		if (r == GCK_EINTR || series_wait(&start, sa->every_ms) == -1)
+			break;
+	}
+	warnx("stopped by %s: %u snapshots taken into '%s', process tree %d "
+	    "left running", strsignal(tool_signal), taken, sa->dir,
+	    (int)o->pid);
+	return taken > 0 ? 0 : 1;
+}
+
+/* --series: one snapshot, or those of --every.  Returns the exit status. */
+static int
+series_run(const struct gck_ckpt_opts *o, const struct series *sa,
+    int verbose)
+{
+	struct gck_series	*s = NULL;
+	struct gck_ctx		*ctx;
+	int			 status;
+
+	tool_signals();
+	ctx = tool_ctx(verbose);
+	if (gck_series_open(ctx, sa->dir, 1, &s) != GCK_OK) {
+		warnx("%s", gck_error_string(ctx));
+		status = 1;
+	} else if (sa->every_ms > 0)
+		status = series_loop(ctx, s, o, sa);
+	else if (series_one(ctx, s, o, sa, 1) != GCK_OK) {
+		warnx("%s", gck_error_string(ctx));
+		status = 1;
+	} else
+		status = 0;
+	gck_series_free(s);
+	gck_ctx_free(ctx);
+	return status;
+}
+
+/* Takes option ch of --series, with its argument arg, into sa. */
+static void
+series_opt(int ch, const char *arg, struct series *sa)
+{
+	switch (ch) {
+	case 'D':
+		sa->dir = arg;
+		return;
+	case 'e':
+		if ((sa->every_ms = tool_seconds(arg, "interval",
+		    7 * 86400)) == -1)
+			usage(2);
+		if (sa->every_ms == 0)
+			errx(2, "the interval of --every must be more than 0");
+		break;
+	case 'M':
+		sa->so.full_every = (unsigned int)tool_number(arg, 1, 1000,
+		    "images in a chain");
+		break;
+	case 'n':
+		sa->count = (unsigned int)tool_number(arg, 1, 1000000,
+		    "snapshot count");
+		break;
+	case 'N':
+		sa->so.keep = (unsigned int)tool_number(arg, 1, 999999,
+		    "snapshots kept");
+		break;
+	}
+	sa->set++;
+}
+
+/*
+ * Checks the options of --series against the others: it takes the tree's
+ * snapshot, left running, and names and chains its images itself.
+ */
+static void
+series_check(const struct gck_ckpt_opts *o, const struct series *sa,
+    int suspend, int output)
+{
+	if (sa->dir == NULL) {
+		if (sa->set)
+			errx(2, "--count, --every, --full-every and --keep "
+			    "are for --series");
+		return;
+	}
+	if (*sa->dir == '\0')
+		errx(2, "--series needs a directory");
+	if (suspend || output || o->parent != NULL ||
+	    (o->after != GCK_AFTER_DEFAULT && o->after != GCK_AFTER_RUN))
+		errx(2, "--series takes no -k, -o, --parent, -s or --suspend: "
+		    "it leaves the tree running, and names and chains its "
+		    "images itself");
+	if (sa->count > 0 && sa->every_ms == 0)
+		errx(2, "--count is for --every");
+}
+
 int
 main(int argc, char *argv[])
 {
 	struct gck_ckpt_opts	 o;
 	struct gck_ckpt_result	 res;
 	struct gck_ctx		*ctx;
+	struct series		 sa;
 	int			 ch, verbose = 0, r, after_set = 0;
-	int			 suspend = 0, image_opts = 0;
+	int			 suspend = 0, image_opts = 0, output = 0;
 	int			 quiet = 0, stats = 0;
 	long			 ms;
 
 	memset(&o, 0, sizeof o);
+	memset(&sa, 0, sizeof sa);
+	sa.so.keep = GCK_SERIES_KEEP;
+	sa.so.full_every = GCK_SERIES_FULL_EVERY;
 	o.lock_ms = GCK_LOCK_TIMEOUT_MS;
 	o.level = GCK_ZSTD_LEVEL;
 	o.after = GCK_AFTER_DEFAULT;
@@ -135,6 +343,14 @@ main(int argc, char *argv[])
 			if ((o.level = tool_compress(optarg)) == -1)
 				usage(2);
 			image_opts++;
+			break;
+		case 'D':
+		case 'e':
+		case 'M':
+		case 'n':
+		case 'N':
+			series_opt(ch, optarg, &sa);
+			image_opts += ch == 'D';
 			break;
 		case 'E':
 			o.criu_opts |= GCK_CRIU_EXT_UNIX_SK;
@@ -176,6 +392,7 @@ main(int argc, char *argv[])
 			break;
 		case 'o':
 			o.output = strcmp(optarg, "-") == 0 ? NULL : optarg;
+			output = 1;
 			image_opts++;
 			break;
 		case 'p':
@@ -217,6 +434,7 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (argc != 0 || o.pid == 0)
 		usage(2);
+	series_check(&o, &sa, suspend, output);
 	if (suspend && image_opts) {
 		warnx("--suspend makes no image: it takes no -c, --format, -k, "
 		    "-o, --parent, -R, -s, --sign, --stats or --threads, nor "
@@ -225,6 +443,11 @@ main(int argc, char *argv[])
 	}
 	if (suspend)
 		return suspend_tree(o.pid, o.lock_ms, verbose);
+	if (sa.dir != NULL) {
+		sa.quiet = quiet;
+		sa.stats = stats;
+		return series_run(&o, &sa, verbose);
+	}
 	if (o.output == NULL && isatty(STDOUT_FILENO))
 		errx(1, "refusing to write an image to a terminal "
 		    "(use -o FILE or a pipe)");

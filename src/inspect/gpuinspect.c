@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <err.h>
@@ -45,19 +46,24 @@ static void		 print_tree(json_t *, json_t *, json_t *, size_t, int);
 static char		*cmdline_str(json_t *);
 static int		 verify(struct gck_ctx *, int, char **, size_t,
 			    const char *);
+static void		 print_series(json_t *, int);
+static int		 series(struct gck_ctx *, const char *, enum mode, int);
+static _Noreturn void	 series_main(struct gck_ctx *, const char *, enum mode,
+			    int, int);
 
 static _Noreturn void
 usage(int status)
 {
 	fprintf(status ? stderr : stdout,
-	    "usage: %s [-jVv] [file | -]\n"
+	    "usage: %s [-jVv] [file | dir | -]\n"
 	    "       %s -t [-v] [--allowed-signers file] [--parent path] "
 	    "[file | -]\n"
+	    "       %s -t [-jv] dir\n"
 	    "       %s -d [-jv] file1 file2\n"
 	    "       %s -x dir [-v] [file | -]\n"
 	    "       %s --flatten out [-v] --parent path [file | -]\n",
 	    getprogname(), getprogname(), getprogname(), getprogname(),
-	    getprogname());
+	    getprogname(), getprogname());
 	exit(status);
 }
 
@@ -455,6 +461,106 @@ verify(struct gck_ctx *ctx, int fd, char **parents, size_t nparents,
 	return r;
 }
 
+/*
+ * A series: each snapshot on a line, the newest sound one marked '*';
+ * verified, each said ok or damaged, and why.
+ */
+static void
+print_series(json_t *d, int verified)
+{
+	json_t		*a, *o;
+	const char	*newest;
+	char		 sz[32];
+	size_t		 i;
+
+	a = json_object_get(d, "snapshots");
+	newest = json_string_value(json_object_get(d, "newest"));
+	if (verified) {
+		json_array_foreach(a, i, o) {
+			if (json_is_true(json_object_get(o, "ok")))
+				printf("%s: ok\n", str(o, "name"));
+			else
+				printf("%s: damaged: %s\n", str(o, "name"),
+				    str(o, "problem"));
+		}
+		printf("%zu snapshots, %lld damaged\n", json_array_size(a),
+		    (long long)num(d, "damaged"));
+		return;
+	}
+	printf("series %s: %zu snapshots\n", str(d, "directory"),
+	    json_array_size(a));
+	json_array_foreach(a, i, o) {
+		printf("%c %s  %s  %-11s  %10s", newest != NULL &&
+		    strcmp(newest, json_string_value(json_object_get(o,
+		    "name"))) == 0 ? '*' : ' ', str(o, "name"), str(o, "time"),
+		    json_is_true(json_object_get(o, "full")) ? "full" :
+		    "incremental", size_str(json_object_get(o, "size"), sz,
+		    sizeof sz));
+		if (!json_is_true(json_object_get(o, "full")))
+			printf("  parent %s", str(o, "parent"));
+		if (!json_is_true(json_object_get(o, "ok")))
+			printf("  not sound: %s", str(o, "problem"));
+		printf("\n");
+	}
+	if (newest != NULL)
+		printf("* newest complete snapshot, which gpurestore restores\n");
+	else
+		printf("no snapshot that gpurestore can restore\n");
+}
+
+/*
+ * The series in directory dir, shown or verified.  Returns GCK_OK, or a
+ * code; verified, GCK_ECORRUPT when a snapshot is damaged.
+ */
+static int
+series(struct gck_ctx *ctx, const char *dir, enum mode mode, int json)
+{
+	struct gck_series	*s = NULL;
+	json_error_t		 jerr;
+	json_t			*doc = NULL;
+	char			*text = NULL;
+	int			 r;
+
+	if ((r = gck_series_open(ctx, dir, 0, &s)) != GCK_OK ||
+	    (r = gck_series_describe(ctx, s, mode == VERIFY, &text)) != GCK_OK)
+		goto out;
+	if (json)
+		fputs(text, stdout);
+	else if ((doc = json_loads(text, 0, &jerr)) != NULL)
+		print_series(doc, mode == VERIFY);
+	else
+		errx(1, "cannot read the description: %s", jerr.text);
+	if (mode == VERIFY && (doc == NULL || num(doc, "damaged") != 0))
+		r = GCK_ECORRUPT;
+out:
+	json_decref(doc);
+	free(text);
+	gck_series_free(s);
+	return r;
+}
+
+/* gpuinspect [-t] dir: exits with the status of the series' report. */
+static _Noreturn void
+series_main(struct gck_ctx *ctx, const char *dir, enum mode mode, int json,
+    int image_opts)
+{
+	int	r;
+
+	if (mode != SHOW && mode != VERIFY)
+		errx(2, "'%s' is a directory: a series is shown or verified, "
+		    "its images one at a time otherwise", dir);
+	if (image_opts)
+		errx(2, "--parent and --allowed-signers are not for a series: "
+		    "its images' parents are in it");
+	if ((r = series(ctx, dir, mode, json)) != GCK_OK &&
+	    !(mode == VERIFY && r == GCK_ECORRUPT))
+		warnx("%s", gck_error_string(ctx));
+	gck_ctx_free(ctx);
+	if (fflush(stdout) == EOF)
+		r = GCK_ESYS;
+	exit(r == GCK_OK ? 0 : 1);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -466,7 +572,8 @@ main(int argc, char *argv[])
 	char			*text = NULL, **parents = NULL;
 	size_t			 nparents = 0;
 	int			 ch, verbose = 0, json = 0, r, fd, fdb;
-	int			 differ = 0, nmode = 0, status;
+	int			 differ = 0, nmode = 0, status, isdir;
+	struct stat		 sb;
 
 	while ((ch = getopt_long(argc, argv, "dhjtVvx:", longopts, NULL)) !=
 	    -1) {
@@ -511,7 +618,9 @@ main(int argc, char *argv[])
 	}
 	argc -= optind;
 	argv += optind;
-	if (nmode > 1 || (json && mode != SHOW && mode != DIFF) ||
+	isdir = argc == 1 && stat(argv[0], &sb) == 0 && S_ISDIR(sb.st_mode);
+	if (nmode > 1 || (json && mode != SHOW && mode != DIFF &&
+	    !(mode == VERIFY && isdir)) ||
 	    (mode == DIFF ? argc != 2 : argc > 1) ||
 	    ((mode == EXTRACT || mode == FLATTEN) && *dir == '\0'))
 		usage(2);
@@ -532,6 +641,9 @@ main(int argc, char *argv[])
 	tool_signals();
 	ctx = tool_ctx(verbose);
 	name = argc >= 1 ? argv[0] : "-";
+	if (isdir)
+		series_main(ctx, argv[0], mode, json, nparents > 0 ||
+		    allowed != NULL);
 	fd = tool_open_image(argc >= 1 ? argv[0] : NULL, mode == DIFF ? 2 : 1);
 	switch (mode) {
 	case SHOW:

@@ -514,4 +514,98 @@ struct gck_send_result {
 int		 gck_send(struct gck_ctx *, const struct gck_send_opts *,
 		    struct gck_send_result *);
 
+/*
+ * Snapshot series (gpuckpt --series, gpuckpt(1)): the images of one
+ * running tree, taken over time into one directory, each named by a
+ * sequence number and the UTC time it began (000012-20261128T213000Z.gck),
+ * and listed, once complete, by the index GCK_SERIES_INDEX, oldest first.
+ */
+#define GCK_SERIES_INDEX	"index.json"
+#define GCK_SERIES_KEEP		5	/* snapshots kept, by default */
+#define GCK_SERIES_FULL_EVERY	10	/* images in a chain, at most */
+
+struct gck_series;
+
+/* A snapshot, as the index lists it. */
+struct gck_snapshot {
+	char		*name;		/* its file's name in the directory */
+	char		*path;		/* the directory's path, then name */
+	char		 id[33];	/* the image's id */
+	char		*parent;	/* the name of its parent, or NULL */
+	char		 time[32];	/* when it began: 2026-11-28T21:30:00Z */
+	uint64_t	 size;		/* of its file, in bytes */
+	int		 full;		/* 1: it has no parent */
+	unsigned int	 seq;		/* its sequence number */
+};
+
+struct gck_series_opts {
+	unsigned int	 keep;		/* the newest kept; 0: all */
+	unsigned int	 full_every;	/* a full image once the newest's
+					   chain holds that many; 1: each */
+};
+
+/*
+ * Opens the series in directory dir.  To write (write non-zero), dir is
+ * made if missing, its lock is taken (GCK_EBUSY, naming the process that
+ * holds it, when another has it), and what a run cut short left there is
+ * removed; the lock is held until gck_series_free().  To read, dir must
+ * have an index (GCK_EINVAL if not).  Returns GCK_OK with *sp, or a code.
+ */
+int		 gck_series_open(struct gck_ctx *, const char *, int,
+		    struct gck_series **);
+void		 gck_series_free(struct gck_series *);
+/* The snapshots listed, and snapshot i of them, oldest first (NULL past). */
+size_t		 gck_series_count(const struct gck_series *);
+const struct gck_snapshot *gck_series_get(const struct gck_series *,
+		    size_t);
+const char	*gck_series_dir(const struct gck_series *);
+/*
+ * Takes a snapshot of the tree of opts->pid, left running, into a series
+ * opened to write: incremental over the newest snapshot, or full when
+ * there is none, when its chain holds so->full_every images, or when it
+ * is not sound; then lists it in the index and keeps the newest so->keep
+ * snapshots and the images their chains need, removing the others.
+ * opts->output, ->parent and ->after are the series'.  On GCK_OK, *snp
+ * is the new snapshot (valid until the next call) and *res as
+ * gck_checkpoint()'s; on failure the index and the tree are as they
+ * were, and the snapshot's file is not left.
+ */
+int		 gck_series_snapshot(struct gck_ctx *, struct gck_series *,
+		    const struct gck_ckpt_opts *, const struct gck_series_opts *,
+		    struct gck_ckpt_result *, const struct gck_snapshot **);
+/*
+ * Whether snapshot i is sound as far as can be seen without reading it
+ * whole: its file there, of the size listed, its footer, trailer and
+ * manifest readable and its id the one listed, and so for each image of
+ * its chain.  gck_series_verify() reads it whole as well, its chain's
+ * chunks too.  Both return GCK_OK, or a code with why not.
+ */
+int		 gck_series_check(struct gck_ctx *, const struct gck_series *,
+		    size_t);
+int		 gck_series_verify(struct gck_ctx *, const struct gck_series *,
+		    size_t);
+/*
+ * Restores the newest sound snapshot of the series, as gck_restore()
+ * with opts (its infd and inname unused; the series' directory is
+ * searched for parents after opts->parents).  A snapshot that is not
+ * sound, or whose restore fails as its image is damaged (GCK_EFORMAT,
+ * GCK_ETRUNC, GCK_ECORRUPT, found before any process runs), is passed
+ * over, and skip, if not NULL, is told of it and why; the next older is
+ * tried.  On GCK_OK *snp is the snapshot restored; GCK_EINVAL when none
+ * could be; another code when a restore failed otherwise.
+ */
+int		 gck_series_restore(struct gck_ctx *, const struct gck_series *,
+		    const struct gck_restore_opts *,
+		    void (*)(void *, const struct gck_snapshot *, const char *),
+		    void *, pid_t *, const struct gck_snapshot **);
+/*
+ * Describes the series as a JSON document (text, freed by the caller):
+ * each snapshot as listed, with "chain" (images in its chain), "ok" and,
+ * if not, "problem"; "newest", the newest sound one or null; "damaged",
+ * how many are not.  Sound as gck_series_check() says, or with verify
+ * gck_series_verify().  Returns GCK_OK or a code.
+ */
+int		 gck_series_describe(struct gck_ctx *, const struct gck_series *,
+		    int, char **);
+
 #endif /* GPUCKPT_H */

@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -46,7 +47,7 @@ usage(int status)
 	    "[--gpu-map src=dst[,...]]\n"
 	    "                  [--parent path] [--pidfile file] [--pidns] "
 	    "[--stats[=text|json]]\n"
-	    "                  [--threads n] [--wait] [file | -]\n"
+	    "                  [--threads n] [--wait] [file | dir | -]\n"
 	    "       %s --resume [-v] [--gpu-map src=dst[,...]] -p pid\n",
 	    getprogname(), getprogname());
 	exit(status);
@@ -72,6 +73,30 @@ write_pidfile(const char *path, pid_t pid)
 		unlink(tmp);
 	free(tmp);
 	return ok ? 0 : -1;
+}
+
+/* Tells of a snapshot of the series passed over, and why. */
+static void
+series_skip(void *arg, const struct gck_snapshot *sn, const char *why)
+{
+	warnx("skipping snapshot '%s': %s", sn->path, why);
+}
+
+/* Restores the newest sound snapshot of the series in directory dir. */
+static int
+restore_series(struct gck_ctx *ctx, const char *dir,
+    const struct gck_restore_opts *o, pid_t *rootp)
+{
+	const struct gck_snapshot	*sn;
+	struct gck_series		*s = NULL;
+	int				 r;
+
+	if ((r = gck_series_open(ctx, dir, 0, &s)) == GCK_OK &&
+	    (r = gck_series_restore(ctx, s, o, series_skip, NULL, rootp,
+	    &sn)) == GCK_OK)
+		warnx("restored snapshot '%s', taken %s", sn->path, sn->time);
+	gck_series_free(s);
+	return r;
 }
 
 /*
@@ -105,8 +130,9 @@ main(int argc, char *argv[])
 	struct gck_stats	 st;
 	struct gck_waiter	*w = NULL;
 	struct gck_ctx		*ctx;
-	const char		*pidfile = NULL;
+	const char		*pidfile = NULL, *series = NULL;
 	char			**parents = NULL;
+	struct stat		 sb;
 	sigset_t		 fwd;
 	pid_t			 root, pid = 0;
 	size_t			 n;
@@ -188,9 +214,13 @@ main(int argc, char *argv[])
 		warnx("-p is for --resume: an image says its own processes");
 		usage(2);
 	}
-	o.infd = tool_open_image(argc == 1 ? argv[0] : NULL, 1);
-	o.inname = argc == 1 && strcmp(argv[0], "-") != 0 ? argv[0] :
-	    "standard input";
+	if (argc == 1 && stat(argv[0], &sb) == 0 && S_ISDIR(sb.st_mode))
+		series = argv[0];
+	else {
+		o.infd = tool_open_image(argc == 1 ? argv[0] : NULL, 1);
+		o.inname = argc == 1 && strcmp(argv[0], "-") != 0 ? argv[0] :
+		    "standard input";
+	}
 
 	tool_signals();
 	ctx = tool_ctx(verbose);
@@ -211,7 +241,10 @@ main(int argc, char *argv[])
 	if (stats)
 		o.stats = &st;
 	tool_progress(ctx, quiet);
-	r = gck_restore(ctx, &o, &root);
+	if (series != NULL)
+		r = restore_series(ctx, series, &o, &root);
+	else
+		r = gck_restore(ctx, &o, &root);
 	tool_progress_clear();
 	free(parents);
 	if (r != GCK_OK) {
