@@ -43,8 +43,8 @@
 #                         the pause of gpuckpt -R against criu dump
 #                         --leave-running into a tmpfs, on the mixed
 #                         workload rewriting 1% of its memory a second,
-#                         and a series of 10 snapshots, each --parent
-#                         the one before
+#                         and the 10th snapshot of a series (gpuckpt
+#                         --series) against a full image
 #   BENCH_LIVE_RATES=...  those rates for "live" (default "0 1 10")
 #   BENCH_QUICK=1         smoke run: workloads 1/8 of their size, 1 repeat
 #   BENCH_DIR=DIR         where to work and write results (default: the
@@ -1034,9 +1034,8 @@ incremental()
 # --- snapshots: the pause of gpuckpt -R, and a series -------------------
 
 # pause_of CMD...: runs CMD while the workload runs, its output thrown
-# away; prints the longest
-# pause it saw meanwhile, in seconds (0.000 when none went over 50 ms).
-# Returns CMD's status.
+# away; prints the longest pause it saw meanwhile, in seconds (0.000
+# when none went over 50 ms).  Returns CMD's status.
 pause_of()
 {
 	local n st
@@ -1053,14 +1052,13 @@ pause_of()
 # snapshot REP: on the mixed workload rewriting 1% of its memory a
 # second, the pause of gpuckpt -R into a file and that of criu dump
 # --leave-running into a tmpfs, taken in turns; then a series of 10
-# snapshots, each --parent the one before, about a second apart.
-# Appends
-#   snapshot - REP ok|FAIL gpuckpt_pause_s criu_pause_s first_B tenth_B
-#       gpuckpt_total_s
+# snapshots (gpuckpt --series --every=1), each incremental over the one
+# before.  Appends
+#   snapshot - REP ok|FAIL gpuckpt_pause_s criu_pause_s full_B tenth_B
+#       gpuckpt_total_s series_first_B
 snapshot()
 {
-	local rep=$1 kind mib ok=ok d=$R/snap pg=- pc=- fb=- tb=- tt=- i t0
-	local parent=
+	local rep=$1 kind mib ok=ok d=$R/snap pg=- pc=- fb=- sb=- tb=- tt=- t0
 
 	set -- $(workload_spec mixed)
 	kind=$1
@@ -1082,23 +1080,25 @@ snapshot()
 	    -t "$WPID" --leave-running 2>>"$d/err") || ok=FAIL
 	rm -rf "$tmpfs_dir/img"
 	[ $ok = ok ] && fb=$(stat -c %s "$d/s1.gck")
-	parent=$d/s1.gck
-	for i in 2 3 4 5 6 7 8 9 10; do
-		[ $ok = ok ] || break
-		sleep 1
-		TMPDIR=$d/tmp timeout "$LIMIT" "$GPUCKPT" -R --parent="$parent" \
-		    -p "$WPID" -o "$d/s$i.gck" 2>>"$d/err" || ok=FAIL
-		parent=$d/s$i.gck
-	done
-	[ $ok = ok ] && tb=$(stat -c %s "$d/s10.gck")
+	# the series keeps 10 (each a parent of the next), and its first
+	# is full
+	[ $ok = ok ] && { TMPDIR=$d/tmp timeout "$LIMIT" "$GPUCKPT" \
+	    --series="$d/series" --every=1 --count=10 --keep=10 \
+	    -p "$WPID" 2>>"$d/err" || ok=FAIL; }
+	[ $ok = ok ] && set -- $(python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))["snapshots"]
+assert len(s) == 10 and s[0]["full"] and not any(x["full"] for x in s[1:]), s
+print(s[0]["size"], s[-1]["size"])' "$d/series/index.json" 2>>"$d/err") ||
+	    ok=FAIL
+	[ $ok = ok ] && sb=$1 tb=$2
 	if [ $ok = ok ] && ! verify; then
 		note "snapshot: the workload did not verify after its snapshots"
 		ok=FAIL
 	fi
 	stop_work
 	[ $ok = ok ] || { broke=1; note "snapshot failed: $(tail -n 3 "$d/err")"; }
-	note "snapshot #$rep ($mib MiB): pause gpuckpt -R $pg s (of $tt s), criu dump --leave-running to tmpfs $pc s; first $fb B, tenth $tb B"
-	echo "snapshot - $rep $ok $pg $pc $fb $tb $tt" >>"$RAW"
+	note "snapshot #$rep ($mib MiB): pause gpuckpt -R $pg s (of $tt s), criu dump --leave-running to tmpfs $pc s; a full image $fb B; a series: first $sb B, tenth $tb B"
+	echo "snapshot - $rep $ok $pg $pc $fb $tb $tt $sb" >>"$RAW"
 	rm -rf "$d"
 }
 
@@ -1256,7 +1256,7 @@ snap_report()
 	say ""
 	say "== snapshots: mixed $(size 2048) MiB rewriting 1% of its memory a second =="
 	say "$(verdict "$(cmp_le "$r" 1.0)")  pause of gpuckpt -R $pg s / criu dump --leave-running to tmpfs $pc s: $r (goal: at most 1.0; gpuckpt -R took $tt s in all)"
-	say "      the 10th snapshot of a series, each --parent the one before: $tb B / first, full, $fb B: $(awk -v a="$tb" -v b="$fb" 'BEGIN { printf "%.4f", a / b }')"
+	say "      the 10th snapshot of a series (gpuckpt --series --every=1), incremental: $tb B / a full image, gpuckpt -R, $fb B: $(awk -v a="$tb" -v b="$fb" 'BEGIN { printf "%.4f", a / b }')"
 }
 
 # --- the report --------------------------------------------------------
