@@ -30,6 +30,19 @@ struct series {
 	int			 stats;		/* --stats: its form, or 0 */
 };
 
+/* What the command line asks for. */
+struct args {
+	struct gck_ckpt_opts	 o;
+	struct series		 sa;		/* --series and its options */
+	int			 verbose;
+	int			 suspend;	/* --suspend */
+	int			 quiet;		/* -q */
+	int			 stats;		/* --stats: its form, or 0 */
+	int			 output;	/* -o given */
+	int			 image_opts;	/* options that make an image */
+	int			 after_set;	/* -k, -R or -s given */
+};
+
 /* --every gives up after so many failed snapshots in a row. */
 #define SERIES_FAILS_MAX	5
 
@@ -61,6 +74,24 @@ static const struct option longopts[] = {
 	{ "verbose",		no_argument,		NULL,	'v' },
 	{ NULL,			0,			NULL,	0 }
 };
+
+static _Noreturn void	usage(int);
+static void	pid_list(const struct gck_ckpt_result *, char *, size_t);
+static void	handover_note(pid_t, const struct gck_ckpt_result *);
+static int	suspend_tree(pid_t, unsigned int, int);
+static int	series_one(struct gck_ctx *, struct gck_series *,
+		    const struct gck_ckpt_opts *, const struct series *, int);
+static int	series_wait(const struct timespec *, long);
+static int	series_loop(struct gck_ctx *, struct gck_series *,
+		    const struct gck_ckpt_opts *, const struct series *);
+static int	series_run(const struct gck_ckpt_opts *, const struct series *,
+		    int);
+static void	series_opt(int, const char *, struct series *);
+static void	series_check(const struct gck_ckpt_opts *,
+		    const struct series *, int, int);
+static int	image_option(struct args *, int, const char *);
+static void	parse_args(struct args *, int, char *[]);
+static int	checkpoint_tree(const struct args *);
 
 static _Noreturn void
 usage(int status)
@@ -316,159 +347,181 @@ series_check(const struct gck_ckpt_opts *o, const struct series *sa,
 		errx(2, "--count is for --every");
 }
 
-int
-main(int argc, char *argv[])
+/*
+ * An option that makes an image, ch with arg: 1 when it is one, taken
+ * into a, else 0.
+ */
+static int
+image_option(struct args *a, int ch, const char *arg)
 {
-	struct gck_ckpt_opts	 o;
-	struct gck_ckpt_result	 res;
-	struct gck_ctx		*ctx;
-	struct series		 sa;
-	int			 ch, verbose = 0, r, after_set = 0;
-	int			 suspend = 0, image_opts = 0, output = 0;
-	int			 quiet = 0, stats = 0;
-	long			 ms;
+	struct gck_ckpt_opts	*o = &a->o;
 
-	memset(&o, 0, sizeof o);
-	memset(&sa, 0, sizeof sa);
-	sa.so.keep = GCK_SERIES_KEEP;
-	sa.so.full_every = GCK_SERIES_FULL_EVERY;
-	o.lock_ms = GCK_LOCK_TIMEOUT_MS;
-	o.level = GCK_ZSTD_LEVEL;
-	o.after = GCK_AFTER_DEFAULT;
-	o.outfd = STDOUT_FILENO;
+	switch (ch) {
+	case 'c':
+		if ((o->level = tool_compress(arg)) == -1)
+			usage(2);
+		break;
+	case 'E':
+		o->criu_opts |= GCK_CRIU_EXT_UNIX_SK;
+		break;
+	case 'F':
+		o->criu_opts |= GCK_CRIU_FILE_LOCKS;
+		break;
+	case 'f':
+		o->format = (int)tool_number(arg, 1, GCK_FORMAT_VERSION,
+		    "image format");
+		break;
+	case 'j':
+		o->threads = (int)tool_number(arg, 1, 256, "thread count");
+		break;
+	case 'k':
+	case 'R':
+	case 's':
+		if (a->after_set++) {
+			warnx("--kill, --leave-running and --stop exclude each "
+			    "other");
+			usage(2);
+		}
+		o->after = ch == 'k' ? GCK_AFTER_KILL : ch == 'R' ?
+		    GCK_AFTER_RUN : GCK_AFTER_STOP;
+		break;
+	case 'o':
+		o->output = strcmp(arg, "-") == 0 ? NULL : arg;
+		a->output = 1;
+		break;
+	case 'P':
+		o->parent = arg;
+		break;
+	case 'K':
+		o->sign = arg;
+		break;
+	case 'T':
+		o->criu_opts |= GCK_CRIU_TCP_ESTABLISHED;
+		break;
+	case 'Z':
+		if ((a->stats = tool_stats_form(arg)) == -1)
+			usage(2);
+		break;
+	default:
+		return 0;
+	}
+	a->image_opts++;
+	return 1;
+}
+
+/*
+ * Reads the command line into a and checks the options against each
+ * other and the operands.
+ */
+static void
+parse_args(struct args *a, int argc, char *argv[])
+{
+	struct gck_ckpt_opts	*o = &a->o;
+	long			 ms;
+	int			 ch;
+
+	memset(a, 0, sizeof *a);
+	a->sa.so.keep = GCK_SERIES_KEEP;
+	a->sa.so.full_every = GCK_SERIES_FULL_EVERY;
+	o->lock_ms = GCK_LOCK_TIMEOUT_MS;
+	o->level = GCK_ZSTD_LEVEL;
+	o->after = GCK_AFTER_DEFAULT;
+	o->outfd = STDOUT_FILENO;
 	while ((ch = getopt_long(argc, argv, "c:hko:p:qRsVv", longopts,
 	    NULL)) != -1) {
+		if (image_option(a, ch, optarg))
+			continue;
 		switch (ch) {
-		case 'c':
-			if ((o.level = tool_compress(optarg)) == -1)
-				usage(2);
-			image_opts++;
-			break;
 		case 'D':
 		case 'e':
 		case 'M':
 		case 'n':
 		case 'N':
-			series_opt(ch, optarg, &sa);
-			image_opts += ch == 'D';
-			break;
-		case 'E':
-			o.criu_opts |= GCK_CRIU_EXT_UNIX_SK;
-			image_opts++;
-			break;
-		case 'F':
-			o.criu_opts |= GCK_CRIU_FILE_LOCKS;
-			image_opts++;
-			break;
-		case 'f':
-			o.format = (int)tool_number(optarg, 1,
-			    GCK_FORMAT_VERSION, "image format");
-			image_opts++;
+			series_opt(ch, optarg, &a->sa);
+			a->image_opts += ch == 'D';
 			break;
 		case 'h':
 			usage(0);
-		case 'j':
-			o.threads = (int)tool_number(optarg, 1, 256,
-			    "thread count");
-			image_opts++;
-			break;
-		case 'k':
-		case 'R':
-		case 's':
-			if (after_set++) {
-				warnx("--kill, --leave-running and --stop "
-				    "exclude each other");
-				usage(2);
-			}
-			o.after = ch == 'k' ? GCK_AFTER_KILL : ch == 'R' ?
-			    GCK_AFTER_RUN : GCK_AFTER_STOP;
-			image_opts++;
-			break;
 		case 'L':
 			if ((ms = tool_seconds(optarg, "lock timeout",
 			    3600)) == -1)
 				usage(2);
-			o.lock_ms = (unsigned int)ms;
-			break;
-		case 'o':
-			o.output = strcmp(optarg, "-") == 0 ? NULL : optarg;
-			output = 1;
-			image_opts++;
+			o->lock_ms = (unsigned int)ms;
 			break;
 		case 'p':
-			o.pid = tool_pid(optarg);
-			break;
-		case 'P':
-			o.parent = optarg;
-			image_opts++;
+			o->pid = tool_pid(optarg);
 			break;
 		case 'q':
-			quiet = 1;
-			break;
-		case 'K':
-			o.sign = optarg;
-			image_opts++;
+			a->quiet = 1;
 			break;
 		case 'S':
-			suspend = 1;
-			break;
-		case 'T':
-			o.criu_opts |= GCK_CRIU_TCP_ESTABLISHED;
-			image_opts++;
-			break;
-		case 'Z':
-			if ((stats = tool_stats_form(optarg)) == -1)
-				usage(2);
-			image_opts++;
+			a->suspend = 1;
 			break;
 		case 'V':
 			tool_version();
 		case 'v':
-			verbose++;
+			a->verbose++;
 			break;
 		default:
 			usage(2);
 		}
 	}
-	argc -= optind;
-	argv += optind;
-	if (argc != 0 || o.pid == 0)
+	if (argc - optind != 0 || o->pid == 0)
 		usage(2);
-	series_check(&o, &sa, suspend, output);
-	if (suspend && image_opts) {
+	series_check(o, &a->sa, a->suspend, a->output);
+	if (a->suspend && a->image_opts) {
 		warnx("--suspend makes no image: it takes no -c, --format, -k, "
 		    "-o, --parent, -R, -s, --sign, --stats or --threads, nor "
 		    "criu options");
 		usage(2);
 	}
-	if (suspend)
-		return suspend_tree(o.pid, o.lock_ms, verbose);
-	if (sa.dir != NULL) {
-		sa.quiet = quiet;
-		sa.stats = stats;
-		return series_run(&o, &sa, verbose);
-	}
-	if (o.output == NULL && isatty(STDOUT_FILENO))
+}
+
+/* The checkpoint of the tree into one image.  Returns the exit status. */
+static int
+checkpoint_tree(const struct args *a)
+{
+	struct gck_ckpt_result	 res;
+	struct gck_ctx		*ctx;
+	int			 r;
+
+	if (a->o.output == NULL && isatty(STDOUT_FILENO))
 		errx(1, "refusing to write an image to a terminal "
 		    "(use -o FILE or a pipe)");
 
 	tool_signals();
-	ctx = tool_ctx(verbose);
-	tool_progress(ctx, quiet);
-	r = gck_checkpoint(ctx, &o, &res);
+	ctx = tool_ctx(a->verbose);
+	tool_progress(ctx, a->quiet);
+	r = gck_checkpoint(ctx, &a->o, &res);
 	tool_progress_clear();
 	if (r != GCK_OK)
 		warnx("%s", gck_error_string(ctx));
 	else {
-		if (!quiet)
+		if (!a->quiet)
 			tool_tty_note(res.tty_pid, res.tty, res.tty_fd);
-		if (!quiet && res.after == GCK_AFTER_HANDOVER)
-			handover_note(o.pid, &res);
-		if (stats)
-			tool_stats(&res.stats, stats, TOOL_ST_MEMORY |
+		if (!a->quiet && res.after == GCK_AFTER_HANDOVER)
+			handover_note(a->o.pid, &res);
+		if (a->stats)
+			tool_stats(&res.stats, a->stats, TOOL_ST_MEMORY |
 			    TOOL_ST_ZERO | TOOL_ST_FREEZE, NULL);
 	}
 	gck_ckpt_result_free(&res);
 	gck_ctx_free(ctx);
 	return r == GCK_OK ? 0 : 1;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct args	a;
+
+	parse_args(&a, argc, argv);
+	if (a.suspend)
+		return suspend_tree(a.o.pid, a.o.lock_ms, a.verbose);
+	if (a.sa.dir != NULL) {
+		a.sa.quiet = a.quiet;
+		a.sa.stats = a.stats;
+		return series_run(&a.o, &a.sa, a.verbose);
+	}
+	return checkpoint_tree(&a);
 }

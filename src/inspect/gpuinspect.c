@@ -36,11 +36,28 @@ static const struct option longopts[] = {
 	{ NULL,		0,			NULL,	0 }
 };
 
+/* What the command line asks for. */
+struct args {
+	enum mode	 mode;
+	const char	*dir;		/* of -x or --flatten */
+	const char	*allowed;	/* --allowed-signers */
+	char		**parents;	/* --parent */
+	size_t		 nparents;
+	int		 verbose;
+	int		 json;		/* -j */
+	int		 nmode;		/* how many modes are given */
+	int		 isdir;		/* the operand is a directory */
+};
+
 static _Noreturn void	usage(int);
 static const char	*size_str(json_t *, char *, size_t);
 static const char	*safe(const char *);
 static const char	*str(json_t *, const char *);
 static void		 print_show(const char *, json_t *);
+static void		 show_image(const char *, json_t *);
+static void		 show_source(json_t *);
+static void		 show_procs(json_t *);
+static void		 show_gpus(json_t *);
 static void		 print_diff(json_t *, int);
 static void		 print_tree(json_t *, json_t *, json_t *, size_t, int);
 static char		*cmdline_str(json_t *);
@@ -50,6 +67,10 @@ static void		 print_series(json_t *, int);
 static int		 series(struct gck_ctx *, const char *, enum mode, int);
 static _Noreturn void	 series_main(struct gck_ctx *, const char *, enum mode,
 			    int, int);
+static void		 parse_args(struct args *, int, char *[]);
+static void		 check_args(struct args *, int, char *[]);
+static int		 image_main(struct gck_ctx *, struct args *, int,
+			    char *[]);
 
 static _Noreturn void
 usage(int status)
@@ -203,18 +224,23 @@ print_tree(json_t *procs, json_t *kids, json_t *done, size_t i, int depth)
 	}
 }
 
+/* gpuinspect file: what the image is, where from, its processes and GPUs. */
 static void
 print_show(const char *name, json_t *d)
 {
-	json_t		*img = json_object_get(d, "image"), *h, *o, *c, *g;
-	json_t		*t = json_object_get(d, "totals"), *procs, *done, *p;
-	json_t		*pg, *kids, *k;
-	char		 b[4][32];
-	size_t		 i, j, l;
+	show_image(name, d);
+	show_source(d);
+	show_procs(d);
+	show_gpus(d);
+}
 
-	h = json_object_get(d, "host");
-	o = json_object_get(d, "options");
-	c = json_object_get(d, "cuda");
+/* The image itself: its name, date, id, kind, parents and signature. */
+static void
+show_image(const char *name, json_t *d)
+{
+	json_t	*img = json_object_get(d, "image");
+	char	 b[2][32];
+
 	printf("image       %s\n", name);
 	if (!json_is_true(json_object_get(d, "verified")))
 		printf("verified    no: only the manifest at the head was read; "
@@ -240,6 +266,23 @@ print_show(const char *name, json_t *d)
 		    "--verify checks it)\n", str(json_object_get(img,
 		    "signature"), "key"), str(json_object_get(img,
 		    "signature"), "fingerprint"));
+}
+
+/*
+ * Where the image comes from and how it was made: host, versions,
+ * options, sizes and the totals of its processes.
+ */
+static void
+show_source(json_t *d)
+{
+	json_t		*img = json_object_get(d, "image"), *h, *o, *c, *p;
+	json_t		*t = json_object_get(d, "totals");
+	char		 b[4][32];
+	size_t		 i;
+
+	h = json_object_get(d, "host");
+	o = json_object_get(d, "options");
+	c = json_object_get(d, "cuda");
 	printf("source      %s: Linux %s %s\n", str(h, "hostname"),
 	    str(h, "kernel"), str(h, "arch"));
 	printf("versions    criu %s", str(d, "criu_version"));
@@ -283,6 +326,15 @@ print_show(const char *name, json_t *d)
 	    size_str(json_object_get(t, "anon"), b[1], sizeof b[1]),
 	    size_str(json_object_get(t, "file"), b[2], sizeof b[2]),
 	    size_str(json_object_get(t, "shared"), b[3], sizeof b[3]));
+}
+
+/* The table of the processes, as a tree from the root. */
+static void
+show_procs(json_t *d)
+{
+	json_t		*procs, *done, *p, *kids, *k;
+	size_t		 i;
+
 	printf("\n%-10s %7s %7s %10s %10s %10s %10s %10s  %s\n", "PID", "PPID",
 	    "THREADS", "RSS", "ANON", "FILE", "SHARED", "GPU MEM", "COMMAND");
 	procs = json_object_get(d, "processes");
@@ -308,15 +360,26 @@ print_show(const char *name, json_t *d)
 			print_tree(procs, kids, done, i, 0);
 	json_decref(kids);
 	json_decref(done);
+}
+
+/* The table of the GPUs, each with the processes that use it. */
+static void
+show_gpus(json_t *d)
+{
+	json_t		*c = json_object_get(d, "cuda"), *procs, *g, *p, *pg;
+	char		 b[32];
+	size_t		 i, j, l;
+
 	if (!json_is_object(c))
 		return;
+	procs = json_object_get(d, "processes");
 	printf("\n%-6s %-40s %-28s %4s %10s\n", "GPU", "UUID", "NAME", "CC",
 	    "MEMORY");
 	json_array_foreach(json_object_get(c, "gpus"), i, g) {
 		printf("%-6lld %-40s %-28s %4s %10s\n",
 		    (long long)num(g, "index"), str(g, "uuid"), str(g, "name"),
 		    str(g, "compute_capability"),
-		    size_str(json_object_get(g, "memory"), b[0], sizeof b[0]));
+		    size_str(json_object_get(g, "memory"), b, sizeof b));
 		json_array_foreach(procs, j, p)
 			json_array_foreach(json_object_get(p, "gpus"), l, pg)
 				if (strcmp(str(pg, "uuid"), str(g, "uuid")) ==
@@ -325,7 +388,7 @@ print_show(const char *name, json_t *d)
 					    (long long)num(p, "pid"),
 					    str(p, "comm"), size_str(
 					    json_object_get(pg, "memory"),
-					    b[0], sizeof b[0]));
+					    b, sizeof b));
 	}
 }
 
@@ -561,74 +624,76 @@ series_main(struct gck_ctx *ctx, const char *dir, enum mode mode, int json,
 	exit(r == GCK_OK ? 0 : 1);
 }
 
-int
-main(int argc, char *argv[])
+/* Reads the options into a, leaving the operands in argv[optind...]. */
+static void
+parse_args(struct args *a, int argc, char *argv[])
 {
-	struct gck_ctx		*ctx;
-	enum mode		 mode = SHOW;
-	json_error_t		 jerr;
-	json_t			*doc = NULL;
-	const char		*dir = NULL, *name, *allowed = NULL;
-	char			*text = NULL, **parents = NULL;
-	size_t			 nparents = 0;
-	int			 ch, verbose = 0, json = 0, r, fd, fdb;
-	int			 differ = 0, nmode = 0, status, isdir;
-	struct stat		 sb;
+	int	ch;
 
+	memset(a, 0, sizeof *a);
+	a->mode = SHOW;
 	while ((ch = getopt_long(argc, argv, "dhjtVvx:", longopts, NULL)) !=
 	    -1) {
 		switch (ch) {
 		case 'A':
-			tool_append(&parents, &nparents, optarg);
+			tool_append(&a->parents, &a->nparents, optarg);
 			break;
 		case 'S':
-			allowed = optarg;
+			a->allowed = optarg;
 			break;
 		case 'F':
-			mode = FLATTEN;
-			dir = optarg;
-			nmode++;
+			a->mode = FLATTEN;
+			a->dir = optarg;
+			a->nmode++;
 			break;
 		case 'd':
-			mode = DIFF;
-			nmode++;
+			a->mode = DIFF;
+			a->nmode++;
 			break;
 		case 'h':
 			usage(0);
 		case 'j':
-			json = 1;
+			a->json = 1;
 			break;
 		case 't':
-			mode = VERIFY;
-			nmode++;
+			a->mode = VERIFY;
+			a->nmode++;
 			break;
 		case 'V':
 			tool_version();
 		case 'v':
-			verbose++;
+			a->verbose++;
 			break;
 		case 'x':
-			mode = EXTRACT;
-			dir = optarg;
-			nmode++;
+			a->mode = EXTRACT;
+			a->dir = optarg;
+			a->nmode++;
 			break;
 		default:
 			usage(2);
 		}
 	}
-	argc -= optind;
-	argv += optind;
-	isdir = argc == 1 && stat(argv[0], &sb) == 0 && S_ISDIR(sb.st_mode);
-	if (nmode > 1 || (json && mode != SHOW && mode != DIFF &&
-	    !(mode == VERIFY && isdir)) ||
+}
+
+/* Checks the options of a against each other and the operands. */
+static void
+check_args(struct args *a, int argc, char *argv[])
+{
+	struct stat	sb;
+	enum mode	mode = a->mode;
+
+	a->isdir = argc == 1 && stat(argv[0], &sb) == 0 &&
+	    S_ISDIR(sb.st_mode);
+	if (a->nmode > 1 || (a->json && mode != SHOW && mode != DIFF &&
+	    !(mode == VERIFY && a->isdir)) ||
 	    (mode == DIFF ? argc != 2 : argc > 1) ||
-	    ((mode == EXTRACT || mode == FLATTEN) && *dir == '\0'))
+	    ((mode == EXTRACT || mode == FLATTEN) && *a->dir == '\0'))
 		usage(2);
-	if (nparents > 0 && mode != VERIFY && mode != FLATTEN) {
+	if (a->nparents > 0 && mode != VERIFY && mode != FLATTEN) {
 		warnx("--parent is for --verify and --flatten");
 		usage(2);
 	}
-	if (allowed != NULL && mode != VERIFY) {
+	if (a->allowed != NULL && mode != VERIFY) {
 		warnx("--allowed-signers is for --verify");
 		usage(2);
 	}
@@ -637,19 +702,29 @@ main(int argc, char *argv[])
 		warnx("only one of the images can be standard input");
 		usage(2);
 	}
+}
 
-	tool_signals();
-	ctx = tool_ctx(verbose);
+/*
+ * The image of argv[0], or standard input, shown, verified, extracted
+ * or flattened, or diffed against argv[1].  Returns the exit status.
+ */
+static int
+image_main(struct gck_ctx *ctx, struct args *a, int argc, char *argv[])
+{
+	json_error_t	 jerr;
+	json_t		*doc = NULL;
+	const char	*name;
+	char		*text = NULL;
+	int		 r = GCK_OK, fd, fdb, differ = 0;
+
 	name = argc >= 1 ? argv[0] : "-";
-	if (isdir)
-		series_main(ctx, argv[0], mode, json, nparents > 0 ||
-		    allowed != NULL);
-	fd = tool_open_image(argc >= 1 ? argv[0] : NULL, mode == DIFF ? 2 : 1);
-	switch (mode) {
+	fd = tool_open_image(argc >= 1 ? argv[0] : NULL, a->mode == DIFF ?
+	    2 : 1);
+	switch (a->mode) {
 	case SHOW:
 		if ((r = gck_inspect_show(ctx, fd, &text)) != GCK_OK)
 			break;
-		if (json)
+		if (a->json)
 			fputs(text, stdout);
 		else if ((doc = json_loads(text, 0, &jerr)) != NULL)
 			print_show(strcmp(name, "-") == 0 ? "(standard input)" :
@@ -658,23 +733,24 @@ main(int argc, char *argv[])
 			errx(1, "cannot read the description: %s", jerr.text);
 		break;
 	case VERIFY:
-		r = verify(ctx, fd, parents, nparents, allowed);
+		r = verify(ctx, fd, a->parents, a->nparents, a->allowed);
 		break;
 	case FLATTEN:
-		r = gck_inspect_flatten(ctx, fd, parents, nparents, dir);
+		r = gck_inspect_flatten(ctx, fd, a->parents, a->nparents,
+		    a->dir);
 		break;
 	case EXTRACT:
-		r = gck_inspect_extract(ctx, fd, dir);
+		r = gck_inspect_extract(ctx, fd, a->dir);
 		break;
 	case DIFF:
 		fdb = tool_open_image(argv[1], 2);
 		if ((r = gck_inspect_diff(ctx, fd, argv[0], fdb, argv[1],
 		    &text, &differ)) != GCK_OK)
 			break;
-		if (json)
+		if (a->json)
 			fputs(text, stdout);
 		else if ((doc = json_loads(text, 0, &jerr)) != NULL)
-			print_diff(doc, verbose);
+			print_diff(doc, a->verbose);
 		else
 			errx(2, "cannot read the description: %s", jerr.text);
 		break;
@@ -684,12 +760,29 @@ main(int argc, char *argv[])
 	json_decref(doc);
 	free(text);
 	gck_ctx_free(ctx);
-	free(parents);
+	free(a->parents);
 	if (fflush(stdout) == EOF && r == GCK_OK)
 		r = GCK_ESYS;
-	if (mode == DIFF)
-		status = r != GCK_OK ? 2 : differ;
-	else
-		status = r != GCK_OK;
-	return status;
+	if (a->mode == DIFF)
+		return r != GCK_OK ? 2 : differ;
+	return r != GCK_OK;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct args	 a;
+	struct gck_ctx	*ctx;
+
+	parse_args(&a, argc, argv);
+	argc -= optind;
+	argv += optind;
+	check_args(&a, argc, argv);
+
+	tool_signals();
+	ctx = tool_ctx(a.verbose);
+	if (a.isdir)
+		series_main(ctx, argv[0], a.mode, a.json, a.nparents > 0 ||
+		    a.allowed != NULL);
+	return image_main(ctx, &a, argc, argv);
 }

@@ -39,6 +39,32 @@ static const struct option longopts[] = {
 	{ NULL,		0,			NULL,	0 }
 };
 
+/* What the command line asks for. */
+struct args {
+	struct gck_restore_opts	 o;
+	char			**parents;	/* --parent, in o too */
+	const char		*pidfile;	/* --pidfile */
+	const char		*series;	/* a series, or NULL */
+	pid_t			 pid;		/* -p of --resume */
+	int			 verbose;
+	int			 resume;	/* --resume */
+	int			 wait;		/* --wait */
+	int			 quiet;		/* -q */
+	int			 stats;		/* --stats: its form, or 0 */
+};
+
+static _Noreturn void	usage(int);
+static int	write_pidfile(const char *, pid_t);
+static void	series_skip(void *, const struct gck_snapshot *, const char *);
+static int	restore_series(struct gck_ctx *, const char *,
+		    const struct gck_restore_opts *, pid_t *);
+static _Noreturn void	wait_tree(struct gck_ctx *, struct gck_waiter *,
+		    const sigset_t *, pid_t);
+static void	parse_args(struct args *, int, char *[]);
+static int	resume_tree(const struct args *, int);
+static void	check_image(struct args *, int, char *[]);
+static int	restore(struct args *);
+
 static _Noreturn void
 usage(int status)
 {
@@ -123,108 +149,133 @@ wait_tree(struct gck_ctx *ctx, struct gck_waiter *w, const sigset_t *fwd,
 	exit(1);
 }
 
-int
-main(int argc, char *argv[])
+/* Reads the options into a, leaving the operands in argv[optind...]. */
+static void
+parse_args(struct args *a, int argc, char *argv[])
 {
-	struct gck_restore_opts	 o;
-	struct gck_stats	 st;
-	struct gck_waiter	*w = NULL;
-	struct gck_ctx		*ctx;
-	const char		*pidfile = NULL, *series = NULL;
-	char			**parents = NULL;
-	struct stat		 sb;
-	sigset_t		 fwd;
-	pid_t			 root, pid = 0;
-	size_t			 n;
-	int			 ch, verbose = 0, r, resume = 0, wait = 0;
-	int			 quiet = 0, stats = 0;
+	struct gck_restore_opts	*o = &a->o;
+	int			 ch;
 
-	memset(&o, 0, sizeof o);
-	o.pid_wait_ms = 10000;
+	memset(a, 0, sizeof *a);
+	o->pid_wait_ms = 10000;
 	while ((ch = getopt_long(argc, argv, "hp:P:qVv", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'A':
-			tool_append(&parents, &o.nparents, optarg);
-			o.parents = parents;
+			tool_append(&a->parents, &o->nparents, optarg);
+			o->parents = a->parents;
 			break;
 		case 'S':
-			o.allowed_signers = optarg;
+			o->allowed_signers = optarg;
 			break;
 		case 'G':
-			o.gpu_map = optarg;
+			o->gpu_map = optarg;
 			break;
 		case 'h':
 			usage(0);
 		case 'j':
-			o.threads = (int)tool_number(optarg, 1, 256,
+			o->threads = (int)tool_number(optarg, 1, 256,
 			    "thread count");
 			break;
 		case 'p':
-			pid = tool_pid(optarg);
+			a->pid = tool_pid(optarg);
 			break;
 		case 'U':
-			resume = 1;
+			a->resume = 1;
 			break;
 		case 'P':
-			pidfile = optarg;
+			a->pidfile = optarg;
 			break;
 		case 'N':
-			o.pidns = GCK_PIDNS_ALWAYS;
+			o->pidns = GCK_PIDNS_ALWAYS;
 			break;
 		case 'q':
-			quiet = 1;
+			a->quiet = 1;
 			break;
 		case 'W':
-			wait = 1;
+			a->wait = 1;
 			break;
 		case 'Z':
-			if ((stats = tool_stats_form(optarg)) == -1)
+			if ((a->stats = tool_stats_form(optarg)) == -1)
 				usage(2);
 			break;
 		case 'V':
 			tool_version();
 		case 'v':
-			verbose++;
+			a->verbose++;
 			break;
 		default:
 			usage(2);
 		}
 	}
-	argc -= optind;
-	argv += optind;
-	if (resume) {
-		if (argc != 0 || pid == 0 || pidfile != NULL || wait ||
-		    o.pidns != GCK_PIDNS_AUTO || o.threads != 0 ||
-		    o.nparents != 0 || stats) {
-			warnx("--resume takes -p pid, no image and no "
-			    "--parent, --pidfile, --pidns, --stats, --threads "
-			    "or --wait");
-			usage(2);
-		}
-		tool_signals();
-		ctx = tool_ctx(verbose);
-		if ((r = gck_resume(ctx, pid, o.gpu_map, &n)) != GCK_OK)
-			warnx("%s", gck_error_string(ctx));
-		gck_ctx_free(ctx);
-		return r == GCK_OK ? 0 : 1;
+}
+
+/* --resume: resumes tree a->pid in place.  Returns the exit status. */
+static int
+resume_tree(const struct args *a, int argc)
+{
+	const struct gck_restore_opts	*o = &a->o;
+	struct gck_ctx			*ctx;
+	size_t				 n;
+	int				 r;
+
+	if (argc != 0 || a->pid == 0 || a->pidfile != NULL || a->wait ||
+	    o->pidns != GCK_PIDNS_AUTO || o->threads != 0 ||
+	    o->nparents != 0 || a->stats) {
+		warnx("--resume takes -p pid, no image and no "
+		    "--parent, --pidfile, --pidns, --stats, --threads "
+		    "or --wait");
+		usage(2);
 	}
+	tool_signals();
+	ctx = tool_ctx(a->verbose);
+	if ((r = gck_resume(ctx, a->pid, o->gpu_map, &n)) != GCK_OK)
+		warnx("%s", gck_error_string(ctx));
+	gck_ctx_free(ctx);
+	return r == GCK_OK ? 0 : 1;
+}
+
+/*
+ * [file | dir | -]: the image to restore, or the series of a directory,
+ * taken into a.
+ */
+static void
+check_image(struct args *a, int argc, char *argv[])
+{
+	struct stat	sb;
+
 	if (argc > 1)
 		usage(2);
-	if (pid != 0) {
+	if (a->pid != 0) {
 		warnx("-p is for --resume: an image says its own processes");
 		usage(2);
 	}
 	if (argc == 1 && stat(argv[0], &sb) == 0 && S_ISDIR(sb.st_mode))
-		series = argv[0];
+		a->series = argv[0];
 	else {
-		o.infd = tool_open_image(argc == 1 ? argv[0] : NULL, 1);
-		o.inname = argc == 1 && strcmp(argv[0], "-") != 0 ? argv[0] :
-		    "standard input";
+		a->o.infd = tool_open_image(argc == 1 ? argv[0] : NULL, 1);
+		a->o.inname = argc == 1 && strcmp(argv[0], "-") != 0 ?
+		    argv[0] : "standard input";
 	}
+}
+
+/*
+ * The restore of the image, or of the series' newest snapshot, and with
+ * --wait the wait for its tree.  Returns the exit status.
+ */
+static int
+restore(struct args *a)
+{
+	struct gck_restore_opts	*o = &a->o;
+	struct gck_stats	 st;
+	struct gck_waiter	*w = NULL;
+	struct gck_ctx		*ctx;
+	sigset_t		 fwd;
+	pid_t			 root;
+	int			 r;
 
 	tool_signals();
-	ctx = tool_ctx(verbose);
-	if (wait) {
+	ctx = tool_ctx(a->verbose);
+	if (a->wait) {
 		/*
 		 * Signals for the tree wait for it; those that end a
 		 * restore under way still do so until it runs.
@@ -236,37 +287,52 @@ main(int argc, char *argv[])
 		sigaddset(&fwd, SIGTERM);
 		sigaddset(&fwd, SIGINT);
 		sigaddset(&fwd, SIGHUP);
-		o.waiter = &w;
+		o->waiter = &w;
 	}
-	if (stats)
-		o.stats = &st;
-	tool_progress(ctx, quiet);
-	if (series != NULL)
-		r = restore_series(ctx, series, &o, &root);
+	if (a->stats)
+		o->stats = &st;
+	tool_progress(ctx, a->quiet);
+	if (a->series != NULL)
+		r = restore_series(ctx, a->series, o, &root);
 	else
-		r = gck_restore(ctx, &o, &root);
+		r = gck_restore(ctx, o, &root);
 	tool_progress_clear();
-	free(parents);
+	free(a->parents);
 	if (r != GCK_OK) {
 		warnx("%s", gck_error_string(ctx));
 		gck_ctx_free(ctx);
 		return 1;
 	}
-	if (!quiet && gck_notice_string(ctx) != NULL)
+	if (!a->quiet && gck_notice_string(ctx) != NULL)
 		warnx("%s", gck_notice_string(ctx));
-	if (stats)
-		tool_stats(&st, stats, TOOL_ST_MEMORY | TOOL_ST_RESTORE, NULL);
+	if (a->stats)
+		tool_stats(&st, a->stats, TOOL_ST_MEMORY | TOOL_ST_RESTORE,
+		    NULL);
 	r = 0;
-	if (pidfile != NULL && write_pidfile(pidfile, root) == -1) {
+	if (a->pidfile != NULL && write_pidfile(a->pidfile, root) == -1) {
 		warn("process tree %d restored, but cannot write pid file "
-		    "'%s'", (int)root, pidfile);
+		    "'%s'", (int)root, a->pidfile);
 		r = 1;
 	}
 	printf("%d\n", (int)root);
 	if (fflush(stdout) == EOF)
 		r = 1;
-	if (wait)
+	if (a->wait)
 		wait_tree(ctx, w, &fwd, root);
 	gck_ctx_free(ctx);
 	return r;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct args	a;
+
+	parse_args(&a, argc, argv);
+	argc -= optind;
+	argv += optind;
+	if (a.resume)
+		return resume_tree(&a, argc);
+	check_image(&a, argc, argv);
+	return restore(&a);
 }
