@@ -725,7 +725,7 @@ test_expect_success 'checkpointed there again, restored here with its own PIDs' 
 
 test_expect_success 'the new options are checked' '
 	test_status 2 "$GCKPT" --suspend -o x -p 1 2>err &&
-	test_grep "takes no -c, --format, -k, -o, --parent, -R, -s, --sign or --threads" err &&
+	test_grep "takes no -c, --format, -k, -o, --parent, -R, -s, --sign, --stats or --threads" err &&
 	test_status 2 "$GCKPT" --lock-timeout x -p 1 2>err &&
 	test_grep "invalid lock timeout .x." err &&
 	test_status 2 "$GCKPT" --lock-timeout -1 -p 1 2>err &&

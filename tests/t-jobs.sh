@@ -82,7 +82,7 @@ moved() {
 	test "$(proc_field $WPID 6)" != "$sid" &&
 	verify_workload $WPID &&
 	test " child=$WCHILD" = "$(grep '^verify ' $WSTATUS | tail -n 1 |
-	    sed 's/.*\( child=[0-9]*\)$/\1/')"
+	    sed 's/.*\( child=[0-9]*\) gap=[0-9]*$/\1/')"
 }
 
 test_expect_success 'cmd >log 2>&1 & from an interactive shell moves' '
