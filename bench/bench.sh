@@ -1246,10 +1246,8 @@ snap_report()
 	local pg pc r fb tb tt
 
 	grep -q '^snapshot .* ok ' "$RAW" || return 0
-	pg=$(awk '$1 == "snapshot" && $4 == "ok" { print $5 }' "$RAW" | sort -g |
-	    awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
-	pc=$(awk '$1 == "snapshot" && $4 == "ok" { print $6 }' "$RAW" | sort -g |
-	    awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
+	pg=$(awk '$1 == "snapshot" && $4 == "ok" { print $5 }' "$RAW" | median)
+	pc=$(awk '$1 == "snapshot" && $4 == "ok" { print $6 }' "$RAW" | median)
 	r=$(awk -v a="$pg" -v b="$pc" 'BEGIN { if (b == 0) print "-"; else printf "%.3f", a / b }')
 	set -- $(awk '$1 == "snapshot" && $4 == "ok" { print $7, $8, $9; exit }' "$RAW")
 	fb=$1 tb=$2 tt=$3
@@ -1403,6 +1401,15 @@ verdict()
 	esac
 }
 
+# median: the median of the numbers on standard input, one a line, or -
+# when there are none.
+median()
+{
+	sort -g | awk '{ a[NR] = $1 }
+	    END { if (NR == 0) print "-"; else if (NR % 2) print a[(NR + 1) / 2];
+		else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+
 # cmp_le A B: 1 when A <= B, 0 when not, - when either is missing.
 cmp_le()
 {
@@ -1471,10 +1478,8 @@ targets()
 	say "$(verdict "$(cmp_le "$r" 0.11)")  zero90 image / memory: $r ($img B of $mib MiB; target <= 0.11)"
 
 	# 5. gpuckpt --compress=none > /dev/null against criu dump to tmpfs.
-	a=$(awk '$1 == "none-vs-dump" && $4 == "ok" { print $5 }' "$RAW" | sort -g |
-	    awk '{ a[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
-	b=$(awk '$1 == "none-vs-dump" && $4 == "ok" { print $6 }' "$RAW" | sort -g |
-	    awk '{ a[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
+	a=$(awk '$1 == "none-vs-dump" && $4 == "ok" { print $5 }' "$RAW" | median)
+	b=$(awk '$1 == "none-vs-dump" && $4 == "ok" { print $6 }' "$RAW" | median)
 	r=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.3f", a / b }')
 	set -- $(workload_spec mixed)
 	say "$(verdict "$(cmp_le "$r" 1.2)")  gpuckpt --compress=none >/dev/null $a s / criu dump to tmpfs $b s on mixed $2 MiB: $r (target <= 1.2)"

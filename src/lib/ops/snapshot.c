@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "private.h"
@@ -46,18 +45,6 @@
  */
 #define ROUNDS		4
 #define SMALL		32
-
-static double	since(const struct timespec *);
-
-static double
-since(const struct timespec *t0)
-{
-	struct timespec	t1;
-
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	return (double)(t1.tv_sec - t0->tv_sec) +
-	    (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
-}
 
 /*
  * One round: the memory the pool lacks, into work/round-K.img, which
@@ -98,7 +85,7 @@ gck_snap_rounds(struct gck_ctx *ctx, pid_t pid, const char *work,
 {
 	struct gck_precopy_stats st;
 	struct gck_parents	*pool = NULL;
-	struct timespec		 t0;
+	int64_t			 t0;
 	const char		*why = "the last round";
 	uint64_t		 prev = 0;
 	unsigned		 k;
@@ -116,13 +103,13 @@ gck_snap_rounds(struct gck_ctx *ctx, pid_t pid, const char *work,
 			goto out;
 	}
 	for (k = 1; k <= ROUNDS; k++) {
-		clock_gettime(CLOCK_MONOTONIC, &t0);
+		t0 = gck_clock_us();
 		if ((r = snap_round(ctx, pid, work, k, pool, memo, &st)) !=
 		    GCK_OK)
 			goto out;
 		gck_log(ctx, 1, "round %u: %" PRIu64 " bytes of memory read, "
 		    "%" PRIu64 " of them new, in %.2f s", k, st.memory,
-		    st.stored, since(&t0));
+		    st.stored, (double)(gck_clock_us() - t0) / 1e6);
 		if (st.stored <= st.memory / SMALL) {
 			why = "little memory changed";
 			break;
