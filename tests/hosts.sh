@@ -51,21 +51,24 @@ use_host() {
 
 # gsend HOST ARGS: gpusend --stats=json to HOST, the JSON object (which
 # it prints on stderr) on stdout, the rest of stderr on stderr; when it
-# fails, what it said goes into the test's log too.
+# fails, what it said goes into the test's log too.  Each call has files
+# of its own, for two may run at once.
 gsend() {
 	use_host $1
 	shift
+	_d=$(mktemp -d "$TRASH/gsend.XXXXXX") || return 1
 	HOME=$TRASH/home "$GCKSEND" -P "$port" -i "$TRASH/userkey" \
 	    -o IdentityAgent=none -o UserKnownHostsFile="$TRASH/known_hosts" \
 	    --remote-path "$RPATH" --stats=json "$@" root@127.0.0.1 \
-	    >"$TRASH/gsend.out" 2>"$TRASH/gsend.all"
+	    >"$_d/out" 2>"$_d/all"
 	_st=$?
-	grep '^{' "$TRASH/gsend.all"
-	grep -v '^{' "$TRASH/gsend.all" >"$TRASH/gsend.err"
-	cat "$TRASH/gsend.err" >&2
+	grep '^{' "$_d/all"
+	grep -v '^{' "$_d/all" >"$_d/err"
+	cat "$_d/err" >&2
 	if test $_st != 0 && test -n "${BASH_VERSION:-}"; then
-		sed 's/^/gpusend said: /' "$TRASH/gsend.err" >&4
+		sed 's/^/gpusend said: /' "$_d/err" >&4
 	fi
+	rm -rf "$_d"
 	return $_st
 }
 

@@ -1126,6 +1126,9 @@ ckpt_dump(struct ckpt *c)
 	size_t			 i;
 	int			 r;
 
+	/* Without GPUs to lock, the freeze is the dump's, from its start. */
+	if (c->tstop == 0)
+		c->tstop = gck_clock_us();
 	gck_log(ctx, 1, "dumping process tree %d (%zu processes)",
 	    (int)c->o->pid, pre->n);
 	if ((r = gck_capture_open(ctx, c->imgdir, c->work, c->o->part_size ?
@@ -1161,8 +1164,6 @@ ckpt_dump(struct ckpt *c)
 	stream.arg = &job;
 	stream.hook = gck_capture_hook_path(c->cap);
 	w.ns = c->ns;
-	if (c->tstop == 0)
-		c->tstop = gck_clock_us();
 	gck_meter_stage(ctx, "dumping", 0);
 	r = gck_criu_dump(ctx, c->o->pid, c->ns, c->imgdir, c->shell_job,
 	    c->o->criu_opts, c->tcp_run, &stream);
