@@ -196,7 +196,7 @@ test_expect_success 'the options reach criu dump and criu restore, through the i
 	test_grep " --leave-stopped .*--tcp-established --ext-unix-sk --file-locks" dump.argv &&
 	"$GCKINSPECT" --json img.gck >show.json &&
 	tr -d " \n" <show.json >show.flat &&
-	test_grep "\"criu_options\":\[\"tcp-established\",\"ext-unix-sk\",\"file-locks\"\]" show.flat &&
+	test_grep "\"criu\":{\"version\":\"[0-9.]*\",\"options\":\[\"tcp-established\",\"ext-unix-sk\",\"file-locks\"\]}" show.flat &&
 	"$GCKINSPECT" img.gck >show.txt &&
 	test_grep "^criu        --tcp-established --ext-unix-sk --file-locks\$" show.txt &&
 	GCK_CRIU=$TRASH/recordcriu "$GCKRESTORE" img.gck >out 2>err &&
@@ -216,7 +216,7 @@ test_expect_success 'an image dumped without them is restored without them' '
 	! grep -e "--tcp-established\|--ext-unix-sk\|--file-locks" criu.argv &&
 	"$GCKINSPECT" --json img2.gck >show.json &&
 	tr -d " \n" <show.json >show.flat &&
-	test_grep "\"criu_options\":\[\]" show.flat &&
+	test_grep "\"criu\":{\"version\":\"[0-9.]*\",\"options\":\[\]}" show.flat &&
 	verify_workload $WPID &&
 	kill_tree $WPID
 '

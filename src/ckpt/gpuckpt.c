@@ -242,9 +242,9 @@ series_loop(struct gck_ctx *ctx, struct gck_series *s,
 			if (taken == 0)
 				warnx("%s", gck_error_string(ctx));
 			else
-				warnx("process tree %d is gone: %u snapshots "
+				warnx("process tree %d is gone: %u snapshot%s "
 				    "taken into '%s'", (int)o->pid, taken,
-				    sa->dir);
+				    taken == 1 ? "" : "s", sa->dir);
 			return taken > 0 ? 0 : 1;
 		} else {
 			warnx("%s", gck_error_string(ctx));
@@ -259,9 +259,9 @@ series_loop(struct gck_ctx *ctx, struct gck_series *s,
 		if (r == GCK_EINTR || series_wait(&start, sa->every_ms) == -1)
 			break;
 	}
-	warnx("stopped by %s: %u snapshots taken into '%s', process tree %d "
-	    "left running", strsignal(tool_signal), taken, sa->dir,
-	    (int)o->pid);
+	warnx("stopped by %s: %u snapshot%s taken into '%s', process tree %d "
+	    "left running", strsignal(tool_signal), taken, taken == 1 ? "" :
+	    "s", sa->dir, (int)o->pid);
 	return taken > 0 ? 0 : 1;
 }
 

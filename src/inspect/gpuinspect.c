@@ -205,10 +205,10 @@ print_tree(json_t *procs, json_t *kids, json_t *done, size_t i, int depth)
 	cl = cmdline_str(json_object_get(p, "cmdline"));
 	printf("%-10s %7lld %7lld %10s %10s %10s %10s %10s  %s\n",
 	    pidcol, (long long)num(p, "ppid"), (long long)num(p, "threads"),
-	    size_str(json_object_get(m, "rss"), b[0], sizeof b[0]),
-	    size_str(json_object_get(m, "anon"), b[1], sizeof b[1]),
-	    size_str(json_object_get(m, "file"), b[2], sizeof b[2]),
-	    size_str(json_object_get(m, "shared"), b[3], sizeof b[3]),
+	    size_str(json_object_get(m, "vm_rss"), b[0], sizeof b[0]),
+	    size_str(json_object_get(m, "rss_anon"), b[1], sizeof b[1]),
+	    size_str(json_object_get(m, "rss_file"), b[2], sizeof b[2]),
+	    size_str(json_object_get(m, "rss_shmem"), b[3], sizeof b[3]),
 	    json_array_size(json_object_get(p, "gpus")) == 0 ? "-" :
 	    gknown ? size_str(gt, b[4], sizeof b[4]) : "?",
 	    *cl != '\0' ? cl : str(p, "comm"));
@@ -277,6 +277,7 @@ show_source(json_t *d)
 {
 	json_t		*img = json_object_get(d, "image"), *h, *o, *c, *p;
 	json_t		*t = json_object_get(d, "totals");
+	json_t		*cr = json_object_get(d, "criu");
 	char		 b[4][32];
 	size_t		 i;
 
@@ -285,7 +286,7 @@ show_source(json_t *d)
 	c = json_object_get(d, "cuda");
 	printf("source      %s: Linux %s %s\n", str(h, "hostname"),
 	    str(h, "kernel"), str(h, "arch"));
-	printf("versions    criu %s", str(d, "criu_version"));
+	printf("versions    criu %s", str(cr, "version"));
 	if (json_is_object(c))
 		printf(", CUDA driver %s (CUDA %s)", json_is_string(
 		    json_object_get(c, "driver")) ? str(c, "driver") :
@@ -303,9 +304,9 @@ show_source(json_t *d)
 		printf(", chunks %s", size_str(json_object_get(img,
 		    "chunk_size"), b[0], sizeof b[0]));
 	printf("\n");
-	if (json_array_size(json_object_get(d, "criu_options")) > 0) {
+	if (json_array_size(json_object_get(cr, "options")) > 0) {
 		printf("criu       ");
-		json_array_foreach(json_object_get(d, "criu_options"), i, p)
+		json_array_foreach(json_object_get(cr, "options"), i, p)
 			printf(" --%s", json_string_value(p));
 		printf("\n");
 	}
@@ -322,10 +323,10 @@ show_source(json_t *d)
 	    (long long)num(d, "root_pid"),
 	    json_is_true(json_object_get(d, "shell_job")) ? ", shell job" : "");
 	printf("memory      %s resident: %s anonymous, %s file, %s shared\n",
-	    size_str(json_object_get(t, "rss"), b[0], sizeof b[0]),
-	    size_str(json_object_get(t, "anon"), b[1], sizeof b[1]),
-	    size_str(json_object_get(t, "file"), b[2], sizeof b[2]),
-	    size_str(json_object_get(t, "shared"), b[3], sizeof b[3]));
+	    size_str(json_object_get(t, "vm_rss"), b[0], sizeof b[0]),
+	    size_str(json_object_get(t, "rss_anon"), b[1], sizeof b[1]),
+	    size_str(json_object_get(t, "rss_file"), b[2], sizeof b[2]),
+	    size_str(json_object_get(t, "rss_shmem"), b[3], sizeof b[3]));
 }
 
 /* The table of the processes, as a tree from the root. */
@@ -429,9 +430,10 @@ print_diff(json_t *d, int verbose)
 		return;
 	for (i = 0; i < 2; i++) {
 		x = json_object_get(im, side[i]);
-		printf("%s %s: %s, %s, %lld processes\n", side[i] == side[0] ?
+		printf("%s %s: %s, %s, %lld process%s\n", side[i] == side[0] ?
 		    "---" : "+++", str(x, "name"), str(x, "created"),
-		    str(x, "hostname"), (long long)num(x, "processes"));
+		    str(x, "hostname"), (long long)num(x, "processes"),
+		    num(x, "processes") == 1 ? "" : "es");
 	}
 	ps = json_object_get(d, "processes");
 	json_array_foreach(json_object_get(ps, "removed"), i, p)
@@ -463,13 +465,17 @@ print_diff(json_t *d, int verbose)
 		    size_str(json_object_get(m, "changed"), b[0], sizeof b[0]),
 		    size_str(json_object_get(m, "a"), b[1], sizeof b[1]),
 		    size_str(json_object_get(m, "b"), b[2], sizeof b[2]));
-		json_array_foreach(json_object_get(p, "mappings"), n, x)
-			printf("      %-10s %s-%s %s %-11s %10s  %s\n",
+		json_array_foreach(json_object_get(p, "mappings"), n, x) {
+			printf("      %-10s %s-%s %s %-11s %10s",
 			    str(x, "status"), str(x, "start"), str(x, "end"),
 			    str(x, "prot"), str(x, "kind"),
 			    size_str(json_object_get(x, "changed"), b[0],
-			    sizeof b[0]), json_is_string(json_object_get(x,
-			    "path")) ? str(x, "path") : "");
+			    sizeof b[0]));
+			/* An anonymous mapping has no path, nor a blank. */
+			if (json_is_string(json_object_get(x, "path")))
+				printf("  %s", str(x, "path"));
+			printf("\n");
+		}
 	}
 	f = json_object_get(d, "files");
 	printf("criu files: %zu changed, %zu added, %zu removed, %lld the same",
@@ -546,12 +552,13 @@ print_series(json_t *d, int verified)
 				printf("%s: damaged: %s\n", str(o, "name"),
 				    str(o, "problem"));
 		}
-		printf("%zu snapshots, %lld damaged\n", json_array_size(a),
+		printf("%zu snapshot%s, %lld damaged\n", json_array_size(a),
+		    json_array_size(a) == 1 ? "" : "s",
 		    (long long)num(d, "damaged"));
 		return;
 	}
-	printf("series %s: %zu snapshots\n", str(d, "directory"),
-	    json_array_size(a));
+	printf("series %s: %zu snapshot%s\n", str(d, "directory"),
+	    json_array_size(a), json_array_size(a) == 1 ? "" : "s");
 	json_array_foreach(a, i, o) {
 		printf("%c %s  %s  %-11s  %10s", newest != NULL &&
 		    strcmp(newest, json_string_value(json_object_get(o,

@@ -367,7 +367,7 @@ void		 gck_reader_free(struct gck_reader *);
  * files of the image into dir, which is created, or must be empty; a
  * failure leaves dir as it was.  All return GCK_OK or a GCK_* code.
  */
-#define GCK_INSPECT_SCHEMA	1
+#define GCK_INSPECT_SCHEMA	2
 int		 gck_inspect_show(struct gck_ctx *, int, char **);
 int		 gck_inspect_diff(struct gck_ctx *, int, const char *, int,
 		    const char *, char **, int *);

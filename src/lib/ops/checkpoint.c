@@ -1129,8 +1129,8 @@ ckpt_dump(struct ckpt *c)
 	/* Without GPUs to lock, the freeze is the dump's, from its start. */
 	if (c->tstop == 0)
 		c->tstop = gck_clock_us();
-	gck_log(ctx, 1, "dumping process tree %d (%zu processes)",
-	    (int)c->o->pid, pre->n);
+	gck_log(ctx, 1, "dumping process tree %d (%zu process%s)",
+	    (int)c->o->pid, pre->n, pre->n == 1 ? "" : "es");
 	if ((r = gck_capture_open(ctx, c->imgdir, c->work, c->o->part_size ?
 	    c->o->part_size : GCK_PART_SIZE, &c->cap)) != GCK_OK)
 		return r;

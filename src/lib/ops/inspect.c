@@ -370,7 +370,7 @@ show_doc(const struct mix *x, int64_t disk)
 	    jset(img, "ratio", known && disk > 0 ? json_real((double)
 	    (((uint64_t)data * 100 + (uint64_t)disk / 2) / (uint64_t)disk) /
 	    100) : json_null()) != 0 ||
-	    jset(img, "files", known ? json_integer((json_int_t)nfiles) :
+	    jset(img, "file_count", known ? json_integer((json_int_t)nfiles) :
 	    json_null()) != 0 ||
 	    jset(img, "part_size", jcopy(mj, "part_size")) != 0 ||
 	    jset(img, "chunk_size", jcopy(mj, "chunk_size")) != 0 ||
@@ -381,10 +381,9 @@ show_doc(const struct mix *x, int64_t disk)
 	    jset(d, "tool", jcopy(mj, "tool")) != 0 ||
 	    jset(d, "host", jcopy_keys(json_object_get(mj, "host"),
 	    host_keys)) != 0 ||
-	    jset(d, "criu_version", jcopy(json_object_get(mj, "criu"),
-	    "version")) != 0 ||
-	    jset(d, "criu_options", copts != NULL ? json_deep_copy(copts) :
-	    json_array()) != 0 ||
+	    jset(d, "criu", json_pack("{s:o, s:o}", "version",
+	    jcopy(json_object_get(mj, "criu"), "version"), "options",
+	    copts != NULL ? json_deep_copy(copts) : json_array())) != 0 ||
 	    jset(d, "options", jcopy(mj, "options")) != 0 ||
 	    jset(d, "root_pid", jcopy(mj, "root_pid")) != 0 ||
 	    jset(d, "shell_job", jcopy(mj, "shell_job")) != 0)
@@ -402,10 +401,10 @@ show_doc(const struct mix *x, int64_t disk)
 		    json_array_append_new(procs, np) != 0 ||
 		    (mem = json_object()) == NULL || jset(np, "memory", mem) ||
 		    jset(mem, "vm_size", jcopy(pm, "vm_size")) ||
-		    jset(mem, "rss", jcopy(pm, "vm_rss")) ||
-		    jset(mem, "anon", jcopy(pm, "rss_anon")) ||
-		    jset(mem, "file", jcopy(pm, "rss_file")) ||
-		    jset(mem, "shared", jcopy(pm, "rss_shmem")) ||
+		    jset(mem, "vm_rss", jcopy(pm, "vm_rss")) ||
+		    jset(mem, "rss_anon", jcopy(pm, "rss_anon")) ||
+		    jset(mem, "rss_file", jcopy(pm, "rss_file")) ||
+		    jset(mem, "rss_shmem", jcopy(pm, "rss_shmem")) ||
 		    (gpus = proc_gpus(x, jint(p, "pid"))) == NULL ||
 		    jset(np, "gpus", gpus))
 			goto out;
@@ -426,8 +425,8 @@ show_doc(const struct mix *x, int64_t disk)
 	procs = NULL;
 	if (jset(d, "totals", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
 	    "processes", (json_int_t)json_array_size(json_object_get(d,
-	    "processes")), "threads", threads, "rss", rss, "anon", anon,
-	    "file", file, "shared", shmem, "gpu_memory", gknown ?
+	    "processes")), "threads", threads, "vm_rss", rss, "rss_anon",
+	    anon, "rss_file", file, "rss_shmem", shmem, "gpu_memory", gknown ?
 	    json_integer(gmem) : json_null())) != 0)
 		goto out;
 	ok = 1;

@@ -751,8 +751,9 @@ offer_cache(struct recv *rv, json_t *hello)
 	if (r != GCK_OK)
 		return gck_set_error(rv->ctx, GCK_EINTR, "gpusend went away");
 	if (n > 0)
-		gck_log(rv->ctx, 1, "the cache offers %zu chunks of %zu images",
-		    n, gck_parents_count(pool));
+		gck_log(rv->ctx, 1, "the cache offers %zu chunk%s of %zu "
+		    "image%s", n, n == 1 ? "" : "s", gck_parents_count(pool),
+		    gck_parents_count(pool) == 1 ? "" : "s");
 	return GCK_OK;
 }
 

@@ -561,7 +561,8 @@ read_have(struct send *s)
 		free(d);
 		return GCK_OK;
 	}
-	gck_log(ctx, 1, "%s holds %zu chunks in its cache", s->rname, got);
+	gck_log(ctx, 1, "%s holds %zu chunk%s in its cache", s->rname, got,
+	    got == 1 ? "" : "s");
 	return gck_parents_remote(ctx, ids, d, got, &s->have);
 out:
 	free(buf);
