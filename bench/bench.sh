@@ -2,7 +2,7 @@
 #
 # bench.sh -- measure gpuckpt | gpurestore against the pipeline a user
 # would otherwise type, on the same workloads, in one run.  Run it with
-# `make bench' (see "Performance" in README), as root.
+# `make bench' (see "Performance" in HACKING), as root.
 #
 # Variants (rows of each table):
 #   baseline-pipe   criu dump -D A -t PID; tar -C A -cf - . | zstd |

@@ -1,6 +1,6 @@
 /*
  * fuzz.h: what the libFuzzer targets share.  Each target is one .c file
- * that defines LLVMFuzzerTestOneInput(); see "Fuzzing" in README.
+ * that defines LLVMFuzzerTestOneInput(); see "Fuzzing" in HACKING.
  */
 #ifndef GCK_FUZZ_H
 #define GCK_FUZZ_H

@@ -1,7 +1,7 @@
 #!/bin/bash
 #
 # stress.sh -- randomized fault injection into checkpoints and
-# migrations.  Run it with `make stress' (see "Stress" in README), as
+# migrations.  Run it with `make stress' (see "Stress" in HACKING), as
 # root, with criu and sshd.
 #
 # Each run starts a fresh tests/workload tree (its size, share of zero
