@@ -196,7 +196,8 @@ test_expect_success '--stats=: the forms, and --stats takes no next word' '
 		offers_exactly json || return 1
 	done &&
 	comp "gpurestore --stats " &&
-	offers comp.bash &&
+	offers tmp &&
+	offers_not text json &&
 	comp "gpuckpt --stats --q" &&
 	offers_exactly --quiet
 '
@@ -261,8 +262,26 @@ test_expect_success 'gpuinspect --extract=a: the directory' '
 
 for line in 'gpurestore ' 'gpuinspect ' 'gpuinspect -d ' \
     'gpuinspect -d job.gck ' 'gpuinspect --diff afile ' \
-    'gpuinspect -vd job.gck ' 'gpuckpt -o ' 'gpuckpt --output=' \
-    'gpurestore --pidfile ' 'gpurestore -P ' 'gpurestore -v -- ' \
+    'gpuinspect -vd job.gck ' 'gpurestore -v -- ' 'gpusend ' \
+    'gpusend -v '; do
+	test_expect_success "$line: images and directories" "
+		comp '$line' &&
+		offers job.gck adir 'two words.gck' &&
+		offers_not afile --help
+	"
+done
+
+test_expect_success 'an image operand that matches no image: any file' '
+	comp "gpurestore af" &&
+	offers_exactly afile &&
+	comp "gpuinspect -d job.gck af" &&
+	offers_exactly afile &&
+	comp "gpusend af" &&
+	offers afile
+'
+
+for line in 'gpuckpt -o ' 'gpuckpt --output=' \
+    'gpurestore --pidfile ' 'gpurestore -P ' \
     'gpuckpt -p 1 >' 'gpuckpt -p 1 > ' 'gpurestore <'; do
 	test_expect_success "$line: files" "
 		comp '$line' &&
