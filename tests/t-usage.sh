@@ -108,6 +108,31 @@ for prog in ckpt/gpuckpt restore/gpurestore send/gpusend recv/gpurecv \
 	"
 done
 
+slurm=$GCK_BINDIR/slurm/gpuckpt-slurm
+test_expect_success 'gpuckpt-slurm -h, -V and no command' '
+	test_status 0 "$slurm" -h >out 2>err &&
+	test_must_be_empty err &&
+	test_grep "^usage: gpuckpt-slurm " out &&
+	test_grep "^Examples:\$" out &&
+	for o in -d -k -q -h -V; do
+		test_grep "^  $o " out || return 1
+	done &&
+	tail -n 1 out >last &&
+	echo "See gpuckpt-slurm(1)." >expect &&
+	test_cmp expect last &&
+	test_status 0 "$slurm" -V >out 2>err &&
+	test_must_be_empty err &&
+	test_grep "^gpuckpt-slurm (gpuckpt) 0.1.0\$" out &&
+	test_grep "^License ISC: " out &&
+	test_grep "^There is NO WARRANTY" out &&
+	test_status 2 "$slurm" >out 2>err &&
+	test_must_be_empty out &&
+	head -n 1 err >first &&
+	echo "gpuckpt-slurm: no command given" >expect &&
+	test_cmp expect first &&
+	test_grep "^usage: gpuckpt-slurm " err
+'
+
 # refused LINE ARGS...: the command ARGS exits 2, with nothing on
 # stdout, and on stderr LINE, then the synopsis, then where help is.
 refused() {
