@@ -333,7 +333,11 @@ _gck_remote()
 {
 	local dest=${2%%:*} path=${2#*:} q lead w r=()
 
-	[[ $dest == \[*\] ]] && dest=${dest:1:${#dest}-2}
+	if [[ $2 == *\]:* ]]; then		# [address]:path
+		dest=${2%%\]:*}]
+		path=${2#*\]:}
+	fi
+	[[ $dest == *\[*\] ]] && { dest=${dest/\[/}; dest=${dest%\]}; }
 	[[ -n $dest ]] || return 0
 	# Quote all but the star for the remote shell; ~ stays literal, as
 	# gpusend takes it.
@@ -345,7 +349,7 @@ _gck_remote()
 	for w in ${r[@]+"${r[@]}"}; do
 		[[ -n $w ]] || continue
 		[[ $w == */ ]] && compopt -o nospace 2>/dev/null
-		w=$1${2%%:*}:$w
+		w=$1${2%"$path"}$w
 		COMPREPLY+=("${w#"$lead"}")
 	done
 	return 0
@@ -505,7 +509,8 @@ _gck_complete()
 		# takes -p after the operands too, so the first may be
 		# either: offer both.
 		local files=()
-		if ((!inmode && nop == 1)) && [[ $cur == *:* ]]; then
+		if ((!inmode && nop == 1)) && [[ $cur == *:* ]] &&
+		    [[ $cur != \[* || $cur == \[*\]:* ]]; then
 			_gck_remote "" "$cur" "$prog"
 			return 0
 		fi

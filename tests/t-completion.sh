@@ -414,7 +414,10 @@ test_expect_success 'gpusend FILE host:path: the remote paths' '
 	test_grep " gpu2 " ssh.log &&
 	PATH=$TRASH/stub:$PATH comp "gpusend job.gck me@gpu2:" &&
 	offers job.gck data/ &&
-	test_grep " me@gpu2 " ssh.log
+	test_grep " me@gpu2 " ssh.log &&
+	PATH=$TRASH/stub:$PATH comp "gpusend job.gck [2001:db8::7]:/srv/im" &&
+	offers /srv/images/ &&
+	test_grep " 2001:db8::7 " ssh.log
 '
 
 test_expect_success 'gpusend: no ssh until host: is typed, none with -p' '
