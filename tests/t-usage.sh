@@ -77,6 +77,22 @@ for prog in ckpt/gpuckpt restore/gpurestore send/gpusend recv/gpurecv \
 		done
 	"
 
+	test_expect_success "$name --help: each short option on a line" "
+		'$bin' --help >out &&
+		sed -n 's/.*getopt_long(argc, argv, \"\\([^\"]*\\)\".*/\\1/p' \
+		    '$src' | tr -d : | fold -w 1 >letters &&
+		test -s letters &&
+		for l in \$(cat letters); do
+			grep -e \"^  -\$l[, ]\" out >/dev/null ||
+			{ echo >&2 \"no line for -\$l\"; return 1; }
+		done
+	"
+
+	test_expect_success "$name --help: within 80 columns after the usage" "
+		'$bin' --help | sed '1,/^[^ u]/{/^[^ u]/!d;}' >body &&
+		! grep '.\\{81\\}' body
+	"
+
 	test_expect_success "$name --help, $name.1 and $name.c: the same long options" "
 		'$bin' --help >out &&
 		src_longopts '$src' >table &&
