@@ -161,8 +161,11 @@ main(int argc, char *argv[])
 			modes++;
 			break;
 		case 't':
-			if ((ms = tool_seconds(optarg, "timeout", 86400)) <= 0)
+			if ((ms = tool_seconds(optarg, "timeout", 86400)) == -1)
 				usage(2);
+			if (ms == 0)
+				tool_usage_error(synopsis, "--timeout must be "
+				    "more than 0");
 			o.timeout_ms = (unsigned int)ms;
 			break;
 		case 'V':

@@ -211,8 +211,11 @@ parse_option(struct gck_send_opts *o, char *arg, int *port_set,
 			usage(2);
 		}
 	} else if (strcasecmp(name, "ConnectTimeout") == 0) {
-		if ((ms = tool_seconds(val, "ConnectTimeout", 86400)) <= 0)
+		if ((ms = tool_seconds(val, "ConnectTimeout", 86400)) == -1)
 			usage(2);
+		if (ms == 0)
+			tool_usage_error(synopsis, "ConnectTimeout must be more "
+			    "than 0");
 		o->timeout_ms = (unsigned int)ms;
 		*timeout_set = 1;
 	} else {
@@ -414,8 +417,11 @@ parse_args(struct args *a, int argc, char *argv[])
 			o->remote_path = optarg;
 			break;
 		case 't':
-			if ((ms = tool_seconds(optarg, "timeout", 86400)) <= 0)
+			if ((ms = tool_seconds(optarg, "timeout", 86400)) == -1)
 				usage(2);
+			if (ms == 0)
+				tool_usage_error(synopsis, "--timeout must be "
+				    "more than 0");
 			o->timeout_ms = (unsigned int)ms;
 			a->timeout_set = 1;
 			break;
