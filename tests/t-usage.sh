@@ -491,6 +491,9 @@ no destination host given|$B/send/gpusend -p 1
 no destination host given after 'x.gck'|$B/send/gpusend x.gck
 unexpected operand 'c': give one file and one host|$B/send/gpusend a b c
 --max-rounds is for --live|$B/send/gpusend --max-rounds=2 -p 1 host
+--timeout must be more than 0|$B/send/gpusend --timeout=0 -p 1 host
+ConnectTimeout must be more than 0|$B/send/gpusend -o ConnectTimeout=0 -p 1 host
+--timeout must be more than 0|$B/recv/gpurecv --timeout=0 --restore --id x
 --id is required|$B/recv/gpurecv --restore
 --id is required|$B/recv/gpurecv
 --restore, --to-cache, --join and --outcome exclude each other|$B/recv/gpurecv --restore --join x
