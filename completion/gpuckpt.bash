@@ -208,14 +208,21 @@ _gck_takes()
 	return 1
 }
 
-# _gck_files PREFIX CUR [-d]: offers files, or directories with -d.
+# _gck_files PREFIX CUR [-d | -i]: offers files, or directories with -d,
+# or with -i images: directories (a series, or on the way to an image)
+# and *.gck files, or, when none of those match, any file.
 _gck_files()
 {
-	local pfx=$1 cur=$2 lead w r=()
+	local pfx=$1 cur=$2 lead w f r=()
 
 	if declare -F _filedir >/dev/null; then
 		COMPREPLY=()
-		_filedir ${3:+-d}
+		case ${3-} in
+		-d)	_filedir -d ;;
+		-i)	_filedir gck
+			((${#COMPREPLY[@]})) || _filedir ;;
+		*)	_filedir ;;
+		esac
 		r=("${COMPREPLY[@]}")
 		COMPREPLY=()
 	else
@@ -225,28 +232,52 @@ _gck_files()
 		\"*)	w=${cur#\"} ;;
 		*)	w=${cur//\\/} ;;
 		esac
-		if [[ ${3-} == -d ]]; then
-			mapfile -t r < <(compgen -d -- "$w")
-		else
-			mapfile -t r < <(compgen -f -- "$w")
-		fi
+		case ${3-} in
+		-d)	mapfile -t r < <(compgen -d -- "$w") ;;
+		-i)	while IFS= read -r f; do
+				[[ $f == *.gck || -d $f ]] && r+=("$f")
+			done < <(compgen -f -- "$w")
+			((${#r[@]})) || mapfile -t r < <(compgen -f -- "$w") ;;
+		*)	mapfile -t r < <(compgen -f -- "$w") ;;
+		esac
 	fi
 	_gck_lead "$pfx$cur"
-	for w in "${r[@]}"; do
+	for w in ${r[@]+"${r[@]}"}; do
 		w=$pfx$w
 		COMPREPLY+=("${w#"$lead"}")
 	done
 }
 
-# _gck_pids PREFIX CUR: offers the IDs of the running processes.
+# _gck_pids PREFIX CUR: offers the IDs of the running user processes,
+# those that have a command line: not kernel threads, nor zombies.  A
+# CUR that is not a number is matched against the command names: the
+# IDs of the processes whose name begins with it are offered.
 _gck_pids()
 {
-	local p pids=()
+	local p c lead pids=() named=0
 
+	[[ -n $2 && $2 == *[!0-9]* ]] && named=1
 	for p in /proc/[0-9]*; do
 		p=${p#/proc/}
-		[[ $p == *[!0-9]* ]] || pids+=("$p")
+		[[ $p == *[!0-9]* ]] && continue
+		c=
+		{ IFS= read -r -d '' c </proc/$p/cmdline; } 2>/dev/null
+		[[ -n $c ]] || continue
+		if ((named)); then
+			c=
+			{ IFS= read -r c </proc/$p/comm; } 2>/dev/null
+			[[ $c == "$2"* ]] || continue
+		fi
+		pids+=("$p")
 	done
+	if ((named)); then
+		_gck_lead "$1$2"
+		for p in "${pids[@]}"; do
+			p=$1$p
+			COMPREPLY+=("${p#"$lead"}")
+		done
+		return
+	fi
 	_gck_reply "$1" "$2" "${pids[@]}"
 }
 
@@ -265,7 +296,8 @@ _gck_hosts()
 		return
 	fi
 	[[ $2 == *@* ]] && user=${2%%@*}@
-	if [[ -r ~/.ssh/config ]]; then
+	for f in ~/.ssh/config /etc/ssh/ssh_config; do
+		[[ -r $f ]] || continue
 		while read -r k v; do
 			if [[ $k == *=* ]]; then
 				v="${k#*=} $v"
@@ -276,8 +308,8 @@ _gck_hosts()
 			for h in "${a[@]}"; do
 				[[ $h == *[*?!]* ]] || hosts+=("$user$h")
 			done
-		done <~/.ssh/config
-	fi
+		done <"$f"
+	done
 	for f in ~/.ssh/known_hosts /etc/ssh/ssh_known_hosts; do
 		[[ -r $f ]] || continue
 		while read -r k v; do
@@ -292,6 +324,35 @@ _gck_hosts()
 		done <"$f"
 	done
 	_gck_reply "$1" "$2" "${hosts[@]}"
+}
+
+# _gck_remote PREFIX CUR: offers the paths on the host of CUR, which is
+# [user@]host:path, as scp's completion does: through ssh in batch mode,
+# so that it never asks for a password, and only once "host:" is typed.
+_gck_remote()
+{
+	local dest=${2%%:*} path=${2#*:} q lead w r=()
+
+	if [[ $2 == *\]:* ]]; then		# [address]:path
+		dest=${2%%\]:*}]
+		path=${2#*\]:}
+	fi
+	[[ $dest == *\[*\] ]] && { dest=${dest/\[/}; dest=${dest%\]}; }
+	[[ -n $dest ]] || return 0
+	# Quote all but the star for the remote shell; ~ stays literal, as
+	# gpusend takes it.
+	printf -v q '%q' "$path"
+	[[ -n $path ]] || q=
+	mapfile -t r < <(ssh -o BatchMode=yes -o ConnectTimeout=5 \
+	    -- "$dest" "command ls -d -p -- $q*" 2>/dev/null </dev/null)
+	_gck_lead "$1$2"
+	for w in ${r[@]+"${r[@]}"}; do
+		[[ -n $w ]] || continue
+		[[ $w == */ ]] && compopt -o nospace 2>/dev/null
+		w=$1${2%"$path"}$w
+		COMPREPLY+=("${w#"$lead"}")
+	done
+	return 0
 }
 
 # _gck_arg PROG OPT PREFIX CUR: offers the arguments of OPT.
@@ -441,15 +502,20 @@ _gck_complete()
 		return 0
 	fi
 	case $operand in
-	file)	_gck_files "" "$cur" ;;
+	file)	_gck_files "" "$cur" -i ;;
 	host)	_gck_hosts "" "$cur" ;;
 	send)
 		# gpusend FILE HOST[:PATH], or -p PID HOST.  getopt_long
 		# takes -p after the operands too, so the first may be
 		# either: offer both.
 		local files=()
+		if ((!inmode && nop == 1)) && [[ $cur == *:* ]] &&
+		    [[ $cur != \[* || $cur == \[*\]:* ]]; then
+			_gck_remote "" "$cur" "$prog"
+			return 0
+		fi
 		if ((!inmode && nop == 0)); then
-			_gck_files "" "$cur"
+			_gck_files "" "$cur" -i
 			files=("${COMPREPLY[@]}")
 			COMPREPLY=()
 		fi

@@ -182,6 +182,43 @@ for line in 'gpuckpt -p ' 'gpuckpt --pid ' 'gpuckpt --pid=' \
 	"
 done
 
+# A kernel thread: a process without a command line that is no zombie
+# (kthreadd, PID 2, and its children, where this /proc shows them).
+kthread=
+for d in /proc/[0-9]*; do
+	test -r "$d/cmdline" && test -r "$d/stat" || continue
+	test -z "$(tr -d '\0' <"$d/cmdline" 2>/dev/null)" || continue
+	st=$(sed 's/.*) \(.\).*/\1/' "$d/stat" 2>/dev/null)
+	test "$st" != Z || continue
+	kthread=${d#/proc/}
+	break
+done
+
+test_expect_success 'gpuckpt -p : no kernel thread' '
+	if test -z "$kthread"; then
+		echo >&2 "no kernel thread to be seen in /proc" && return 0
+	fi &&
+	comp "gpuckpt -p " &&
+	offers $spid &&
+	offers_not $kthread &&
+	comp "gpusend -p $kthread" &&
+	offers_not $kthread &&
+	if test "$(cat /proc/2/comm 2>/dev/null)" = kthreadd; then
+		comp "gpuckpt --pid=" &&
+		offers_not 2
+	fi
+'
+
+test_expect_success 'gpuckpt -p NAME: the pids of the processes of that name' '
+	comp "gpuckpt -p slee" &&
+	offers $spid &&
+	! grep -v "^[0-9][0-9]*\$" out &&
+	comp "gpusend --pid=slee" &&
+	offers $spid &&
+	comp "gpuckpt -p no-such-command-name" &&
+	test_must_be_empty out
+'
+
 test_expect_success 'gpuckpt -p PID: the pids that begin with PID' '
 	comp "gpuckpt -p $spid" &&
 	offers $spid &&
@@ -196,7 +233,8 @@ test_expect_success '--stats=: the forms, and --stats takes no next word' '
 		offers_exactly json || return 1
 	done &&
 	comp "gpurestore --stats " &&
-	offers comp.bash &&
+	offers tmp &&
+	offers_not text json &&
 	comp "gpuckpt --stats --q" &&
 	offers_exactly --quiet
 '
@@ -261,8 +299,26 @@ test_expect_success 'gpuinspect --extract=a: the directory' '
 
 for line in 'gpurestore ' 'gpuinspect ' 'gpuinspect -d ' \
     'gpuinspect -d job.gck ' 'gpuinspect --diff afile ' \
-    'gpuinspect -vd job.gck ' 'gpuckpt -o ' 'gpuckpt --output=' \
-    'gpurestore --pidfile ' 'gpurestore -P ' 'gpurestore -v -- ' \
+    'gpuinspect -vd job.gck ' 'gpurestore -v -- ' 'gpusend ' \
+    'gpusend -v '; do
+	test_expect_success "$line: images and directories" "
+		comp '$line' &&
+		offers job.gck adir 'two words.gck' &&
+		offers_not afile --help
+	"
+done
+
+test_expect_success 'an image operand that matches no image: any file' '
+	comp "gpurestore af" &&
+	offers_exactly afile &&
+	comp "gpuinspect -d job.gck af" &&
+	offers_exactly afile &&
+	comp "gpusend af" &&
+	offers afile
+'
+
+for line in 'gpuckpt -o ' 'gpuckpt --output=' \
+    'gpurestore --pidfile ' 'gpurestore -P ' \
     'gpuckpt -p 1 >' 'gpuckpt -p 1 > ' 'gpurestore <'; do
 	test_expect_success "$line: files" "
 		comp '$line' &&
@@ -305,6 +361,71 @@ test_expect_success 'gpusend: hosts from ~/.ssh' '
 	HOME=$TRASH/home comp "gpusend root@ga" &&
 	offers gamma.example &&
 	! grep -v "^ga" out
+'
+
+test_expect_success 'gpusend: no hashed entries, no wildcards, user@ kept' '
+	mkdir -p home2/.ssh &&
+	cat >home2/.ssh/config <<-\EOF &&
+	Host zeta ?eta !theta eta* # a comment
+	  User someone
+	Match host iota
+	host kappa
+	EOF
+	cat >home2/.ssh/known_hosts <<-\EOF &&
+	# a comment
+	lambda,[mu.example]:2200,192.0.2.7 ssh-ed25519 AAAA
+	@cert-authority *.example ssh-ed25519 AAAA
+	@revoked nu.example ssh-ed25519 AAAA
+	|1|bm90aGluZw==|aGFzaGVk ssh-rsa AAAA
+	EOF
+	HOME=$TRASH/home2 comp "gpusend -p 1 " &&
+	offers zeta kappa lambda mu.example 192.0.2.7 nu.example &&
+	offers_not "?eta" "!theta" "eta*" iota "*.example" \
+	    "|1|bm90aGluZw==|aGFzaGVk" "[mu.example]:2200" someone &&
+	! grep "^|" out &&
+	HOME=$TRASH/home2 comp "gpusend -p 1 me@k" &&
+	offers kappa &&
+	! grep -v "^k" out &&
+	HOME=$TRASH/home2 comp "gpusend job.gck me@" &&
+	offers zeta lambda &&
+	HOME=$TRASH/home2 comp "gpusend --pid=1 lam" &&
+	offers_exactly lambda
+'
+
+# A stand-in ssh, first in PATH, that logs its arguments and lists what
+# ls would there: the completion script is under test, not ssh.
+mkdir -p stub &&
+cat >stub/ssh <<\EOF
+#!/bin/sh
+printf '%s\n' "$*" >>"$TRASH/ssh.log"
+case "$*" in
+*"ls -d -p -- /srv/im*"*) printf '%s\n' /srv/images/ /srv/img.gck ;;
+*"ls -d -p -- *"*) printf '%s\n' job.gck data/ ;;
+esac
+EOF
+chmod +x stub/ssh
+export TRASH
+
+test_expect_success 'gpusend FILE host:path: the remote paths' '
+	: >ssh.log &&
+	PATH=$TRASH/stub:$PATH comp "gpusend job.gck gpu2:/srv/im" &&
+	offers /srv/images/ /srv/img.gck &&
+	test_grep "BatchMode=yes" ssh.log &&
+	test_grep " gpu2 " ssh.log &&
+	PATH=$TRASH/stub:$PATH comp "gpusend job.gck me@gpu2:" &&
+	offers job.gck data/ &&
+	test_grep " me@gpu2 " ssh.log &&
+	PATH=$TRASH/stub:$PATH comp "gpusend job.gck [2001:db8::7]:/srv/im" &&
+	offers /srv/images/ &&
+	test_grep " 2001:db8::7 " ssh.log
+'
+
+test_expect_success 'gpusend: no ssh until host: is typed, none with -p' '
+	: >ssh.log &&
+	PATH=$TRASH/stub:$PATH comp "gpusend job.gck gpu" &&
+	PATH=$TRASH/stub:$PATH comp "gpusend -p 1 gpu2:/srv/im" &&
+	PATH=$TRASH/stub:$PATH comp "gpusend job.gck" &&
+	test_must_be_empty ssh.log
 '
 
 # The install from this build tree, into a scratch DESTDIR.

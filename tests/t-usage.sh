@@ -2,10 +2,49 @@
 test_description='command lines, usage errors and refused input'
 . "$GCK_SRCDIR/lib.sh"
 
+# The long options of an option table, of a --help text, and of the
+# option list of a manual page (the heads of its .It items).
+src_longopts() {
+	sed -n '/longopts\[\] = {/,/^};/s/^[[:space:]]*{ "\([^"]*\)".*/--\1/p' \
+	    "$1" | sort -u
+}
+help_longopts() {
+	grep -o -e '--[a-z][a-z-]*' "$1" | sort -u
+}
+man_longopts() {
+	awk '
+	/^\.It Xo/ { xo = 1; next }
+	xo && /^\.Xc/ { xo = 0; next }
+	/^\.It / || xo {
+		s = $0
+		while (match(s, /Fl \\-[A-Za-z0-9][A-Za-z0-9-]*/)) {
+			print "--" substr(s, RSTART + 5, RLENGTH - 5)
+			s = substr(s, RSTART + RLENGTH)
+		}
+	}' "$1" | sort -u
+}
+
+# accepts BIN OPT...: BIN knows each long OPT (given an argument, then
+# --help, it may refuse the argument but not the option).
+accepts() {
+	_bin=$1
+	shift
+	for _o in "$@"; do
+		"$_bin" "$_o=1" --help >/dev/null 2>err.acc </dev/null
+		if grep "unrecognized option\|ambiguous" err.acc >/dev/null; then
+			echo >&2 "$_bin does not accept $_o:"
+			cat >&2 err.acc
+			return 1
+		fi
+	done
+}
+
 for prog in ckpt/gpuckpt restore/gpurestore send/gpusend recv/gpurecv \
     inspect/gpuinspect; do
 	name=${prog#*/}
 	bin=$GCK_BINDIR/$prog
+	src=$GCK_TOPSRCDIR/src/$prog.c
+	page=$GCK_MANDIR/$name.1
 
 	for opt in --help -h; do
 		test_expect_success "$name $opt" "
@@ -15,21 +54,118 @@ for prog in ckpt/gpuckpt restore/gpurestore send/gpusend recv/gpurecv \
 		"
 	done
 
+	test_expect_success "$name --help: a description, examples, the page" "
+		test_status 0 '$bin' --help >out 2>err &&
+		test_must_be_empty err &&
+		sed -n '/^[^ ]/{/^usage: /d;p;q;}' out >desc &&
+		test_grep '^[A-Z].*[a-z]' desc &&
+		test_grep '^Examples:\$' out &&
+		sed -n '/^Examples:\$/{n;p;}' out >ex &&
+		test_grep '^  .*$name ' ex &&
+		tail -n 1 out >last &&
+		echo 'See $name(1).' >expect &&
+		test_cmp expect last
+	"
+
+	test_expect_success "$name --help: each option on a line of its own" "
+		'$bin' --help >out &&
+		src_longopts '$src' >table &&
+		test_grep '^--help\$' table &&
+		for o in \$(cat table); do
+			grep -e \"^  .*\$o\\([=[ ]\\|\$\\)\" out >/dev/null ||
+			{ echo >&2 \"no line for \$o\"; return 1; }
+		done
+	"
+
+	test_expect_success "$name --help: each short option on a line" "
+		'$bin' --help >out &&
+		sed -n 's/.*getopt_long(argc, argv, \"\\([^\"]*\\)\".*/\\1/p' \
+		    '$src' | tr -d : | fold -w 1 >letters &&
+		test -s letters &&
+		for l in \$(cat letters); do
+			grep -e \"^  -\$l[, ]\" out >/dev/null ||
+			{ echo >&2 \"no line for -\$l\"; return 1; }
+		done
+	"
+
+	test_expect_success "$name --help: within 80 columns after the usage" "
+		'$bin' --help | sed '1,/^[^ u]/{/^[^ u]/!d;}' >body &&
+		! grep '.\\{81\\}' body
+	"
+
+	test_expect_success "$name --help, $name.1 and $name.c: the same long options" "
+		'$bin' --help >out &&
+		src_longopts '$src' >table &&
+		help_longopts out >help &&
+		man_longopts '$page' >man &&
+		test_cmp table help &&
+		test_cmp table man &&
+		accepts '$bin' \$(cat help)
+	"
+
 	for opt in --version -V; do
 		test_expect_success "$name $opt" "
 			test_status 0 '$bin' $opt >out 2>err &&
+			test_must_be_empty err &&
 			echo '$name (gpuckpt) 0.1.0' >expect &&
-			test_cmp expect out &&
-			test_must_be_empty err
+			head -n 1 out >first &&
+			test_cmp expect first &&
+			test_grep '^License ISC: ' out &&
+			test_grep '^There is NO WARRANTY, to the extent permitted by law\.\$' out &&
+			test_line_count out 4
 		"
 	done
 
 	test_expect_success "$name rejects an unknown option" "
 		test_status 2 '$bin' --no-such-option >out 2>err &&
 		test_grep '^usage: $name ' err &&
+		test_grep \"^Try '$name --help' for more information\\.\\\$\" err &&
 		test_must_be_empty out
 	"
 done
+
+slurm=$GCK_BINDIR/slurm/gpuckpt-slurm
+test_expect_success 'gpuckpt-slurm -h, -V and no command' '
+	test_status 0 "$slurm" -h >out 2>err &&
+	test_must_be_empty err &&
+	test_grep "^usage: gpuckpt-slurm " out &&
+	test_grep "^Examples:\$" out &&
+	for o in -d -k -q -h -V; do
+		test_grep "^  $o " out || return 1
+	done &&
+	tail -n 1 out >last &&
+	echo "See gpuckpt-slurm(1)." >expect &&
+	test_cmp expect last &&
+	test_status 0 "$slurm" -V >out 2>err &&
+	test_must_be_empty err &&
+	test_grep "^gpuckpt-slurm (gpuckpt) 0.1.0\$" out &&
+	test_grep "^License ISC: " out &&
+	test_grep "^There is NO WARRANTY" out &&
+	test_status 2 "$slurm" >out 2>err &&
+	test_must_be_empty out &&
+	head -n 1 err >first &&
+	echo "gpuckpt-slurm: no command given" >expect &&
+	test_cmp expect first &&
+	test_grep "^usage: gpuckpt-slurm " err
+'
+
+# refused LINE ARGS...: the command ARGS exits 2, with nothing on
+# stdout, and on stderr LINE, then the synopsis, then where help is.
+refused() {
+	_line=$1
+	shift
+	_name=${1##*/}
+	test_status 2 "$@" >out 2>err </dev/null &&
+	test_must_be_empty out &&
+	head -n 1 err >first &&
+	echo "$_name: $_line" >expect &&
+	test_cmp expect first &&
+	sed -n 2p err >second &&
+	test_grep "^usage: $_name " second &&
+	tail -n 1 err >last &&
+	echo "Try '$_name --help' for more information." >expect &&
+	test_cmp expect last
+}
 
 # A pid that existed a moment ago and is gone now.
 sh -c 'exit 0' &
@@ -38,6 +174,7 @@ wait $deadpid
 
 test_expect_success 'gpuckpt without -p' '
 	test_status 2 "$GCKPT" >out 2>err &&
+	test_grep "^gpuckpt: no process given: use -p PID$" err &&
 	test_grep "^usage: gpuckpt " err &&
 	test_must_be_empty out
 '
@@ -331,5 +468,46 @@ test_expect_success 'gpurecv refuses a terminal and needs an id' '
 		test_grep "^gpurecv: standard input is a terminal" err
 	fi
 '
+
+# Each missing operand or bad combination says which, then the usage.
+B=$GCK_BINDIR
+while IFS='|' read -r line args; do
+	test -n "$line" || continue
+	test_expect_success "refused: $args" "
+		refused \"\$line\" $args
+	"
+done <<EOF
+no process given: use -p PID|$B/ckpt/gpuckpt
+no process given: use -p PID|$B/ckpt/gpuckpt -v -o x.gck
+unexpected operand 'extra': gpuckpt takes none|$B/ckpt/gpuckpt -p 1 extra
+--kill, --leave-running and --stop exclude each other|$B/ckpt/gpuckpt -k -s -p 1
+--resume needs the tree: use -p PID|$B/restore/gpurestore --resume
+--resume takes no image: drop 'x.gck'|$B/restore/gpurestore --resume -p 1 x.gck
+one image at most, got 2|$B/restore/gpurestore a.gck b.gck
+-p is for --resume: an image says its own processes|$B/restore/gpurestore -p 1 a.gck
+nothing to send given: use -p PID host, or FILE host|$B/send/gpusend
+no destination host given|$B/send/gpusend -p 1
+-p takes one operand, the host: unexpected 'b'|$B/send/gpusend -p 1 a b
+no destination host given after 'x.gck'|$B/send/gpusend x.gck
+unexpected operand 'c': give one file and one host|$B/send/gpusend a b c
+--max-rounds is for --live|$B/send/gpusend --max-rounds=2 -p 1 host
+--timeout must be more than 0|$B/send/gpusend --timeout=0 -p 1 host
+ConnectTimeout must be more than 0|$B/send/gpusend -o ConnectTimeout=0 -p 1 host
+--timeout must be more than 0|$B/recv/gpurecv --timeout=0 --restore --id x
+--id is required|$B/recv/gpurecv --restore
+--id is required|$B/recv/gpurecv
+--restore, --to-cache, --join and --outcome exclude each other|$B/recv/gpurecv --restore --join x
+no path given: a store needs the path to store at|$B/recv/gpurecv --id x
+unexpected operand 'b': a store takes one path|$B/recv/gpurecv --id x a b
+unexpected operand 'a': only a store takes a path|$B/recv/gpurecv --restore --id x a
+-d needs two images, got one|$B/inspect/gpuinspect -d onlyone
+-d needs two images, got none|$B/inspect/gpuinspect -d
+-d needs two images, got more|$B/inspect/gpuinspect -d a b c
+-d, -t, -x and --flatten exclude each other|$B/inspect/gpuinspect -t -d a b
+one image at most, got 2|$B/inspect/gpuinspect a.gck b.gck
+-j is for a summary, -d, or -t of a series|$B/inspect/gpuinspect -j -t a.gck
+-x needs a name|$B/inspect/gpuinspect --extract= a.gck
+--parent is for --verify and --flatten|$B/inspect/gpuinspect --parent=p a.gck
+EOF
 
 test_done

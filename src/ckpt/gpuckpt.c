@@ -93,23 +93,77 @@ static int	image_option(struct args *, int, const char *);
 static void	parse_args(struct args *, int, char *[]);
 static int	checkpoint_tree(const struct args *);
 
+static const char synopsis[] =
+    "usage: gpuckpt [-hkqRsVv] [-c zstd[:LEVEL]|none] [--ext-unix-sk] "
+    "[--file-locks]\n"
+    "               [--format 1|2] [--lock-timeout seconds] [-o file]\n"
+    "               [--parent image] [--sign key] [--stats[=text|json]]\n"
+    "               [--tcp-established] [--threads n] -p pid\n"
+    "       gpuckpt --series dir [--count n] [--every seconds] "
+    "[--full-every n]\n"
+    "               [--keep n] [options] -p pid\n"
+    "       gpuckpt --suspend [-v] [--lock-timeout seconds] -p pid\n";
+
+static const char help[] =
+    "Checkpoint a running process tree, CUDA state included, into an "
+    "image stream.\n"
+    "\n"
+    "The tree:\n"
+    "  -p, --pid=PID            the process tree to checkpoint (required)\n"
+    "      --lock-timeout=SECS  wait so long for each CUDA process's lock "
+    "(10)\n"
+    "\n"
+    "The image:\n"
+    "  -o, --output=FILE        write the image to FILE, - for standard "
+    "output\n"
+    "                           (default)\n"
+    "  -c, --compress=METHOD    zstd, zstd:1 to zstd:19 or none (zstd:3)\n"
+    "      --format=1|2         the image format version to write (2)\n"
+    "      --parent=IMAGE       write an incremental image against IMAGE\n"
+    "      --sign=KEY           sign the image with the OpenSSH key KEY\n"
+    "      --threads=N          compress on N threads, 1 to 256 (one a "
+    "CPU)\n"
+    "\n"
+    "The tree afterwards (default: by the output, see gpuckpt(1)):\n"
+    "  -k, --kill               kill the tree once the image is complete\n"
+    "  -R, --leave-running      take a snapshot: let the tree run on\n"
+    "  -s, --stop               leave the tree stopped\n"
+    "      --suspend            free the GPUs of the tree in place, no "
+    "image\n"
+    "\n"
+    "Snapshot series:\n"
+    "      --series=DIR         snapshot the tree into the series in DIR\n"
+    "      --every=SECS         with --series: a snapshot every SECS\n"
+    "      --count=N            with --every: stop after N snapshots\n"
+    "      --full-every=N       with --series: a full image once a chain "
+    "holds N (10)\n"
+    "      --keep=N             with --series: keep the newest N "
+    "snapshots (5)\n"
+    "\n"
+    "criu options:\n"
+    "      --ext-unix-sk        dump unix sockets connected outside the "
+    "tree\n"
+    "      --file-locks         dump the file locks the tree holds\n"
+    "      --tcp-established    dump established TCP connections\n"
+    "\n"
+    "Output:\n"
+    "  -q, --quiet              no progress line and no notes\n"
+    "      --stats[=text|json]  print what was done on standard error "
+    "(text)\n"
+    "  -v, --verbose            more messages; repeat for more detail\n"
+    "  -h, --help               print this help and exit\n"
+    "  -V, --version            print the version and exit\n"
+    "\n"
+    "Examples:\n"
+    "  gpuckpt -p 1234 -o job.gck\n"
+    "  gpuckpt -R -p 1234 | ssh dst gpurestore\n"
+    "\n"
+    "See gpuckpt(1).\n";
+
 static _Noreturn void
 usage(int status)
 {
-	fprintf(status ? stderr : stdout,
-	    "usage: %s [-hkqRsVv] [-c zstd[:LEVEL]|none] [--ext-unix-sk] "
-	    "[--file-locks]\n"
-	    "               [--format 1|2] [--lock-timeout seconds] "
-	    "[-o file]\n"
-	    "               [--parent image] [--sign key] "
-	    "[--stats[=text|json]]\n"
-	    "               [--tcp-established] [--threads n] -p pid\n"
-	    "       %s --series dir [--count n] [--every seconds] "
-	    "[--full-every n]\n"
-	    "               [--keep n] [options] -p pid\n"
-	    "       %s --suspend [-v] [--lock-timeout seconds] -p pid\n",
-	    getprogname(), getprogname(), getprogname());
-	exit(status);
+	tool_usage(status, synopsis, help);
 }
 
 /* Appends the PIDs of res to buf, each after a space. */
@@ -466,8 +520,11 @@ parse_args(struct args *a, int argc, char *argv[])
 			usage(2);
 		}
 	}
-	if (argc - optind != 0 || o->pid == 0)
-		usage(2);
+	if (argc - optind != 0)
+		tool_usage_error(synopsis, "unexpected operand '%s': gpuckpt "
+		    "takes none", argv[optind]);
+	if (o->pid == 0)
+		tool_usage_error(synopsis, "no process given: use -p PID");
 	series_check(o, &a->sa, a->suspend, a->output);
 	if (a->suspend && a->image_opts) {
 		warnx("--suspend makes no image: it takes no -c, --format, -k, "

@@ -72,20 +72,48 @@ static void		 check_args(struct args *, int, char *[]);
 static int		 image_main(struct gck_ctx *, struct args *, int,
 			    char *[]);
 
+static const char synopsis[] =
+    "usage: gpuinspect [-jVv] [file | dir | -]\n"
+    "       gpuinspect -t [-v] [--allowed-signers file] [--parent path] "
+    "[file | -]\n"
+    "       gpuinspect -t [-jv] dir\n"
+    "       gpuinspect -d [-jv] file1 file2\n"
+    "       gpuinspect -x dir [-v] [file | -]\n"
+    "       gpuinspect --flatten out [-v] --parent path [file | -]\n";
+
+static const char help[] =
+    "Show, verify, compare, extract or flatten gpuckpt images and "
+    "snapshot series\n(default: show a summary of the image or "
+    "series).\n"
+    "\n"
+    "Modes:\n"
+    "  -t, --verify             check every entry against its checksum\n"
+    "  -d, --diff               compare two images\n"
+    "  -x, --extract=DIR        write the image's entries into DIR\n"
+    "      --flatten=OUT        write an incremental image as a full "
+    "one, OUT\n"
+    "\n"
+    "Options:\n"
+    "  -j, --json               print the report as JSON\n"
+    "      --parent=PATH        with -t or --flatten: where the parent "
+    "images are\n"
+    "                           (beside the image); may be repeated\n"
+    "      --allowed-signers=FILE  with -t: require a signature by a key "
+    "of FILE\n"
+    "  -v, --verbose            more messages; repeat for more detail\n"
+    "  -h, --help               print this help and exit\n"
+    "  -V, --version            print the version and exit\n"
+    "\n"
+    "Examples:\n"
+    "  gpuinspect -t job.gck\n"
+    "  gpuinspect -d -j old.gck new.gck\n"
+    "\n"
+    "See gpuinspect(1).\n";
+
 static _Noreturn void
 usage(int status)
 {
-	fprintf(status ? stderr : stdout,
-	    "usage: %s [-jVv] [file | dir | -]\n"
-	    "       %s -t [-v] [--allowed-signers file] [--parent path] "
-	    "[file | -]\n"
-	    "       %s -t [-jv] dir\n"
-	    "       %s -d [-jv] file1 file2\n"
-	    "       %s -x dir [-v] [file | -]\n"
-	    "       %s --flatten out [-v] --parent path [file | -]\n",
-	    getprogname(), getprogname(), getprogname(), getprogname(),
-	    getprogname(), getprogname());
-	exit(status);
+	tool_usage(status, synopsis, help);
 }
 
 /* A size in bytes, as "1.5 GiB"; "-" when it is not known. */
@@ -691,11 +719,21 @@ check_args(struct args *a, int argc, char *argv[])
 
 	a->isdir = argc == 1 && stat(argv[0], &sb) == 0 &&
 	    S_ISDIR(sb.st_mode);
-	if (a->nmode > 1 || (a->json && mode != SHOW && mode != DIFF &&
-	    !(mode == VERIFY && a->isdir)) ||
-	    (mode == DIFF ? argc != 2 : argc > 1) ||
-	    ((mode == EXTRACT || mode == FLATTEN) && *a->dir == '\0'))
-		usage(2);
+	if (a->nmode > 1)
+		tool_usage_error(synopsis, "-d, -t, -x and --flatten exclude "
+		    "each other");
+	if (mode == DIFF && argc != 2)
+		tool_usage_error(synopsis, "-d needs two images, got %s",
+		    argc == 0 ? "none" : argc == 1 ? "one" : "more");
+	if (mode != DIFF && argc > 1)
+		tool_usage_error(synopsis, "one image at most, got %d", argc);
+	if (a->json && mode != SHOW && mode != DIFF &&
+	    !(mode == VERIFY && a->isdir))
+		tool_usage_error(synopsis, "-j is for a summary, -d, or -t of "
+		    "a series");
+	if ((mode == EXTRACT || mode == FLATTEN) && *a->dir == '\0')
+		tool_usage_error(synopsis, "%s needs a name", mode == EXTRACT ?
+		    "-x" : "--flatten");
 	if (a->nparents > 0 && mode != VERIFY && mode != FLATTEN) {
 		warnx("--parent is for --verify and --flatten");
 		usage(2);

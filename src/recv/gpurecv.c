@@ -38,25 +38,67 @@ static const struct option longopts[] = {
 	{ NULL,		0,			NULL,	0 }
 };
 
+static const char synopsis[] =
+    "usage: gpurecv [-hVv] --restore [--allowed-signers file] "
+    "[--cache dir | --no-cache]\n"
+    "               [--cache-size size] [--gpu-map map] --id id "
+    "[--streams n]\n"
+    "               [--timeout seconds]\n"
+    "       gpurecv [-hVv] [--name name] [--resume] --id id [--streams n] "
+    "[--timeout seconds] path\n"
+    "       gpurecv [-hVv] --to-cache [--cache dir] [--cache-size size] "
+    "--id id\n"
+    "               [--streams n] [--timeout seconds]\n"
+    "       gpurecv --join id\n"
+    "       gpurecv --outcome id\n";
+
+static const char help[] =
+    "Receive what gpusend sends over SSH on standard input: restore it, "
+    "store it at\npath, or add it to the cache.  gpusend runs it; people "
+    "seldom do.\n"
+    "\n"
+    "Modes (default: store at path):\n"
+    "      --restore            restore the image as it arrives\n"
+    "      --to-cache           add the image to the cache\n"
+    "      --join=ID            carry an extra connection of transfer ID\n"
+    "      --outcome=ID         print what became of the hand-over ID\n"
+    "\n"
+    "Options:\n"
+    "      --id=ID              the transfer this run receives (required)\n"
+    "      --streams=N          the connections it comes over, 1 to 16 "
+    "(1)\n"
+    "      --timeout=SECS       give up after SECS without a word from "
+    "gpusend (60)\n"
+    "      --name=NAME          the file's name when path is a "
+    "directory\n"
+    "      --resume             offer what an interrupted store left at "
+    "path\n"
+    "      --allowed-signers=FILE  with --restore: only an image signed "
+    "by a key\n"
+    "                           of FILE\n"
+    "      --cache=DIR          the cache ($GCK_CACHE, else "
+    "~/.cache/gpuckpt,\n"
+    "                           /var/cache/gpuckpt for root)\n"
+    "      --cache-size=SIZE    the size the cache keeps to, K, M, G or T "
+    "(a quarter\n"
+    "                           of its file system)\n"
+    "      --no-cache           with --restore: use no cache\n"
+    "      --gpu-map=MAP        with --restore: put the GPU state on these "
+    "GPUs\n"
+    "  -v, --verbose            more messages; repeat for more detail\n"
+    "  -h, --help               print this help and exit\n"
+    "  -V, --version            print the version and exit\n"
+    "\n"
+    "Examples:\n"
+    "  ssh dst gpurecv --restore --id 1f2e3d <job.gck\n"
+    "  ssh dst gpurecv --outcome 1f2e3d\n"
+    "\n"
+    "See gpurecv(1).\n";
+
 static _Noreturn void
 usage(int status)
 {
-	fprintf(status ? stderr : stdout,
-	    "usage: %s [-hVv] --restore [--allowed-signers file] "
-	    "[--cache dir | --no-cache]\n"
-	    "               [--cache-size size] [--gpu-map map] --id id "
-	    "[--streams n]\n"
-	    "               [--timeout seconds]\n"
-	    "       %s [-hVv] [--name name] [--resume] --id id [--streams n] "
-	    "[--timeout seconds] path\n"
-	    "       %s [-hVv] --to-cache [--cache dir] [--cache-size size] "
-	    "--id id\n"
-	    "               [--streams n] [--timeout seconds]\n"
-	    "       %s --join id\n"
-	    "       %s --outcome id\n",
-	    getprogname(), getprogname(), getprogname(), getprogname(),
-	    getprogname());
-	exit(status);
+	tool_usage(status, synopsis, help);
 }
 
 int
@@ -119,8 +161,11 @@ main(int argc, char *argv[])
 			modes++;
 			break;
 		case 't':
-			if ((ms = tool_seconds(optarg, "timeout", 86400)) <= 0)
+			if ((ms = tool_seconds(optarg, "timeout", 86400)) == -1)
 				usage(2);
+			if (ms == 0)
+				tool_usage_error(synopsis, "--timeout must be "
+				    "more than 0");
 			o.timeout_ms = (unsigned int)ms;
 			break;
 		case 'V':
@@ -137,14 +182,22 @@ main(int argc, char *argv[])
 	}
 	argc -= optind;
 	argv += optind;
-	if (modes > 1 || o.id == NULL)
-		usage(2);
+	if (modes > 1)
+		tool_usage_error(synopsis, "--restore, --to-cache, --join and "
+		    "--outcome exclude each other");
+	if (o.id == NULL)
+		tool_usage_error(synopsis, "--id is required");
 	if (o.mode == GCK_RECV_STORE) {
-		if (argc != 1)
-			usage(2);
+		if (argc == 0)
+			tool_usage_error(synopsis, "no path given: a store "
+			    "needs the path to store at");
+		if (argc > 1)
+			tool_usage_error(synopsis, "unexpected operand '%s': "
+			    "a store takes one path", argv[1]);
 		o.path = argv[0];
 	} else if (argc != 0)
-		usage(2);
+		tool_usage_error(synopsis, "unexpected operand '%s': only a "
+		    "store takes a path", argv[0]);
 	if (o.mode != GCK_RECV_OUTCOME && isatty(STDIN_FILENO))
 		errx(1, "standard input is a terminal: gpurecv is run by "
 		    "gpusend(1), over ssh");

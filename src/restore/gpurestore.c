@@ -61,22 +61,63 @@ static int	restore_series(struct gck_ctx *, const char *,
 static _Noreturn void	wait_tree(struct gck_ctx *, struct gck_waiter *,
 		    const sigset_t *, pid_t);
 static void	parse_args(struct args *, int, char *[]);
-static int	resume_tree(const struct args *, int);
+static int	resume_tree(const struct args *, int, const char *);
 static void	check_image(struct args *, int, char *[]);
 static int	restore(struct args *);
+
+static const char synopsis[] =
+    "usage: gpurestore [-hqVv] [--allowed-signers file] "
+    "[--gpu-map src=dst[,...]]\n"
+    "                  [--parent path] [--pidfile file] [--pidns] "
+    "[--stats[=text|json]]\n"
+    "                  [--threads n] [--wait] [file | dir | -]\n"
+    "       gpurestore --resume [-v] [--gpu-map src=dst[,...]] -p pid\n";
+
+static const char help[] =
+    "Restore a process tree, CUDA state included, from a gpuckpt image, "
+    "the newest\nsnapshot of a series directory, or standard input.\n"
+    "\n"
+    "Restore:\n"
+    "      --allowed-signers=FILE  restore only an image signed by a key "
+    "of FILE\n"
+    "      --gpu-map=SRC=DST[,...]  put the GPU state on these GPUs, "
+    "rather than\n"
+    "                           where it would go by default\n"
+    "      --parent=PATH        where the parents of an incremental image "
+    "are\n"
+    "                           (beside the image); may be repeated\n"
+    "  -P, --pidfile=FILE       write the restored root's PID to FILE\n"
+    "      --pidns              restore into a new PID namespace (only "
+    "when a PID\n"
+    "                           of the image is taken)\n"
+    "      --threads=N          decompress on N threads, 1 to 256 (one a "
+    "CPU)\n"
+    "      --wait               stay until the root ends and exit as it "
+    "did\n"
+    "\n"
+    "Resume in place:\n"
+    "      --resume             resume the CUDA processes of a suspended "
+    "tree\n"
+    "  -p, --pid=PID            with --resume: the tree's root\n"
+    "\n"
+    "Output:\n"
+    "  -q, --quiet              no progress line and no notes\n"
+    "      --stats[=text|json]  print what was done on standard error "
+    "(text)\n"
+    "  -v, --verbose            more messages; repeat for more detail\n"
+    "  -h, --help               print this help and exit\n"
+    "  -V, --version            print the version and exit\n"
+    "\n"
+    "Examples:\n"
+    "  gpurestore job.gck\n"
+    "  gpuckpt -p 1234 | ssh dst gpurestore\n"
+    "\n"
+    "See gpurestore(1).\n";
 
 static _Noreturn void
 usage(int status)
 {
-	fprintf(status ? stderr : stdout,
-	    "usage: %s [-hqVv] [--allowed-signers file] "
-	    "[--gpu-map src=dst[,...]]\n"
-	    "                  [--parent path] [--pidfile file] [--pidns] "
-	    "[--stats[=text|json]]\n"
-	    "                  [--threads n] [--wait] [file | dir | -]\n"
-	    "       %s --resume [-v] [--gpu-map src=dst[,...]] -p pid\n",
-	    getprogname(), getprogname());
-	exit(status);
+	tool_usage(status, synopsis, help);
 }
 
 /* Writes pid to path through a temporary name.  Returns 0 or -1. */
@@ -211,14 +252,19 @@ parse_args(struct args *a, int argc, char *argv[])
 
 /* --resume: resumes tree a->pid in place.  Returns the exit status. */
 static int
-resume_tree(const struct args *a, int argc)
+resume_tree(const struct args *a, int argc, const char *argv0)
 {
 	const struct gck_restore_opts	*o = &a->o;
 	struct gck_ctx			*ctx;
 	size_t				 n;
 	int				 r;
 
-	if (argc != 0 || a->pid == 0 || a->pidfile != NULL || a->wait ||
+	if (a->pid == 0)
+		tool_usage_error(synopsis, "--resume needs the tree: use -p PID");
+	if (argc != 0)
+		tool_usage_error(synopsis, "--resume takes no image: drop '%s'",
+		    argv0);
+	if (a->pidfile != NULL || a->wait ||
 	    o->pidns != GCK_PIDNS_AUTO || o->threads != 0 ||
 	    o->nparents != 0 || a->stats) {
 		warnx("--resume takes -p pid, no image and no "
@@ -244,7 +290,7 @@ check_image(struct args *a, int argc, char *argv[])
 	struct stat	sb;
 
 	if (argc > 1)
-		usage(2);
+		tool_usage_error(synopsis, "one image at most, got %d", argc);
 	if (a->pid != 0) {
 		warnx("-p is for --resume: an image says its own processes");
 		usage(2);
@@ -332,7 +378,7 @@ main(int argc, char *argv[])
 	argc -= optind;
 	argv += optind;
 	if (a.resume)
-		return resume_tree(&a, argc);
+		return resume_tree(&a, argc, argc > 0 ? argv[0] : NULL);
 	check_image(&a, argc, argv);
 	return restore(&a);
 }

@@ -79,33 +79,93 @@ static void	stats(const struct gck_send_opts *,
 static int	report(struct gck_ctx *, const struct args *,
 		    struct gck_send_result *, int);
 
+static const char synopsis[] =
+    "usage: gpusend [-hqVv] [--accept-new] [-c zstd[:LEVEL]|none] "
+    "[--cache dir | --no-cache]\n"
+    "               [--cache-size size] [--ext-unix-sk] [--file-locks] "
+    "[--gpu-map map]\n"
+    "               [-i identity] [--live [--max-rounds n]] "
+    "[--bwlimit rate]\n"
+    "               [--stats[=text|json]]\n"
+    "               [--lock-timeout seconds] [-o option=value] [-P port]\n"
+    "               [--parallel n] [--remote-path command] [--sign key]\n"
+    "               [--tcp-established] [--timeout seconds] "
+    "-p pid [user@]host\n"
+    "       gpusend [-hqVv] [--accept-new] [--cache dir | --no-cache] "
+    "[--cache-size size]\n"
+    "               [--bwlimit rate] [--gpu-map map] [-i identity]\n"
+    "               [--stats[=text|json]]\n"
+    "               [-o option=value] [-P port] [--parallel n] "
+    "[--remote-path command]\n"
+    "               [--resume] [--timeout seconds] "
+    "file|- [user@]host[:path]\n";
+
+static const char help[] =
+    "Move a process tree (-p) or an image file to another host over "
+    "SSH, where\ngpurecv restores it, or stores it at host:path.\n"
+    "\n"
+    "Connection:\n"
+    "      --accept-new         accept a host key not yet known, as ssh "
+    "does\n"
+    "      --bwlimit=RATE       at most RATE bytes a second, K, M or G "
+    "(no limit)\n"
+    "  -i, --identity=FILE      authenticate with the private key FILE\n"
+    "  -o OPTION=VALUE          an ssh_config option: Port, User, "
+    "IdentityFile,\n"
+    "                           IdentityAgent, UserKnownHostsFile,\n"
+    "                           StrictHostKeyChecking, ConnectTimeout\n"
+    "      --parallel=N         send over N connections, 1 to 16 (1)\n"
+    "  -P, --port=PORT          the SSH port of host (22)\n"
+    "      --remote-path=CMD    run CMD there as gpurecv (gpurecv)\n"
+    "      --timeout=SECS       give up after SECS of silence (60)\n"
+    "\n"
+    "A live tree (-p):\n"
+    "  -p, --pid=PID            checkpoint tree PID and restore it on "
+    "host\n"
+    "  -c, --compress=METHOD    zstd, zstd:1 to zstd:19 or none (zstd:3)\n"
+    "      --live               move it in rounds while it runs\n"
+    "      --max-rounds=N       with --live: at most N rounds, 1 to 1000 "
+    "(8)\n"
+    "      --lock-timeout=SECS  wait so long for each CUDA process's lock "
+    "(10)\n"
+    "      --sign=KEY           sign the image with the OpenSSH key KEY\n"
+    "      --ext-unix-sk        criu: dump unix sockets connected "
+    "outside the tree\n"
+    "      --file-locks         criu: dump the file locks the tree holds\n"
+    "      --tcp-established    criu: dump established TCP connections\n"
+    "\n"
+    "The restore there:\n"
+    "      --cache=DIR          the remote's cache of images ($GCK_CACHE "
+    "there, else\n"
+    "                           ~/.cache/gpuckpt, /var/cache/gpuckpt for "
+    "root)\n"
+    "      --cache-size=SIZE    the size that cache keeps to, K, M, G or "
+    "T (a quarter\n"
+    "                           of its file system)\n"
+    "      --no-cache           use no cache there\n"
+    "      --gpu-map=MAP        put the GPU state on these GPUs there\n"
+    "\n"
+    "A file:\n"
+    "      --resume             continue an earlier store to host:path\n"
+    "\n"
+    "Output:\n"
+    "  -q, --quiet              no progress line and no notes\n"
+    "      --stats[=text|json]  print what was done on standard error "
+    "(text)\n"
+    "  -v, --verbose            more messages; repeat for more detail\n"
+    "  -h, --help               print this help and exit\n"
+    "  -V, --version            print the version and exit\n"
+    "\n"
+    "Examples:\n"
+    "  gpusend -p 1234 user@gpu2\n"
+    "  gpusend job.gck gpu2:/srv/images/\n"
+    "\n"
+    "See gpusend(1).\n";
+
 static _Noreturn void
 usage(int status)
 {
-	fprintf(status ? stderr : stdout,
-	    "usage: %s [-hqVv] [--accept-new] [-c zstd[:LEVEL]|none] "
-	    "[--cache dir | --no-cache]\n"
-	    "               [--cache-size size] [--ext-unix-sk] "
-	    "[--file-locks] [--gpu-map map]\n"
-	    "               [-i identity] [--live [--max-rounds n]] "
-	    "[--bwlimit rate]\n"
-	    "               [--stats[=text|json]]\n"
-	    "               [--lock-timeout seconds] [-o option=value] "
-	    "[-P port]\n"
-	    "               [--parallel n] [--remote-path command] "
-	    "[--sign key]\n"
-	    "               [--tcp-established] [--timeout seconds] "
-	    "-p pid [user@]host\n"
-	    "       %s [-hqVv] [--accept-new] [--cache dir | --no-cache] "
-	    "[--cache-size size]\n"
-	    "               [--bwlimit rate] [--gpu-map map] [-i identity]\n"
-	    "               [--stats[=text|json]]\n"
-	    "               [-o option=value] [-P port] [--parallel n] "
-	    "[--remote-path command]\n"
-	    "               [--resume] [--timeout seconds] "
-	    "file|- [user@]host[:path]\n",
-	    getprogname(), getprogname());
-	exit(status);
+	tool_usage(status, synopsis, help);
 }
 
 /*
@@ -151,8 +211,11 @@ parse_option(struct gck_send_opts *o, char *arg, int *port_set,
 			usage(2);
 		}
 	} else if (strcasecmp(name, "ConnectTimeout") == 0) {
-		if ((ms = tool_seconds(val, "ConnectTimeout", 86400)) <= 0)
+		if ((ms = tool_seconds(val, "ConnectTimeout", 86400)) == -1)
 			usage(2);
+		if (ms == 0)
+			tool_usage_error(synopsis, "ConnectTimeout must be more "
+			    "than 0");
 		o->timeout_ms = (unsigned int)ms;
 		*timeout_set = 1;
 	} else {
@@ -354,8 +417,11 @@ parse_args(struct args *a, int argc, char *argv[])
 			o->remote_path = optarg;
 			break;
 		case 't':
-			if ((ms = tool_seconds(optarg, "timeout", 86400)) <= 0)
+			if ((ms = tool_seconds(optarg, "timeout", 86400)) == -1)
 				usage(2);
+			if (ms == 0)
+				tool_usage_error(synopsis, "--timeout must be "
+				    "more than 0");
 			o->timeout_ms = (unsigned int)ms;
 			a->timeout_set = 1;
 			break;
@@ -379,8 +445,11 @@ check_live(struct args *a, int argc, char *argv[])
 {
 	struct gck_send_opts	*o = &a->o;
 
-	if (argc != 1)
-		usage(2);
+	if (argc == 0)
+		tool_usage_error(synopsis, "no destination host given");
+	if (argc > 1)
+		tool_usage_error(synopsis, "-p takes one operand, the host: "
+		    "unexpected '%s'", argv[1]);
 	parse_dest(argv[0], &a->user, &o->host, &o->path);
 	if (o->path != NULL) {
 		warnx("a live process tree is restored there, not stored: "
@@ -409,8 +478,15 @@ check_file(struct args *a, int argc, char *argv[])
 	struct gck_send_opts	*o = &a->o;
 	const char		*file;
 
-	if (argc != 2)
-		usage(2);
+	if (argc == 0)
+		tool_usage_error(synopsis, "nothing to send given: use -p PID "
+		    "host, or FILE host");
+	if (argc == 1)
+		tool_usage_error(synopsis, "no destination host given after "
+		    "'%s'", argv[0]);
+	if (argc > 2)
+		tool_usage_error(synopsis, "unexpected operand '%s': give one "
+		    "file and one host", argv[2]);
 	if (a->image_opts) {
 		warnx("-c, --live, --max-rounds, --lock-timeout, --sign and "
 		    "the criu options are for a live tree (-p)");

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,11 +159,43 @@ tool_open_image(const char *path, int status)
 	return fd;
 }
 
+/* The licence that --version states: gpuckpt's source names none other. */
+#define TOOL_LICENCE \
+	"License ISC: <https://opensource.org/licenses/ISC>.\n" \
+	"This is free software: you are free to change and redistribute it.\n" \
+	"There is NO WARRANTY, to the extent permitted by law.\n"
+
 _Noreturn void
 tool_version(void)
 {
-	printf("%s (gpuckpt) %s\n", getprogname(), gck_version());
+	printf("%s (gpuckpt) %s\n%s", getprogname(), gck_version(),
+	    TOOL_LICENCE);
 	exit(0);
+}
+
+_Noreturn void
+tool_usage(int status, const char *synopsis, const char *help)
+{
+	if (status == 0) {
+		fputs(synopsis, stdout);
+		fputs(help, stdout);
+		exit(0);
+	}
+	fputs(synopsis, stderr);
+	fprintf(stderr, "Try '%s --help' for more information.\n",
+	    getprogname());
+	exit(status);
+}
+
+_Noreturn void
+tool_usage_error(const char *synopsis, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	vwarnx(fmt, ap);
+	va_end(ap);
+	tool_usage(2, synopsis, NULL);
 }
 
 /*

@@ -40,8 +40,23 @@ long		 tool_seconds(const char *, const char *, long);
 int		 tool_open_image(const char *, int);
 /* Appends s to the list *vp of *np strings; exits 1 when out of memory. */
 void		 tool_append(char ***, size_t *, char *);
-/* Prints "PROG (gpuckpt) VERSION" and exits 0. */
+/*
+ * Prints "PROG (gpuckpt) VERSION", the licence and the warranty lines on
+ * stdout and exits 0.
+ */
 _Noreturn void	 tool_version(void);
+/*
+ * usage(): with status 0 prints synopsis and help on stdout and exits 0;
+ * else prints synopsis and "Try 'PROG --help'" on stderr and exits
+ * status.  synopsis holds its lines, each ending in a newline.
+ */
+_Noreturn void	 tool_usage(int, const char *, const char *);
+/*
+ * A usage error: "PROG: fmt..." on stderr, then the synopsis as
+ * tool_usage() prints it; exits 2.
+ */
+_Noreturn void	 tool_usage_error(const char *, const char *, ...)
+		    __attribute__((__format__(__printf__, 2, 3)));
 /*
  * Says, if pid > 0, that process pid wrote to terminal tty on fd, which
  * becomes /dev/null on restore.
