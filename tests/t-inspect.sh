@@ -183,7 +183,7 @@ test_expect_success '--verify says where a stream was cut short' '
 
 # The line of the summary that says how much of the image was read.
 cat >unverified <<'EOF'
-verified    no: only the manifest at the head was read; check the rest with gpuinspect --verify
+verified    no: only the head, up to the memory, was read; check the rest with gpuinspect --verify
 EOF
 
 test_expect_success 'the summary says that it read only the head, and how to check the rest' '

@@ -58,7 +58,8 @@ static _Noreturn void	usage(int);
 static const char	*size_str(json_t *, char *, size_t);
 static const char	*safe(const char *);
 static const char	*str(json_t *, const char *);
-static void		 print_show(const char *, json_t *, const struct args *);
+static void		 print_show(const char *, json_t *,
+			    const struct args *);
 static void		 show_image(const char *, json_t *);
 static void		 show_source(json_t *);
 static void		 show_procs(json_t *);
@@ -268,8 +269,8 @@ show_image(const char *name, json_t *d)
 
 	printf("image       %s\n", name);
 	if (!json_is_true(json_object_get(d, "verified")))
-		printf("verified    no: only the manifest at the head was read; "
-		    "check the rest with gpuinspect --verify\n");
+		printf("verified    no: only the head, up to the memory, was "
+		    "read; check the rest with gpuinspect --verify\n");
 	printf("created     %s by %s, format %lld\n", str(d, "created"),
 	    str(d, "tool"), (long long)num(img, "format"));
 	if (json_is_string(json_object_get(img, "id")))

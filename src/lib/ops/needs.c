@@ -230,7 +230,8 @@ nfind(const struct gck_needs *nd, const char *name)
 static int
 fe_cmp(const void *a, const void *b)
 {
-	const FileEntry	*x = *(FileEntry *const *)a, *y = *(FileEntry *const *)b;
+	const FileEntry	*x = *(FileEntry *const *)a;
+	const FileEntry	*y = *(FileEntry *const *)b;
 
 	return x->id < y->id ? -1 : x->id > y->id;
 }
@@ -677,8 +678,8 @@ fd_names(json_t *procs, uint32_t id)
 
 	json_array_foreach(procs, i, p)
 		json_array_foreach(json_object_get(p, "fds"), j, f)
-			if (json_integer_value(json_object_get(f, "id")) == id &&
-			    json_is_string(json_object_get(f, "path")))
+			if (json_integer_value(json_object_get(f, "id")) ==
+			    id && json_is_string(json_object_get(f, "path")))
 				return 1;
 	return 0;
 }
@@ -909,7 +910,8 @@ check_files(json_t *d, json_t *fl)
 		    json_object_get(f, "size")))
 			finding(fl, "fail", "file", "file '%s' is %lld bytes "
 			    "here, %lld in the image: criu restores only a "
-			    "file of the size it had", path, (long long)sb.st_size,
+			    "file of the size it had", path,
+			    (long long)sb.st_size,
 			    (long long)json_integer_value(json_object_get(f,
 			    "size")));
 	}
