@@ -1054,12 +1054,12 @@ check_gpus(struct gck_ctx *ctx, const struct gck_manifest *m, json_t *fl)
 	gck_cuda_version_string(gck_cuda_version(cu), here, sizeof here);
 	gck_cuda_version_string(mc->driver_version, img, sizeof img);
 	if (gck_cuda_version(cu) < GCK_CUDA_CKPT_VERSION)
-		finding(fl, "fail", "driver", "the CUDA driver here is %s: "
-		    "restoring GPU state needs r570 (CUDA 12.8) or newer",
-		    here);
+		finding(fl, "fail", "driver", "the CUDA driver here (%s) "
+		    "cannot restore GPU state: NVIDIA driver r570 (CUDA 12.8) "
+		    "or newer is needed", here);
 	else if (gck_cuda_version(cu) < mc->driver_version)
-		finding(fl, "fail", "driver", "the CUDA driver here is %s, "
-		    "older than the image's %s", here, img);
+		finding(fl, "fail", "driver", "the CUDA driver here (%s) is "
+		    "older than the image's (%s)", here, img);
 	if (gck_gpumap_plan(ctx, mc, host, nhost, NULL, dst, &remap) !=
 	    GCK_OK) {
 		finding(fl, "fail", "gpu", "%s", gck_error_string(ctx));
