@@ -1048,7 +1048,9 @@ check_gpus(struct gck_ctx *ctx, const struct gck_manifest *m, json_t *fl)
 	}
 	if (gck_cuda_init(ctx, cu) != GCK_OK ||
 	    gck_cuda_devices(ctx, cu, 1, &host, &nhost) != GCK_OK) {
-		finding(fl, "fail", "gpu", "%s", gck_error_string(ctx));
+		finding(fl, "fail", "gpu", "the image's process %d ('%s') uses "
+		    "CUDA, but %s", (int)mc->procs[0].pid, mc->procs[0].comm,
+		    gck_error_string(ctx));
 		goto out;
 	}
 	gck_cuda_version_string(gck_cuda_version(cu), here, sizeof here);
