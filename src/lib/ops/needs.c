@@ -98,6 +98,7 @@ static int	 reg_doc(const struct gck_needs *, json_t *,
 static int	 usk_doc(json_t *, const UnixSkEntry *);
 static json_t	*files_doc(const struct gck_needs *, json_t *);
 static int	 ghost(const struct gck_needs *, uint32_t);
+static json_t	*jstr(const char *, size_t);
 static const char *reg_path(const struct gck_needs *, uint32_t);
 
 static int
@@ -296,6 +297,30 @@ file_by_id(const struct gck_needs *nd, uint32_t id)
 	return p != NULL ? *p : NULL;
 }
 
+/*
+ * A JSON string of the len bytes at s (a path, an address): where they
+ * are not UTF-8, a copy with each byte of 0x80 and above as '?'; NULL
+ * only when out of memory.
+ */
+static json_t *
+jstr(const char *s, size_t len)
+{
+	json_t	*v;
+	char	*c;
+	size_t	 i;
+
+	if ((v = json_stringn(s, len)) != NULL || (c = malloc(len + 1)) ==
+	    NULL)
+		return v;
+	for (i = 0; i < len; i++)
+		c[i] = (unsigned char)s[i] >= 0x80 || s[i] == '\0' ? '?' :
+		    s[i];
+	c[len] = '\0';
+	v = json_string(c);
+	free(c);
+	return v;
+}
+
 /* Whether the file of id travels in the image (it was unlinked). */
 static int
 ghost(const struct gck_needs *nd, uint32_t id)
@@ -354,7 +379,7 @@ reg_doc(const struct gck_needs *nd, json_t *o, const RegFileEntry *re)
 	int	gh = ghost(nd, re->id);
 
 	return json_object_set_new(o, "path", re->name != NULL ?
-	    json_string(re->name) : json_null()) != 0 ||
+	    jstr(re->name, strlen(re->name)) : json_null()) != 0 ||
 	    json_object_set_new(o, "size", re->has_size ?
 	    json_integer((json_int_t)re->size) : json_null()) != 0 ||
 	    json_object_set_new(o, "pos", json_integer((json_int_t)
@@ -393,16 +418,16 @@ usk_doc(json_t *o, const UnixSkEntry *us)
 		for (size_t i = 0; i < us->name.len; i++)
 			if (s[i] == '\0')
 				s[i] = '@';
-		addr = json_string(s);
+		addr = jstr(s, us->name.len);
 		free(s);
 	} else if (us->name_dir != NULL && us->name.data[0] != '/') {
 		if (asprintf(&s, "%s/%.*s", us->name_dir, (int)us->name.len,
 		    (const char *)us->name.data) == -1)
 			return -1;
-		addr = json_string(s);
+		addr = jstr(s, strlen(s));
 		free(s);
 	} else
-		addr = json_stringn((const char *)us->name.data,
+		addr = jstr((const char *)us->name.data,
 		    strnlen((const char *)us->name.data, us->name.len));
 	return json_object_set_new(o, "socket_type", json_string(type)) != 0 ||
 	    json_object_set_new(o, "state", json_string(state)) != 0 ||
@@ -504,8 +529,8 @@ proc_doc(const struct gck_needs *nd, uint32_t pid)
 	o = json_pack("{s:i, s:o, s:o, s:o, s:o}", "pid", (int)pid,
 	    "mnt_ns_id", ids != NULL && ids->has_mnt_ns_id ?
 	    json_integer(ids->mnt_ns_id) : json_null(),
-	    "cwd", cwd != NULL ? json_string(cwd) : json_null(),
-	    "root", root != NULL ? json_string(root) : json_null(),
+	    "cwd", cwd != NULL ? jstr(cwd, strlen(cwd)) : json_null(),
+	    "root", root != NULL ? jstr(root, strlen(root)) : json_null(),
 	    "fds", fds != NULL ? fds : json_null());
 	if (ids != NULL)
 		task_kobj_ids_entry__free_unpacked(ids, NULL);
@@ -669,19 +694,25 @@ kind(uint32_t m)
 	    S_ISCHR(m) || S_ISBLK(m) ? "device" : "other";
 }
 
-/* Whether the file of id is named by a descriptor of procs. */
-static int
-fd_names(json_t *procs, uint32_t id)
+/* The ids of the files that descriptors of procs name, as keys. */
+static json_t *
+fd_ids(json_t *procs)
 {
-	json_t	*p, *f;
+	json_t	*p, *f, *ids;
+	char	 key[32];
 	size_t	 i, j;
 
+	if ((ids = json_object()) == NULL)
+		return NULL;
 	json_array_foreach(procs, i, p)
 		json_array_foreach(json_object_get(p, "fds"), j, f)
-			if (json_integer_value(json_object_get(f, "id")) ==
-			    id && json_is_string(json_object_get(f, "path")))
-				return 1;
-	return 0;
+			if (json_is_string(json_object_get(f, "path")) &&
+			    json_object_set_new(ids, num_key(f, "id", key,
+			    sizeof key), json_true()) != 0) {
+				json_decref(ids);
+				return NULL;
+			}
+	return ids;
 }
 
 /*
@@ -694,31 +725,38 @@ static json_t *
 files_doc(const struct gck_needs *nd, json_t *procs)
 {
 	const RegFileEntry	*re;
-	json_t			*a, *o;
+	json_t			*a, *o, *ids;
+	char			 key[32];
 	size_t			 i;
-	int			 gh, byfd;
+	int			 gh, byfd, abs;
 
-	if ((a = json_array()) == NULL)
+	if ((ids = fd_ids(procs)) == NULL)
 		return NULL;
+	if ((a = json_array()) == NULL)
+		goto out;
 	for (i = 0; i < nd->nfe; i++) {
 		if ((re = nd->fe[i]->reg) == NULL || re->name == NULL)
 			continue;
 		gh = ghost(nd, re->id);
-		byfd = fd_names(procs, re->id);
-		o = json_pack("{s:s, s:o, s:s?, s:b, s:b, s:b, s:b, s:b}",
-		    "path", re->name, "size", re->has_size ?
-		    json_integer((json_int_t)re->size) : json_null(),
-		    "kind", re->has_mode ? kind(re->mode) : NULL,
-		    "ghost", gh, "must_exist", !gh && re->name[0] == '/',
-		    "same_size", !gh && re->name[0] == '/' && re->has_size &&
-		    re->has_mode && S_ISREG(re->mode),
+		abs = !gh && re->name[0] == '/';
+		snprintf(key, sizeof key, "%" PRIu32, re->id);
+		byfd = json_object_get(ids, key) != NULL;
+		o = json_pack("{s:o, s:o, s:s?, s:b, s:b, s:b, s:b, s:b}",
+		    "path", jstr(re->name, strlen(re->name)), "size",
+		    re->has_size ? json_integer((json_int_t)re->size) :
+		    json_null(), "kind", re->has_mode ? kind(re->mode) : NULL,
+		    "ghost", gh, "must_exist", abs, "same_size", abs &&
+		    re->has_size && re->has_mode && S_ISREG(re->mode),
 		    "by_fd", byfd,
 		    "mapped", !byfd && !(re->has_mode && S_ISDIR(re->mode)));
 		if (o == NULL || json_array_append_new(a, o) != 0) {
 			json_decref(a);
-			return NULL;
+			a = NULL;
+			break;
 		}
 	}
+out:
+	json_decref(ids);
 	return a;
 }
 
