@@ -505,16 +505,18 @@ static int	show_signature(struct gck_ctx *, int,
  * short there, say).
  */
 static int
-show_needs(struct gck_ctx *ctx, struct gck_reader *rd, json_t *doc)
+show_needs(struct gck_ctx *ctx, struct gck_reader *rd,
+    const struct gck_manifest *m, json_t *doc)
 {
 	struct gck_needs	*nd = NULL;
 	json_t			*d = NULL;
 	int			 r;
 
-	if (gck_needs_read(ctx, rd, &nd) != GCK_OK)
+	if (gck_needs_read(ctx, rd, m, &nd) != GCK_OK)
 		r = jset(doc, "descriptors", json_null()) != 0 ||
-		    jset(doc, "descriptors_error",
-		    json_string(gck_error_string(ctx))) != 0;
+		    jset(doc, "descriptors_error", gck_needs_jstr(
+		    gck_error_string(ctx), strlen(gck_error_string(ctx)))) !=
+		    0;
 	else
 		r = jset(doc, "descriptors", (d = gck_needs_doc(nd)) != NULL ?
 		    d : json_null()) != 0;
@@ -565,13 +567,17 @@ gck_inspect_show_opts(struct gck_ctx *ctx, int fd, unsigned int flags,
 	*textp = NULL;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
 		disk = (int64_t)st.st_size;
-	if ((r = gck_reader_new(ctx, fd, &rd)) != GCK_OK ||
-	    (r = gck_reader_head(rd, &m)) != GCK_OK ||
+	if ((r = gck_reader_new(ctx, fd, &rd)) != GCK_OK)
+		goto out;
+	/* It stops at the memory: nothing is to be read ahead of it. */
+	gck_reader_no_ahead(rd);
+	if ((r = gck_reader_head(rd, &m)) != GCK_OK ||
 	    (r = mix_build(ctx, gck_manifest_json(m), &x)) != GCK_OK)
 		goto out;
 	doc = show_doc(&x, disk);
 	if (doc != NULL && (((flags & GCK_SHOW_ENV) && show_env(
-	    gck_manifest_json(m), doc) != 0) || show_needs(ctx, rd, doc) != 0 ||
+	    gck_manifest_json(m), doc) != 0) ||
+	    show_needs(ctx, rd, m, doc) != 0 ||
 	    show_parent(ctx, fd, m, json_object_get(doc, "image")) != 0 ||
 	    show_signature(ctx, fd, m, json_object_get(doc, "image")) != 0)) {
 		json_decref(doc);

@@ -85,6 +85,7 @@ static const char *const fd_types[] = { "unknown", "file", "pipe", "fifo",
 	"memfd", "bpfmap", "pidfd" };
 
 static int	 wanted(const char *);
+static long	 nwanted(const struct gck_manifest *);
 static int	 keep(struct gck_ctx *, struct gck_reader *,
 		    struct gck_needs *, const char *, uint64_t);
 static const struct nfile *nfind(const struct gck_needs *, const char *);
@@ -98,7 +99,6 @@ static int	 reg_doc(const struct gck_needs *, json_t *,
 static int	 usk_doc(json_t *, const UnixSkEntry *);
 static json_t	*files_doc(const struct gck_needs *, json_t *);
 static int	 ghost(const struct gck_needs *, uint32_t);
-static json_t	*jstr(const char *, size_t);
 static const char *reg_path(const struct gck_needs *, uint32_t);
 
 static int
@@ -157,24 +157,47 @@ keep(struct gck_ctx *ctx, struct gck_reader *rd, struct gck_needs *nd,
 }
 
 /*
- * Reads the CRIU images of rd, whose head has been read, up to its first
- * pages file (or its end), and keeps those that say what the processes
- * have open.  Returns GCK_OK with *ndp, or a code.
+ * How many of the CRIU images that the manifest m lists are wanted: once
+ * they are read, nothing more is (-1: m lists none).
+ */
+static long
+nwanted(const struct gck_manifest *m)
+{
+	json_t	*f;
+	size_t	 i;
+	long	 n = 0;
+
+	if (!gck_manifest_has_file_list(m))
+		return -1;
+	json_array_foreach(json_object_get(gck_manifest_json(m), "files"), i,
+	    f)
+		if (json_is_string(json_object_get(f, "name")) &&
+		    wanted(json_string_value(json_object_get(f, "name"))))
+			n++;
+	return n;
+}
+
+/*
+ * Reads the CRIU images of rd, whose head (m) has been read, and keeps
+ * those that say what the processes have open: up to the last of them
+ * that m lists, or without such a list up to the first pages file (or
+ * the end).  Returns GCK_OK with *ndp, or a code.
  */
 int
 gck_needs_read(struct gck_ctx *ctx, struct gck_reader *rd,
-    struct gck_needs **ndp)
+    const struct gck_manifest *m, struct gck_needs **ndp)
 {
 	struct gck_needs	*nd;
 	char			 name[NAME_LEN];
 	uint64_t		 size;
 	unsigned		 id;
+	long			 left = nwanted(m);
 	int			 r;
 
 	*ndp = NULL;
 	if ((nd = calloc(1, sizeof *nd)) == NULL)
 		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-	for (;;) {
+	while (left != 0) {
 		if ((r = gck_reader_file(rd, name, sizeof name, &size)) == 1)
 			break;
 		if (r != 0)
@@ -182,9 +205,12 @@ gck_needs_read(struct gck_ctx *ctx, struct gck_reader *rd,
 		/* The memory comes last: all that is needed is read. */
 		if (gck_pages_id(name, &id))
 			break;
-		if (wanted(name) && (r = keep(ctx, rd, nd, name, size)) !=
-		    GCK_OK)
+		if (!wanted(name))
+			continue;
+		if ((r = keep(ctx, rd, nd, name, size)) != GCK_OK)
 			goto out;
+		if (left > 0 && gck_manifest_has_file(m, name))
+			left--;
 	}
 	if ((r = index_files(ctx, nd)) != GCK_OK)
 		goto out;
@@ -302,8 +328,8 @@ file_by_id(const struct gck_needs *nd, uint32_t id)
  * are not UTF-8, a copy with each byte of 0x80 and above as '?'; NULL
  * only when out of memory.
  */
-static json_t *
-jstr(const char *s, size_t len)
+json_t *
+gck_needs_jstr(const char *s, size_t len)
 {
 	json_t	*v;
 	char	*c;
@@ -379,7 +405,7 @@ reg_doc(const struct gck_needs *nd, json_t *o, const RegFileEntry *re)
 	int	gh = ghost(nd, re->id);
 
 	return json_object_set_new(o, "path", re->name != NULL ?
-	    jstr(re->name, strlen(re->name)) : json_null()) != 0 ||
+	    gck_needs_jstr(re->name, strlen(re->name)) : json_null()) != 0 ||
 	    json_object_set_new(o, "size", re->has_size ?
 	    json_integer((json_int_t)re->size) : json_null()) != 0 ||
 	    json_object_set_new(o, "pos", json_integer((json_int_t)
@@ -418,16 +444,16 @@ usk_doc(json_t *o, const UnixSkEntry *us)
 		for (size_t i = 0; i < us->name.len; i++)
 			if (s[i] == '\0')
 				s[i] = '@';
-		addr = jstr(s, us->name.len);
+		addr = gck_needs_jstr(s, us->name.len);
 		free(s);
 	} else if (us->name_dir != NULL && us->name.data[0] != '/') {
 		if (asprintf(&s, "%s/%.*s", us->name_dir, (int)us->name.len,
 		    (const char *)us->name.data) == -1)
 			return -1;
-		addr = jstr(s, strlen(s));
+		addr = gck_needs_jstr(s, strlen(s));
 		free(s);
 	} else
-		addr = jstr((const char *)us->name.data,
+		addr = gck_needs_jstr((const char *)us->name.data,
 		    strnlen((const char *)us->name.data, us->name.len));
 	return json_object_set_new(o, "socket_type", json_string(type)) != 0 ||
 	    json_object_set_new(o, "state", json_string(state)) != 0 ||
@@ -529,8 +555,9 @@ proc_doc(const struct gck_needs *nd, uint32_t pid)
 	o = json_pack("{s:i, s:o, s:o, s:o, s:o}", "pid", (int)pid,
 	    "mnt_ns_id", ids != NULL && ids->has_mnt_ns_id ?
 	    json_integer(ids->mnt_ns_id) : json_null(),
-	    "cwd", cwd != NULL ? jstr(cwd, strlen(cwd)) : json_null(),
-	    "root", root != NULL ? jstr(root, strlen(root)) : json_null(),
+	    "cwd", cwd != NULL ? gck_needs_jstr(cwd, strlen(cwd)) :
+	    json_null(), "root", root != NULL ? gck_needs_jstr(root,
+	    strlen(root)) : json_null(),
 	    "fds", fds != NULL ? fds : json_null());
 	if (ids != NULL)
 		task_kobj_ids_entry__free_unpacked(ids, NULL);
@@ -668,21 +695,38 @@ ends_link(json_t *procs, json_t *inos, json_t *pipes)
 	return 0;
 }
 
-/* The pipes, as a list: [{"pipe_id": N, "ends": [...]}]. */
+/*
+ * The pipes, as a list: [{"pipe_id": N, "ends": [...]}], in the order
+ * of the first end of each in procs.
+ */
 static json_t *
-pipes_list(json_t *pipes)
+pipes_list(json_t *procs, json_t *pipes)
 {
-	const char	*k;
-	json_t		*a, *v;
+	json_t	*a, *p, *f, *done;
+	char	 key[32];
+	size_t	 i, j;
 
-	if ((a = json_array()) == NULL)
+	if ((a = json_array()) == NULL || (done = json_object()) == NULL) {
+		json_decref(a);
 		return NULL;
-	json_object_foreach(pipes, k, v)
-		if (json_array_append_new(a, json_pack("{s:I, s:O}", "pipe_id",
-		    (json_int_t)strtoll(k, NULL, 10), "ends", v)) != 0) {
-			json_decref(a);
-			return NULL;
+	}
+	json_array_foreach(procs, i, p)
+		json_array_foreach(json_object_get(p, "fds"), j, f) {
+			if (!json_is_integer(json_object_get(f, "pipe_id")) ||
+			    json_object_get(done, num_key(f, "pipe_id", key,
+			    sizeof key)) != NULL)
+				continue;
+			if (json_object_set_new(done, key, json_true()) != 0 ||
+			    json_array_append_new(a, json_pack("{s:O, s:O}",
+			    "pipe_id", json_object_get(f, "pipe_id"), "ends",
+			    json_object_get(pipes, key))) != 0) {
+				json_decref(a);
+				a = NULL;
+				goto out;
+			}
 		}
+out:
+	json_decref(done);
 	return a;
 }
 
@@ -742,7 +786,7 @@ files_doc(const struct gck_needs *nd, json_t *procs)
 		snprintf(key, sizeof key, "%" PRIu32, re->id);
 		byfd = json_object_get(ids, key) != NULL;
 		o = json_pack("{s:o, s:o, s:s?, s:b, s:b, s:b, s:b, s:b}",
-		    "path", jstr(re->name, strlen(re->name)), "size",
+		    "path", gck_needs_jstr(re->name, strlen(re->name)), "size",
 		    re->has_size ? json_integer((json_int_t)re->size) :
 		    json_null(), "kind", re->has_mode ? kind(re->mode) : NULL,
 		    "ghost", gh, "must_exist", abs, "same_size", abs &&
@@ -888,7 +932,7 @@ gck_needs_doc(const struct gck_needs *nd)
 	if ((inos = json_object()) == NULL || (pipes = json_object()) ==
 	    NULL || ends_collect(procs, inos, pipes) != 0 ||
 	    ends_link(procs, inos, pipes) != 0 ||
-	    (pl = pipes_list(pipes)) == NULL ||
+	    (pl = pipes_list(procs, pipes)) == NULL ||
 	    (files = files_doc(nd, procs)) == NULL)
 		goto out;
 	d = json_pack("{s:O, s:O, s:O, s:o, s:o}", "processes", procs,
@@ -1137,9 +1181,11 @@ gck_inspect_check(struct gck_ctx *ctx, int fd, char **textp, int *failp)
 
 	*textp = NULL;
 	*failp = 0;
-	if ((r = gck_reader_new(ctx, fd, &rd)) != GCK_OK ||
-	    (r = gck_reader_head(rd, &m)) != GCK_OK ||
-	    (r = gck_needs_read(ctx, rd, &nd)) != GCK_OK)
+	if ((r = gck_reader_new(ctx, fd, &rd)) != GCK_OK)
+		goto out;
+	gck_reader_no_ahead(rd);
+	if ((r = gck_reader_head(rd, &m)) != GCK_OK ||
+	    (r = gck_needs_read(ctx, rd, m, &nd)) != GCK_OK)
 		goto out;
 	if ((fl = json_array()) == NULL) {
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
