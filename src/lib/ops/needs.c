@@ -41,8 +41,8 @@
 #include "criu/criu-images.pb-c.h"
 
 #define NAME_LEN	256
-#define KEEP_MAX	(64u << 20)	/* one kept CRIU image */
-#define KEEP_TOTAL	(256u << 20)	/* all of them */
+#define KEEP_MAX	(16u << 20)	/* one kept CRIU image */
+#define KEEP_TOTAL	(64u << 20)	/* all of them */
 
 /* CRIU's magics (criu/include/magic.h) */
 #define INVENTORY_MAGIC		0x58313116u	/* no common magic before */
