@@ -89,17 +89,43 @@ static long	 nwanted(const struct gck_manifest *);
 static int	 keep(struct gck_ctx *, struct gck_reader *,
 		    struct gck_needs *, const char *, uint64_t);
 static const struct nfile *nfind(const struct gck_needs *, const char *);
+static int	 fe_cmp(const void *, const void *);
 static int	 index_files(struct gck_ctx *, struct gck_needs *);
 static const FileEntry *file_by_id(const struct gck_needs *, uint32_t);
-static int	 fe_cmp(const void *, const void *);
-static json_t	*proc_doc(const struct gck_needs *, uint32_t);
-static json_t	*fd_doc(const struct gck_needs *, const FdinfoEntry *);
+static int	 ghost(const struct gck_needs *, uint32_t);
+static const char *reg_path(const struct gck_needs *, uint32_t);
+static const uint8_t *first(const struct gck_needs *, const char *,
+		    uint32_t, uint32_t *);
+static const char *acc_mode(uint32_t);
 static int	 reg_doc(const struct gck_needs *, json_t *,
 		    const RegFileEntry *);
 static int	 usk_doc(json_t *, const UnixSkEntry *);
+static json_t	*fd_doc(const struct gck_needs *, const FdinfoEntry *);
+static int	 proc_fds(const struct gck_needs *, uint32_t, json_t *);
+static json_t	*proc_doc(const struct gck_needs *, uint32_t);
+static json_t	*end_name(json_t *, json_t *);
+static const char *num_key(json_t *, const char *, char *, size_t);
+static int	 add_end(json_t *, const char *, json_t *);
+static json_t	*sock_end(json_t *, const char *, json_t *);
+static int	 ends_collect(json_t *, json_t *, json_t *);
+static int	 ends_link(json_t *, json_t *, json_t *);
+static json_t	*pipes_list(json_t *, json_t *);
+static const char *kind(uint32_t);
+static json_t	*fd_ids(json_t *);
 static json_t	*files_doc(const struct gck_needs *, json_t *);
-static int	 ghost(const struct gck_needs *, uint32_t);
-static const char *reg_path(const struct gck_needs *, uint32_t);
+static int	 in_array(json_t *, json_t *);
+static json_t	*mnt_doc(const struct gck_needs *, json_t *);
+static json_t	*totals(json_t *, json_t *, json_t *);
+static json_t	*procs_doc(const struct gck_needs *);
+static void	 finding(json_t *, const char *, const char *, const char *,
+		    ...) __attribute__((__format__(__printf__, 4, 5)));
+static void	 check_files(json_t *, json_t *);
+static void	 check_dir(json_t *, const char *, const char *, json_t *);
+static void	 check_socket(json_t *, json_t *, json_t *);
+static void	 check_paths(json_t *, json_t *);
+static void	 check_pids(const struct gck_manifest *, json_t *);
+static void	 check_gpus(struct gck_ctx *, const struct gck_manifest *,
+		    json_t *);
 
 static int
 wanted(const char *name)
@@ -369,19 +395,16 @@ reg_path(const struct gck_needs *nd, uint32_t id)
 	return fe != NULL && fe->reg != NULL ? fe->reg->name : NULL;
 }
 
-/* The first record of CRIU image name (of magic), unpacked by fn. */
-static void *
+/* The first record of CRIU image name (of magic), *lenp bytes, or NULL. */
+static const uint8_t *
 first(const struct gck_needs *nd, const char *name, uint32_t magic,
-    void *(*fn)(ProtobufCAllocator *, size_t, const uint8_t *))
+    uint32_t *lenp)
 {
 	const struct nfile	*f;
-	const uint8_t		*rec;
-	uint32_t		 len;
 
-	if ((f = nfind(nd, name)) == NULL ||
-	    (rec = gck_img_first(f->data, f->len, magic, &len)) == NULL)
+	if ((f = nfind(nd, name)) == NULL)
 		return NULL;
-	return fn(NULL, len, rec);
+	return gck_img_first(f->data, f->len, magic, lenp);
 }
 
 /* "r", "w" or "rw", as open flags fl give a file. */
@@ -533,16 +556,18 @@ proc_doc(const struct gck_needs *nd, uint32_t pid)
 {
 	TaskKobjIdsEntry	*ids;
 	FsEntry			*fs;
+	const uint8_t		*rec;
+	uint32_t		 len;
 	json_t			*o, *fds = NULL;
 	char			 name[64];
 	const char		*cwd = NULL, *root = NULL;
 
 	snprintf(name, sizeof name, "ids-%" PRIu32 ".img", pid);
-	ids = first(nd, name, IDS_MAGIC, (void *(*)(ProtobufCAllocator *,
-	    size_t, const uint8_t *))task_kobj_ids_entry__unpack);
+	ids = (rec = first(nd, name, IDS_MAGIC, &len)) != NULL ?
+	    task_kobj_ids_entry__unpack(NULL, len, rec) : NULL;
 	snprintf(name, sizeof name, "fs-%" PRIu32 ".img", pid);
-	fs = first(nd, name, FS_MAGIC, (void *(*)(ProtobufCAllocator *,
-	    size_t, const uint8_t *))fs_entry__unpack);
+	fs = (rec = first(nd, name, FS_MAGIC, &len)) != NULL ?
+	    fs_entry__unpack(NULL, len, rec) : NULL;
 	if (fs != NULL) {
 		cwd = reg_path(nd, fs->cwd_id);
 		root = reg_path(nd, fs->root_id);
