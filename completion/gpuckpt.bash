@@ -85,8 +85,9 @@ _gck_opts()
 		maxop='0 0'
 		;;
 	gpuinspect)
-		long='--allowed-signers --diff --extract --flatten --help --json
-		    --parent --verbose --verify --version'
+		long='--allowed-signers --check --diff --env --extract --files
+		    --flatten --help --json --parent --sockets --verbose --verify
+		    --version'
 		longarg='--allowed-signers --extract --flatten --parent'
 		short='d=--diff h=--help j=--json t=--verify V=--version
 		    v=--verbose x=--extract'

@@ -131,8 +131,9 @@ done
 
 test_expect_success 'gpuinspect: the options it is extended to' '
 	comp "gpuinspect --" &&
-	offers_exactly --allowed-signers --diff --extract --flatten --help \
-	    --json --parent --verbose --verify --version
+	offers_exactly --allowed-signers --check --diff --env --extract \
+	    --files --flatten --help --json --parent --sockets --verbose \
+	    --verify --version
 '
 
 test_expect_success 'a prefix narrows the options' '

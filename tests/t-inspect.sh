@@ -181,7 +181,7 @@ test_expect_success '--verify says where a stream was cut short' '
 
 # The line of the summary that says how much of the image was read.
 cat >unverified <<'EOF'
-verified    no: only the manifest at the head was read; check the rest with gpuinspect --verify
+verified    no: only the head, up to the memory, was read; check the rest with gpuinspect --verify
 EOF
 
 test_expect_success 'the summary says that it read only the head, and how to check the rest' '
@@ -525,6 +525,327 @@ test_expect_success 'modes do not mix' '
 	test_status 2 "$GCKINSPECT" a.gck b.tar 2>err &&
 	test_grep "^usage: gpuinspect " err &&
 	test ! -e dir
+'
+
+# What the processes have open: tests/fdtree.py sets it up in $FD.
+FD=$TRASH/fd
+
+# fd_start: starts fdtree.py, its environment holding a secret, in a
+# session of its own; sets FPID, FCHILD and the descriptors' numbers
+# (F_data, F_log, ...) from its ready file.
+fd_start() {
+	rm -rf "$FD" && mkdir -p "$FD/wd" &&
+	head -c 5000 /dev/zero >"$FD/data" &&
+	head -c 20 /dev/zero >"$FD/rw" &&
+	(cd / && GCK_SECRET=s3cret-value setsid python3 \
+	    "$GCK_SRCDIR/fdtree.py" "$FD" </dev/null >/dev/null 2>&1 &) &&
+	wait_for_line "$FD/ready" "^pid=" 60 &&
+	eval "$(sed 's/\([a-z]*\)=/F_\1=/g' "$FD/ready")" &&
+	FPID=$F_pid FCHILD=$F_child &&
+	started="$started $FPID"
+}
+
+test_expect_success 'an image of a tree with files, sockets and a pipe open' '
+	fd_start &&
+	test_status 0 "$GCKPT" -R -p $FPID -o fd-running.gck &&
+	proc_running $FPID &&
+	test_status 0 "$GCKINSPECT" --json fd-running.gck >fd.doc &&
+	test_status 0 "$GCKINSPECT" --json --env fd-running.gck >fd-env.doc
+'
+
+test_expect_success 'the JSON document lists each descriptor as it was set up' '
+	python3 - "$FD" $FPID $FCHILD $F_data $F_log $F_rw $F_listen $F_a \
+	    $F_b $F_pw $F_pr <<-\EOF
+	import json, sys
+	d = sys.argv[1]
+	pid, child, data, log, rw, listen, a, b, pw, pr = map(int, sys.argv[2:])
+	x = json.load(open("fd.doc"))["descriptors"]
+	procs = {p["pid"]: p for p in x["processes"]}
+	assert sorted(procs) == sorted([pid, child]), procs.keys()
+	for p in pid, child:
+	    assert procs[p]["cwd"] == d + "/wd", procs[p]["cwd"]
+	    assert procs[p]["root"] == "/", procs[p]["root"]
+	fds = {f["fd"]: f for f in procs[pid]["fds"]}
+	f = fds[data]
+	assert (f["type"], f["path"], f["size"], f["pos"], f["mode"],
+	    f["append"], f["ghost"]) == ("file", d + "/data", 5000, 1000, "r",
+	    False, False), f
+	f = fds[log]
+	assert (f["type"], f["path"], f["pos"], f["mode"], f["append"]) == (
+	    "file", d + "/log", 10, "w", True), f
+	f = fds[rw]
+	assert (f["path"], f["pos"], f["mode"], f["append"]) == (
+	    d + "/rw", 7, "rw", False), f
+	f = fds[listen]
+	assert (f["type"], f["socket_type"], f["state"], f["address"],
+	    f["abstract"], f["peer"]) == ("unix", "stream", "listening",
+	    d + "/sock", False, None), f
+	for me, other in (a, b), (b, a):
+	    f = fds[me]
+	    assert (f["type"], f["state"], f["address"], f["peer"]) == (
+	        "unix", "connected", None, "%d:%d" % (pid, other)), f
+	# the child has its own copies of the pair, each the peer of the other
+	cf = {f["fd"]: f for f in procs[child]["fds"]}
+	assert cf[a]["peer"] == "%d:%d" % (child, b), cf[a]
+	f = fds[pw]
+	assert (f["type"], f["mode"], f["peers"]) == ("pipe", "w",
+	    ["%d:%d" % (child, pr)]), f
+	assert cf[pr]["type"] == "pipe" and cf[pr]["mode"] == "r", cf[pr]
+	assert pw not in cf and pr not in fds, (cf, fds)
+	assert x["pipes"] == [{"pipe_id": f["pipe_id"], "ends": [
+	    {"end": "%d:%d" % (pid, pw), "mode": "w"},
+	    {"end": "%d:%d" % (child, pr), "mode": "r"}]}], x["pipes"]
+	# stdin, stdout and stderr on /dev/null, and the three files, in each
+	assert x["totals"]["files"] == 12 and x["totals"]["sockets"] == 6 and \
+	    x["totals"]["pipes"] == 1, x["totals"]
+	assert x["mount_namespace"]["own"] is False, x["mount_namespace"]
+	files = {f["path"]: f for f in x["files"]}
+	assert files[d + "/data"]["must_exist"] and \
+	    files[d + "/data"]["same_size"], files[d + "/data"]
+	assert files[d + "/wd"]["kind"] == "directory", files[d + "/wd"]
+	assert any(f["mapped"] and f["path"].endswith("/libc.so.6")
+	    for f in x["files"]), x["files"]
+	EOF
+'
+
+test_expect_success 'the summary counts them; --files and --sockets list them' '
+	test_status 0 "$GCKINSPECT" fd-running.gck >out 2>err &&
+	test_must_be_empty err &&
+	test_grep "^open        12 files, 6 sockets, 1 pipe; [0-9]* files mapped; mount namespace the host.s\$" out &&
+	! grep "^PID  *FD MODE" out &&
+	test_status 0 "$GCKINSPECT" --files fd-running.gck >files.out &&
+	test_status 0 "$GCKINSPECT" --sockets fd-running.gck >sockets.out &&
+	test_status 0 "$GCKINSPECT" -v fd-running.gck >v.out &&
+	python3 - "$FD" $FPID $FCHILD $F_data $F_log $F_rw $F_listen $F_a \
+	    $F_b $F_pw $F_pr <<-\EOF
+	import re, sys
+	d = sys.argv[1]
+	pid, child, data, log, rw, listen, a, b, pw, pr = map(int, sys.argv[2:])
+	def rows(name, head):
+	    out = open(name).read().splitlines()
+	    i = [n for n, l in enumerate(out) if re.match(head, l)]
+	    assert len(i) == 1, (head, out)
+	    r = []
+	    for l in out[i[0] + 1:]:
+	        if not l.strip():
+	            break
+	        r.append(l)
+	    return r
+	frow = re.compile(r"(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+"
+	    r"(same size|exists|in image|-)\s+(.*)")
+	files = [frow.fullmatch(l).groups() for l in rows("files.out",
+	    "PID +FD +MODE ")]
+	p = str(pid)
+	for want in ((p, "cwd", "-", "-", "-", "exists", d + "/wd"),
+	    (p, "rtd", "-", "-", "-", "exists", "/"),
+	    (p, str(data), "r", "5000", "1000", "same size", d + "/data")):
+	    assert want in files, (want, files)
+	# a size is shown, and must be had, where criu recorded it
+	rws = [f for f in files if f[:2] == (p, str(rw))]
+	assert len(rws) == 1 and rws[0][2:5] in (("rw", "20", "7"),
+	    ("rw", "-", "7")) and rws[0][5] == ("same size" if rws[0][3] ==
+	    "20" else "exists") and rws[0][6] == d + "/rw", rws
+	logs = [f for f in files if f[:2] == (p, str(log))]
+	assert len(logs) == 1 and logs[0][2] == "wa" and logs[0][4] == "10" \
+	    and logs[0][6] == d + "/log", logs
+	assert any(f[1] == "mem" and f[6].endswith("/libc.so.6") and
+	    f[5] == "same size" for f in files), files
+	socks = [l.split() for l in rows("sockets.out", "PID +FD +FAMILY ")]
+	for want in ([p, str(listen), "unix", "stream", "listening", "-",
+	    d + "/sock"], [p, str(a), "unix", "stream", "connected",
+	    "%d:%d" % (pid, b), "(unnamed)"], [str(child), str(b), "unix",
+	    "stream", "connected", "%d:%d" % (child, a), "(unnamed)"]):
+	    assert want in socks, (want, socks)
+	pipes = [l.split() for l in rows("sockets.out", "PIPE +ENDS")]
+	assert [x[1:] for x in pipes] == [["%d:%d" % (pid, pw), "(w)",
+	    "%d:%d" % (child, pr), "(r)"]], pipes
+	v = open("v.out").read()
+	assert open("files.out").read().split("\n\nPID ")[2] in v
+	assert "\nPIPE " in v
+	EOF
+'
+
+test_expect_success 'the environment is shown only with --env' '
+	! grep s3cret-value fd.doc out files.out sockets.out v.out &&
+	test_status 0 "$GCKINSPECT" --env fd-running.gck >env.out &&
+	test_grep "^  GCK_SECRET=s3cret-value\$" env.out &&
+	test "$(grep -c "^ENVIRONMENT of \\($FPID\\|$FCHILD\\)\$" env.out)" = 2 &&
+	python3 - $FPID <<-\EOF
+	import json, sys
+	d = json.load(open("fd-env.doc"))
+	p = [p for p in d["processes"] if p["pid"] == int(sys.argv[1])][0]
+	assert "GCK_SECRET=s3cret-value" in p["environment"], p
+	assert p["environment_cut"] is False
+	assert all("environment" not in p
+	    for p in json.load(open("fd.doc"))["processes"])
+	EOF
+'
+
+test_expect_success '--check fails while the source holds the PIDs, naming them' '
+	test_status 1 "$GCKINSPECT" --check fd-running.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_grep "^gpuinspect: pid $FPID is in use on this host by the image.s source, process tree $FPID, still here: end it, or restore a copy beside it with gpurestore --pidns\$" err &&
+	test_grep "^gpuinspect: pid $FCHILD is in use" err &&
+	test_line_count err 2
+'
+
+test_expect_success '--check passes on the host the tree was checkpointed on' '
+	test_status 0 "$GCKPT" -p $FPID -o fd.gck &&
+	wait_gone $FPID && wait_gone $FCHILD &&
+	test_status 0 "$GCKINSPECT" --check fd.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_must_be_empty err &&
+	test_status 0 "$GCKINSPECT" --check - <fd.gck >out 2>err &&
+	test_must_be_empty err &&
+	test_status 0 "$GCKINSPECT" --check --json fd.gck >doc &&
+	python3 -c "
+import json
+d = json.load(open(\"doc\"))
+assert d[\"ok\"] is True and d[\"findings\"] == [], d"
+'
+
+test_expect_success '--check names a file that is gone or has another size' '
+	mv "$FD/data" "$FD/data.away" &&
+	test_status 1 "$GCKINSPECT" --check fd.gck >out 2>err &&
+	mv "$FD/data.away" "$FD/data" &&
+	test_must_be_empty out &&
+	echo "gpuinspect: file '\''$FD/data'\'' is missing here: No such file or directory" >expect &&
+	test_cmp expect err &&
+	echo >>"$FD/data" &&
+	test_status 1 "$GCKINSPECT" --check fd.gck >out 2>err &&
+	echo "gpuinspect: file '\''$FD/data'\'' is 5001 bytes here, 5000 in the image: criu restores only a file of the size it had" >expect &&
+	test_cmp expect err &&
+	test_status 1 "$GCKINSPECT" --check --json fd.gck >doc &&
+	truncate -s 5000 "$FD/data" &&
+	python3 -c "
+import json
+d = json.load(open(\"doc\"))
+assert d[\"ok\"] is False, d
+assert [(f[\"severity\"], f[\"what\"]) for f in d[\"findings\"]] == [
+    (\"fail\", \"file\")], d" &&
+	test_status 0 "$GCKINSPECT" --check fd.gck
+'
+
+test_expect_success '--check names a working directory that is gone' '
+	mv "$FD/wd" "$FD/wd.away" &&
+	test_status 1 "$GCKINSPECT" --check fd.gck >out 2>err &&
+	mv "$FD/wd.away" "$FD/wd" &&
+	for p in $FPID $FCHILD; do
+		test_grep "^gpuinspect: working directory .$FD/wd. of process $p is missing here: No such file or directory\$" err || return 1
+	done &&
+	test_line_count err 2
+'
+
+# take_pid PID: starts a sleep that has PID (the kernel hands out the
+# PID after the one written to ns_last_pid, if no other process takes it
+# first); sets TAKER.
+take_pid() {
+	_i=0
+	while test $_i -lt 50; do
+		echo $(($1 - 1)) >/proc/sys/kernel/ns_last_pid || return 1
+		sleep 300 </dev/null >/dev/null 2>&1 &
+		TAKER=$!
+		test "$TAKER" = "$1" && return 0
+		kill $TAKER
+		wait $TAKER 2>/dev/null
+		_i=$((_i + 1))
+	done
+	echo >&2 "could not start a process with pid $1"
+	return 1
+}
+
+test_expect_success '--check: a PID taken by another process is a note' '
+	take_pid $FPID &&
+	{
+		"$GCKINSPECT" --check fd.gck >out 2>err
+		echo $? >status
+		kill $TAKER
+		wait $TAKER 2>/dev/null
+		true
+	} &&
+	test "$(cat status)" = 0 &&
+	test_must_be_empty err &&
+	echo "note: pid $FPID of the image is in use on this host (by '\''sleep'\''): gpurestore restores the tree in a PID namespace of its own, where it keeps its PIDs" >expect &&
+	test_cmp expect out
+'
+
+# The GPUs: an image of a CUDA process, made and checked against the
+# stand-in driver (tests/fakecuda), whose GPUs FAKECUDA_DIR/gpus lists.
+A=GPU-aaaaaaaa-1111-4000-8000-000000000001
+N=GPU-eeeeeeee-1111-4000-8000-000000000005
+H100='NVIDIA H100 80GB HBM3'
+A100='NVIDIA A100-SXM4-40GB'
+
+# fake_gpus UUID:NAME:CC...: the GPUs "here", each of 1 GiB.
+fake_gpus() {
+	: >"$FAKECUDA_DIR/gpus.new"
+	_bus=1
+	for _g in "$@"; do
+		_u=${_g%%:*} _r=${_g#*:}
+		printf '%s %s 1073741824 0000:%02x:00.0 %s\n' "$_u" "${_r#*:}" \
+		    $_bus "${_r%%:*}" >>"$FAKECUDA_DIR/gpus.new"
+		_bus=$((_bus + 1))
+	done
+	mv "$FAKECUDA_DIR/gpus.new" "$FAKECUDA_DIR/gpus"
+}
+
+test_expect_success 'an image of a CUDA process, made with the stand-in driver' '
+	FAKECUDA_DIR=$TRASH/fake &&
+	GPUCKPT_LIBCUDA=$GCK_TESTDIR/fakecuda/libcuda.so.1 &&
+	GPUCKPT_LIBNVML=$GCK_TESTDIR/fakecuda/libnvidia-ml.so.1 &&
+	export FAKECUDA_DIR GPUCKPT_LIBCUDA GPUCKPT_LIBNVML &&
+	mkdir -p "$FAKECUDA_DIR/inject" "$FAKECUDA_DIR/delay" &&
+	fake_gpus "$A:$H100:9.0" &&
+	plain=$WORKLOAD &&
+	WORKLOAD=$GCK_TESTDIR/cudawork &&
+	LD_LIBRARY_PATH=$GCK_TESTDIR/fakecuda start_workload cu -m 8 -d 0 &&
+	WORKLOAD=$plain &&
+	started="$started $WPID" &&
+	test_status 0 "$GCKPT" -p $WPID -o cu.gck &&
+	wait_gone $WPID &&
+	test_status 0 "$GCKINSPECT" --check cu.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_must_be_empty err
+'
+
+test_expect_success '--check: the image GPU is missing here' '
+	fake_gpus "$N:$A100:8.0" &&
+	test_status 1 "$GCKINSPECT" --check cu.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_grep "^gpuinspect: this host cannot take the image.s GPUs: no $H100 (compute capability 9.0) with [0-9]* MiB free for $A\$" err &&
+	test_line_count err 1 &&
+	test_status 1 "$GCKINSPECT" --check --json cu.gck >doc &&
+	python3 -c "
+import json
+d = json.load(open(\"doc\"))
+assert d[\"ok\"] is False and [f[\"what\"] for f in d[\"findings\"]] == [
+    \"gpu\"], d" &&
+	fake_gpus &&
+	test_status 1 "$GCKINSPECT" --check cu.gck 2>err &&
+	test_grep "^gpuinspect: the image.s process [0-9]* (.cudawork.) uses CUDA, but cannot initialize the CUDA driver: CUDA_ERROR_NO_DEVICE\$" err
+'
+
+test_expect_success '--check: another GPU of the same chip is a note' '
+	fake_gpus "$N:$H100:9.0" &&
+	test_status 0 "$GCKINSPECT" --check cu.gck >out 2>err &&
+	test_must_be_empty err &&
+	echo "note: GPU $A ($H100) of the image is not here: gpurestore restores its processes'\'' state on $N" >expect &&
+	test_cmp expect out
+'
+
+test_expect_success '--check: a driver older than the image.s' '
+	fake_gpus "$A:$H100:9.0" &&
+	echo "12080 570.86.10" >"$FAKECUDA_DIR/driver" &&
+	test_status 1 "$GCKINSPECT" --check cu.gck >out 2>err &&
+	fake_gpus "$N:$H100:9.0" &&
+	test_status 1 "$GCKINSPECT" --check cu.gck 2>err2 &&
+	rm "$FAKECUDA_DIR/driver" &&
+	echo "gpuinspect: the CUDA driver here (CUDA 12.8) is older than the image'\''s (CUDA 13.0)" >expect &&
+	test_cmp expect err &&
+	test_grep "^gpuinspect: GPU $A of the image is not here: it must be remapped (to $N), which needs NVIDIA driver r580 (CUDA 13.0) or newer; this driver is CUDA 12.8\$" err2 &&
+	test_status 1 env GPUCKPT_LIBCUDA=$TRASH/no-libcuda.so.1 \
+	    "$GCKINSPECT" --check cu.gck 2>err &&
+	test_grep "^gpuinspect: the image.s process [0-9]* (.cudawork.) uses CUDA, but no CUDA driver could be loaded" err
 '
 
 test_done

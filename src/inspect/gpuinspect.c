@@ -20,16 +20,20 @@
 #include "gpuckpt.h"
 #include "tool.h"
 
-enum mode { SHOW, VERIFY, DIFF, EXTRACT, FLATTEN };
+enum mode { SHOW, VERIFY, DIFF, EXTRACT, FLATTEN, CHECK };
 
 static const struct option longopts[] = {
 	{ "allowed-signers", required_argument,	NULL,	'S' },
+	{ "check",	no_argument,		NULL,	'C' },
 	{ "diff",	no_argument,		NULL,	'd' },
+	{ "env",	no_argument,		NULL,	'E' },
 	{ "extract",	required_argument,	NULL,	'x' },
+	{ "files",	no_argument,		NULL,	'L' },
 	{ "flatten",	required_argument,	NULL,	'F' },
 	{ "help",	no_argument,		NULL,	'h' },
 	{ "json",	no_argument,		NULL,	'j' },
 	{ "parent",	required_argument,	NULL,	'A' },
+	{ "sockets",	no_argument,		NULL,	'O' },
 	{ "verbose",	no_argument,		NULL,	'v' },
 	{ "verify",	no_argument,		NULL,	't' },
 	{ "version",	no_argument,		NULL,	'V' },
@@ -45,6 +49,7 @@ struct args {
 	size_t		 nparents;
 	int		 verbose;
 	int		 json;		/* -j */
+	int		 files, sockets, env;	/* --files, --sockets, --env */
 	int		 nmode;		/* how many modes are given */
 	int		 isdir;		/* the operand is a directory */
 };
@@ -53,11 +58,18 @@ static _Noreturn void	usage(int);
 static const char	*size_str(json_t *, char *, size_t);
 static const char	*safe(const char *);
 static const char	*str(json_t *, const char *);
-static void		 print_show(const char *, json_t *);
+static void		 print_show(const char *, json_t *,
+			    const struct args *);
 static void		 show_image(const char *, json_t *);
 static void		 show_source(json_t *);
 static void		 show_procs(json_t *);
 static void		 show_gpus(json_t *);
+static void		 show_open(json_t *);
+static void		 show_files(json_t *);
+static void		 show_sockets(json_t *);
+static void		 show_pipes(json_t *);
+static void		 show_env(json_t *);
+static int		 check(struct gck_ctx *, int, int, int *);
 static void		 print_diff(json_t *, int);
 static void		 print_tree(json_t *, json_t *, json_t *, size_t, int);
 static char		*cmdline_str(json_t *);
@@ -73,7 +85,8 @@ static int		 image_main(struct gck_ctx *, struct args *, int,
 			    char *[]);
 
 static const char synopsis[] =
-    "usage: gpuinspect [-jVv] [file | dir | -]\n"
+    "usage: gpuinspect [-jVv] [--env] [--files] [--sockets] [file | dir | -]\n"
+    "       gpuinspect --check [-j] [file | -]\n"
     "       gpuinspect -t [-v] [--allowed-signers file] [--parent path] "
     "[file | -]\n"
     "       gpuinspect -t [-jv] dir\n"
@@ -92,9 +105,18 @@ static const char help[] =
     "  -x, --extract=DIR        write the image's entries into DIR\n"
     "      --flatten=OUT        write an incremental image as a full "
     "one, OUT\n"
+    "      --check              say what a restore here would miss; "
+    "exit 1 if it\n"
+    "                           would fail\n"
     "\n"
     "Options:\n"
     "  -j, --json               print the report as JSON\n"
+    "      --files              with the summary: list the open files, "
+    "cwd and root\n"
+    "      --sockets            with the summary: list the sockets and "
+    "pipes\n"
+    "      --env                with the summary: show the environments "
+    "(secrets too)\n"
     "      --parent=PATH        with -t or --flatten: where the parent "
     "images are\n"
     "                           (beside the image); may be repeated\n"
@@ -106,6 +128,7 @@ static const char help[] =
     "\n"
     "Examples:\n"
     "  gpuinspect -t job.gck\n"
+    "  gpuinspect --check job.gck\n"
     "  gpuinspect -d -j old.gck new.gck\n"
     "\n"
     "See gpuinspect(1).\n";
@@ -252,14 +275,27 @@ print_tree(json_t *procs, json_t *kids, json_t *done, size_t i, int depth)
 	}
 }
 
-/* gpuinspect file: what the image is, where from, its processes and GPUs. */
+/*
+ * gpuinspect file: what the image is, where from, its processes and GPUs;
+ * with -v, --files or --sockets, what they have open; with --env, their
+ * environments.
+ */
 static void
-print_show(const char *name, json_t *d)
+print_show(const char *name, json_t *d, const struct args *a)
 {
 	show_image(name, d);
 	show_source(d);
+	show_open(d);
 	show_procs(d);
 	show_gpus(d);
+	if (a->verbose || a->files)
+		show_files(d);
+	if (a->verbose || a->sockets) {
+		show_sockets(d);
+		show_pipes(d);
+	}
+	if (a->env)
+		show_env(d);
 }
 
 /* The image itself: its name, date, id, kind, parents and signature. */
@@ -271,8 +307,8 @@ show_image(const char *name, json_t *d)
 
 	printf("image       %s\n", name);
 	if (!json_is_true(json_object_get(d, "verified")))
-		printf("verified    no: only the manifest at the head was read; "
-		    "check the rest with gpuinspect --verify\n");
+		printf("verified    no: only the head, up to the memory, was "
+		    "read; check the rest with gpuinspect --verify\n");
 	printf("created     %s by %s, format %lld\n", str(d, "created"),
 	    str(d, "tool"), (long long)num(img, "format"));
 	if (json_is_string(json_object_get(img, "id")))
@@ -418,6 +454,222 @@ show_gpus(json_t *d)
 					    str(p, "comm"), size_str(
 					    json_object_get(pg, "memory"),
 					    b, sizeof b));
+	}
+}
+
+/* The descriptors member of d, or NULL (said) when it is not known. */
+static json_t *
+descriptors(json_t *d, const char *title)
+{
+	json_t	*o = json_object_get(d, "descriptors");
+
+	if (json_is_object(o))
+		return o;
+	if (title != NULL)
+		printf("\n%s\nnot known: %s\n", title, json_is_string(
+		    json_object_get(d, "descriptors_error")) ?
+		    str(d, "descriptors_error") : "the image does not list "
+		    "its processes");
+	return NULL;
+}
+
+/* One line: how many files, sockets and pipes the processes have open. */
+static void
+show_open(json_t *d)
+{
+	json_t	*o, *t, *mn;
+
+	if ((o = descriptors(d, NULL)) == NULL) {
+		printf("open        not known: %s\n", json_is_string(
+		    json_object_get(d, "descriptors_error")) ?
+		    str(d, "descriptors_error") : "the image does not list "
+		    "its processes");
+		return;
+	}
+	t = json_object_get(o, "totals");
+	mn = json_object_get(json_object_get(o, "mount_namespace"), "own");
+	printf("open        %lld file%s, %lld socket%s, %lld pipe%s; %lld "
+	    "file%s mapped; mount namespace %s\n", (long long)num(t, "files"),
+	    num(t, "files") == 1 ? "" : "s", (long long)num(t, "sockets"),
+	    num(t, "sockets") == 1 ? "" : "s", (long long)num(t, "pipes"),
+	    num(t, "pipes") == 1 ? "" : "s", (long long)num(t,
+	    "mapped_files"), num(t, "mapped_files") == 1 ? "" : "s",
+	    json_is_true(mn) ? "of its own" : json_is_false(mn) ?
+	    "the host's" : "not known");
+}
+
+/* What a restore needs of a file f: "same size", "exists", "in image". */
+static const char *
+restore_need(json_t *f)
+{
+	if (json_is_true(json_object_get(f, "ghost")))
+		return "in image";
+	if (json_is_true(json_object_get(f, "same_size")))
+		return "same size";
+	if (json_is_true(json_object_get(f, "must_exist")))
+		return "exists";
+	return "-";
+}
+
+/* A number of f, or "-". */
+static const char *
+num_str(json_t *f, const char *k, char *buf, size_t len)
+{
+	if (!json_is_integer(json_object_get(f, k)))
+		return "-";
+	snprintf(buf, len, "%lld", (long long)num(f, k));
+	return buf;
+}
+
+/* The file of path in the files list, for what a restore needs of it. */
+static json_t *
+file_of(json_t *o, const char *path)
+{
+	json_t	*f;
+	size_t	 i;
+
+	if (path == NULL)
+		return NULL;
+	json_array_foreach(json_object_get(o, "files"), i, f)
+		if (json_is_string(json_object_get(f, "path")) &&
+		    strcmp(json_string_value(json_object_get(f, "path")),
+		    path) == 0)
+			return f;
+	return NULL;
+}
+
+/* A row of the files table. */
+static void
+file_row(const char *pid, const char *fd, const char *mode, json_t *f,
+    json_t *pos, json_t *path)
+{
+	char	b[2][32];
+
+	printf("%-8s %4s %-4s %12s %12s  %-9s  %s\n", pid, fd, mode,
+	    num_str(f, "size", b[0], sizeof b[0]), json_is_integer(pos) ?
+	    (snprintf(b[1], sizeof b[1], "%lld", (long long)
+	    json_integer_value(pos)), b[1]) : "-", f != NULL ?
+	    restore_need(f) : "-", json_is_string(path) ?
+	    safe(json_string_value(path)) : "?");
+}
+
+/* Member k of o, a string, or NULL. */
+static const char *
+sval(json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+/*
+ * The files table, as lsof has it: per process its working and root
+ * directories (cwd, rtd) and its descriptors on files; then the files
+ * that only mappings name (mem).
+ */
+static void
+show_files(json_t *d)
+{
+	json_t	*o, *p, *f;
+	char	 pid[24], fd[24], mode[8];
+	size_t	 i, j;
+
+	if ((o = descriptors(d, "FILES")) == NULL)
+		return;
+	printf("\n%-8s %4s %-4s %12s %12s  %-9s  %s\n", "PID", "FD", "MODE",
+	    "SIZE", "OFFSET", "RESTORE", "PATH");
+	json_array_foreach(json_object_get(o, "processes"), i, p) {
+		snprintf(pid, sizeof pid, "%lld", (long long)num(p, "pid"));
+		if (json_is_string(json_object_get(p, "cwd")))
+			file_row(pid, "cwd", "-", file_of(o, sval(p, "cwd")),
+			    NULL, json_object_get(p, "cwd"));
+		if (json_is_string(json_object_get(p, "root")))
+			file_row(pid, "rtd", "-", file_of(o, sval(p, "root")),
+			    NULL, json_object_get(p, "root"));
+		json_array_foreach(json_object_get(p, "fds"), j, f) {
+			if (strcmp(str(f, "type"), "file") != 0)
+				continue;
+			snprintf(fd, sizeof fd, "%lld", (long long)num(f,
+			    "fd"));
+			snprintf(mode, sizeof mode, "%s%s", str(f, "mode"),
+			    json_is_true(json_object_get(f, "append")) ?
+			    "a" : "");
+			file_row(pid, fd, mode, file_of(o, sval(f, "path")),
+			    json_object_get(f, "pos"), json_object_get(f,
+			    "path"));
+		}
+	}
+	json_array_foreach(json_object_get(o, "files"), i, f)
+		if (json_is_true(json_object_get(f, "mapped")))
+			file_row("-", "mem", "-", f, NULL, json_object_get(f,
+			    "path"));
+}
+
+/* The sockets table: type, state, address and the other end. */
+static void
+show_sockets(json_t *d)
+{
+	json_t	*o, *p, *f;
+	size_t	 i, j;
+
+	if ((o = descriptors(d, "SOCKETS")) == NULL)
+		return;
+	printf("\n%-8s %4s %-6s %-9s %-11s %-12s %s\n", "PID", "FD", "FAMILY",
+	    "TYPE", "STATE", "PEER", "ADDRESS");
+	json_array_foreach(json_object_get(o, "processes"), i, p)
+		json_array_foreach(json_object_get(p, "fds"), j, f) {
+			if (strcmp(str(f, "type"), "unix") != 0 &&
+			    strcmp(str(f, "type"), "inet") != 0 &&
+			    strcmp(str(f, "type"), "packet") != 0 &&
+			    strcmp(str(f, "type"), "netlink") != 0)
+				continue;
+			printf("%-8lld %4lld %-6s %-9s %-11s %-12s %s\n",
+			    (long long)num(p, "pid"), (long long)num(f, "fd"),
+			    str(f, "type"), json_is_string(json_object_get(f,
+			    "socket_type")) ? str(f, "socket_type") : "-",
+			    json_is_string(json_object_get(f, "state")) ?
+			    str(f, "state") : "-", json_is_string(
+			    json_object_get(f, "peer")) ? str(f, "peer") : "-",
+			    json_is_string(json_object_get(f, "address")) ?
+			    str(f, "address") : strcmp(str(f, "type"),
+			    "unix") == 0 ? "(unnamed)" : "-");
+		}
+}
+
+/* The pipes: each with its ends, PID:FD and mode. */
+static void
+show_pipes(json_t *d)
+{
+	json_t	*o, *pp, *e;
+	size_t	 i, j;
+
+	if ((o = descriptors(d, "PIPES")) == NULL)
+		return;
+	printf("\n%-12s %s\n", "PIPE", "ENDS");
+	json_array_foreach(json_object_get(o, "pipes"), i, pp) {
+		printf("%-12lld", (long long)num(pp, "pipe_id"));
+		json_array_foreach(json_object_get(pp, "ends"), j, e)
+			printf(" %s (%s)", str(e, "end"), str(e, "mode"));
+		printf("\n");
+	}
+}
+
+/* Each process's environment, one variable a line. */
+static void
+show_env(json_t *d)
+{
+	json_t	*p, *v;
+	size_t	 i, j;
+
+	json_array_foreach(json_object_get(d, "processes"), i, p) {
+		printf("\nENVIRONMENT of %lld", (long long)num(p, "pid"));
+		if (!json_is_array(json_object_get(p, "environment"))) {
+			printf(": not recorded in the image\n");
+			continue;
+		}
+		printf("%s\n", json_is_true(json_object_get(p,
+		    "environment_cut")) ? " (cut short)" : "");
+		json_array_foreach(json_object_get(p, "environment"), j, v)
+			if (json_is_string(v))
+				printf("  %s\n", safe(json_string_value(v)));
 	}
 }
 
@@ -607,6 +859,40 @@ print_series(json_t *d, int verified)
 }
 
 /*
+ * gpuinspect --check: what a restore of the image on fd would miss here;
+ * each failure on stderr, each note on stdout.  Sets *fail when a restore
+ * would fail.  Returns GCK_OK or a code.
+ */
+static int
+check(struct gck_ctx *ctx, int fd, int json, int *fail)
+{
+	json_error_t	 jerr;
+	json_t		*doc, *f;
+	char		*text = NULL;
+	size_t		 i;
+	int		 r;
+
+	if ((r = gck_inspect_check(ctx, fd, &text, fail)) != GCK_OK)
+		return r;
+	if (json) {
+		fputs(text, stdout);
+		free(text);
+		return GCK_OK;
+	}
+	if ((doc = json_loads(text, 0, &jerr)) == NULL)
+		errx(1, "cannot read the findings: %s", jerr.text);
+	free(text);
+	json_array_foreach(json_object_get(doc, "findings"), i, f) {
+		if (strcmp(str(f, "severity"), "fail") == 0)
+			warnx("%s", str(f, "message"));
+		else
+			printf("note: %s\n", str(f, "message"));
+	}
+	json_decref(doc);
+	return GCK_OK;
+}
+
+/*
  * The series in directory dir, shown or verified.  Returns GCK_OK, or a
  * code; verified, GCK_ECORRUPT when a snapshot is damaged.
  */
@@ -673,6 +959,19 @@ parse_args(struct args *a, int argc, char *argv[])
 		case 'A':
 			tool_append(&a->parents, &a->nparents, optarg);
 			break;
+		case 'C':
+			a->mode = CHECK;
+			a->nmode++;
+			break;
+		case 'E':
+			a->env = 1;
+			break;
+		case 'L':
+			a->files = 1;
+			break;
+		case 'O':
+			a->sockets = 1;
+			break;
 		case 'S':
 			a->allowed = optarg;
 			break;
@@ -720,22 +1019,32 @@ check_args(struct args *a, int argc, char *argv[])
 	a->isdir = argc == 1 && stat(argv[0], &sb) == 0 &&
 	    S_ISDIR(sb.st_mode);
 	if (a->nmode > 1)
-		tool_usage_error(synopsis, "-d, -t, -x and --flatten exclude "
-		    "each other");
+		tool_usage_error(synopsis, "-d, -t, -x, --check and --flatten "
+		    "exclude each other");
 	if (mode == DIFF && argc != 2)
 		tool_usage_error(synopsis, "-d needs two images, got %s",
 		    argc == 0 ? "none" : argc == 1 ? "one" : "more");
 	if (mode != DIFF && argc > 1)
 		tool_usage_error(synopsis, "one image at most, got %d", argc);
-	if (a->json && mode != SHOW && mode != DIFF &&
+	if (a->json && mode != SHOW && mode != DIFF && mode != CHECK &&
 	    !(mode == VERIFY && a->isdir))
-		tool_usage_error(synopsis, "-j is for a summary, -d, or -t of "
-		    "a series");
+		tool_usage_error(synopsis, "-j is for a summary, --check, -d, "
+		    "or -t of a series");
 	if ((mode == EXTRACT || mode == FLATTEN) && *a->dir == '\0')
 		tool_usage_error(synopsis, "%s needs a name", mode == EXTRACT ?
 		    "-x" : "--flatten");
 	if (a->nparents > 0 && mode != VERIFY && mode != FLATTEN) {
 		warnx("--parent is for --verify and --flatten");
+		usage(2);
+	}
+	if ((a->files || a->sockets || a->env) && (mode != SHOW ||
+	    a->isdir)) {
+		warnx("--files, --sockets and --env are for the summary of an "
+		    "image");
+		usage(2);
+	}
+	if (mode == CHECK && a->isdir) {
+		warnx("--check is for an image, not a series");
 		usage(2);
 	}
 	if (a->allowed != NULL && mode != VERIFY) {
@@ -767,18 +1076,22 @@ image_main(struct gck_ctx *ctx, struct args *a, int argc, char *argv[])
 	    2 : 1);
 	switch (a->mode) {
 	case SHOW:
-		if ((r = gck_inspect_show(ctx, fd, &text)) != GCK_OK)
+		if ((r = gck_inspect_show_opts(ctx, fd, a->env ? GCK_SHOW_ENV :
+		    0, &text)) != GCK_OK)
 			break;
 		if (a->json)
 			fputs(text, stdout);
 		else if ((doc = json_loads(text, 0, &jerr)) != NULL)
 			print_show(strcmp(name, "-") == 0 ? "(standard input)" :
-			    name, doc);
+			    name, doc, a);
 		else
 			errx(1, "cannot read the description: %s", jerr.text);
 		break;
 	case VERIFY:
 		r = verify(ctx, fd, a->parents, a->nparents, a->allowed);
+		break;
+	case CHECK:
+		r = check(ctx, fd, a->json, &differ);
 		break;
 	case FLATTEN:
 		r = gck_inspect_flatten(ctx, fd, a->parents, a->nparents,
@@ -810,7 +1123,7 @@ image_main(struct gck_ctx *ctx, struct args *a, int argc, char *argv[])
 		r = GCK_ESYS;
 	if (a->mode == DIFF)
 		return r != GCK_OK ? 2 : differ;
-	return r != GCK_OK;
+	return r != GCK_OK || differ;
 }
 
 int

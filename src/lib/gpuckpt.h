@@ -360,15 +360,23 @@ void		 gck_reader_free(struct gck_reader *);
  * Inspection.  Each describes what it found as a JSON document (text,
  * NUL-terminated, ending in a newline, freed by the caller) of schema
  * GCK_INSPECT_SCHEMA, as gpuinspect(1) documents it.
- * gck_inspect_show() reads only the manifest at the head of the image
- * on fd.  gck_inspect_diff() reads and verifies two images whole, a
+ * gck_inspect_show() reads the head of the image on fd: its manifest,
+ * and the CRIU images up to the memory, for what the processes have
+ * open; gck_inspect_show_opts() with GCK_SHOW_ENV also gives each
+ * process's environment.  gck_inspect_check() says what a restore of the
+ * image on fd would miss on this host, and sets *fail when it would
+ * fail.  gck_inspect_diff() reads and verifies two images whole, a
  * then b (labelled la and lb in the document), and sets *differ when
  * they differ.  gck_inspect_extract() writes the manifest and the CRIU
  * files of the image into dir, which is created, or must be empty; a
  * failure leaves dir as it was.  All return GCK_OK or a GCK_* code.
  */
 #define GCK_INSPECT_SCHEMA	2
+#define GCK_SHOW_ENV		0x1
 int		 gck_inspect_show(struct gck_ctx *, int, char **);
+int		 gck_inspect_show_opts(struct gck_ctx *, int, unsigned int,
+		    char **);
+int		 gck_inspect_check(struct gck_ctx *, int, char **, int *);
 int		 gck_inspect_diff(struct gck_ctx *, int, const char *, int,
 		    const char *, char **, int *);
 int		 gck_inspect_extract(struct gck_ctx *, int, const char *);

@@ -23,6 +23,7 @@
 #define PTREE_MAX	65536
 
 static int	proc_read(struct gck_proc *);
+static void	proc_environ(struct gck_proc *);
 static int	proc_children(pid_t, pid_t **, size_t *, size_t *);
 static void	proc_release(struct gck_proc *);
 
@@ -32,6 +33,7 @@ proc_release(struct gck_proc *p)
 	int	i;
 
 	free(p->cwd);
+	free(p->env);
 	for (i = 0; i < p->argc; i++)
 		free(p->argv[i]);
 	free(p->argv);
@@ -127,7 +129,30 @@ proc_read(struct gck_proc *p)
 	}
 	p->argv = argv;
 	p->argc = argc;
+	proc_environ(p);
 	return 0;
+}
+
+/*
+ * The environment p started with, as /proc shows it, the first
+ * GCK_ENV_MAX bytes of it; none where it cannot be read.
+ */
+static void
+proc_environ(struct gck_proc *p)
+{
+	char	path[64];
+	int	n;
+
+	snprintf(path, sizeof path, "/proc/%d/environ", (int)p->pid);
+	if ((p->env = malloc(GCK_ENV_MAX + 1)) == NULL)
+		return;
+	if ((n = gck_read_small_file(path, p->env, GCK_ENV_MAX + 1)) < 0) {
+		free(p->env);
+		p->env = NULL;
+		return;
+	}
+	p->envlen = (size_t)n;
+	p->envcut = n == GCK_ENV_MAX;
 }
 
 static int

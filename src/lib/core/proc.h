@@ -18,8 +18,13 @@ struct gck_proc {
 	char		*cwd;
 	char		**argv;
 	int		 argc;
+	char		*env;		/* /proc/PID/environ: NUL-separated */
+	size_t		 envlen;	/* (NULL, 0: not readable) */
+	int		 envcut;	/* cut at GCK_ENV_MAX bytes */
 	uint64_t	 vm_size, vm_rss, rss_anon, rss_file, rss_shmem;
 };
+
+#define GCK_ENV_MAX	65536
 
 struct gck_ptree {
 	struct gck_proc	*procs;		/* procs[0] is the root */

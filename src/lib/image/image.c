@@ -89,6 +89,7 @@ struct gck_reader {
 	char			**fkeys;	/* keys of files */
 	size_t			 nfiles;
 	int			 ioerr;
+	int			 no_ahead;	/* gck_reader_no_ahead() */
 	uint64_t		 trailer_end;	/* tar offset, padded */
 	uint64_t		 entry_end;	/* tar offset after last entry */
 	uint64_t		 data_start;	/* tar offset of entry data */
@@ -963,6 +964,17 @@ out:
 	return ret;
 }
 
+/*
+ * Reads no frame ahead of what is asked for, after the head as before
+ * it: for a reader that stops early (gpuinspect's summary).
+ */
+void
+gck_reader_no_ahead(struct gck_reader *r)
+{
+	r->no_ahead = 1;
+	gck_zin_set_ahead(r->z, 0);
+}
+
 /* How many threads decompress the stream (0: one per CPU). */
 void
 gck_reader_set_threads(struct gck_reader *r, int n)
@@ -1690,7 +1702,7 @@ gck_reader_head(struct gck_reader *r, const struct gck_manifest **mp)
 		    gck_manifest_format(r->m), gck_digest_name(r->dk));
 	if ((ret = r_record(r, name, size, &digest, 0)) != GCK_OK)
 		return ret;
-	gck_zin_set_ahead(r->z, 1);	/* the rest is read on */
+	gck_zin_set_ahead(r->z, !r->no_ahead);	/* the rest is read on */
 	*mp = r->m;
 	return GCK_OK;
 }

@@ -60,6 +60,7 @@ static const char *const after_names[] = {
 static json_t	*host_facts(void);
 static json_t	*cpu_flags(void);
 static json_t	*proc_json(const struct gck_proc *);
+static int	 proc_env(json_t *, const struct gck_proc *);
 static int	 pid_cmp(const void *, const void *);
 static json_t	*cuda_json(const struct gck_cuda_facts *);
 static int	 cuda_parse(struct gck_ctx *, struct gck_manifest *, json_t *);
@@ -161,6 +162,33 @@ gck_manifest_this_boot(const struct gck_manifest *m)
 	return boot[0] != '\0' && strcmp(b, boot) == 0;
 }
 
+/*
+ * The environment of p, its strings as /proc/PID/environ gave them
+ * while the tree was stopped for the dump: "environ", and where it was
+ * longer than GCK_ENV_MAX bytes, "environ_cut".
+ */
+static int
+proc_env(json_t *o, const struct gck_proc *p)
+{
+	json_t	*a, *v;
+	size_t	 i, l;
+
+	if ((a = json_array()) == NULL ||
+	    json_object_set_new(o, "environ", a) != 0)
+		return -1;
+	for (i = 0; i < p->envlen; i += l + 1) {
+		l = strnlen(p->env + i, p->envlen - i);
+		/* (a string that is not UTF-8 is left out) */
+		if ((v = json_stringn(p->env + i, l)) != NULL &&
+		    json_array_append_new(a, v) != 0)
+			return -1;
+	}
+	if (p->envcut && json_object_set_new(o, "environ_cut",
+	    json_true()) != 0)
+		return -1;
+	return 0;
+}
+
 static json_t *
 proc_json(const struct gck_proc *p)
 {
@@ -190,6 +218,10 @@ proc_json(const struct gck_proc *p)
 	if (o != NULL && p->host_pid > 0 && p->host_pid != p->pid &&
 	    json_object_set_new(o, "host_pid",
 	    json_integer((json_int_t)p->host_pid)) != 0) {
+		json_decref(o);
+		o = NULL;
+	}
+	if (o != NULL && p->env != NULL && proc_env(o, p) != 0) {
 		json_decref(o);
 		o = NULL;
 	}

@@ -1,7 +1,8 @@
 /*
  * inspect.c: what an image holds, and what differs between two.
  *
- * gck_inspect_show() reads only the manifest at the head of the stream.
+ * gck_inspect_show() reads the manifest at the head of the stream, and
+ * the small CRIU images after it, up to the memory (see needs.c).
  * gck_inspect_diff() reads two images whole, one after the other; of the
  * memory it keeps only a 64-bit digest of each 4 KiB page, computed as
  * the parts go by, and compares those, page by virtual address, per
@@ -34,6 +35,7 @@
 #include "image/names.h"
 #include "image/parent.h"
 #include "image/sign.h"
+#include "ops/needs.h"
 #include "criu/criu-images.pb-c.h"
 
 #define PAGE		4096u
@@ -440,8 +442,8 @@ out:
 }
 
 /* Serializes doc into *textp, indented, with a final newline. */
-static int
-doc_text(struct gck_ctx *ctx, json_t *doc, char **textp)
+int
+gck_inspect_text(struct gck_ctx *ctx, json_t *doc, char **textp)
 {
 	char	*s, *t;
 	size_t	 l;
@@ -495,8 +497,63 @@ show_parent(struct gck_ctx *ctx, int fd, const struct gck_manifest *m,
 static int	show_signature(struct gck_ctx *, int,
 		    const struct gck_manifest *, json_t *);
 
+/*
+ * What the processes have open, as the CRIU images at the head of the
+ * image say (read on from the manifest, up to the memory): "descriptors",
+ * null with "descriptors_error" when they cannot be read (an image cut
+ * short there, say).
+ */
+static int
+show_needs(struct gck_ctx *ctx, struct gck_reader *rd,
+    const struct gck_manifest *m, json_t *doc)
+{
+	struct gck_needs	*nd = NULL;
+	json_t			*d = NULL;
+	int			 r;
+
+	if (gck_needs_read(ctx, rd, m, &nd) != GCK_OK)
+		r = jset(doc, "descriptors", json_null()) != 0 ||
+		    jset(doc, "descriptors_error", gck_needs_jstr(
+		    gck_error_string(ctx), strlen(gck_error_string(ctx)))) !=
+		    0;
+	else
+		r = jset(doc, "descriptors", (d = gck_needs_doc(nd)) != NULL ?
+		    d : json_null()) != 0;
+	gck_needs_free(nd);
+	return r ? -1 : 0;
+}
+
+/*
+ * Each process's environment, as the manifest has it: "environment",
+ * null where it was not recorded; "environment_cut" where it was cut.
+ */
+static int
+show_env(json_t *mj, json_t *doc)
+{
+	json_t	*mp, *p, *e;
+	size_t	 i;
+
+	json_array_foreach(json_object_get(doc, "processes"), i, p) {
+		mp = json_array_get(json_object_get(mj, "processes"), i);
+		e = json_object_get(mp, "environ");
+		if (jset(p, "environment", json_is_array(e) ?
+		    json_deep_copy(e) : json_null()) != 0 ||
+		    jset(p, "environment_cut", json_boolean(json_is_true(
+		    json_object_get(mp, "environ_cut")))) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 int
 gck_inspect_show(struct gck_ctx *ctx, int fd, char **textp)
+{
+	return gck_inspect_show_opts(ctx, fd, 0, textp);
+}
+
+int
+gck_inspect_show_opts(struct gck_ctx *ctx, int fd, unsigned int flags,
+    char **textp)
 {
 	const struct gck_manifest	*m;
 	struct gck_reader		*rd = NULL;
@@ -509,18 +566,23 @@ gck_inspect_show(struct gck_ctx *ctx, int fd, char **textp)
 	*textp = NULL;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
 		disk = (int64_t)st.st_size;
-	if ((r = gck_reader_new(ctx, fd, &rd)) != GCK_OK ||
-	    (r = gck_reader_head(rd, &m)) != GCK_OK ||
+	if ((r = gck_reader_new(ctx, fd, &rd)) != GCK_OK)
+		goto out;
+	/* It stops at the memory: nothing is to be read ahead of it. */
+	gck_reader_no_ahead(rd);
+	if ((r = gck_reader_head(rd, &m)) != GCK_OK ||
 	    (r = mix_build(ctx, gck_manifest_json(m), &x)) != GCK_OK)
 		goto out;
 	doc = show_doc(&x, disk);
-	if (doc != NULL && (show_parent(ctx, fd, m, json_object_get(doc,
-	    "image")) != 0 || show_signature(ctx, fd, m, json_object_get(doc,
-	    "image")) != 0)) {
+	if (doc != NULL && (((flags & GCK_SHOW_ENV) && show_env(
+	    gck_manifest_json(m), doc) != 0) ||
+	    show_needs(ctx, rd, m, doc) != 0 ||
+	    show_parent(ctx, fd, m, json_object_get(doc, "image")) != 0 ||
+	    show_signature(ctx, fd, m, json_object_get(doc, "image")) != 0)) {
 		json_decref(doc);
 		doc = NULL;
 	}
-	r = doc_text(ctx, doc, textp);
+	r = gck_inspect_text(ctx, doc, textp);
 out:
 	mix_free(&x);
 	json_decref(doc);
@@ -1695,7 +1757,7 @@ gck_inspect_diff(struct gck_ctx *ctx, int fda, const char *la, int fdb,
 	any |= d;
 	json_object_set_new(doc, "differ", json_boolean(any));
 	*differp = any;
-	r = doc_text(ctx, doc, textp);
+	r = gck_inspect_text(ctx, doc, textp);
 out:
 	json_decref(doc);
 	dimg_free(&a);

@@ -1,0 +1,464 @@
+/*
+ * t_needs: what gpuinspect says the processes of an image have open, and
+ * what --check finds missing, for images made here of CRIU records
+ * packed by hand: a deleted file that travels in the image, an abstract
+ * socket whose peer is outside the tree, a listening socket whose
+ * directory is gone, files there, gone and resized; and an image made
+ * before the environment was recorded, or with no CRIU files at all.
+ */
+#include "config.h"
+
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <jansson.h>
+
+#include "private.h"
+#include "image/image.h"
+#include "criu/criu-images.pb-c.h"
+#include "unit.h"
+
+#define COMMON_MAGIC		0x54564319u
+#define INVENTORY_MAGIC		0x58313116u
+#define PSTREE_MAGIC		0x50273030u
+#define FDINFO_MAGIC		0x56213732u
+#define IDS_MAGIC		0x54432030u
+#define FS_MAGIC		0x51403912u
+#define FILES_MAGIC		0x56303138u
+#define REMAP_FPATH_MAGIC	0x59133954u
+
+#define PID		1		/* in use here: a note */
+#define MAXFILE		8
+
+struct buf {
+	char		*p;
+	size_t		 len, cap;
+};
+
+struct blob {
+	const char	*name;
+	struct buf	 b;
+};
+
+struct files {
+	struct blob	 f[MAXFILE];
+	size_t		 n;
+};
+
+static void	 buf_put(struct buf *, const void *, size_t);
+static void	 buf_record(struct buf *, const ProtobufCMessage *);
+static struct buf *img_new(struct files *, const char *, uint32_t);
+static void	 add_fd(struct buf *, uint32_t, uint32_t, uint32_t);
+static void	 add_reg(struct buf *, uint32_t, const char *, uint64_t,
+		    uint32_t, int);
+static void	 add_usk(struct buf *, uint32_t, uint32_t, const char *,
+		    size_t, uint32_t, uint32_t, uint32_t);
+static void	 criu_files(const struct unit *, struct files *);
+static int	 write_image(struct gck_ctx *, const struct files *);
+static void	 files_free(struct files *);
+static json_t	*fd_of(json_t *, int);
+static json_t	*show(struct gck_ctx *, int, unsigned int);
+static void	 test_descriptors(void **);
+static void	 test_check(void **);
+static void	 test_manifest_only(void **);
+
+static void
+buf_put(struct buf *b, const void *p, size_t len)
+{
+	if (b->len + len > b->cap) {
+		b->cap = (b->len + len) * 2 + 64;
+		assert_non_null(b->p = realloc(b->p, b->cap));
+	}
+	memcpy(b->p + b->len, p, len);
+	b->len += len;
+}
+
+/* A CRIU image record: its length, then the packed message. */
+static void
+buf_record(struct buf *b, const ProtobufCMessage *msg)
+{
+	uint8_t		*p;
+	uint32_t	 len = (uint32_t)protobuf_c_message_get_packed_size(msg);
+
+	assert_non_null(p = malloc(len + 1));
+	assert_int_equal(protobuf_c_message_pack(msg, p), len);
+	buf_put(b, &len, sizeof len);
+	buf_put(b, p, len);
+	free(p);
+}
+
+/* A new CRIU image name of magic (inventory.img has no common magic). */
+static struct buf *
+img_new(struct files *fs, const char *name, uint32_t magic)
+{
+	struct blob	*f;
+	uint32_t	 m = COMMON_MAGIC;
+
+	assert_true(fs->n < MAXFILE);
+	f = &fs->f[fs->n++];
+	memset(f, 0, sizeof *f);
+	f->name = name;
+	if (magic != INVENTORY_MAGIC)
+		buf_put(&f->b, &m, sizeof m);
+	buf_put(&f->b, &magic, sizeof magic);
+	return &f->b;
+}
+
+static void
+add_fd(struct buf *b, uint32_t fd, uint32_t type, uint32_t id)
+{
+	FdinfoEntry	e = FDINFO_ENTRY__INIT;
+
+	e.has_id = e.has_fd = e.has_type = e.has_flags = 1;
+	e.id = id;
+	e.fd = fd;
+	e.type = type;
+	buf_record(b, &e.base);
+}
+
+/* A regular file of files.img; size recorded where with_size. */
+static void
+add_reg(struct buf *b, uint32_t id, const char *name, uint64_t size,
+    uint32_t mode, int with_size)
+{
+	FileEntry	fe = FILE_ENTRY__INIT;
+	RegFileEntry	re = REG_FILE_ENTRY__INIT;
+
+	fe.has_type = fe.has_id = 1;
+	fe.type = 1;
+	fe.id = id;
+	fe.reg = &re;
+	re.has_id = re.has_flags = re.has_pos = re.has_mode = 1;
+	re.id = id;
+	re.flags = O_RDONLY;
+	re.pos = 3;
+	re.name = (char *)name;
+	re.mode = mode;
+	re.has_size = with_size;
+	re.size = size;
+	buf_record(b, &fe.base);
+}
+
+/* A unix socket of files.img: name (len bytes), or none. */
+static void
+add_usk(struct buf *b, uint32_t id, uint32_t ino, const char *name,
+    size_t len, uint32_t type, uint32_t state, uint32_t peer)
+{
+	FileEntry	fe = FILE_ENTRY__INIT;
+	UnixSkEntry	us = UNIX_SK_ENTRY__INIT;
+
+	fe.has_type = fe.has_id = 1;
+	fe.type = 5;
+	fe.id = id;
+	fe.usk = &us;
+	us.has_id = us.has_ino = us.has_type = us.has_state = 1;
+	us.has_peer = 1;
+	us.id = id;
+	us.ino = ino;
+	us.type = type;
+	us.state = state;
+	us.peer = peer;
+	us.has_name = name != NULL;
+	us.name.data = (uint8_t *)name;
+	us.name.len = len;
+	buf_record(b, &fe.base);
+}
+
+/*
+ * Process PID: fd 3 on a deleted file (a ghost), fd 4 on u's "here"
+ * (5 bytes, as the image says), fd 5 on u's "gone" (missing), fd 6 on
+ * u's "resized" (7 bytes in the image, 9 here), fd 7 an abstract
+ * datagram socket whose peer is outside the tree, fd 8 a socket
+ * listening on u's "nodir/sock"; u's directory as working directory,
+ * "/" as root; a mount namespace of its own where own_mnt.
+ */
+static void
+criu_files(const struct unit *u, struct files *fs)
+{
+	static char		 here[PATH_MAX], gone[PATH_MAX], rs[PATH_MAX];
+	static char		 sock[PATH_MAX], dir[PATH_MAX];
+	PstreeEntry		 pe = PSTREE_ENTRY__INIT;
+	TaskKobjIdsEntry	 ids = TASK_KOBJ_IDS_ENTRY__INIT;
+	TaskKobjIdsEntry	 root = TASK_KOBJ_IDS_ENTRY__INIT;
+	InventoryEntry		 ie = INVENTORY_ENTRY__INIT;
+	FsEntry			 fse = FS_ENTRY__INIT;
+	RemapFilePathEntry	 rm = REMAP_FILE_PATH_ENTRY__INIT;
+	struct buf		*b;
+
+	snprintf(here, sizeof here, "%s", unit_path(u, "here"));
+	snprintf(gone, sizeof gone, "%s", unit_path(u, "gone"));
+	snprintf(rs, sizeof rs, "%s", unit_path(u, "resized"));
+	snprintf(sock, sizeof sock, "%s", unit_path(u, "nodir/sock"));
+	snprintf(dir, sizeof dir, "%s", u->dir);
+	memset(fs, 0, sizeof *fs);
+	root.has_mnt_ns_id = ids.has_mnt_ns_id = ids.has_files_id = 1;
+	root.mnt_ns_id = ids.mnt_ns_id = 2;
+	ids.files_id = 9;
+	ie.root_ids = &root;
+	buf_record(img_new(fs, "inventory.img", INVENTORY_MAGIC), &ie.base);
+	b = img_new(fs, "files.img", FILES_MAGIC);
+	add_reg(b, 10, "/gck-t-needs/deleted", 11, S_IFREG | 0600, 1);
+	add_reg(b, 11, here, 5, S_IFREG | 0600, 1);
+	add_reg(b, 12, gone, 5, S_IFREG | 0600, 1);
+	add_reg(b, 13, rs, 7, S_IFREG | 0600, 1);
+	add_reg(b, 14, dir, 0, S_IFDIR | 0700, 0);
+	add_reg(b, 15, "/", 0, S_IFDIR | 0755, 0);
+	add_usk(b, 16, 1000, "\0gck-t-needs", 12, SOCK_DGRAM, 7, 999);
+	add_usk(b, 17, 1001, sock, strlen(sock), SOCK_STREAM, 10, 0);
+	rm.has_orig_id = rm.has_remap_id = rm.has_remap_type = 1;
+	rm.orig_id = 10;
+	rm.remap_id = 20;
+	rm.remap_type = 1;
+	buf_record(img_new(fs, "remap-fpath.img", REMAP_FPATH_MAGIC),
+	    &rm.base);
+	b = img_new(fs, "fdinfo-9.img", FDINFO_MAGIC);
+	add_fd(b, 3, 1, 10);
+	add_fd(b, 4, 1, 11);
+	add_fd(b, 5, 1, 12);
+	add_fd(b, 6, 1, 13);
+	add_fd(b, 7, 5, 16);
+	add_fd(b, 8, 5, 17);
+	buf_record(img_new(fs, "ids-1.img", IDS_MAGIC), &ids.base);
+	fse.has_cwd_id = fse.has_root_id = 1;
+	fse.cwd_id = 14;
+	fse.root_id = 15;
+	buf_record(img_new(fs, "fs-1.img", FS_MAGIC), &fse.base);
+	pe.has_pid = 1;
+	pe.pid = PID;
+	buf_record(img_new(fs, "pstree.img", PSTREE_MAGIC), &pe.base);
+}
+
+/* An image of the CRIU files fs, its manifest without "environ". */
+static int
+write_image(struct gck_ctx *ctx, const struct files *fs)
+{
+	struct gck_writer	*w = NULL;
+	json_t			*m, *fl;
+	char			*text, name[64];
+	size_t			 i;
+	int			 fd;
+
+	assert_non_null(fl = json_array());
+	for (i = 0; i < fs->n; i++)
+		json_array_append_new(fl, json_pack("{s:s, s:I, s:b}", "name",
+		    fs->f[i].name, "size", (json_int_t)fs->f[i].b.len, "memory",
+		    0));
+	assert_non_null(m = json_pack("{s:i, s:i, s:[{s:i, s:i, s:s, s:[s]}],"
+	    " s:o}", "format", 1, "root_pid", PID, "processes", "pid", PID,
+	    "ppid", 0, "comm", "init", "cmdline", "init", "files", fl));
+	assert_non_null(text = json_dumps(m, 0));
+	json_decref(m);
+	assert_int_not_equal(fd = memfd_create("t_needs", MFD_CLOEXEC), -1);
+	assert_int_equal(gck_writer_new2(ctx, fd, 0, 0, 1, 0, &w), GCK_OK);
+	assert_int_equal(gck_writer_add(w, "gpuckpt.json", text,
+	    strlen(text)), GCK_OK);
+	for (i = 0; i < fs->n; i++) {
+		snprintf(name, sizeof name, "criu/%s", fs->f[i].name);
+		if (gck_writer_add(w, name, fs->f[i].b.p, fs->f[i].b.len) !=
+		    GCK_OK)
+			fail_msg("cannot add '%s': %s", name,
+			    gck_error_string(ctx));
+	}
+	assert_int_equal(gck_writer_finish(w), GCK_OK);
+	gck_writer_free(w);
+	free(text);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	return fd;
+}
+
+static void
+files_free(struct files *fs)
+{
+	size_t	i;
+
+	for (i = 0; i < fs->n; i++)
+		free(fs->f[i].b.p);
+}
+
+/* The descriptor fd of the first process of the document. */
+static json_t *
+fd_of(json_t *doc, int fd)
+{
+	json_t	*p, *f;
+	size_t	 i;
+
+	p = json_array_get(json_object_get(json_object_get(doc,
+	    "descriptors"), "processes"), 0);
+	json_array_foreach(json_object_get(p, "fds"), i, f)
+		if (json_integer_value(json_object_get(f, "fd")) == fd)
+			return f;
+	fail_msg("no fd %d", fd);
+	return NULL;
+}
+
+static json_t *
+show(struct gck_ctx *ctx, int fd, unsigned int flags)
+{
+	json_t	*doc;
+	char	*text = NULL;
+
+	if (gck_inspect_show_opts(ctx, fd, flags, &text) != GCK_OK)
+		fail_msg("show: %s", gck_error_string(ctx));
+	assert_non_null(doc = json_loads(text, 0, NULL));
+	free(text);
+	return doc;
+}
+
+static void
+test_descriptors(void **state)
+{
+	struct unit	*u = *state;
+	struct files	 fs;
+	json_t		*doc, *f, *d, *p;
+	int		 fd;
+
+	criu_files(u, &fs);
+	fd = write_image(u->ctx, &fs);
+	files_free(&fs);
+	doc = show(u->ctx, fd, GCK_SHOW_ENV);
+	close(fd);
+	/* made before the environment was recorded */
+	p = json_array_get(json_object_get(doc, "processes"), 0);
+	assert_true(json_is_null(json_object_get(p, "environment")));
+	d = json_object_get(doc, "descriptors");
+	p = json_array_get(json_object_get(d, "processes"), 0);
+	assert_string_equal(json_string_value(json_object_get(p, "cwd")),
+	    u->dir);
+	assert_string_equal(json_string_value(json_object_get(p, "root")),
+	    "/");
+	f = fd_of(doc, 3);
+	assert_true(json_is_true(json_object_get(f, "ghost")));
+	assert_int_equal(json_integer_value(json_object_get(f, "size")), 11);
+	assert_int_equal(json_integer_value(json_object_get(f, "pos")), 3);
+	assert_string_equal(json_string_value(json_object_get(f, "mode")),
+	    "r");
+	f = fd_of(doc, 7);
+	assert_string_equal(json_string_value(json_object_get(f, "address")),
+	    "@gck-t-needs");
+	assert_true(json_is_true(json_object_get(f, "abstract")));
+	assert_string_equal(json_string_value(json_object_get(f,
+	    "socket_type")), "dgram");
+	assert_string_equal(json_string_value(json_object_get(f, "state")),
+	    "unconnected");
+	assert_string_equal(json_string_value(json_object_get(f, "peer")),
+	    "external");
+	f = fd_of(doc, 8);
+	assert_string_equal(json_string_value(json_object_get(f, "state")),
+	    "listening");
+	assert_true(json_is_null(json_object_get(f, "peer")));
+	assert_true(json_is_false(json_object_get(json_object_get(d,
+	    "mount_namespace"), "own")));
+	f = json_object_get(d, "totals");
+	assert_int_equal(json_integer_value(json_object_get(f, "files")), 4);
+	assert_int_equal(json_integer_value(json_object_get(f, "sockets")), 2);
+	assert_int_equal(json_integer_value(json_object_get(f, "pipes")), 0);
+	json_decref(doc);
+}
+
+static void
+test_check(void **state)
+{
+	struct unit	*u = *state;
+	struct files	 fs;
+	json_t		*doc, *fl, *want;
+	char		*text = NULL, msg[3][PATH_MAX + 200];
+	int		 fd, fail = 0, wfd;
+
+	assert_int_not_equal(wfd = open(unit_path(u, "here"), O_WRONLY |
+	    O_CREAT, 0600), -1);
+	assert_int_equal(write(wfd, "12345", 5), 5);
+	close(wfd);
+	assert_int_not_equal(wfd = open(unit_path(u, "resized"), O_WRONLY |
+	    O_CREAT, 0600), -1);
+	assert_int_equal(write(wfd, "123456789", 9), 9);
+	close(wfd);
+	criu_files(u, &fs);
+	fd = write_image(u->ctx, &fs);
+	files_free(&fs);
+	if (gck_inspect_check(u->ctx, fd, &text, &fail) != GCK_OK)
+		fail_msg("check: %s", gck_error_string(u->ctx));
+	close(fd);
+	assert_int_equal(fail, 1);
+	assert_non_null(doc = json_loads(text, 0, NULL));
+	free(text);
+	fl = json_object_get(doc, "findings");
+	snprintf(msg[0], sizeof msg[0], "file '%s' is missing here: No such "
+	    "file or directory", unit_path(u, "gone"));
+	snprintf(msg[1], sizeof msg[1], "file '%s' is 9 bytes here, 7 in the "
+	    "image: criu restores only a file of the size it had",
+	    unit_path(u, "resized"));
+	snprintf(msg[2], sizeof msg[2], "unix socket '%s' of process %d (fd "
+	    "8, listening) needs directory '%s', which is missing here",
+	    unit_path(u, "nodir/sock"), PID, unit_path(u, "nodir"));
+	/* not the deleted file, which travels in the image */
+	assert_non_null(want = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}, "
+	    "{s:s, s:s, s:s}]", "severity", "fail", "what", "file", "message",
+	    msg[0], "severity", "fail", "what", "file", "message", msg[1],
+	    "severity", "fail", "what", "socket", "message", msg[2]));
+	/* (pid 1 is in use here: a note follows) */
+	assert_true(json_array_size(fl) == 4);
+	assert_string_equal(json_string_value(json_object_get(
+	    json_array_get(fl, 3), "severity")), "note");
+	json_array_remove(fl, 3);
+	if (!json_equal(fl, want)) {
+		char	*s = json_dumps(fl, JSON_INDENT(2));
+
+		fail_msg("findings: %s", s);
+	}
+	assert_true(json_is_false(json_object_get(doc, "ok")));
+	json_decref(want);
+	json_decref(doc);
+}
+
+/* An image with no CRIU files: nothing to tell, nothing to check. */
+static void
+test_manifest_only(void **state)
+{
+	struct unit	*u = *state;
+	struct files	 fs;
+	json_t		*doc;
+	char		*text = NULL;
+	int		 fd, fail = 1;
+
+	memset(&fs, 0, sizeof fs);
+	fd = write_image(u->ctx, &fs);
+	doc = show(u->ctx, fd, 0);
+	assert_true(json_is_null(json_object_get(doc, "descriptors")));
+	assert_null(json_object_get(json_array_get(json_object_get(doc,
+	    "processes"), 0), "environment"));
+	json_decref(doc);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	assert_int_equal(gck_inspect_check(u->ctx, fd, &text, &fail), GCK_OK);
+	close(fd);
+	assert_int_equal(fail, 0);
+	assert_non_null(strstr(text, "the image does not list its processes' "
+	    "files: they are not checked"));
+	free(text);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		unit_dir_test(test_descriptors),
+		unit_dir_test(test_check),
+		unit_dir_test(test_manifest_only),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
