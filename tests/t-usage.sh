@@ -503,9 +503,9 @@ unexpected operand 'a': only a store takes a path|$B/recv/gpurecv --restore --id
 -d needs two images, got one|$B/inspect/gpuinspect -d onlyone
 -d needs two images, got none|$B/inspect/gpuinspect -d
 -d needs two images, got more|$B/inspect/gpuinspect -d a b c
--d, -t, -x and --flatten exclude each other|$B/inspect/gpuinspect -t -d a b
+-d, -t, -x, --check and --flatten exclude each other|$B/inspect/gpuinspect -t -d a b
 one image at most, got 2|$B/inspect/gpuinspect a.gck b.gck
--j is for a summary, -d, or -t of a series|$B/inspect/gpuinspect -j -t a.gck
+-j is for a summary, --check, -d, or -t of a series|$B/inspect/gpuinspect -j -t a.gck
 -x needs a name|$B/inspect/gpuinspect --extract= a.gck
 --parent is for --verify and --flatten|$B/inspect/gpuinspect --parent=p a.gck
 EOF

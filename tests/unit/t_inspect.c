@@ -1609,7 +1609,7 @@ test_show_totals_bounded(void **state)
 	img = json_object_get(doc, "image");
 	assert_true(json_integer_value(json_object_get(tot, "threads")) ==
 	    LLONG_MAX);
-	assert_true(json_integer_value(json_object_get(tot, "rss")) ==
+	assert_true(json_integer_value(json_object_get(tot, "vm_rss")) ==
 	    LLONG_MAX);
 	assert_true(json_integer_value(json_object_get(img, "data_size")) ==
 	    LLONG_MAX);
