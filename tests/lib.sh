@@ -529,3 +529,37 @@ kill_tree() {
 		wait_gone "$_p" || return 1
 	done
 }
+
+# man_longopts PAGE: the long options of the option list of a manual
+# page: the heads of its .It items (.It Fl \-name, or the lines of an
+# .It Xo ... .Xc head), not the options of other programs it cites.
+man_longopts() {
+	awk '
+	/^\.It Xo/ { xo = 1; next }
+	xo && /^\.Xc/ { xo = 0; next }
+	/^\.It / || xo {
+		s = $0
+		while (match(s, /Fl \\-[A-Za-z0-9][A-Za-z0-9-]*/)) {
+			print "--" substr(s, RSTART + 5, RLENGTH - 5)
+			s = substr(s, RSTART + RLENGTH)
+		}
+	}' "$1" | sort -u
+}
+
+# take_pid PID: starts a sleep that has PID (the kernel hands out the
+# PID after the one written to ns_last_pid, if no other process takes it
+# first, so it tries again); sets TAKER, which is added to started.
+take_pid() {
+	_n=0
+	while test $_n -lt 100; do
+		echo $(($1 - 1)) >/proc/sys/kernel/ns_last_pid || return 1
+		sleep 1000 </dev/null >/dev/null 2>&1 &
+		TAKER=$!
+		test "$TAKER" = "$1" && { started="$started $TAKER"; return 0; }
+		kill $TAKER
+		wait $TAKER 2>/dev/null
+		_n=$((_n + 1))
+	done
+	echo >&2 "could not start a process with pid $1"
+	return 1
+}

@@ -73,24 +73,11 @@ offers_exactly() {
 	test_cmp expect out
 }
 
-# The long options of an option table, and those of the option list of a
-# manual page: the heads of its .It items (.It Fl \-name, or the lines of
-# an .It Xo ... .Xc head), not the options of other programs it cites.
+# The long options of an option table (those of a manual page:
+# man_longopts, in lib.sh).
 src_longopts() {
 	sed -n '/longopts\[\] = {/,/^};/s/^[[:space:]]*{ "\([^"]*\)".*/--\1/p' \
 	    "$1"
-}
-man_longopts() {
-	awk '
-	/^\.It Xo/ { xo = 1; next }
-	xo && /^\.Xc/ { xo = 0; next }
-	/^\.It / || xo {
-		s = $0
-		while (match(s, /Fl \\-[A-Za-z0-9][A-Za-z0-9-]*/)) {
-			print "--" substr(s, RSTART + 5, RLENGTH - 5)
-			s = substr(s, RSTART + RLENGTH)
-		}
-	}' "$1"
 }
 
 test_expect_success 'the script defines a completion for each command' '

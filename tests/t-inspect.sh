@@ -736,23 +736,6 @@ test_expect_success '--check names a working directory that is gone' '
 	test_line_count err 2
 '
 
-# take_pid PID: starts a sleep that has PID (the kernel hands out the
-# PID after the one written to ns_last_pid, if no other process takes it
-# first); sets TAKER.
-take_pid() {
-	_i=0
-	while test $_i -lt 50; do
-		echo $(($1 - 1)) >/proc/sys/kernel/ns_last_pid || return 1
-		sleep 300 </dev/null >/dev/null 2>&1 &
-		TAKER=$!
-		test "$TAKER" = "$1" && return 0
-		kill $TAKER
-		wait $TAKER 2>/dev/null
-		_i=$((_i + 1))
-	done
-	echo >&2 "could not start a process with pid $1"
-	return 1
-}
 
 test_expect_success '--check: a PID taken by another process is a note' '
 	take_pid $FPID &&

@@ -86,23 +86,6 @@ test_expect_success 'the namespace ends with the tree in it' '
 	wait_gone $init
 '
 
-# take_pid PID: starts a process (sleep) that gets PID, as taker.  Other
-# tests fork beside this one: it tries again until it has it.
-take_pid() {
-	_n=0
-	while test $_n -lt 100; do
-		echo $(($1 - 1)) >/proc/sys/kernel/ns_last_pid
-		sleep 1000 </dev/null >/dev/null 2>&1 &
-		taker=$!
-		started="$started $taker"
-		test $taker = $1 && return 0
-		kill $taker
-		wait $taker 2>/dev/null
-		_n=$((_n + 1))
-	done
-	echo >&2 "pid $1 could not be taken"
-	return 1
-}
 
 test_expect_success 'a PID taken by another process: said, and restored in a namespace' '
 	kill_tree $WPID &&

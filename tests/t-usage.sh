@@ -11,18 +11,6 @@ src_longopts() {
 help_longopts() {
 	grep -o -e '--[a-z][a-z-]*' "$1" | sort -u
 }
-man_longopts() {
-	awk '
-	/^\.It Xo/ { xo = 1; next }
-	xo && /^\.Xc/ { xo = 0; next }
-	/^\.It / || xo {
-		s = $0
-		while (match(s, /Fl \\-[A-Za-z0-9][A-Za-z0-9-]*/)) {
-			print "--" substr(s, RSTART + 5, RLENGTH - 5)
-			s = substr(s, RSTART + RLENGTH)
-		}
-	}' "$1" | sort -u
-}
 
 # accepts BIN OPT...: BIN knows each long OPT (given an argument, then
 # --help, it may refuse the argument but not the option).

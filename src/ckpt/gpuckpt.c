@@ -147,12 +147,8 @@ static const char help[] =
     "      --tcp-established    dump established TCP connections\n"
     "\n"
     "Output:\n"
-    "  -q, --quiet              no progress line and no notes\n"
-    "      --stats[=text|json]  print what was done on standard error "
-    "(text)\n"
-    "  -v, --verbose            more messages; repeat for more detail\n"
-    "  -h, --help               print this help and exit\n"
-    "  -V, --version            print the version and exit\n"
+    TOOL_HELP_QUIET_STATS
+    TOOL_HELP_COMMON
     "\n"
     "Examples:\n"
     "  gpuckpt -p 1234 -o job.gck\n"

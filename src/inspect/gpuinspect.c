@@ -122,9 +122,7 @@ static const char help[] =
     "                           (beside the image); may be repeated\n"
     "      --allowed-signers=FILE  with -t: require a signature by a key "
     "of FILE\n"
-    "  -v, --verbose            more messages; repeat for more detail\n"
-    "  -h, --help               print this help and exit\n"
-    "  -V, --version            print the version and exit\n"
+    TOOL_HELP_COMMON
     "\n"
     "Examples:\n"
     "  gpuinspect -t job.gck\n"

@@ -85,9 +85,7 @@ static const char help[] =
     "      --no-cache           with --restore: use no cache\n"
     "      --gpu-map=MAP        with --restore: put the GPU state on these "
     "GPUs\n"
-    "  -v, --verbose            more messages; repeat for more detail\n"
-    "  -h, --help               print this help and exit\n"
-    "  -V, --version            print the version and exit\n"
+    TOOL_HELP_COMMON
     "\n"
     "Examples:\n"
     "  ssh dst gpurecv --restore --id 1f2e3d <job.gck\n"

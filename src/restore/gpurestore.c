@@ -101,12 +101,8 @@ static const char help[] =
     "  -p, --pid=PID            with --resume: the tree's root\n"
     "\n"
     "Output:\n"
-    "  -q, --quiet              no progress line and no notes\n"
-    "      --stats[=text|json]  print what was done on standard error "
-    "(text)\n"
-    "  -v, --verbose            more messages; repeat for more detail\n"
-    "  -h, --help               print this help and exit\n"
-    "  -V, --version            print the version and exit\n"
+    TOOL_HELP_QUIET_STATS
+    TOOL_HELP_COMMON
     "\n"
     "Examples:\n"
     "  gpurestore job.gck\n"

@@ -149,12 +149,8 @@ static const char help[] =
     "      --resume             continue an earlier store to host:path\n"
     "\n"
     "Output:\n"
-    "  -q, --quiet              no progress line and no notes\n"
-    "      --stats[=text|json]  print what was done on standard error "
-    "(text)\n"
-    "  -v, --verbose            more messages; repeat for more detail\n"
-    "  -h, --help               print this help and exit\n"
-    "  -V, --version            print the version and exit\n"
+    TOOL_HELP_QUIET_STATS
+    TOOL_HELP_COMMON
     "\n"
     "Examples:\n"
     "  gpusend -p 1234 user@gpu2\n"

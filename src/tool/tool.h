@@ -74,6 +74,16 @@ void		 tool_progress_clear(void);
  * --stats[=text|json]: the form asked for (TOOL_STATS_*), or -1 with a
  * message when arg is neither.
  */
+/* The lines of --help for the options every program, or three, share. */
+#define TOOL_HELP_QUIET_STATS \
+    "  -q, --quiet              no progress line and no notes\n" \
+    "      --stats[=text|json]  print what was done on standard error " \
+    "(text)\n"
+#define TOOL_HELP_COMMON \
+    "  -v, --verbose            more messages; repeat for more detail\n" \
+    "  -h, --help               print this help and exit\n" \
+    "  -V, --version            print the version and exit\n"
+
 #define TOOL_STATS_TEXT		1
 #define TOOL_STATS_JSON		2
 int		 tool_stats_form(const char *);
