@@ -163,6 +163,19 @@ gck_manifest_this_boot(const struct gck_manifest *m)
 }
 
 /*
+ * Whether process i of the image is still on this host, as the very
+ * process dumped: its host PID has the start time the image records
+ * (for an image made during this boot: see gck_manifest_this_boot()).
+ */
+int
+gck_manifest_proc_here(const struct gck_manifest *m, size_t i)
+{
+	return gck_manifest_start(m, i) != 0 &&
+	    gck_pid_start(gck_manifest_host_pid(m, i)) ==
+	    gck_manifest_start(m, i);
+}
+
+/*
  * The environment of p, its strings as /proc/PID/environ gave them
  * while the tree was stopped for the dump: "environ", and where it was
  * longer than GCK_ENV_MAX bytes, "environ_cut".

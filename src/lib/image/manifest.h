@@ -36,6 +36,7 @@ int64_t	gck_manifest_file_size(const struct gck_manifest *, const char *);
 int	gck_manifest_file_memory(const struct gck_manifest *, const char *);
 uint64_t gck_manifest_memory_bytes(const struct gck_manifest *);
 int	gck_manifest_this_boot(const struct gck_manifest *);
+int	gck_manifest_proc_here(const struct gck_manifest *, size_t);
 struct json_t *gck_manifest_json(const struct gck_manifest *);
 const char *gck_manifest_id(const struct gck_manifest *);
 struct json_t *gck_manifest_chain(const struct gck_manifest *);

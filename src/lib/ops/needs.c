@@ -1116,9 +1116,7 @@ check_pids(const struct gck_manifest *m, json_t *fl)
 		if (gck_pid_comm(pid, comm, sizeof comm) == -1)
 			snprintf(comm, sizeof comm, "?");
 		/* (the source's zombies go once they are reaped) */
-		if (boot && st != 'Z' && gck_manifest_start(m, i) != 0 &&
-		    gck_pid_start(gck_manifest_host_pid(m, i)) ==
-		    gck_manifest_start(m, i))
+		if (boot && st != 'Z' && gck_manifest_proc_here(m, i))
 			finding(fl, "fail", "pid", "pid %d is in use on this "
 			    "host by the image's source, process tree %d, "
 			    "still here: end it, or restore a copy beside it "

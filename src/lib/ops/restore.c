@@ -210,9 +210,7 @@ source_here(const struct gck_manifest *m)
 		    st == 'Z')
 			continue;
 		/* The very process, in whatever state criu left it. */
-		if (gck_manifest_start(m, i) != 0 &&
-		    gck_pid_start(gck_manifest_host_pid(m, i)) ==
-		    gck_manifest_start(m, i)) {
+		if (gck_manifest_proc_here(m, i)) {
 			busy = 1;
 			continue;
 		}
