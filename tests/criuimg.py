@@ -43,6 +43,11 @@ def records(path):
         i += 4 + n
     return out
 
+def count(r):
+    """the pages a pagemap entry lists: CRIU 4.2 counts them in field 5,
+    older CRIU in field 2"""
+    return r[5][0] if 5 in r else r[2][0]
+
 def layout(d, pid):
     """the id of the pages file pagemap-PID.img names, and the address of
     each page of that file, in its order"""
@@ -50,7 +55,7 @@ def layout(d, pid):
     addrs = []
     for r in recs[1:]:
         if r.get(4, [4])[0] & 4:
-            addrs += [r[1][0] + j * PAGE for j in range(r[2][0])]
+            addrs += [r[1][0] + j * PAGE for j in range(count(r))]
     return recs[0][1][0], addrs
 
 def pages(d, pid):
@@ -62,7 +67,7 @@ def pages(d, pid):
         flags = r.get(4, [4])[0]
         if not flags & 4:
             continue
-        for j in range(r[2][0]):
+        for j in range(count(r)):
             out[r[1][0] + j * PAGE] = data[off:off + PAGE]
             off += PAGE
     assert off == len(data), (off, len(data))

@@ -178,8 +178,10 @@ def small_pagemap(pm, pages, keep=3, most=2):
         while p < len(rec):
             k, p = unvarint(rec, p)
             f[k >> 3], p = unvarint(rec, p)
-        f[2] = min(f[2], most)
-        total += f[2]
+        # CRIU 4.2 counts the pages in field 5, older CRIU in field 2.
+        n = 5 if 5 in f else 2
+        f[n] = min(f[n], most)
+        total += f[n]
         r = b"".join(varint(k << 3) + varint(v) for k, v in sorted(f.items()))
         out += struct.pack("<I", len(r)) + r
     return out, pages[:total * 4096]

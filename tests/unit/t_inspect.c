@@ -492,7 +492,8 @@ blob_pagemap(struct blobs *bs, const char *name, unsigned pages_id,
 		    m->pg[j - 1].addr + PG; j++)
 			;
 		e.vaddr = m->pg[i].addr;
-		e.nr_pages = (uint32_t)(j - i);
+		e.has_nr_pages = 1;		/* as CRIU 4.2 writes it */
+		e.nr_pages = j - i;
 		if (j == m->n)
 			e.nr_pages += m->extra;
 		e.has_flags = 1;

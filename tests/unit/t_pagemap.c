@@ -78,7 +78,11 @@ img_start(struct img *im, uint32_t m0, uint32_t m1, unsigned id)
 	put_record(im, msg, pagemap_head__pack(&h, msg));
 }
 
-/* One entry: nr pages at vaddr, with flags (or the old in_parent form). */
+/*
+ * One entry: nr pages at vaddr, with flags and the count where CRIU 4.2
+ * writes them (or the old form: in_parent, the count where CRIU 4.1 and
+ * older wrote it).
+ */
 static void
 img_entry(struct img *im, uint64_t vaddr, uint32_t nr, uint32_t flags,
     int has_flags)
@@ -87,7 +91,11 @@ img_entry(struct img *im, uint64_t vaddr, uint32_t nr, uint32_t flags,
 	uint8_t		msg[64];
 
 	e.vaddr = vaddr;
-	e.nr_pages = nr;
+	if (has_flags) {
+		e.has_nr_pages = 1;
+		e.nr_pages = nr;
+	} else
+		e.compat_nr_pages = nr;
 	e.has_flags = has_flags;
 	e.flags = flags;
 	put_record(im, msg, pagemap_entry__pack(&e, msg));
@@ -328,9 +336,18 @@ test_pagemap_entries(void **state)
 	img_entry(&im, 0x10000, 2, PE_PRESENT | PE_LAZY, 1);
 	img_entry(&im, 0x20000, 3, 0, 0);		/* old form: present */
 	pe.vaddr = 0x30000;				/* old form: parent */
-	pe.nr_pages = 1;
+	pe.compat_nr_pages = 1;
 	pe.has_in_parent = 1;
 	pe.in_parent = 1;
+	put_record(&im, msg, pagemap_entry__pack(&pe, msg));
+	/* CRIU 4.1's flags and count, with a count of CRIU 4.2's: 4.2's. */
+	pe = (PagemapEntry)PAGEMAP_ENTRY__INIT;
+	pe.vaddr = 0x40000;
+	pe.compat_nr_pages = 9;
+	pe.has_nr_pages = 1;
+	pe.nr_pages = (UINT64_C(1) << 33) + 5;	/* past 32 bits */
+	pe.has_flags = 1;
+	pe.flags = PE_PRESENT;
 	put_record(&im, msg, pagemap_entry__pack(&pe, msg));
 	assert_int_equal(gck_pagemap_open(&pm, im.buf, im.len), 0);
 	assert_int_equal(pm.pages_id, 7);
@@ -344,6 +361,10 @@ test_pagemap_entries(void **state)
 	assert_int_equal(e.flags, PE_PRESENT);
 	assert_int_equal(gck_pagemap_next(&pm, &e), 1);
 	assert_int_equal(e.flags, PE_PARENT);
+	assert_int_equal(e.nr_pages, 1);
+	assert_int_equal(gck_pagemap_next(&pm, &e), 1);
+	assert_int_equal(e.vaddr, 0x40000);
+	assert_true(e.nr_pages == (UINT64_C(1) << 33) + 5);
 	assert_int_equal(gck_pagemap_next(&pm, &e), 0);
 	assert_int_equal(gck_pagemap_next(&pm, &e), 0);
 
@@ -351,6 +372,14 @@ test_pagemap_entries(void **state)
 	assert_int_equal(gck_pagemap_open(&pm, im.buf, im.len - 1), 0);
 	assert_int_equal(gck_pagemap_next(&pm, &e), 1);
 	assert_int_equal(gck_pagemap_next(&pm, &e), 1);
+	assert_int_equal(gck_pagemap_next(&pm, &e), 1);
+	assert_int_equal(gck_pagemap_next(&pm, &e), -1);
+
+	/* A count past GCK_PE_MAX_PAGES is no entry. */
+	img_start(&im, COMMON_MAGIC, PAGEMAP_MAGIC, 7);
+	pe.nr_pages = GCK_PE_MAX_PAGES + 1;
+	put_record(&im, msg, pagemap_entry__pack(&pe, msg));
+	assert_int_equal(gck_pagemap_open(&pm, im.buf, im.len), 0);
 	assert_int_equal(gck_pagemap_next(&pm, &e), -1);
 
 	/* No pagemap: another image, a header cut short, no head. */

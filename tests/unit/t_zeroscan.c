@@ -95,6 +95,7 @@ pm_entry(struct img *im, uint64_t vaddr, uint32_t nr, uint32_t flags)
 	uint8_t		msg[64];
 
 	e.vaddr = vaddr;
+	e.has_nr_pages = 1;		/* as CRIU 4.2 writes it */
 	e.nr_pages = nr;
 	e.has_flags = 1;
 	e.flags = flags;

@@ -34,6 +34,8 @@ struct run {
 	uint64_t	addr, len;
 };
 
+static uint64_t	pe_count(const PagemapEntry *);
+
 struct gck_pmread {
 	struct gck_ctx	*ctx;
 	pid_t		 pid;
@@ -155,10 +157,20 @@ gck_pagemap_open(struct gck_pagemap *pm, const char *data, size_t len)
 }
 
 /*
+ * How many pages entry pe lists: CRIU 4.2 writes nr_pages, older CRIU
+ * compat_nr_pages alone.
+ */
+static uint64_t
+pe_count(const PagemapEntry *pe)
+{
+	return pe->has_nr_pages ? pe->nr_pages : pe->compat_nr_pages;
+}
+
+/*
  * The next entry of the pagemap into *e, its flags as CRIU means them
  * (an entry of the old form, without flags: in the parent or present).
  * Returns 1, 0 at the end, or -1 if the image ends inside a record or
- * holds one that is no entry.
+ * holds one that is no entry (or lists more than GCK_PE_MAX_PAGES).
  */
 int
 gck_pagemap_next(struct gck_pagemap *pm, struct gck_pmentry *e)
@@ -173,8 +185,12 @@ gck_pagemap_next(struct gck_pagemap *pm, struct gck_pmentry *e)
 		return bad ? -1 : 0;
 	if ((pe = pagemap_entry__unpack(NULL, rl, rec)) == NULL)
 		return -1;
+	if (pe_count(pe) > GCK_PE_MAX_PAGES) {
+		pagemap_entry__free_unpacked(pe, NULL);
+		return -1;
+	}
 	e->vaddr = pe->vaddr;
-	e->nr_pages = pe->nr_pages;
+	e->nr_pages = pe_count(pe);
 	e->flags = pe->has_flags ? pe->flags : (pe->has_in_parent &&
 	    pe->in_parent ? GCK_PE_PARENT : GCK_PE_PRESENT);
 	pagemap_entry__free_unpacked(pe, NULL);
@@ -205,17 +221,24 @@ obuf_room(struct gck_ctx *ctx, struct obuf *o, size_t len)
 	return GCK_OK;
 }
 
-/* Appends an entry like t but for its nr pages at vaddr. */
+/*
+ * Appends an entry like t but for its nr pages at vaddr, the count
+ * written as t has it: where CRIU 4.2 writes it, or where older CRIU
+ * did.
+ */
 static int
 put_entry(struct gck_ctx *ctx, struct obuf *o, const PagemapEntry *t,
-    uint64_t vaddr, uint32_t nr)
+    uint64_t vaddr, uint64_t nr)
 {
 	PagemapEntry	e = *t;
 	uint32_t	rl;
 	int		r;
 
 	e.vaddr = vaddr;
-	e.nr_pages = nr;
+	if (t->has_nr_pages)
+		e.nr_pages = nr;
+	else
+		e.compat_nr_pages = (uint32_t)nr;	/* at most t's */
 	rl = (uint32_t)pagemap_entry__get_packed_size(&e);
 	if ((r = obuf_room(ctx, o, sizeof rl + rl)) != GCK_OK)
 		return r;
@@ -233,11 +256,11 @@ static int
 split(struct gck_ctx *ctx, const uint8_t *drop, struct obuf *o,
     const PagemapEntry *pe, uint64_t idx, uint64_t psz)
 {
-	uint32_t	i, run = 0;
+	uint64_t	i, run = 0, n = pe_count(pe);
 	int		r;
 
-	for (i = 0; i <= pe->nr_pages; i++) {
-		if (i < pe->nr_pages && !drop[idx + i]) {
+	for (i = 0; i <= n; i++) {
+		if (i < n && !drop[idx + i]) {
 			run++;
 			continue;
 		}
@@ -264,8 +287,8 @@ gck_pagemap_without(struct gck_ctx *ctx, const struct gck_sfile *pagemap,
 	PagemapEntry	*pe = NULL;
 	struct obuf	 o = { NULL, 0, 0 };
 	const uint8_t	*rec;
-	uint64_t	 idx = 0, psz = (uint64_t)sysconf(_SC_PAGESIZE);
-	uint32_t	 rl, flags, i, nd;
+	uint64_t	 idx = 0, psz = (uint64_t)sysconf(_SC_PAGESIZE), i, nd;
+	uint32_t	 rl, flags;
 	size_t		 pos, at;
 	int		 bad, r;
 
@@ -287,13 +310,14 @@ gck_pagemap_without(struct gck_ctx *ctx, const struct gck_sfile *pagemap,
 				goto bad;
 			break;
 		}
-		if ((pe = pagemap_entry__unpack(NULL, rl, rec)) == NULL)
+		if ((pe = pagemap_entry__unpack(NULL, rl, rec)) == NULL ||
+		    pe_count(pe) > GCK_PE_MAX_PAGES)
 			goto bad;
 		flags = pe->has_flags ? pe->flags : pe->has_in_parent &&
 		    pe->in_parent ? GCK_PE_PARENT : GCK_PE_PRESENT;
-		for (i = 0, nd = 0; GCK_PE_SPLITS(flags) && i < pe->nr_pages;
+		for (i = 0, nd = 0; GCK_PE_SPLITS(flags) && i < pe_count(pe);
 		    i++)
-			nd += (uint32_t)(drop[idx + i] != 0);
+			nd += (uint64_t)(drop[idx + i] != 0);
 		if (nd > 0)
 			r = split(ctx, drop, &o, pe, idx, psz);
 		else if ((r = obuf_room(ctx, &o, pos - at)) == GCK_OK) {
@@ -303,7 +327,7 @@ gck_pagemap_without(struct gck_ctx *ctx, const struct gck_sfile *pagemap,
 		if (r != GCK_OK)
 			goto out;
 		if (flags & GCK_PE_PRESENT)
-			idx += pe->nr_pages;
+			idx += pe_count(pe);
 		pagemap_entry__free_unpacked(pe, NULL);
 		pe = NULL;
 	}

@@ -42,10 +42,16 @@ struct gck_pagemap {
 	unsigned	 pages_id;	/* its pages file: pages-ID.img */
 };
 
+/*
+ * The most pages one entry of a pagemap may list (2^36 pages: 256 TiB of
+ * 4 KiB pages), so that a count times the page size never overflows.
+ */
+#define GCK_PE_MAX_PAGES	(UINT64_C(1) << 36)
+
 /* One entry: nr_pages pages at vaddr. */
 struct gck_pmentry {
 	uint64_t	 vaddr;
-	uint32_t	 nr_pages;
+	uint64_t	 nr_pages;
 	uint32_t	 flags;		/* GCK_PE_* */
 };
 

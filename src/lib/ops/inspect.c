@@ -1229,7 +1229,7 @@ pmap_build(struct gck_ctx *ctx, const struct dimg *im, const char *name,
 	struct gck_pagemap	 it;
 	struct gck_pmentry	 e;
 	size_t			 used = 0, cap = 0, cap2 = 0;
-	uint32_t		 j;
+	uint64_t		 j;
 	int			 ok, r;
 
 	memset(pm, 0, sizeof *pm);
