@@ -151,31 +151,14 @@ test_expect_success 'an established TCP connection: without --tcp-established, o
 	unharmed $P $START
 '
 
-# Whether criu can dump an established TCP connection here at all: some
-# kernels refuse it the socket options of an inet socket.
-mkdir probe
-if CRIU_FAULT=130 "$CRIU" dump -t $P -D probe --tcp-established --leave-running \
-    -o "$TRASH/probe.log" -v2 >/dev/null 2>&1; then
-	tcp_skip=
-else
-	tcp_skip="criu cannot dump an established TCP connection here:$(
-	    grep 'Error (' probe.log | grep -v rlimit | head -n 1 |
-	    sed 's/^.*Error ([^)]*)://')"
-fi
-
-if test -n "$tcp_skip"; then
-	test_count=$((test_count + 1))
-	echo "ok $test_count # SKIP $tcp_skip"
-else
-	test_expect_success 'an established TCP connection: --tcp-established keeps it' '
-		unharmed $P $START &&
-		START=$(proc_field $P 22) &&
-		move --tcp-established &&
-		restored $P $START &&
-		go tcp tcp &&
-		wait_for_line tpeer/received "^after $P\$" 10
-	'
-fi
+test_expect_success 'an established TCP connection: --tcp-established keeps it' '
+	unharmed $P $START &&
+	START=$(proc_field $P 22) &&
+	move --tcp-established &&
+	restored $P $START &&
+	go tcp tcp &&
+	wait_for_line tpeer/received "^after $P\$" 10
+'
 
 # A criu that says what it was asked to do.
 cat >recordcriu <<EOF

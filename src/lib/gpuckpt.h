@@ -79,6 +79,9 @@ enum gck_after {
 #define GCK_CRIU_FILE_LOCKS	0x4u	/* --file-locks */
 #define GCK_CRIU_OPTS_ALL	0x7u
 
+/* criu's own ghost limit, the default of gck_ckpt_opts.ghost_limit. */
+#define GCK_GHOST_LIMIT		(UINT64_C(1) << 20)
+
 struct gck_ckpt_opts {
 	pid_t		 pid;		/* root of the tree */
 	int		 level;		/* zstd level, 0 for no compression */
@@ -89,6 +92,10 @@ struct gck_ckpt_opts {
 	const char	*tmpdir;	/* staging area, NULL for $TMPDIR */
 	unsigned int	 lock_ms;	/* GPU lock timeout, 0 for none */
 	unsigned int	 criu_opts;	/* GCK_CRIU_* */
+	uint64_t	 ghost_limit;	/* the largest deleted file the tree
+					   holds open that may travel in the
+					   image (criu --ghost-limit); 0 for
+					   GCK_GHOST_LIMIT */
 	int		 format;	/* image format, 0 for the newest */
 	int		 threads;	/* compressing, 0 for one per CPU */
 	const char	*parent;	/* image whose chunks are referred
@@ -135,6 +142,9 @@ struct gck_restore_opts {
 					   GCK_ALLOWED_SIGNERS_FILE if it
 					   exists, else no signature needed */
 	struct gck_stats *stats;	/* non-NULL: filled in on success */
+	int		 tcp_close;	/* the image's TCP connections are
+					   restored closed (criu --tcp-close),
+					   not as they were */
 };
 
 struct gck_image_stats {

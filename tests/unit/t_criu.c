@@ -115,6 +115,55 @@ t_restore_files(void **state)
 	assert_argv(&cmd, want);
 }
 
+/*
+ * A dump's other options: the TCP connections locked with nftables,
+ * link remaps, the ghost limit; none of them on a restore.
+ */
+static void
+t_dump_extra(void **state)
+{
+	struct gck_criu_cmd	 cmd = { .imgdir = "d", .pid = 1,
+	    .stream = 1, .action = "a", .opts = GCK_CRIU_TCP_ESTABLISHED,
+	    .nft = 1, .link_remap = 1, .ghost_limit = 5u << 20 };
+	const char *const	 want[] = { "dump", "-t", "1", "-D", "d", "-o",
+	    "-", "-v4", "--leave-stopped", "--stream", "--action-script",
+	    "a", "--tcp-established", "--network-lock", "nftables",
+	    "--link-remap", "--ghost-limit", "5242880", NULL };
+	const char *const	 rwant[] = { "restore", "-d",
+	    "--manage-cgroups=ignore", "-D", "d", "-o", "-", "-v4",
+	    "--leave-stopped", "--tcp-established", NULL };
+
+	(void)state;
+	assert_argv(&cmd, want);
+	cmd.restore = 1;
+	cmd.stream = 0;
+	cmd.action = NULL;
+	assert_argv(&cmd, rwant);
+}
+
+/*
+ * --tcp-close on a restore takes the place of --tcp-established, and
+ * only where the image has it.
+ */
+static void
+t_restore_tcp_close(void **state)
+{
+	struct gck_criu_cmd	 cmd = { .restore = 1, .imgdir = "/w/img",
+	    .opts = GCK_CRIU_OPTS_ALL, .tcp_close = 1 };
+	const char *const	 want[] = { "restore", "-d",
+	    "--manage-cgroups=ignore", "-D", "/w/img",
+	    "-o", "-", "-v4", "--leave-stopped", "--ext-unix-sk",
+	    "--file-locks", "--tcp-close", NULL };
+	const char *const	 without[] = { "restore", "-d",
+	    "--manage-cgroups=ignore", "-D", "/w/img",
+	    "-o", "-", "-v4", "--leave-stopped", "--file-locks", NULL };
+
+	(void)state;
+	assert_argv(&cmd, want);
+	cmd.opts = GCK_CRIU_FILE_LOCKS;
+	assert_argv(&cmd, without);
+}
+
 static void
 t_restore_stream(void **state)
 {
@@ -137,6 +186,8 @@ main(void)
 		cmocka_unit_test(t_dump_options),
 		cmocka_unit_test(t_restore_files),
 		cmocka_unit_test(t_restore_stream),
+		cmocka_unit_test(t_dump_extra),
+		cmocka_unit_test(t_restore_tcp_close),
 	};
 
 	if (setenv("GCK_CRIU", CRIU, 1) == -1)

@@ -58,6 +58,8 @@ static void		 log_argv(struct gck_ctx *, char *const []);
 static int		 criu_privileged(struct gck_ctx *, const char *, int,
 			    const char *);
 static int		 tree_other_user(struct gck_ctx *, pid_t);
+static int		 criu_nftables(struct gck_ctx *);
+static void		 criu_ghost_said(const char *, char *, size_t);
 
 /*
  * What criu says when a tree needs one of those options, or has what it
@@ -101,14 +103,26 @@ static const struct {
 	  "criu checkpoints only with --tcp-established", 0 },
 	{ "Can't get 1:16 opt: Operation not supported",
 	  "this kernel refuses criu the options of an inet socket of the "
-	  "tree (getsockopt SO_PASSCRED: Operation not supported), so criu "
-	  "cannot checkpoint it", 0 },
+	  "tree (getsockopt SO_PASSCRED: Operation not supported), as Linux "
+	  "6.16 and newer do: CRIU 4.1 and older cannot checkpoint a TCP or "
+	  "UDP socket there; install CRIU 4.2 or newer", 0 },
+	{ "iptables: not found",
+	  "criu locks the tree's TCP connections with iptables, which this "
+	  "host lacks, and this criu was built without nftables: install "
+	  "iptables, or a CRIU built with libnftables", 1 },
+	{ "In-flight connection (l)",
+	  "a listening TCP socket of the tree has connections that its "
+	  "process has not accepted yet, which criu cannot checkpoint: "
+	  "try again once they are accepted", 0 },
 	{ "Connected TCP socket in image",
 	  "the image has an established TCP connection, which criu restores "
 	  "only with --tcp-established", 0 },
 	{ "External socket found in image",
 	  "the image has a unix socket connected outside its tree, which "
 	  "criu restores only with --ext-unix-sk", 0 },
+	{ "Can't bind inet socket back",
+	  "the image has a TCP connection whose address this host lacks "
+	  "(restore with --tcp-close to close its connections instead)", 1 },
 };
 
 /*
@@ -338,7 +352,25 @@ gck_criu_argv(struct gck_criu_cmd *cmd)
 	}
 	if (cmd->shell_job)
 		argv[argc++] = "--shell-job";
-	argc = criu_add_opts(argv, argc, cmd->opts);
+	if (cmd->restore && cmd->tcp_close &&
+	    (cmd->opts & GCK_CRIU_TCP_ESTABLISHED)) {
+		argc = criu_add_opts(argv, argc,
+		    cmd->opts & ~GCK_CRIU_TCP_ESTABLISHED);
+		argv[argc++] = "--tcp-close";
+	} else
+		argc = criu_add_opts(argv, argc, cmd->opts);
+	if (!cmd->restore && cmd->nft) {
+		argv[argc++] = "--network-lock";
+		argv[argc++] = "nftables";
+	}
+	if (!cmd->restore && cmd->link_remap)
+		argv[argc++] = "--link-remap";
+	if (!cmd->restore && cmd->ghost_limit > 0) {
+		snprintf(cmd->ghostbuf, sizeof cmd->ghostbuf, "%" PRIu64,
+		    cmd->ghost_limit);
+		argv[argc++] = "--ghost-limit";
+		argv[argc++] = cmd->ghostbuf;
+	}
 	argv[argc] = NULL;
 	return argc;
 }
@@ -753,7 +785,7 @@ criu_log_error(const struct clog *log, int restore, char *buf, size_t len)
 		    log->last[0] != '\0' ? log->last : "no message");
 }
 
-/* Writes criu's version ("4.1.1") into buf.  Returns GCK_OK or a code. */
+/* Writes criu's version ("4.2.1") into buf.  Returns GCK_OK or a code. */
 int
 gck_criu_version(struct gck_ctx *ctx, char *buf, size_t len)
 {
@@ -770,7 +802,7 @@ gck_criu_version(struct gck_ctx *ctx, char *buf, size_t len)
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
 	    (s = strstr(log.head, "Version: ")) == NULL)
 		return gck_set_error(ctx, GCK_ECRIU, "cannot run '%s': is "
-		    "CRIU (4.1 or newer) installed?", argv[0]);
+		    "CRIU (4.2 or newer) installed?", argv[0]);
 	s += strlen("Version: ");
 	s[strcspn(s, "\n")] = '\0';
 	snprintf(buf, len, "%s", s);
@@ -805,9 +837,61 @@ ns_open(struct gck_ctx *ctx, pid_t pid, int *nsfd)
 }
 
 /*
- * Dumps the tree of pid with criu --stream, its images in imgdir, with
- * the GCK_CRIU_* options opts, leaving it stopped (or with leave_running,
- * running, which also has criu let go of the TCP connections it dumped).
+ * Whether this criu can lock a tree's TCP connections with nftables,
+ * which needs no iptables binary (criu check --feature
+ * network_lock_nftables); asked once.
+ */
+static int
+criu_nftables(struct gck_ctx *ctx)
+{
+	static int	 known = -1;
+	struct clog	 log;
+	char		*argv[5];
+	int		 status;
+
+	if (known != -1)
+		return known;
+	argv[0] = (char *)criu_path();
+	argv[1] = "check";
+	argv[2] = "--feature";
+	argv[3] = "network_lock_nftables";
+	argv[4] = NULL;
+	if (criu_run(ctx, argv, &log, NULL, NULL, NULL, NULL, NULL, NULL,
+	    NULL, &status) != GCK_OK)
+		return 0;	/* criu's dump will say what is amiss */
+	known = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	gck_log(ctx, 2, "criu %s lock TCP connections with nftables",
+	    known ? "can" : "cannot");
+	return known;
+}
+
+/*
+ * Puts into buf, in our words, criu's refusal s of a deleted file too
+ * large for its ghost limit; else "".
+ */
+static void
+criu_ghost_said(const char *s, char *buf, size_t len)
+{
+	char		 path[1024];
+	const char	*rest;
+	unsigned long long size;
+
+	buf[0] = '\0';
+	if ((rest = criu_path_in(s, "Can't dump ghost file ", " of ", path,
+	    sizeof path)) == NULL || sscanf(rest, "%llu size", &size) != 1)
+		return;
+	say(buf, len, "a process of the tree holds open '%s', which is "
+	    "deleted, and its %llu bytes are more than the ghost limit lets "
+	    "into the image (1 MiB unless --ghost-limit says more): give "
+	    "--ghost-limit %llu or more", path, size, size);
+}
+
+/*
+ * Dumps the tree of pid with criu --stream, its images in imgdir, as d
+ * says: with the GCK_CRIU_* options d->opts, leaving it stopped (or
+ * with d->leave_running, running, which also has criu let go of the TCP
+ * connections it dumped).  The TCP connections it dumps are locked with
+ * nftables where criu can, else with criu's default (iptables).
  * A tree in another PID namespace, ns (NULL: ours), is dumped by a criu
  * that runs there, in the tree's mount namespace, as if that namespace
  * were the host's: what the image records of it is as the namespace
@@ -819,7 +903,7 @@ ns_open(struct gck_ctx *ctx, pid_t pid, int *nsfd)
  */
 int
 gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const struct gck_nsview *ns,
-    const char *imgdir, int shell_job, unsigned int opts, int leave_running,
+    const char *imgdir, const struct gck_criu_dumpopts *d,
     const struct gck_criu_stream *st)
 {
 	struct gck_criu_cmd	 cmd;
@@ -832,12 +916,14 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const struct gck_nsview *ns,
 		return r;
 
 	cmd = (struct gck_criu_cmd){ .imgdir = imgdir,
-	    .pid = gck_nsview_local(ns, pid), .shell_job = shell_job,
-	    .opts = opts, .leave_running = leave_running, .stream = 1,
-	    .action = hook };
+	    .pid = gck_nsview_local(ns, pid), .shell_job = d->shell_job,
+	    .opts = d->opts, .leave_running = d->leave_running, .stream = 1,
+	    .action = hook, .ghost_limit = d->ghost_limit };
 	if (cmd.pid <= 0)
 		return gck_set_error(ctx, GCK_ENOPROC, "cannot checkpoint pid "
 		    "%d: no such process", (int)pid);
+	if (d->opts & GCK_CRIU_TCP_ESTABLISHED)
+		cmd.nft = criu_nftables(ctx);
 	if (ns != NULL && (r = ns_open(ctx, pid, nsfd)) != GCK_OK)
 		return r;
 	gck_criu_argv(&cmd);
@@ -852,7 +938,9 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const struct gck_nsview *ns,
 	if (r != GCK_OK)
 		return r;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		criu_log_error(&log, 0, why, sizeof why);
+		criu_ghost_said(log.best, why, sizeof why);
+		if (why[0] == '\0')
+			criu_log_error(&log, 0, why, sizeof why);
 		if (log.best[0] != '\0' && strcmp(why, log.best) != 0)
 			gck_log(ctx, 1, "criu: %s", log.best);
 		return gck_set_error(ctx, GCK_ECRIU,
@@ -941,14 +1029,17 @@ gck_criu_ns_check(struct gck_ctx *ctx, const struct gck_nsview *ns,
  * Restores the images in imgdir (streamed by st->during(), or, with st
  * NULL, from the files there), detached, under a keeper (keeper.c) in
  * a session of its own (with ns, in a PID namespace of its own), tasks
- * left stopped; *kp is the keeper, whatever happened.  guard (or
+ * left stopped, with the GCK_CRIU_* options opts the image was dumped
+ * with; with tcp_close, its TCP connections restored closed (criu
+ * --tcp-close) rather than as they were; *kp is the keeper, whatever
+ * happened.  guard (or
  * NULL) learns of the keeper, and criu inherits its pipe.  *donep says
  * whether criu succeeded, even when the image then fails.  Returns
  * GCK_OK or a code.
  */
 int
 gck_criu_restore(struct gck_ctx *ctx, const char *imgdir, int shell_job,
-    unsigned int opts, const struct gck_criu_stream *st,
+    unsigned int opts, int tcp_close, const struct gck_criu_stream *st,
     const struct gck_keeper_ns *ns, struct gck_guard *guard,
     struct gck_keeper **kp, int *donep)
 {
@@ -960,7 +1051,8 @@ gck_criu_restore(struct gck_ctx *ctx, const char *imgdir, int shell_job,
 	*donep = 0;
 	*kp = NULL;
 	cmd = (struct gck_criu_cmd){ .restore = 1, .imgdir = imgdir,
-	    .shell_job = shell_job, .opts = opts, .stream = st != NULL };
+	    .shell_job = shell_job, .opts = opts, .stream = st != NULL,
+	    .tcp_close = tcp_close };
 	gck_criu_argv(&cmd);
 	log_argv(ctx, cmd.argv);
 	status = -1;

@@ -31,7 +31,7 @@ struct gck_criu_stream {
  * What criu is run for, and its command line as gck_criu_argv() fills
  * it in.
  */
-#define GCK_CRIU_ARGV	24
+#define GCK_CRIU_ARGV	32
 struct gck_criu_cmd {
 	int		 restore;	/* criu restore -d, else criu dump */
 	const char	*imgdir;
@@ -41,17 +41,30 @@ struct gck_criu_cmd {
 	int		 leave_running;	/* else --leave-stopped */
 	int		 stream;	/* --stream, else image files */
 	const char	*action;	/* --action-script, or NULL */
+	int		 nft;		/* dump: --network-lock nftables */
+	int		 link_remap;	/* dump: --link-remap */
+	uint64_t	 ghost_limit;	/* dump: --ghost-limit, 0: criu's */
+	int		 tcp_close;	/* restore: --tcp-close, not
+					   --tcp-established */
 	char		 pidbuf[16];
+	char		 ghostbuf[24];
 	char		*argv[GCK_CRIU_ARGV];
 };
 int	gck_criu_argv(struct gck_criu_cmd *);
+/* What a dump asks of criu beyond the options an image records. */
+struct gck_criu_dumpopts {
+	int		 shell_job;
+	unsigned int	 opts;		/* GCK_CRIU_* */
+	int		 leave_running;
+	uint64_t	 ghost_limit;	/* 0: criu's own (1 MiB) */
+};
 int	gck_criu_dump(struct gck_ctx *, pid_t, const struct gck_nsview *,
-	    const char *, int, unsigned int, int,
+	    const char *, const struct gck_criu_dumpopts *,
 	    const struct gck_criu_stream *);
 int	gck_criu_ns_check(struct gck_ctx *, const struct gck_nsview *,
 	    const char *);
 int	gck_criu_restore(struct gck_ctx *, const char *, int, unsigned int,
-	    const struct gck_criu_stream *, const struct gck_keeper_ns *,
+	    int, const struct gck_criu_stream *, const struct gck_keeper_ns *,
 	    struct gck_guard *,
 	    struct gck_keeper **, int *);
 

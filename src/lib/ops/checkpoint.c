@@ -1123,6 +1123,7 @@ ckpt_dump(struct ckpt *c)
 	struct wstate		 w;
 	struct gck_capture_job	 job;
 	struct gck_criu_stream	 stream;
+	struct gck_criu_dumpopts dopts;
 	size_t			 i;
 	int			 r;
 
@@ -1165,8 +1166,11 @@ ckpt_dump(struct ckpt *c)
 	stream.hook = gck_capture_hook_path(c->cap);
 	w.ns = c->ns;
 	gck_meter_stage(ctx, "dumping", 0);
-	r = gck_criu_dump(ctx, c->o->pid, c->ns, c->imgdir, c->shell_job,
-	    c->o->criu_opts, c->tcp_run, &stream);
+	dopts.shell_job = c->shell_job;
+	dopts.opts = c->o->criu_opts;
+	dopts.leave_running = c->tcp_run;
+	dopts.ghost_limit = c->o->ghost_limit;
+	r = gck_criu_dump(ctx, c->o->pid, c->ns, c->imgdir, &dopts, &stream);
 	c->dropped = w.dropped;
 	c->procs = w.procs;
 	c->nprocs = w.nprocs;

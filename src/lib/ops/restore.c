@@ -490,7 +490,7 @@ rst_restore(struct rst *st)
 	}
 	if ((r = gck_criu_restore(ctx, st->imgdir,
 	    gck_manifest_shell_job(st->m), gck_manifest_criu_opts(st->m),
-	    st->dfd == -1 ? &stream : NULL, st->ns ? &st->nsinfo : NULL,
+	    st->o->tcp_close, st->dfd == -1 ? &stream : NULL, st->ns ? &st->nsinfo : NULL,
 	    st->guard, &st->keeper, &st->restored)) != GCK_OK)
 		return r;
 	if (st->ns && (r = ns_pids(st)) != GCK_OK)
