@@ -30,12 +30,14 @@ _gck_opts()
 	case $1 in
 	gpuckpt)
 		long='--compress --count --every --ext-unix-sk --file-locks
-		    --format --full-every --help --keep --kill --leave-running
+		    --format --full-every --ghost-limit --help --keep --kill
+		    --leave-running
 		    --lock-timeout --output --parent --pid --quiet --series
 		    --sign --stats --stop --suspend --tcp-established --threads
 		    --verbose --version'
 		longarg='--compress --count --every --format --full-every
-		    --keep --lock-timeout --output --parent --pid --series
+		    --ghost-limit --keep --lock-timeout --output --parent --pid
+		    --series
 		    --sign --threads'
 		longopt=--stats
 		short='c=--compress h=--help k=--kill o=--output p=--pid
@@ -46,8 +48,8 @@ _gck_opts()
 		;;
 	gpurestore)
 		long='--allowed-signers --gpu-map --help --parent --pid
-		    --pidfile --pidns --quiet --resume --stats --threads
-		    --verbose --version --wait'
+		    --pidfile --pidns --quiet --resume --stats --tcp-close
+		    --threads --verbose --version --wait'
 		longarg='--allowed-signers --gpu-map --parent --pid --pidfile
 		    --threads'
 		longopt=--stats
@@ -58,12 +60,13 @@ _gck_opts()
 		;;
 	gpusend)
 		long='--accept-new --bwlimit --cache --cache-size --compress
-		    --ext-unix-sk --file-locks --gpu-map --help --identity
-		    --live --lock-timeout --max-rounds --no-cache --parallel
-		    --pid --port --quiet --remote-path --resume --sign --stats
-		    --tcp-established --timeout --verbose --version'
-		longarg='--bwlimit --cache --cache-size --compress --gpu-map
-		    --identity --lock-timeout --max-rounds --parallel --pid
+		    --ext-unix-sk --file-locks --ghost-limit --gpu-map --help
+		    --identity --live --lock-timeout --max-rounds --no-cache
+		    --parallel --pid --port --quiet --remote-path --resume
+		    --sign --stats --tcp-close --tcp-established --timeout
+		    --verbose --version'
+		longarg='--bwlimit --cache --cache-size --compress
+		    --ghost-limit --gpu-map --identity --lock-timeout --max-rounds --parallel --pid
 		    --port --remote-path --sign --timeout -o'
 		longopt=--stats
 		short='c=--compress h=--help i=--identity o=-o P=--port
@@ -77,7 +80,8 @@ _gck_opts()
 		# is not completed.
 		long='--allowed-signers --cache --cache-size --gpu-map --help
 		    --id --join --name --no-cache --outcome --restore --resume
-		    --streams --timeout --to-cache --verbose --version'
+		    --streams --tcp-close --timeout --to-cache --verbose
+		    --version'
 		longarg='--allowed-signers --cache --cache-size --gpu-map --id
 		    --join --name --outcome --streams --timeout'
 		short='h=--help V=--version v=--verbose'

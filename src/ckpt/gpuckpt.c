@@ -54,6 +54,7 @@ static const struct option longopts[] = {
 	{ "file-locks",		no_argument,		NULL,	'F' },
 	{ "format",		required_argument,	NULL,	'f' },
 	{ "full-every",		required_argument,	NULL,	'M' },
+	{ "ghost-limit",	required_argument,	NULL,	'G' },
 	{ "help",		no_argument,		NULL,	'h' },
 	{ "keep",		required_argument,	NULL,	'N' },
 	{ "kill",		no_argument,		NULL,	'k' },
@@ -96,8 +97,10 @@ static int	checkpoint_tree(const struct args *);
 static const char synopsis[] =
     "usage: gpuckpt [-hkqRsVv] [-c zstd[:LEVEL]|none] [--ext-unix-sk] "
     "[--file-locks]\n"
-    "               [--format 1|2] [--lock-timeout seconds] [-o file]\n"
-    "               [--parent image] [--sign key] [--stats[=text|json]]\n"
+    "               [--format 1|2] [--ghost-limit size] "
+    "[--lock-timeout seconds]\n"
+    "               [-o file] [--parent image] [--sign key] "
+    "[--stats[=text|json]]\n"
     "               [--tcp-established] [--threads n] -p pid\n"
     "       gpuckpt --series dir [--count n] [--every seconds] "
     "[--full-every n]\n"
@@ -144,6 +147,9 @@ static const char help[] =
     "      --ext-unix-sk        dump unix sockets connected outside the "
     "tree\n"
     "      --file-locks         dump the file locks the tree holds\n"
+    "      --ghost-limit=SIZE   a deleted file the tree holds open goes "
+    "into the\n"
+    "                           image up to SIZE, K, M, G or T (1M)\n"
     "      --tcp-established    dump established TCP connections\n"
     "\n"
     "Output:\n"
@@ -420,6 +426,9 @@ image_option(struct args *a, int ch, const char *arg)
 	case 'f':
 		o->format = (int)tool_number(arg, 1, GCK_FORMAT_VERSION,
 		    "image format");
+		break;
+	case 'G':
+		o->ghost_limit = tool_size(arg, "--ghost-limit");
 		break;
 	case 'j':
 		o->threads = (int)tool_number(arg, 1, 256, "thread count");

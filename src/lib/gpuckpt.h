@@ -453,6 +453,8 @@ struct gck_recv_opts {
 	uint64_t		 cache_size;	/* its limit; 0: the default */
 	const char		*allowed_signers;	/* restore: as
 						   gck_restore_opts' */
+	int			 tcp_close;	/* restore: as
+						   gck_restore_opts' */
 };
 struct gck_recv_result {
 	pid_t			 pid;		/* restored root */
@@ -491,6 +493,7 @@ struct gck_send_opts {
 	int		 level;		/* its image's zstd level */
 	unsigned int	 lock_ms;	/* its GPU lock timeout */
 	unsigned int	 criu_opts;	/* its GCK_CRIU_* options */
+	uint64_t	 ghost_limit;	/* as gck_ckpt_opts' */
 	const char	*tmpdir;
 
 	int		 infd;		/* or an image */
@@ -498,6 +501,8 @@ struct gck_send_opts {
 	const char	*path;		/* store it there; NULL: restore */
 	int		 resume;	/* skip what the remote holds of it */
 	const char	*gpu_map;	/* restore: as gpurestore's */
+	int		 tcp_close;	/* restore: its TCP connections
+					   closed there (gpurecv --tcp-close) */
 	const char	*cache;		/* restore: the remote's cache
 					   directory, "" for none; NULL:
 					   its default */

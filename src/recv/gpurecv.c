@@ -31,6 +31,7 @@ static const struct option longopts[] = {
 	{ "restore",	no_argument,		NULL,	'R' },
 	{ "resume",	no_argument,		NULL,	'z' },
 	{ "streams",	required_argument,	NULL,	'n' },
+	{ "tcp-close",	no_argument,		NULL,	'T' },
 	{ "timeout",	required_argument,	NULL,	't' },
 	{ "to-cache",	no_argument,		NULL,	'K' },
 	{ "version",	no_argument,		NULL,	'V' },
@@ -43,7 +44,7 @@ static const char synopsis[] =
     "[--cache dir | --no-cache]\n"
     "               [--cache-size size] [--gpu-map map] --id id "
     "[--streams n]\n"
-    "               [--timeout seconds]\n"
+    "               [--tcp-close] [--timeout seconds]\n"
     "       gpurecv [-hVv] [--name name] [--resume] --id id [--streams n] "
     "[--timeout seconds] path\n"
     "       gpurecv [-hVv] --to-cache [--cache dir] [--cache-size size] "
@@ -85,6 +86,8 @@ static const char help[] =
     "      --no-cache           with --restore: use no cache\n"
     "      --gpu-map=MAP        with --restore: put the GPU state on these "
     "GPUs\n"
+    "      --tcp-close          with --restore: restore the TCP "
+    "connections closed\n"
     TOOL_HELP_COMMON
     "\n"
     "Examples:\n"
@@ -152,6 +155,9 @@ main(int argc, char *argv[])
 			break;
 		case 'X':
 			o.cache = "";
+			break;
+		case 'T':
+			o.tcp_close = 1;
 			break;
 		case 'R':
 		case 'K':

@@ -32,6 +32,7 @@ static const struct option longopts[] = {
 	{ "quiet",	no_argument,		NULL,	'q' },
 	{ "resume",	no_argument,		NULL,	'U' },
 	{ "stats",	optional_argument,	NULL,	'Z' },
+	{ "tcp-close",	no_argument,		NULL,	'C' },
 	{ "threads",	required_argument,	NULL,	'j' },
 	{ "version",	no_argument,		NULL,	'V' },
 	{ "verbose",	no_argument,		NULL,	'v' },
@@ -70,7 +71,8 @@ static const char synopsis[] =
     "[--gpu-map src=dst[,...]]\n"
     "                  [--parent path] [--pidfile file] [--pidns] "
     "[--stats[=text|json]]\n"
-    "                  [--threads n] [--wait] [file | dir | -]\n"
+    "                  [--tcp-close] [--threads n] [--wait] "
+    "[file | dir | -]\n"
     "       gpurestore --resume [-v] [--gpu-map src=dst[,...]] -p pid\n";
 
 static const char help[] =
@@ -89,7 +91,10 @@ static const char help[] =
     "  -P, --pidfile=FILE       write the restored root's PID to FILE\n"
     "      --pidns              restore into a new PID namespace (only "
     "when a PID\n"
-    "                           of the image is taken)\n"
+"                           of the image is taken)\n"
+    "      --tcp-close          restore the TCP connections closed (their "
+    "programs\n"
+    "                           see them reset), not as they were\n"
     "      --threads=N          decompress on N threads, 1 to 256 (one a "
     "CPU)\n"
     "      --wait               stay until the root ends and exit as it "
@@ -201,6 +206,9 @@ parse_args(struct args *a, int argc, char *argv[])
 			tool_append(&a->parents, &o->nparents, optarg);
 			o->parents = a->parents;
 			break;
+		case 'C':
+			o->tcp_close = 1;
+			break;
 		case 'S':
 			o->allowed_signers = optarg;
 			break;
@@ -262,10 +270,10 @@ resume_tree(const struct args *a, int argc, const char *argv0)
 		    argv0);
 	if (a->pidfile != NULL || a->wait ||
 	    o->pidns != GCK_PIDNS_AUTO || o->threads != 0 ||
-	    o->nparents != 0 || a->stats) {
+	    o->nparents != 0 || a->stats || o->tcp_close) {
 		warnx("--resume takes -p pid, no image and no "
-		    "--parent, --pidfile, --pidns, --stats, --threads "
-		    "or --wait");
+		    "--parent, --pidfile, --pidns, --stats, --tcp-close, "
+		    "--threads or --wait");
 		usage(2);
 	}
 	tool_signals();

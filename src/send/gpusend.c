@@ -28,6 +28,7 @@ static const struct option longopts[] = {
 	{ "compress",		required_argument,	NULL,	'c' },
 	{ "ext-unix-sk",	no_argument,		NULL,	'E' },
 	{ "file-locks",		no_argument,		NULL,	'F' },
+	{ "ghost-limit",	required_argument,	NULL,	'G' },
 	{ "gpu-map",		required_argument,	NULL,	'g' },
 	{ "help",		no_argument,		NULL,	'h' },
 	{ "identity",		required_argument,	NULL,	'i' },
@@ -43,6 +44,7 @@ static const struct option longopts[] = {
 	{ "resume",		no_argument,		NULL,	'z' },
 	{ "sign",		required_argument,	NULL,	'K' },
 	{ "stats",		optional_argument,	NULL,	's' },
+	{ "tcp-close",		no_argument,		NULL,	'Y' },
 	{ "tcp-established",	no_argument,		NULL,	'T' },
 	{ "timeout",		required_argument,	NULL,	't' },
 	{ "version",		no_argument,		NULL,	'V' },
@@ -83,18 +85,18 @@ static const char synopsis[] =
     "usage: gpusend [-hqVv] [--accept-new] [-c zstd[:LEVEL]|none] "
     "[--cache dir | --no-cache]\n"
     "               [--cache-size size] [--ext-unix-sk] [--file-locks] "
-    "[--gpu-map map]\n"
-    "               [-i identity] [--live [--max-rounds n]] "
+    "[--ghost-limit size]\n"
+    "               [--gpu-map map] [-i identity] [--live [--max-rounds n]] "
     "[--bwlimit rate]\n"
     "               [--stats[=text|json]]\n"
     "               [--lock-timeout seconds] [-o option=value] [-P port]\n"
     "               [--parallel n] [--remote-path command] [--sign key]\n"
-    "               [--tcp-established] [--timeout seconds] "
+    "               [--tcp-close] [--tcp-established] [--timeout seconds] "
     "-p pid [user@]host\n"
     "       gpusend [-hqVv] [--accept-new] [--cache dir | --no-cache] "
     "[--cache-size size]\n"
     "               [--bwlimit rate] [--gpu-map map] [-i identity]\n"
-    "               [--stats[=text|json]]\n"
+    "               [--stats[=text|json]] [--tcp-close]\n"
     "               [-o option=value] [-P port] [--parallel n] "
     "[--remote-path command]\n"
     "               [--resume] [--timeout seconds] "
@@ -132,6 +134,9 @@ static const char help[] =
     "      --ext-unix-sk        criu: dump unix sockets connected "
     "outside the tree\n"
     "      --file-locks         criu: dump the file locks the tree holds\n"
+    "      --ghost-limit=SIZE   criu: a deleted file the tree holds open "
+    "goes into\n"
+    "                           the image up to SIZE, K, M, G or T (1M)\n"
     "      --tcp-established    criu: dump established TCP connections\n"
     "\n"
     "The restore there:\n"
@@ -144,6 +149,10 @@ static const char help[] =
     "                           of its file system)\n"
     "      --no-cache           use no cache there\n"
     "      --gpu-map=MAP        put the GPU state on these GPUs there\n"
+    "      --tcp-close          restore its TCP connections closed there "
+    "(their\n"
+    "                           programs see them reset), not as they "
+    "were\n"
     "\n"
     "A file:\n"
     "      --resume             continue an earlier store to host:path\n"
@@ -289,6 +298,9 @@ image_option(struct args *a, int ch, const char *arg)
 	case 'F':
 		o->criu_opts |= GCK_CRIU_FILE_LOCKS;
 		break;
+	case 'G':
+		o->ghost_limit = tool_size(arg, "--ghost-limit");
+		break;
 	case 'L':
 		if ((ms = tool_seconds(arg, "lock timeout", 3600)) == -1)
 			usage(2);
@@ -385,6 +397,9 @@ parse_args(struct args *a, int argc, char *argv[])
 			break;
 		case 'g':
 			o->gpu_map = optarg;
+			break;
+		case 'Y':
+			o->tcp_close = 1;
 			break;
 		case 'h':
 			usage(0);
@@ -497,6 +512,10 @@ check_file(struct args *a, int argc, char *argv[])
 	}
 	if (o->path != NULL && o->gpu_map != NULL) {
 		warnx("--gpu-map is for a restore, not host:path");
+		usage(2);
+	}
+	if (o->path != NULL && o->tcp_close) {
+		warnx("--tcp-close is for a restore, not host:path");
 		usage(2);
 	}
 	if (o->path != NULL && a->restore_opts) {

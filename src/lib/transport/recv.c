@@ -931,6 +931,7 @@ recv_restore(struct recv *rv, pid_t *rootp)
 	ro.infd = rfd;
 	ro.tmpdir = rv->o->tmpdir;
 	ro.gpu_map = rv->o->gpu_map;
+	ro.tcp_close = rv->o->tcp_close;
 	ro.allowed_signers = rv->o->allowed_signers;
 	/* What a restore that failed here left dying is waited for. */
 	ro.pid_wait_ms = 2000;

@@ -408,6 +408,8 @@ remote_cmd(struct send *s, int join)
 		if (o->gpu_map != NULL && !s->to_cache)
 			bad |= cmd_add(&cmd, "--gpu-map", 0) |
 			    cmd_add(&cmd, o->gpu_map, 1);
+		if (o->tcp_close && !s->to_cache)
+			bad |= cmd_add(&cmd, "--tcp-close", 0);
 		if (o->cache != NULL && *o->cache == '\0')
 			bad |= cmd_add(&cmd, "--no-cache", 0);
 		else if (o->cache != NULL)
@@ -1305,6 +1307,7 @@ send_live(struct send *s)
 	co.tmpdir = o->tmpdir;
 	co.lock_ms = o->lock_ms;
 	co.criu_opts = o->criu_opts;
+	co.ghost_limit = o->ghost_limit;
 	co.have = s->have;
 	co.memo = s->memo;
 	co.sign = o->sign;
