@@ -252,15 +252,19 @@ gck_serve_fill(struct gck_serve *s, struct gck_parents *self,
 	for (i = 0; i < gck_fill_nfiles(fill); i++) {
 		gck_fill_file(fill, i, &pmname, &pm, &pmlen, &pgname, &pg,
 		    &pglen);
-		if ((f = serve_kept(s, pmname)) == NULL ||
-		    serve_kept(s, pgname) != NULL || gck_grow(s->ctx, &s->kept,
-		    &s->capkept, s->nkept, sizeof *s->kept) != GCK_OK) {
+		/* Grown first, as f points into s->kept. */
+		f = NULL;
+		if ((r = gck_grow(s->ctx, &s->kept, &s->capkept, s->nkept,
+		    sizeof *s->kept)) == GCK_OK && ((f = serve_kept(s,
+		    pmname)) == NULL || serve_kept(s, pgname) != NULL))
+			r = gck_set_error(s->ctx, GCK_ECRIU, "cannot restore "
+			    "'%s' %s '%s'", pgname, f == NULL ? "without" :
+			    "as well as", pmname);
+		if (r != GCK_OK) {
 			free(pm);
 			free(pg);
 			gck_fill_free(fill);
-			return f == NULL ? gck_set_error(s->ctx, GCK_ECRIU,
-			    "cannot restore '%s' without '%s'", pgname,
-			    pmname) : s->ctx->code;
+			return r;
 		}
 		free(f->data);
 		f->data = pm;
