@@ -891,7 +891,10 @@ criu_ghost_said(const char *s, char *buf, size_t len)
  * says: with the GCK_CRIU_* options d->opts, leaving it stopped (or
  * with d->leave_running, running, which also has criu let go of the TCP
  * connections it dumped).  The TCP connections it dumps are locked with
- * nftables where criu can, else with criu's default (iptables).
+ * nftables where criu can, else with criu's default (iptables).  criu
+ * may link a file the tree holds open whose name is gone back into its
+ * directory (--link-remap): the caller makes the file one a restore
+ * finds anywhere, and removes the link (linkremap.c).
  * A tree in another PID namespace, ns (NULL: ours), is dumped by a criu
  * that runs there, in the tree's mount namespace, as if that namespace
  * were the host's: what the image records of it is as the namespace
@@ -918,7 +921,7 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const struct gck_nsview *ns,
 	cmd = (struct gck_criu_cmd){ .imgdir = imgdir,
 	    .pid = gck_nsview_local(ns, pid), .shell_job = d->shell_job,
 	    .opts = d->opts, .leave_running = d->leave_running, .stream = 1,
-	    .action = hook, .ghost_limit = d->ghost_limit };
+	    .action = hook, .link_remap = 1, .ghost_limit = d->ghost_limit };
 	if (cmd.pid <= 0)
 		return gck_set_error(ctx, GCK_ENOPROC, "cannot checkpoint pid "
 		    "%d: no such process", (int)pid);

@@ -201,6 +201,38 @@ gck_capture_replace(struct gck_capture *c, const char *name, char *data,
 	return GCK_OK;
 }
 
+/*
+ * Adds file name, of data (len bytes, malloc'ed: the capture owns it
+ * from now on, even on failure), to what criu wrote: a CRIU image file
+ * of the dump's own, kept in memory.  Returns GCK_OK or a code.
+ */
+int
+gck_capture_add_file(struct gck_capture *c, const char *name, char *data,
+    size_t len)
+{
+	struct gck_sfile	*f;
+
+	if (strlen(name) >= GCK_SNAME || gck_capture_find(c, name) != NULL ||
+	    !gck_criu_name_ok(name)) {
+		free(data);
+		return gck_set_error(c->ctx, GCK_EINVAL, "cannot add '%.200s' "
+		    "to the dump", name);
+	}
+	if (gck_grow(c->ctx, &c->files, &c->cap, c->nfiles,
+	    sizeof *c->files) != GCK_OK) {
+		free(data);
+		return c->ctx->code;
+	}
+	f = &c->files[c->nfiles++];
+	memset(f, 0, sizeof *f);
+	memcpy(f->name, name, strlen(name) + 1);
+	f->fd = -1;
+	f->data = data;
+	f->len = f->cap = f->size = len;
+	c->kept += len;
+	return GCK_OK;
+}
+
 /* The part size the samples of the pages files were taken by. */
 size_t
 gck_capture_part_size(const struct gck_capture *c)

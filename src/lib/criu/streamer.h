@@ -48,6 +48,8 @@ const struct gck_sfile *gck_capture_find(const struct gck_capture *,
 	    const char *);
 int	gck_capture_replace(struct gck_capture *, const char *, char *,
 	    size_t);
+int	gck_capture_add_file(struct gck_capture *, const char *, char *,
+	    size_t);
 size_t	gck_capture_part_size(const struct gck_capture *);
 int	gck_capture_set_pages(struct gck_capture *, const char *, uint64_t);
 void	gck_capture_free(struct gck_capture *);

@@ -33,6 +33,7 @@
 #include "criu/criu.h"
 #include "criu/pagemap.h"
 #include "criu/streamer.h"
+#include "criu/linkremap.h"
 #include "criu/ttynull.h"
 #include "criu/zeroscan.h"
 #include "gpu/cuda.h"
@@ -709,15 +710,13 @@ write_image(void *arg)
 	char				*manifest = NULL;
 	json_t				*parent = NULL;
 	uint64_t			 dropped;
-	size_t				 i, n;
+	size_t				 i, n, nghosts, nnamed;
 	int				 r;
 
-	n = gck_capture_nfiles(w->cap);
 	if ((r = gck_ptree_scan(ctx, w->o->pid, &t)) != GCK_OK ||
 	    (r = gck_nsview_learn(ctx, w->ns, t)) != GCK_OK)
 		goto out;
-	if ((w->procs = calloc(t->n, sizeof *w->procs)) == NULL ||
-	    (files = calloc(n + 1, sizeof *files)) == NULL) {
+	if ((w->procs = calloc(t->n, sizeof *w->procs)) == NULL) {
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -733,10 +732,24 @@ write_image(void *arg)
 	if (w->nttys > 0)
 		gck_log(ctx, 1, "image: %zu terminal file%s made /dev/null",
 		    w->nttys, w->nttys == 1 ? "" : "s");
+	/* Files criu linked back into their directories travel in it. */
+	if ((r = gck_link_remaps(ctx, w->cap, w->o->pid, w->ns != NULL,
+	    w->o->ghost_limit > 0 ? w->o->ghost_limit : GCK_GHOST_LIMIT,
+	    &nghosts, &nnamed)) != GCK_OK)
+		goto out;
+	if (nghosts + nnamed > 0)
+		gck_log(ctx, 1, "image: of the files criu linked back, %zu "
+		    "travel in it, %zu are opened by another name", nghosts,
+		    nnamed);
 	/* The manifest lists the pages files as they are left. */
 	if ((r = gck_zero_scan(ctx, w->cap, w->ns, &dropped)) != GCK_OK)
 		goto out;
 	w->dropped = dropped;
+	n = gck_capture_nfiles(w->cap);
+	if ((files = calloc(n + 1, sizeof *files)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
 	for (i = 0; i < n; i++) {
 		files[i].name = gck_capture_file(w->cap, i)->name;
 		files[i].size = gck_capture_file(w->cap, i)->size;
