@@ -416,6 +416,7 @@ uint64_t	 gck_manifest_start(const struct gck_manifest *, size_t);
 int		 gck_manifest_shell_job(const struct gck_manifest *);
 /* The GCK_CRIU_* options the image was dumped with. */
 unsigned int	 gck_manifest_criu_opts(const struct gck_manifest *);
+const char	*gck_manifest_criu_version(const struct gck_manifest *);
 size_t		 gck_manifest_cuda_nprocs(const struct gck_manifest *);
 void		 gck_manifest_free(struct gck_manifest *);
 

@@ -810,6 +810,51 @@ gck_criu_version(struct gck_ctx *ctx, char *buf, size_t len)
 }
 
 /*
+ * Compares criu versions a and b ("4.2.1") by their major and minor
+ * numbers: less than, equal to or greater than 0 as a is older, the
+ * same or newer.  A version that does not read so is older than any.
+ */
+int
+gck_criu_version_cmp(const char *a, const char *b)
+{
+	unsigned int	x[2] = { 0, 0 }, y[2] = { 0, 0 };
+	int		na, nb;
+
+	na = a != NULL ? sscanf(a, "%u.%u", &x[0], &x[1]) : 0;
+	nb = b != NULL ? sscanf(b, "%u.%u", &y[0], &y[1]) : 0;
+	if (na < 1 || nb < 1)
+		return (na >= 1) - (nb >= 1);
+	if (x[0] != y[0])
+		return x[0] < y[0] ? -1 : 1;
+	return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+/*
+ * Checks that the criu here reads what criu dumped, of version dumped
+ * (NULL: not recorded): criu reads the images of its own version and
+ * older ones, and CRIU 4.2 writes its pagemaps in a way older criu
+ * reads as empty.  Puts the version here in have.  Returns GCK_OK, or
+ * GCK_EVERSION saying which criu is needed, or a code.
+ */
+int
+gck_criu_can_read(struct gck_ctx *ctx, const char *dumped, char *have,
+    size_t len)
+{
+	unsigned int	v[2] = { 0, 0 };
+	int		r;
+
+	if ((r = gck_criu_version(ctx, have, len)) != GCK_OK)
+		return r;
+	if (dumped == NULL || gck_criu_version_cmp(have, dumped) >= 0)
+		return GCK_OK;
+	(void)sscanf(dumped, "%u.%u", &v[0], &v[1]);
+	return gck_set_error(ctx, GCK_EVERSION, "the image was dumped by "
+	    "criu %.32s, which this host's criu %.32s cannot restore (criu "
+	    "reads the images of its own version and older): install CRIU "
+	    "%u.%u or newer", dumped, have, v[0], v[1]);
+}
+
+/*
  * Opens the PID and mount namespaces of process pid into nsfd[0] and
  * nsfd[1].  Returns GCK_OK or a code, with nothing left open.
  */

@@ -1092,6 +1092,14 @@ gck_manifest_criu_opts(const struct gck_manifest *m)
 	return m->criu_opts;
 }
 
+/* The version of criu that dumped the image ("4.2.1"), or NULL. */
+const char *
+gck_manifest_criu_version(const struct gck_manifest *m)
+{
+	return json_string_value(json_object_get(json_object_get(m->root,
+	    "criu"), "version"));
+}
+
 const struct gck_mcuda *
 gck_manifest_cuda(const struct gck_manifest *m)
 {

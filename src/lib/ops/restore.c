@@ -688,7 +688,7 @@ static int
 rst_prepare(struct rst *st)
 {
 	struct gck_ctx	*ctx = st->ctx;
-	char		*trailer = NULL;
+	char		*trailer = NULL, criuver[64];
 	size_t		 i, tlen = 0;
 	int		 r;
 
@@ -726,7 +726,9 @@ rst_prepare(struct rst *st)
 		return r;
 	gck_reader_set_threads(st->rd, st->o->threads);
 	gck_reader_keep_raw(st->rd);
-	if ((r = gck_reader_head(st->rd, &st->m)) != GCK_OK)
+	if ((r = gck_reader_head(st->rd, &st->m)) != GCK_OK ||
+	    (r = gck_criu_can_read(ctx, gck_manifest_criu_version(st->m),
+	    criuver, sizeof criuver)) != GCK_OK)
 		return r;
 	if (gck_manifest_chunks_only(st->m))
 		return gck_set_error(ctx, GCK_EFORMAT, "the image holds only "
