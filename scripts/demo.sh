@@ -7,7 +7,7 @@
 # `gpuckpt -p PID | gpurestore', and shows that the restored process has
 # the same PID and goes on counting from where it was stopped.
 #
-# Needs root, CRIU >= 4.1 and a built tree (./configure && make): the
+# Needs root, CRIU >= 4.2 and a built tree (./configure && make): the
 # binaries are taken from src/ (or from $GCK_BINDIR).  Builds nothing.
 #
 set -eu

@@ -729,8 +729,8 @@ pair_perturb(void)
 /*
  * A listening socket bound to DIR/listen.sock at fd 46 with a client
  * (fd 47) that connected, not yet accepted.  In the case unix-inflight
- * the client has also sent data on that connection: CRIU 4.1 refuses
- * to dump it ("Non-empty write queue on an in-flight socket"), see
+ * the client has also sent data on that connection: CRIU (4.1 and 4.2
+ * alike) refuses to dump it ("Non-empty write queue on an in-flight socket"), see
  * t-state-fds.sh.
  */
 static int			lsk, csk, lsk_data;
@@ -969,7 +969,7 @@ eventfd_check(void)
 
 /*
  * An eventfd in semaphore mode (EFD_SEMAPHORE) at fd 55 with its
- * counter at 3: each read takes 1.  CRIU 4.1 does not keep the mode
+ * counter at 3: each read takes 1.  CRIU 4.2 does not keep the mode
  * (its image holds the counter and the status flags, not the eventfd's
  * own flags), so this case is expected to fail with
  * "not a semaphore" until CRIU does; see t-state-fds.sh.

@@ -115,7 +115,7 @@ for line in $cases; do
 	IFS=$ifs
 	case=${line%%	*}
 	pattern=$(echo "$line" | sed 's/^[^	]*	*//')
-	# What CRIU 4.1.1 loses, whatever runs it, skips where plain criu
+	# What CRIU 4.2.1 loses, whatever runs it, skips where plain criu
 	# loses it too: personality(2) flags (it reads the hexadecimal
 	# /proc/PID/personality as a decimal number), and a periodic timerfd
 	# whose expiration is unread (it restores the it_value of 0 that

@@ -13,7 +13,7 @@
  * memory without ever mapping the page.
  *
  * The rule, which keeps the restored memory exactly what it was (as
- * CRIU 4.1's criu/mem.c restores it):
+ * criu/mem.c of CRIU 4.1 and 4.2 restores it):
  * - Only pages of a mapping that mm-PID.img records as private
  *   anonymous memory: its status VMA_AREA_REGULAR and VMA_ANON_PRIVATE,
  *   and nothing else but VMA_AREA_STACK or VMA_AREA_HEAP (no AIO ring,
