@@ -168,6 +168,36 @@ exec "$CRIU" "\$@"
 EOF
 chmod +x recordcriu
 
+# closed DIR PEERDIR PID: the connection of the tcp workload of DIR was
+# restored closed: told to go on, its process (PID, as we see it) finds
+# it shut (its send fails, SIGPIPE ends it) and its peer gets nothing.
+closed() {
+	touch "$TRASH/$1/go" &&
+	wait_gone $3 &&
+	! grep "^after " "$TRASH/$2/received" &&
+	! grep "^ok " "$TRASH/$1/result" 2>/dev/null
+}
+
+test_expect_success 'an established TCP connection: gpurestore --tcp-close restores it closed' '
+	start_co tpeer2 tcp-peer - &&
+	wait_for_line tpeer2/port . 10 &&
+	start_co tcp2 tcp $(cat tpeer2/port) &&
+	wait_for_line tpeer2/received "^before $P\$" 10 &&
+	"$GCKPT" --tcp-established -p $P -o tcp2.gck 2>err &&
+	test_must_be_empty err &&
+	wait_gone $P &&
+	: >criu.argv &&
+	GCK_CRIU=$TRASH/recordcriu "$GCKRESTORE" --tcp-close tcp2.gck >out 2>err &&
+	test_must_be_empty err &&
+	echo $P >expect &&
+	test_cmp expect out &&
+	grep "^restore " criu.argv >restore.argv &&
+	test_grep " --tcp-close" restore.argv &&
+	! grep -e "--tcp-established" restore.argv &&
+	restored $P $START &&
+	closed tcp2 tpeer2 $P
+'
+
 test_expect_success 'the options reach criu dump and criu restore, through the image' '
 	start_workload w &&
 	: >criu.argv &&
@@ -267,6 +297,27 @@ test_expect_success 'gpusend --file-locks -p moves the tree, its lock held there
 	go slock flock &&
 	test_status 0 there_trylock &&
 	touch slock/exit
+'
+
+test_expect_success 'gpusend --tcp-established --tcp-close: the connection is closed there' '
+	start_co tpeer3 tcp-peer - &&
+	wait_for_line tpeer3/port . 10 &&
+	start_co tcp3 tcp $(cat tpeer3/port) &&
+	wait_for_line tpeer3/received "^before $P\$" 10 &&
+	gsend --tcp-established --tcp-close -p $P root@127.0.0.1 >out 2>err &&
+	test_must_be_empty err &&
+	echo $P >expect &&
+	test_cmp expect out &&
+	wait_gone $P &&
+	THERE=$(ns_pid $P) &&
+	test -n "$THERE" &&
+	closed tcp3 tpeer3 $THERE
+'
+
+test_expect_success 'gpusend --tcp-close of a file to store: refused, for it is a restore option' '
+	test_status 2 gsend --tcp-close tcp2.gck root@127.0.0.1:stored.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_grep "^gpusend: --tcp-close is for a restore, not host:path\$" err
 '
 
 test_done
