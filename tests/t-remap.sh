@@ -85,8 +85,16 @@ test_expect_success 'a snapshot (-R) of it, the tree killed, restored from the s
 	kill_tree $P &&
 	rm -f spawn2/result &&
 	"$GCKRESTORE" snap.gck >out 2>err &&
-	test_must_be_empty err &&
-	restored $P $START &&
+	cat >&2 err &&
+	test_grep "^[0-9][0-9]*\$" out &&
+	# Its PIDs are free, unless the kernel gave one to a thread of
+	# gpurestore meanwhile: then it goes into a PID namespace.
+	if test -s err; then
+		test_line_count err 1 &&
+		test_grep "restoring the tree in a PID namespace of its own" err
+	else
+		restored $P $START
+	fi &&
 	result spawn2 "^ok 2700\$" &&
 	no_links spawn2
 '
