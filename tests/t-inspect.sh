@@ -651,10 +651,10 @@ test_expect_success 'the summary counts them; --files and --sockets list them' '
 	assert any(f[1] == "mem" and f[6].endswith("/libc.so.6") and
 	    f[5] == "same size" for f in files), files
 	socks = [l.split() for l in rows("sockets.out", "PID +FD +FAMILY ")]
-	for want in ([p, str(listen), "unix", "stream", "listening", "-",
-	    d + "/sock"], [p, str(a), "unix", "stream", "connected",
+	for want in ([p, str(listen), "unix", "stream", "-", "listening", "-",
+	    d + "/sock"], [p, str(a), "unix", "stream", "-", "connected",
 	    "%d:%d" % (pid, b), "(unnamed)"], [str(child), str(b), "unix",
-	    "stream", "connected", "%d:%d" % (child, a), "(unnamed)"]):
+	    "stream", "-", "connected", "%d:%d" % (child, a), "(unnamed)"]):
 	    assert want in socks, (want, socks)
 	pipes = [l.split() for l in rows("sockets.out", "PIPE +ENDS")]
 	assert [x[1:] for x in pipes] == [["%d:%d" % (pid, pw), "(w)",
@@ -752,6 +752,102 @@ test_expect_success '--check: a PID taken by another process is a note' '
 	# (another test running beside this one may hold the child'\''s PID)
 	grep -v "^note: pid $FCHILD of the image is in use on this host " out >mine &&
 	test_cmp expect mine
+'
+
+# TCP and UDP sockets: tests/inettree.py sets them up in $IN.
+IN=$TRASH/inet
+
+# inet_start [ADDR]: starts inettree.py in a session of its own; sets
+# I_pid and the descriptors' numbers and ports (I_listen, I_lport, ...)
+# from its ready file.
+inet_start() {
+	rm -rf "$IN" && mkdir -p "$IN" &&
+	(cd / && setsid python3 "$GCK_SRCDIR/inettree.py" "$IN" ${1:+"$1"} \
+	    </dev/null >/dev/null 2>&1 &) &&
+	wait_for_line "$IN/ready" "^pid=" 60 &&
+	eval "$(sed 's/\([a-z0-9]*\)=/I_\1=/g' "$IN/ready")" &&
+	started="$started $I_pid"
+}
+
+test_expect_success 'an image of a tree with TCP and UDP sockets open' '
+	inet_start &&
+	test_status 0 "$GCKPT" -R --tcp-established -p $I_pid \
+	    -o inet-running.gck &&
+	proc_running $I_pid &&
+	test_status 0 "$GCKINSPECT" --json inet-running.gck >inet.doc &&
+	test_status 0 "$GCKINSPECT" --sockets inet-running.gck >inet.out
+'
+
+test_expect_success 'the JSON document gives each inet socket as it was set up' '
+	python3 - "$IN/ready" <<-\EOF
+	import json, sys
+	r = dict(w.split("=") for w in open(sys.argv[1]).read().split())
+	r = {k: int(v) for k, v in r.items()}
+	pid = r["pid"]
+	x = json.load(open("inet.doc"))["descriptors"]
+	p = [p for p in x["processes"] if p["pid"] == pid][0]
+	fds = {f["fd"]: f for f in p["fds"]}
+	keys = ("type", "family", "socket_type", "protocol", "state",
+	    "address", "peer_address", "peer")
+	def has(fd, *want):
+	    got = tuple(fds[fd].get(k, "absent") for k in keys)
+	    assert got == want, (fd, got, want)
+	lo = "127.0.0.1:%d"
+	has(r["listen"], "inet", "inet", "stream", "tcp", "listening",
+	    lo % r["lport"], None, None)
+	has(r["client"], "inet", "inet", "stream", "tcp", "established",
+	    lo % r["cport"], lo % r["lport"], "%d:%d" % (pid, r["server"]))
+	has(r["server"], "inet", "inet", "stream", "tcp", "established",
+	    lo % r["lport"], lo % r["cport"], "%d:%d" % (pid, r["client"]))
+	has(r["udp"], "inet", "inet", "dgram", "udp", "unconnected",
+	    lo % r["uport"], None, None)
+	has(r["unbound"], "inet", "inet", "dgram", "udp", "unconnected",
+	    None, None, None)
+	n = 5
+	if r["l6port"]:
+	    has(r["listen6"], "inet", "inet6", "stream", "tcp", "listening",
+	        "[::1]:%d" % r["l6port"], None, None)
+	    n += 1
+	# stdin, stdout and stderr on /dev/null; nothing else is open
+	assert sorted(fds) == [0, 1, 2] + sorted(f for f in fds if f > 2) and \
+	    len(fds) == 3 + n, sorted(fds)
+	assert x["totals"]["sockets"] == n and x["totals"]["files"] == 3, \
+	    x["totals"]
+	EOF
+'
+
+test_expect_success 'the summary counts them; --sockets lists them' '
+	n=5 && test "$I_l6port" = 0 || n=6 &&
+	test_grep "^open        3 files, $n sockets, 0 pipes; " inet.out &&
+	python3 - "$IN/ready" <<-\EOF
+	import re, sys
+	r = dict(w.split("=") for w in open(sys.argv[1]).read().split())
+	pid = r["pid"]
+	out = open("inet.out").read().splitlines()
+	i = [n for n, l in enumerate(out) if re.match("PID +FD +FAMILY +TYPE "
+	    "+PROTO +STATE +PEER +ADDRESS$", l)]
+	assert len(i) == 1, out
+	socks = []
+	for l in out[i[0] + 1:]:
+	    if not l.strip():
+	        break
+	    socks.append(l.split())
+	lo = "127.0.0.1:"
+	want = [[pid, r["listen"], "inet", "stream", "tcp", "listening", "-",
+	    lo + r["lport"]],
+	    [pid, r["client"], "inet", "stream", "tcp", "established",
+	    pid + ":" + r["server"], lo + r["cport"], "->", lo + r["lport"]],
+	    [pid, r["server"], "inet", "stream", "tcp", "established",
+	    pid + ":" + r["client"], lo + r["lport"], "->", lo + r["cport"]],
+	    [pid, r["udp"], "inet", "dgram", "udp", "unconnected", "-",
+	    lo + r["uport"]],
+	    [pid, r["unbound"], "inet", "dgram", "udp", "unconnected", "-",
+	    "(unbound)"]]
+	if r["l6port"] != "0":
+	    want.append([pid, r["listen6"], "inet6", "stream", "tcp",
+	        "listening", "-", "[::1]:" + r["l6port"]])
+	assert socks == want, (socks, want)
+	EOF
 '
 
 # The GPUs: an image of a CUDA process, made and checked against the

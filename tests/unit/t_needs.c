@@ -5,6 +5,7 @@
  * socket whose peer is outside the tree, a listening socket whose
  * directory is gone, files there, gone and resized; and an image made
  * before the environment was recorded, or with no CRIU files at all.
+ * Then TCP and UDP sockets: listed, with records that lie.
  */
 #include "config.h"
 
@@ -12,6 +13,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <fcntl.h>
 #include <limits.h>
@@ -44,6 +48,28 @@
 
 #define PID		1		/* in use here: a note */
 #define MAXFILE		8
+#define NETNS		5		/* CRIU's id of criu's netns */
+#define HUGE_WORDS	200000
+
+/* How an inet socket of the tests is in files.img. */
+enum isk_entry {
+	ISK_RECORD,			/* a file_entry with the record */
+	ISK_NORECORD,			/* one of type inet without it */
+	ISK_NONE			/* none: fdinfo names a missing id */
+};
+
+/* An inet socket of the tests, on descriptor fd of process PID. */
+struct isk {
+	uint32_t	 fd;
+	uint32_t	 family, type, proto, state;
+	const char	*src;		/* an address of family, or NULL */
+	uint32_t	 sport;
+	const char	*dst;
+	uint32_t	 dport;
+	size_t		 nsrc;		/* its words: 0 as family has them */
+	enum isk_entry	 entry;
+	uint32_t	 ns_id;		/* 0: not recorded */
+};
 
 struct buf {
 	char		*p;
@@ -69,6 +95,8 @@ static void	 add_reg(struct buf *, uint32_t, const char *, uint64_t,
 static void	 add_usk(struct buf *, uint32_t, uint32_t, const char *,
 		    size_t, uint32_t, uint32_t, uint32_t);
 static void	 criu_files(const struct unit *, struct files *);
+static void	 add_isk(struct buf *, uint32_t, const struct isk *);
+static void	 inet_files(struct files *, const struct isk *, size_t);
 static int	 write_image(struct gck_ctx *, const struct files *);
 static void	 files_free(struct files *);
 static json_t	*fd_of(json_t *, int);
@@ -76,6 +104,7 @@ static json_t	*show(struct gck_ctx *, int, unsigned int);
 static void	 test_descriptors(void **);
 static void	 test_check(void **);
 static void	 test_manifest_only(void **);
+static void	 test_inet_descriptors(void **);
 
 static void
 buf_put(struct buf *b, const void *p, size_t len)
@@ -451,6 +480,216 @@ test_manifest_only(void **state)
 	free(text);
 }
 
+/*
+ * Inet socket k of files.img, its id id: src and dst packed as CRIU packs
+ * them (the address's bytes in 32-bit words), k->nsrc words of src.
+ */
+static void
+add_isk(struct buf *b, uint32_t id, const struct isk *k)
+{
+	FileEntry	 fe = FILE_ENTRY__INIT;
+	InetSkEntry	 ie = INET_SK_ENTRY__INIT;
+	uint32_t	*src, dst[4];
+	size_t		 n;
+
+	n = k->nsrc != 0 ? k->nsrc : k->family == AF_INET6 ? 4 : 1;
+	assert_non_null(src = calloc(n < 4 ? 4 : n, sizeof *src));
+	memset(dst, 0, sizeof dst);
+	if (k->src != NULL)
+		assert_int_equal(inet_pton(strchr(k->src, ':') != NULL ?
+		    AF_INET6 : AF_INET, k->src, src), 1);
+	if (k->dst != NULL)
+		assert_int_equal(inet_pton(strchr(k->dst, ':') != NULL ?
+		    AF_INET6 : AF_INET, k->dst, dst), 1);
+	fe.has_type = fe.has_id = 1;
+	fe.type = 4;
+	fe.id = id;
+	ie.has_id = ie.has_ino = ie.has_family = ie.has_type = 1;
+	ie.has_proto = ie.has_state = ie.has_src_port = ie.has_dst_port = 1;
+	ie.id = id;
+	ie.ino = 5000 + id;
+	ie.family = k->family;
+	ie.type = k->type;
+	ie.proto = k->proto;
+	ie.state = k->state;
+	ie.src_port = k->sport;
+	ie.dst_port = k->dport;
+	ie.n_src_addr = n;
+	ie.src_addr = src;
+	ie.n_dst_addr = k->family == AF_INET6 ? 4 : 1;
+	ie.dst_addr = dst;
+	ie.has_ns_id = k->ns_id != 0;
+	ie.ns_id = k->ns_id;
+	if (k->entry == ISK_RECORD)
+		fe.isk = &ie;
+	buf_record(b, &fe.base);
+	free(src);
+}
+
+/*
+ * The CRIU files of process PID, in criu's network namespace, with the
+ * inet sockets k[0..n-1] open, each on its fd.
+ */
+static void
+inet_files(struct files *fs, const struct isk *k, size_t n)
+{
+	PstreeEntry		 pe = PSTREE_ENTRY__INIT;
+	TaskKobjIdsEntry	 ids = TASK_KOBJ_IDS_ENTRY__INIT;
+	TaskKobjIdsEntry	 root = TASK_KOBJ_IDS_ENTRY__INIT;
+	InventoryEntry		 ie = INVENTORY_ENTRY__INIT;
+	struct buf		*b;
+	size_t			 i;
+
+	memset(fs, 0, sizeof *fs);
+	root.has_mnt_ns_id = ids.has_mnt_ns_id = ids.has_files_id = 1;
+	root.has_net_ns_id = ids.has_net_ns_id = 1;
+	root.mnt_ns_id = ids.mnt_ns_id = 2;
+	root.net_ns_id = ids.net_ns_id = NETNS;
+	ids.files_id = 9;
+	ie.root_ids = &root;
+	buf_record(img_new(fs, "inventory.img", INVENTORY_MAGIC), &ie.base);
+	b = img_new(fs, "files.img", FILES_MAGIC);
+	for (i = 0; i < n; i++)
+		if (k[i].entry != ISK_NONE)
+			add_isk(b, 100 + (uint32_t)i, &k[i]);
+	b = img_new(fs, "fdinfo-9.img", FDINFO_MAGIC);
+	for (i = 0; i < n; i++)
+		add_fd(b, k[i].fd, 4, 100 + (uint32_t)i);
+	buf_record(img_new(fs, "ids-1.img", IDS_MAGIC), &ids.base);
+	pe.has_pid = 1;
+	pe.pid = PID;
+	buf_record(img_new(fs, "pstree.img", PSTREE_MAGIC), &pe.base);
+}
+
+/* The descriptor fd of the first process of doc, its members' strings. */
+#define assert_members(doc, fd, fam, ty, pr, st, ad, pa, pe) do {	\
+	json_t		*f_ = fd_of((doc), (fd));			\
+	const char	*w_[7] = { (fam), (ty), (pr), (st), (ad), (pa),	\
+			    (pe) };					\
+	const char	*k_[7] = { "family", "socket_type", "protocol",	\
+			    "state", "address", "peer_address", "peer" }; \
+	int		 i_;						\
+									\
+	assert_string_equal(json_string_value(json_object_get(f_,	\
+	    "type")), "inet");						\
+	for (i_ = 0; i_ < 7; i_++) {					\
+		if (w_[i_] == NULL) {					\
+			if (!json_is_null(json_object_get(f_, k_[i_])))	\
+				fail_msg("fd %d: %s is not null", (fd),	\
+				    k_[i_]);				\
+		} else if (json_string_value(json_object_get(f_,	\
+		    k_[i_])) == NULL || strcmp(json_string_value(	\
+		    json_object_get(f_, k_[i_])), w_[i_]) != 0)		\
+			fail_msg("fd %d: %s is %s, not %s", (fd),	\
+			    k_[i_], json_string_value(json_object_get(f_, \
+			    k_[i_])), w_[i_]);				\
+	}								\
+} while (0)
+
+/*
+ * Sockets as gpuinspect lists them: TCP listening, a connection both
+ * ends of which the process has, over IPv4 and between an IPv6 socket
+ * (an IPv4 address mapped) and an IPv4 one, one to outside the tree,
+ * UDP unbound and connected, IPv6 listening; then records that lie,
+ * shown as unknown: an unknown family, type, protocol or state, an
+ * address of the wrong length for its family or of a huge number of
+ * words, a port above 65535, a file_entry of type inet without its
+ * record, a descriptor that names a socket files.img lacks.
+ */
+static void
+test_inet_descriptors(void **state)
+{
+	static const struct isk	k[] = {
+		{ 3, AF_INET, SOCK_STREAM, IPPROTO_TCP, 10, "127.0.0.1",
+		    40001, "0.0.0.0", 0, 0, ISK_RECORD, 0 },
+		{ 4, AF_INET, SOCK_STREAM, IPPROTO_TCP, 1, "127.0.0.1",
+		    40002, "127.0.0.1", 40001, 0, ISK_RECORD, 0 },
+		{ 5, AF_INET, SOCK_STREAM, IPPROTO_TCP, 1, "127.0.0.1",
+		    40001, "127.0.0.1", 40002, 0, ISK_RECORD, 0 },
+		{ 6, AF_INET, SOCK_DGRAM, IPPROTO_UDP, 7, "0.0.0.0", 0,
+		    "0.0.0.0", 0, 0, ISK_RECORD, 0 },
+		{ 7, AF_INET6, SOCK_STREAM, IPPROTO_TCP, 10, "::1", 40003,
+		    "::", 0, 0, ISK_RECORD, 0 },
+		{ 8, AF_INET6, SOCK_STREAM, IPPROTO_TCP, 8, "::ffff:127.0.0.1",
+		    40004, "::ffff:127.0.0.1", 40005, 0, ISK_RECORD, 0 },
+		{ 9, AF_INET, SOCK_STREAM, IPPROTO_TCP, 1, "127.0.0.1", 40005,
+		    "127.0.0.1", 40004, 0, ISK_RECORD, 0 },
+		{ 10, AF_INET, SOCK_STREAM, IPPROTO_TCP, 1, "10.1.2.3", 40006,
+		    "10.9.9.9", 80, 0, ISK_RECORD, 0 },
+		{ 11, AF_INET, SOCK_DGRAM, IPPROTO_UDP, 1, "127.0.0.1", 40007,
+		    "127.0.0.1", 53, 0, ISK_RECORD, 0 },
+		{ 20, 99, SOCK_STREAM, IPPROTO_TCP, 10, "127.0.0.1", 40008,
+		    NULL, 0, 0, ISK_RECORD, 0 },
+		{ 21, AF_INET6, SOCK_STREAM, IPPROTO_TCP, 10, "127.0.0.1",
+		    40009, NULL, 0, 1, ISK_RECORD, 0 },
+		{ 22, AF_INET, SOCK_STREAM, IPPROTO_TCP, 10, "127.0.0.1",
+		    70000, NULL, 0, 0, ISK_RECORD, 0 },
+		{ 23, AF_INET, 99, IPPROTO_TCP, 10, "127.0.0.1", 40010, NULL,
+		    0, 0, ISK_RECORD, 0 },
+		{ 24, AF_INET, SOCK_STREAM, IPPROTO_TCP, 99, "127.0.0.1",
+		    40011, NULL, 0, 0, ISK_RECORD, 0 },
+		{ 25, AF_INET, SOCK_STREAM, IPPROTO_TCP, 10, "127.0.0.1",
+		    40012, NULL, 0, HUGE_WORDS, ISK_RECORD, 0 },
+		{ 26, AF_INET, SOCK_STREAM, IPPROTO_TCP, 10, "127.0.0.1",
+		    40013, NULL, 0, 0, ISK_NORECORD, 0 },
+		{ 27, AF_INET, SOCK_STREAM, IPPROTO_TCP, 10, "127.0.0.1",
+		    40014, NULL, 0, 0, ISK_NONE, 0 },
+		{ 28, AF_INET, SOCK_STREAM, 99, 10, "127.0.0.1", 40015, NULL,
+		    0, 0, ISK_RECORD, 0 },
+	};
+	struct unit	*u = *state;
+	struct files	 fs;
+	json_t		*doc, *t;
+	int		 fd;
+
+	inet_files(&fs, k, sizeof k / sizeof k[0]);
+	fd = write_image(u->ctx, &fs);
+	files_free(&fs);
+	doc = show(u->ctx, fd, 0);
+	close(fd);
+	assert_members(doc, 3, "inet", "stream", "tcp", "listening",
+	    "127.0.0.1:40001", NULL, NULL);
+	assert_members(doc, 4, "inet", "stream", "tcp", "established",
+	    "127.0.0.1:40002", "127.0.0.1:40001", "1:5");
+	assert_members(doc, 5, "inet", "stream", "tcp", "established",
+	    "127.0.0.1:40001", "127.0.0.1:40002", "1:4");
+	assert_members(doc, 6, "inet", "dgram", "udp", "unconnected", NULL,
+	    NULL, NULL);
+	assert_members(doc, 7, "inet6", "stream", "tcp", "listening",
+	    "[::1]:40003", NULL, NULL);
+	assert_members(doc, 8, "inet6", "stream", "tcp", "close-wait",
+	    "[::ffff:127.0.0.1]:40004", "[::ffff:127.0.0.1]:40005", "1:9");
+	assert_members(doc, 9, "inet", "stream", "tcp", "established",
+	    "127.0.0.1:40005", "127.0.0.1:40004", "1:8");
+	assert_members(doc, 10, "inet", "stream", "tcp", "established",
+	    "10.1.2.3:40006", "10.9.9.9:80", "external");
+	assert_members(doc, 11, "inet", "dgram", "udp", "connected",
+	    "127.0.0.1:40007", "127.0.0.1:53", "external");
+	assert_members(doc, 20, "unknown", "stream", "tcp", "listening",
+	    "unknown", "unknown", NULL);
+	assert_members(doc, 21, "inet6", "stream", "tcp", "listening",
+	    "unknown", "unknown", NULL);
+	assert_members(doc, 22, "inet", "stream", "tcp", "listening",
+	    "unknown", "unknown", NULL);
+	assert_members(doc, 23, "inet", "unknown", "unknown", "unknown",
+	    "127.0.0.1:40010", NULL, NULL);
+	assert_members(doc, 24, "inet", "stream", "tcp", "unknown",
+	    "127.0.0.1:40011", NULL, NULL);
+	assert_members(doc, 25, "inet", "stream", "tcp", "listening",
+	    "unknown", "unknown", NULL);
+	assert_members(doc, 26, "unknown", "unknown", "unknown", "unknown",
+	    "unknown", "unknown", NULL);
+	assert_members(doc, 27, "unknown", "unknown", "unknown", "unknown",
+	    "unknown", "unknown", NULL);
+	assert_members(doc, 28, "inet", "stream", "unknown", "unknown",
+	    "127.0.0.1:40015", NULL, NULL);
+	t = json_object_get(json_object_get(doc, "descriptors"), "totals");
+	assert_int_equal(json_integer_value(json_object_get(t, "sockets")),
+	    sizeof k / sizeof k[0]);
+	assert_int_equal(json_integer_value(json_object_get(t, "files")), 0);
+	json_decref(doc);
+}
+
 int
 main(void)
 {
@@ -458,6 +697,7 @@ main(void)
 		unit_dir_test(test_descriptors),
 		unit_dir_test(test_check),
 		unit_dir_test(test_manifest_only),
+		unit_dir_test(test_inet_descriptors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -37,6 +37,7 @@
 #include "image/image.h"
 #include "image/manifest.h"
 #include "image/names.h"
+#include "ops/inet.h"
 #include "ops/needs.h"
 #include "criu/criu-images.pb-c.h"
 
@@ -55,6 +56,7 @@
 /* CRIU's fd_types (images/fdinfo.proto), and its remap_type GHOST */
 #define FD_REG		1
 #define FD_PIPE		2
+#define FD_INETSK	4
 #define FD_UNIXSK	5
 #define REMAP_GHOST	1
 
@@ -62,6 +64,8 @@
 #define SK_ESTABLISHED	1
 #define SK_CLOSE	7
 #define SK_LISTEN	10
+
+#define KEY_LEN		(2 * GCK_INET_ADDRLEN + 32)	/* an inet end */
 
 /* A small CRIU image, kept whole. */
 struct nfile {
@@ -100,12 +104,14 @@ static const char *acc_mode(uint32_t);
 static int	 reg_doc(const struct gck_needs *, json_t *,
 		    const RegFileEntry *);
 static int	 usk_doc(json_t *, const UnixSkEntry *);
+static int	 isk_doc(json_t *, const InetSkEntry *);
 static json_t	*fd_doc(const struct gck_needs *, const FdinfoEntry *);
 static int	 proc_fds(const struct gck_needs *, uint32_t, json_t *);
 static json_t	*proc_doc(const struct gck_needs *, uint32_t);
 static json_t	*end_name(json_t *, json_t *);
 static const char *num_key(json_t *, const char *, char *, size_t);
 static int	 add_end(json_t *, const char *, json_t *);
+static const char *inet_end(json_t *, int, char *, size_t);
 static json_t	*sock_end(json_t *, const char *, json_t *);
 static int	 ends_collect(json_t *, json_t *, json_t *);
 static int	 ends_link(json_t *, json_t *, json_t *);
@@ -489,6 +495,39 @@ usk_doc(json_t *o, const UnixSkEntry *us)
 	    json_integer(us->peer) : json_null()) != 0 ? -1 : 0;
 }
 
+/*
+ * The members of a descriptor on an inet socket, from its record ie (or
+ * NULL: files.img lacks it), "unknown" where the record lies; "peer"
+ * comes later.
+ */
+static int
+isk_doc(json_t *o, const InetSkEntry *ie)
+{
+	struct gck_inet	 in;
+	char		 a[GCK_INET_ADDRLEN], b[GCK_INET_ADDRLEN];
+
+	if (ie != NULL)
+		(void)gck_inet_read(ie, &in);
+	else {
+		memset(&in, 0, sizeof in);
+		in.proto = -1;
+	}
+	gck_inet_addr(&in, 0, 1, a, sizeof a);
+	gck_inet_addr(&in, 1, 1, b, sizeof b);
+	return json_object_set_new(o, "family",
+	    json_string(gck_inet_family(&in))) != 0 ||
+	    json_object_set_new(o, "socket_type",
+	    json_string(gck_inet_type(&in))) != 0 ||
+	    json_object_set_new(o, "protocol",
+	    json_string(gck_inet_proto(&in))) != 0 ||
+	    json_object_set_new(o, "state",
+	    json_string(gck_inet_state(&in))) != 0 ||
+	    json_object_set_new(o, "address", in.addr && in.sport == 0 &&
+	    gck_inet_any(&in, 0) ? json_null() : json_string(a)) != 0 ||
+	    json_object_set_new(o, "peer_address", in.addr && in.dport == 0 ?
+	    json_null() : json_string(b)) != 0 ? -1 : 0;
+}
+
 /* One descriptor of fdinfo-N.img, described. */
 static json_t *
 fd_doc(const struct gck_needs *nd, const FdinfoEntry *fi)
@@ -506,6 +545,8 @@ fd_doc(const struct gck_needs *nd, const FdinfoEntry *fi)
 		bad = reg_doc(nd, o, fe->reg);
 	else if (fi->type == FD_UNIXSK && fe != NULL && fe->usk != NULL)
 		bad = usk_doc(o, fe->usk);
+	else if (fi->type == FD_INETSK)
+		bad = isk_doc(o, fe != NULL ? fe->isk : NULL);
 	else if (fi->type == FD_PIPE && fe != NULL && fe->pipe != NULL)
 		bad = json_object_set_new(o, "pipe_id",
 		    json_integer(fe->pipe->pipe_id)) != 0 ||
@@ -630,6 +671,41 @@ add_end(json_t *o, const char *key, json_t *e)
 }
 
 /*
+ * The key of inet socket f among the ends: its protocol, its address and
+ * its peer's (swapped: the peer's, then its own), an IPv4 address
+ * mapped into IPv6 as the IPv4 one; NULL unless f is an inet socket
+ * whose two addresses are known.
+ */
+static const char *
+inet_end(json_t *f, int swapped, char *buf, size_t len)
+{
+	const char	*ab[2], *s;
+	char		 n[2][GCK_INET_ADDRLEN];
+	size_t		 i;
+
+	ab[0] = json_string_value(json_object_get(f, "address"));
+	ab[1] = json_string_value(json_object_get(f, "peer_address"));
+	if (strcmp(json_string_value(json_object_get(f, "type")), "inet") !=
+	    0 || ab[0] == NULL || ab[1] == NULL ||
+	    strcmp(ab[0], "unknown") == 0 || strcmp(ab[1], "unknown") == 0)
+		return NULL;
+	for (i = 0; i < 2; i++) {
+		/* "[::ffff:a.b.c.d]:port" is "a.b.c.d:port" */
+		s = ab[i];
+		if (strncmp(s, "[::ffff:", 8) == 0 && strchr(s, '.') != NULL &&
+		    strchr(s, ']') != NULL)
+			snprintf(n[i], sizeof n[i], "%.*s%s",
+			    (int)(strchr(s, ']') - s - 8), s + 8,
+			    strchr(s, ']') + 1);
+		else
+			snprintf(n[i], sizeof n[i], "%s", s);
+	}
+	snprintf(buf, len, "inet %s %s %s", json_string_value(
+	    json_object_get(f, "protocol")), n[swapped], n[!swapped]);
+	return buf;
+}
+
+/*
  * The "PID:FD" of the socket of inode ino in inos, that of process p
  * where it has one (a descriptor that a fork copied is in both), or
  * NULL.
@@ -648,14 +724,15 @@ sock_end(json_t *inos, const char *ino, json_t *p)
 }
 
 /*
- * Collects the ends: inos, each unix socket's ends by its inode;
- * pipes, each pipe's ends ({"end": "PID:FD", "mode": ...}) by its id.
+ * Collects the ends: inos, each unix socket's ends by its inode, and
+ * each connected inet socket's by its addresses (inet_end()); pipes,
+ * each pipe's ends ({"end": "PID:FD", "mode": ...}) by its id.
  */
 static int
 ends_collect(json_t *procs, json_t *inos, json_t *pipes)
 {
 	json_t	*p, *f;
-	char	 key[32];
+	char	 key[KEY_LEN];
 	size_t	 i, j;
 
 	json_array_foreach(procs, i, p) {
@@ -664,6 +741,11 @@ ends_collect(json_t *procs, json_t *inos, json_t *pipes)
 			    add_end(inos, num_key(f, "ino", key, sizeof key),
 			    json_pack("{s:o, s:O}", "end", end_name(p, f),
 			    "pid", json_object_get(p, "pid"))) != 0)
+				return -1;
+			if (inet_end(f, 0, key, sizeof key) != NULL &&
+			    add_end(inos, key, json_pack("{s:o, s:O}", "end",
+			    end_name(p, f), "pid", json_object_get(p,
+			    "pid"))) != 0)
 				return -1;
 			if (!json_is_integer(json_object_get(f, "pipe_id")))
 				continue;
@@ -678,19 +760,31 @@ ends_collect(json_t *procs, json_t *inos, json_t *pipes)
 }
 
 /*
- * Ties the ends together: each unix socket's "peer" ("PID:FD" of the
- * socket at its other end, "external" when that is not in the tree, null
- * when it has none), each pipe end's "peers" (its other ends).
+ * Ties the ends together: each unix or inet socket's "peer" ("PID:FD"
+ * of the socket at its other end, "external" when that is not in the
+ * tree, null when it has none), each pipe end's "peers" (its other
+ * ends).
  */
 static int
 ends_link(json_t *procs, json_t *inos, json_t *pipes)
 {
 	json_t	*p, *f, *a, *e, *v, *peer;
-	char	 key[32];
+	char	 key[KEY_LEN];
 	size_t	 i, j, k;
 
 	json_array_foreach(procs, i, p) {
 		json_array_foreach(json_object_get(p, "fds"), j, f) {
+			if (strcmp(json_string_value(json_object_get(f,
+			    "type")), "inet") == 0) {
+				if (inet_end(f, 1, key, sizeof key) == NULL)
+					peer = json_null();
+				else if ((v = sock_end(inos, key, p)) != NULL)
+					peer = json_incref(v);
+				else
+					peer = json_string("external");
+				if (json_object_set_new(f, "peer", peer) != 0)
+					return -1;
+			}
 			if (json_is_integer(json_object_get(f, "ino"))) {
 				if (!json_is_integer(json_object_get(f,
 				    "peer_ino")))
