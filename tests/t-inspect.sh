@@ -769,6 +769,24 @@ inet_start() {
 	started="$started $I_pid"
 }
 
+# holder PORT: a process of python3 that listens on 127.0.0.1:PORT
+# (SO_REUSEADDR set, as servers have it) until killed; sets HOLDER to
+# its PID, as it says itself.
+holder() {
+	rm -f "$TRASH/held" &&
+	python3 -c "
+import os, socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', int(sys.argv[1])))
+s.listen(1)
+open(sys.argv[2], 'w').write('held %d\n' % os.getpid())
+time.sleep(600)" "$1" "$TRASH/held" </dev/null >/dev/null 2>&1 &
+	wait_for_line "$TRASH/held" "^held [0-9]" 30 &&
+	HOLDER=$(sed 's/held //' "$TRASH/held") &&
+	started="$started $HOLDER"
+}
+
 test_expect_success 'an image of a tree with TCP and UDP sockets open' '
 	inet_start &&
 	test_status 0 "$GCKPT" -R --tcp-established -p $I_pid \
@@ -848,6 +866,96 @@ test_expect_success 'the summary counts them; --sockets lists them' '
 	        "listening", "-", "[::1]:" + r["l6port"]])
 	assert socks == want, (socks, want)
 	EOF
+'
+
+test_expect_success '--check: the ports that the source, still here, holds' '
+	comm=$(cat /proc/$I_pid/comm) &&
+	test_status 1 "$GCKINSPECT" --check inet-running.gck >out 2>err &&
+	test_must_be_empty out &&
+	src="which the image.s source, process $I_pid (.$comm.), still holds on this host" &&
+	test_grep "^gpuinspect: pid $I_pid is in use on this host by the image.s source" err &&
+	test_grep "^gpuinspect: the image.s process $I_pid listens on TCP 127.0.0.1:$I_lport, $src\$" err &&
+	test_grep "^gpuinspect: the image.s process $I_pid is bound to UDP 127.0.0.1:$I_uport, $src\$" err &&
+	n=3 &&
+	if test "$I_l6port" != 0; then
+		test_grep "^gpuinspect: the image.s process $I_pid listens on TCP \\[::1\\]:$I_l6port, $src\$" err &&
+		n=4
+	fi &&
+	test_line_count err $n
+'
+
+test_expect_success '--check passes once the source is gone' '
+	test_status 0 "$GCKPT" --tcp-established -p $I_pid -o inet.gck &&
+	wait_gone $I_pid &&
+	test_status 0 "$GCKINSPECT" --check inet.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_must_be_empty err
+'
+
+test_expect_success '--check names the process that holds a listening port' '
+	holder $I_lport &&
+	comm=$(cat /proc/$HOLDER/comm) &&
+	test_status 1 "$GCKINSPECT" --check inet.gck >out 2>err &&
+	test_status 1 "$GCKINSPECT" --check --json inet.gck >doc &&
+	test_must_be_empty out &&
+	echo "gpuinspect: the image'\''s process $I_pid listens on TCP 127.0.0.1:$I_lport, which process $HOLDER ('\''$comm'\'') holds on this host" >expect &&
+	test_cmp expect err &&
+	python3 -c "
+import json
+d = json.load(open(\"doc\"))
+assert d[\"ok\"] is False and [(f[\"severity\"], f[\"what\"])
+    for f in d[\"findings\"]] == [(\"fail\", \"port\")], d"
+'
+
+test_expect_success '--check passes once the holder is gone' '
+	kill $HOLDER &&
+	wait_gone $HOLDER &&
+	test_status 0 "$GCKINSPECT" --check inet.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_must_be_empty err
+'
+
+# In a network namespace of the test's own, with 192.0.2.10 on its
+# loopback: a connection from that address to it, checkpointed, then the
+# address removed.  ns.sh runs there and leaves what each command said
+# in ns/.
+test_expect_success 'a connection whose address this host lacks' '
+	rm -rf ns && mkdir ns &&
+	cat >ns.sh <<-EOF &&
+	cd "$TRASH/ns" || exit 1
+	ip link set lo up && ip addr add 192.0.2.10/32 dev lo || exit 3
+	(cd / && setsid python3 "$GCK_SRCDIR/inettree.py" "$TRASH/ns" \
+	    192.0.2.10 </dev/null >/dev/null 2>&1 &)
+	i=0
+	while ! test -e ready; do
+		i=\$((i + 1))
+		test \$i -lt 600 || exit 4
+		sleep 0.1
+	done
+	pid=\$(sed "s/^pid=\([0-9]*\) .*/\1/" ready)
+	echo \$pid >pid
+	"$GCKPT" --tcp-established -p \$pid -o ns.gck 2>ckpt.err || exit 5
+	while test -d /proc/\$pid; do sleep 0.1; done
+	"$GCKINSPECT" --check ns.gck >check1.out 2>check1.err
+	echo \$? >check1.st
+	ip addr del 192.0.2.10/32 dev lo || exit 6
+	"$GCKINSPECT" --check ns.gck >check2.out 2>check2.err
+	echo \$? >check2.st
+	EOF
+	unshare --net "$GCK_TESTDIR/reaper" sh ns.sh &&
+	pid=$(cat ns/pid) &&
+	eval "$(sed "s/\\([a-z0-9]*\\)=/N_\\1=/g" ns/ready)" &&
+	test "$(cat ns/check1.st)" = 0 &&
+	test_must_be_empty ns/check1.out &&
+	test_must_be_empty ns/check1.err &&
+	test "$(cat ns/check2.st)" = 1 &&
+	test_must_be_empty ns/check2.out &&
+	c=192.0.2.10:$N_cport s=192.0.2.10:$N_lport &&
+	for conn in "$c -> $s" "$s -> $c"; do
+		echo "gpuinspect: process $pid'\''s TCP connection $conn needs the address 192.0.2.10, which this host lacks: restore with gpurestore --tcp-close to have it closed (its process sees the connection reset)" || return 1
+	done >expect &&
+	test_cmp expect ns/check2.err &&
+	proc_gone $pid
 '
 
 # The GPUs: an image of a CUDA process, made and checked against the

@@ -5,7 +5,9 @@
  * socket whose peer is outside the tree, a listening socket whose
  * directory is gone, files there, gone and resized; and an image made
  * before the environment was recorded, or with no CRIU files at all.
- * Then TCP and UDP sockets: listed, with records that lie.
+ * Then TCP and UDP sockets: listed, with records that lie; and checked
+ * against this host by --check, on a port that a process of the test
+ * holds and on an address this host lacks.
  */
 #include "config.h"
 
@@ -13,13 +15,16 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,6 +54,7 @@
 #define PID		1		/* in use here: a note */
 #define MAXFILE		8
 #define NETNS		5		/* CRIU's id of criu's netns */
+#define NOADDR		"192.0.2.10"	/* TEST-NET-1: not on this host */
 #define HUGE_WORDS	200000
 
 /* How an inet socket of the tests is in files.img. */
@@ -97,6 +103,9 @@ static void	 add_usk(struct buf *, uint32_t, uint32_t, const char *,
 static void	 criu_files(const struct unit *, struct files *);
 static void	 add_isk(struct buf *, uint32_t, const struct isk *);
 static void	 inet_files(struct files *, const struct isk *, size_t);
+static int	 lacks(const char *);
+static pid_t	 hold(int, int *, int *);
+static void	 comm_of(pid_t, char *, size_t);
 static int	 write_image(struct gck_ctx *, const struct files *);
 static void	 files_free(struct files *);
 static json_t	*fd_of(json_t *, int);
@@ -105,6 +114,7 @@ static void	 test_descriptors(void **);
 static void	 test_check(void **);
 static void	 test_manifest_only(void **);
 static void	 test_inet_descriptors(void **);
+static void	 test_inet_check(void **);
 
 static void
 buf_put(struct buf *b, const void *p, size_t len)
@@ -561,6 +571,81 @@ inet_files(struct files *fs, const struct isk *k, size_t n)
 	buf_record(img_new(fs, "pstree.img", PSTREE_MAGIC), &pe.base);
 }
 
+/* Whether this host lacks IPv4 address a: a bind() to it says so. */
+static int
+lacks(const char *a)
+{
+	struct sockaddr_in	sa;
+	int			fd, r;
+
+	assert_int_not_equal(fd = socket(AF_INET, SOCK_STREAM, 0), -1);
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	assert_int_equal(inet_pton(AF_INET, a, &sa.sin_addr), 1);
+	r = bind(fd, (struct sockaddr *)&sa, sizeof sa) == -1 &&
+	    errno == EADDRNOTAVAIL;
+	close(fd);
+	return r;
+}
+
+/*
+ * A child that holds a TCP socket listening on 127.0.0.1:*tcpp and, with
+ * udp, a UDP socket bound to 127.0.0.1:*udpp (neither with SO_REUSEADDR)
+ * until it is killed (or a minute has passed); this process keeps
+ * neither.
+ */
+static pid_t
+hold(int udp, int *tcpp, int *udpp)
+{
+	struct sockaddr_in	sa;
+	socklen_t		len;
+	pid_t			pid;
+	int			t, d = -1, i;
+
+	for (i = 0; i < 1 + udp; i++) {
+		assert_int_not_equal(i == 0 ? (t = socket(AF_INET,
+		    SOCK_STREAM, 0)) : (d = socket(AF_INET, SOCK_DGRAM, 0)),
+		    -1);
+		memset(&sa, 0, sizeof sa);
+		sa.sin_family = AF_INET;
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		assert_int_equal(bind(i == 0 ? t : d, (struct sockaddr *)&sa,
+		    sizeof sa), 0);
+		len = sizeof sa;
+		assert_int_equal(getsockname(i == 0 ? t : d,
+		    (struct sockaddr *)&sa, &len), 0);
+		*(i == 0 ? tcpp : udpp) = ntohs(sa.sin_port);
+	}
+	assert_int_equal(listen(t, 1), 0);
+	assert_int_not_equal(pid = fork(), -1);
+	if (pid == 0) {
+		/* gone in a minute, should the test fail without killing it */
+		for (i = 0; i < 3; i++)
+			(void)dup2(open("/dev/null", O_RDWR), i);
+		alarm(60);
+		for (;;)
+			pause();
+	}
+	close(t);
+	if (d != -1)
+		close(d);
+	return pid;
+}
+
+/* The command name of process pid, as /proc has it. */
+static void
+comm_of(pid_t pid, char *buf, size_t len)
+{
+	char	path[64];
+	FILE	*fp;
+
+	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+	assert_non_null(fp = fopen(path, "r"));
+	assert_non_null(fgets(buf, (int)len, fp));
+	fclose(fp);
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
 /* The descriptor fd of the first process of doc, its members' strings. */
 #define assert_members(doc, fd, fam, ty, pr, st, ad, pa, pe) do {	\
 	json_t		*f_ = fd_of((doc), (fd));			\
@@ -690,6 +775,76 @@ test_inet_descriptors(void **state)
 	json_decref(doc);
 }
 
+/*
+ * gpuinspect --check: a listening port taken here, a connection whose
+ * address this host lacks (where it lacks it), a socket files.img lacks:
+ * a failure each, in the words of gpurestore's check.
+ */
+static void
+test_inet_check(void **state)
+{
+	struct isk	 k[3] = {
+		{ 3, AF_INET, SOCK_STREAM, IPPROTO_TCP, 10, "127.0.0.1", 0,
+		    "0.0.0.0", 0, 0, ISK_RECORD, 0 },
+		{ 4, AF_INET, SOCK_STREAM, IPPROTO_TCP, 1, NOADDR, 5000,
+		    "192.0.2.20", 6379, 0, ISK_RECORD, 0 },
+		{ 5, AF_INET, SOCK_STREAM, IPPROTO_TCP, 1, "127.0.0.1", 1,
+		    "127.0.0.1", 2, 0, ISK_NONE, 0 },
+	};
+	struct unit	*u = *state;
+	struct files	 fs;
+	json_t		*doc, *fl, *f, *want;
+	char		*text = NULL, msg[512], comm[64];
+	size_t		 i;
+	pid_t		 child;
+	int		 tport, uport, fd, fail = 0;
+
+	child = hold(0, &tport, &uport);
+	comm_of(child, comm, sizeof comm);
+	k[0].sport = (uint32_t)tport;
+	inet_files(&fs, k, 3);
+	fd = write_image(u->ctx, &fs);
+	files_free(&fs);
+	if (gck_inspect_check(u->ctx, fd, &text, &fail) != GCK_OK)
+		fail_msg("check: %s", gck_error_string(u->ctx));
+	close(fd);
+	kill(child, SIGKILL);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	assert_int_equal(fail, 1);
+	assert_non_null(doc = json_loads(text, 0, NULL));
+	free(text);
+	/* (pid 1 is in use here: a note, left out) */
+	assert_non_null(fl = json_array());
+	json_array_foreach(json_object_get(doc, "findings"), i, f)
+		if (strcmp(json_string_value(json_object_get(f, "what")),
+		    "pid") != 0)
+			json_array_append(fl, f);
+	snprintf(msg, sizeof msg, "the image's process %d listens on TCP "
+	    "127.0.0.1:%d, which process %d ('%s') holds on this host", PID,
+	    tport, (int)child, comm);
+	assert_non_null(want = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}, "
+	    "{s:s, s:s, s:s}]", "severity", "fail", "what", "port", "message",
+	    msg, "severity", "fail", "what", "address", "message",
+	    "process 1's TCP connection 192.0.2.10:5000 -> 192.0.2.20:6379 "
+	    "needs the address 192.0.2.10, which this host lacks: restore with "
+	    "gpurestore --tcp-close to have it closed (its process sees the "
+	    "connection reset)", "severity", "fail", "what", "socket",
+	    "message", "corrupt image: fd 5 of process 1 is an inet socket "
+	    "(id 102) that 'files.img' lacks"));
+	/* where this host has 192.0.2.10, the connection passes */
+	if (!lacks(NOADDR))
+		assert_int_equal(json_array_remove(want, 1), 0);
+	if (!json_equal(fl, want)) {
+		char	*s = json_dumps(fl, JSON_INDENT(2));
+
+		fail_msg("findings: %s", s);
+	}
+	assert_true(json_is_false(json_object_get(doc, "ok")));
+	json_decref(want);
+	json_decref(fl);
+	json_decref(doc);
+}
+
 int
 main(void)
 {
@@ -698,6 +853,7 @@ main(void)
 		unit_dir_test(test_check),
 		unit_dir_test(test_manifest_only),
 		unit_dir_test(test_inet_descriptors),
+		unit_dir_test(test_inet_check),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,7 +8,9 @@
  * pipes they name (files.img, remap-fpath.img).  gck_needs_doc() turns
  * them into the "descriptors" member of gpuinspect's document, which
  * gpuinspect(1) documents.  gck_inspect_check() compares what it lists,
- * and the image's PIDs and GPUs, with this host.
+ * and the image's PIDs and GPUs, with this host; its TCP and UDP
+ * sockets it tries against this host as criu restore would bind them
+ * (inet.c).
  */
 #include "config.h"
 
@@ -83,6 +85,19 @@ struct gck_needs {
 	size_t		 nrm, caprm;
 };
 
+/* A check of the inet sockets against this host (check_inet()). */
+struct icheck {
+	struct gck_ctx			*ctx;
+	const struct gck_needs		*nd;
+	const struct gck_manifest	*m;		/* or NULL */
+	json_t				*fl;		/* findings, or NULL */
+	json_t				*seen;		/* the sockets' ids */
+	struct gck_inet_host		*host;		/* or NULL */
+	int64_t				 netns;		/* criu's, or -1 */
+	int				 tcp_close;
+	int				 own;	/* some in another netns */
+};
+
 static const char *const fd_types[] = { "unknown", "file", "pipe", "fifo",
 	"inet", "unix", "eventfd", "eventpoll", "inotify", "signalfd",
 	"packet", "tty", "fanotify", "netlink", "ns", "tun", "ext", "timerfd",
@@ -120,6 +135,8 @@ static const char *kind(uint32_t);
 static json_t	*fd_ids(json_t *);
 static json_t	*files_doc(const struct gck_needs *, json_t *);
 static int	 in_array(json_t *, json_t *);
+static void	 root_ids(const struct gck_needs *, int64_t *, int64_t *,
+		    int *);
 static json_t	*mnt_doc(const struct gck_needs *, json_t *);
 static json_t	*totals(json_t *, json_t *, json_t *);
 static json_t	*procs_doc(const struct gck_needs *);
@@ -130,6 +147,14 @@ static void	 check_dir(json_t *, const char *, const char *, json_t *);
 static void	 check_socket(json_t *, json_t *, json_t *);
 static void	 check_paths(json_t *, json_t *);
 static void	 check_pids(const struct gck_manifest *, json_t *);
+static int	 problem(struct gck_ctx *, json_t *, int, const char *,
+		    const char *, ...) __attribute__((__format__(__printf__, 5,
+		    6)));
+static int	 source_holds(const struct gck_manifest *, pid_t);
+static int	 inet_fd(struct icheck *, const struct gck_inet *, uint32_t);
+static int	 proc_inet(struct icheck *, uint32_t);
+static int	 check_inet(struct gck_ctx *, const struct gck_needs *,
+		    const struct gck_manifest *, int, json_t *);
 static void	 check_gpus(struct gck_ctx *, const struct gck_manifest *,
 		    json_t *);
 
@@ -936,6 +961,37 @@ in_array(json_t *a, json_t *v)
 }
 
 /*
+ * What inventory.img says of the criu that dumped the tree: CRIU's ids
+ * of its mount and network namespaces (-1 where not known), and whether
+ * it dumped the TCP connections to be restored closed (--tcp-close).
+ */
+static void
+root_ids(const struct gck_needs *nd, int64_t *mntp, int64_t *netp,
+    int *closep)
+{
+	const struct nfile	*f;
+	InventoryEntry		*ie = NULL;
+	const uint8_t		*rec;
+	uint32_t		 len, m[1];
+	size_t			 pos = sizeof m;
+	int			 bad;
+
+	*mntp = *netp = -1;
+	*closep = 0;
+	if ((f = nfind(nd, "inventory.img")) == NULL || f->len < sizeof m ||
+	    (memcpy(m, f->data, sizeof m), m[0] != INVENTORY_MAGIC) ||
+	    (rec = gck_img_record(f->data, f->len, &pos, &len, &bad)) ==
+	    NULL || (ie = inventory_entry__unpack(NULL, len, rec)) == NULL)
+		return;
+	if (ie->root_ids != NULL && ie->root_ids->has_mnt_ns_id)
+		*mntp = ie->root_ids->mnt_ns_id;
+	if (ie->root_ids != NULL && ie->root_ids->has_net_ns_id)
+		*netp = ie->root_ids->net_ns_id;
+	*closep = ie->has_tcp_close && ie->tcp_close;
+	inventory_entry__free_unpacked(ie, NULL);
+}
+
+/*
  * Whether the tree has a mount namespace of its own, as far as the
  * image tells: one of its processes in another than the criu that
  * dumped it.
@@ -943,23 +999,12 @@ in_array(json_t *a, json_t *v)
 static json_t *
 mnt_doc(const struct gck_needs *nd, json_t *procs)
 {
-	const struct nfile	*f;
-	InventoryEntry		*ie = NULL;
 	json_t			*ids, *p, *v, *own;
-	const uint8_t		*rec;
-	uint32_t		 len, m[1];
-	size_t			 i, pos = sizeof m;
-	int			 bad, known = 1;
-	json_int_t		 crit = -1;
+	size_t			 i;
+	int			 known = 1, closed;
+	int64_t			 crit, net;
 
-	if ((f = nfind(nd, "inventory.img")) != NULL && f->len >= sizeof m &&
-	    (memcpy(m, f->data, sizeof m), m[0] == INVENTORY_MAGIC) &&
-	    (rec = gck_img_record(f->data, f->len, &pos, &len, &bad)) !=
-	    NULL && (ie = inventory_entry__unpack(NULL, len, rec)) != NULL &&
-	    ie->root_ids != NULL && ie->root_ids->has_mnt_ns_id)
-		crit = ie->root_ids->mnt_ns_id;
-	if (ie != NULL)
-		inventory_entry__free_unpacked(ie, NULL);
+	root_ids(nd, &crit, &net, &closed);
 	if ((ids = json_array()) == NULL)
 		return NULL;
 	own = json_false();
@@ -1225,6 +1270,224 @@ check_pids(const struct gck_manifest *m, json_t *fl)
 }
 
 /*
+ * A socket that a restore here cannot take: with fl, a finding "fail"
+ * about what on it (GCK_OK); without, the message on ctx, "cannot
+ * restore: " before it but for a corrupt image (returns code).
+ */
+static int
+problem(struct gck_ctx *ctx, json_t *fl, int code, const char *what,
+    const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*s;
+	int	 r = GCK_OK;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) == -1)
+		s = NULL;
+	va_end(ap);
+	if (fl != NULL)
+		finding(fl, "fail", what, "%s", s != NULL ? s :
+		    "out of memory");
+	else if (s == NULL)
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	else
+		r = gck_set_error(ctx, code, "%s%s", code == GCK_EFORMAT ? "" :
+		    "cannot restore: ", s);
+	free(s);
+	return r;
+}
+
+/* Whether pid is a process of the image's source, still here (m: or NULL). */
+static int
+source_holds(const struct gck_manifest *m, pid_t pid)
+{
+	size_t	i;
+
+	if (m == NULL || !gck_manifest_this_boot(m))
+		return 0;
+	for (i = 0; i < gck_manifest_nprocs(m); i++)
+		if (gck_manifest_host_pid(m, i) == pid &&
+		    gck_manifest_proc_here(m, i))
+			return 1;
+	return 0;
+}
+
+/*
+ * Inet socket in of the image's process pid, as criu restore would take
+ * it here: bound to its port, which must be free, at its address, which
+ * must be here; a TCP connection, bound to its address, unless c says
+ * the connections are restored closed.  Returns as problem() does.
+ */
+static int
+inet_fd(struct icheck *c, const struct gck_inet *in, uint32_t pid)
+{
+	char		 a[GCK_INET_ADDRLEN], b[GCK_INET_ADDRLEN];
+	char		 h[GCK_INET_ADDRLEN], comm[64];
+	const char	*verb, *pn = gck_inet_proto_name(in);
+	pid_t		 holder;
+	int		 e, closed;
+
+	verb = strcmp(gck_inet_state(in), "listening") == 0 ? "listens on" :
+	    "is bound to";
+	gck_inet_addr(in, 0, 1, a, sizeof a);
+	gck_inet_addr(in, 0, 0, h, sizeof h);
+	if (gck_inet_bound(in)) {
+		e = gck_inet_try_bind(in, 0);
+		if (e == EADDRNOTAVAIL)
+			return problem(c->ctx, c->fl, GCK_EINVAL, "address",
+			    "the image's process %" PRIu32 " %s %s %s, and "
+			    "this host lacks the address %s", pid, verb, pn, a,
+			    h);
+		if (e == EADDRINUSE) {
+			if (c->host == NULL)
+				c->host = gck_inet_host_new();
+			holder = gck_inet_holder(c->host, in, &closed);
+			if (holder <= 0 && closed)
+				return problem(c->ctx, c->fl, GCK_EBUSY,
+				    "port", "the image's process %" PRIu32
+				    " %s %s %s, which a closed connection "
+				    "still holds on this host (for a minute at "
+				    "most)", pid, verb, pn, a);
+			if (holder <= 0 || gck_pid_comm(holder, comm,
+			    sizeof comm) == -1)
+				return problem(c->ctx, c->fl, GCK_EBUSY,
+				    "port", "the image's process %" PRIu32
+				    " %s %s %s, which is in use on this host",
+				    pid, verb, pn, a);
+			if (source_holds(c->m, holder))
+				return problem(c->ctx, c->fl, GCK_EBUSY,
+				    "port", "the image's process %" PRIu32
+				    " %s %s %s, which the image's source, "
+				    "process %d ('%s'), still holds on this "
+				    "host", pid, verb, pn, a, (int)holder,
+				    comm);
+			return problem(c->ctx, c->fl, GCK_EBUSY, "port",
+			    "the image's process %" PRIu32 " %s %s %s, which "
+			    "process %d ('%s') holds on this host", pid, verb,
+			    pn, a, (int)holder, comm);
+		}
+	}
+	if (gck_inet_connection(in) && !c->tcp_close &&
+	    gck_inet_try_bind(in, 1) == EADDRNOTAVAIL) {
+		gck_inet_addr(in, 1, 1, b, sizeof b);
+		return problem(c->ctx, c->fl, GCK_EINVAL, "address", "process "
+		    "%" PRIu32 "'s TCP connection %s -> %s needs the address "
+		    "%s, which this host lacks: restore with %s--tcp-close to "
+		    "have it closed (its process sees the connection reset)",
+		    pid, a, b, h, c->fl != NULL ? "gpurestore " : "");
+	}
+	return GCK_OK;
+}
+
+/*
+ * The inet sockets of process pid's descriptors, each not seen yet (a
+ * socket that a fork shared is checked once), checked with inet_fd(),
+ * but for those in a network namespace other than criu's, which c->own
+ * then says.  Returns as problem() does.
+ */
+static int
+proc_inet(struct icheck *c, uint32_t pid)
+{
+	const struct nfile	*f;
+	const FileEntry		*fe;
+	TaskKobjIdsEntry	*ids;
+	FdinfoEntry		*fi;
+	struct gck_inet		 in;
+	const uint8_t		*rec;
+	char			 name[64], key[16];
+	size_t			 pos;
+	uint32_t		 len;
+	int			 bad = 0, r = GCK_OK;
+
+	snprintf(name, sizeof name, "ids-%" PRIu32 ".img", pid);
+	if ((rec = first(c->nd, name, IDS_MAGIC, &len)) == NULL ||
+	    (ids = task_kobj_ids_entry__unpack(NULL, len, rec)) == NULL)
+		return GCK_OK;
+	snprintf(name, sizeof name, "fdinfo-%" PRIu32 ".img", ids->files_id);
+	if (!ids->has_files_id || (f = nfind(c->nd, name)) == NULL ||
+	    gck_img_start(f->data, f->len, FDINFO_MAGIC, &pos) == -1)
+		goto out;
+	while (r == GCK_OK && (rec = gck_img_record(f->data, f->len, &pos,
+	    &len, &bad)) != NULL) {
+		if ((fi = fdinfo_entry__unpack(NULL, len, rec)) == NULL)
+			break;
+		snprintf(key, sizeof key, "%" PRIu32, fi->id);
+		if (fi->type != FD_INETSK || json_object_get(c->seen, key) !=
+		    NULL || json_object_set_new(c->seen, key, json_true()) !=
+		    0)
+			;
+		else if ((fe = file_by_id(c->nd, fi->id)) == NULL ||
+		    fe->isk == NULL)
+			r = problem(c->ctx, c->fl, GCK_EFORMAT, "socket",
+			    "corrupt image: fd %" PRIu32 " of process %" PRIu32
+			    " is an inet socket (id %" PRIu32 ") that "
+			    "'files.img' lacks", fi->fd, pid, fi->id);
+		else if (gck_inet_read(fe->isk, &in) == -1)
+			r = problem(c->ctx, c->fl, GCK_EFORMAT, "socket",
+			    "corrupt image: the inet socket of fd %" PRIu32
+			    " of process %" PRIu32 " records %s", fi->fd, pid,
+			    in.bad);
+		else if (c->netns >= 0 && (in.has_ns ? in.ns_id != c->netns :
+		    ids->has_net_ns_id && ids->net_ns_id != c->netns))
+			c->own = 1;
+		else
+			r = inet_fd(c, &in, pid);
+		fdinfo_entry__free_unpacked(fi, NULL);
+	}
+out:
+	task_kobj_ids_entry__free_unpacked(ids, NULL);
+	return r;
+}
+
+/*
+ * The inet sockets that the descriptors of the processes of pstree.img
+ * name, as criu restore would take them here (proc_inet(); tcp_close:
+ * the TCP connections are to be restored closed): with fl, each that it
+ * cannot a finding; without, the first the message on ctx.  Returns
+ * GCK_OK or a code.
+ */
+static int
+check_inet(struct gck_ctx *ctx, const struct gck_needs *nd,
+    const struct gck_manifest *m, int tcp_close, json_t *fl)
+{
+	const struct nfile	*f;
+	struct icheck		 c;
+	const uint8_t		*rec;
+	PstreeEntry		*pe;
+	size_t			 pos;
+	uint32_t		 len;
+	int64_t			 mnt;
+	int			 bad = 0, closed, r = GCK_OK;
+
+	if ((f = nfind(nd, "pstree.img")) == NULL ||
+	    gck_img_start(f->data, f->len, PSTREE_MAGIC, &pos) == -1)
+		return GCK_OK;
+	memset(&c, 0, sizeof c);
+	c.ctx = ctx;
+	c.nd = nd;
+	c.m = m;
+	c.fl = fl;
+	root_ids(nd, &mnt, &c.netns, &closed);
+	c.tcp_close = tcp_close || closed;
+	if ((c.seen = json_object()) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	while (r == GCK_OK && (rec = gck_img_record(f->data, f->len, &pos,
+	    &len, &bad)) != NULL) {
+		if ((pe = pstree_entry__unpack(NULL, len, rec)) == NULL)
+			break;
+		r = proc_inet(&c, pe->pid);
+		pstree_entry__free_unpacked(pe, NULL);
+	}
+	if (r == GCK_OK && c.own && fl != NULL)
+		finding(fl, "note", "socket", "the tree has a network "
+		    "namespace of its own: its sockets are not checked here");
+	json_decref(c.seen);
+	gck_inet_host_free(c.host);
+	return r;
+}
+
+/*
  * The GPUs: a driver here new enough, and for each of the image's GPUs
  * one of the same chip with room enough, as gpurestore would map them.
  */
@@ -1312,6 +1575,8 @@ gck_inspect_check(struct gck_ctx *ctx, int fd, char **textp, int *failp)
 	d = gck_needs_doc(nd);
 	check_paths(d, fl);
 	check_pids(m, fl);
+	if ((r = check_inet(ctx, nd, m, 0, fl)) != GCK_OK)
+		goto out;
 	check_gpus(ctx, m, fl);
 	json_array_foreach(fl, i, f)
 		if (strcmp(json_string_value(json_object_get(f, "severity")),
