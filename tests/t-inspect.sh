@@ -907,12 +907,43 @@ assert d[\"ok\"] is False and [(f[\"severity\"], f[\"what\"])
     for f in d[\"findings\"]] == [(\"fail\", \"port\")], d"
 '
 
+test_expect_success 'gpurestore refuses it with one line, leaving nothing' '
+	test_status 1 "$GCKRESTORE" <inet.gck >out 2>err &&
+	test_must_be_empty out &&
+	echo "gpurestore: cannot restore: the image'\''s process $I_pid listens on TCP 127.0.0.1:$I_lport, which process $HOLDER ('\''$(cat /proc/$HOLDER/comm)'\'') holds on this host" >expect &&
+	test_cmp expect err &&
+	proc_gone $I_pid &&
+	test -z "$(ls -A "$TMPDIR")" &&
+	test_status 1 "$GCKRESTORE" inet.gck >out 2>err &&
+	test_cmp expect err &&
+	proc_gone $I_pid &&
+	test -z "$(ls -A "$TMPDIR")"
+'
+
 test_expect_success '--check passes once the holder is gone' '
 	kill $HOLDER &&
 	wait_gone $HOLDER &&
 	test_status 0 "$GCKINSPECT" --check inet.gck >out 2>err &&
 	test_must_be_empty out &&
 	test_must_be_empty err
+'
+
+test_expect_success 'a move on this host: gpurestore checks the ports once the source has ended' '
+	inet_start &&
+	{ "$GCKPT" --tcp-established -p $I_pid 2>ck.err; echo $? >ck.st; } |
+	    "$GCKRESTORE" >rs.out 2>rs.err &&
+	test "$(cat ck.st)" = 0 &&
+	test_must_be_empty ck.err &&
+	test_must_be_empty rs.err &&
+	echo $I_pid >expect &&
+	test_cmp expect rs.out &&
+	proc_running $I_pid &&
+	python3 -c "
+import socket, sys
+socket.create_connection((\"127.0.0.1\", int(sys.argv[1])), 5).close()" \
+	    $I_lport &&
+	kill -KILL $I_pid &&
+	wait_gone $I_pid
 '
 
 # In a network namespace of the test's own, with 192.0.2.10 on its
@@ -941,6 +972,9 @@ test_expect_success 'a connection whose address this host lacks' '
 	ip addr del 192.0.2.10/32 dev lo || exit 6
 	"$GCKINSPECT" --check ns.gck >check2.out 2>check2.err
 	echo \$? >check2.st
+	"$GCKRESTORE" <ns.gck >rst.out 2>rst.err
+	echo \$? >rst.st
+	ls -A "\$TMPDIR" >tmp.ls
 	EOF
 	unshare --net "$GCK_TESTDIR/reaper" sh ns.sh &&
 	pid=$(cat ns/pid) &&
@@ -955,6 +989,11 @@ test_expect_success 'a connection whose address this host lacks' '
 		echo "gpuinspect: process $pid'\''s TCP connection $conn needs the address 192.0.2.10, which this host lacks: restore with gpurestore --tcp-close to have it closed (its process sees the connection reset)" || return 1
 	done >expect &&
 	test_cmp expect ns/check2.err &&
+	test "$(cat ns/rst.st)" = 1 &&
+	test_must_be_empty ns/rst.out &&
+	echo "gpurestore: cannot restore: process $pid'\''s TCP connection $c -> $s needs the address 192.0.2.10, which this host lacks: restore with --tcp-close to have it closed (its process sees the connection reset)" >expect &&
+	test_cmp expect ns/rst.err &&
+	test_must_be_empty ns/tmp.ls &&
 	proc_gone $pid
 '
 

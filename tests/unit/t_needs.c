@@ -6,8 +6,10 @@
  * directory is gone, files there, gone and resized; and an image made
  * before the environment was recorded, or with no CRIU files at all.
  * Then TCP and UDP sockets: listed, with records that lie; and checked
- * against this host by --check, on a port that a process of the test
- * holds and on an address this host lacks.
+ * against this host, by --check and by the check gpurestore makes before
+ * criu restores (gck_needs_restore_check()), on ports that a process of
+ * the test holds, on an address this host lacks, in a network namespace
+ * of the tree's own, and on each of the lies.
  */
 #include "config.h"
 
@@ -39,6 +41,7 @@
 
 #include "private.h"
 #include "image/image.h"
+#include "ops/needs.h"
 #include "criu/criu-images.pb-c.h"
 #include "unit.h"
 
@@ -103,8 +106,13 @@ static void	 add_usk(struct buf *, uint32_t, uint32_t, const char *,
 static void	 criu_files(const struct unit *, struct files *);
 static void	 add_isk(struct buf *, uint32_t, const struct isk *);
 static void	 inet_files(struct files *, const struct isk *, size_t);
+static int	 write_dir(const struct unit *, const struct files *);
+static int	 restore_check(struct unit *, const struct isk *, size_t,
+		    int);
+static int	 free_port(int);
 static int	 lacks(const char *);
 static pid_t	 hold(int, int *, int *);
+static int	 time_wait(void);
 static void	 comm_of(pid_t, char *, size_t);
 static int	 write_image(struct gck_ctx *, const struct files *);
 static void	 files_free(struct files *);
@@ -114,6 +122,8 @@ static void	 test_descriptors(void **);
 static void	 test_check(void **);
 static void	 test_manifest_only(void **);
 static void	 test_inet_descriptors(void **);
+static void	 test_inet_restore_check(void **);
+static void	 test_inet_lies(void **);
 static void	 test_inet_check(void **);
 
 static void
@@ -571,6 +581,62 @@ inet_files(struct files *fs, const struct isk *k, size_t n)
 	buf_record(img_new(fs, "pstree.img", PSTREE_MAGIC), &pe.base);
 }
 
+/* The CRIU files fs in u's directory "img", as gpurestore has them. */
+static int
+write_dir(const struct unit *u, const struct files *fs)
+{
+	char	path[PATH_MAX];
+	size_t	i;
+	int	dfd, fd;
+
+	snprintf(path, sizeof path, "%s", unit_path(u, "img"));
+	unit_rmtree(path);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_not_equal(dfd = open(path, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC), -1);
+	for (i = 0; i < fs->n; i++) {
+		assert_int_not_equal(fd = openat(dfd, fs->f[i].name, O_WRONLY |
+		    O_CREAT | O_EXCL | O_CLOEXEC, 0600), -1);
+		assert_int_equal(write(fd, fs->f[i].b.p, fs->f[i].b.len),
+		    (ssize_t)fs->f[i].b.len);
+		close(fd);
+	}
+	return dfd;
+}
+
+/* gck_needs_restore_check() of an image of the n sockets of k. */
+static int
+restore_check(struct unit *u, const struct isk *k, size_t n, int tcp_close)
+{
+	struct files	fs;
+	int		dfd, r;
+
+	inet_files(&fs, k, n);
+	dfd = write_dir(u, &fs);
+	files_free(&fs);
+	r = gck_needs_restore_check(u->ctx, dfd, NULL, NULL, tcp_close);
+	close(dfd);
+	return r;
+}
+
+/* A port of 127.0.0.1 free here for a socket of type, for a moment. */
+static int
+free_port(int type)
+{
+	struct sockaddr_in	sa;
+	socklen_t		len = sizeof sa;
+	int			fd;
+
+	assert_int_not_equal(fd = socket(AF_INET, type, 0), -1);
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	close(fd);
+	return ntohs(sa.sin_port);
+}
+
 /* Whether this host lacks IPv4 address a: a bind() to it says so. */
 static int
 lacks(const char *a)
@@ -630,6 +696,36 @@ hold(int udp, int *tcpp, int *udpp)
 	if (d != -1)
 		close(d);
 	return pid;
+}
+
+/*
+ * A port of 127.0.0.1 that a closed connection holds, in TIME_WAIT: the
+ * end that accept() gave, of a socket listening without SO_REUSEADDR,
+ * closed first.
+ */
+static int
+time_wait(void)
+{
+	struct sockaddr_in	sa;
+	socklen_t		len = sizeof sa;
+	int			l, c, s;
+
+	assert_int_not_equal(l = socket(AF_INET, SOCK_STREAM, 0), -1);
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(l, (struct sockaddr *)&sa, sizeof sa), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&sa, &len), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_not_equal(c = socket(AF_INET, SOCK_STREAM, 0), -1);
+	assert_int_equal(connect(c, (struct sockaddr *)&sa, sizeof sa), 0);
+	assert_int_not_equal(s = accept(l, NULL, NULL), -1);
+	close(s);
+	usleep(50000);
+	close(c);
+	close(l);
+	usleep(50000);
+	return ntohs(sa.sin_port);
 }
 
 /* The command name of process pid, as /proc has it. */
@@ -776,6 +872,178 @@ test_inet_descriptors(void **state)
 }
 
 /*
+ * gpurestore's check before criu restores: the ports a process here
+ * holds, TCP and UDP, said with the process, and one that a closed
+ * connection holds (TIME_WAIT); an address this host lacks,
+ * for a listening socket and for a connection (which --tcp-close lets
+ * through); a network namespace of the tree's own, not checked; an
+ * image without files.img, or without inet sockets, untouched.
+ */
+static void
+test_inet_restore_check(void **state)
+{
+	struct isk	 k[3] = {
+		{ 3, AF_INET, SOCK_STREAM, IPPROTO_TCP, 10, "127.0.0.1", 0,
+		    "0.0.0.0", 0, 0, ISK_RECORD, 0 },
+		{ 4, AF_INET, SOCK_DGRAM, IPPROTO_UDP, 7, "127.0.0.1", 0,
+		    "0.0.0.0", 0, 0, ISK_RECORD, 0 },
+		{ 5, AF_INET, SOCK_STREAM, IPPROTO_TCP, 1, "127.0.0.1", 0,
+		    "127.0.0.1", 0, 0, ISK_RECORD, 0 },
+	};
+	struct unit	*u = *state;
+	struct files	 fs;
+	char		 msg[512], comm[64];
+	pid_t		 child;
+	int		 tport, uport, dfd;
+
+	/* free ports, and a connection of 127.0.0.1 */
+	k[0].sport = (uint32_t)free_port(SOCK_STREAM);
+	k[1].sport = (uint32_t)free_port(SOCK_DGRAM);
+	k[2].sport = 40100;
+	k[2].dport = 40101;
+	assert_gck_ok(u->ctx, restore_check(u, k, 3, 0));
+	/* taken by another process */
+	child = hold(1, &tport, &uport);
+	comm_of(child, comm, sizeof comm);
+	k[0].sport = (uint32_t)tport;
+	k[1].sport = (uint32_t)uport;
+	snprintf(msg, sizeof msg, "cannot restore: the image's process %d "
+	    "listens on TCP 127.0.0.1:%d, which process %d ('%s') holds on "
+	    "this host", PID, tport, (int)child, comm);
+	assert_gck_fails(u->ctx, restore_check(u, k, 3, 0), GCK_EBUSY, msg);
+	snprintf(msg, sizeof msg, "cannot restore: the image's process %d "
+	    "is bound to UDP 127.0.0.1:%d, which process %d ('%s') holds on "
+	    "this host", PID, uport, (int)child, comm);
+	assert_gck_fails(u->ctx, restore_check(u, k + 1, 2, 0), GCK_EBUSY,
+	    msg);
+	/* in a network namespace of the tree's own, not this host's */
+	k[0].ns_id = k[1].ns_id = NETNS + 1;
+	assert_gck_ok(u->ctx, restore_check(u, k, 2, 0));
+	k[0].ns_id = k[1].ns_id = 0;
+	kill(child, SIGKILL);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	k[0].sport = (uint32_t)free_port(SOCK_STREAM);
+	k[1].sport = (uint32_t)free_port(SOCK_DGRAM);
+	assert_gck_ok(u->ctx, restore_check(u, k, 3, 0));
+	/* held by a connection closed, which no process holds */
+	k[0].sport = (uint32_t)(tport = time_wait());
+	snprintf(msg, sizeof msg, "cannot restore: the image's process %d "
+	    "listens on TCP 127.0.0.1:%d, which a closed connection still "
+	    "holds on this host (for a minute at most)", PID, tport);
+	assert_gck_fails(u->ctx, restore_check(u, k, 1, 0), GCK_EBUSY, msg);
+	k[0].sport = (uint32_t)free_port(SOCK_STREAM);
+
+	/* an address this host lacks (unless it has it: then skipped) */
+	if (lacks(NOADDR)) {
+		k[2].src = NOADDR;
+		k[2].sport = 5000;
+		k[2].dst = "192.0.2.20";
+		k[2].dport = 6379;
+		assert_gck_fails(u->ctx, restore_check(u, k, 3, 0), GCK_EINVAL,
+		    "cannot restore: process 1's TCP connection "
+		    "192.0.2.10:5000 -> 192.0.2.20:6379 needs the address "
+		    "192.0.2.10, which this host lacks: restore with "
+		    "--tcp-close to have it closed (its process sees the "
+		    "connection reset)");
+		assert_gck_ok(u->ctx, restore_check(u, k, 3, 1));
+		k[0].src = NOADDR;
+		k[0].sport = 6379;
+		assert_gck_fails(u->ctx, restore_check(u, k, 3, 1), GCK_EINVAL,
+		    "cannot restore: the image's process 1 listens on TCP "
+		    "192.0.2.10:6379, and this host lacks the address "
+		    "192.0.2.10");
+	}
+
+	/* no files.img at all; one without inet sockets */
+	inet_files(&fs, k, 3);
+	free(fs.f[1].b.p);
+	fs.f[1] = fs.f[--fs.n];
+	dfd = write_dir(u, &fs);
+	files_free(&fs);
+	assert_gck_ok(u->ctx, gck_needs_restore_check(u->ctx, dfd, NULL, NULL,
+	    0));
+	close(dfd);
+	criu_files(u, &fs);
+	dfd = write_dir(u, &fs);
+	files_free(&fs);
+	assert_gck_ok(u->ctx, gck_needs_restore_check(u->ctx, dfd, NULL, NULL,
+	    0));
+	close(dfd);
+}
+
+/*
+ * Records that lie, each refused by gpurestore's check with one line,
+ * whatever the host: the lies of test_inet_descriptors(), and a files.img
+ * that does not parse.
+ */
+static void
+test_inet_lies(void **state)
+{
+	static const struct {
+		struct isk	 k;
+		const char	*msg;
+	} t[] = {
+		{ { 3, 99, SOCK_STREAM, IPPROTO_TCP, 10, "127.0.0.1", 40008,
+		    NULL, 0, 0, ISK_RECORD, 0 }, "corrupt image: the inet "
+		    "socket of fd 3 of process 1 records an unknown family "
+		    "(99)" },
+		{ { 3, AF_INET6, SOCK_STREAM, IPPROTO_TCP, 10, "127.0.0.1",
+		    40009, NULL, 0, 1, ISK_RECORD, 0 }, "corrupt image: the "
+		    "inet socket of fd 3 of process 1 records an address of 1 "
+		    "words for IPv6" },
+		{ { 3, AF_INET, SOCK_STREAM, IPPROTO_TCP, 10, "127.0.0.1",
+		    70000, NULL, 0, 0, ISK_RECORD, 0 }, "corrupt image: the "
+		    "inet socket of fd 3 of process 1 records a port above "
+		    "65535 (70000)" },
+		{ { 3, AF_INET, 99, IPPROTO_TCP, 10, "127.0.0.1", 40010, NULL,
+		    0, 0, ISK_RECORD, 0 }, "corrupt image: the inet socket of "
+		    "fd 3 of process 1 records an unknown type (99)" },
+		{ { 3, AF_INET, SOCK_STREAM, 99, 10, "127.0.0.1", 40010, NULL,
+		    0, 0, ISK_RECORD, 0 }, "corrupt image: the inet socket of "
+		    "fd 3 of process 1 records an unknown protocol (99)" },
+		{ { 3, AF_INET, SOCK_STREAM, IPPROTO_TCP, 99, "127.0.0.1",
+		    40011, NULL, 0, 0, ISK_RECORD, 0 }, "corrupt image: the "
+		    "inet socket of fd 3 of process 1 records an unknown "
+		    "state (99)" },
+		{ { 3, AF_INET, SOCK_DGRAM, IPPROTO_UDP, 10, "127.0.0.1",
+		    40011, NULL, 0, 0, ISK_RECORD, 0 }, "corrupt image: the "
+		    "inet socket of fd 3 of process 1 records a listening "
+		    "socket that is not TCP" },
+		{ { 3, AF_INET, SOCK_STREAM, IPPROTO_TCP, 10, "127.0.0.1",
+		    40012, NULL, 0, HUGE_WORDS, ISK_RECORD, 0 }, "corrupt "
+		    "image: the inet socket of fd 3 of process 1 records an "
+		    "address of 200000 words for IPv4" },
+		{ { 3, AF_INET, SOCK_STREAM, IPPROTO_TCP, 10, "127.0.0.1",
+		    40013, NULL, 0, 0, ISK_NORECORD, 0 }, "corrupt image: fd 3 "
+		    "of process 1 is an inet socket (id 100) that 'files.img' "
+		    "lacks" },
+		{ { 3, AF_INET, SOCK_STREAM, IPPROTO_TCP, 10, "127.0.0.1",
+		    40014, NULL, 0, 0, ISK_NONE, 0 }, "corrupt image: fd 3 of "
+		    "process 1 is an inet socket (id 100) that 'files.img' "
+		    "lacks" },
+	};
+	struct unit	*u = *state;
+	struct files	 fs;
+	size_t		 i;
+	int		 dfd;
+
+	for (i = 0; i < sizeof t / sizeof t[0]; i++) {
+		assert_gck_fails(u->ctx, restore_check(u, &t[i].k, 1, 0),
+		    GCK_EFORMAT, t[i].msg);
+		assert_gck_fails(u->ctx, restore_check(u, &t[i].k, 1, 1),
+		    GCK_EFORMAT, t[i].msg);
+	}
+	/* files.img cut in its first record */
+	inet_files(&fs, &t[0].k, 1);
+	fs.f[1].b.len -= 3;
+	dfd = write_dir(u, &fs);
+	files_free(&fs);
+	assert_gck_fails(u->ctx, gck_needs_restore_check(u->ctx, dfd, NULL,
+	    NULL, 0), GCK_EFORMAT, "corrupt image: cannot read 'files.img'");
+	close(dfd);
+}
+
+/*
  * gpuinspect --check: a listening port taken here, a connection whose
  * address this host lacks (where it lacks it), a socket files.img lacks:
  * a failure each, in the words of gpurestore's check.
@@ -853,6 +1121,8 @@ main(void)
 		unit_dir_test(test_check),
 		unit_dir_test(test_manifest_only),
 		unit_dir_test(test_inet_descriptors),
+		unit_dir_test(test_inet_restore_check),
+		unit_dir_test(test_inet_lies),
 		unit_dir_test(test_inet_check),
 	};
 

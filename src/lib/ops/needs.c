@@ -8,9 +8,10 @@
  * pipes they name (files.img, remap-fpath.img).  gck_needs_doc() turns
  * them into the "descriptors" member of gpuinspect's document, which
  * gpuinspect(1) documents.  gck_inspect_check() compares what it lists,
- * and the image's PIDs and GPUs, with this host; its TCP and UDP
- * sockets it tries against this host as criu restore would bind them
- * (inet.c).
+ * and the image's PIDs and GPUs, with this host.  The TCP and UDP
+ * sockets are tried against this host as criu restore would bind them
+ * (inet.c): by gck_inspect_check(), and by gck_needs_restore_check(),
+ * which gpurestore runs before criu restore.
  */
 #include "config.h"
 
@@ -34,6 +35,7 @@
 #include "core/proc.h"
 #include "core/util.h"
 #include "criu/pagemap.h"
+#include "criu/streamer.h"
 #include "gpu/cuda.h"
 #include "gpu/gpumap.h"
 #include "image/image.h"
@@ -74,6 +76,7 @@ struct nfile {
 	char		*name;
 	char		*data;
 	size_t		 len;
+	int		 borrowed;	/* data is another's: not freed */
 };
 
 struct gck_needs {
@@ -155,6 +158,10 @@ static int	 inet_fd(struct icheck *, const struct gck_inet *, uint32_t);
 static int	 proc_inet(struct icheck *, uint32_t);
 static int	 check_inet(struct gck_ctx *, const struct gck_needs *,
 		    const struct gck_manifest *, int, json_t *);
+static int	 load(struct gck_ctx *, struct gck_needs *, int,
+		    const struct gck_serve *, const char *);
+static int	 load_procs(struct gck_ctx *, struct gck_needs *, int,
+		    const struct gck_serve *);
 static void	 check_gpus(struct gck_ctx *, const struct gck_manifest *,
 		    json_t *);
 
@@ -288,7 +295,8 @@ gck_needs_free(struct gck_needs *nd)
 		return;
 	for (i = 0; i < nd->n; i++) {
 		free(nd->f[i].name);
-		free(nd->f[i].data);
+		if (!nd->f[i].borrowed)
+			free(nd->f[i].data);
 	}
 	for (i = 0; i < nd->nfe; i++)
 		file_entry__free_unpacked(nd->fe[i], NULL);
@@ -1593,4 +1601,161 @@ out:
 	gck_needs_free(nd);
 	gck_reader_free(rd);
 	return r;
+}
+
+/*
+ * Adds CRIU image name to nd, unless it has it: from the directory dfd,
+ * or (dfd -1) borrowed from what srv holds.  Without that file, nothing
+ * is added.  Returns GCK_OK or a code.
+ */
+static int
+load(struct gck_ctx *ctx, struct gck_needs *nd, int dfd,
+    const struct gck_serve *srv, const char *name)
+{
+	const struct gck_sfile	*sf = NULL;
+	struct stat		 sb;
+	struct nfile		*f;
+	ssize_t			 n;
+	int			 fd = -1, r;
+
+	if (nfind(nd, name) != NULL)
+		return GCK_OK;
+	if (dfd == -1 && (srv == NULL || (sf = gck_serve_find(srv, name)) ==
+	    NULL))
+		return GCK_OK;
+	if (dfd != -1 && (fd = openat(dfd, name, O_RDONLY | O_CLOEXEC |
+	    O_NOFOLLOW)) == -1)
+		return errno == ENOENT ? GCK_OK : gck_set_syserr(ctx, errno,
+		    "cannot open '%s': %s", name, strerror(errno));
+	if ((r = gck_grow(ctx, &nd->f, &nd->cap, nd->n, sizeof *nd->f)) !=
+	    GCK_OK)
+		goto out;
+	f = &nd->f[nd->n];
+	memset(f, 0, sizeof *f);
+	if ((f->name = strdup(name)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	nd->n++;
+	if (sf != NULL) {
+		f->data = sf->data;
+		f->len = sf->len;
+		f->borrowed = 1;
+		r = GCK_OK;
+		goto out;
+	}
+	if (fstat(fd, &sb) == -1) {
+		r = gck_set_syserr(ctx, errno, "cannot read '%s': %s", name,
+		    strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		r = gck_set_error(ctx, GCK_EUNSAFE, "cannot read '%s': not a "
+		    "regular file", name);
+		goto out;
+	}
+	if ((f->data = malloc((size_t)sb.st_size + 1)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((n = gck_read_full(ctx, fd, f->data, (size_t)sb.st_size,
+	    name)) < 0) {
+		r = gck_error_code(ctx);
+		goto out;
+	}
+	f->len = (size_t)n;
+	r = GCK_OK;
+out:
+	if (fd != -1)
+		close(fd);
+	return r;
+}
+
+/*
+ * Adds to nd what names the processes' descriptors: pstree.img,
+ * inventory.img, and each process's ids-PID.img and the fdinfo-N.img
+ * that it names.  Returns GCK_OK or a code.
+ */
+static int
+load_procs(struct gck_ctx *ctx, struct gck_needs *nd, int dfd,
+    const struct gck_serve *srv)
+{
+	const struct nfile	*f;
+	const uint8_t		*rec;
+	PstreeEntry		*pe;
+	TaskKobjIdsEntry	*ids;
+	const char		*pst;
+	char			 name[64];
+	size_t			 pos, pstlen;
+	uint32_t		 len, files_id;
+	int			 bad = 0, has, r;
+
+	if ((r = load(ctx, nd, dfd, srv, "inventory.img")) != GCK_OK ||
+	    (r = load(ctx, nd, dfd, srv, "pstree.img")) != GCK_OK)
+		return r;
+	if ((f = nfind(nd, "pstree.img")) == NULL ||
+	    gck_img_start(f->data, f->len, PSTREE_MAGIC, &pos) == -1)
+		return GCK_OK;
+	/* (its bytes stay where they are as nd grows) */
+	pst = f->data;
+	pstlen = f->len;
+	while ((rec = gck_img_record(pst, pstlen, &pos, &len, &bad)) != NULL) {
+		if ((pe = pstree_entry__unpack(NULL, len, rec)) == NULL)
+			break;
+		snprintf(name, sizeof name, "ids-%" PRIu32 ".img", pe->pid);
+		pstree_entry__free_unpacked(pe, NULL);
+		if ((r = load(ctx, nd, dfd, srv, name)) != GCK_OK)
+			return r;
+		if ((rec = first(nd, name, IDS_MAGIC, &len)) == NULL ||
+		    (ids = task_kobj_ids_entry__unpack(NULL, len, rec)) ==
+		    NULL)
+			continue;
+		has = ids->has_files_id;
+		files_id = ids->files_id;
+		task_kobj_ids_entry__free_unpacked(ids, NULL);
+		snprintf(name, sizeof name, "fdinfo-%" PRIu32 ".img", files_id);
+		if (has && (r = load(ctx, nd, dfd, srv, name)) != GCK_OK)
+			return r;
+	}
+	return GCK_OK;
+}
+
+/*
+ * Whether this host can take the inet sockets of the image, as criu
+ * restore would (see check_inet()): the image's small CRIU files are in
+ * the directory dfd, or (dfd -1) held by srv; m is its manifest (or
+ * NULL), tcp_close whether its TCP connections are to be restored
+ * closed.  Returns GCK_OK, or a code with a line that says what stands
+ * in the way: a port taken here, an address this host lacks, a record
+ * that lies.  An image without files.img passes untouched.
+ */
+int
+gck_needs_restore_check(struct gck_ctx *ctx, int dfd,
+    const struct gck_serve *srv, const struct gck_manifest *m, int tcp_close)
+{
+	struct gck_needs	*nd;
+	int			 r;
+
+	if ((nd = calloc(1, sizeof *nd)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	if ((r = load(ctx, nd, dfd, srv, "files.img")) != GCK_OK ||
+	    nfind(nd, "files.img") == NULL ||
+	    (r = index_files(ctx, nd)) != GCK_OK ||
+	    (r = load_procs(ctx, nd, dfd, srv)) != GCK_OK)
+		goto out;
+	r = gck_needs_sockets_check(ctx, nd, m, tcp_close);
+out:
+	gck_needs_free(nd);
+	return r;
+}
+
+/*
+ * The check of gck_needs_restore_check() on what nd holds.  Returns
+ * GCK_OK or a code.
+ */
+int
+gck_needs_sockets_check(struct gck_ctx *ctx, const struct gck_needs *nd,
+    const struct gck_manifest *m, int tcp_close)
+{
+	return check_inet(ctx, nd, m, tcp_close, NULL);
 }
