@@ -651,10 +651,10 @@ test_expect_success 'the summary counts them; --files and --sockets list them' '
 	assert any(f[1] == "mem" and f[6].endswith("/libc.so.6") and
 	    f[5] == "same size" for f in files), files
 	socks = [l.split() for l in rows("sockets.out", "PID +FD +FAMILY ")]
-	for want in ([p, str(listen), "unix", "stream", "listening", "-",
-	    d + "/sock"], [p, str(a), "unix", "stream", "connected",
+	for want in ([p, str(listen), "unix", "stream", "-", "listening", "-",
+	    d + "/sock"], [p, str(a), "unix", "stream", "-", "connected",
 	    "%d:%d" % (pid, b), "(unnamed)"], [str(child), str(b), "unix",
-	    "stream", "connected", "%d:%d" % (child, a), "(unnamed)"]):
+	    "stream", "-", "connected", "%d:%d" % (child, a), "(unnamed)"]):
 	    assert want in socks, (want, socks)
 	pipes = [l.split() for l in rows("sockets.out", "PIPE +ENDS")]
 	assert [x[1:] for x in pipes] == [["%d:%d" % (pid, pw), "(w)",
@@ -752,6 +752,249 @@ test_expect_success '--check: a PID taken by another process is a note' '
 	# (another test running beside this one may hold the child'\''s PID)
 	grep -v "^note: pid $FCHILD of the image is in use on this host " out >mine &&
 	test_cmp expect mine
+'
+
+# TCP and UDP sockets: tests/inettree.py sets them up in $IN.
+IN=$TRASH/inet
+
+# inet_start [ADDR]: starts inettree.py in a session of its own; sets
+# I_pid and the descriptors' numbers and ports (I_listen, I_lport, ...)
+# from its ready file.
+inet_start() {
+	rm -rf "$IN" && mkdir -p "$IN" &&
+	(cd / && setsid python3 "$GCK_SRCDIR/inettree.py" "$IN" ${1:+"$1"} \
+	    </dev/null >/dev/null 2>&1 &) &&
+	wait_for_line "$IN/ready" "^pid=" 60 &&
+	eval "$(sed 's/\([a-z0-9]*\)=/I_\1=/g' "$IN/ready")" &&
+	started="$started $I_pid"
+}
+
+# holder PORT: a process of python3 that listens on 127.0.0.1:PORT
+# (SO_REUSEADDR set, as servers have it) until killed; sets HOLDER to
+# its PID, as it says itself.
+holder() {
+	rm -f "$TRASH/held" &&
+	python3 -c "
+import os, socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', int(sys.argv[1])))
+s.listen(1)
+open(sys.argv[2], 'w').write('held %d\n' % os.getpid())
+time.sleep(600)" "$1" "$TRASH/held" </dev/null >/dev/null 2>&1 &
+	wait_for_line "$TRASH/held" "^held [0-9]" 30 &&
+	HOLDER=$(sed 's/held //' "$TRASH/held") &&
+	started="$started $HOLDER"
+}
+
+test_expect_success 'an image of a tree with TCP and UDP sockets open' '
+	inet_start &&
+	test_status 0 "$GCKPT" -R --tcp-established -p $I_pid \
+	    -o inet-running.gck &&
+	proc_running $I_pid &&
+	test_status 0 "$GCKINSPECT" --json inet-running.gck >inet.doc &&
+	test_status 0 "$GCKINSPECT" --sockets inet-running.gck >inet.out
+'
+
+test_expect_success 'the JSON document gives each inet socket as it was set up' '
+	python3 - "$IN/ready" <<-\EOF
+	import json, sys
+	r = dict(w.split("=") for w in open(sys.argv[1]).read().split())
+	r = {k: int(v) for k, v in r.items()}
+	pid = r["pid"]
+	x = json.load(open("inet.doc"))["descriptors"]
+	p = [p for p in x["processes"] if p["pid"] == pid][0]
+	fds = {f["fd"]: f for f in p["fds"]}
+	keys = ("type", "family", "socket_type", "protocol", "state",
+	    "address", "peer_address", "peer")
+	def has(fd, *want):
+	    got = tuple(fds[fd].get(k, "absent") for k in keys)
+	    assert got == want, (fd, got, want)
+	lo = "127.0.0.1:%d"
+	has(r["listen"], "inet", "inet", "stream", "tcp", "listening",
+	    lo % r["lport"], None, None)
+	has(r["client"], "inet", "inet", "stream", "tcp", "established",
+	    lo % r["cport"], lo % r["lport"], "%d:%d" % (pid, r["server"]))
+	has(r["server"], "inet", "inet", "stream", "tcp", "established",
+	    lo % r["lport"], lo % r["cport"], "%d:%d" % (pid, r["client"]))
+	has(r["udp"], "inet", "inet", "dgram", "udp", "unconnected",
+	    lo % r["uport"], None, None)
+	has(r["unbound"], "inet", "inet", "dgram", "udp", "unconnected",
+	    None, None, None)
+	n = 5
+	if r["l6port"]:
+	    has(r["listen6"], "inet", "inet6", "stream", "tcp", "listening",
+	        "[::1]:%d" % r["l6port"], None, None)
+	    n += 1
+	# stdin, stdout and stderr on /dev/null; nothing else is open
+	assert sorted(fds) == [0, 1, 2] + sorted(f for f in fds if f > 2) and \
+	    len(fds) == 3 + n, sorted(fds)
+	assert x["totals"]["sockets"] == n and x["totals"]["files"] == 3, \
+	    x["totals"]
+	EOF
+'
+
+test_expect_success 'the summary counts them; --sockets lists them' '
+	n=5 && test "$I_l6port" = 0 || n=6 &&
+	test_grep "^open        3 files, $n sockets, 0 pipes; " inet.out &&
+	python3 - "$IN/ready" <<-\EOF
+	import re, sys
+	r = dict(w.split("=") for w in open(sys.argv[1]).read().split())
+	pid = r["pid"]
+	out = open("inet.out").read().splitlines()
+	i = [n for n, l in enumerate(out) if re.match("PID +FD +FAMILY +TYPE "
+	    "+PROTO +STATE +PEER +ADDRESS$", l)]
+	assert len(i) == 1, out
+	socks = []
+	for l in out[i[0] + 1:]:
+	    if not l.strip():
+	        break
+	    socks.append(l.split())
+	lo = "127.0.0.1:"
+	want = [[pid, r["listen"], "inet", "stream", "tcp", "listening", "-",
+	    lo + r["lport"]],
+	    [pid, r["client"], "inet", "stream", "tcp", "established",
+	    pid + ":" + r["server"], lo + r["cport"], "->", lo + r["lport"]],
+	    [pid, r["server"], "inet", "stream", "tcp", "established",
+	    pid + ":" + r["client"], lo + r["lport"], "->", lo + r["cport"]],
+	    [pid, r["udp"], "inet", "dgram", "udp", "unconnected", "-",
+	    lo + r["uport"]],
+	    [pid, r["unbound"], "inet", "dgram", "udp", "unconnected", "-",
+	    "(unbound)"]]
+	if r["l6port"] != "0":
+	    want.append([pid, r["listen6"], "inet6", "stream", "tcp",
+	        "listening", "-", "[::1]:" + r["l6port"]])
+	assert socks == want, (socks, want)
+	EOF
+'
+
+test_expect_success '--check: the ports that the source, still here, holds' '
+	comm=$(cat /proc/$I_pid/comm) &&
+	test_status 1 "$GCKINSPECT" --check inet-running.gck >out 2>err &&
+	test_must_be_empty out &&
+	src="which the image.s source, process $I_pid (.$comm.), still holds on this host" &&
+	test_grep "^gpuinspect: pid $I_pid is in use on this host by the image.s source" err &&
+	test_grep "^gpuinspect: the image.s process $I_pid listens on TCP 127.0.0.1:$I_lport, $src\$" err &&
+	test_grep "^gpuinspect: the image.s process $I_pid is bound to UDP 127.0.0.1:$I_uport, $src\$" err &&
+	n=3 &&
+	if test "$I_l6port" != 0; then
+		test_grep "^gpuinspect: the image.s process $I_pid listens on TCP \\[::1\\]:$I_l6port, $src\$" err &&
+		n=4
+	fi &&
+	test_line_count err $n
+'
+
+test_expect_success '--check passes once the source is gone' '
+	test_status 0 "$GCKPT" --tcp-established -p $I_pid -o inet.gck &&
+	wait_gone $I_pid &&
+	test_status 0 "$GCKINSPECT" --check inet.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_must_be_empty err
+'
+
+test_expect_success '--check names the process that holds a listening port' '
+	holder $I_lport &&
+	comm=$(cat /proc/$HOLDER/comm) &&
+	test_status 1 "$GCKINSPECT" --check inet.gck >out 2>err &&
+	test_status 1 "$GCKINSPECT" --check --json inet.gck >doc &&
+	test_must_be_empty out &&
+	echo "gpuinspect: the image'\''s process $I_pid listens on TCP 127.0.0.1:$I_lport, which process $HOLDER ('\''$comm'\'') holds on this host" >expect &&
+	test_cmp expect err &&
+	python3 -c "
+import json
+d = json.load(open(\"doc\"))
+assert d[\"ok\"] is False and [(f[\"severity\"], f[\"what\"])
+    for f in d[\"findings\"]] == [(\"fail\", \"port\")], d"
+'
+
+test_expect_success 'gpurestore refuses it with one line, leaving nothing' '
+	test_status 1 "$GCKRESTORE" <inet.gck >out 2>err &&
+	test_must_be_empty out &&
+	echo "gpurestore: cannot restore: the image'\''s process $I_pid listens on TCP 127.0.0.1:$I_lport, which process $HOLDER ('\''$(cat /proc/$HOLDER/comm)'\'') holds on this host" >expect &&
+	test_cmp expect err &&
+	proc_gone $I_pid &&
+	test -z "$(ls -A "$TMPDIR")" &&
+	test_status 1 "$GCKRESTORE" inet.gck >out 2>err &&
+	test_cmp expect err &&
+	proc_gone $I_pid &&
+	test -z "$(ls -A "$TMPDIR")"
+'
+
+test_expect_success '--check passes once the holder is gone' '
+	kill $HOLDER &&
+	wait_gone $HOLDER &&
+	test_status 0 "$GCKINSPECT" --check inet.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_must_be_empty err
+'
+
+test_expect_success 'a move on this host: gpurestore checks the ports once the source has ended' '
+	inet_start &&
+	{ "$GCKPT" --tcp-established -p $I_pid 2>ck.err; echo $? >ck.st; } |
+	    "$GCKRESTORE" >rs.out 2>rs.err &&
+	test "$(cat ck.st)" = 0 &&
+	test_must_be_empty ck.err &&
+	test_must_be_empty rs.err &&
+	echo $I_pid >expect &&
+	test_cmp expect rs.out &&
+	proc_running $I_pid &&
+	python3 -c "
+import socket, sys
+socket.create_connection((\"127.0.0.1\", int(sys.argv[1])), 5).close()" \
+	    $I_lport &&
+	kill -KILL $I_pid &&
+	wait_gone $I_pid
+'
+
+# In a network namespace of the test's own, with 192.0.2.10 on its
+# loopback: a connection from that address to it, checkpointed, then the
+# address removed.  ns.sh runs there and leaves what each command said
+# in ns/.
+test_expect_success 'a connection whose address this host lacks' '
+	rm -rf ns && mkdir ns &&
+	cat >ns.sh <<-EOF &&
+	cd "$TRASH/ns" || exit 1
+	ip link set lo up && ip addr add 192.0.2.10/32 dev lo || exit 3
+	(cd / && setsid python3 "$GCK_SRCDIR/inettree.py" "$TRASH/ns" \
+	    192.0.2.10 </dev/null >/dev/null 2>&1 &)
+	i=0
+	while ! test -e ready; do
+		i=\$((i + 1))
+		test \$i -lt 600 || exit 4
+		sleep 0.1
+	done
+	pid=\$(sed "s/^pid=\([0-9]*\) .*/\1/" ready)
+	echo \$pid >pid
+	"$GCKPT" --tcp-established -p \$pid -o ns.gck 2>ckpt.err || exit 5
+	while test -d /proc/\$pid; do sleep 0.1; done
+	"$GCKINSPECT" --check ns.gck >check1.out 2>check1.err
+	echo \$? >check1.st
+	ip addr del 192.0.2.10/32 dev lo || exit 6
+	"$GCKINSPECT" --check ns.gck >check2.out 2>check2.err
+	echo \$? >check2.st
+	"$GCKRESTORE" <ns.gck >rst.out 2>rst.err
+	echo \$? >rst.st
+	ls -A "\$TMPDIR" >tmp.ls
+	EOF
+	unshare --net "$GCK_TESTDIR/reaper" sh ns.sh &&
+	pid=$(cat ns/pid) &&
+	eval "$(sed "s/\\([a-z0-9]*\\)=/N_\\1=/g" ns/ready)" &&
+	test "$(cat ns/check1.st)" = 0 &&
+	test_must_be_empty ns/check1.out &&
+	test_must_be_empty ns/check1.err &&
+	test "$(cat ns/check2.st)" = 1 &&
+	test_must_be_empty ns/check2.out &&
+	c=192.0.2.10:$N_cport s=192.0.2.10:$N_lport &&
+	for conn in "$c -> $s" "$s -> $c"; do
+		echo "gpuinspect: process $pid'\''s TCP connection $conn needs the address 192.0.2.10, which this host lacks: restore with gpurestore --tcp-close to have it closed (its process sees the connection reset)" || return 1
+	done >expect &&
+	test_cmp expect ns/check2.err &&
+	test "$(cat ns/rst.st)" = 1 &&
+	test_must_be_empty ns/rst.out &&
+	echo "gpurestore: cannot restore: process $pid'\''s TCP connection $c -> $s needs the address 192.0.2.10, which this host lacks: restore with --tcp-close to have it closed (its process sees the connection reset)" >expect &&
+	test_cmp expect ns/rst.err &&
+	test_must_be_empty ns/tmp.ls &&
+	proc_gone $pid
 '
 
 # The GPUs: an image of a CUDA process, made and checked against the

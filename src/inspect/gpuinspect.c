@@ -58,6 +58,7 @@ static _Noreturn void	usage(int);
 static const char	*size_str(json_t *, char *, size_t);
 static const char	*safe(const char *);
 static const char	*str(json_t *, const char *);
+static const char	*dash(json_t *, const char *);
 static void		 print_show(const char *, json_t *,
 			    const struct args *);
 static void		 show_image(const char *, json_t *);
@@ -601,34 +602,50 @@ show_files(json_t *d)
 			    "path"));
 }
 
-/* The sockets table: type, state, address and the other end. */
+/* Member k of o if it is a string, made safe to show, else "-". */
+static const char *
+dash(json_t *o, const char *k)
+{
+	return json_is_string(json_object_get(o, k)) ? str(o, k) : "-";
+}
+
+/*
+ * The sockets table: family, type, protocol, state, the other end and
+ * the address (an inet socket's own, then its peer's where connected).
+ */
 static void
 show_sockets(json_t *d)
 {
-	json_t	*o, *p, *f;
-	size_t	 i, j;
+	json_t		*o, *p, *f;
+	const char	*t, *a;
+	size_t		 i, j;
 
 	if ((o = descriptors(d, "SOCKETS")) == NULL)
 		return;
-	printf("\n%-8s %4s %-6s %-9s %-11s %-12s %s\n", "PID", "FD", "FAMILY",
-	    "TYPE", "STATE", "PEER", "ADDRESS");
+	printf("\n%-8s %4s %-6s %-9s %-7s %-11s %-12s %s\n", "PID", "FD",
+	    "FAMILY", "TYPE", "PROTO", "STATE", "PEER", "ADDRESS");
 	json_array_foreach(json_object_get(o, "processes"), i, p)
 		json_array_foreach(json_object_get(p, "fds"), j, f) {
-			if (strcmp(str(f, "type"), "unix") != 0 &&
-			    strcmp(str(f, "type"), "inet") != 0 &&
-			    strcmp(str(f, "type"), "packet") != 0 &&
-			    strcmp(str(f, "type"), "netlink") != 0)
+			t = str(f, "type");
+			if (strcmp(t, "unix") != 0 && strcmp(t, "inet") != 0 &&
+			    strcmp(t, "packet") != 0 &&
+			    strcmp(t, "netlink") != 0)
 				continue;
-			printf("%-8lld %4lld %-6s %-9s %-11s %-12s %s\n",
-			    (long long)num(p, "pid"), (long long)num(f, "fd"),
-			    str(f, "type"), json_is_string(json_object_get(f,
-			    "socket_type")) ? str(f, "socket_type") : "-",
-			    json_is_string(json_object_get(f, "state")) ?
-			    str(f, "state") : "-", json_is_string(
-			    json_object_get(f, "peer")) ? str(f, "peer") : "-",
-			    json_is_string(json_object_get(f, "address")) ?
-			    str(f, "address") : strcmp(str(f, "type"),
-			    "unix") == 0 ? "(unnamed)" : "-");
+			if (json_is_string(json_object_get(f, "address")))
+				a = str(f, "address");
+			else
+				a = strcmp(t, "unix") == 0 ? "(unnamed)" :
+				    strcmp(t, "inet") == 0 ? "(unbound)" : "-";
+			printf("%-8lld %4lld %-6s %-9s %-7s %-11s %-12s "
+			    "%s%s%s\n", (long long)num(p, "pid"),
+			    (long long)num(f, "fd"),
+			    json_is_string(json_object_get(f, "family")) ?
+			    str(f, "family") : t, dash(f, "socket_type"),
+			    dash(f, "protocol"), dash(f, "state"),
+			    dash(f, "peer"), a, json_is_string(json_object_get(
+			    f, "peer_address")) ? " -> " : "", json_is_string(
+			    json_object_get(f, "peer_address")) ?
+			    str(f, "peer_address") : "");
 		}
 }
 

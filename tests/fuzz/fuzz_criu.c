@@ -1,8 +1,9 @@
 /*
  * fuzz_criu: CRIU's image files as gpuckpt parses them.  The bytes are
  * a list of files, each a selector byte, a 16-bit little-endian length
- * and the contents.  The low three bits of the selector pick the name
- * (names[]), bit 3 puts the file in image a, bit 4 in image b.
+ * and the contents.  The low three bits of the selector and its bit 5
+ * pick the name (names[], bit 5 the second eight), bit 3 puts the file
+ * in image a, bit 4 in image b.
  *
  * The files of image a named pagemap-1.img and pages-1.img go through
  * gck_pmread_open(); when it takes them, the pages it lists are read
@@ -10,21 +11,37 @@
  * a read only copies what the kernel lets it) and checked for overlaps.
  * Then both sets are written as images with the library's writer and
  * compared with gck_inspect_diff(), which parses the mm, pagemap and
- * files images of both.
+ * files images of both.  Image a is then described and checked as
+ * gpuinspect does (gck_inspect_show(), gck_inspect_check(): the
+ * processes of pstree.img, their descriptors, the files, sockets and
+ * pipes these name), and its files, written into a directory, checked
+ * as gpurestore does before criu restores them
+ * (gck_needs_restore_check(): the TCP and UDP sockets, tried against
+ * this host, with and without --tcp-close).
  */
 #include "config.h"
+
+#include <fcntl.h>
 
 #include "private.h"
 #include "criu/pagemap.h"
 #include "criu/streamer.h"
 #include "image/image.h"
+#include "ops/needs.h"
 #include "fuzz.h"
 
 #define READ_MAX	(256u << 10)
 
-static const char *const names[8] = { "pagemap-1.img", "pages-1.img",
+#define NNAMES	16
+
+static const char *const names[NNAMES] = { "pagemap-1.img", "pages-1.img",
 	"mm-1.img", "files.img", "pagemap-2.img", "pages-2.img", "mm-2.img",
-	"pagemap-shmem-7.img" };
+	"pagemap-shmem-7.img", "pstree.img", "ids-1.img", "ids-2.img",
+	"fdinfo-1.img", "fdinfo-2.img", "inventory.img", "fs-1.img",
+	"remap-fpath.img" };
+
+static char	*dir;
+static int	 dfd = -1;
 
 static const char manifest[] =
     "{\"format\": 1, \"tool\": \"fuzz\", \"created\": \"2026-01-01T00:00:00Z\","
@@ -47,7 +64,7 @@ split(const uint8_t *data, size_t size, struct file *f, int *in, size_t nmax)
 		len = (size_t)data[1] | (size_t)data[2] << 8;
 		if (len > size - 3)
 			len = size - 3;
-		f[n].name = data[0] & 7;
+		f[n].name = (data[0] & 7) | (data[0] >> 2 & 8);
 		f[n].data = data + 3;
 		f[n].len = len;
 		in[n] = data[0] >> 3 & 3;
@@ -96,6 +113,74 @@ pmread(struct gck_ctx *ctx, const struct file *pm, const struct file *pg)
 		(void)gck_pmread_error(p);
 	free(buf);
 	gck_pmread_free(p);
+}
+
+static void
+cleanup(void)
+{
+	if (dir != NULL)
+		fuzz_rmdir(dir);
+}
+
+/*
+ * The files of image a in the directory, as gpurestore has them, checked
+ * as it checks them before criu restores them.
+ */
+static void
+restore_check(struct gck_ctx *ctx, const struct file *f, const int *in,
+    size_t n)
+{
+	ssize_t	w;
+	size_t	i;
+	int	fd, seen = 0, r;
+
+	if (dir == NULL) {
+		dir = fuzz_tmpdir("criu");
+		atexit(cleanup);
+		if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+			abort();
+	}
+	for (i = 0; i < n; i++) {
+		if (!(in[i] & 1) || seen & 1 << f[i].name)
+			continue;
+		seen |= 1 << f[i].name;
+		if ((fd = openat(dfd, names[f[i].name], O_WRONLY | O_CREAT |
+		    O_TRUNC | O_CLOEXEC, 0600)) == -1 ||
+		    (w = write(fd, f[i].data, f[i].len)) != (ssize_t)f[i].len)
+			abort();
+		close(fd);
+	}
+	for (i = 0; i < 2; i++) {
+		r = gck_needs_restore_check(ctx, dfd, NULL, NULL, (int)i);
+		fuzz_say("restore check", r, gck_error_string(ctx));
+		if (r != GCK_OK && gck_error_string(ctx) == NULL)
+			abort();
+	}
+	fuzz_empty(dir);
+}
+
+/* Image a described, then checked, as gpuinspect does. */
+static void
+inspect(struct gck_ctx *ctx, int fd)
+{
+	char	*text = NULL;
+	int	 fail, r;
+
+	if (lseek(fd, 0, SEEK_SET) != 0)
+		abort();
+	r = gck_inspect_show(ctx, fd, &text);
+	fuzz_say("show", r, r == GCK_OK ? text : gck_error_string(ctx));
+	if (r == GCK_OK && (text == NULL || strlen(text) == 0))
+		abort();
+	free(text);
+	text = NULL;
+	if (lseek(fd, 0, SEEK_SET) != 0)
+		abort();
+	r = gck_inspect_check(ctx, fd, &text, &fail);
+	fuzz_say("check", r, r == GCK_OK ? text : gck_error_string(ctx));
+	if (r == GCK_OK && (text == NULL || strlen(text) == 0))
+		abort();
+	free(text);
 }
 
 /* An image of the manifest and the files of set (1: a, 2: b) on a memfd. */
@@ -166,6 +251,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (r == GCK_OK && (text == NULL || strlen(text) == 0))
 		abort();
 	free(text);
+	inspect(ctx, fa);
+	restore_check(ctx, f, in, n);
 	close(fa);
 	close(fb);
 	gck_ctx_free(ctx);

@@ -9,7 +9,9 @@ its src/, mkimage (an image writer) under its fuzz-build/.  Run as root,
 with criu, zstd and ssh-keygen: it checkpoints a tiny static program
 (leaving it running, then killing it) into three images,
 --compress=none, zstd and one with --parent over the zstd one, and takes
-the CRIU files apart with gpuinspect -x.  The other seeds are made from
+the CRIU files apart with gpuinspect -x; and tests/inettree.py, a python
+process with TCP and UDP sockets open, whose CRIU files are fuzz_criu's
+seed "inet".  The other seeds are made from
 those: small images with parts and holes, manifests, CRIU file sets for
 fuzz_criu, the frames of a send for fuzz_frame and fuzz_recv, the parent
 damaged and signed for fuzz_parent (whose child, the incremental image,
@@ -36,8 +38,11 @@ TINY = r"""
 int main(void) { for (;;) pause(); }
 """
 
-# fuzz_criu's names, by selector (fuzz_criu.c).
+# fuzz_criu's names, by selector (fuzz_criu.c): the low three bits, and
+# bit 5 for the second eight.
 PAGEMAP1, PAGES1, MM1, FILES, PAGEMAP2, PAGES2, MM2, SHMEM7 = range(8)
+PSTREE, IDS1, IDS2, FDINFO1, FDINFO2, INVENTORY, FS1, REMAP = \
+    (n | 1 << 5 for n in range(8))
 IN_A, IN_B = 1 << 3, 1 << 4
 
 
@@ -109,6 +114,56 @@ def checkpoint(bindir, work):
         with open(os.path.join(x, n), "rb") as f:
             files[n] = f.read()
     return imgs, files, p.pid
+
+
+def inet_seed(bindir, work, out):
+    """fuzz_criu's seed "inet": the files.img, fdinfo and inventory of
+    tests/inettree.py checkpointed with --tcp-established (TCP listening
+    on IPv4 and IPv6, a connection both ends of which it holds, UDP bound
+    and not), as the files of process 1: pstree.img and ids-1.img made
+    here to name them, in image a and b."""
+    d = os.path.join(work, "inet")
+    os.mkdir(d)
+    tree = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        os.pardir, "inettree.py")
+    p = subprocess.Popen([sys.executable, tree, d], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, cwd="/")
+    try:
+        while not os.path.exists(os.path.join(d, "ready")):
+            time.sleep(0.1)
+        img = os.path.join(work, "inet.gck")
+        subprocess.run([os.path.join(bindir, "ckpt", "gpuckpt"), "-R",
+                        "--tcp-established", "-c", "none", "-o", img,
+                        "-p", str(p.pid)], check=True)
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    x = os.path.join(work, "inet.x")
+    subprocess.run([os.path.join(bindir, "inspect", "gpuinspect"), "-x", x,
+                    img], check=True)
+    files = {}
+    for n in os.listdir(x):
+        with open(os.path.join(x, n), "rb") as f:
+            files[n] = f.read()
+    # the descriptor table that ids-PID.img names (files_id, field 2)
+    ids, pos = records(files["ids-%d.img" % p.pid])[0], 0
+    while pos < len(ids):
+        k, pos = unvarint(ids, pos)
+        v, pos = unvarint(ids, pos)
+        if k >> 3 == 2:
+            fdinfo = files["fdinfo-%d.img" % v]
+    both = IN_A | IN_B
+    pstree = varint(1 << 3) + varint(1)
+    ids1 = varint(2 << 3) + varint(1)
+    put(out, "criu", "inet", criu_input([
+        (INVENTORY | both, files["inventory.img"]),
+        (FILES | both, files["files.img"]),
+        (PSTREE | both, struct.pack("<III", 0x54564319, 0x50273030,
+                                    len(pstree)) + pstree),
+        (IDS1 | both, struct.pack("<III", 0x54564319, 0x54432030,
+                                  len(ids1)) + ids1),
+        (FDINFO1 | both, fdinfo)]))
 
 
 def frame(t, seq, data=b""):
@@ -502,6 +557,7 @@ def make(bindir, mkimage, work, out):
     put(out, "criu", "added", criu_input([
         (PAGEMAP2 | IN_B, pm), (MM2 | IN_B, mm), (PAGES1 | IN_A | IN_B, pages),
         (SHMEM7 | IN_A, pm)]))
+    inet_seed(bindir, work, out)
 
     # fuzz_frame: a whole send of the small image, and the other words.
     z = imgs["zstd"]

@@ -146,6 +146,21 @@ serve_kept(struct gck_serve *s, const char *name)
 }
 
 /*
+ * The file name of the image as held in memory, read ahead to be served
+ * from there (gck_serve_preload()), or NULL.
+ */
+const struct gck_sfile *
+gck_serve_find(const struct gck_serve *s, const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < s->nkept; i++)
+		if (strcmp(s->kept[i].name, name) == 0)
+			return &s->kept[i];
+	return NULL;
+}
+
+/*
  * Reads the file the reader is at into memory, to be served from there.
  */
 static int

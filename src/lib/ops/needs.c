@@ -8,7 +8,10 @@
  * pipes they name (files.img, remap-fpath.img).  gck_needs_doc() turns
  * them into the "descriptors" member of gpuinspect's document, which
  * gpuinspect(1) documents.  gck_inspect_check() compares what it lists,
- * and the image's PIDs and GPUs, with this host.
+ * and the image's PIDs and GPUs, with this host.  The TCP and UDP
+ * sockets are tried against this host as criu restore would bind them
+ * (inet.c): by gck_inspect_check(), and by gck_needs_restore_check(),
+ * which gpurestore runs before criu restore.
  */
 #include "config.h"
 
@@ -32,11 +35,13 @@
 #include "core/proc.h"
 #include "core/util.h"
 #include "criu/pagemap.h"
+#include "criu/streamer.h"
 #include "gpu/cuda.h"
 #include "gpu/gpumap.h"
 #include "image/image.h"
 #include "image/manifest.h"
 #include "image/names.h"
+#include "ops/inet.h"
 #include "ops/needs.h"
 #include "criu/criu-images.pb-c.h"
 
@@ -55,6 +60,7 @@
 /* CRIU's fd_types (images/fdinfo.proto), and its remap_type GHOST */
 #define FD_REG		1
 #define FD_PIPE		2
+#define FD_INETSK	4
 #define FD_UNIXSK	5
 #define REMAP_GHOST	1
 
@@ -63,11 +69,14 @@
 #define SK_CLOSE	7
 #define SK_LISTEN	10
 
+#define KEY_LEN		(2 * GCK_INET_ADDRLEN + 32)	/* an inet end */
+
 /* A small CRIU image, kept whole. */
 struct nfile {
 	char		*name;
 	char		*data;
 	size_t		 len;
+	int		 borrowed;	/* data is another's: not freed */
 };
 
 struct gck_needs {
@@ -77,6 +86,19 @@ struct gck_needs {
 	size_t		 nfe, capfe;
 	RemapFilePathEntry **rm;	/* remap-fpath.img */
 	size_t		 nrm, caprm;
+};
+
+/* A check of the inet sockets against this host (check_inet()). */
+struct icheck {
+	struct gck_ctx			*ctx;
+	const struct gck_needs		*nd;
+	const struct gck_manifest	*m;		/* or NULL */
+	json_t				*fl;		/* findings, or NULL */
+	json_t				*seen;		/* the sockets' ids */
+	struct gck_inet_host		*host;		/* or NULL */
+	int64_t				 netns;		/* criu's, or -1 */
+	int				 tcp_close;
+	int				 own;	/* some in another netns */
 };
 
 static const char *const fd_types[] = { "unknown", "file", "pipe", "fifo",
@@ -100,12 +122,14 @@ static const char *acc_mode(uint32_t);
 static int	 reg_doc(const struct gck_needs *, json_t *,
 		    const RegFileEntry *);
 static int	 usk_doc(json_t *, const UnixSkEntry *);
+static int	 isk_doc(json_t *, const InetSkEntry *);
 static json_t	*fd_doc(const struct gck_needs *, const FdinfoEntry *);
 static int	 proc_fds(const struct gck_needs *, uint32_t, json_t *);
 static json_t	*proc_doc(const struct gck_needs *, uint32_t);
 static json_t	*end_name(json_t *, json_t *);
 static const char *num_key(json_t *, const char *, char *, size_t);
 static int	 add_end(json_t *, const char *, json_t *);
+static const char *inet_end(json_t *, int, char *, size_t);
 static json_t	*sock_end(json_t *, const char *, json_t *);
 static int	 ends_collect(json_t *, json_t *, json_t *);
 static int	 ends_link(json_t *, json_t *, json_t *);
@@ -114,6 +138,8 @@ static const char *kind(uint32_t);
 static json_t	*fd_ids(json_t *);
 static json_t	*files_doc(const struct gck_needs *, json_t *);
 static int	 in_array(json_t *, json_t *);
+static void	 root_ids(const struct gck_needs *, int64_t *, int64_t *,
+		    int *);
 static json_t	*mnt_doc(const struct gck_needs *, json_t *);
 static json_t	*totals(json_t *, json_t *, json_t *);
 static json_t	*procs_doc(const struct gck_needs *);
@@ -124,6 +150,18 @@ static void	 check_dir(json_t *, const char *, const char *, json_t *);
 static void	 check_socket(json_t *, json_t *, json_t *);
 static void	 check_paths(json_t *, json_t *);
 static void	 check_pids(const struct gck_manifest *, json_t *);
+static int	 problem(struct gck_ctx *, json_t *, int, const char *,
+		    const char *, ...) __attribute__((__format__(__printf__, 5,
+		    6)));
+static int	 source_holds(const struct gck_manifest *, pid_t);
+static int	 inet_fd(struct icheck *, const struct gck_inet *, uint32_t);
+static int	 proc_inet(struct icheck *, uint32_t);
+static int	 check_inet(struct gck_ctx *, const struct gck_needs *,
+		    const struct gck_manifest *, int, json_t *);
+static int	 load(struct gck_ctx *, struct gck_needs *, int,
+		    const struct gck_serve *, const char *);
+static int	 load_procs(struct gck_ctx *, struct gck_needs *, int,
+		    const struct gck_serve *);
 static void	 check_gpus(struct gck_ctx *, const struct gck_manifest *,
 		    json_t *);
 
@@ -257,7 +295,8 @@ gck_needs_free(struct gck_needs *nd)
 		return;
 	for (i = 0; i < nd->n; i++) {
 		free(nd->f[i].name);
-		free(nd->f[i].data);
+		if (!nd->f[i].borrowed)
+			free(nd->f[i].data);
 	}
 	for (i = 0; i < nd->nfe; i++)
 		file_entry__free_unpacked(nd->fe[i], NULL);
@@ -489,6 +528,39 @@ usk_doc(json_t *o, const UnixSkEntry *us)
 	    json_integer(us->peer) : json_null()) != 0 ? -1 : 0;
 }
 
+/*
+ * The members of a descriptor on an inet socket, from its record ie (or
+ * NULL: files.img lacks it), "unknown" where the record lies; "peer"
+ * comes later.
+ */
+static int
+isk_doc(json_t *o, const InetSkEntry *ie)
+{
+	struct gck_inet	 in;
+	char		 a[GCK_INET_ADDRLEN], b[GCK_INET_ADDRLEN];
+
+	if (ie != NULL)
+		(void)gck_inet_read(ie, &in);
+	else {
+		memset(&in, 0, sizeof in);
+		in.proto = -1;
+	}
+	gck_inet_addr(&in, 0, 1, a, sizeof a);
+	gck_inet_addr(&in, 1, 1, b, sizeof b);
+	return json_object_set_new(o, "family",
+	    json_string(gck_inet_family(&in))) != 0 ||
+	    json_object_set_new(o, "socket_type",
+	    json_string(gck_inet_type(&in))) != 0 ||
+	    json_object_set_new(o, "protocol",
+	    json_string(gck_inet_proto(&in))) != 0 ||
+	    json_object_set_new(o, "state",
+	    json_string(gck_inet_state(&in))) != 0 ||
+	    json_object_set_new(o, "address", in.addr && in.sport == 0 &&
+	    gck_inet_any(&in, 0) ? json_null() : json_string(a)) != 0 ||
+	    json_object_set_new(o, "peer_address", in.addr && in.dport == 0 ?
+	    json_null() : json_string(b)) != 0 ? -1 : 0;
+}
+
 /* One descriptor of fdinfo-N.img, described. */
 static json_t *
 fd_doc(const struct gck_needs *nd, const FdinfoEntry *fi)
@@ -506,6 +578,8 @@ fd_doc(const struct gck_needs *nd, const FdinfoEntry *fi)
 		bad = reg_doc(nd, o, fe->reg);
 	else if (fi->type == FD_UNIXSK && fe != NULL && fe->usk != NULL)
 		bad = usk_doc(o, fe->usk);
+	else if (fi->type == FD_INETSK)
+		bad = isk_doc(o, fe != NULL ? fe->isk : NULL);
 	else if (fi->type == FD_PIPE && fe != NULL && fe->pipe != NULL)
 		bad = json_object_set_new(o, "pipe_id",
 		    json_integer(fe->pipe->pipe_id)) != 0 ||
@@ -630,6 +704,41 @@ add_end(json_t *o, const char *key, json_t *e)
 }
 
 /*
+ * The key of inet socket f among the ends: its protocol, its address and
+ * its peer's (swapped: the peer's, then its own), an IPv4 address
+ * mapped into IPv6 as the IPv4 one; NULL unless f is an inet socket
+ * whose two addresses are known.
+ */
+static const char *
+inet_end(json_t *f, int swapped, char *buf, size_t len)
+{
+	const char	*ab[2], *s;
+	char		 n[2][GCK_INET_ADDRLEN];
+	size_t		 i;
+
+	ab[0] = json_string_value(json_object_get(f, "address"));
+	ab[1] = json_string_value(json_object_get(f, "peer_address"));
+	if (strcmp(json_string_value(json_object_get(f, "type")), "inet") !=
+	    0 || ab[0] == NULL || ab[1] == NULL ||
+	    strcmp(ab[0], "unknown") == 0 || strcmp(ab[1], "unknown") == 0)
+		return NULL;
+	for (i = 0; i < 2; i++) {
+		/* "[::ffff:a.b.c.d]:port" is "a.b.c.d:port" */
+		s = ab[i];
+		if (strncmp(s, "[::ffff:", 8) == 0 && strchr(s, '.') != NULL &&
+		    strchr(s, ']') != NULL)
+			snprintf(n[i], sizeof n[i], "%.*s%s",
+			    (int)(strchr(s, ']') - s - 8), s + 8,
+			    strchr(s, ']') + 1);
+		else
+			snprintf(n[i], sizeof n[i], "%s", s);
+	}
+	snprintf(buf, len, "inet %s %s %s", json_string_value(
+	    json_object_get(f, "protocol")), n[swapped], n[!swapped]);
+	return buf;
+}
+
+/*
  * The "PID:FD" of the socket of inode ino in inos, that of process p
  * where it has one (a descriptor that a fork copied is in both), or
  * NULL.
@@ -648,14 +757,15 @@ sock_end(json_t *inos, const char *ino, json_t *p)
 }
 
 /*
- * Collects the ends: inos, each unix socket's ends by its inode;
- * pipes, each pipe's ends ({"end": "PID:FD", "mode": ...}) by its id.
+ * Collects the ends: inos, each unix socket's ends by its inode, and
+ * each connected inet socket's by its addresses (inet_end()); pipes,
+ * each pipe's ends ({"end": "PID:FD", "mode": ...}) by its id.
  */
 static int
 ends_collect(json_t *procs, json_t *inos, json_t *pipes)
 {
 	json_t	*p, *f;
-	char	 key[32];
+	char	 key[KEY_LEN];
 	size_t	 i, j;
 
 	json_array_foreach(procs, i, p) {
@@ -664,6 +774,11 @@ ends_collect(json_t *procs, json_t *inos, json_t *pipes)
 			    add_end(inos, num_key(f, "ino", key, sizeof key),
 			    json_pack("{s:o, s:O}", "end", end_name(p, f),
 			    "pid", json_object_get(p, "pid"))) != 0)
+				return -1;
+			if (inet_end(f, 0, key, sizeof key) != NULL &&
+			    add_end(inos, key, json_pack("{s:o, s:O}", "end",
+			    end_name(p, f), "pid", json_object_get(p,
+			    "pid"))) != 0)
 				return -1;
 			if (!json_is_integer(json_object_get(f, "pipe_id")))
 				continue;
@@ -678,19 +793,31 @@ ends_collect(json_t *procs, json_t *inos, json_t *pipes)
 }
 
 /*
- * Ties the ends together: each unix socket's "peer" ("PID:FD" of the
- * socket at its other end, "external" when that is not in the tree, null
- * when it has none), each pipe end's "peers" (its other ends).
+ * Ties the ends together: each unix or inet socket's "peer" ("PID:FD"
+ * of the socket at its other end, "external" when that is not in the
+ * tree, null when it has none), each pipe end's "peers" (its other
+ * ends).
  */
 static int
 ends_link(json_t *procs, json_t *inos, json_t *pipes)
 {
 	json_t	*p, *f, *a, *e, *v, *peer;
-	char	 key[32];
+	char	 key[KEY_LEN];
 	size_t	 i, j, k;
 
 	json_array_foreach(procs, i, p) {
 		json_array_foreach(json_object_get(p, "fds"), j, f) {
+			if (strcmp(json_string_value(json_object_get(f,
+			    "type")), "inet") == 0) {
+				if (inet_end(f, 1, key, sizeof key) == NULL)
+					peer = json_null();
+				else if ((v = sock_end(inos, key, p)) != NULL)
+					peer = json_incref(v);
+				else
+					peer = json_string("external");
+				if (json_object_set_new(f, "peer", peer) != 0)
+					return -1;
+			}
 			if (json_is_integer(json_object_get(f, "ino"))) {
 				if (!json_is_integer(json_object_get(f,
 				    "peer_ino")))
@@ -842,6 +969,37 @@ in_array(json_t *a, json_t *v)
 }
 
 /*
+ * What inventory.img says of the criu that dumped the tree: CRIU's ids
+ * of its mount and network namespaces (-1 where not known), and whether
+ * it dumped the TCP connections to be restored closed (--tcp-close).
+ */
+static void
+root_ids(const struct gck_needs *nd, int64_t *mntp, int64_t *netp,
+    int *closep)
+{
+	const struct nfile	*f;
+	InventoryEntry		*ie = NULL;
+	const uint8_t		*rec;
+	uint32_t		 len, m[1];
+	size_t			 pos = sizeof m;
+	int			 bad;
+
+	*mntp = *netp = -1;
+	*closep = 0;
+	if ((f = nfind(nd, "inventory.img")) == NULL || f->len < sizeof m ||
+	    (memcpy(m, f->data, sizeof m), m[0] != INVENTORY_MAGIC) ||
+	    (rec = gck_img_record(f->data, f->len, &pos, &len, &bad)) ==
+	    NULL || (ie = inventory_entry__unpack(NULL, len, rec)) == NULL)
+		return;
+	if (ie->root_ids != NULL && ie->root_ids->has_mnt_ns_id)
+		*mntp = ie->root_ids->mnt_ns_id;
+	if (ie->root_ids != NULL && ie->root_ids->has_net_ns_id)
+		*netp = ie->root_ids->net_ns_id;
+	*closep = ie->has_tcp_close && ie->tcp_close;
+	inventory_entry__free_unpacked(ie, NULL);
+}
+
+/*
  * Whether the tree has a mount namespace of its own, as far as the
  * image tells: one of its processes in another than the criu that
  * dumped it.
@@ -849,23 +1007,12 @@ in_array(json_t *a, json_t *v)
 static json_t *
 mnt_doc(const struct gck_needs *nd, json_t *procs)
 {
-	const struct nfile	*f;
-	InventoryEntry		*ie = NULL;
 	json_t			*ids, *p, *v, *own;
-	const uint8_t		*rec;
-	uint32_t		 len, m[1];
-	size_t			 i, pos = sizeof m;
-	int			 bad, known = 1;
-	json_int_t		 crit = -1;
+	size_t			 i;
+	int			 known = 1, closed;
+	int64_t			 crit, net;
 
-	if ((f = nfind(nd, "inventory.img")) != NULL && f->len >= sizeof m &&
-	    (memcpy(m, f->data, sizeof m), m[0] == INVENTORY_MAGIC) &&
-	    (rec = gck_img_record(f->data, f->len, &pos, &len, &bad)) !=
-	    NULL && (ie = inventory_entry__unpack(NULL, len, rec)) != NULL &&
-	    ie->root_ids != NULL && ie->root_ids->has_mnt_ns_id)
-		crit = ie->root_ids->mnt_ns_id;
-	if (ie != NULL)
-		inventory_entry__free_unpacked(ie, NULL);
+	root_ids(nd, &crit, &net, &closed);
 	if ((ids = json_array()) == NULL)
 		return NULL;
 	own = json_false();
@@ -1131,6 +1278,224 @@ check_pids(const struct gck_manifest *m, json_t *fl)
 }
 
 /*
+ * A socket that a restore here cannot take: with fl, a finding "fail"
+ * about what on it (GCK_OK); without, the message on ctx, "cannot
+ * restore: " before it but for a corrupt image (returns code).
+ */
+static int
+problem(struct gck_ctx *ctx, json_t *fl, int code, const char *what,
+    const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*s;
+	int	 r = GCK_OK;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) == -1)
+		s = NULL;
+	va_end(ap);
+	if (fl != NULL)
+		finding(fl, "fail", what, "%s", s != NULL ? s :
+		    "out of memory");
+	else if (s == NULL)
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	else
+		r = gck_set_error(ctx, code, "%s%s", code == GCK_EFORMAT ? "" :
+		    "cannot restore: ", s);
+	free(s);
+	return r;
+}
+
+/* Whether pid is a process of the image's source, still here (m: or NULL). */
+static int
+source_holds(const struct gck_manifest *m, pid_t pid)
+{
+	size_t	i;
+
+	if (m == NULL || !gck_manifest_this_boot(m))
+		return 0;
+	for (i = 0; i < gck_manifest_nprocs(m); i++)
+		if (gck_manifest_host_pid(m, i) == pid &&
+		    gck_manifest_proc_here(m, i))
+			return 1;
+	return 0;
+}
+
+/*
+ * Inet socket in of the image's process pid, as criu restore would take
+ * it here: bound to its port, which must be free, at its address, which
+ * must be here; a TCP connection, bound to its address, unless c says
+ * the connections are restored closed.  Returns as problem() does.
+ */
+static int
+inet_fd(struct icheck *c, const struct gck_inet *in, uint32_t pid)
+{
+	char		 a[GCK_INET_ADDRLEN], b[GCK_INET_ADDRLEN];
+	char		 h[GCK_INET_ADDRLEN], comm[64];
+	const char	*verb, *pn = gck_inet_proto_name(in);
+	pid_t		 holder;
+	int		 e, closed;
+
+	verb = strcmp(gck_inet_state(in), "listening") == 0 ? "listens on" :
+	    "is bound to";
+	gck_inet_addr(in, 0, 1, a, sizeof a);
+	gck_inet_addr(in, 0, 0, h, sizeof h);
+	if (gck_inet_bound(in)) {
+		e = gck_inet_try_bind(in, 0);
+		if (e == EADDRNOTAVAIL)
+			return problem(c->ctx, c->fl, GCK_EINVAL, "address",
+			    "the image's process %" PRIu32 " %s %s %s, and "
+			    "this host lacks the address %s", pid, verb, pn, a,
+			    h);
+		if (e == EADDRINUSE) {
+			if (c->host == NULL)
+				c->host = gck_inet_host_new();
+			holder = gck_inet_holder(c->host, in, &closed);
+			if (holder <= 0 && closed)
+				return problem(c->ctx, c->fl, GCK_EBUSY,
+				    "port", "the image's process %" PRIu32
+				    " %s %s %s, which a closed connection "
+				    "still holds on this host (for a minute at "
+				    "most)", pid, verb, pn, a);
+			if (holder <= 0 || gck_pid_comm(holder, comm,
+			    sizeof comm) == -1)
+				return problem(c->ctx, c->fl, GCK_EBUSY,
+				    "port", "the image's process %" PRIu32
+				    " %s %s %s, which is in use on this host",
+				    pid, verb, pn, a);
+			if (source_holds(c->m, holder))
+				return problem(c->ctx, c->fl, GCK_EBUSY,
+				    "port", "the image's process %" PRIu32
+				    " %s %s %s, which the image's source, "
+				    "process %d ('%s'), still holds on this "
+				    "host", pid, verb, pn, a, (int)holder,
+				    comm);
+			return problem(c->ctx, c->fl, GCK_EBUSY, "port",
+			    "the image's process %" PRIu32 " %s %s %s, which "
+			    "process %d ('%s') holds on this host", pid, verb,
+			    pn, a, (int)holder, comm);
+		}
+	}
+	if (gck_inet_connection(in) && !c->tcp_close &&
+	    gck_inet_try_bind(in, 1) == EADDRNOTAVAIL) {
+		gck_inet_addr(in, 1, 1, b, sizeof b);
+		return problem(c->ctx, c->fl, GCK_EINVAL, "address", "process "
+		    "%" PRIu32 "'s TCP connection %s -> %s needs the address "
+		    "%s, which this host lacks: restore with %s--tcp-close to "
+		    "have it closed (its process sees the connection reset)",
+		    pid, a, b, h, c->fl != NULL ? "gpurestore " : "");
+	}
+	return GCK_OK;
+}
+
+/*
+ * The inet sockets of process pid's descriptors, each not seen yet (a
+ * socket that a fork shared is checked once), checked with inet_fd(),
+ * but for those in a network namespace other than criu's, which c->own
+ * then says.  Returns as problem() does.
+ */
+static int
+proc_inet(struct icheck *c, uint32_t pid)
+{
+	const struct nfile	*f;
+	const FileEntry		*fe;
+	TaskKobjIdsEntry	*ids;
+	FdinfoEntry		*fi;
+	struct gck_inet		 in;
+	const uint8_t		*rec;
+	char			 name[64], key[16];
+	size_t			 pos;
+	uint32_t		 len;
+	int			 bad = 0, r = GCK_OK;
+
+	snprintf(name, sizeof name, "ids-%" PRIu32 ".img", pid);
+	if ((rec = first(c->nd, name, IDS_MAGIC, &len)) == NULL ||
+	    (ids = task_kobj_ids_entry__unpack(NULL, len, rec)) == NULL)
+		return GCK_OK;
+	snprintf(name, sizeof name, "fdinfo-%" PRIu32 ".img", ids->files_id);
+	if (!ids->has_files_id || (f = nfind(c->nd, name)) == NULL ||
+	    gck_img_start(f->data, f->len, FDINFO_MAGIC, &pos) == -1)
+		goto out;
+	while (r == GCK_OK && (rec = gck_img_record(f->data, f->len, &pos,
+	    &len, &bad)) != NULL) {
+		if ((fi = fdinfo_entry__unpack(NULL, len, rec)) == NULL)
+			break;
+		snprintf(key, sizeof key, "%" PRIu32, fi->id);
+		if (fi->type != FD_INETSK || json_object_get(c->seen, key) !=
+		    NULL || json_object_set_new(c->seen, key, json_true()) !=
+		    0)
+			;
+		else if ((fe = file_by_id(c->nd, fi->id)) == NULL ||
+		    fe->isk == NULL)
+			r = problem(c->ctx, c->fl, GCK_EFORMAT, "socket",
+			    "corrupt image: fd %" PRIu32 " of process %" PRIu32
+			    " is an inet socket (id %" PRIu32 ") that "
+			    "'files.img' lacks", fi->fd, pid, fi->id);
+		else if (gck_inet_read(fe->isk, &in) == -1)
+			r = problem(c->ctx, c->fl, GCK_EFORMAT, "socket",
+			    "corrupt image: the inet socket of fd %" PRIu32
+			    " of process %" PRIu32 " records %s", fi->fd, pid,
+			    in.bad);
+		else if (c->netns >= 0 && (in.has_ns ? in.ns_id != c->netns :
+		    ids->has_net_ns_id && ids->net_ns_id != c->netns))
+			c->own = 1;
+		else
+			r = inet_fd(c, &in, pid);
+		fdinfo_entry__free_unpacked(fi, NULL);
+	}
+out:
+	task_kobj_ids_entry__free_unpacked(ids, NULL);
+	return r;
+}
+
+/*
+ * The inet sockets that the descriptors of the processes of pstree.img
+ * name, as criu restore would take them here (proc_inet(); tcp_close:
+ * the TCP connections are to be restored closed): with fl, each that it
+ * cannot a finding; without, the first the message on ctx.  Returns
+ * GCK_OK or a code.
+ */
+static int
+check_inet(struct gck_ctx *ctx, const struct gck_needs *nd,
+    const struct gck_manifest *m, int tcp_close, json_t *fl)
+{
+	const struct nfile	*f;
+	struct icheck		 c;
+	const uint8_t		*rec;
+	PstreeEntry		*pe;
+	size_t			 pos;
+	uint32_t		 len;
+	int64_t			 mnt;
+	int			 bad = 0, closed, r = GCK_OK;
+
+	if ((f = nfind(nd, "pstree.img")) == NULL ||
+	    gck_img_start(f->data, f->len, PSTREE_MAGIC, &pos) == -1)
+		return GCK_OK;
+	memset(&c, 0, sizeof c);
+	c.ctx = ctx;
+	c.nd = nd;
+	c.m = m;
+	c.fl = fl;
+	root_ids(nd, &mnt, &c.netns, &closed);
+	c.tcp_close = tcp_close || closed;
+	if ((c.seen = json_object()) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	while (r == GCK_OK && (rec = gck_img_record(f->data, f->len, &pos,
+	    &len, &bad)) != NULL) {
+		if ((pe = pstree_entry__unpack(NULL, len, rec)) == NULL)
+			break;
+		r = proc_inet(&c, pe->pid);
+		pstree_entry__free_unpacked(pe, NULL);
+	}
+	if (r == GCK_OK && c.own && fl != NULL)
+		finding(fl, "note", "socket", "the tree has a network "
+		    "namespace of its own: its sockets are not checked here");
+	json_decref(c.seen);
+	gck_inet_host_free(c.host);
+	return r;
+}
+
+/*
  * The GPUs: a driver here new enough, and for each of the image's GPUs
  * one of the same chip with room enough, as gpurestore would map them.
  */
@@ -1218,6 +1583,8 @@ gck_inspect_check(struct gck_ctx *ctx, int fd, char **textp, int *failp)
 	d = gck_needs_doc(nd);
 	check_paths(d, fl);
 	check_pids(m, fl);
+	if ((r = check_inet(ctx, nd, m, 0, fl)) != GCK_OK)
+		goto out;
 	check_gpus(ctx, m, fl);
 	json_array_foreach(fl, i, f)
 		if (strcmp(json_string_value(json_object_get(f, "severity")),
@@ -1234,4 +1601,161 @@ out:
 	gck_needs_free(nd);
 	gck_reader_free(rd);
 	return r;
+}
+
+/*
+ * Adds CRIU image name to nd, unless it has it: from the directory dfd,
+ * or (dfd -1) borrowed from what srv holds.  Without that file, nothing
+ * is added.  Returns GCK_OK or a code.
+ */
+static int
+load(struct gck_ctx *ctx, struct gck_needs *nd, int dfd,
+    const struct gck_serve *srv, const char *name)
+{
+	const struct gck_sfile	*sf = NULL;
+	struct stat		 sb;
+	struct nfile		*f;
+	ssize_t			 n;
+	int			 fd = -1, r;
+
+	if (nfind(nd, name) != NULL)
+		return GCK_OK;
+	if (dfd == -1 && (srv == NULL || (sf = gck_serve_find(srv, name)) ==
+	    NULL))
+		return GCK_OK;
+	if (dfd != -1 && (fd = openat(dfd, name, O_RDONLY | O_CLOEXEC |
+	    O_NOFOLLOW)) == -1)
+		return errno == ENOENT ? GCK_OK : gck_set_syserr(ctx, errno,
+		    "cannot open '%s': %s", name, strerror(errno));
+	if ((r = gck_grow(ctx, &nd->f, &nd->cap, nd->n, sizeof *nd->f)) !=
+	    GCK_OK)
+		goto out;
+	f = &nd->f[nd->n];
+	memset(f, 0, sizeof *f);
+	if ((f->name = strdup(name)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	nd->n++;
+	if (sf != NULL) {
+		f->data = sf->data;
+		f->len = sf->len;
+		f->borrowed = 1;
+		r = GCK_OK;
+		goto out;
+	}
+	if (fstat(fd, &sb) == -1) {
+		r = gck_set_syserr(ctx, errno, "cannot read '%s': %s", name,
+		    strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		r = gck_set_error(ctx, GCK_EUNSAFE, "cannot read '%s': not a "
+		    "regular file", name);
+		goto out;
+	}
+	if ((f->data = malloc((size_t)sb.st_size + 1)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((n = gck_read_full(ctx, fd, f->data, (size_t)sb.st_size,
+	    name)) < 0) {
+		r = gck_error_code(ctx);
+		goto out;
+	}
+	f->len = (size_t)n;
+	r = GCK_OK;
+out:
+	if (fd != -1)
+		close(fd);
+	return r;
+}
+
+/*
+ * Adds to nd what names the processes' descriptors: pstree.img,
+ * inventory.img, and each process's ids-PID.img and the fdinfo-N.img
+ * that it names.  Returns GCK_OK or a code.
+ */
+static int
+load_procs(struct gck_ctx *ctx, struct gck_needs *nd, int dfd,
+    const struct gck_serve *srv)
+{
+	const struct nfile	*f;
+	const uint8_t		*rec;
+	PstreeEntry		*pe;
+	TaskKobjIdsEntry	*ids;
+	const char		*pst;
+	char			 name[64];
+	size_t			 pos, pstlen;
+	uint32_t		 len, files_id;
+	int			 bad = 0, has, r;
+
+	if ((r = load(ctx, nd, dfd, srv, "inventory.img")) != GCK_OK ||
+	    (r = load(ctx, nd, dfd, srv, "pstree.img")) != GCK_OK)
+		return r;
+	if ((f = nfind(nd, "pstree.img")) == NULL ||
+	    gck_img_start(f->data, f->len, PSTREE_MAGIC, &pos) == -1)
+		return GCK_OK;
+	/* (its bytes stay where they are as nd grows) */
+	pst = f->data;
+	pstlen = f->len;
+	while ((rec = gck_img_record(pst, pstlen, &pos, &len, &bad)) != NULL) {
+		if ((pe = pstree_entry__unpack(NULL, len, rec)) == NULL)
+			break;
+		snprintf(name, sizeof name, "ids-%" PRIu32 ".img", pe->pid);
+		pstree_entry__free_unpacked(pe, NULL);
+		if ((r = load(ctx, nd, dfd, srv, name)) != GCK_OK)
+			return r;
+		if ((rec = first(nd, name, IDS_MAGIC, &len)) == NULL ||
+		    (ids = task_kobj_ids_entry__unpack(NULL, len, rec)) ==
+		    NULL)
+			continue;
+		has = ids->has_files_id;
+		files_id = ids->files_id;
+		task_kobj_ids_entry__free_unpacked(ids, NULL);
+		snprintf(name, sizeof name, "fdinfo-%" PRIu32 ".img", files_id);
+		if (has && (r = load(ctx, nd, dfd, srv, name)) != GCK_OK)
+			return r;
+	}
+	return GCK_OK;
+}
+
+/*
+ * Whether this host can take the inet sockets of the image, as criu
+ * restore would (see check_inet()): the image's small CRIU files are in
+ * the directory dfd, or (dfd -1) held by srv; m is its manifest (or
+ * NULL), tcp_close whether its TCP connections are to be restored
+ * closed.  Returns GCK_OK, or a code with a line that says what stands
+ * in the way: a port taken here, an address this host lacks, a record
+ * that lies.  An image without files.img passes untouched.
+ */
+int
+gck_needs_restore_check(struct gck_ctx *ctx, int dfd,
+    const struct gck_serve *srv, const struct gck_manifest *m, int tcp_close)
+{
+	struct gck_needs	*nd;
+	int			 r;
+
+	if ((nd = calloc(1, sizeof *nd)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	if ((r = load(ctx, nd, dfd, srv, "files.img")) != GCK_OK ||
+	    nfind(nd, "files.img") == NULL ||
+	    (r = index_files(ctx, nd)) != GCK_OK ||
+	    (r = load_procs(ctx, nd, dfd, srv)) != GCK_OK)
+		goto out;
+	r = gck_needs_sockets_check(ctx, nd, m, tcp_close);
+out:
+	gck_needs_free(nd);
+	return r;
+}
+
+/*
+ * The check of gck_needs_restore_check() on what nd holds.  Returns
+ * GCK_OK or a code.
+ */
+int
+gck_needs_sockets_check(struct gck_ctx *ctx, const struct gck_needs *nd,
+    const struct gck_manifest *m, int tcp_close)
+{
+	return check_inet(ctx, nd, m, tcp_close, NULL);
 }

@@ -40,6 +40,7 @@
 #include "image/names.h"
 #include "image/parent.h"
 #include "image/sign.h"
+#include "ops/needs.h"
 #include "ops/ops.h"
 
 /* A restored tree that gpurestore --wait stays with. */
@@ -488,6 +489,10 @@ rst_restore(struct rst *st)
 		gck_log(ctx, 1, "in a PID namespace of its own, criu above "
 		    "pid %d", (int)st->nsinfo.maxpid);
 	}
+	/* Its sockets' ports and addresses, now that a source here is gone. */
+	if ((r = gck_needs_restore_check(ctx, st->dfd, st->srv, st->m,
+	    st->o->tcp_close)) != GCK_OK)
+		return r;
 	if ((r = gck_criu_restore(ctx, st->imgdir,
 	    gck_manifest_shell_job(st->m), gck_manifest_criu_opts(st->m),
 	    st->o->tcp_close, st->dfd == -1 ? &stream : NULL, st->ns ? &st->nsinfo : NULL,
