@@ -1,23 +1,34 @@
 #!/bin/sh
-test_description='real programs over TCP moved by gpuckpt: redis and a client'
+test_description='real programs over TCP moved by gpuckpt: redis and a client, PostgreSQL'
 . "$GCK_SRCDIR/lib.sh"
 
-# What each program is checked by is outside it: redis-cli, the
+# What each program is checked by is outside it: redis-cli, psql, the
 # client's replies; and every restored process is a new one, with the
 # PID of the one it replaces.
 require_criu
 require_python
-for _c in redis-server redis-cli ip nsenter unshare ss; do
+for _c in redis-server redis-cli ip nsenter unshare setpriv ss; do
 	command -v $_c >/dev/null ||
 	    test_skip_all "$_c not found (scripts/install-deps installs it)"
 done
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+test -x "$PGBIN/postgres" && test -x "$PGBIN/initdb" && test -x "$PGBIN/psql" ||
+    test_skip_all "PostgreSQL not found in /usr/lib/postgresql (postgresql)"
+id postgres >/dev/null 2>&1 || test_skip_all "no user postgres (postgresql)"
 
 started=
 nets=
+pgpm=
+pgtmp=
+feeder=
 test_cleanup() {
+	exec 7>&-
+	test -n "$feeder" && kill $feeder 2>/dev/null
+	test -n "$pgpm" && kill_tree $pgpm >/dev/null 2>&1
 	test -n "$started" && kill_tree $started >/dev/null 2>&1
 	for _p in $nets; do kill_tree $_p >/dev/null 2>&1; done
 	for _l in a b; do ip link del gck$$$_l 2>/dev/null; done
+	test -n "$pgtmp" && rm -rf "$pgtmp"
 	:
 }
 
@@ -37,6 +48,20 @@ restored() {
 	test "$(proc_field $1 22)" != "$2" && return 0
 	echo >&2 "process $1 is the one that started at $2: not restored"
 	return 1
+}
+
+# tree_starts PID: "PID START" for PID and each of its descendants.
+tree_starts() {
+	for _p in $1 $(proc_descendants $1); do
+		echo "$_p $(proc_field $_p 22)"
+	done
+}
+
+# tree_restored FILE: each process of FILE (tree_starts) runs, restored.
+tree_restored() {
+	while read _p _s; do
+		restored $_p $_s || return 1
+	done <"$1"
 }
 
 # move ROOT ARGS: gpuckpt --tcp-established ARGS -p ROOT | gpurestore:
@@ -342,6 +367,165 @@ test_expect_success 'the client, its connection reset, counts on with B from whe
 	test "$(reply first port before)" != "$(reply first port after)" &&
 	test "$(rcli $b_addr GET counter)" = "$(reply last value after)" &&
 	{ rcli $b_addr SHUTDOWN NOSAVE; wait_gone $RB; }
+'
+
+# ---- PostgreSQL -----------------------------------------------------
+
+# criu reads the resource limits of every process it dumps: another
+# user's (postgres') only with CAP_SYS_RESOURCE (gpuckpt(1)).
+cap_sys_resource() {
+	_e=$(awk '/^CapEff:/ { print $2 }' /proc/self/status)
+	test $((0x$_e >> 24 & 1)) = 1
+}
+
+# asuser COMMAND: COMMAND as user postgres.
+asuser() {
+	setpriv --reuid=postgres --regid=postgres --init-groups "$@"
+}
+
+# psql_at HOST ARGS: a new psql session to the cluster at HOST (an
+# address, or the directory of its unix socket).
+psql_at() {
+	_h=$1
+	shift
+	"$PGBIN/psql" -X -q -At -h "$_h" -p $PGPORT -U postgres -d postgres \
+	    -v ON_ERROR_STOP=1 "$@"
+}
+
+# feed N: feeds psql's held session (fd 7) N inserts, 100 a second, the
+# next values of t after those already fed (pg.fed); in the background.
+feed() {
+	_from=$(($(cat pg.fed) + 1))
+	_to=$((_from + $1 - 1))
+	echo $_to >pg.fed
+	(
+		_n=$_from
+		while test $_n -le $_to; do
+			echo "INSERT INTO t VALUES ($_n);" >&7
+			_n=$((_n + 1))
+			sleep 0.01
+		done
+	) &
+	feeder=$!
+}
+
+# inserted N: psql has said it inserted N rows (30 s).
+inserted() {
+	_i=0
+	while test "$(grep -c "^INSERT 0 1\$" psql.out)" -lt $1; do
+		_i=$((_i + 1))
+		if test $_i -gt 300; then
+			echo >&2 "psql inserted $(grep -c "^INSERT 0 1\$" psql.out) rows, not $1"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+# conn: asks the held session its client port and backend PID; sets CONN
+# to "PORT PID" once psql has answered.
+conn() {
+	_k=$(($(grep -c "^conn " psql.out) + 1))
+	echo "SELECT 'conn ' || inet_client_port() || ' ' || pg_backend_pid();" >&7
+	_i=0
+	while test "$(grep -c "^conn " psql.out)" -lt $_k; do
+		_i=$((_i + 1))
+		test $_i -lt 300 || { echo >&2 "psql does not answer"; return 1; }
+		sleep 0.1
+	done
+	CONN=$(grep "^conn " psql.out | tail -n 1 | cut -d" " -f2-)
+}
+
+if cap_sys_resource || test "$CI" = true; then
+	pg_ok=yes
+else
+	pg_ok=
+fi
+
+pg_test() {
+	if test -n "$pg_ok"; then
+		test_expect_success "$@"
+	else
+		test_count=$((test_count + 1))
+		echo "ok $test_count - $1 # SKIP no CAP_SYS_RESOURCE, which criu needs to dump another user's processes"
+	fi
+}
+
+# Its data directory in ours, if postgres can reach it there, else in
+# a directory of /tmp of its own, removed at the end.
+pg_test 'a PostgreSQL cluster of its own on 127.0.0.1, in an IPC namespace of its own, and psql holding one connection' '
+	chmod 711 "$TRASH" &&
+	mkdir pg &&
+	chown postgres: pg &&
+	PGDIR=$TRASH/pg &&
+	if ! asuser test -w "$PGDIR"; then
+		pgtmp=$(mktemp -d /tmp/gck-pg.XXXXXX) &&
+		chmod 755 "$pgtmp" &&
+		PGDIR=$pgtmp/pg &&
+		mkdir "$PGDIR" &&
+		chown postgres: "$PGDIR"
+	fi &&
+	asuser "$PGBIN/initdb" -D "$PGDIR/data" -U postgres --auth=trust \
+	    --no-sync -E UTF8 >initdb.out 2>&1 &&
+	PGPORT=$(python3 -c "import socket; s = socket.socket()
+s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1])") &&
+	# postgres always keeps a small SysV segment attached, which criu
+	# dumps only in an IPC namespace of its own.
+	(bare setsid unshare --ipc setpriv --reuid=postgres --regid=postgres \
+	    --init-groups "$PGBIN/postgres" -D "$PGDIR/data" -p $PGPORT \
+	    -c listen_addresses=127.0.0.1 -c unix_socket_directories="$PGDIR" \
+	    -c shared_buffers=16MB -c max_connections=20 -c huge_pages=off \
+	    -c dynamic_shared_memory_type=mmap -c fsync=off \
+	    -c logging_collector=off </dev/null >>"$PGDIR/log" 2>&1 &) &&
+	wait_for_line "$PGDIR/data/postmaster.pid" "^ready" 30 &&
+	pgpm=$(head -n 1 "$PGDIR/data/postmaster.pid") &&
+	proc_running $pgpm &&
+	test "$(readlink /proc/$pgpm/ns/ipc)" != "$(readlink /proc/self/ns/ipc)" &&
+	psql_at 127.0.0.1 -c "CREATE TABLE t (i int)" &&
+	mkfifo pg.in &&
+	exec 7<>pg.in &&
+	(bare "$PGBIN/psql" -X -h 127.0.0.1 -p $PGPORT -U postgres \
+	    -d postgres -At <pg.in >psql.out 2>psql.err &) &&
+	echo 0 >pg.fed &&
+	conn &&
+	CONN0=$CONN &&
+	feed 200 &&
+	inserted 20
+'
+
+pg_test 'gpuckpt --tcp-established | gpurestore: the postmaster and its children anew, while psql inserts' '
+	tree_starts $pgpm >pg.starts &&
+	test "$(wc -l <pg.starts)" -ge 6 &&
+	conn_pid=$(echo $CONN0 | cut -d" " -f2) &&
+	grep "^$conn_pid " pg.starts &&
+	test $(grep -c "^INSERT 0 1\$" psql.out) -lt 200 &&
+	move $pgpm &&
+	tree_restored pg.starts &&
+	wait $feeder &&
+	feed 50 &&
+	wait $feeder &&
+	feeder= &&
+	inserted 250
+'
+
+pg_test 'every row there; the held connection the same; new connections over TCP and the unix socket' '
+	conn &&
+	test "$CONN" = "$CONN0" &&
+	test_must_be_empty psql.err &&
+	echo "250|250|1|250" >expect &&
+	q="SELECT count(*), count(DISTINCT i), min(i), max(i) FROM t" &&
+	psql_at 127.0.0.1 -c "$q" >actual &&
+	test_cmp expect actual &&
+	psql_at "$PGDIR" -c "$q" >actual &&
+	test_cmp expect actual &&
+	psql_at 127.0.0.1 -c "INSERT INTO t VALUES (251)" &&
+	echo 251 >expect &&
+	psql_at "$PGDIR" -c "SELECT count(*) FROM t" >actual &&
+	test_cmp expect actual &&
+	exec 7>&- &&
+	kill -INT $pgpm &&
+	wait_gone $pgpm &&
+	pgpm=
 '
 
 # strays: the processes under our subreaper but outside this shell's
