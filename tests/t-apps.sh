@@ -1,12 +1,13 @@
 #!/bin/sh
-test_description='real programs over TCP moved by gpuckpt: redis and a client, PostgreSQL'
+test_description='real programs over TCP moved by gpuckpt: redis and a client, PostgreSQL, a torch.distributed job'
 . "$GCK_SRCDIR/lib.sh"
 
 # What each program is checked by is outside it: redis-cli, psql, the
-# client's replies; and every restored process is a new one, with the
-# PID of the one it replaces.
+# steps and weights the job writes, the client's replies; and every
+# restored process is a new one, with the PID of the one it replaces.
 require_criu
 require_python
+require_sshd
 for _c in redis-server redis-cli ip nsenter unshare setpriv ss; do
 	command -v $_c >/dev/null ||
 	    test_skip_all "$_c not found (scripts/install-deps installs it)"
@@ -15,8 +16,17 @@ PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 test -x "$PGBIN/postgres" && test -x "$PGBIN/initdb" && test -x "$PGBIN/psql" ||
     test_skip_all "PostgreSQL not found in /usr/lib/postgresql (postgresql)"
 id postgres >/dev/null 2>&1 || test_skip_all "no user postgres (postgresql)"
+# torch is Debian's python3-torch, for Debian's python3.
+TORCHPY=${GCK_TORCH_PYTHON:-/usr/bin/python3}
+"$TORCHPY" -c 'import torch.distributed as d; assert d.is_gloo_available()' \
+    2>/dev/null ||
+    test_skip_all "$TORCHPY has no torch with gloo (python3-torch)"
+
+GCKSEND=$GCK_BINDIR/send/gpusend
+RPATH="GCK_RUNDIR=$TRASH/run TMPDIR=$TRASH/rtmp $GCK_BINDIR/recv/gpurecv"
 
 started=
+sshd_pid=
 nets=
 pgpm=
 pgtmp=
@@ -26,8 +36,13 @@ test_cleanup() {
 	test -n "$feeder" && kill $feeder 2>/dev/null
 	test -n "$pgpm" && kill_tree $pgpm >/dev/null 2>&1
 	test -n "$started" && kill_tree $started >/dev/null 2>&1
-	for _p in $nets; do kill_tree $_p >/dev/null 2>&1; done
-	for _l in a b; do ip link del gck$$$_l 2>/dev/null; done
+	for _p in $sshd_pid $nets; do kill_tree $_p >/dev/null 2>&1; done
+	for _l in a b c; do ip link del gck$$$_l 2>/dev/null; done
+	# The semaphores of a job that did not end (a failed test).
+	for _f in "$TRASH"/*/sems; do
+		test -f "$_f" || continue
+		(cd /dev/shm && rm -f $(cat "$_f"))
+	done
 	test -n "$pgtmp" && rm -rf "$pgtmp"
 	:
 }
@@ -39,6 +54,11 @@ bare() {
 	exec python3 -c 'import os, sys
 os.closerange(3, 1 << 16)
 os.execvp(sys.argv[1], sys.argv[1:])' "$@"
+}
+
+# unharmed PID START: PID is the same process, running.
+unharmed() {
+	proc_running $1 && test "$(proc_field $1 22)" = "$2"
 }
 
 # restored PID START: PID runs, a process other than the one that
@@ -101,13 +121,13 @@ more_lines() {
 # of its own in 198.18.0.0/15 (the block kept for tests of networks): a
 # /30 for each host, here and there.
 NET3=$(($$ % 256))
-NET4=$(($$ / 256 % 32 * 8))
+NET4=$(($$ / 256 % 16 * 16))
 
 # nshost NAME N [--pid]: host NAME: a network namespace (with --pid, a
 # PID namespace too, whose init is our reaper), its loopback up, joined
 # to ours by a veth pair (gck$$NAME here), with the address
-# 198.18.$NET3.$NET4+N+1 there and 198.18.$NET3.$NET4+N here (N is 1
-# or 5).  Sets NAME_pid (the process to nsenter), NAME_addr (its
+# 198.18.$NET3.$NET4+N+1 there and 198.18.$NET3.$NET4+N here (N is 1,
+# 5 or 9).  Sets NAME_pid (the process to nsenter), NAME_addr (its
 # address) and NAME_net (its network namespace).
 nshost() {
 	if test "$3" = --pid; then
@@ -528,6 +548,147 @@ pg_test 'every row there; the held connection the same; new connections over TCP
 	pgpm=
 '
 
+# What follows must not inherit psql's FIFO, whatever happened above.
+exec 7>&-
+
+# ---- torch.distributed ----------------------------------------------
+
+# Every run takes as many steps as the reference: the sleeps between
+# them change nothing but how long it runs.
+STEPS=200
+
+# job NAME [SLEEP]: ddptrain.py in TRASH/NAME, STEPS steps with a sleep
+# of SLEEP seconds (0.02) after each; sets JOB (its root) once rank 0 has
+# taken 30 steps.
+job() {
+	mkdir "$TRASH/$1" &&
+	(bare setsid "$TORCHPY" "$GCK_SRCDIR/ddptrain.py" "$TRASH/$1" $STEPS \
+	    ${2:-0.02} </dev/null >>"$TRASH/$1/log" 2>&1 &)
+	wait_for_line "$TRASH/$1/pid" . 60 &&
+	JOB=$(cat "$TRASH/$1/pid") &&
+	started="$started $JOB" &&
+	wait_for_line "$TRASH/$1/steps" "^step 30\$" 60
+}
+
+# laststep NAME: the last step the job NAME wrote.
+laststep() {
+	tail -n 1 "$TRASH/$1/steps" | sed "s/^step //"
+}
+
+# finished NAME: the job NAME took its last step and saved its weights
+# (60 s), which are the reference's, bit for bit, and it removed its
+# semaphores from /dev/shm.
+finished() {
+	wait_for_line "$TRASH/$1/steps" "^step $STEPS\$" 60 &&
+	_i=0 &&
+	while ! test -f "$TRASH/$1/final.pt"; do
+		_i=$((_i + 1))
+		test $_i -lt 300 || { cat >&2 "$TRASH/$1/log"; return 1; }
+		sleep 0.1
+	done &&
+	"$TORCHPY" "$GCK_SRCDIR/ddpverify.py" ref/final.pt "$TRASH/$1/final.pt" &&
+	for _s in $(cat "$TRASH/$1/sems"); do
+		test ! -e "/dev/shm/$_s" || {
+			echo >&2 "/dev/shm/$_s left"; return 1; }
+	done
+}
+
+# steps_from NAME N: the steps of job NAME from its line N on go 1 by
+# 1 to STEPS, none missed or repeated.
+steps_from() {
+	sed -n "$2,\$p" "$TRASH/$1/steps" | awk -v s=$STEPS '
+	NR == 1 { first = $2 }
+	$2 != first + NR - 1 { print "step " $2 " after " $2 - 1; bad = 1; exit }
+	END { if (!bad && $2 != s) { print "ends at step " $2; bad = 1 }
+	    exit bad }' >&2
+}
+
+test_expect_success 'the training job, not interrupted: the reference weights' '
+	mkdir ref &&
+	"$TORCHPY" "$GCK_SRCDIR/ddptrain.py" "$TRASH/ref" $STEPS 0 >ref/log 2>&1 &&
+	test -f ref/final.pt &&
+	steps_from ref 1 &&
+	head -n 1 ref/steps >first &&
+	echo "step 1" >expect &&
+	test_cmp expect first
+'
+
+test_expect_success 'the job moved mid-run through gpuckpt --tcp-established | gpurestore: the same weights' '
+	job ta &&
+	tree_starts $JOB >ta.starts &&
+	test "$(wc -l <ta.starts)" = 4 &&
+	move $JOB &&
+	tree_restored ta.starts &&
+	test "$(laststep ta)" -lt $STEPS &&
+	finished ta &&
+	steps_from ta 1
+'
+
+test_expect_success 'a snapshot mid-run (gpuckpt -R), the job killed, restored from it: the same weights' '
+	job tb &&
+	START=$(proc_field $JOB 22) &&
+	s0=$(laststep tb) &&
+	"$GCKPT" -R --tcp-established -p $JOB -o snap.gck 2>err &&
+	test_must_be_empty err &&
+	s1=$(laststep tb) &&
+	unharmed $JOB $START &&
+	more_lines tb/steps 10 &&
+	kill_tree $JOB &&
+	test "$(laststep tb)" -lt $STEPS &&
+	n=$(lines tb/steps) &&
+	"$GCKRESTORE" snap.gck >out 2>err &&
+	test_must_be_empty err &&
+	echo $JOB >expect &&
+	test_cmp expect out &&
+	restored $JOB $START &&
+	finished tb &&
+	# It goes on from the snapshot: from no step before it, nor after.
+	k=$(sed -n "$((n + 1))s/^step //p" tb/steps) &&
+	test $k -gt $s0 && test $k -le $((s1 + 1)) &&
+	steps_from tb $((n + 1))
+'
+
+# The host of gpusend: an sshd in a PID namespace, as in hosts.sh, and
+# in a network namespace too.  The job listens (its rank 0 serves the
+# TCPStore), and the source, stopped, keeps its port until the restore
+# there has said it runs: a host that shared our network could not bind
+# it again.
+test_expect_success 'host C, on a network of its own, in a PID namespace of its own, its sshd listening there' '
+	mkdir home rtmp &&
+	ssh-keygen -q -t ed25519 -N "" -C gck-host -f hostkey &&
+	ssh-keygen -q -t ed25519 -N "" -C gck-user -f userkey &&
+	cp userkey.pub authorized_keys &&
+	nshost c 9 --pid &&
+	SSHD_ADDR=$c_addr start_sshd nsenter -t $c_pid -p -m -n &&
+	echo "[$c_addr]:$port $(cat hostkey.pub)" >known_hosts
+'
+
+# csend ARGS: gpusend ARGS to root@C.
+csend() {
+	HOME=$TRASH/home "$GCKSEND" -P "$port" -i "$TRASH/userkey" \
+	    -o IdentityAgent=none -o UserKnownHostsFile="$TRASH/known_hosts" \
+	    --remote-path "$RPATH" "$@" root@$c_addr
+}
+
+# Its pre-copy rounds take a few seconds: the job runs slower, to be
+# still running when they end.
+test_expect_success 'the job moved mid-run with gpusend --live --tcp-established to C: the same weights' '
+	job tc 0.05 &&
+	START=$(proc_field $JOB 22) &&
+	csend --live --tcp-established -p $JOB >out 2>err &&
+	cat err &&
+	echo $JOB >expect &&
+	test_cmp expect out &&
+	wait_gone $JOB &&
+	h=$(in_ns c $JOB) &&
+	test -n "$h" &&
+	restored $h $START &&
+	test "$(readlink /proc/$h/ns/net)" = "$c_net" &&
+	test "$(laststep tc)" -lt $STEPS &&
+	finished tc &&
+	steps_from tc 1
+'
+
 # strays: the processes under our subreaper but outside this shell's
 # own (its children and theirs): what went on running detached.
 strays() {
@@ -542,14 +703,16 @@ strays() {
 }
 
 # What the tests started goes; then nothing may be left: no process of
-# ours, no network namespace or link.
+# ours, no network namespace or link.  (A job that ended has removed its
+# semaphores, as finished checks; the cleanup removes those of a job
+# that a failed test left.)
 test_expect_success 'nothing left: no process, network namespace or link' '
-	for p in $nets $started; do kill_tree $p || return 1; done &&
-	nets= && started= &&
+	for p in $sshd_pid $nets $started; do kill_tree $p || return 1; done &&
+	sshd_pid= && nets= && started= &&
 	strays >left &&
 	{ test_must_be_empty left || { ps -f $(cat left) >&2; false; }; } &&
 	_i=0 &&
-	while ip -o link show | grep " gck$$[ab][@:]"; do
+	while ip -o link show | grep " gck$$[abc][@:]"; do
 		_i=$((_i + 1))
 		test $_i -lt 50 || return 1
 		sleep 0.1
