@@ -229,18 +229,19 @@ require_sshd() {
 }
 
 # start_sshd [COMMAND...]: starts sshd (run by COMMAND, if given, e.g.
-# unshare) on a free port of 127.0.0.1, with the host key
+# unshare) on a free port of 127.0.0.1 (or of $SSHD_ADDR), with the host key
 # $TRASH/hostkey and the keys of $TRASH/authorized_keys; sets port and
 # sshd_pid (that of COMMAND).  The system's sshd is not touched.  Its
 # sessions have GCK_CACHE=$TRASH/rcache: gpurecv's cache is the
 # script's.
 start_sshd() {
+	_addr=${SSHD_ADDR:-127.0.0.1}
 	mkdir -p /run/sshd || return 1
 	for _try in 1 2 3 4 5 6 7 8 9 10; do
 		port=$(awk -v s="$$$_try" \
 		    'BEGIN { srand(s); print 20000 + int(rand() * 40000) }')
 		cat >"$TRASH/sshd_config" <<-EOF
-		ListenAddress 127.0.0.1
+		ListenAddress $_addr
 		Port $port
 		HostKey $TRASH/hostkey
 		AuthorizedKeysFile $TRASH/authorized_keys
@@ -272,7 +273,7 @@ start_sshd() {
 		_i=0
 		while test $_i -lt 100 && test -d /proc/$sshd_pid &&
 		    test "$(proc_field $sshd_pid 3)" != Z; do
-			if grep "Server listening on 127.0.0.1 port $port" \
+			if grep "Server listening on $_addr port $port" \
 			    "$TRASH/sshd.log" >/dev/null; then
 				return 0
 			fi
