@@ -33,7 +33,8 @@ _gck_opts()
 		    --format --full-every --ghost-limit --help --keep --kill
 		    --leave-running
 		    --lock-timeout --output --parent --pid --quiet --series
-		    --sign --stats --stop --suspend --tcp-established --threads
+		    --sign --stats --stop --suspend --tcp-close
+		    --tcp-established --threads
 		    --verbose --version'
 		longarg='--compress --count --every --format --full-every
 		    --ghost-limit --keep --lock-timeout --output --parent --pid

@@ -10,7 +10,8 @@
  *		held (a POSIX lock: print its holder's pid), 2 on error
  *	criuopts dgram-peer|stream-peer PATH DIR
  *		bind PATH, write DIR/ready, append each message received to
- *		DIR/received, one a line
+ *		DIR/received, one a line, and "end" when a stream connection
+ *		ends
  *	criuopts dgram|stream PATH DIR	connect to PATH and send "before PID";
  *		write DIR/ready; on DIR/go send "after PID", write DIR/result
  *	criuopts tcp-peer - DIR		the same as stream-peer, listening on
@@ -260,6 +261,7 @@ peer(const char *path, int type)
 			perror("recv");
 			return 2;
 		}
+		record("end", 3);
 		close(c);
 	}
 }

@@ -198,6 +198,35 @@ test_expect_success 'an established TCP connection: gpurestore --tcp-close resto
 	closed tcp2 tpeer2 $P
 '
 
+test_expect_success 'gpuckpt --tcp-close: the connection ends with the source, and is restored closed' '
+	start_co tpeer4 tcp-peer - &&
+	wait_for_line tpeer4/port . 10 &&
+	start_co tcp4 tcp $(cat tpeer4/port) &&
+	wait_for_line tpeer4/received "^before $P\$" 10 &&
+	test_status 2 "$GCKPT" --tcp-close --tcp-established -p $P -o tcp4.gck >out 2>err &&
+	test_grep "^gpuckpt: --tcp-close and --tcp-established exclude each other\$" err &&
+	unharmed $P $START &&
+	move --tcp-close &&
+	restored $P $START &&
+	wait_for_line tpeer4/received "^end\$" 10 &&
+	closed tcp4 tpeer4 $P
+'
+
+test_expect_success 'gpuckpt -R --tcp-close: the tree runs on with its connection; the image records the option' '
+	start_co tpeer5 tcp-peer - &&
+	wait_for_line tpeer5/port . 10 &&
+	start_co tcp5 tcp $(cat tpeer5/port) &&
+	wait_for_line tpeer5/received "^before $P\$" 10 &&
+	"$GCKPT" -R --tcp-close -p $P -o tcp5.gck 2>err &&
+	test_must_be_empty err &&
+	unharmed $P $START &&
+	"$GCKINSPECT" --json tcp5.gck >show.json &&
+	tr -d " \n" <show.json >show.flat &&
+	test_grep "\"options\":\[\"tcp-close\"\]" show.flat &&
+	go tcp5 tcp &&
+	wait_for_line tpeer5/received "^after $P\$" 10
+'
+
 test_expect_success 'the options reach criu dump and criu restore, through the image' '
 	start_workload w &&
 	: >criu.argv &&
@@ -311,6 +340,7 @@ test_expect_success 'gpusend --tcp-established --tcp-close: the connection is cl
 	wait_gone $P &&
 	THERE=$(ns_pid $P) &&
 	test -n "$THERE" &&
+	wait_for_line tpeer3/received "^end\$" 10 &&
 	closed tcp3 tpeer3 $THERE
 '
 

@@ -69,6 +69,7 @@ static const struct option longopts[] = {
 	{ "stats",		optional_argument,	NULL,	'Z' },
 	{ "stop",		no_argument,		NULL,	's' },
 	{ "suspend",		no_argument,		NULL,	'S' },
+	{ "tcp-close",		no_argument,		NULL,	'C' },
 	{ "tcp-established",	no_argument,		NULL,	'T' },
 	{ "threads",		required_argument,	NULL,	'j' },
 	{ "version",		no_argument,		NULL,	'V' },
@@ -101,7 +102,7 @@ static const char synopsis[] =
     "[--lock-timeout seconds]\n"
     "               [-o file] [--parent image] [--sign key] "
     "[--stats[=text|json]]\n"
-    "               [--tcp-established] [--threads n] -p pid\n"
+    "               [--tcp-close | --tcp-established] [--threads n] -p pid\n"
     "       gpuckpt --series dir [--count n] [--every seconds] "
     "[--full-every n]\n"
     "               [--keep n] [options] -p pid\n"
@@ -150,6 +151,9 @@ static const char help[] =
     "      --ghost-limit=SIZE   a deleted file the tree holds open goes "
     "into the\n"
     "                           image up to SIZE, K, M, G or T (1M)\n"
+    "      --tcp-close          dump established TCP connections closed: "
+    "they end\n"
+    "                           with the tree here, restored shut\n"
     "      --tcp-established    dump established TCP connections\n"
     "\n"
     "Output:\n"
@@ -454,8 +458,15 @@ image_option(struct args *a, int ch, const char *arg)
 	case 'K':
 		o->sign = arg;
 		break;
+	case 'C':
 	case 'T':
-		o->criu_opts |= GCK_CRIU_TCP_ESTABLISHED;
+		if (o->criu_opts & (GCK_CRIU_TCP_CLOSE |
+		    GCK_CRIU_TCP_ESTABLISHED) & ~(ch == 'C' ?
+		    GCK_CRIU_TCP_CLOSE : GCK_CRIU_TCP_ESTABLISHED))
+			tool_usage_error(synopsis, "--tcp-close and "
+			    "--tcp-established exclude each other");
+		o->criu_opts |= ch == 'C' ? GCK_CRIU_TCP_CLOSE :
+		    GCK_CRIU_TCP_ESTABLISHED;
 		break;
 	case 'Z':
 		if ((a->stats = tool_stats_form(arg)) == -1)

@@ -77,7 +77,9 @@ enum gck_after {
 #define GCK_CRIU_TCP_ESTABLISHED 0x1u	/* --tcp-established */
 #define GCK_CRIU_EXT_UNIX_SK	0x2u	/* --ext-unix-sk */
 #define GCK_CRIU_FILE_LOCKS	0x4u	/* --file-locks */
-#define GCK_CRIU_OPTS_ALL	0x7u
+#define GCK_CRIU_TCP_CLOSE	0x8u	/* --tcp-close: connections dumped
+					   and restored closed */
+#define GCK_CRIU_OPTS_ALL	0xfu
 
 /* criu's own ghost limit, the default of gck_ckpt_opts.ghost_limit. */
 #define GCK_GHOST_LIMIT		(UINT64_C(1) << 20)

@@ -152,7 +152,8 @@ static const char help[] =
     "      --tcp-close          restore its TCP connections closed there "
     "(their\n"
     "                           programs see them reset), not as they "
-    "were\n"
+    "were;\n"
+    "                           with -p, they end with the source\n"
     "\n"
     "A file:\n"
     "      --resume             continue an earlier store to host:path\n"
@@ -480,6 +481,13 @@ check_live(struct args *a, int argc, char *argv[])
 		    "with --no-cache");
 		usage(2);
 	}
+	/*
+	 * Connections to be closed there are not frozen here either: criu
+	 * dumps them closed, and they end with the source.
+	 */
+	if (o->tcp_close)
+		o->criu_opts = (o->criu_opts & ~GCK_CRIU_TCP_ESTABLISHED) |
+		    GCK_CRIU_TCP_CLOSE;
 }
 
 /* file|- [user@]host[:path]: an image, restored or stored there. */

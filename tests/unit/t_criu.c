@@ -82,7 +82,7 @@ t_dump_options(void **state)
 	const char *const	 all[] = { "dump", "-t", "1", "-D", "d", "-o",
 	    "-", "-v4", "--leave-stopped", "--stream", "--action-script",
 	    "a", "--tcp-established", "--ext-unix-sk", "--file-locks",
-	    NULL };
+	    "--tcp-close", NULL };
 	const char *const	 locks[] = { "dump", "-t", "1", "-D", "d",
 	    "-o", "-", "-v4", "--leave-stopped", "--stream",
 	    "--action-script", "a", "--shell-job", "--file-locks", NULL };
@@ -158,10 +158,19 @@ t_restore_tcp_close(void **state)
 	    "--manage-cgroups=ignore", "-D", "/w/img",
 	    "-o", "-", "-v4", "--leave-stopped", "--file-locks", NULL };
 
+	const char *const	 dumped[] = { "restore", "-d",
+	    "--manage-cgroups=ignore", "-D", "/w/img",
+	    "-o", "-", "-v4", "--leave-stopped", "--tcp-close", NULL };
+
 	(void)state;
 	assert_argv(&cmd, want);
 	cmd.opts = GCK_CRIU_FILE_LOCKS;
 	assert_argv(&cmd, without);
+	/* An image dumped with --tcp-close needs it, asked for or not. */
+	cmd.opts = GCK_CRIU_TCP_CLOSE;
+	assert_argv(&cmd, dumped);
+	cmd.tcp_close = 0;
+	assert_argv(&cmd, dumped);
 }
 
 static void

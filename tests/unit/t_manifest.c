@@ -569,8 +569,8 @@ test_bad_criu_opts(void **state)
 {
 	static const struct bad_case	c[] = {
 		/* An option of a newer gpuckpt: refused, by name. */
-		{ CRIU_M("{\"options\":[\"file-locks\",\"tcp-close\"]}"),
-		    GCK_EVERSION, "dumped with criu option 'tcp-close', which "
+		{ CRIU_M("{\"options\":[\"file-locks\",\"ghost-fiemap\"]}"),
+		    GCK_EVERSION, "dumped with criu option 'ghost-fiemap', which "
 		    "this version of gpuckpt does not know: upgrade gpuckpt" },
 		{ CRIU_M("{\"options\":[\"--file-locks\"]}"),
 		    GCK_EVERSION, "criu option '--file-locks'" },

@@ -355,7 +355,7 @@ gck_criu_argv(struct gck_criu_cmd *cmd)
 	if (cmd->restore && cmd->tcp_close &&
 	    (cmd->opts & GCK_CRIU_TCP_ESTABLISHED)) {
 		argc = criu_add_opts(argv, argc,
-		    cmd->opts & ~GCK_CRIU_TCP_ESTABLISHED);
+		    cmd->opts & ~(GCK_CRIU_TCP_ESTABLISHED | GCK_CRIU_TCP_CLOSE));
 		argv[argc++] = "--tcp-close";
 	} else
 		argc = criu_add_opts(argv, argc, cmd->opts);

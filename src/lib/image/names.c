@@ -23,6 +23,7 @@ static const struct {
 	{ GCK_CRIU_TCP_ESTABLISHED,	"tcp-established", "--tcp-established" },
 	{ GCK_CRIU_EXT_UNIX_SK,		"ext-unix-sk",	"--ext-unix-sk" },
 	{ GCK_CRIU_FILE_LOCKS,		"file-locks",	"--file-locks" },
+	{ GCK_CRIU_TCP_CLOSE,		"tcp-close",	"--tcp-close" },
 };
 #define NCRIU_OPTS	(sizeof criu_opts / sizeof criu_opts[0])
 

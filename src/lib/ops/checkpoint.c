@@ -983,6 +983,10 @@ ckpt_preflight(struct ckpt *c)
 	if (o->criu_opts & ~GCK_CRIU_OPTS_ALL)
 		return gck_set_error(ctx, GCK_EINVAL, "unknown criu options "
 		    "%#x", o->criu_opts & ~GCK_CRIU_OPTS_ALL);
+	if ((o->criu_opts & GCK_CRIU_TCP_CLOSE) &&
+	    (o->criu_opts & GCK_CRIU_TCP_ESTABLISHED))
+		return gck_set_error(ctx, GCK_EINVAL, "--tcp-close and "
+		    "--tcp-established exclude each other");
 	/* The parent is read before anything is touched. */
 	if (o->parent != NULL && o->format == 1)
 		return gck_set_error(ctx, GCK_EINVAL, "an image of format "
