@@ -330,7 +330,7 @@ test_expect_success 'criu cannot be run' '
 	test -z "$(ls -A "$TMPDIR")"
 '
 
-test_expect_success 'an image of a criu newer than the one here: one line, nothing restored' '
+test_expect_success 'an image of a criu newer than the one here: one line, nothing restored; gpuinspect --check says so' '
 	"$GCKPT" -R -p $WPID -o newer.gck 2>err &&
 	test_must_be_empty err &&
 	cat >oldcriu <<-EOF &&
@@ -348,6 +348,9 @@ test_expect_success 'an image of a criu newer than the one here: one line, nothi
 	test_must_be_empty out &&
 	test_line_count err 1 &&
 	test_grep "^gpurestore: the image was dumped by criu $v, which this host.s criu 4.1.1 cannot restore (criu reads the images of its own version and older): install CRIU $mm or newer\$" err &&
+	test_status 1 env GCK_CRIU="$TRASH/oldcriu" "$GCKINSPECT" --check \
+	    newer.gck >out 2>err &&
+	test_grep "^gpuinspect: the image was dumped by criu $v, which this host.s criu 4.1.1 cannot restore (criu reads the images of its own version and older): install CRIU $mm or newer\$" err &&
 	test "$(proc_field $WPID 22)" = "$WSTART" &&
 	proc_running $WPID &&
 	test -z "$(ls -A "$TMPDIR")"

@@ -34,6 +34,7 @@
 #include "private.h"
 #include "core/proc.h"
 #include "core/util.h"
+#include "criu/criu.h"
 #include "criu/pagemap.h"
 #include "criu/streamer.h"
 #include "gpu/cuda.h"
@@ -163,6 +164,8 @@ static int	 load(struct gck_ctx *, struct gck_needs *, int,
 static int	 load_procs(struct gck_ctx *, struct gck_needs *, int,
 		    const struct gck_serve *);
 static void	 check_gpus(struct gck_ctx *, const struct gck_manifest *,
+		    json_t *);
+static void	 check_criu(struct gck_ctx *, const struct gck_manifest *,
 		    json_t *);
 
 static int
@@ -1137,6 +1140,20 @@ finding(json_t *fl, const char *sev, const char *what, const char *fmt, ...)
 	free(s);
 }
 
+/*
+ * criu here, and of a version that reads what the image's criu
+ * dumped.
+ */
+static void
+check_criu(struct gck_ctx *ctx, const struct gck_manifest *m, json_t *fl)
+{
+	char	have[64];
+
+	if (gck_criu_can_read(ctx, gck_manifest_criu_version(m), have,
+	    sizeof have) != GCK_OK)
+		finding(fl, "fail", "criu", "%s", gck_error_string(ctx));
+}
+
 /* The files that must be there, at the size they had. */
 static void
 check_files(json_t *d, json_t *fl)
@@ -1581,6 +1598,7 @@ gck_inspect_check(struct gck_ctx *ctx, int fd, char **textp, int *failp)
 		goto out;
 	}
 	d = gck_needs_doc(nd);
+	check_criu(ctx, m, fl);
 	check_paths(d, fl);
 	check_pids(m, fl);
 	if ((r = check_inet(ctx, nd, m, 0, fl)) != GCK_OK)
