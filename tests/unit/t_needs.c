@@ -128,6 +128,7 @@ static void	 test_inet_descriptors(void **);
 static void	 test_inet_restore_check(void **);
 static void	 test_inet_lies(void **);
 static void	 test_inet_check(void **);
+static void	 test_fds_lacking(void **);
 
 static void
 buf_put(struct buf *b, const void *p, size_t len)
@@ -1159,6 +1160,62 @@ test_inet_check(void **state)
 	json_decref(doc);
 }
 
+/*
+ * gpuinspect --check: a descriptor of type file that names an inet
+ * socket, and a unix socket and a pipe that files.img lacks, which criu
+ * restore refuses ("No file for fd"): a failure each, where --check said
+ * that a restore would work.
+ */
+static void
+test_fds_lacking(void **state)
+{
+	struct isk	 k = { 3, AF_INET, SOCK_STREAM, IPPROTO_TCP, 10,
+			    "127.0.0.1", 0, "0.0.0.0", 0, 0, ISK_RECORD, 0 };
+	struct unit	*u = *state;
+	struct files	 fs;
+	json_t		*doc, *fl, *f, *want;
+	char		*text = NULL;
+	size_t		 i;
+	int		 fd, fail = 0;
+
+	k.sport = (uint32_t)free_port(SOCK_STREAM);
+	inet_files(&fs, &k, 1);
+	assert_string_equal(fs.f[2].name, "fdinfo-9.img");
+	add_fd(&fs.f[2].b, 6, 1, 100);
+	add_fd(&fs.f[2].b, 7, 5, 200);
+	add_fd(&fs.f[2].b, 8, 2, 201);
+	fd = write_image(u->ctx, &fs);
+	files_free(&fs);
+	if (gck_inspect_check(u->ctx, fd, &text, &fail) != GCK_OK)
+		fail_msg("check: %s", gck_error_string(u->ctx));
+	close(fd);
+	assert_int_equal(fail, 1);
+	assert_non_null(doc = json_loads(text, 0, NULL));
+	free(text);
+	/* (pid 1 is in use here: a note, left out) */
+	assert_non_null(fl = json_array());
+	json_array_foreach(json_object_get(doc, "findings"), i, f)
+		if (strcmp(json_string_value(json_object_get(f, "what")),
+		    "pid") != 0)
+			json_array_append(fl, f);
+	assert_non_null(want = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}, "
+	    "{s:s, s:s, s:s}]", "severity", "fail", "what", "file", "message",
+	    "corrupt image: fd 6 of process 1 is a file (id 100) that "
+	    "'files.img' lacks", "severity", "fail", "what", "file",
+	    "message", "corrupt image: fd 7 of process 1 is a unix socket (id "
+	    "200) that 'files.img' lacks", "severity", "fail", "what", "file",
+	    "message", "corrupt image: fd 8 of process 1 is a pipe (id 201) "
+	    "that 'files.img' lacks"));
+	if (!json_equal(fl, want)) {
+		char	*s = json_dumps(fl, JSON_INDENT(2));
+
+		fail_msg("findings: %s", s);
+	}
+	json_decref(want);
+	json_decref(fl);
+	json_decref(doc);
+}
+
 int
 main(void)
 {
@@ -1170,6 +1227,7 @@ main(void)
 		unit_dir_test(test_inet_restore_check),
 		unit_dir_test(test_inet_lies),
 		unit_dir_test(test_inet_check),
+		unit_dir_test(test_fds_lacking),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -151,6 +151,7 @@ static void	 check_files(json_t *, json_t *);
 static void	 check_dir(json_t *, const char *, const char *, json_t *);
 static void	 check_socket(json_t *, json_t *, json_t *);
 static void	 check_paths(json_t *, json_t *);
+static void	 check_fds(json_t *, json_t *);
 static void	 check_pids(const struct gck_manifest *, json_t *);
 static int	 problem(struct gck_ctx *, json_t *, int, const char *,
 		    const char *, ...) __attribute__((__format__(__printf__, 5,
@@ -1278,6 +1279,43 @@ check_paths(json_t *d, json_t *fl)
 }
 
 /*
+ * The descriptors on a file, a unix socket or a pipe that files.img
+ * lacks (no such file there, of that kind, with its record), which criu
+ * restore refuses: their members are missing from the document (those
+ * on an inet socket check_inet() says).
+ */
+static void
+check_fds(json_t *d, json_t *fl)
+{
+	static const struct {
+		const char	*type, *member, *what;
+	} k[] = {
+		{ "file", "path", "a file" },
+		{ "unix", "socket_type", "a unix socket" },
+		{ "pipe", "pipe_id", "a pipe" },
+	};
+	json_t	*p, *f;
+	size_t	 i, j, n;
+
+	json_array_foreach(json_object_get(d, "processes"), i, p)
+		json_array_foreach(json_object_get(p, "fds"), j, f)
+			for (n = 0; n < sizeof k / sizeof k[0]; n++)
+				if (strcmp(json_string_value(json_object_get(f,
+				    "type")), k[n].type) == 0 &&
+				    json_object_get(f, k[n].member) == NULL)
+					finding(fl, "fail", "file", "corrupt "
+					    "image: fd %lld of process %lld is "
+					    "%s (id %lld) that 'files.img' "
+					    "lacks", (long long)
+					    json_integer_value(json_object_get(
+					    f, "fd")), (long long)
+					    json_integer_value(json_object_get(
+					    p, "pid")), k[n].what, (long long)
+					    json_integer_value(json_object_get(
+					    f, "id")));
+}
+
+/*
  * The image's PIDs that are taken here: by its own source, still here,
  * which gpurestore cannot restore beside unless asked (--pidns); by
  * another process, which makes gpurestore restore the tree in a PID
@@ -1617,6 +1655,7 @@ gck_inspect_check(struct gck_ctx *ctx, int fd, char **textp, int *failp)
 	}
 	d = gck_needs_doc(nd);
 	check_paths(d, fl);
+	check_fds(d, fl);
 	check_pids(m, fl);
 	if ((r = check_inet(ctx, nd, m, 0, fl)) != GCK_OK)
 		goto out;
