@@ -15,7 +15,12 @@ exactly one line on standard error with the program's prefix, no
 process left behind, nothing written in the current directory, $TMPDIR
 or at the paths the evil entries name, a peak RSS under a bound, and an
 exit within a hang-detecting timeout.  (The signatures' bytes, like the
-images', differ from run to run: ssh-keygen makes the keys.)
+images', differ from run to run: ssh-keygen makes the keys.)  The
+streams of the category "sockets" are sound to their last byte, but a
+TCP or UDP socket that they add lies, or needs what this host lacks:
+gpurestore refuses them so, gpuinspect --verify finds them intact, its
+summary shows of the socket what its record supports, and --check fails
+in the words of gpurestore.
 
 The output is TAP-like, one line per category:
 	ok<TAB>CATEGORY<TAB>N streams, M runs
@@ -50,12 +55,16 @@ Options:
 			that key: what follows the trailer made hostile,
 			and streams refused with --allowed-signers=ALLOWED
 			(another key is made in TRASH)
+	--port N	a port of 127.0.0.1 that a process of the test
+			listens on: streams with a socket listening there
 """
 
 import argparse
 import base64
 import collections
 import ctypes
+import errno
+import functools
 import glob
 import hashlib
 import json
@@ -63,6 +72,7 @@ import os
 import random
 import re
 import shutil
+import socket
 import struct
 import subprocess
 import sys
@@ -289,11 +299,12 @@ class Stream:
     that makes them) and a pattern of what gpurestore must say."""
 
     def __init__(self, cat, name, data, expect=None, parents=None,
-                 args=None):
+                 args=None, sk=None):
         self.cat, self.name, self._data = cat, name, data
         self.expect = expect
         self.parents = parents	# None, or the --parent images to give
         self.args = args or []	# more options, to both tools
+        self.sk = sk		# a socket's stream: what gpuinspect says
 
     def data(self):
         if not callable(self._data):
@@ -323,8 +334,10 @@ class Corpus:
         self.mjson = json.loads(tar[self.manifest.data:self.manifest.data +
                                     self.manifest.size])
 
-    def add(self, cat, name, data, expect=None, parents=None, args=None):
-        self.streams.append(Stream(cat, name, data, expect, parents, args))
+    def add(self, cat, name, data, expect=None, parents=None, args=None,
+            sk=None):
+        self.streams.append(Stream(cat, name, data, expect, parents, args,
+                                   sk))
 
     # A stream of the real entries (each the raw bytes of good.tar, or
     # bytes), with a trailer that lists them truly if sums is True.
@@ -1200,6 +1213,313 @@ def gen_versions(c):
                   (tag, ", compressed" if z else ""), mk)
 
 
+# --------------------------------------------------------------- sockets
+#
+# Streams whose every digest and trailer are true, but whose CRIU records
+# of a TCP or UDP socket lie, or ask for what this host cannot give: the
+# image with one inet socket more, a file_entry of type INETSK carrying
+# its inet_sk_entry in criu/files.img (packed here by hand, as criu packs
+# it: proto2, repeated fields unpacked) and a descriptor, fd 200, that
+# names it in the root's descriptor table (the fdinfo-N.img that its
+# ids-PID.img names), so that gpurestore's check before criu restores,
+# criu itself, and gpuinspect's summary and --check all meet it.  The
+# manifest lists the two files at their new sizes.
+
+FD_REG, FD_INETSK = 1, 4	# CRIU's fd_types
+TCP_ESTABLISHED, TCP_LISTEN = 1, 10
+SK_FD = 200
+SK_NOADDR = "192.0.2.77"	# TEST-NET-1: no host's address
+SK_MEMBERS = ("family", "socket_type", "protocol", "state", "address",
+              "peer_address", "peer")
+
+
+def pb_varint(v):
+    b = bytearray()
+    while True:
+        c, v = v & 0x7f, v >> 7
+        if not v:
+            b.append(c)
+            return bytes(b)
+        b.append(c | 0x80)
+
+
+def pb_unvarint(b, i):
+    v = s = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7f) << s
+        s += 7
+        if c < 0x80:
+            return v, i
+
+
+def pb_int(field, v):
+    return pb_varint(field << 3) + pb_varint(v)
+
+
+def pb_len(field, b):
+    return pb_varint(field << 3 | 2) + pb_varint(len(b)) + b
+
+
+def pb_fields(b):
+    """The fields of wire types 0 and 2 of a message: {field: [value]}."""
+    f, i = {}, 0
+    while i < len(b):
+        k, i = pb_unvarint(b, i)
+        if k & 7 == 0:
+            v, i = pb_unvarint(b, i)
+        elif k & 7 == 2:
+            n, i = pb_unvarint(b, i)
+            v, i = b[i:i + n], i + n
+        else:
+            raise ValueError("wire type %d" % (k & 7))
+        f.setdefault(k >> 3, []).append(v)
+    return f
+
+
+def criu_records(data):
+    """A CRIU image's header (its two magics) and its records."""
+    pos, recs = 8, []
+    while pos < len(data):
+        n, = struct.unpack_from("<I", data, pos)
+        recs.append(data[pos + 4:pos + 4 + n])
+        pos += 4 + n
+    return data[:8], recs
+
+
+def criu_image(head, recs):
+    return head + b"".join(struct.pack("<I", len(r)) + r for r in recs)
+
+
+def addr_words(a):
+    """An address as criu keeps it, its bytes in 32-bit words of this
+    host's order: a (IPv4 or IPv6) in words, or a list of words."""
+    if not isinstance(a, str):
+        return list(a)
+    b = socket.inet_pton(socket.AF_INET6 if ":" in a else socket.AF_INET, a)
+    return list(struct.unpack("<%dI" % (len(b) // 4), b))
+
+
+def inet_sk(sid, ns_id, family=socket.AF_INET, typ=socket.SOCK_STREAM,
+            proto=socket.IPPROTO_TCP, state=TCP_LISTEN, src="127.0.0.1",
+            sport=40200, dst="0.0.0.0", dport=0, packed=False):
+    """An inet_sk_entry, every required field there."""
+    b = b"".join(pb_int(k, v) for k, v in (
+        (1, sid), (2, 0x7e57 + sid), (3, family), (4, typ), (5, proto),
+        (6, state), (7, sport), (8, dport), (9, os.O_RDWR),
+        (10, 128 if state == TCP_LISTEN else 0)))
+    for k, a in ((11, src), (12, dst)):
+        ws = addr_words(a)
+        if packed:
+            b += pb_len(k, b"".join(pb_varint(w) for w in ws))
+        else:
+            b += b"".join(pb_int(k, w) for w in ws)
+    fown = b"".join(pb_int(k, 0) for k in range(1, 6))
+    opts = pb_int(1, 16384) + pb_int(2, 131072) + b"".join(
+        pb_int(k, 0) for k in range(3, 7))
+    b += pb_len(13, fown) + pb_len(14, opts)
+    if family == socket.AF_INET6:
+        b += pb_int(15, 0)
+    return b + pb_int(18, ns_id)
+
+
+def host_lacks(a):
+    """Whether this host lacks IPv4 address a: a bind() to it says so."""
+    with socket.socket() as s:
+        try:
+            s.bind((a, 0))
+        except OSError as e:
+            return e.errno == errno.EADDRNOTAVAIL
+    return False
+
+
+def gen_sockets(c, port):
+    """The image with one inet socket more, on fd 200 of its root, whose
+    record lies (refused as a corrupt image), or needs a port taken here
+    (port: one that a process of the test listens on, at 127.0.0.1) or
+    an address this host lacks, or is not there; gpuinspect's summary
+    must say "unknown" of what a record cannot tell, and --check fail
+    with the words of gpurestore's check."""
+    es = c.entries
+    root = c.mjson["root_pid"]
+    by = {e.name: e for e in es}
+
+    def data(e):
+        return c.tar[e.data:e.data + e.size]
+    fimg = by["criu/files.img"]
+    ids = pb_fields(criu_records(data(by["criu/ids-%d.img" % root]))[1][0])
+    files_id, netns = ids[2][0], ids[6][0]
+    dimg = by["criu/fdinfo-%d.img" % files_id]
+    fhead, frecs = criu_records(data(fimg))
+    dhead, drecs = criu_records(data(dimg))
+    files = [pb_fields(r) for r in frecs]
+    sid = max(f[2][0] for f in files) + 1
+    reg = min(f[2][0] for f in files if f[1][0] == FD_REG)
+    text = c.tar[c.manifest.data:c.manifest.data + c.manifest.size]
+
+    def stream(isk=None, fe=(), fd_type=FD_INETSK, fd_id=sid,
+               options=None, z=False):
+        """isk: the socket's record (fe: whole file_entries instead;
+        neither: none), on a descriptor of fd_type naming fd_id."""
+        def mk():
+            rs = list(frecs)
+            if isk is not None:
+                rs.append(inet_fe(isk))
+            rs += list(fe)
+            fdata = criu_image(fhead, rs)
+            ddata = criu_image(dhead, drecs + [
+                pb_int(1, fd_id) + pb_int(2, 0) + pb_int(3, fd_type) +
+                pb_int(4, SK_FD)])
+            m = json.loads(text)
+            for f in m["files"]:
+                if "criu/" + f["name"] == fimg.name:
+                    f["size"] = len(fdata)
+                elif "criu/" + f["name"] == dimg.name:
+                    f["size"] = len(ddata)
+            if options is not None:
+                m["criu"]["options"] = options
+            new = {fimg.name: entry(fimg.name, fdata),
+                   dimg.name: entry(dimg.name, ddata)}
+            b = c.image([c.manifest_entry(json.dumps(m).encode())] +
+                        [new.get(e.name, e) for e in c.crius])
+            return zstd(b) if z else b
+        mk.options = options or []
+        return mk
+
+    def inet_fe(isk, typ=FD_INETSK, field=4):
+        return pb_int(1, typ) + pb_int(2, sid) + pb_len(field, isk)
+
+    def members(family="inet", typ="stream", proto="tcp",
+                state="listening", address="unknown",
+                peer_address="unknown", peer=None, i=sid):
+        """The descriptor, as gpuinspect --json must give it."""
+        return dict(zip(SK_MEMBERS, (family, typ, proto, state, address,
+                                     peer_address, peer)), fd=SK_FD, id=i,
+                    type="inet")
+    unknown = members("unknown", "unknown", "unknown", "unknown")
+
+    def lie(what):
+        return (r"^gpurestore: corrupt image: the inet socket of fd %d of "
+                r"process %d records %s$" % (SK_FD, root, what),
+                r"^gpuinspect: corrupt image: the inet socket of fd %d of "
+                r"process %d records %s$" % (SK_FD, root, what))
+
+    def lacks(i):
+        m = r"corrupt image: fd %d of process %d is an inet socket \(id " \
+            r"%d\) that 'files\.img' lacks$" % (SK_FD, root, i)
+        return r"^gpurestore: " + m, r"^gpuinspect: " + m
+
+    def taken(a):
+        m = r"the image's process %d listens on TCP %s, which process " \
+            r"\d+ \('python3[.0-9]*'\) holds on this host$" % (
+                root, re.escape(a))
+        return r"^gpurestore: cannot restore: " + m, r"^gpuinspect: " + m
+    m = r"corrupt image: 'files\.img' lists file id %d twice$" % sid
+    twice = r"^gpurestore: " + m, r"^gpuinspect: " + m
+    sk = functools.partial(inet_sk, sid, netns)
+    lo = addr_words("127.0.0.1")[0]
+    cases = [
+        ("a listening TCP socket on port 70000", stream(sk(sport=70000)),
+         lie(r"a port above 65535 \(70000\)"), members()),
+        ("a TCP connection to port 70000, dumped with --tcp-established",
+         stream(sk(state=TCP_ESTABLISHED, sport=40201, dst="127.0.0.1",
+                   dport=70000), options=["tcp-established"], z=True),
+         lie(r"a port above 65535 \(70000\)"),
+         members(state="established")),
+        ("an IPv6 socket whose address has 1 word",
+         stream(sk(family=socket.AF_INET6, src=[lo], dst="::")),
+         lie(r"an address of 1 words for IPv6"), members("inet6")),
+        ("an IPv6 connection whose peer's address has 1 word",
+         stream(sk(family=socket.AF_INET6, state=TCP_ESTABLISHED,
+                   src="::1", sport=40202, dst=[lo], dport=6379),
+                options=["tcp-established"]),
+         lie(r"an address of 1 words for IPv6"),
+         members("inet6", state="established")),
+        ("family 99", stream(sk(family=99), z=True),
+         lie(r"an unknown family \(99\)"), members("unknown")),
+        ("socket type 99", stream(sk(typ=99, sport=40203)),
+         lie(r"an unknown type \(99\)"),
+         members("inet", "unknown", "unknown", "unknown",
+                 "127.0.0.1:40203", None)),
+        ("protocol 99 for a stream socket",
+         stream(sk(proto=99, sport=40204)),
+         lie(r"an unknown protocol \(99\)"),
+         members("inet", "stream", "unknown", "unknown",
+                 "127.0.0.1:40204", None)),
+        ("TCP state 99", stream(sk(state=99, sport=40205)),
+         lie(r"an unknown state \(99\)"),
+         members(state="unknown", address="127.0.0.1:40205",
+                 peer_address=None)),
+        ("a listening UDP socket",
+         stream(sk(typ=socket.SOCK_DGRAM, proto=socket.IPPROTO_UDP,
+                   sport=40206)),
+         lie(r"a listening socket that is not TCP"),
+         members("inet", "dgram", "udp", "unknown", "127.0.0.1:40206",
+                 None)),
+        ("an address of 5000 words", stream(sk(src=[lo] + [0] * 4999)),
+         lie(r"an address of 5000 words for IPv4"), members()),
+        ("an address of 1000000 words, packed",
+         stream(sk(src=[lo] + [0] * 999999, packed=True), z=True),
+         lie(r"an address of 1000000 words for IPv4"), members()),
+        ("a descriptor naming an inet socket that files.img lacks",
+         stream(), lacks(sid), unknown),
+        ("a file_entry of type inet without its record",
+         stream(fe=[pb_int(1, FD_INETSK) + pb_int(2, sid)]), lacks(sid),
+         unknown),
+        ("a descriptor of type inet naming a regular file",
+         stream(fd_id=reg), lacks(reg),
+         members("unknown", "unknown", "unknown", "unknown", i=reg)),
+        # criu restore takes the last; gpurestore once checked the first,
+        # and the tree was restored, listening on port 4464
+        ("two inet sockets of one id, the last on port 70000",
+         stream(fe=[inet_fe(sk(sport=40207)), inet_fe(sk(sport=70000))]),
+         twice, None),
+        # criu crashed on it; gpuinspect showed it as the socket
+        ("a file_entry of type file carrying an inet socket's record",
+         stream(fe=[inet_fe(sk(sport=40208), typ=FD_REG)]), lacks(sid),
+         unknown),
+        # gpuinspect --check said that a restore would work
+        ("a descriptor of type file naming an inet socket",
+         stream(sk(sport=40209), fd_type=FD_REG),
+         (r"^gpurestore: criu restore failed: .*No file for fd %d\b" %
+          SK_FD, r"^gpuinspect: corrupt image: fd %d of process %d is a "
+          r"file \(id %d\) that 'files\.img' lacks$" % (SK_FD, root, sid)),
+         dict(fd=SK_FD, id=sid, type="file")),
+    ]
+    if port:
+        a = "127.0.0.1:%d" % port
+        cases += [
+            ("a listening socket on a port taken here",
+             stream(sk(sport=port)), taken(a),
+             members(address=a, peer_address=None)),
+            ("an IPv4 socket whose addresses have 4 words (as CRIU 0.1 "
+             "wrote), on a port taken here",
+             stream(sk(sport=port, src=[lo, 0xdeadbeef, 1, 2],
+                       dst=[0, 0xffffffff, 3, 4]), z=True), taken(a),
+             members(address=a, peer_address=None))]
+    if host_lacks(SK_NOADDR):
+        m = r"process %d's TCP connection %s:41000 -> 198\.51\.100\.7:6379 " \
+            r"needs the address %s, which this host lacks: restore with " \
+            r"%%s--tcp-close to have it closed \(its process sees the " \
+            r"connection reset\)$" % (root, re.escape(SK_NOADDR),
+                                       re.escape(SK_NOADDR))
+        cases.append((
+            "a TCP connection from an address this host lacks, dumped "
+            "with --tcp-established",
+            stream(sk(state=TCP_ESTABLISHED, src=SK_NOADDR, sport=41000,
+                      dst="198.51.100.7", dport=6379),
+                   options=["tcp-established"]),
+            (r"^gpurestore: cannot restore: " + m % "",
+             r"^gpuinspect: " + m % "gpurestore "),
+            members(state="established", address=SK_NOADDR + ":41000",
+                    peer_address="198.51.100.7:6379", peer="external")))
+    for name, mk, (expect, check), fd in cases:
+        c.add("sockets", name, mk, expect, sk=dict(
+            pid=root, fd=fd, check=check, options=mk.options,
+            error=None if fd else check[len("^gpuinspect: "):]))
+
+
 # ---------------------------------------------------- format 2, parents
 #
 # Two real images of format 2 of one tree: a full one, A, and B, taken
@@ -1957,7 +2277,9 @@ def judge(lane, job, res, opts, good):
                 job["mode"], res["out"], good[job["mode"], head]):
             why.append("exit %s, not the summary of the undamaged image" %
                        res["status"])
-    if want != "good":
+    if want in SK_WANTS:
+        why += sk_judge(job, res, lines, good)
+    elif want != "good":
         if res["status"] != want:
             why.append("exit %s, expected %d" % (res["status"], want))
         if res["out"]:
@@ -2014,6 +2336,134 @@ def judge(lane, job, res, opts, good):
     return why
 
 
+SK_WANTS = ("intact", "sk-json", "sk-show", "sk-check")
+
+
+def sk_judge(job, res, lines, good):
+    """The failures of a run of gpuinspect on a socket's stream (see
+    gen_sockets()), whose bytes are all sound: --verify says so, the
+    summary shows the socket as its record supports, and no more, and
+    the rest as the undamaged image has it, --check fails in so many
+    words."""
+    sk, want, out = job["sk"], job["want"], res["out"]
+    why = []
+    if want == "sk-check":
+        if res["status"] != 1:
+            why.append("exit %s, expected 1" % res["status"])
+        if len(lines) != 1:
+            why.append("%d lines on stderr" % len(lines))
+        elif not re.search(sk["check"], lines[0]):
+            why.append("no '%s' in the message" % sk["check"])
+        other = [x for x in out.split("\n") if x and
+                 not x.startswith("note: ")]
+        if other:
+            why.append("wrote on stdout other than notes: %r" % other[:2])
+        return why
+    if res["status"] != 0 or res["err"]:
+        return ["exit %s, a word on stderr: not as an intact image" %
+                res["status"]]
+    if re.search(r"[\x00-\x09\x0b-\x1f\x7f]", out):
+        why.append("control characters on stdout")
+    if want == "intact":
+        if not re.match(r"image ok: \d+ entries, \d+ bytes\n\Z", out):
+            why.append("not 'image ok': %r" % out[:200])
+        return why
+    if want == "sk-json":
+        return why + sk_json(sk, out, good["json", "tar"])
+    return why + sk_show(sk, out, good["sockets", "tar"])
+
+
+def sk_json(sk, out, good):
+    """What gpuinspect --json says of a socket's stream, against the
+    undamaged image's summary good."""
+    try:
+        a, b = json.loads(out), json.loads(good)
+    except ValueError:
+        return ["not JSON"]
+    why = []
+    if (a.get("criu") or {}).get("options") != sk["options"]:
+        why.append("criu options %r, not %r" % (
+            (a.get("criu") or {}).get("options"), sk["options"]))
+    d, f = a.get("descriptors"), sk["fd"]
+    if f is None:
+        if d is not None or not re.search(
+                sk["error"], str(a.get("descriptors_error"))):
+            why.append("descriptors not unknown, or not for '%s'" %
+                       sk["error"])
+        return why
+    if not isinstance(d, dict):
+        return why + ["descriptors null: %r" % a.get("descriptors_error")]
+    p = [x for x in d.get("processes") or [] if x.get("pid") == sk["pid"]]
+    fds = p[0].get("fds") if p else None
+    if not isinstance(fds, list):
+        return why + ["no descriptors of process %d" % sk["pid"]]
+    mine = [x for x in fds if x.get("fd") == SK_FD]
+    if mine != [f]:
+        why.append("fd %d is %s, not %s" % (SK_FD, json.dumps(mine),
+                                             json.dumps(f)))
+    fds[:] = [x for x in fds if x.get("fd") != SK_FD]
+    g = b["descriptors"]
+    g["totals"]["sockets" if f["type"] == "inet" else "files"] += 1
+    if d != g:
+        why.append("the other descriptors are not the undamaged image's")
+    return why
+
+
+def sk_show(sk, out, good):
+    """What gpuinspect --sockets says of a socket's stream, against the
+    undamaged image's summary good: fd 200's row, the "open" line that
+    counts it, and the rest as good has it (but the image's name and
+    size, and the criu options that the manifest gives)."""
+    pid, f, why = str(sk["pid"]), sk["fd"], []
+    a, b = out.split("\n"), good.split("\n")
+    if f is None:
+        # what the head tells, then that the tables are not known
+        n = next((i for i, x in enumerate(b) if x.startswith("PID ") and
+                  "FAMILY" in x), len(b))
+        if a[n:n + 2] != ["SOCKETS", "not known: " + a[n + 1][11:]] or \
+                not re.search(sk["error"], a[n + 1]):
+            why.append("its tables are not 'not known' for '%s'" %
+                       sk["error"])
+        a, b = a[:n], b[:n]
+    row = [x for x in a if x.split()[:2] == [pid, str(SK_FD)]]
+    if f is not None and f["type"] == "inet":
+        def dash(v):
+            return v if isinstance(v, str) else "-"
+        want = [pid, str(SK_FD), f["family"], dash(f["socket_type"]),
+                dash(f["protocol"]), dash(f["state"]), dash(f["peer"]),
+                f["address"] or "(unbound)"]
+        if isinstance(f["peer_address"], str):
+            want += ["->", f["peer_address"]]
+        if [x.split() for x in row] != [want]:
+            why.append("its row is %r, not %r" % (row, " ".join(want)))
+    elif row:
+        why.append("a row for fd %d: %r" % (SK_FD, row))
+    crit = ["criu        --" + o for o in sk["options"]]
+    if [x for x in a if x.startswith("criu ")] != crit:
+        why.append("no line %r" % crit)
+    op = [x for x in a if x.startswith("open ")]
+    gop = [x for x in b if x.startswith("open ")]
+    if f is None:
+        if len(op) != 1 or not op[0].startswith("open        not known: ") \
+                or not re.search(sk["error"], op[0]):
+            why.append("open: %r, not 'not known' for '%s'" % (
+                op, sk["error"]))
+    else:
+        r = r"^open +(\d+) files?, (\d+) sockets?, (.*)$"
+        x = [re.match(r, y) for y in op[:1] + gop[:1]]
+        if len(op) != 1 or len(gop) != 1 or None in x or [
+                int(x[0].group(1)), int(x[0].group(2)), x[0].group(3)] != [
+                int(x[1].group(1)) + (f["type"] == "file"),
+                int(x[1].group(2)) + (f["type"] == "inet"),
+                x[1].group(3)]:
+            why.append("open: %r, the undamaged image's %r" % (op, gop))
+    skip = ("image ", "size ", "criu ", "open ")
+    if [x for x in a if x not in row and not x.startswith(skip)] != \
+            [x for x in b if not x.startswith(skip)]:
+        why.append("other lines than the undamaged image's")
+    return why
+
+
 IMG = object()		# in a job's argv: the lane's image file
 
 
@@ -2024,7 +2474,26 @@ def jobs_for(i, s, opts):
     R = os.path.join(opts.bindir, "restore", "gpurestore")
     I = os.path.join(opts.bindir, "inspect", "gpuinspect")
     out = []
-    base = dict(stream=i, data=s.data, expect=s.expect)
+    base = dict(stream=i, data=s.data, expect=s.expect, sk=s.sk)
+    if s.sk is not None:
+        # A socket's stream: gpurestore from a pipe and from the file;
+        # gpuinspect's summary, in JSON and with --sockets, --check and
+        # --verify (from the file or a pipe, in turn).
+        pipe = bool(i % 2)
+        src = dict(pipe=pipe, file=not pipe)
+        at = [] if pipe else [IMG]
+        return [dict(base, tool="gpurestore", mode="restore <pipe",
+                     argv=[R], pipe=True, file=False, want=1),
+                dict(base, tool="gpurestore", mode="restore FILE",
+                     argv=[R, IMG], pipe=False, file=True, want=1),
+                dict(base, tool="gpuinspect", mode="json", argv=[
+                    I, "--json"] + at, want="sk-json", **src),
+                dict(base, tool="gpuinspect", mode="sockets", argv=[
+                    I, "--sockets"] + at, want="sk-show", **src),
+                dict(base, tool="gpuinspect", mode="check", argv=[
+                    I, "--check"] + at, want="sk-check", **src),
+                dict(base, tool="gpuinspect", mode="verify", argv=[
+                    I, "--verify"] + at, want="intact", **src)]
     if s.parents is not None or s.cat.startswith("v2-"):
         # Format 2: restore from a pipe and from the file, verify; with
         # the parents and the options the stream is given (the file
@@ -2177,6 +2646,7 @@ def main():
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--v2")
     ap.add_argument("--signed")
+    ap.add_argument("--port", type=int)
     ap.add_argument("good_gck")
     ap.add_argument("good_tar")
     opts = ap.parse_args()
@@ -2198,6 +2668,7 @@ def main():
     for gen in (gen_truncations, gen_zstd_flips, gen_tar_flips, gen_order,
                 gen_evil, gen_bombs, gen_tail, gen_versions):
         gen(c)
+    gen_sockets(c, opts.port)
     if opts.v2:
         pa, pb = opts.v2.split(",")
         with open(pa, "rb") as fa, open(pb, "rb") as fb:
@@ -2264,7 +2735,8 @@ def main():
     # The summaries of the undamaged image, as a pipe gives them.
     good = {}
     I = os.path.join(opts.bindir, "inspect", "gpuinspect")
-    for mode, argv in (("show", [I]), ("json", [I, "--json"])):
+    for mode, argv in (("show", [I]), ("json", [I, "--json"]),
+                       ("sockets", [I, "--sockets"])):
         for k, img in (("gck", gck), ("tar", tar)):
             p = subprocess.run(argv, input=img, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, check=True)

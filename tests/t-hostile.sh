@@ -6,8 +6,10 @@ require_criu
 require_python
 
 started=
+holder=
 test_cleanup() {
 	test -n "$started" && kill_tree $started >/dev/null 2>&1
+	test -n "$holder" && kill_tree $holder >/dev/null 2>&1
 	:
 }
 
@@ -205,6 +207,20 @@ test_expect_success 'make the images of format 2 the hostile streams are made fr
 	grep "hostile" out
 '
 
+# A process of the test's own listens on a port of 127.0.0.1 (its
+# number in the file port, without SO_REUSEADDR): some of the streams of
+# the category "sockets" hold a socket listening there.
+test_expect_success 'hold a port that hostile streams listen on' '
+	python3 -c "import socket, sys, time
+s = socket.socket()
+s.bind((\"127.0.0.1\", 0))
+s.listen(1)
+print(s.getsockname()[1], file=open(sys.argv[1], \"w\"), flush=True)
+time.sleep(3600)" port </dev/null >/dev/null 2>&1 &
+	holder=$! &&
+	wait_for_line port "^[0-9][0-9]*\$" 30
+'
+
 # tests/hostile.py makes the streams and runs each through gpurestore
 # and gpuinspect; it writes one line per category, "ok" or "not ok",
 # and says on stderr (in the log) which runs failed, and why.
@@ -212,11 +228,16 @@ test_expect_success 'the hostile streams' '
 	mkdir hostile &&
 	python3 "$GCK_SRCDIR/hostile.py" --bindir "$GCK_BINDIR" \
 	    --runone "$GCK_TESTDIR/runone" \
-	    --trash "$TRASH/hostile" --min 1000 --v2 v2a.gck,v2b.gck \
-	    --signed v2s.gck,key,allowed \
+	    --trash "$TRASH/hostile" --min 1020 --v2 v2a.gck,v2b.gck \
+	    --signed v2s.gck,key,allowed --port "$(cat port)" \
 	    parts.gck parts.tar \
 	    >hostile.out &&
-	test -s hostile.out
+	grep "	sockets	" hostile.out
+'
+
+test_expect_success 'let go of the port' '
+	kill_tree $holder &&
+	holder=
 '
 
 while IFS='	' read -r _ok _cat _what; do

@@ -64,7 +64,10 @@
 enum isk_entry {
 	ISK_RECORD,			/* a file_entry with the record */
 	ISK_NORECORD,			/* one of type inet without it */
-	ISK_NONE			/* none: fdinfo names a missing id */
+	ISK_NONE,			/* none: fdinfo names a missing id */
+	ISK_TWICE,			/* the record, then one on port 70000 */
+	ISK_REGTYPE,			/* one of type file with the record */
+	ISK_OTHERID			/* the record of another id */
 };
 
 /* An inet socket of the tests, on descriptor fd of process PID. */
@@ -125,6 +128,7 @@ static void	 test_inet_descriptors(void **);
 static void	 test_inet_restore_check(void **);
 static void	 test_inet_lies(void **);
 static void	 test_inet_check(void **);
+static void	 test_fds_lacking(void **);
 
 static void
 buf_put(struct buf *b, const void *p, size_t len)
@@ -540,9 +544,18 @@ add_isk(struct buf *b, uint32_t id, const struct isk *k)
 	ie.dst_addr = dst;
 	ie.has_ns_id = k->ns_id != 0;
 	ie.ns_id = k->ns_id;
-	if (k->entry == ISK_RECORD)
+	if (k->entry != ISK_NORECORD)
 		fe.isk = &ie;
+	if (k->entry == ISK_REGTYPE)
+		fe.type = 1;
+	if (k->entry == ISK_OTHERID)
+		ie.id = id + 1000;
 	buf_record(b, &fe.base);
+	/* the one criu restore would take, as it takes the last */
+	if (k->entry == ISK_TWICE) {
+		ie.src_port = 70000;
+		buf_record(b, &fe.base);
+	}
 	free(src);
 }
 
@@ -775,7 +788,9 @@ comm_of(pid_t pid, char *buf, size_t len)
  * shown as unknown: an unknown family, type, protocol or state, an
  * address of the wrong length for its family or of a huge number of
  * words, a port above 65535, a file_entry of type inet without its
- * record, a descriptor that names a socket files.img lacks.
+ * record, a descriptor that names a socket files.img lacks, a file_entry
+ * of type file carrying a socket's record, a record whose id is not its
+ * file's (neither of which criu restore takes for the socket).
  */
 static void
 test_inet_descriptors(void **state)
@@ -817,6 +832,10 @@ test_inet_descriptors(void **state)
 		    40014, NULL, 0, 0, ISK_NONE, 0 },
 		{ 28, AF_INET, SOCK_STREAM, 99, 10, "127.0.0.1", 40015, NULL,
 		    0, 0, ISK_RECORD, 0 },
+		{ 29, AF_INET, SOCK_STREAM, IPPROTO_TCP, 10, "127.0.0.1",
+		    40016, NULL, 0, 0, ISK_REGTYPE, 0 },
+		{ 30, AF_INET, SOCK_STREAM, IPPROTO_TCP, 10, "127.0.0.1",
+		    40017, NULL, 0, 0, ISK_OTHERID, 0 },
 	};
 	struct unit	*u = *state;
 	struct files	 fs;
@@ -864,6 +883,10 @@ test_inet_descriptors(void **state)
 	    "unknown", "unknown", NULL);
 	assert_members(doc, 28, "inet", "stream", "unknown", "unknown",
 	    "127.0.0.1:40015", NULL, NULL);
+	assert_members(doc, 29, "unknown", "unknown", "unknown", "unknown",
+	    "unknown", "unknown", NULL);
+	assert_members(doc, 30, "unknown", "unknown", "unknown", "unknown",
+	    "unknown", "unknown", NULL);
 	t = json_object_get(json_object_get(doc, "descriptors"), "totals");
 	assert_int_equal(json_integer_value(json_object_get(t, "sockets")),
 	    sizeof k / sizeof k[0]);
@@ -973,8 +996,10 @@ test_inet_restore_check(void **state)
 
 /*
  * Records that lie, each refused by gpurestore's check with one line,
- * whatever the host: the lies of test_inet_descriptors(), and a files.img
- * that does not parse.
+ * whatever the host: the lies of test_inet_descriptors(); a files.img
+ * that lists a socket twice, the second on port 70000 (criu restore
+ * takes the last, the check took the first and let it by: the tree was
+ * restored, listening on port 4464); and a files.img that does not parse.
  */
 static void
 test_inet_lies(void **state)
@@ -1021,18 +1046,40 @@ test_inet_lies(void **state)
 		    40014, NULL, 0, 0, ISK_NONE, 0 }, "corrupt image: fd 3 of "
 		    "process 1 is an inet socket (id 100) that 'files.img' "
 		    "lacks" },
+		{ { 3, AF_INET, SOCK_STREAM, IPPROTO_TCP, 10, "127.0.0.1",
+		    40015, NULL, 0, 0, ISK_REGTYPE, 0 }, "corrupt image: fd 3 "
+		    "of process 1 is an inet socket (id 100) that 'files.img' "
+		    "lacks" },
+		{ { 3, AF_INET, SOCK_STREAM, IPPROTO_TCP, 10, "127.0.0.1",
+		    40016, NULL, 0, 0, ISK_OTHERID, 0 }, "corrupt image: fd 3 "
+		    "of process 1 is an inet socket (id 100) that 'files.img' "
+		    "lacks" },
+		{ { 3, AF_INET, SOCK_STREAM, IPPROTO_TCP, 10, "127.0.0.1",
+		    40017, NULL, 0, 0, ISK_TWICE, 0 }, "corrupt image: "
+		    "'files.img' lists file id 100 twice" },
 	};
 	struct unit	*u = *state;
 	struct files	 fs;
-	size_t		 i;
-	int		 dfd;
+	json_t		*doc;
+	size_t		 i, n = sizeof t / sizeof t[0];
+	int		 dfd, fd;
 
-	for (i = 0; i < sizeof t / sizeof t[0]; i++) {
+	for (i = 0; i < n; i++) {
 		assert_gck_fails(u->ctx, restore_check(u, &t[i].k, 1, 0),
 		    GCK_EFORMAT, t[i].msg);
 		assert_gck_fails(u->ctx, restore_check(u, &t[i].k, 1, 1),
 		    GCK_EFORMAT, t[i].msg);
 	}
+	/* the socket listed twice: gpuinspect does not know what is open */
+	inet_files(&fs, &t[n - 1].k, 1);
+	fd = write_image(u->ctx, &fs);
+	files_free(&fs);
+	doc = show(u->ctx, fd, 0);
+	close(fd);
+	assert_true(json_is_null(json_object_get(doc, "descriptors")));
+	assert_string_equal(json_string_value(json_object_get(doc,
+	    "descriptors_error")), t[n - 1].msg);
+	json_decref(doc);
 	/* files.img cut in its first record */
 	inet_files(&fs, &t[0].k, 1);
 	fs.f[1].b.len -= 3;
@@ -1113,6 +1160,62 @@ test_inet_check(void **state)
 	json_decref(doc);
 }
 
+/*
+ * gpuinspect --check: a descriptor of type file that names an inet
+ * socket, and a unix socket and a pipe that files.img lacks, which criu
+ * restore refuses ("No file for fd"): a failure each, where --check said
+ * that a restore would work.
+ */
+static void
+test_fds_lacking(void **state)
+{
+	struct isk	 k = { 3, AF_INET, SOCK_STREAM, IPPROTO_TCP, 10,
+			    "127.0.0.1", 0, "0.0.0.0", 0, 0, ISK_RECORD, 0 };
+	struct unit	*u = *state;
+	struct files	 fs;
+	json_t		*doc, *fl, *f, *want;
+	char		*text = NULL;
+	size_t		 i;
+	int		 fd, fail = 0;
+
+	k.sport = (uint32_t)free_port(SOCK_STREAM);
+	inet_files(&fs, &k, 1);
+	assert_string_equal(fs.f[2].name, "fdinfo-9.img");
+	add_fd(&fs.f[2].b, 6, 1, 100);
+	add_fd(&fs.f[2].b, 7, 5, 200);
+	add_fd(&fs.f[2].b, 8, 2, 201);
+	fd = write_image(u->ctx, &fs);
+	files_free(&fs);
+	if (gck_inspect_check(u->ctx, fd, &text, &fail) != GCK_OK)
+		fail_msg("check: %s", gck_error_string(u->ctx));
+	close(fd);
+	assert_int_equal(fail, 1);
+	assert_non_null(doc = json_loads(text, 0, NULL));
+	free(text);
+	/* (pid 1 is in use here: a note, left out) */
+	assert_non_null(fl = json_array());
+	json_array_foreach(json_object_get(doc, "findings"), i, f)
+		if (strcmp(json_string_value(json_object_get(f, "what")),
+		    "pid") != 0)
+			json_array_append(fl, f);
+	assert_non_null(want = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}, "
+	    "{s:s, s:s, s:s}]", "severity", "fail", "what", "file", "message",
+	    "corrupt image: fd 6 of process 1 is a file (id 100) that "
+	    "'files.img' lacks", "severity", "fail", "what", "file",
+	    "message", "corrupt image: fd 7 of process 1 is a unix socket (id "
+	    "200) that 'files.img' lacks", "severity", "fail", "what", "file",
+	    "message", "corrupt image: fd 8 of process 1 is a pipe (id 201) "
+	    "that 'files.img' lacks"));
+	if (!json_equal(fl, want)) {
+		char	*s = json_dumps(fl, JSON_INDENT(2));
+
+		fail_msg("findings: %s", s);
+	}
+	json_decref(want);
+	json_decref(fl);
+	json_decref(doc);
+}
+
 int
 main(void)
 {
@@ -1124,6 +1227,7 @@ main(void)
 		unit_dir_test(test_inet_restore_check),
 		unit_dir_test(test_inet_lies),
 		unit_dir_test(test_inet_check),
+		unit_dir_test(test_fds_lacking),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

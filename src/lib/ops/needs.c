@@ -115,6 +115,8 @@ static const struct nfile *nfind(const struct gck_needs *, const char *);
 static int	 fe_cmp(const void *, const void *);
 static int	 index_files(struct gck_ctx *, struct gck_needs *);
 static const FileEntry *file_by_id(const struct gck_needs *, uint32_t);
+static const FileEntry *file_of(const struct gck_needs *, uint32_t,
+		    uint32_t);
 static int	 ghost(const struct gck_needs *, uint32_t);
 static const char *reg_path(const struct gck_needs *, uint32_t);
 static const uint8_t *first(const struct gck_needs *, const char *,
@@ -150,6 +152,7 @@ static void	 check_files(json_t *, json_t *);
 static void	 check_dir(json_t *, const char *, const char *, json_t *);
 static void	 check_socket(json_t *, json_t *, json_t *);
 static void	 check_paths(json_t *, json_t *);
+static void	 check_fds(json_t *, json_t *);
 static void	 check_pids(const struct gck_manifest *, json_t *);
 static int	 problem(struct gck_ctx *, json_t *, int, const char *,
 		    const char *, ...) __attribute__((__format__(__printf__, 5,
@@ -337,7 +340,7 @@ index_files(struct gck_ctx *ctx, struct gck_needs *nd)
 {
 	const struct nfile	*f;
 	const uint8_t		*rec;
-	size_t			 pos;
+	size_t			 pos, i;
 	uint32_t		 len;
 	int			 bad = 0, r;
 
@@ -359,6 +362,12 @@ index_files(struct gck_ctx *ctx, struct gck_needs *nd)
 			return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
 			    "cannot read 'files.img'");
 		qsort(nd->fe, nd->nfe, sizeof *nd->fe, fe_cmp);
+		/* criu would take the last of them, a reader any */
+		for (i = 1; i < nd->nfe; i++)
+			if (nd->fe[i]->id == nd->fe[i - 1]->id)
+				return gck_set_error(ctx, GCK_EFORMAT,
+				    "corrupt image: 'files.img' lists file id "
+				    "%" PRIu32 " twice", nd->fe[i]->id);
 	}
 	if ((f = nfind(nd, "remap-fpath.img")) == NULL)
 		return GCK_OK;
@@ -389,6 +398,33 @@ file_by_id(const struct gck_needs *nd, uint32_t id)
 	key.id = id;
 	p = bsearch(&kp, nd->fe, nd->nfe, sizeof *nd->fe, fe_cmp);
 	return p != NULL ? *p : NULL;
+}
+
+/*
+ * The file of id that criu restore gives a descriptor of fd_types type:
+ * one of that type, carrying its record, whose id is the file's (criu
+ * finds a file by type and id, and refuses a record of another id), or
+ * NULL.
+ */
+static const FileEntry *
+file_of(const struct gck_needs *nd, uint32_t id, uint32_t type)
+{
+	const FileEntry	*fe = file_by_id(nd, id);
+
+	if (fe == NULL || fe->type != type)
+		return NULL;
+	switch (type) {
+	case FD_REG:
+		return fe->reg != NULL && fe->reg->id == id ? fe : NULL;
+	case FD_PIPE:
+		return fe->pipe != NULL && fe->pipe->id == id ? fe : NULL;
+	case FD_INETSK:
+		return fe->isk != NULL && fe->isk->id == id ? fe : NULL;
+	case FD_UNIXSK:
+		return fe->usk != NULL && fe->usk->id == id ? fe : NULL;
+	default:
+		return fe;
+	}
 }
 
 /*
@@ -432,9 +468,9 @@ ghost(const struct gck_needs *nd, uint32_t id)
 static const char *
 reg_path(const struct gck_needs *nd, uint32_t id)
 {
-	const FileEntry	*fe = file_by_id(nd, id);
+	const FileEntry	*fe = file_of(nd, id, FD_REG);
 
-	return fe != NULL && fe->reg != NULL ? fe->reg->name : NULL;
+	return fe != NULL ? fe->reg->name : NULL;
 }
 
 /* The first record of CRIU image name (of magic), *lenp bytes, or NULL. */
@@ -568,7 +604,7 @@ isk_doc(json_t *o, const InetSkEntry *ie)
 static json_t *
 fd_doc(const struct gck_needs *nd, const FdinfoEntry *fi)
 {
-	const FileEntry	*fe = file_by_id(nd, fi->id);
+	const FileEntry	*fe = file_of(nd, fi->id, fi->type);
 	json_t		*o;
 	int		 bad = 0;
 
@@ -577,13 +613,13 @@ fd_doc(const struct gck_needs *nd, const FdinfoEntry *fi)
 	    fi->type < sizeof fd_types / sizeof fd_types[0] ?
 	    fd_types[fi->type] : "unknown")) == NULL)
 		return NULL;
-	if (fi->type == FD_REG && fe != NULL && fe->reg != NULL)
+	if (fi->type == FD_REG && fe != NULL)
 		bad = reg_doc(nd, o, fe->reg);
-	else if (fi->type == FD_UNIXSK && fe != NULL && fe->usk != NULL)
+	else if (fi->type == FD_UNIXSK && fe != NULL)
 		bad = usk_doc(o, fe->usk);
 	else if (fi->type == FD_INETSK)
 		bad = isk_doc(o, fe != NULL ? fe->isk : NULL);
-	else if (fi->type == FD_PIPE && fe != NULL && fe->pipe != NULL)
+	else if (fi->type == FD_PIPE && fe != NULL)
 		bad = json_object_set_new(o, "pipe_id",
 		    json_integer(fe->pipe->pipe_id)) != 0 ||
 		    json_object_set_new(o, "mode",
@@ -934,7 +970,8 @@ files_doc(const struct gck_needs *nd, json_t *procs)
 	if ((a = json_array()) == NULL)
 		goto out;
 	for (i = 0; i < nd->nfe; i++) {
-		if ((re = nd->fe[i]->reg) == NULL || re->name == NULL)
+		if (nd->fe[i]->type != FD_REG || (re = nd->fe[i]->reg) ==
+		    NULL || re->name == NULL)
 			continue;
 		gh = ghost(nd, re->id);
 		abs = !gh && re->name[0] == '/';
@@ -1259,6 +1296,43 @@ check_paths(json_t *d, json_t *fl)
 }
 
 /*
+ * The descriptors on a file, a unix socket or a pipe that files.img
+ * lacks (no such file there, of that kind, with its record), which criu
+ * restore refuses: their members are missing from the document (those
+ * on an inet socket check_inet() says).
+ */
+static void
+check_fds(json_t *d, json_t *fl)
+{
+	static const struct {
+		const char	*type, *member, *what;
+	} k[] = {
+		{ "file", "path", "a file" },
+		{ "unix", "socket_type", "a unix socket" },
+		{ "pipe", "pipe_id", "a pipe" },
+	};
+	json_t	*p, *f;
+	size_t	 i, j, n;
+
+	json_array_foreach(json_object_get(d, "processes"), i, p)
+		json_array_foreach(json_object_get(p, "fds"), j, f)
+			for (n = 0; n < sizeof k / sizeof k[0]; n++)
+				if (strcmp(json_string_value(json_object_get(f,
+				    "type")), k[n].type) == 0 &&
+				    json_object_get(f, k[n].member) == NULL)
+					finding(fl, "fail", "file", "corrupt "
+					    "image: fd %lld of process %lld is "
+					    "%s (id %lld) that 'files.img' "
+					    "lacks", (long long)
+					    json_integer_value(json_object_get(
+					    f, "fd")), (long long)
+					    json_integer_value(json_object_get(
+					    p, "pid")), k[n].what, (long long)
+					    json_integer_value(json_object_get(
+					    f, "id")));
+}
+
+/*
  * The image's PIDs that are taken here: by its own source, still here,
  * which gpurestore cannot restore beside unless asked (--pidns); by
  * another process, which makes gpurestore restore the tree in a PID
@@ -1442,8 +1516,7 @@ proc_inet(struct icheck *c, uint32_t pid)
 		    NULL || json_object_set_new(c->seen, key, json_true()) !=
 		    0)
 			;
-		else if ((fe = file_by_id(c->nd, fi->id)) == NULL ||
-		    fe->isk == NULL)
+		else if ((fe = file_of(c->nd, fi->id, FD_INETSK)) == NULL)
 			r = problem(c->ctx, c->fl, GCK_EFORMAT, "socket",
 			    "corrupt image: fd %" PRIu32 " of process %" PRIu32
 			    " is an inet socket (id %" PRIu32 ") that "
@@ -1600,6 +1673,7 @@ gck_inspect_check(struct gck_ctx *ctx, int fd, char **textp, int *failp)
 	d = gck_needs_doc(nd);
 	check_criu(ctx, m, fl);
 	check_paths(d, fl);
+	check_fds(d, fl);
 	check_pids(m, fl);
 	if ((r = check_inet(ctx, nd, m, 0, fl)) != GCK_OK)
 		goto out;
