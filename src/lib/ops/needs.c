@@ -361,7 +361,8 @@ index_files(struct gck_ctx *ctx, struct gck_needs *nd)
 		if (bad)
 			return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
 			    "cannot read 'files.img'");
-		qsort(nd->fe, nd->nfe, sizeof *nd->fe, fe_cmp);
+		if (nd->nfe > 1)
+			qsort(nd->fe, nd->nfe, sizeof *nd->fe, fe_cmp);
 		/* criu would take the last of them, a reader any */
 		for (i = 1; i < nd->nfe; i++)
 			if (nd->fe[i]->id == nd->fe[i - 1]->id)
@@ -395,6 +396,8 @@ file_by_id(const struct gck_needs *nd, uint32_t id)
 {
 	FileEntry	 key, *kp = &key, **p;
 
+	if (nd->nfe == 0)
+		return NULL;
 	key.id = id;
 	p = bsearch(&kp, nd->fe, nd->nfe, sizeof *nd->fe, fe_cmp);
 	return p != NULL ? *p : NULL;
