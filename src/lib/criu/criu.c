@@ -60,6 +60,7 @@ static int		 criu_privileged(struct gck_ctx *, const char *, int,
 static int		 tree_other_user(struct gck_ctx *, pid_t);
 static int		 criu_nftables(struct gck_ctx *);
 static void		 criu_ghost_said(const char *, char *, size_t);
+static int		 version_cmp(const char *, const char *);
 
 /*
  * What criu says when a tree needs one of those options, or has what it
@@ -814,8 +815,8 @@ gck_criu_version(struct gck_ctx *ctx, char *buf, size_t len)
  * numbers: less than, equal to or greater than 0 as a is older, the
  * same or newer.  A version that does not read so is older than any.
  */
-int
-gck_criu_version_cmp(const char *a, const char *b)
+static int
+version_cmp(const char *a, const char *b)
 {
 	unsigned int	x[2] = { 0, 0 }, y[2] = { 0, 0 };
 	int		na, nb;
@@ -845,7 +846,7 @@ gck_criu_can_read(struct gck_ctx *ctx, const char *dumped, char *have,
 
 	if ((r = gck_criu_version(ctx, have, len)) != GCK_OK)
 		return r;
-	if (dumped == NULL || gck_criu_version_cmp(have, dumped) >= 0)
+	if (dumped == NULL || version_cmp(have, dumped) >= 0)
 		return GCK_OK;
 	(void)sscanf(dumped, "%u.%u", &v[0], &v[1]);
 	return gck_set_error(ctx, GCK_EVERSION, "the image was dumped by "

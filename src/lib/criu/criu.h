@@ -9,7 +9,6 @@ struct gck_nsview;
 
 /* criu.c */
 int	gck_criu_version(struct gck_ctx *, char *, size_t);
-int	gck_criu_version_cmp(const char *, const char *);
 int	gck_criu_can_read(struct gck_ctx *, const char *, char *, size_t);
 int	gck_criu_can_dump(struct gck_ctx *, pid_t);
 int	gck_criu_can_restore(struct gck_ctx *, const char *);

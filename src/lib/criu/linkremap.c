@@ -96,10 +96,10 @@ static int	 lrs_limit(struct lrs *, const struct lrm *, uint64_t);
 static int	 lrs_ghost(struct lrs *, struct gck_capture *, struct lrm *);
 static int	 lrs_put(struct gck_ctx *, char **, size_t *, size_t *,
 		    const void *, size_t);
-static int	 lrs_rewrite_remaps(struct lrs *, struct gck_capture *,
-		    const struct gck_sfile *);
-static int	 lrs_rewrite_files(struct lrs *, struct gck_capture *,
-		    const struct gck_sfile *);
+static int	 lrs_remap_rec(struct gck_ctx *, const uint8_t *, size_t,
+		    void *, uint8_t **, size_t *);
+static int	 lrs_file_rec(struct gck_ctx *, const uint8_t *, size_t,
+		    void *, uint8_t **, size_t *);
 static void	 lrs_unlink(struct lrs *);
 static void	 lrs_free(struct lrs *);
 
@@ -383,150 +383,96 @@ out:
 }
 
 /*
- * remap-fpath.img again: a remap of a file given its other name goes,
- * one made a ghost is one, the rest are as they were.
+ * A record of remap-fpath.img again: a remap of a file given its other
+ * name goes, one made a ghost is one, the rest are as they were.
  */
 static int
-lrs_rewrite_remaps(struct lrs *s, struct gck_capture *cap,
-    const struct gck_sfile *f)
+lrs_remap_rec(struct gck_ctx *ctx, const uint8_t *rec, size_t len,
+    void *arg, uint8_t **outp, size_t *outlenp)
 {
+	struct lrs		*s = arg;
 	RemapFilePathEntry	*e;
 	const struct lrm	*m;
-	const uint8_t		*rec;
-	uint8_t			*nrec;
-	uint32_t		 rl, nl;
-	size_t			 pos, k, len = 0, ocap = 0;
-	char			*out = NULL;
-	int			 bad, r;
+	size_t			 k;
+	int			 r = GCK_OK;
 
-	(void)gck_img_start(f->data, f->len, REMAP_FPATH_MAGIC, &pos);
-	if ((r = lrs_put(s->ctx, &out, &len, &ocap, f->data, pos)) != GCK_OK)
-		return r;
-	while ((rec = gck_img_record(f->data, f->len, &pos, &rl, &bad)) !=
-	    NULL) {
-		if ((e = remap_file_path_entry__unpack(NULL, rl, rec)) == NULL) {
-			r = gck_set_error(s->ctx, GCK_ECRIU, "criu wrote a "
-			    "'%s' that does not parse", f->name);
-			goto out;
-		}
-		for (k = 0, m = NULL; k < s->n; k++)
-			if (!s->m[k].keep && s->m[k].orig == e->orig_id &&
-			    s->m[k].link == e->remap_id &&
-			    (!e->has_remap_type ||
-			    e->remap_type == REMAP_LINKED))
-				m = &s->m[k];
-		nrec = (uint8_t *)rec;
-		nl = rl;
-		if (m != NULL && m->named != 0)
-			nl = 0;
-		else if (m != NULL) {
-			e->has_remap_type = 1;
-			e->remap_type = REMAP_GHOST;
-			e->remap_id = m->ghost;
-			nl = (uint32_t)remap_file_path_entry__get_packed_size(e);
-			if ((nrec = malloc(nl)) == NULL) {
-				remap_file_path_entry__free_unpacked(e, NULL);
-				r = gck_set_error(s->ctx, GCK_ENOMEM,
-				    "out of memory");
-				goto out;
-			}
-			remap_file_path_entry__pack(e, nrec);
-		}
-		remap_file_path_entry__free_unpacked(e, NULL);
-		r = nl == 0 ? GCK_OK : lrs_put(s->ctx, &out, &len, &ocap, &nl,
-		    sizeof nl);
-		if (r == GCK_OK && nl > 0)
-			r = lrs_put(s->ctx, &out, &len, &ocap, nrec, nl);
-		if (nrec != rec)
-			free(nrec);
-		if (r != GCK_OK)
-			goto out;
+	*outp = NULL;
+	if ((e = remap_file_path_entry__unpack(NULL, len, rec)) == NULL)
+		return gck_set_error(ctx, GCK_ECRIU, "criu wrote a '%s' that "
+		    "does not parse", REMAP_FPATH);
+	for (k = 0, m = NULL; k < s->n; k++)
+		if (!s->m[k].keep && s->m[k].orig == e->orig_id &&
+		    s->m[k].link == e->remap_id && (!e->has_remap_type ||
+		    e->remap_type == REMAP_LINKED))
+			m = &s->m[k];
+	if (m != NULL) {
+		e->has_remap_type = 1;
+		e->remap_type = REMAP_GHOST;
+		e->remap_id = m->ghost;
+		*outlenp = m->named != 0 ? 0 :
+		    remap_file_path_entry__get_packed_size(e);
+		if ((*outp = malloc(*outlenp + 1)) == NULL)
+			r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		else if (*outlenp > 0)
+			remap_file_path_entry__pack(e, *outp);
 	}
-	r = gck_capture_replace(cap, f->name, out, len);
-	out = NULL;
-out:
-	free(out);
+	remap_file_path_entry__free_unpacked(e, NULL);
 	return r;
 }
 
 /*
- * files.img again: the entry of criu's link of a file made anything
- * else goes, and that of a file given its other name takes that name
- * and mount; every other entry is as criu wrote it, byte for byte.
+ * A record of files.img again: the entry of criu's link of a file made
+ * anything else goes, and that of a file given its other name takes
+ * that name and mount; every other entry is as criu wrote it.
  */
 static int
-lrs_rewrite_files(struct lrs *s, struct gck_capture *cap,
-    const struct gck_sfile *f)
+lrs_file_rec(struct gck_ctx *ctx, const uint8_t *rec, size_t len,
+    void *arg, uint8_t **outp, size_t *outlenp)
 {
-	const FileEntry	*other;
-	const struct lrm *m;
-	FileEntry	*fe;
-	const uint8_t	*rec;
-	uint8_t		*nrec;
-	uint32_t	 rl, nl;
-	size_t		 pos, k, len = 0, ocap = 0;
-	char		*out = NULL, *oname;
-	int32_t		 omnt;
-	int		 bad, r, hasmnt, drop;
+	struct lrs		*s = arg;
+	const FileEntry		*other;
+	const struct lrm	*m = NULL;
+	FileEntry		*fe;
+	char			*oname = NULL;
+	size_t			 k;
+	int32_t			 omnt = 0;
+	int			 drop = 0, hasmnt = 0, r = GCK_OK;
 
-	for (k = 0; k < s->n && s->m[k].keep; k++)
-		;
-	if (k == s->n)
-		return GCK_OK;
-	(void)gck_img_start(f->data, f->len, GCK_FILES_MAGIC, &pos);
-	if ((r = lrs_put(s->ctx, &out, &len, &ocap, f->data, pos)) != GCK_OK)
-		return r;
-	while ((rec = gck_img_record(f->data, f->len, &pos, &rl, &bad)) !=
-	    NULL) {
-		nrec = (uint8_t *)rec;
-		nl = rl;
-		fe = file_entry__unpack(NULL, rl, rec);
-		for (k = 0, m = NULL, drop = 0; fe != NULL && fe->has_id &&
-		    k < s->n; k++) {
-			if (s->m[k].keep)
-				continue;
-			if (fe->id == s->m[k].link)
-				drop = 1;
-			else if (fe->id == s->m[k].orig && s->m[k].named != 0 &&
-			    fe->reg != NULL)
-				m = &s->m[k];
-		}
-		if (drop)
-			nl = 0;
-		else if (m != NULL) {
-			other = lrs_file(s, m->named);
-			oname = fe->reg->name;
-			omnt = fe->reg->mnt_id;
-			hasmnt = fe->reg->has_mnt_id;
-			fe->reg->name = other->reg->name;
-			fe->reg->has_mnt_id = other->reg->has_mnt_id;
-			fe->reg->mnt_id = other->reg->mnt_id;
-			nl = (uint32_t)file_entry__get_packed_size(fe);
-			if ((nrec = malloc(nl)) != NULL)
-				file_entry__pack(fe, nrec);
-			fe->reg->name = oname;
-			fe->reg->mnt_id = omnt;
-			fe->reg->has_mnt_id = hasmnt;
-		}
-		if (fe != NULL)
-			file_entry__free_unpacked(fe, NULL);
-		if (nrec == NULL) {
-			r = gck_set_error(s->ctx, GCK_ENOMEM, "out of memory");
-			goto out;
-		}
-		r = nl == 0 ? GCK_OK : lrs_put(s->ctx, &out, &len, &ocap, &nl,
-		    sizeof nl);
-		if (r == GCK_OK && nl > 0)
-			r = lrs_put(s->ctx, &out, &len, &ocap, nrec, nl);
-		if (nrec != rec)
-			free(nrec);
-		if (r != GCK_OK)
-			goto out;
+	*outp = NULL;
+	if ((fe = file_entry__unpack(NULL, len, rec)) == NULL)
+		return GCK_OK;		/* read already: as it was */
+	for (k = 0; fe->has_id && k < s->n; k++) {
+		if (s->m[k].keep)
+			continue;
+		if (fe->id == s->m[k].link)
+			drop = 1;
+		else if (fe->id == s->m[k].orig && s->m[k].named != 0 &&
+		    fe->reg != NULL)
+			m = &s->m[k];
 	}
-	r = gck_capture_replace(cap, f->name, out, len);
-	out = NULL;
-out:
-	free(out);
+	if (m != NULL && !drop) {
+		/* The other's name and mount, lent while fe is packed. */
+		other = lrs_file(s, m->named);
+		oname = fe->reg->name;
+		omnt = fe->reg->mnt_id;
+		hasmnt = fe->reg->has_mnt_id;
+		fe->reg->name = other->reg->name;
+		fe->reg->has_mnt_id = other->reg->has_mnt_id;
+		fe->reg->mnt_id = other->reg->mnt_id;
+	}
+	if (drop || m != NULL) {
+		*outlenp = drop ? 0 : file_entry__get_packed_size(fe);
+		if ((*outp = malloc(*outlenp + 1)) == NULL)
+			r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		else if (*outlenp > 0)
+			file_entry__pack(fe, *outp);
+	}
+	if (m != NULL && !drop) {
+		fe->reg->name = oname;
+		fe->reg->mnt_id = omnt;
+		fe->reg->has_mnt_id = hasmnt;
+	}
+	file_entry__free_unpacked(fe, NULL);
 	return r;
 }
 
@@ -610,9 +556,9 @@ gck_link_remaps(struct gck_ctx *ctx, struct gck_capture *cap, pid_t root,
 		(*ghostsp)++;
 	}
 	/* (The capture's files move as files are added: find them again.) */
-	if ((r = lrs_rewrite_remaps(&s, cap, gck_capture_find(cap,
-	    REMAP_FPATH))) != GCK_OK || (r = lrs_rewrite_files(&s, cap,
-	    gck_capture_find(cap, FILES))) != GCK_OK)
+	if ((r = gck_img_rewrite(ctx, cap, gck_capture_find(cap, REMAP_FPATH),
+	    &s, lrs_remap_rec)) != GCK_OK || (r = gck_img_rewrite(ctx, cap,
+	    gck_capture_find(cap, FILES), &s, lrs_file_rec)) != GCK_OK)
 		goto out;
 	for (i = 0; i < s.n; i++)
 		if (s.m[i].keep)

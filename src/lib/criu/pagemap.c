@@ -197,6 +197,78 @@ gck_pagemap_next(struct gck_pagemap *pm, struct gck_pmentry *e)
 	return 1;
 }
 
+/*
+ * Rewrites the records of CRIU image f, kept in cap, with fn(ctx, rec,
+ * len, arg, &out, &outlen): each as fn gives it back (malloc'ed; one of
+ * length 0 dropped), or, where fn gives NULL, as it was, byte for byte;
+ * the header stays.  f is replaced in cap only when something changed.
+ * Returns GCK_OK, fn's code, or a code.
+ */
+int
+gck_img_rewrite(struct gck_ctx *ctx, struct gck_capture *cap,
+    const struct gck_sfile *f, void *arg, gck_img_rec_fn fn)
+{
+	const uint8_t	*rec;
+	uint8_t		*nrec = NULL;
+	uint32_t	 rl, nl;
+	size_t		 pos = 2 * sizeof(uint32_t), olen = 0, ocap, nlen;
+	char		*out = NULL;
+	int		 bad, r, changed = 0;
+
+	if (f->len < pos)
+		return gck_set_error(ctx, GCK_ECRIU, "criu wrote a '%s' "
+		    "without its header", f->name);
+	ocap = f->len + 1024;
+	if ((out = malloc(ocap)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	memcpy(out, f->data, pos);
+	olen = pos;
+	while ((rec = gck_img_record(f->data, f->len, &pos, &rl, &bad)) !=
+	    NULL) {
+		if ((r = fn(ctx, rec, rl, arg, &nrec, &nlen)) != GCK_OK)
+			goto out;
+		if (nrec != NULL)
+			changed = 1;
+		if (nrec == NULL) {
+			nrec = (uint8_t *)rec;
+			nlen = rl;
+		}
+		if (nlen > 0) {
+			if (olen + sizeof nl + nlen > ocap) {
+				char	*n;
+
+				ocap = (olen + sizeof nl + nlen) * 2;
+				if ((n = realloc(out, ocap)) == NULL) {
+					r = gck_set_error(ctx, GCK_ENOMEM,
+					    "out of memory");
+					goto out;
+				}
+				out = n;
+			}
+			nl = (uint32_t)nlen;
+			memcpy(out + olen, &nl, sizeof nl);
+			memcpy(out + olen + sizeof nl, nrec, nlen);
+			olen += sizeof nl + nlen;
+		}
+		if (nrec != rec)
+			free(nrec);
+		nrec = NULL;
+	}
+	if (bad) {
+		r = gck_set_error(ctx, GCK_ECRIU, "criu wrote a '%s' that "
+		    "ends inside a record", f->name);
+		goto out;
+	}
+	r = GCK_OK;
+	if (changed) {
+		r = gck_capture_replace(cap, f->name, out, olen);
+		out = NULL;
+	}
+out:
+	free(out);
+	return r;
+}
+
 /* A growing buffer. */
 struct obuf {
 	char	*p;

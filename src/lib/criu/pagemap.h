@@ -34,6 +34,11 @@ const uint8_t *gck_img_first(const char *, size_t, uint32_t, uint32_t *);
 int	gck_vma_anon_private(const struct VmaEntry *);
 const uint8_t *gck_img_record(const char *, size_t, size_t *, uint32_t *,
 	    int *);
+/* A record of a CRIU image, given back as it is to be (gck_img_rewrite) */
+typedef int	(*gck_img_rec_fn)(struct gck_ctx *, const uint8_t *, size_t,
+		    void *, uint8_t **, size_t *);
+int	gck_img_rewrite(struct gck_ctx *, struct gck_capture *,
+	    const struct gck_sfile *, void *, gck_img_rec_fn);
 
 /* A pagemap image, read an entry at a time. */
 struct gck_pagemap {

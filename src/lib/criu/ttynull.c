@@ -40,10 +40,6 @@ struct ttys {
 	size_t		 n, cap;
 };
 
-static int	rewrite(struct gck_ctx *, struct gck_capture *,
-		    const struct gck_sfile *, struct ttys *,
-		    int (*)(struct gck_ctx *, const uint8_t *, size_t,
-		    struct ttys *, uint8_t **, size_t *));
 
 static int
 has(const uint32_t *set, size_t n, uint32_t v)
@@ -62,9 +58,10 @@ has(const uint32_t *set, size_t n, uint32_t v)
  * other, as NULL (copied as it is).  Returns GCK_OK or a code.
  */
 static int
-file_rec(struct gck_ctx *ctx, const uint8_t *rec, size_t len, struct ttys *t,
+file_rec(struct gck_ctx *ctx, const uint8_t *rec, size_t len, void *arg,
     uint8_t **outp, size_t *outlenp)
 {
+	struct ttys	*t = arg;
 	FileEntry	*fe, nfe = FILE_ENTRY__INIT;
 	RegFileEntry	 reg = REG_FILE_ENTRY__INIT;
 	FownEntry	 fown = FOWN_ENTRY__INIT;
@@ -130,9 +127,10 @@ file_rec(struct gck_ctx *ctx, const uint8_t *rec, size_t len, struct ttys *t,
 
 /* A record of fdinfo-N.img: a terminal's descriptor names a file. */
 static int
-fdinfo_rec(struct gck_ctx *ctx, const uint8_t *rec, size_t len,
-    struct ttys *t, uint8_t **outp, size_t *outlenp)
+fdinfo_rec(struct gck_ctx *ctx, const uint8_t *rec, size_t len, void *arg,
+    uint8_t **outp, size_t *outlenp)
 {
+	struct ttys	*t = arg;
 	FdinfoEntry	*fi;
 	int		 r = GCK_OK;
 
@@ -155,9 +153,10 @@ fdinfo_rec(struct gck_ctx *ctx, const uint8_t *rec, size_t len,
 
 /* A record of tty-info.img: a terminal no file names any more goes. */
 static int
-ttyinfo_rec(struct gck_ctx *ctx, const uint8_t *rec, size_t len,
-    struct ttys *t, uint8_t **outp, size_t *outlenp)
+ttyinfo_rec(struct gck_ctx *ctx, const uint8_t *rec, size_t len, void *arg,
+    uint8_t **outp, size_t *outlenp)
 {
+	struct ttys	*t = arg;
 	TtyInfoEntry	*ti;
 	int		 gone;
 
@@ -175,77 +174,6 @@ ttyinfo_rec(struct gck_ctx *ctx, const uint8_t *rec, size_t len,
 		**outp = 0;
 	}
 	return GCK_OK;
-}
-
-/*
- * Rewrites the records of file f, kept in cap, with fn: each as fn
- * gives it back (an empty one dropped), or as it was.
- */
-static int
-rewrite(struct gck_ctx *ctx, struct gck_capture *cap,
-    const struct gck_sfile *f, struct ttys *t,
-    int (*fn)(struct gck_ctx *, const uint8_t *, size_t, struct ttys *,
-    uint8_t **, size_t *))
-{
-	const uint8_t	*rec;
-	uint8_t		*nrec = NULL;
-	uint32_t	 rl, nl;
-	size_t		 pos = 2 * sizeof(uint32_t), olen = 0, ocap, nlen;
-	char		*out = NULL;
-	int		 bad, r, changed = 0;
-
-	if (f->len < pos)
-		return gck_set_error(ctx, GCK_ECRIU, "criu wrote a '%s' "
-		    "without its header", f->name);
-	ocap = f->len + 1024;
-	if ((out = malloc(ocap)) == NULL)
-		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-	memcpy(out, f->data, pos);
-	olen = pos;
-	while ((rec = gck_img_record(f->data, f->len, &pos, &rl, &bad)) !=
-	    NULL) {
-		if ((r = fn(ctx, rec, rl, t, &nrec, &nlen)) != GCK_OK)
-			goto out;
-		if (nrec != NULL)
-			changed = 1;
-		if (nrec == NULL) {
-			nrec = (uint8_t *)rec;
-			nlen = rl;
-		}
-		if (nlen > 0) {
-			if (olen + sizeof nl + nlen > ocap) {
-				char	*n;
-
-				ocap = (olen + sizeof nl + nlen) * 2;
-				if ((n = realloc(out, ocap)) == NULL) {
-					r = gck_set_error(ctx, GCK_ENOMEM,
-					    "out of memory");
-					goto out;
-				}
-				out = n;
-			}
-			nl = (uint32_t)nlen;
-			memcpy(out + olen, &nl, sizeof nl);
-			memcpy(out + olen + sizeof nl, nrec, nlen);
-			olen += sizeof nl + nlen;
-		}
-		if (nrec != rec)
-			free(nrec);
-		nrec = NULL;
-	}
-	if (bad) {
-		r = gck_set_error(ctx, GCK_ECRIU, "criu wrote a '%s' that "
-		    "ends inside a record", f->name);
-		goto out;
-	}
-	r = GCK_OK;
-	if (changed) {
-		r = gck_capture_replace(cap, f->name, out, olen);
-		out = NULL;
-	}
-out:
-	free(out);
-	return r;
 }
 
 /*
@@ -267,18 +195,18 @@ gck_ttys_to_null(struct gck_ctx *ctx, struct gck_capture *cap, size_t *np)
 		r = GCK_OK;	/* no file at all */
 		goto out;
 	}
-	if ((r = rewrite(ctx, cap, f, &t, file_rec)) != GCK_OK ||
+	if ((r = gck_img_rewrite(ctx, cap, f, &t, file_rec)) != GCK_OK ||
 	    t.n == 0)
 		goto out;
 	n = gck_capture_nfiles(cap);
 	for (i = 0; i < n; i++) {
 		f = gck_capture_file(cap, i);
 		if (strncmp(f->name, "fdinfo-", 7) == 0 &&
-		    (r = rewrite(ctx, cap, f, &t, fdinfo_rec)) != GCK_OK)
+		    (r = gck_img_rewrite(ctx, cap, f, &t, fdinfo_rec)) != GCK_OK)
 			goto out;
 	}
 	if ((f = gck_capture_find(cap, "tty-info.img")) != NULL &&
-	    (r = rewrite(ctx, cap, f, &t, ttyinfo_rec)) != GCK_OK)
+	    (r = gck_img_rewrite(ctx, cap, f, &t, ttyinfo_rec)) != GCK_OK)
 		goto out;
 	*np = t.n;
 	r = GCK_OK;
