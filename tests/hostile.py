@@ -79,6 +79,8 @@ import sys
 import threading
 import time
 
+import criuimg
+
 RECORD = 10240
 BLOCK = 512
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -1251,39 +1253,12 @@ def pb_varint(v):
         b.append(c | 0x80)
 
 
-def pb_unvarint(b, i):
-    v = s = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7f) << s
-        s += 7
-        if c < 0x80:
-            return v, i
-
-
 def pb_int(field, v):
     return pb_varint(field << 3) + pb_varint(v)
 
 
 def pb_len(field, b):
     return pb_varint(field << 3 | 2) + pb_varint(len(b)) + b
-
-
-def pb_fields(b):
-    """The fields of wire types 0 and 2 of a message: {field: [value]}."""
-    f, i = {}, 0
-    while i < len(b):
-        k, i = pb_unvarint(b, i)
-        if k & 7 == 0:
-            v, i = pb_unvarint(b, i)
-        elif k & 7 == 2:
-            n, i = pb_unvarint(b, i)
-            v, i = b[i:i + n], i + n
-        else:
-            raise ValueError("wire type %d" % (k & 7))
-        f.setdefault(k >> 3, []).append(v)
-    return f
 
 
 def criu_records(data):
@@ -1356,12 +1331,12 @@ def gen_sockets(c, port):
     def data(e):
         return c.tar[e.data:e.data + e.size]
     fimg = by["criu/files.img"]
-    ids = pb_fields(criu_records(data(by["criu/ids-%d.img" % root]))[1][0])
+    ids = criuimg.fields(criu_records(data(by["criu/ids-%d.img" % root]))[1][0])
     files_id, netns = ids[2][0], ids[6][0]
     dimg = by["criu/fdinfo-%d.img" % files_id]
     fhead, frecs = criu_records(data(fimg))
     dhead, drecs = criu_records(data(dimg))
-    files = [pb_fields(r) for r in frecs]
+    files = [criuimg.fields(r) for r in frecs]
     sid = max(f[2][0] for f in files) + 1
     reg = min(f[2][0] for f in files if f[1][0] == FD_REG)
     text = c.tar[c.manifest.data:c.manifest.data + c.manifest.size]

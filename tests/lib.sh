@@ -383,6 +383,19 @@ proc_gone() {
 	return 1
 }
 
+# proc_unharmed PID START: PID runs, the process that started at START
+# (field 22 of /proc/PID/stat); proc_restored PID START: PID runs, a
+# process other than that one (a restore of it, with its PID).
+proc_unharmed() {
+	proc_running $1 && test "$(proc_field $1 22)" = "$2"
+}
+proc_restored() {
+	proc_running $1 || return 1
+	test "$(proc_field $1 22)" != "$2" && return 0
+	echo >&2 "process $1 is the one that started at $2: not restored"
+	return 1
+}
+
 # wait_stopped PID: waits up to 10 seconds for PID to be stopped (as a
 # SIGSTOP just sent lands only once the process is next scheduled).
 wait_stopped() {

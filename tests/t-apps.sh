@@ -56,20 +56,6 @@ os.closerange(3, 1 << 16)
 os.execvp(sys.argv[1], sys.argv[1:])' "$@"
 }
 
-# unharmed PID START: PID is the same process, running.
-unharmed() {
-	proc_running $1 && test "$(proc_field $1 22)" = "$2"
-}
-
-# restored PID START: PID runs, a process other than the one that
-# started at START.
-restored() {
-	proc_running $1 || return 1
-	test "$(proc_field $1 22)" != "$2" && return 0
-	echo >&2 "process $1 is the one that started at $2: not restored"
-	return 1
-}
-
 # tree_starts PID: "PID START" for PID and each of its descendants.
 tree_starts() {
 	for _p in $1 $(proc_descendants $1); do
@@ -80,7 +66,7 @@ tree_starts() {
 # tree_restored FILE: each process of FILE (tree_starts) runs, restored.
 tree_restored() {
 	while read _p _s; do
-		restored $_p $_s || return 1
+		proc_restored $_p $_s || return 1
 	done <"$1"
 }
 
@@ -293,7 +279,7 @@ test_expect_success 'gpuckpt --tcp-established | gpurestore: redis anew, the cli
 	START=$(proc_field $RPID 22) &&
 	n=$(lines r1/count) &&
 	move $RPID &&
-	restored $RPID $START &&
+	proc_restored $RPID $START &&
 	more_lines r1/count 25 &&
 	one_connection r1/count &&
 	test $n -ge 10
@@ -309,7 +295,7 @@ test_expect_success 'from a file: gpuckpt --tcp-established -o, then gpurestore 
 	test_must_be_empty err &&
 	echo $RPID >expect &&
 	test_cmp expect out &&
-	restored $RPID $START &&
+	proc_restored $RPID $START &&
 	more_lines r1/count 25 &&
 	one_connection r1/count
 '
@@ -361,7 +347,7 @@ test_expect_success 'gpuckpt --tcp-close on A | gpurestore on B: redis runs on B
 	wait_gone $RPID &&
 	RB=$(in_ns b $RPID) &&
 	test -n "$RB" &&
-	restored $RB $START &&
+	proc_restored $RB $START &&
 	test "$(readlink /proc/$RB/ns/net)" = "$b_net" &&
 	rwait $b_addr &&
 	keys_there $b_addr &&
@@ -634,7 +620,7 @@ test_expect_success 'a snapshot mid-run (gpuckpt -R), the job killed, restored f
 	"$GCKPT" -R --tcp-established -p $JOB -o snap.gck 2>err &&
 	test_must_be_empty err &&
 	s1=$(laststep tb) &&
-	unharmed $JOB $START &&
+	proc_unharmed $JOB $START &&
 	more_lines tb/steps 10 &&
 	kill_tree $JOB &&
 	test "$(laststep tb)" -lt $STEPS &&
@@ -643,7 +629,7 @@ test_expect_success 'a snapshot mid-run (gpuckpt -R), the job killed, restored f
 	test_must_be_empty err &&
 	echo $JOB >expect &&
 	test_cmp expect out &&
-	restored $JOB $START &&
+	proc_restored $JOB $START &&
 	finished tb &&
 	# It goes on from the snapshot: from no step before it, nor after.
 	k=$(sed -n "$((n + 1))s/^step //p" tb/steps) &&
@@ -685,7 +671,7 @@ test_expect_success 'the job moved mid-run with gpusend --live --tcp-established
 	wait_gone $JOB &&
 	h=$(in_ns c $JOB) &&
 	test -n "$h" &&
-	restored $h $START &&
+	proc_restored $h $START &&
 	test "$(readlink /proc/$h/ns/net)" = "$c_net" &&
 	test "$(laststep tc)" -lt $STEPS &&
 	finished tc &&

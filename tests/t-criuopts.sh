@@ -47,17 +47,6 @@ go() {
 	test_cmp expect "$TRASH/$1/result"
 }
 
-# unharmed PID START: PID is the same process, running.
-unharmed() {
-	proc_running $1 && test "$(proc_field $1 22)" = "$2"
-}
-
-# restored PID START: PID runs, a process other than the one that
-# started at START.
-restored() {
-	proc_running $1 && test "$(proc_field $1 22)" != "$2"
-}
-
 # refused ERR OPTION: a checkpoint failed with one line that names the
 # option and says the tree was left running.
 refused() {
@@ -87,13 +76,13 @@ for kind in flock posix; do
 		test_must_be_empty out &&
 		refused err file-locks &&
 		! test -e img.gck &&
-		unharmed \$P \$START &&
+		proc_unharmed \$P \$START &&
 		test_status 1 '$CO' trylock $kind '$TRASH/$kind.lock'
 	"
 
 	test_expect_success "a $kind lock: --file-locks keeps it held, and it can be dropped" "
 		move --file-locks &&
-		restored \$P \$START &&
+		proc_restored \$P \$START &&
 		test_status 1 '$CO' trylock $kind '$TRASH/$kind.lock' >out &&
 		if test $kind = posix; then
 			echo \"held by \$P\" >expect && test_cmp expect out
@@ -115,12 +104,12 @@ test_expect_success 'a unix socket connected outside: without --ext-unix-sk, one
 	wait_for_line dpeer/received "^before $P\$" 10 &&
 	test_status 1 "$GCKPT" -p $P -o img.gck >out 2>err &&
 	refused err ext-unix-sk &&
-	unharmed $P $START
+	proc_unharmed $P $START
 '
 
 test_expect_success 'a unix socket connected outside: --ext-unix-sk restores it, still connected' '
 	move --ext-unix-sk &&
-	restored $P $START &&
+	proc_restored $P $START &&
 	go dgram dgram &&
 	wait_for_line dpeer/received "^after $P\$" 10 &&
 	wait_gone $P
@@ -136,7 +125,7 @@ test_expect_success 'a unix stream socket connected outside is refused, and runs
 	cat >&2 err &&
 	test_line_count err 1 &&
 	test_grep "unix stream socket .* which criu cannot checkpoint (--ext-unix-sk takes datagram sockets only); process tree $P left running\$" err &&
-	unharmed $P $START &&
+	proc_unharmed $P $START &&
 	go stream stream &&
 	wait_for_line speer/received "^after $P\$" 10
 '
@@ -148,14 +137,14 @@ test_expect_success 'an established TCP connection: without --tcp-established, o
 	wait_for_line tpeer/received "^before $P\$" 10 &&
 	test_status 1 "$GCKPT" -p $P -o img.gck >out 2>err &&
 	refused err tcp-established &&
-	unharmed $P $START
+	proc_unharmed $P $START
 '
 
 test_expect_success 'an established TCP connection: --tcp-established keeps it' '
-	unharmed $P $START &&
+	proc_unharmed $P $START &&
 	START=$(proc_field $P 22) &&
 	move --tcp-established &&
-	restored $P $START &&
+	proc_restored $P $START &&
 	go tcp tcp &&
 	wait_for_line tpeer/received "^after $P\$" 10
 '
@@ -194,7 +183,7 @@ test_expect_success 'an established TCP connection: gpurestore --tcp-close resto
 	grep "^restore " criu.argv >restore.argv &&
 	test_grep " --tcp-close" restore.argv &&
 	! grep -e "--tcp-established" restore.argv &&
-	restored $P $START &&
+	proc_restored $P $START &&
 	closed tcp2 tpeer2 $P
 '
 
@@ -205,9 +194,9 @@ test_expect_success 'gpuckpt --tcp-close: the connection ends with the source, a
 	wait_for_line tpeer4/received "^before $P\$" 10 &&
 	test_status 2 "$GCKPT" --tcp-close --tcp-established -p $P -o tcp4.gck >out 2>err &&
 	test_grep "^gpuckpt: --tcp-close and --tcp-established exclude each other\$" err &&
-	unharmed $P $START &&
+	proc_unharmed $P $START &&
 	move --tcp-close &&
-	restored $P $START &&
+	proc_restored $P $START &&
 	wait_for_line tpeer4/received "^end\$" 10 &&
 	closed tcp4 tpeer4 $P
 '
@@ -219,7 +208,7 @@ test_expect_success 'gpuckpt -R --tcp-close: the tree runs on with its connectio
 	wait_for_line tpeer5/received "^before $P\$" 10 &&
 	"$GCKPT" -R --tcp-close -p $P -o tcp5.gck 2>err &&
 	test_must_be_empty err &&
-	unharmed $P $START &&
+	proc_unharmed $P $START &&
 	"$GCKINSPECT" --json tcp5.gck >show.json &&
 	tr -d " \n" <show.json >show.flat &&
 	test_grep "\"options\":\[\"tcp-close\"\]" show.flat &&
@@ -310,7 +299,7 @@ test_expect_success 'gpusend -p without --file-locks: one line names it' '
 	test_must_be_empty out &&
 	refused err file-locks &&
 	test_grep "^gpusend: local: " err &&
-	unharmed $P $START &&
+	proc_unharmed $P $START &&
 	test_status 1 "$CO" trylock flock "$TRASH/locks/send.lock"
 '
 

@@ -42,15 +42,6 @@ result() {
 	test_grep "$2" "$TRASH/$1/result"
 }
 
-# restored PID START: PID runs, a process other than the one that
-# started at START; unharmed PID START: the same one, running.
-restored() {
-	proc_running $1 && test "$(proc_field $1 22)" != "$2"
-}
-unharmed() {
-	proc_running $1 && test "$(proc_field $1 22)" = "$2"
-}
-
 # no_links DIR...: criu's links (link_remap.N) and ghosts (*.cr.N.ghost)
 # are in none of DIR, nor in /dev/shm.
 no_links() {
@@ -70,7 +61,7 @@ test_expect_success 'multiprocessing with spawn: moved, its lock and counter sha
 	test_must_be_empty err &&
 	echo $P >expect &&
 	test_cmp expect out &&
-	restored $P $START &&
+	proc_restored $P $START &&
 	no_links spawn &&
 	result spawn "^ok 2100\$" &&
 	no_links spawn
@@ -80,7 +71,7 @@ test_expect_success 'a snapshot (-R) of it, the tree killed, restored from the s
 	start_remap spawn2 spawn 900 &&
 	"$GCKPT" -R -p $P -o snap.gck 2>err &&
 	test_must_be_empty err &&
-	unharmed $P $START &&
+	proc_unharmed $P $START &&
 	no_links spawn2 &&
 	kill_tree $P &&
 	rm -f spawn2/result &&
@@ -93,7 +84,7 @@ test_expect_success 'a snapshot (-R) of it, the tree killed, restored from the s
 		test_line_count err 1 &&
 		test_grep "restoring the tree in a PID namespace of its own" err
 	else
-		restored $P $START
+		proc_restored $P $START
 	fi &&
 	result spawn2 "^ok 2700\$" &&
 	no_links spawn2
@@ -126,7 +117,7 @@ assert not any(f[\"ghost\"] for f in d[\"files\"]), d[\"files\"]
 " &&
 	"$GCKRESTORE" linked.gck >out 2>err &&
 	test_must_be_empty err &&
-	restored $P $START &&
+	proc_restored $P $START &&
 	result linked "^ok\$" &&
 	no_links linked
 '
@@ -139,7 +130,7 @@ test_expect_success 'one over the ghost limit: one line names the size and --gho
 	test_line_count err 1 &&
 	test_grep "^gpuckpt: .*$TRASH/big/first.*2097152 bytes .*--ghost-limit 2097152 or more; process tree $P left running\$" err &&
 	test ! -e big.gck &&
-	unharmed $P $START &&
+	proc_unharmed $P $START &&
 	no_links big &&
 	test "$(ls big | tr "\n" " ")" = "final ready " &&
 	test -z "$(ls -A "$TMPDIR")"
@@ -151,7 +142,7 @@ test_expect_success '--ghost-limit 4M: it travels in the image, its bytes intact
 	no_links big &&
 	"$GCKRESTORE" big.gck >out 2>err &&
 	test_must_be_empty err &&
-	restored $P $START &&
+	proc_restored $P $START &&
 	result big "^ok\$" &&
 	no_links big
 '
@@ -161,7 +152,7 @@ test_expect_success 'a checkpoint that fails once the files are made ghosts: the
 	test_status 1 "$GCKPT" -p $P -o /dev/full >out 2>err &&
 	cat >&2 err &&
 	test_line_count err 1 &&
-	unharmed $P $START &&
+	proc_unharmed $P $START &&
 	no_links spawn3 &&
 	result spawn3 "^ok 2100\$"
 '
