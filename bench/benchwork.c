@@ -2,8 +2,8 @@
  * benchwork -- a workload for the benchmark: a process with a known
  * amount of memory of a known kind, which measures its own downtime.
  *
- * usage: benchwork [-k kind] [-m MiB] [-r percent] [-s seed] [-w percent]
- *		   [-f statusfile]
+ * usage: benchwork [-k kind] [-m MiB] [-p pattern] [-r percent] [-s seed]
+ *		   [-w percent] [-f statusfile]
  *
  * It maps MiB of anonymous memory (default 256) and writes every page
  * of it, so that all of it is present and a checkpoint must carry it:
@@ -16,8 +16,9 @@
  *	random	random bytes only (incompressible)
  *
  * All of it comes from a PRNG with a fixed seed (-s), so two runs of the
- * same kind and size hold the same bytes.  Once filled it appends
- *	ready pid=PID kind=KIND mib=N sum=HEX fill_ms=N
+ * same kind, pattern and size hold the same bytes.  Once filled it
+ * appends
+ *	ready pid=PID kind=KIND mib=N sum=HEX fill_ms=N pattern=NAME
  * to STATUSFILE (default "benchwork.status") and loops, every 2 ms
  * reading CLOCK_REALTIME.  When more than 50 ms passed since the last
  * turn it appends
@@ -27,15 +28,37 @@
  * CRIU restores it): the largest such gap is the time it did not run.
  * On SIGUSR1 it checks the checksum of its memory and appends
  * "verify ok sum=HEX" or "verify FAIL ...".  On SIGUSR2 it rewrites 5%
- * of its memory (-r PERCENT) in runs of 2 MiB aligned to 2 MiB, spread
- * over it, with new content of its kind, and appends "rewrote sum=HEX
- * bytes=N".  With -w it keeps rewriting that percent of its memory a
- * second, 2 MiB runs aligned to 2 MiB picked at random, as time goes:
- * its "ready" line then ends with rewriting=PERCENT, it keeps a checksum
- * of each run, and a check compares each run with its own, answering
- * with the checksum of those.  The status file is opened
- * for each line and written with one write(2), so no descriptor stays
- * open across a checkpoint.  Descriptors above 2 are closed first.
+ * of its memory (-r PERCENT) with new content of its kind and appends
+ * "rewrote sum=HEX bytes=N".  With -w it keeps rewriting that percent
+ * of its memory a second, as time goes, and its "ready" line has
+ * rewriting=PERCENT before the pattern.
+ *
+ * The pattern (-p) says how it writes, and rewrites:
+ *
+ *	runs	(the default) 2 MiB runs aligned to 2 MiB: -r spreads them
+ *		over the memory, -w picks them at random
+ *	pages	single 4 KiB pages picked at random, one here, one there,
+ *		each given new bytes of the kind its 1 MiB block has (for
+ *		zero90 and random, random bytes); only pages that hold
+ *		data are picked (of mixed, those of the text and random
+ *		blocks; of zero90, those not zero), so that every rewrite
+ *		changes the page, and zero pages stay zero
+ *	heap	the memory is not one mapping but objects of 16 to 4096
+ *		bytes (sizes from the PRNG) taken one by one from
+ *		malloc(3), MiB of them, each of one kind: of mixed, a
+ *		quarter of them random, a quarter text and half zeros; of
+ *		zero90, one in ten random, the rest zeros; of random, all
+ *		random.  A rewrite gives objects picked at random, those
+ *		that are not zeros, new content of their kind, until the
+ *		percent of the memory's bytes is written
+ *
+ * -r picks each page or object once at most.  With pages and heap, and
+ * with -w, it keeps a checksum of each run, page or object as it writes
+ * it; a check compares each with its own and answers with the checksum
+ * of those, which is also the sum of the "ready" and "rewrote" lines.
+ * Otherwise the sum is that of the whole memory.  The status file is
+ * opened for each line and written with one write(2), so no descriptor
+ * stays open across a checkpoint.  Descriptors above 2 are closed first.
  */
 
 #ifdef HAVE_CONFIG_H
@@ -64,13 +87,28 @@
 #define TURN_MS		2
 
 static uint64_t		 checksum(const unsigned char *, size_t);
+static void		 fill_as(int, unsigned char *, size_t);
+static void		 fill_kind(unsigned char *, size_t);
 static void		 fill_mixed(unsigned char *, size_t);
 static void		 fill_random(unsigned char *, size_t);
 static void		 fill_text(unsigned char *, size_t);
 static void		 fill_zero90(unsigned char *, size_t);
+static int		 heap_fill(void);
+static int		 is_zero_page(const unsigned char *);
 static int64_t		 now_ms(void);
+static void		 on_usr2(int);
+static int		 page_fill(size_t);
+static size_t		 rewrite_runs(unsigned);
+static size_t		 rewrite_units(unsigned);
 static uint64_t		 rnd(void);
 static long long	 start_time(void);
+static size_t		 unit_len(size_t);
+static int		 unit_live(size_t);
+static size_t		 unit_pick(void);
+static unsigned char	*unit_ptr(size_t);
+static void		 unit_rewrite(size_t);
+static int		 units_ok(void);
+static uint64_t		 units_sum(void);
 static void		 usage(void) __attribute__((__noreturn__));
 
 /* A fixed list of common English words: text made of them compresses
@@ -109,10 +147,10 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: benchwork [-k mixed|zero90|random] [-m MiB] "
-	    "[-r percent] [-s seed] [-w percent] [-f statusfile]\n");
+	    "[-p runs|pages|heap] [-r percent] [-s seed] [-w percent] "
+	    "[-f statusfile]\n");
 	exit(2);
 }
-
 /* xorshift64*: fast, and the same bytes for the same seed. */
 static uint64_t
 rnd(void)
@@ -264,40 +302,36 @@ start_time(void)
 static volatile sig_atomic_t	 want_rewrite;
 
 #define RUN		(2UL << 20)
+#define OBJ_MIN		16
+#define OBJ_MAX		4096
 
-/* -w: the runs, each with its checksum. */
-static uint64_t		*runsum;
-static size_t		 nrun;
+/* How it writes (-p). */
+enum { P_RUNS, P_PAGES, P_HEAP };
+static const char *const patterns[] = { "runs", "pages", "heap" };
 
-static void
-fill_kind(const char *kind, unsigned char *p, size_t len)
-{
-	if (strcmp(kind, "mixed") == 0)
-		fill_mixed(p, len);
-	else if (strcmp(kind, "zero90") == 0)
-		fill_zero90(p, len);
-	else
-		fill_random(p, len);
-}
+/* What a page or an object holds. */
+enum { F_ZERO, F_TEXT, F_RANDOM };
 
-/* -w: the checksum of the run checksums. */
-static uint64_t
-runs_sum(void)
-{
-	return checksum((const unsigned char *)runsum, nrun * sizeof *runsum);
-}
+/* -p heap: an object and the kind of bytes it holds. */
+struct obj {
+	unsigned char	*p;
+	uint32_t	 len;
+	uint32_t	 fill;
+};
 
-/* -w: whether every run holds what its checksum says. */
-static int
-runs_ok(const unsigned char *mem)
-{
-	size_t	j;
+static const char	*kind = "mixed";
+static int		 pattern = P_RUNS;
+static unsigned char	*mem;		/* runs and pages: the mapping */
+static size_t		 len;		/* bytes of memory, in all */
+static struct obj	*objs;		/* heap: the objects */
+static unsigned char	*livemap;	/* pages: a bit a page, set on data */
 
-	for (j = 0; j < nrun; j++)
-		if (checksum(mem + j * RUN, RUN) != runsum[j])
-			return 0;
-	return 1;
-}
+/*
+ * The units a checksum each is kept of (with pages and heap, and with
+ * -w): runs of 2 MiB, pages or objects.  nlive of them hold data.
+ */
+static uint64_t		*usum;
+static size_t		 nunit, nlive;
 
 static void
 on_usr2(int sig)
@@ -306,25 +340,235 @@ on_usr2(int sig)
 	want_rewrite = 1;
 }
 
-/* Rewrites pct percent of mem (len bytes) in aligned runs of 2 MiB. */
-static size_t
-rewrite(const char *kind, unsigned char *mem, size_t len, unsigned pct)
+static void
+fill_kind(unsigned char *p, size_t n)
 {
-	const uintptr_t	 run = 2u << 20;
+	if (strcmp(kind, "mixed") == 0)
+		fill_mixed(p, n);
+	else if (strcmp(kind, "zero90") == 0)
+		fill_zero90(p, n);
+	else
+		fill_random(p, n);
+}
+
+static void
+fill_as(int fill, unsigned char *p, size_t n)
+{
+	switch (fill) {
+	case F_ZERO:
+		memset(p, 0, n);
+		break;
+	case F_TEXT:
+		fill_text(p, n);
+		break;
+	default:
+		fill_random(p, n);
+		break;
+	}
+}
+
+static int
+is_zero_page(const unsigned char *p)
+{
+	static const unsigned char	zero[PAGE];
+
+	return memcmp(p, zero, PAGE) == 0;
+}
+
+/* Where unit i begins. */
+static unsigned char *
+unit_ptr(size_t i)
+{
+	switch (pattern) {
+	case P_PAGES:
+		return mem + i * PAGE;
+	case P_HEAP:
+		return objs[i].p;
+	default:
+		return mem + i * RUN;
+	}
+}
+
+static size_t
+unit_len(size_t i)
+{
+	switch (pattern) {
+	case P_PAGES:
+		return PAGE;
+	case P_HEAP:
+		return objs[i].len;
+	default:
+		return RUN;
+	}
+}
+
+/* pages: the kind of bytes page i holds, that of its 1 MiB block. */
+static int
+page_fill(size_t i)
+{
+	size_t	turn = i * PAGE / BLOCK % 4;
+
+	if (strcmp(kind, "mixed") != 0)
+		return F_RANDOM;
+	if (turn == 1)
+		return F_TEXT;
+	return turn == 3 ? F_RANDOM : F_ZERO;
+}
+
+/* Whether a rewrite may pick unit i: runs always, else one with data. */
+static int
+unit_live(size_t i)
+{
+	switch (pattern) {
+	case P_PAGES:
+		return (livemap[i / 8] >> i % 8) & 1;
+	case P_HEAP:
+		return objs[i].fill != F_ZERO;
+	default:
+		return 1;
+	}
+}
+
+/* Gives unit i new content of its kind, and keeps its checksum. */
+static void
+unit_rewrite(size_t i)
+{
+	switch (pattern) {
+	case P_PAGES:
+		fill_as(page_fill(i), mem + i * PAGE, PAGE);
+		break;
+	case P_HEAP:
+		fill_as(objs[i].fill, objs[i].p, objs[i].len);
+		break;
+	default:
+		fill_kind(mem + i * RUN, RUN);
+		break;
+	}
+	usum[i] = checksum(unit_ptr(i), unit_len(i));
+}
+
+/* A unit a rewrite may pick, at random; there must be one. */
+static size_t
+unit_pick(void)
+{
+	size_t	i;
+
+	do
+		i = (size_t)(rnd() % nunit);
+	while (!unit_live(i));
+	return i;
+}
+
+/* The checksum of the units' checksums. */
+static uint64_t
+units_sum(void)
+{
+	return checksum((const unsigned char *)usum, nunit * sizeof *usum);
+}
+
+/* Whether every unit holds what its checksum says. */
+static int
+units_ok(void)
+{
+	size_t	i;
+
+	for (i = 0; i < nunit; i++)
+		if (checksum(unit_ptr(i), unit_len(i)) != usum[i])
+			return 0;
+	return 1;
+}
+
+/*
+ * heap: takes objects of OBJ_MIN to OBJ_MAX bytes from malloc() until
+ * they hold len bytes, each filled with bytes of one kind.  Returns -1
+ * when memory ran out.
+ */
+static int
+heap_fill(void)
+{
+	struct obj	*o;
+	size_t		 cap = 0, total = 0, n;
+	uint64_t	 x;
+	int		 fill;
+
+	while (total < len) {
+		if (nunit == cap) {
+			cap = cap == 0 ? 65536 : cap * 2;
+			if ((o = realloc(objs, cap * sizeof *objs)) == NULL)
+				return -1;
+			objs = o;
+		}
+		x = rnd();
+		n = OBJ_MIN + x % (OBJ_MAX - OBJ_MIN + 1);
+		if (n > len - total)
+			n = len - total;
+		x >>= 32;
+		if (strcmp(kind, "mixed") == 0)
+			fill = x % 4 == 0 ? F_RANDOM : x % 4 == 1 ? F_TEXT :
+			    F_ZERO;
+		else if (strcmp(kind, "zero90") == 0)
+			fill = x % 10 == 0 ? F_RANDOM : F_ZERO;
+		else
+			fill = F_RANDOM;
+		o = &objs[nunit];
+		if ((o->p = malloc(n)) == NULL)
+			return -1;
+		o->len = (uint32_t)n;
+		o->fill = (uint32_t)fill;
+		fill_as(fill, o->p, n);
+		total += n;
+		nunit++;
+	}
+	return 0;
+}
+
+/* runs: rewrites pct percent of the memory in aligned runs of 2 MiB. */
+static size_t
+rewrite_runs(unsigned pct)
+{
 	uintptr_t	 start = (uintptr_t)mem, end = start + len, at;
 	size_t		 nruns, i, stride, done = 0;
 
-	nruns = len / 100 * pct / run;
+	nruns = len / 100 * pct / RUN;
 	if (nruns == 0)
 		nruns = 1;
 	stride = len / nruns;
 	for (i = 0; i < nruns; i++) {
-		at = (start + i * stride + run - 1) & ~(run - 1);
-		if (at + run > end)
+		at = (start + i * stride + RUN - 1) & ~(RUN - 1);
+		if (at + RUN > end)
 			break;
-		fill_kind(kind, (unsigned char *)at, run);
-		done += run;
+		if (usum != NULL)
+			unit_rewrite((at - start) / RUN);
+		else
+			fill_kind((unsigned char *)at, RUN);
+		done += RUN;
 	}
+	return done;
+}
+
+/*
+ * pages and heap: rewrites units picked at random, each once at most,
+ * until pct percent of the memory's bytes are written or every unit
+ * with data was.
+ */
+static size_t
+rewrite_units(unsigned pct)
+{
+	unsigned char	*seen;
+	size_t		 want = len / 100 * pct, done = 0, n = 0, i;
+
+	if (nlive == 0 || (seen = calloc(nunit / 8 + 1, 1)) == NULL)
+		return 0;
+	do {
+		i = unit_pick();
+		if (seen[i / 8] & (1u << i % 8))
+			continue;
+		seen[i / 8] |= 1u << i % 8;
+		unit_rewrite(i);
+		done += unit_len(i);
+		n++;
+	} while (done < want && n < nlive);
+	free(seen);
 	return done;
 }
 
@@ -332,22 +576,19 @@ int
 main(int argc, char *argv[])
 {
 	struct timespec		 turn = { 0, TURN_MS * 1000000L };
-	const char		*kind = "mixed";
 	unsigned long		 mib = 256;
 	unsigned long long	 seed = 1;
-	unsigned char		*mem;
 	uint64_t		 sum, now;
 	int64_t			 t0, prev, t;
 	long long		 started;
-	size_t			 len, n;
+	size_t			 n, i;
 	char			*ep;
 	unsigned		 rpct = 5, wpct = 0;
 	double			 due = 0;
-	size_t			 j;
 	int			 ch;
 
 	work_statusfile = "benchwork.status";
-	while ((ch = getopt(argc, argv, "f:k:m:r:s:w:")) != -1) {
+	while ((ch = getopt(argc, argv, "f:k:m:p:r:s:w:")) != -1) {
 		switch (ch) {
 		case 'f':
 			work_statusfile = optarg;
@@ -361,22 +602,29 @@ main(int argc, char *argv[])
 			if (errno || *ep != '\0' || mib == 0 || mib > 1048576)
 				usage();
 			break;
+		case 'p':
+			for (pattern = 0; pattern < 3; pattern++)
+				if (strcmp(optarg, patterns[pattern]) == 0)
+					break;
+			if (pattern == 3)
+				usage();
+			break;
 		case 'r':
 			errno = 0;
 			rpct = (unsigned)strtoul(optarg, &ep, 10);
 			if (errno || *ep != '\0' || rpct == 0 || rpct > 100)
 				usage();
 			break;
-		case 'w':
-			errno = 0;
-			wpct = (unsigned)strtoul(optarg, &ep, 10);
-			if (errno || *ep != '\0' || wpct > 100)
-				usage();
-			break;
 		case 's':
 			errno = 0;
 			seed = strtoull(optarg, &ep, 10);
 			if (errno || *ep != '\0')
+				usage();
+			break;
+		case 'w':
+			errno = 0;
+			wpct = (unsigned)strtoul(optarg, &ep, 10);
+			if (errno || *ep != '\0' || wpct > 100)
 				usage();
 			break;
 		default:
@@ -393,50 +641,73 @@ main(int argc, char *argv[])
 	work_signals(0);
 	signal(SIGUSR2, on_usr2);
 
-	/* aligned to 2 MiB in the address space, as the runs are */
 	len = (size_t)mib * 1024 * 1024;
-	mem = mmap(NULL, len + RUN, PROT_READ | PROT_WRITE,
-	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mem != MAP_FAILED)
-		mem = (unsigned char *)(((uintptr_t)mem + RUN - 1) &
-		    ~(uintptr_t)(RUN - 1));
-	if (mem == MAP_FAILED) {
-		work_status("error cannot map %lu MiB: %s", mib,
-		    strerror(errno));
-		return 1;
-	}
 	rstate = seed * 0x9e3779b97f4a7c15ULL + 0x2545f4914f6cdd1dULL;
 	if (rstate == 0)
 		rstate = 1;
 	t0 = now_ms();
-	if (strcmp(kind, "mixed") == 0)
-		fill_mixed(mem, len);
-	else if (strcmp(kind, "zero90") == 0)
-		fill_zero90(mem, len);
-	else
-		fill_random(mem, len);
-	sum = checksum(mem, len);
-	if (wpct > 0) {
-		nrun = len / RUN;
-		if (nrun == 0 || len % RUN != 0 ||
-		    (runsum = calloc(nrun, sizeof *runsum)) == NULL) {
-			work_status("error -w needs a multiple of 2 MiB");
+	if (pattern == P_HEAP) {
+		if (heap_fill() == -1) {
+			work_status("error cannot allocate %lu MiB of objects",
+			    mib);
 			return 1;
 		}
-		for (j = 0; j < nrun; j++)
-			runsum[j] = checksum(mem + j * RUN, RUN);
-		sum = runs_sum();
+	} else {
+		/* aligned to 2 MiB in the address space, as the runs are */
+		mem = mmap(NULL, len + RUN, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (mem == MAP_FAILED) {
+			work_status("error cannot map %lu MiB: %s", mib,
+			    strerror(errno));
+			return 1;
+		}
+		mem = (unsigned char *)(((uintptr_t)mem + RUN - 1) &
+		    ~(uintptr_t)(RUN - 1));
+		fill_kind(mem, len);
+		if (pattern == P_PAGES) {
+			nunit = len / PAGE;
+			if ((livemap = calloc(nunit / 8 + 1, 1)) == NULL) {
+				work_status("error cannot allocate the map of "
+				    "pages");
+				return 1;
+			}
+			/* the pages with data, as filled: rewrites keep them */
+			for (i = 0; i < nunit; i++)
+				if (page_fill(i) != F_ZERO &&
+				    !is_zero_page(mem + i * PAGE))
+					livemap[i / 8] |= 1u << i % 8;
+		} else if (wpct > 0) {
+			nunit = len / RUN;
+			if (nunit == 0 || len % RUN != 0) {
+				work_status("error -w needs a multiple of 2 MiB");
+				return 1;
+			}
+		}
 	}
+	if (nunit > 0) {
+		if ((usum = calloc(nunit, sizeof *usum)) == NULL) {
+			work_status("error cannot allocate the checksums");
+			return 1;
+		}
+		for (i = 0; i < nunit; i++) {
+			usum[i] = checksum(unit_ptr(i), unit_len(i));
+			if (unit_live(i))
+				nlive++;
+		}
+		sum = units_sum();
+	} else
+		sum = checksum(mem, len);
 	started = start_time();
 
 	if (wpct > 0)
 		work_status("ready pid=%ld kind=%s mib=%lu sum=%016" PRIx64
-		    " fill_ms=%lld rewriting=%u", (long)getpid(), kind, mib,
-		    sum, (long long)(now_ms() - t0), wpct);
+		    " fill_ms=%lld rewriting=%u pattern=%s", (long)getpid(),
+		    kind, mib, sum, (long long)(now_ms() - t0), wpct,
+		    patterns[pattern]);
 	else
 		work_status("ready pid=%ld kind=%s mib=%lu sum=%016" PRIx64
-		    " fill_ms=%lld", (long)getpid(), kind, mib, sum,
-		    (long long)(now_ms() - t0));
+		    " fill_ms=%lld pattern=%s", (long)getpid(), kind, mib, sum,
+		    (long long)(now_ms() - t0), patterns[pattern]);
 	prev = now_ms();
 	for (;;) {
 		nanosleep(&turn, NULL);	/* a signal may cut it short */
@@ -444,31 +715,35 @@ main(int argc, char *argv[])
 		if (t - prev > GAP_MS)
 			work_status("gap %lld restored=%d",
 			    (long long)(t - prev), start_time() != started);
-		/* -w: the runs due in the time that went by */
-		if (wpct > 0 && t > prev && t - prev <= GAP_MS) {
-			due += (double)nrun * wpct / 100.0 * (double)(t - prev) /
+		/* -w: the bytes due in the time that went by */
+		if (wpct > 0 && nlive > 0 && t > prev && t - prev <= GAP_MS) {
+			due += (double)len * wpct / 100.0 * (double)(t - prev) /
 			    1000.0;
-			while (due >= 1.0) {
-				due -= 1.0;
-				j = (size_t)(rnd() % nrun);
-				fill_kind(kind, mem + j * RUN, RUN);
-				runsum[j] = checksum(mem + j * RUN, RUN);
+			while (due > 0) {
+				i = unit_pick();
+				unit_rewrite(i);
+				due -= (double)unit_len(i);
 			}
-			sum = runs_sum();
 		}
 		prev = t;
 		if (want_rewrite) {
 			want_rewrite = 0;
-			n = rewrite(kind, mem, len, rpct);
-			sum = checksum(mem, len);
+			if (pattern == P_RUNS)
+				n = rewrite_runs(rpct);
+			else
+				n = rewrite_units(rpct);
+			sum = usum != NULL ? units_sum() : checksum(mem, len);
 			work_status("rewrote sum=%016" PRIx64 " bytes=%zu", sum,
 			    n);
 			prev = now_ms();
 		}
 		if (work_want_verify) {
 			work_want_verify = 0;
+			/* -w: what the units hold now is what counts */
 			if (wpct > 0)
-				now = runs_ok(mem) ? runs_sum() : 0;
+				sum = units_sum();
+			if (usum != NULL)
+				now = units_ok() ? units_sum() : 0;
 			else
 				now = checksum(mem, len);
 			if (now == sum)
