@@ -2,8 +2,8 @@
  * workload -- a process tree whose state can be checked after a
  * checkpoint and restore.
  *
- * usage: workload [-F] [-m MiB] [-r PERCENT] [-s KiB] [-w PERCENT]
- *	      [-z PERCENT] [-f statusfile]
+ * usage: workload [-F] [-m MiB] [-p runs|pages|heap] [-r PERCENT] [-s KiB]
+ *	      [-w PERCENT] [-z PERCENT] [-f statusfile]
  *
  * It fills MiB of memory (default 256) with a pseudo-random pattern,
  * PERCENT of its pages (scattered, default 0) written with zeros, and
@@ -24,19 +24,32 @@
  *	verify ok sum=HEX counter=N thread=N child=PID gap=MS
  * or "verify FAIL what", where gap is the longest time, in milliseconds,
  * that the counting thread went without a turn since the check before
- * (the time the process was stopped, give or take 10 ms).  With -r, on SIGUSR2 it rewrites PERCENT of
- * its memory with new bytes, in runs of 2 MiB aligned to 2 MiB in its
- * address space and spread over it, remembers the new checksum and
- * appends
+ * (the time the process was stopped, give or take 10 ms).  With -r, on
+ * SIGUSR2 it rewrites PERCENT of its memory with new bytes, in runs of
+ * 2 MiB aligned to 2 MiB in its address space and spread over it,
+ * remembers the new checksum and appends
  *	rewrote sum=HEX runs=N
  * (a later check answers with that sum).  With -w it keeps rewriting
  * PERCENT of its memory a second, 2 MiB runs aligned to 2 MiB picked at
  * random, a few each 50 ms: it then keeps a checksum of each run and
  * checks each against its run, the "ready" line says rewriting=PERCENT
  * and the sum a check answers with is that of its run checksums at the
- * time.  The status file is opened for each line and
- * written with one write(2), so it never stays open across a checkpoint.
- * Descriptors other than 0, 1 and 2 that it inherits are closed first.
+ * time.
+ *
+ * -p says how -r and -w write: runs, as above (the default); pages,
+ * single 4 KiB pages picked at random, one here, one there; or heap,
+ * where the memory is not one allocation but objects of 2 to 512 words
+ * (16 to 4096 bytes, sizes from a PRNG) taken one by one from
+ * malloc(3), MiB of them, filled with pseudo-random words (-z: that
+ * percent of them with zeros), and rewritten object by object.  -r
+ * picks each page or object once at most, and says "pages=N" or
+ * "objects=N" for "runs=N".  With pages and heap it keeps a checksum
+ * of each page or object, checks each against its own, and answers
+ * with the sum of those, as -w does of its runs; -p heap takes no -F.
+ * When -p is given, the "ready" line ends with pattern=NAME.  The
+ * status file is opened for each line and written with one write(2),
+ * so it never stays open across a checkpoint.  Descriptors other than
+ * 0, 1 and 2 that it inherits are closed first.
  */
 
 #ifdef HAVE_CONFIG_H
@@ -69,7 +82,17 @@
 #define DATA_BYTES	12345
 
 static void	 child_loop(int, int);
+static int	 heap_fill(uint64_t, unsigned long);
+static void	 keep_rewriting(void);
+static void	 on_usr2(int);
+static void	 rewrite(void);
+static void	 rewrite_units(void);
 static void	*ticker(void *);
+static size_t	 unit_pick(uint64_t *);
+static uint64_t	*unit_ptr(size_t);
+static void	 unit_rewrite(size_t, uint64_t *);
+static size_t	 unit_words(size_t);
+static uint64_t	 units_sum(void);
 static void	 verify(void);
 
 static atomic_ulong		 thread_ticks;
@@ -86,40 +109,136 @@ static uint64_t			 shmsum;
 static pid_t			 child;
 static unsigned long		 rpct;		/* -r */
 static unsigned long		 wpct;		/* -w */
-static uint64_t			*runsum;	/* -w: each run's sum */
-static size_t			 nrun;
-static double			 wdue;		/* -w: runs due */
+static double			 wdue;		/* -w: bytes due */
+static size_t			 wnext;		/* -w: the unit to rewrite next */
 static uint64_t			 wseed;
 static unsigned long		 rewrites;
+static volatile sig_atomic_t	 want_rewrite;
 
 #define WRUN_WORDS	((2u << 20) / 8)
+#define WPAGE_WORDS	(WORK_PAGE / 8)
+#define OBJ_MIN_WORDS	2
+#define OBJ_MAX_WORDS	512
 
-/* -w: the sum of the run sums. */
-static uint64_t
-runs_sum(void)
+/* -p: how -r and -w write. */
+enum { P_RUNS, P_PAGES, P_HEAP };
+static const char *const patterns[] = { "runs", "pages", "heap" };
+static const char *const unitname[] = { "run", "page", "object" };
+static int			 pattern = P_RUNS;
+
+/* -p heap: the objects. */
+struct obj {
+	uint64_t	*p;
+	size_t		 words;
+};
+static struct obj		*objs;
+
+/*
+ * The units a checksum each is kept of (with -w, and with pages and
+ * heap): runs of 2 MiB, pages or objects.
+ */
+static uint64_t			*usum;
+static size_t			 nunit;
+
+static uint64_t *
+unit_ptr(size_t j)
 {
-	return work_fnv(WORK_FNV_INIT, runsum, nrun);
+	switch (pattern) {
+	case P_PAGES:
+		return mem + j * WPAGE_WORDS;
+	case P_HEAP:
+		return objs[j].p;
+	default:
+		return mem + j * WRUN_WORDS;
+	}
 }
 
-/* -w: rewrites the runs due since the last turn (50 ms). */
+static size_t
+unit_words(size_t j)
+{
+	switch (pattern) {
+	case P_PAGES:
+		return WPAGE_WORDS;
+	case P_HEAP:
+		return objs[j].words;
+	default:
+		return WRUN_WORDS;
+	}
+}
+
+/* A unit picked at random, the state *x going on. */
+static size_t
+unit_pick(uint64_t *x)
+{
+	*x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (size_t)((*x >> 33) % nunit);
+}
+
+/* Unit j given new bytes from the state *x, and its sum kept. */
+static void
+unit_rewrite(size_t j, uint64_t *x)
+{
+	*x = work_fill(unit_ptr(j), unit_words(j), *x);
+	usum[j] = work_fnv(WORK_FNV_INIT, unit_ptr(j), unit_words(j));
+}
+
+/* The sum of the unit sums. */
+static uint64_t
+units_sum(void)
+{
+	return work_fnv(WORK_FNV_INIT, usum, nunit);
+}
+
+/* -w: rewrites the bytes due since the last turn (50 ms). */
 static void
 keep_rewriting(void)
 {
-	size_t	j;
-
-	wdue += (double)nrun * (double)wpct / 100.0 / 20.0;
-	while (wdue >= 1.0) {
-		wdue -= 1.0;
-		wseed = wseed * 6364136223846793005ULL + 1442695040888963407ULL;
-		j = (size_t)((wseed >> 33) % nrun);
-		wseed = work_fill(mem + j * WRUN_WORDS, WRUN_WORDS, wseed);
-		runsum[j] = work_fnv(WORK_FNV_INIT, mem + j * WRUN_WORDS,
-		    WRUN_WORDS);
+	wdue += (double)nwords * 8.0 * (double)wpct / 100.0 / 20.0;
+	while (wdue >= (double)unit_words(wnext) * 8.0) {
+		wdue -= (double)unit_words(wnext) * 8.0;
+		unit_rewrite(wnext, &wseed);
+		wnext = unit_pick(&wseed);
 		rewrites++;
 	}
-	sum = runs_sum();
+	sum = units_sum();
 }
-static volatile sig_atomic_t	 want_rewrite;
+
+/*
+ * heap: takes objects of OBJ_MIN_WORDS to OBJ_MAX_WORDS words from
+ * malloc() until they hold nwords, filled from x; zpct percent of them
+ * are zeros.  Returns -1 when memory ran out.
+ */
+static int
+heap_fill(uint64_t x, unsigned long zpct)
+{
+	struct obj	*o;
+	size_t		 cap = 0, total = 0, n;
+
+	while (total < nwords) {
+		if (nunit == cap) {
+			cap = cap == 0 ? 65536 : cap * 2;
+			if ((o = realloc(objs, cap * sizeof *objs)) == NULL)
+				return -1;
+			objs = o;
+		}
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		n = OBJ_MIN_WORDS + (size_t)(x >> 33) % (OBJ_MAX_WORDS -
+		    OBJ_MIN_WORDS + 1);
+		if (n > nwords - total)
+			n = nwords - total;
+		o = &objs[nunit];
+		if ((o->p = malloc(n * sizeof *o->p)) == NULL)
+			return -1;
+		o->words = n;
+		if ((nunit * 37) % 100 < zpct)
+			memset(o->p, 0, n * sizeof *o->p);
+		else
+			x = work_fill(o->p, n, x);
+		total += n;
+		nunit++;
+	}
+	return 0;
+}
 
 static void
 on_usr2(int sig)
@@ -137,6 +256,10 @@ rewrite(void)
 	size_t		nruns, i, stride;
 	uint64_t	x = (uint64_t)time(NULL) ^ sum;
 
+	if (pattern != P_RUNS) {
+		rewrite_units();
+		return;
+	}
 	nruns = (size_t)((end - start) / 100 * rpct / run);
 	if (nruns == 0)
 		nruns = 1;
@@ -145,10 +268,44 @@ rewrite(void)
 		at = (start + i * stride + run - 1) & ~(run - 1);
 		if (at + run > end)
 			break;
-		x = work_fill((uint64_t *)at, run / 8, x);
+		/* -w keeps a sum of each run */
+		if (usum != NULL)
+			unit_rewrite((at - start) / run, &x);
+		else
+			x = work_fill((uint64_t *)at, run / 8, x);
 	}
-	sum = work_fnv(WORK_FNV_INIT, mem, nwords);
+	sum = usum != NULL ? units_sum() : work_fnv(WORK_FNV_INIT, mem, nwords);
 	work_status("rewrote sum=%016" PRIx64 " runs=%zu", sum, i);
+}
+
+/*
+ * -r with pages and heap: rewrites pages or objects picked at random,
+ * each once at most, until rpct percent of the memory is written.
+ */
+static void
+rewrite_units(void)
+{
+	unsigned char	*seen;
+	size_t		 want = nwords / 100 * rpct, done = 0, n = 0, j;
+	uint64_t	 x = (uint64_t)time(NULL) ^ sum;
+
+	if ((seen = calloc(nunit / 8 + 1, 1)) == NULL) {
+		work_status("error cannot allocate %zu bytes", nunit / 8 + 1);
+		return;
+	}
+	do {
+		j = unit_pick(&x);
+		if (seen[j / 8] & (1u << j % 8))
+			continue;
+		seen[j / 8] |= 1u << j % 8;
+		unit_rewrite(j, &x);
+		done += unit_words(j);
+		n++;
+	} while (done < want && n < nunit);
+	free(seen);
+	sum = units_sum();
+	work_status("rewrote sum=%016" PRIx64 " %ss=%zu", sum,
+	    unitname[pattern], n);
 }
 
 static long long
@@ -207,15 +364,16 @@ verify(void)
 	ssize_t		n;
 	int		waited;
 
-	if (wpct > 0) {
-		for (size_t j = 0; j < nrun; j++)
-			if (work_fnv(WORK_FNV_INIT, mem + j * WRUN_WORDS,
-			    WRUN_WORDS) != runsum[j]) {
-				work_status("verify FAIL memory run %zu of %zu "
-				    "(after %lu rewrites)", j, nrun, rewrites);
+	if (usum != NULL) {
+		for (size_t j = 0; j < nunit; j++)
+			if (work_fnv(WORK_FNV_INIT, unit_ptr(j),
+			    unit_words(j)) != usum[j]) {
+				work_status("verify FAIL memory %s %zu of %zu "
+				    "(after %lu rewrites)", unitname[pattern], j,
+				    nunit, rewrites);
 				return;
 			}
-		now = runs_sum();
+		now = units_sum();
 	} else
 		now = work_fnv(WORK_FNV_INIT, mem, nwords);
 	if (now != sum) {
@@ -283,11 +441,13 @@ main(int argc, char *argv[])
 	unsigned long		 mib = 256, zpct = 0, shmkib = 0;
 	char			*ep;
 	int			 ch, p1[2], p2[2], shmid, filemem = 0, memfd;
+	int			 pgiven = 0;
 	size_t			 i;
+	uint64_t		 seed;
 	struct timespec		 ts;
 
 	work_statusfile = "workload.status";
-	while ((ch = getopt(argc, argv, "Ff:m:r:s:w:z:")) != -1) {
+	while ((ch = getopt(argc, argv, "Ff:m:p:r:s:w:z:")) != -1) {
 		switch (ch) {
 		case 'F':
 			filemem = 1;
@@ -303,6 +463,17 @@ main(int argc, char *argv[])
 				    optarg);
 				return 2;
 			}
+			break;
+		case 'p':
+			for (pattern = 0; pattern < 3; pattern++)
+				if (strcmp(optarg, patterns[pattern]) == 0)
+					break;
+			if (pattern == 3) {
+				fprintf(stderr, "workload: bad -p '%s'\n",
+				    optarg);
+				return 2;
+			}
+			pgiven = 1;
 			break;
 		case 'r':
 			errno = 0;
@@ -343,10 +514,14 @@ main(int argc, char *argv[])
 			break;
 		default:
 			fprintf(stderr, "usage: workload [-F] [-m MiB] "
-			    "[-r PERCENT] [-s KiB] [-w PERCENT] [-z PERCENT] "
-			    "[-f statusfile]\n");
+			    "[-p runs|pages|heap] [-r PERCENT] [-s KiB] "
+			    "[-w PERCENT] [-z PERCENT] [-f statusfile]\n");
 			return 2;
 		}
+	}
+	if (filemem && pattern == P_HEAP) {
+		fprintf(stderr, "workload: -p heap takes no -F\n");
+		return 2;
 	}
 
 	work_close_inherited();
@@ -397,7 +572,15 @@ main(int argc, char *argv[])
 
 	/* After the fork, so that the child does not share the pages. */
 	nwords = (size_t)mib * 1024 * 1024 / sizeof *mem;
-	if (filemem) {
+	seed = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_sec ^
+	    ((uint64_t)ts.tv_nsec << 16);
+	if (pattern == P_HEAP) {
+		if (heap_fill(seed, zpct) == -1) {
+			work_status("error cannot allocate %lu MiB of objects",
+			    mib);
+			return 1;
+		}
+	} else if (filemem) {
 		snprintf(memfile, sizeof memfile, "%s.mem", work_statusfile);
 		if ((memfd = open(memfile, O_RDWR | O_CREAT | O_TRUNC |
 		    O_CLOEXEC, 0644)) == -1 ||
@@ -414,25 +597,35 @@ main(int argc, char *argv[])
 		work_status("error cannot allocate %lu MiB", mib);
 		return 1;
 	}
-	(void)work_fill(mem, nwords, ((uint64_t)getpid() << 32) ^
-	    (uint64_t)ts.tv_sec ^ ((uint64_t)ts.tv_nsec << 16));
-	/* Pages written with zeros: present, but all zero. */
-	for (i = 0; i < nwords / 512; i++)
-		if ((i * 37) % 100 < zpct)
-			memset(mem + i * 512, 0, 4096);
-	sum = work_fnv(WORK_FNV_INIT, mem, nwords);
-	if (wpct > 0) {
-		if (filemem || mib % 2 != 0 || (runsum = calloc(mib / 2,
-		    sizeof *runsum)) == NULL) {
+	if (mem != NULL) {
+		(void)work_fill(mem, nwords, seed);
+		/* Pages written with zeros: present, but all zero. */
+		for (i = 0; i < nwords / 512; i++)
+			if ((i * 37) % 100 < zpct)
+				memset(mem + i * 512, 0, 4096);
+		sum = work_fnv(WORK_FNV_INIT, mem, nwords);
+	} else
+		sum = seed;
+	if (wpct > 0 && pattern == P_RUNS) {
+		if (filemem || mib % 2 != 0) {
 			work_status("error -w needs an even -m and no -F");
 			return 1;
 		}
-		nrun = mib / 2;
-		for (i = 0; i < nrun; i++)
-			runsum[i] = work_fnv(WORK_FNV_INIT, mem + i *
-			    WRUN_WORDS, WRUN_WORDS);
+		nunit = mib / 2;
+	} else if (pattern == P_PAGES)
+		nunit = nwords / WPAGE_WORDS;
+	if (nunit > 0) {
+		if ((usum = calloc(nunit, sizeof *usum)) == NULL) {
+			work_status("error cannot allocate the sums of %zu %ss",
+			    nunit, unitname[pattern]);
+			return 1;
+		}
+		for (i = 0; i < nunit; i++)
+			usum[i] = work_fnv(WORK_FNV_INIT, unit_ptr(i),
+			    unit_words(i));
 		wseed = sum;
-		sum = runs_sum();
+		wnext = unit_pick(&wseed);
+		sum = units_sum();
 	}
 
 	if (shmkib > 0) {
@@ -456,11 +649,13 @@ main(int argc, char *argv[])
 
 	if (wpct > 0)
 		work_status("ready pid=%ld sum=%016" PRIx64 " child=%ld "
-		    "mib=%lu rewriting=%lu", (long)getpid(), sum, (long)child,
-		    mib, wpct);
+		    "mib=%lu rewriting=%lu%s%s", (long)getpid(), sum,
+		    (long)child, mib, wpct, pgiven ? " pattern=" : "",
+		    pgiven ? patterns[pattern] : "");
 	else
 		work_status("ready pid=%ld sum=%016" PRIx64 " child=%ld "
-		    "mib=%lu", (long)getpid(), sum, (long)child, mib);
+		    "mib=%lu%s%s", (long)getpid(), sum, (long)child, mib,
+		    pgiven ? " pattern=" : "", pgiven ? patterns[pattern] : "");
 	for (;;) {
 		counter++;
 		if (want_rewrite) {
