@@ -37,15 +37,27 @@
 #   BENCH_EXTRAS=...      a subset of "none-vs-dump rss-flat restore-file
 #                         incremental cache-again live snapshot" (default
 #                         all);
-#                         live: downtime of gpusend --live, gpusend and
-#                         baseline-ssh on the mixed workload rewriting 0,
-#                         1 and 10% of its memory a second; snapshot:
-#                         the pause of gpuckpt -R against criu dump
-#                         --leave-running into a tmpfs, on the mixed
-#                         workload rewriting 1% of its memory a second,
-#                         and the 10th snapshot of a series (gpuckpt
-#                         --series) against a full image
+#                         incremental: an image with --parent after the
+#                         mixed workload rewrote 5% of its memory,
+#                         against a full one; live: downtime of gpusend
+#                         --live, gpusend and baseline-ssh on the mixed
+#                         workload rewriting 0, 1 and 10% of its memory a
+#                         second; snapshot: the pause of gpuckpt -R
+#                         against criu dump --leave-running into a tmpfs,
+#                         on the mixed workload rewriting 1% of its
+#                         memory a second, and the snapshots of a series
+#                         (gpuckpt --series), the largest and the 10th,
+#                         against a full image
 #   BENCH_LIVE_RATES=...  those rates for "live" (default "0 1 10")
+#   BENCH_PATTERNS=...    how the workload of incremental, live and
+#                         snapshot writes (benchwork -p), each of them
+#                         run for every one: a subset of "pages heap
+#                         runs" (default all): single 4 KiB pages picked
+#                         at random, malloc'ed objects of 16 to 4096
+#                         bytes, or aligned 2 MiB runs.  The report gives
+#                         each pattern's figures, pages and heap first;
+#                         the goals are those of pages, and of runs as
+#                         they were
 #   BENCH_QUICK=1         smoke run: workloads 1/8 of their size, 1 repeat
 #   BENCH_DIR=DIR         where to work and write results (default: the
 #                         build directory's bench/)
@@ -99,6 +111,7 @@ WORKLOADS=${BENCH_WORKLOADS-mixed zero90 random}
 VARIANTS=${BENCH_VARIANTS-baseline-pipe baseline-ssh gpuckpt-pipe gpuckpt-ssh gpusend gpusend-par}
 EXTRAS=${BENCH_EXTRAS-none-vs-dump rss-flat restore-file incremental cache-again live snapshot}
 LIVE_RATES=${BENCH_LIVE_RATES:-"0 1 10"}	# percent of the memory rewritten a second
+PATTERNS=${BENCH_PATTERNS:-"pages heap runs"}	# benchwork -p of the extras above
 LIMIT=${BENCH_TIMEOUT:-900}
 DIR=${BENCH_DIR:-$BENCH_BINDIR}
 GPUSEND_ARGS=${BENCH_GPUSEND_ARGS:-}
@@ -152,6 +165,12 @@ for x in $EXTRAS; do
 	case $x in
 	none-vs-dump|rss-flat|restore-file|incremental|cache-again|live|snapshot) ;;
 	*) die "unknown extra '$x' (none-vs-dump rss-flat restore-file incremental cache-again live snapshot)" ;;
+	esac
+done
+for p in $PATTERNS; do
+	case $p in
+	pages|heap|runs) ;;
+	*) die "unknown pattern '$p' (pages heap runs)" ;;
 	esac
 done
 
@@ -269,15 +288,16 @@ max_of()
 	echo "$m"
 }
 
-# start_work KIND MiB: starts a workload in its own session, stdio on
-# files, orphaned to the subreaper; waits until it has filled its memory.
-# Sets WPID, WSUM and WSTATUS.
+# start_work KIND MiB [RPCT [WPCT [PATTERN]]]: starts a workload in its
+# own session, stdio on files, orphaned to the subreaper; waits until it
+# has filled its memory.  RPCT and WPCT are its -r and -w, PATTERN its
+# -p (default runs).  Sets WPID, WSUM and WSTATUS.
 start_work()
 {
 	WSTATUS=$R/work.$1.$2.status
 	rm -f "$WSTATUS"
 	(setsid "$BENCHWORK" -k "$1" -m "$2" -f "$WSTATUS" ${3:+-r "$3"} \
-	    ${4:+-w "$4"} </dev/null >"$R/work.out" 2>&1 &)
+	    ${4:+-w "$4"} ${5:+-p "$5"} </dev/null >"$R/work.out" 2>&1 &)
 	if ! wait_line "$WSTATUS" '^ready ' 600; then
 		note "workload $1 $2 MiB did not start: $(cat "$WSTATUS" "$R/work.out" 2>/dev/null)"
 		return 1
@@ -566,13 +586,16 @@ gpusend_works()
 
 # --- one run ---------------------------------------------------------
 
-# run_one NAME VARIANT REP: starts workload NAME, moves it with VARIANT,
-# checks the restored process and appends one line to $RAW:
+# run_one NAME VARIANT REP [PATTERN]: starts workload NAME, writing as
+# PATTERN says (default runs), moves it with VARIANT, checks the restored
+# process and appends one line to $RAW:
 #   NAME VARIANT REP ok|FAIL downtime total wire rss_ckpt rss_restore
 #   staging rss_dump rss_tar rss_zstd rss_unzstd rss_untar rss_crestore
+#   PATTERN
 run_one()
 {
-	local name=$1 v=$2 rep=$3 kind mib d A B t0 t1 st ok=ok why= src
+	local name=$1 v=$2 rep=$3 pat=${4:-runs} kind mib d A B t0 t1 st ok=ok
+	local why= src label keep
 	local dt=- total=- wire=- rc=- rr=- stage=-
 	local r_dump=- r_tar=- r_zstd=- r_unzstd=- r_untar=- r_crestore=-
 	local par= cache=--no-cache wrate
@@ -587,9 +610,9 @@ run_one()
 	A=$d/stage/a	# source side: image dir, or gpuckpt's TMPDIR
 	B=$d/stage/b	# restore side: image dir, or gpurestore's TMPDIR
 
-	if ! start_work "$kind" "$mib" "" "$wrate"; then
+	if ! start_work "$kind" "$mib" "" "$wrate" "$pat"; then
 		broke=1
-		echo "$name $v $rep FAIL - - - - - - - - - - - -" >>"$RAW"
+		echo "$name $v $rep FAIL - - - - - - - - - - - - $pat" >>"$RAW"
 		return 1
 	fi
 
@@ -777,16 +800,21 @@ run_one()
 	esac
 
 	echo "$name $v $rep $ok $dt $total $wire $rc $rr $stage" \
-	    "$r_dump $r_tar $r_zstd $r_unzstd $r_untar $r_crestore" >>"$RAW"
+	    "$r_dump $r_tar $r_zstd $r_unzstd $r_untar $r_crestore $pat" \
+	    >>"$RAW"
+	# the pattern is named where it is not the default
+	label="$name ($mib MiB)" keep=$name.$v.$rep
+	[ "$pat" = runs ] ||
+	    { label="$name ($mib MiB, $pat)"; keep=$name.$pat.$v.$rep; }
 	if [ $ok = ok ]; then
-		note "$name ($mib MiB) $v #$rep: downtime $dt s, total $total s, wire $wire B, rss $rc/$rr kB, staging $stage B"
+		note "$label $v #$rep: downtime $dt s, total $total s, wire $wire B, rss $rc/$rr kB, staging $stage B"
 	else
 		broke=1
-		note "$name ($mib MiB) $v #$rep FAILED: $why"
+		note "$label $v #$rep FAILED: $why"
 		sed 's/^/    /' "$d/err" >&2 2>/dev/null
 	fi
 	# BENCH_KEEP: what each pipeline said, for a look at it after
-	[ -n "${BENCH_KEEP:-}" ] && cp "$d/err" "$R/$name.$v.$rep.err" 2>/dev/null
+	[ -n "${BENCH_KEEP:-}" ] && cp "$d/err" "$R/$keep.err" 2>/dev/null
 	rm -rf "$d"
 }
 
@@ -986,27 +1014,33 @@ rf_report()
 
 # --- an incremental image against a full one ---------------------------
 
-# incremental REP: on the mixed workload, a full image A (gpuckpt -R),
-# then, after the workload rewrote 5% of its memory, a full image F and
-# an image I with --parent=A; I restores given A.  Appends
-#   incremental - REP ok|FAIL full_bytes incr_bytes restore_s
+# incremental REP PATTERN: on the mixed workload writing as PATTERN says,
+# a full image A (gpuckpt -R), then, after the workload rewrote 5% of
+# its memory, a full image F and an image I with --parent=A; I restores
+# given A.  Appends
+#   incremental PATTERN REP ok|FAIL full_bytes incr_bytes restore_s
+#       rewritten_bytes
 incremental()
 {
-	local rep=$1 kind mib ok=ok d=$R/inc n fb=- ib=- tr=- t0 t1
+	local rep=$1 pat=$2 kind mib ok=ok d=$R/inc n fb=- ib=- tr=- t0 t1
+	local rb=-
 
 	set -- $(workload_spec mixed)
 	kind=$1
 	mib=$2
 	rm -rf "$d"
 	mkdir -p "$d/tmp"
-	if ! start_work "$kind" "$mib"; then
+	if ! start_work "$kind" "$mib" "" "" "$pat"; then
 		broke=1
-		echo "incremental - $rep FAIL" >>"$RAW"
+		echo "incremental $pat $rep FAIL" >>"$RAW"
 		return
 	fi
 	TMPDIR=$d/tmp "$GPUCKPT" -R -p "$WPID" -o "$d/a.gck" 2>>"$d/err" ||
 	    ok=FAIL
 	rewrite_work || ok=FAIL
+	rb=$(sed -n 's/^rewrote .* bytes=\([0-9]*\).*/\1/p' "$WSTATUS" |
+	    tail -n 1)
+	[ -n "$rb" ] || rb=-
 	[ $ok = ok ] && { TMPDIR=$d/tmp "$GPUCKPT" -R -p "$WPID" \
 	    -o "$d/f.gck" 2>>"$d/err" || ok=FAIL; }
 	[ $ok = ok ] && { TMPDIR=$d/tmp "$GPUCKPT" --parent="$d/a.gck" \
@@ -1026,8 +1060,9 @@ incremental()
 		fi
 	fi
 	stop_work
-	[ $ok = ok ] || { broke=1; note "incremental failed: $(tail -n 3 "$d/err")"; }
-	echo "incremental - $rep $ok $fb $ib $tr" >>"$RAW"
+	[ $ok = ok ] || { broke=1; note "incremental ($pat) failed: $(tail -n 3 "$d/err")"; }
+	note "incremental #$rep ($mib MiB, $pat): full $fb B, with --parent $ib B after $rb B were rewritten; its restore $tr s"
+	echo "incremental $pat $rep $ok $fb $ib $tr $rb" >>"$RAW"
 	rm -rf "$d"
 }
 
@@ -1049,25 +1084,27 @@ pause_of()
 	return $st
 }
 
-# snapshot REP: on the mixed workload rewriting 1% of its memory a
-# second, the pause of gpuckpt -R into a file and that of criu dump
-# --leave-running into a tmpfs, taken in turns; then a series of 10
-# snapshots (gpuckpt --series --every=1), each incremental over the one
-# before.  Appends
-#   snapshot - REP ok|FAIL gpuckpt_pause_s criu_pause_s full_B tenth_B
-#       gpuckpt_total_s series_first_B
+# snapshot REP PATTERN: on the mixed workload rewriting 1% of its memory
+# a second as PATTERN says, the pause of gpuckpt -R into a file and that
+# of criu dump --leave-running into a tmpfs, taken in turns; then a
+# series of 10 snapshots (gpuckpt --series --every=1), the first full,
+# each of the others incremental over the one before.  Appends
+#   snapshot PATTERN REP ok|FAIL gpuckpt_pause_s criu_pause_s full_B
+#       tenth_B gpuckpt_total_s series_first_B largest_B largest_N
+# where largest is the largest of the 2nd to the 10th, the Nth.
 snapshot()
 {
-	local rep=$1 kind mib ok=ok d=$R/snap pg=- pc=- fb=- sb=- tb=- tt=- t0
+	local rep=$1 pat=$2 kind mib ok=ok d=$R/snap pg=- pc=- fb=- sb=- tb=-
+	local tt=- t0 lb=- ln=-
 
 	set -- $(workload_spec mixed)
 	kind=$1
 	mib=$2
 	rm -rf "$d"
 	mkdir -p "$d/tmp"
-	if ! tmpfs_mount "$mib" || ! start_work "$kind" "$mib" "" 1; then
+	if ! tmpfs_mount "$mib" || ! start_work "$kind" "$mib" "" 1 "$pat"; then
 		broke=1
-		echo "snapshot - $rep FAIL" >>"$RAW"
+		echo "snapshot $pat $rep FAIL" >>"$RAW"
 		return
 	fi
 	t0=$(now)
@@ -1088,17 +1125,18 @@ snapshot()
 	[ $ok = ok ] && set -- $(python3 -c 'import json, sys
 s = json.load(open(sys.argv[1]))["snapshots"]
 assert len(s) == 10 and s[0]["full"] and not any(x["full"] for x in s[1:]), s
-print(s[0]["size"], s[-1]["size"])' "$d/series/index.json" 2>>"$d/err") ||
-	    ok=FAIL
-	[ $ok = ok ] && sb=$1 tb=$2
+n = max(range(1, 10), key=lambda i: s[i]["size"])
+print(s[0]["size"], s[-1]["size"], s[n]["size"], n + 1)' \
+	    "$d/series/index.json" 2>>"$d/err") || ok=FAIL
+	[ $ok = ok ] && sb=$1 tb=$2 lb=$3 ln=$4
 	if [ $ok = ok ] && ! verify; then
 		note "snapshot: the workload did not verify after its snapshots"
 		ok=FAIL
 	fi
 	stop_work
-	[ $ok = ok ] || { broke=1; note "snapshot failed: $(tail -n 3 "$d/err")"; }
-	note "snapshot #$rep ($mib MiB): pause gpuckpt -R $pg s (of $tt s), criu dump --leave-running to tmpfs $pc s; a full image $fb B; a series: first $sb B, tenth $tb B"
-	echo "snapshot - $rep $ok $pg $pc $fb $tb $tt $sb" >>"$RAW"
+	[ $ok = ok ] || { broke=1; note "snapshot ($pat) failed: $(tail -n 3 "$d/err")"; }
+	note "snapshot #$rep ($mib MiB, $pat): pause gpuckpt -R $pg s (of $tt s), criu dump --leave-running to tmpfs $pc s; a full image $fb B; a series: first $sb B, tenth $tb B, largest after the first $lb B (snapshot $ln of 10)"
+	echo "snapshot $pat $rep $ok $pg $pc $fb $tb $tt $sb $lb $ln" >>"$RAW"
 	rm -rf "$d"
 }
 
@@ -1202,59 +1240,144 @@ again_report()
 	say "      downtime: first ${10} s, second ${11} s; stopped (gpusend --stats): $8 ms, $9 ms"
 }
 
-# live_report: gpusend --live against gpusend and the baseline over
-# ssh, for each rate of rewriting.
-live_report()
+# in_order: the patterns of BENCH_PATTERNS, one a line, the worst first:
+# pages, heap, runs.
+in_order()
 {
-	local rate b g l wb wg wl ok
-
-	grep -q '^live' "$RAW" || return 0
-	say ""
-	say "== gpusend --live, gpusend and baseline-ssh: mixed $(size 2048) MiB rewriting some of its memory a second =="
-	for rate in $LIVE_RATES; do
-		b=$(fig "live$rate" baseline-ssh 1)
-		g=$(fig "live$rate" gpusend 1)
-		l=$(fig "live$rate" gpusend-live 1)
-		wb=$(fig "live$rate" baseline-ssh 2)
-		wg=$(fig "live$rate" gpusend 2)
-		wl=$(fig "live$rate" gpusend-live 2)
-		ok=-
-		[ "$rate" = 1 ] && ok=$(cmp_le "$(awk -v a="$l" -v b="$b" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.3f", a / b }')" 0.1)
-		say "$(verdict "$ok")  $rate%/s: downtime --live $l s, gpusend $g s, baseline $b s: $(awk -v a="$l" -v g="$g" -v b="$b" 'function r(x, y) { return (x == "-" || y == "-" || y + 0 == 0) ? "-" : sprintf("%.3f", x / y) } BEGIN { printf "--live/baseline %s, gpusend/baseline %s", r(a, b), r(g, b) }')$([ "$rate" = 1 ] && echo " (goal: --live at most 0.1x)")"
-		say "      wire bytes: --live $wl, gpusend $wg, baseline $wb: $(awk -v a="$wl" -v b="$wb" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.3f", a / b }')x"
+	local p
+	for p in pages heap runs; do
+		case " $PATTERNS " in *" $p "*) echo "$p" ;; esac
 	done
 }
 
-# inc_report: the incremental image against the full one.
-inc_report()
+# pattern_says PATTERN: how a workload of PATTERN writes.
+pattern_says()
 {
-	local fb ib r
-
-	grep -q '^incremental .* ok ' "$RAW" || return 0
-	fb=$(awk '$1 == "incremental" && $4 == "ok" { print $5; exit }' "$RAW")
-	ib=$(awk '$1 == "incremental" && $4 == "ok" { print $6; exit }' "$RAW")
-	r=$(awk -v a="$ib" -v b="$fb" 'BEGIN { printf "%.4f", a / b }')
-	say ""
-	say "== an image with --parent after 5% of the memory was rewritten =="
-	say "$(verdict "$(cmp_le "$r" 0.08)")  incremental $ib B / full $fb B: $r (goal: at most 0.08)"
-	say "      its restore, given the parent: $(awk '$1 == "incremental" && $4 == "ok" { print $7; exit }' "$RAW") s"
+	case $1 in
+	pages) echo "single 4 KiB pages picked at random" ;;
+	heap) echo "malloc'ed objects of 16 to 4096 bytes picked at random" ;;
+	*) echo "aligned 2 MiB runs" ;;
+	esac
 }
 
-# snap_report: the pause of a snapshot against criu's, and the series.
+# goal PATTERN OK: the verdict of a goal of pages, or of one runs had
+# before the patterns; heap has figures only, no goals.
+goal()
+{
+	case $1 in
+	heap) echo "    " ;;
+	*) verdict "$2" ;;
+	esac
+}
+
+# quot A B [FORMAT]: A / B, or "-" when either is missing or B is 0.
+quot()
+{
+	awk -v a="$1" -v b="$2" -v f="${3:-%.3f}" 'BEGIN {
+		if (a == "-" || b == "-" || a == "" || b == "" || b + 0 == 0)
+			print "-"
+		else
+			printf f "\n", a / b }'
+}
+
+# live_report: gpusend --live against gpusend and the baseline over
+# ssh, for each pattern and each rate of rewriting.
+live_report()
+{
+	local p rate b g l wb wg wl ok r g1
+
+	grep -q '^live' "$RAW" || return 0
+	for p in $(in_order); do
+		awk -v p="$p" '$1 ~ /^live/ && $17 == p { f = 1 }
+		    END { exit !f }' "$RAW" || continue
+		say ""
+		say "== gpusend --live, gpusend and baseline-ssh: mixed $(size 2048) MiB rewriting some of its memory a second, in $(pattern_says "$p") (-p $p) =="
+		for rate in $LIVE_RATES; do
+			b=$(fig "live$rate" baseline-ssh 1 "$p")
+			g=$(fig "live$rate" gpusend 1 "$p")
+			l=$(fig "live$rate" gpusend-live 1 "$p")
+			wb=$(fig "live$rate" baseline-ssh 2 "$p")
+			wg=$(fig "live$rate" gpusend 2 "$p")
+			wl=$(fig "live$rate" gpusend-live 2 "$p")
+			r=$(quot "$l" "$b")
+			ok=- g1=
+			if [ "$rate" = 1 ] && [ "$p" != heap ]; then
+				ok=$(cmp_le "$r" 0.1)
+				g1=" (goal: --live at most 0.1x)"
+			fi
+			say "$(goal "$p" "$ok")  $p, $rate%/s: downtime --live $l s, gpusend $g s, baseline $b s: --live/baseline $r, gpusend/baseline $(quot "$g" "$b")$g1"
+			say "      $p, $rate%/s: wire bytes: --live $wl, gpusend $wg, baseline $wb: $(quot "$wl" "$wb")x"
+		done
+	done
+}
+
+# inc_report: the incremental image against the full one, for each
+# pattern.
+inc_report()
+{
+	local p mib fb ib tr rb r g1 data
+
+	grep -q '^incremental ' "$RAW" || return 0
+	set -- $(workload_spec mixed)
+	mib=$2
+	say ""
+	say "== an image with --parent after 5% of the memory was rewritten: mixed $mib MiB =="
+	for p in $(in_order); do
+		set -- $(awk -v p="$p" '$1 == "incremental" && $2 == p &&
+		    $4 == "ok" { print $5, $6, $7, $8; exit }' "$RAW")
+		if [ $# -ne 4 ]; then
+			grep -q "^incremental $p " "$RAW" &&
+			    say "      $p: FAILED (see above)"
+			continue
+		fi
+		fb=$1 ib=$2 tr=$3 rb=$4
+		r=$(quot "$ib" "$fb" %.4f)
+		g1=
+		[ "$p" = heap ] || g1=" (goal: at most 0.08)"
+		say "$(goal "$p" "$(cmp_le "$r" 0.08)")  $p: incremental $ib B / full $fb B: $r$g1"
+		# pages and heap rewrite only what holds data: half of mixed
+		data=
+		[ "$p" = runs ] || data=", $(quot "$rb" $((mib * 524288))) of the half of it that holds data (the only part picked)"
+		say "      $p: rewritten in $(pattern_says "$p"): $rb B, $(quot "$rb" $((mib * 1048576))) of the memory$data; the restore, given the parent: $tr s"
+	done
+}
+
+# snap_report: the pause of a snapshot against criu's, and the series,
+# for each pattern.
 snap_report()
 {
-	local pg pc r fb tb tt
+	local p pg pc r fb tb tt lb ln g1 ok
 
-	grep -q '^snapshot .* ok ' "$RAW" || return 0
-	pg=$(awk '$1 == "snapshot" && $4 == "ok" { print $5 }' "$RAW" | median)
-	pc=$(awk '$1 == "snapshot" && $4 == "ok" { print $6 }' "$RAW" | median)
-	r=$(awk -v a="$pg" -v b="$pc" 'BEGIN { if (b == 0) print "-"; else printf "%.3f", a / b }')
-	set -- $(awk '$1 == "snapshot" && $4 == "ok" { print $7, $8, $9; exit }' "$RAW")
-	fb=$1 tb=$2 tt=$3
-	say ""
-	say "== snapshots: mixed $(size 2048) MiB rewriting 1% of its memory a second =="
-	say "$(verdict "$(cmp_le "$r" 1.0)")  pause of gpuckpt -R $pg s / criu dump --leave-running to tmpfs $pc s: $r (goal: at most 1.0; gpuckpt -R took $tt s in all)"
-	say "      the 10th snapshot of a series (gpuckpt --series --every=1), incremental: $tb B / a full image, gpuckpt -R, $fb B: $(awk -v a="$tb" -v b="$fb" 'BEGIN { printf "%.4f", a / b }')"
+	grep -q '^snapshot ' "$RAW" || return 0
+	for p in $(in_order); do
+		set -- $(awk -v p="$p" '$1 == "snapshot" && $2 == p &&
+		    $4 == "ok" { print $7, $8, $9, $11, $12; exit }' "$RAW")
+		if [ $# -ne 5 ]; then
+			grep -q "^snapshot $p " "$RAW" && {
+				say ""
+				say "== snapshots, $p: FAILED (see above) =="
+			}
+			continue
+		fi
+		fb=$1 tb=$2 tt=$3 lb=$4 ln=$5
+		pg=$(awk -v p="$p" '$1 == "snapshot" && $2 == p && $4 == "ok" {
+		    print $5 }' "$RAW" | median)
+		pc=$(awk -v p="$p" '$1 == "snapshot" && $2 == p && $4 == "ok" {
+		    print $6 }' "$RAW" | median)
+		r=$(quot "$pg" "$pc")
+		say ""
+		say "== snapshots: mixed $(size 2048) MiB rewriting 1% of its memory a second, in $(pattern_says "$p") (-p $p) =="
+		g1=
+		[ "$p" = heap ] || g1=" (goal: at most 1.0)"
+		say "$(goal "$p" "$(cmp_le "$r" 1.0)")  $p: pause of gpuckpt -R $pg s / criu dump --leave-running to tmpfs $pc s: $r$g1; gpuckpt -R took $tt s in all"
+		# the series' goal is that of pages alone
+		ok="    " g1=
+		if [ "$p" = pages ]; then
+			ok=$(verdict "$(cmp_le "$(quot "$lb" "$fb" %.4f)" 0.1)")
+			g1=" (goal: each at most 0.1)"
+		fi
+		say "$ok  $p: a series of 10 (gpuckpt --series --every=1), each after the first incremental over the one before, against a full image (gpuckpt -R, $fb B): the largest, snapshot $ln, $lb B: $(quot "$lb" "$fb" %.4f); the 10th $tb B: $(quot "$tb" "$fb" %.4f)$g1"
+	done
 }
 
 # --- the report --------------------------------------------------------
@@ -1297,9 +1420,9 @@ report()
 }
 
 cat >"$R/report.awk" <<'EOF'
-# Input: the raw lines of run_one.  Prints the table of workload w, or
-# with figs=1 the medians the targets need: variant downtime wire staging
-# rss total.
+# Input: the raw lines of run_one.  Prints the table of workload w (of
+# its runs written as pattern p says, when p is given), or with figs=1
+# the medians the targets need: variant downtime wire staging rss total.
 function median(s,    a, n, i, j, t) {
 	n = split(s, a, " ")
 	if (n == 0)
@@ -1325,7 +1448,7 @@ function kmb(x) {
 function ratio(a, b) {
 	return (a == "-" || b == "-" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b)
 }
-$1 == w {
+$1 == w && (p == "" || $17 == p) {
 	v = $2
 	if (!(v in seen)) {
 		seen[v] = 1
@@ -1382,11 +1505,12 @@ END {
 }
 EOF
 
-# fig WORKLOAD VARIANT FIELD: a median from the table of WORKLOAD
-# (FIELD: 1 downtime, 2 wire, 3 staging, 4 rss c/r, 5 total), or "-".
+# fig WORKLOAD VARIANT FIELD [PATTERN]: a median from the table of
+# WORKLOAD (FIELD: 1 downtime, 2 wire, 3 staging, 4 rss c/r, 5 total),
+# of its runs written as PATTERN says when given, or "-".
 fig()
 {
-	awk -v w="$1" -v figs=1 -f "$R/report.awk" "$RAW" |
+	awk -v w="$1" -v p="${4:-}" -v figs=1 -f "$R/report.awk" "$RAW" |
 	    awk -v v="$2" -v f="$3" '$1 == v { print $(f + 1); found = 1 }
 		END { if (!found) print "-" }'
 }
@@ -1582,21 +1706,29 @@ for x in $EXTRAS; do
 		done
 		;;
 	incremental)
-		incremental 1
+		for p in $PATTERNS; do
+			incremental 1 "$p"
+		done
 		;;
 	cache-again)
 		cache_again 1
 		;;
 	snapshot)
-		for rep in $(seq 1 "$REPEAT"); do
-			snapshot "$rep"
+		for p in $PATTERNS; do
+			for rep in $(seq 1 "$REPEAT"); do
+				snapshot "$rep" "$p"
+			done
 		done
 		;;
 	live)
-		for rate in $LIVE_RATES; do
-			for rep in $(seq 1 "$REPEAT"); do
-				for v in baseline-ssh gpusend gpusend-live; do
-					run_one "live$rate" "$v" "$rep"
+		for p in $PATTERNS; do
+			for rate in $LIVE_RATES; do
+				for rep in $(seq 1 "$REPEAT"); do
+					for v in baseline-ssh gpusend \
+					    gpusend-live; do
+						run_one "live$rate" "$v" \
+						    "$rep" "$p"
+					done
 				done
 			done
 		done
@@ -1612,7 +1744,7 @@ again_report
 live_report
 snap_report
 say ""
-say "raw runs (workload variant rep status downtime_s total_s wire_B rss_ckpt_kB rss_restore_kB staging_B; baseline: rss kB of criu dump tar zstd zstd-d tar criu-restore):"
+say "raw runs (workload variant rep status downtime_s total_s wire_B rss_ckpt_kB rss_restore_kB staging_B; baseline: rss kB of criu dump tar zstd zstd-d tar criu-restore; last, the write pattern; of incremental and snapshot, the pattern is the second field):"
 while IFS= read -r line; do
 	say "  $line"
 done <"$RAW"
