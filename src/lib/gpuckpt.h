@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GCK_FORMAT_VERSION	2		/* image format written */
+#define GCK_FORMAT_VERSION	3		/* image format written */
 #define GCK_CHUNK_SIZE		(1u << 20)	/* memory chunk, format 2 */
 #define GCK_PART_SIZE		(16u << 20)	/* default part size */
 #define GCK_ZSTD_LEVEL		3		/* default zstd level */

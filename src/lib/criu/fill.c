@@ -759,6 +759,9 @@ gck_fill_plan(struct gck_ctx *ctx, const struct gck_manifest *m,
 				r = f_none(f, "no parent images");
 				goto out;
 			}
+	/* The patches the image holds stand on chunks of its parents. */
+	if (parents != NULL)
+		gck_parents_set_bases(self, parents);
 	for (i = 0; i < f->nfile; i++)
 		if ((r = f_ahead(f, &f->file[i], self, parents)) != GCK_OK)
 			goto out;

@@ -34,6 +34,7 @@
 #include "image/manifest.h"
 #include "image/names.h"
 #include "image/parent.h"
+#include "image/patch.h"
 #include "image/sign.h"
 #include "image/zio.h"
 
@@ -49,7 +50,7 @@ struct seen {
 	char		*name;
 	uint64_t	 size;
 	struct gck_digest digest;
-	int		 ref;		/* a reference to a parent's chunk */
+	int		 ref;		/* GCK_EK_*: a reference, a patch */
 };
 
 struct gck_writer {
@@ -72,6 +73,13 @@ struct gck_writer {
 	uint64_t	 refbytes;	/* bytes left to the parents */
 	uint64_t	 pagebytes;	/* bytes of memory pages added */
 	const char	*sign;		/* the key to sign with, or NULL */
+	const struct gck_ptab *ptab;	/* the parents' pages (format 3) */
+	unsigned char	*pidx;		/* the page index so far */
+	uint64_t	 npidx, capidx;	/* pages in it, room */
+	unsigned char	*pdz;		/* a chunk's pages: digests, */
+	unsigned char	*pzero;		/* which are zeros, */
+	char		*pstore;	/* and a patch's pages */
+	uint64_t	 npatch;	/* patches written */
 };
 
 struct gck_reader {
@@ -139,6 +147,15 @@ struct gck_reader {
 	const struct gck_taker	*taker;		/* or NULL; atomic */
 	int			 etaken;	/* a worker took the entry */
 	int			 eterr;		/* and failed */
+	char			*epatch;	/* the entry is a patch: its map */
+	size_t			 epatchlen;
+	char			*pstored;	/* the pages it stores */
+	uint64_t		 pstoredlen;
+	char			*pchunk;	/* and its chunk, made whole */
+	size_t			 pchunkcap;
+	uint64_t		 membytes;	/* bytes of memory entries */
+	uint64_t		 pidxbytes;	/* of the page index so far */
+	long			 pidxpart;	/* its next part */
 	int			 etbegun;	/* we asked the taker */
 	void			*eth;		/* it takes it: the handle */
 	int			 etfail;	/* and failed */
@@ -169,7 +186,6 @@ static int	r_layout(struct gck_reader *, struct archive_entry *);
 static void	r_predigest(struct gck_reader *);
 static void	r_ref_take(struct gck_reader *);
 static void	r_ref_drop(struct gck_reader *);
-static uint64_t	ref_size(const void *, size_t);
 static void	r_take(struct gck_reader *, uint64_t, const void *, size_t);
 static int	r_taken(struct gck_reader *);
 static int	r_sparse_map(struct gck_reader *, uint64_t, uint64_t);
@@ -384,18 +400,178 @@ w_note_frame(struct gck_writer *w, uint64_t fr)
 	return GCK_OK;
 }
 
+/*
+ * Notes the digests of the n pages of a chunk of memory in the page
+ * index (format 3), from w->pdz.  Returns GCK_OK or a code.
+ */
+static int
+w_pidx(struct gck_writer *w, size_t n)
+{
+	unsigned char	*np;
+	uint64_t	 nc;
+
+	if (w->npidx + n > w->capidx) {
+		nc = w->capidx ? w->capidx : 4096;
+		while (nc < w->npidx + n)
+			nc *= 2;
+		if ((np = realloc(w->pidx, (size_t)nc * GCK_PDIG)) == NULL)
+			return gck_set_error(w->ctx, GCK_ENOMEM,
+			    "out of memory");
+		w->pidx = np;
+		w->capidx = nc;
+	}
+	memcpy(w->pidx + w->npidx * GCK_PDIG, w->pdz, n * GCK_PDIG);
+	w->npidx += n;
+	return GCK_OK;
+}
+
+/*
+ * The digests of the pages of a chunk of memory, buf (len bytes, whole
+ * pages), into w->pdz, and into w->pzero which of them hold only
+ * zeros.  Returns GCK_OK or a code.
+ */
+static int
+w_pages(struct gck_writer *w, const char *buf, size_t len)
+{
+	size_t	 i, n = len / GCK_PAGE;
+
+	if (len % GCK_PAGE != 0 || len > GCK_CHUNK_SIZE)
+		return gck_set_error(w->ctx, GCK_EINVAL, "a chunk of memory of "
+		    "%zu bytes, not whole pages of at most %u", len,
+		    GCK_CHUNK_SIZE);
+	if (w->pdz == NULL && ((w->pdz = malloc(GCK_PATCH_RUNS * GCK_PDIG)) ==
+	    NULL || (w->pzero = malloc(GCK_PATCH_RUNS)) == NULL))
+		return gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+	for (i = 0; i < n; i++) {
+		w->pzero[i] = (unsigned char)gck_zero_page(buf + i * GCK_PAGE,
+		    GCK_PAGE);
+		if (w->pzero[i])
+			memcpy(w->pdz + i * GCK_PDIG, gck_page_zero_digest(),
+			    GCK_PDIG);
+		else
+			gck_page_digest(buf + i * GCK_PAGE, w->pdz + i *
+			    GCK_PDIG);
+	}
+	return GCK_OK;
+}
+
+/*
+ * Writes entry e, named name, whose header is set but for its digest d
+ * (and its holes, if any), with n bytes of data at buf, and notes it
+ * for the trailer as len bytes of kind GCK_EK_*.  Returns GCK_OK or a
+ * code.
+ */
+static int
+w_entry(struct gck_writer *w, struct archive_entry *e, const char *name,
+    const void *buf, size_t n, size_t len, const struct gck_digest *d,
+    int kind)
+{
+	char		 hex[GCK_DIGEST_HEX], xname[32];
+	uint64_t	 fr;
+	json_t		*o;
+	la_ssize_t	 k;
+	size_t		 off = 0;
+
+	gck_digest_hex(d, hex);
+	snprintf(xname, sizeof xname, XATTR_PREFIX "%s",
+	    gck_digest_name(w->dk));
+	fr = gck_zout_frames(w->z);
+	archive_entry_set_uid(e, 0);
+	archive_entry_set_gid(e, 0);
+	archive_entry_set_uname(e, "root");
+	archive_entry_set_gname(e, "root");
+	archive_entry_set_mtime(e, w->mtime, 0);
+	archive_entry_xattr_add_entry(e, xname, hex, strlen(hex));
+	if (archive_write_header(w->a, e) != ARCHIVE_OK)
+		return w_archive_error(w);
+	while (off < n) {
+		k = archive_write_data(w->a, (const char *)buf + off, n - off);
+		if (k <= 0)
+			return w_archive_error(w);
+		off += (size_t)k;
+	}
+	/* The trailer and its signature share the last frame. */
+	if (strcmp(name, GCK_ENTRY_TRAILER) == 0 ||
+	    strcmp(name, GCK_ENTRY_SIG) == 0)
+		return GCK_OK;
+	if (w->format > 1) {
+		if (archive_write_finish_entry(w->a) != ARCHIVE_OK)
+			return w_archive_error(w);
+		if (gck_zout_frame_end(w->z) != GCK_OK)
+			return w->ctx->code;
+	}
+	o = json_pack("{s:s, s:I, s:s}", "name", name, "size",
+	    (json_int_t)len, gck_digest_name(w->dk), hex);
+	if (o != NULL && kind != GCK_EK_DATA && json_object_set_new(o,
+	    kind == GCK_EK_REF ? "ref" : "patch", json_true()) != 0) {
+		json_decref(o);
+		o = NULL;
+	}
+	if (o == NULL || json_array_append_new(w->entries, o) != 0 ||
+	    w_note_frame(w, fr) != GCK_OK)
+		return gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+	w->count++;
+	w->bytes += len;
+	return GCK_OK;
+}
+
+/*
+ * Writes chunk buf (len bytes), whose pages w->pdz and w->pzero give,
+ * as the patch p of the chunks of the parents.  Returns GCK_OK or a
+ * code.
+ */
+static int
+w_patch(struct gck_writer *w, struct archive_entry *e, const char *name,
+    const char *buf, size_t len, const struct gck_patch *p)
+{
+	struct gck_digest d;
+	char		  map[GCK_PATCH_MAP_MAX + 1], rsize[24];
+	size_t		  i, j, at = 0, n = 0;
+	int		  ml, r;
+
+	if ((ml = gck_patch_text(p, map, sizeof map)) < 0)
+		return gck_set_error(w->ctx, GCK_EINVAL, "a patch's map too "
+		    "long");
+	if (w->pstore == NULL && (w->pstore = malloc(GCK_CHUNK_SIZE)) == NULL)
+		return gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+	for (i = 0; i < p->nrun; i++) {
+		if (p->run[i].kind == GCK_RUN_STORED)
+			for (j = 0; j < p->run[i].count; j++) {
+				memcpy(w->pstore + n, buf + at, GCK_PAGE);
+				n += GCK_PAGE;
+				at += GCK_PAGE;
+			}
+		else
+			at += (size_t)p->run[i].count * GCK_PAGE;
+	}
+	if (gck_patch_digest(w->pstore, n, map, (size_t)ml, len, &d) == -1)
+		return gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+	archive_entry_set_size(e, (la_int64_t)n);
+	snprintf(rsize, sizeof rsize, "%zu", len);
+	archive_entry_xattr_add_entry(e, XATTR_PREFIX "ref", rsize,
+	    strlen(rsize));
+	archive_entry_xattr_add_entry(e, XATTR_PREFIX "patch", map,
+	    (size_t)ml);
+	if ((r = w_entry(w, e, name, w->pstore, n, len, &d, GCK_EK_PATCH)) !=
+	    GCK_OK)
+		return r;
+	w->pagebytes += len;
+	w->refbytes += len - n;
+	w->npatch++;
+	return GCK_OK;
+}
+
 static int
 w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
     int sparse)
 {
 	struct archive_entry	*e = NULL;
+	struct gck_patch	*p = NULL;
 	struct gck_digest	 d;
-	char			 hex[GCK_DIGEST_HEX], xname[32], rsize[24];
-	uint64_t		 h = 0, fr;
-	json_t			*o;
-	la_ssize_t		 n;
-	size_t			 off = 0;
-	int			 r, ref = 0;
+	char			 rsize[24];
+	uint64_t		 h = 0;
+	size_t			 ent;
+	int			 r, ref = 0, plan = GCK_PLAN_FULL;
 
 	if ((r = gck_check_interrupt(w->ctx)) != GCK_OK)
 		goto out;
@@ -407,19 +583,45 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 	archive_entry_set_filetype(e, AE_IFREG);
 	archive_entry_set_perm(e, 0600);
 	archive_entry_set_size(e, (la_int64_t)len);
-	/* (holes are checked against the size: it comes first) */
-	if (sparse)
-		h = add_holes(e, buf, len, w->ds, w->dk, &d);
-	if (h == 0 && (sparse && w->memo != NULL && w->dk == GCK_DK_SHA256 ?
-	    gck_memo_digest(w->memo, buf, len, &d) :
-	    gck_digest_buf(w->dk, buf, len, &d)) == -1) {
-		r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+	/* Format 3: each page's digest, in the index, and against the
+	 * pages of the parents. */
+	if (sparse == 2 && w->format > 2) {
+		if ((r = w_pages(w, buf, len)) != GCK_OK ||
+		    (r = w_pidx(w, len / GCK_PAGE)) != GCK_OK)
+			goto out;
+		if (w->ptab != NULL && w->ptab->slot != NULL) {
+			if ((p = malloc(sizeof *p)) == NULL) {
+				r = gck_set_error(w->ctx, GCK_ENOMEM,
+				    "out of memory");
+				goto out;
+			}
+			plan = gck_patch_plan(w->ptab, w->pdz, w->pzero,
+			    len / GCK_PAGE, p, &ent);
+		}
+	}
+	if (plan == GCK_PLAN_PATCH) {
+		r = w_patch(w, e, name, buf, len, p);
 		goto out;
 	}
-	/* A chunk the parent has already: a reference to it, no data. */
-	if (sparse && w->parents != NULL && len > 0 &&
-	    gck_parents_has(w->parents, &d)) {
+	if (plan == GCK_PLAN_REF) {
+		d = w->ptab->ent[ent].d;
 		ref = 1;
+	} else {
+		/* (holes are checked against the size: it comes first) */
+		if (sparse)
+			h = add_holes(e, buf, len, w->ds, w->dk, &d);
+		if (h == 0 && (sparse && w->memo != NULL &&
+		    w->dk == GCK_DK_SHA256 ?
+		    gck_memo_digest(w->memo, buf, len, &d) :
+		    gck_digest_buf(w->dk, buf, len, &d)) == -1) {
+			r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+			goto out;
+		}
+		/* A chunk the parent has already: a reference to it. */
+		ref = sparse && w->parents != NULL && len > 0 &&
+		    gck_parents_has(w->parents, &d);
+	}
+	if (ref) {
 		h = 0;
 		archive_entry_sparse_clear(e);
 		archive_entry_set_size(e, 0);
@@ -427,64 +629,17 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 		archive_entry_xattr_add_entry(e, XATTR_PREFIX "ref", rsize,
 		    strlen(rsize));
 	}
+	if ((r = w_entry(w, e, name, buf, ref ? 0 : len, len, &d, ref ?
+	    GCK_EK_REF : GCK_EK_DATA)) != GCK_OK)
+		goto out;
 	w->holes += h;
-	gck_digest_hex(&d, hex);
-	snprintf(xname, sizeof xname, XATTR_PREFIX "%s",
-	    gck_digest_name(w->dk));
-	fr = gck_zout_frames(w->z);
-	archive_entry_set_uid(e, 0);
-	archive_entry_set_gid(e, 0);
-	archive_entry_set_uname(e, "root");
-	archive_entry_set_gname(e, "root");
-	archive_entry_set_mtime(e, w->mtime, 0);
-	archive_entry_xattr_add_entry(e, xname, hex, strlen(hex));
-	if (archive_write_header(w->a, e) != ARCHIVE_OK) {
-		r = w_archive_error(w);
-		goto out;
-	}
-	while (off < len && !ref) {
-		n = archive_write_data(w->a, (const char *)buf + off,
-		    len - off);
-		if (n <= 0) {
-			r = w_archive_error(w);
-			goto out;
-		}
-		off += (size_t)n;
-	}
-	/* The trailer and its signature share the last frame. */
-	if (strcmp(name, GCK_ENTRY_TRAILER) == 0 ||
-	    strcmp(name, GCK_ENTRY_SIG) == 0) {
-		r = GCK_OK;
-		goto out;
-	}
-	if (w->format > 1) {
-		if (archive_write_finish_entry(w->a) != ARCHIVE_OK) {
-			r = w_archive_error(w);
-			goto out;
-		}
-		if ((r = gck_zout_frame_end(w->z)) != GCK_OK)
-			goto out;
-	}
-	o = json_pack("{s:s, s:I, s:s}", "name", name, "size",
-	    (json_int_t)len, gck_digest_name(w->dk), hex);
-	if (o != NULL && ref && json_object_set_new(o, "ref", json_true()) !=
-	    0) {
-		json_decref(o);
-		o = NULL;
-	}
-	if (o == NULL || json_array_append_new(w->entries, o) != 0 ||
-	    w_note_frame(w, fr) != GCK_OK) {
-		r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
-		goto out;
-	}
-	w->count++;
-	w->bytes += len;
 	if (sparse)
 		w->pagebytes += len;
 	if (ref)
 		w->refbytes += len;
 	r = GCK_OK;
 out:
+	free(p);
 	archive_entry_free(e);
 	return r;
 }
@@ -501,8 +656,21 @@ gck_writer_add(struct gck_writer *w, const char *name, const void *buf,
 }
 
 /*
- * Adds one entry of memory pages: its zero pages become holes.  Returns
- * GCK_OK or a code.
+ * Adds one chunk of a process's memory (a file the manifest marks
+ * memory): its zero pages become holes, and in format 3 its pages go
+ * into the page index and may be a patch of the parents' chunks.
+ * Returns GCK_OK or a code.
+ */
+int
+gck_writer_add_memory(struct gck_writer *w, const char *name,
+    const void *buf, size_t len)
+{
+	return w_add(w, name, buf, len, 2);
+}
+
+/*
+ * Adds one entry of other memory pages: its zero pages become holes.
+ * Returns GCK_OK or a code.
  */
 int
 gck_writer_add_pages(struct gck_writer *w, const char *name, const void *buf,
@@ -519,6 +687,7 @@ void
 gck_writer_set_parents(struct gck_writer *w, const struct gck_parents *ps)
 {
 	w->parents = ps;
+	w->ptab = w->format > 2 ? gck_parents_ptab(ps) : NULL;
 }
 
 /*
@@ -649,6 +818,30 @@ w_frames(struct gck_writer *w)
 }
 
 /*
+ * Format 3: the page index, the digests of the pages of every chunk of
+ * memory in order, in parts of at most GCK_PIDX_PART of them, before
+ * the trailer.  Returns GCK_OK or a code.
+ */
+static int
+w_index(struct gck_writer *w)
+{
+	char		name[64];
+	uint64_t	off, n;
+	unsigned	part;
+	int		r;
+
+	for (off = 0, part = 0; off < w->npidx; off += n, part++) {
+		n = w->npidx - off < GCK_PIDX_PART ? w->npidx - off :
+		    GCK_PIDX_PART;
+		gck_pidx_name(name, sizeof name, part);
+		if ((r = w_add(w, name, w->pidx + off * GCK_PDIG, (size_t)n *
+		    GCK_PDIG, 0)) != GCK_OK)
+			return r;
+	}
+	return GCK_OK;
+}
+
+/*
  * Adds the trailer, closes the tar stream and the compressed frame and
  * writes everything out.  Returns GCK_OK or a code.
  */
@@ -660,7 +853,8 @@ gck_writer_finish(struct gck_writer *w)
 	size_t	 siglen = 0;
 	int	 r;
 
-	if (w->format > 1 && (r = w_frames(w)) != GCK_OK)
+	if ((r = w_index(w)) != GCK_OK ||
+	    (w->format > 1 && (r = w_frames(w)) != GCK_OK))
 		goto out;
 	t = json_pack("{s:i, s:O, s:I, s:I}", "format", w->format,
 	    "entries", w->entries, "count", (json_int_t)w->count, "bytes",
@@ -729,6 +923,10 @@ gck_writer_free(struct gck_writer *w)
 	gck_dstate_free(w->ds);
 	free(w->frame);
 	free(w->buf);
+	free(w->pidx);
+	free(w->pdz);
+	free(w->pzero);
+	free(w->pstore);
 	free(w);
 }
 
@@ -887,7 +1085,9 @@ frame_examine(void *arg, const char *buf, size_t len, struct gck_zres *res)
 			sha = gck_digest_parse(GCK_DK_SHA256, xv, xl,
 			    &res->d) == 0;
 		else if (strcmp(xn, XATTR_PREFIX "ref") == 0)
-			refsize = ref_size(xv, xl);
+			refsize = gck_ref_size(xv, xl);
+		else if (strcmp(xn, XATTR_PREFIX "patch") == 0)
+			goto out;	/* the reader's to make whole */
 	if (sha && refsize > 0 && archive_entry_size(e) == 0) {
 		frame_fetch(r, t, archive_entry_pathname(e), res, refsize);
 		goto out;
@@ -1019,6 +1219,9 @@ gck_reader_free(struct gck_reader *r)
 		archive_read_free(r->a);
 	gck_zin_free(r->z);
 	r_ref_drop(r);
+	free(r->epatch);
+	free(r->pstored);
+	free(r->pchunk);
 	if (r->own_parents)
 		gck_parents_free(r->parents);
 	for (i = 0; i < r->nseen; i++)
@@ -1325,6 +1528,7 @@ r_pax_records(struct gck_reader *r, uint64_t from, uint64_t len)
 	static const char *const keys[] = { "SCHILY.xattr." XATTR_PREFIX
 	    "xxh3", "SCHILY.xattr." XATTR_PREFIX "sha256",
 	    "SCHILY.xattr." XATTR_PREFIX "ref",
+	    "SCHILY.xattr." XATTR_PREFIX "patch",
 	    "GNU.sparse.major", "GNU.sparse.minor", "GNU.sparse.name",
 	    "GNU.sparse.realsize", "path", "size", "mtime", "atime",
 	    "ctime", "uid", "gid", "uname", "gname", NULL };
@@ -1431,25 +1635,16 @@ r_sparse_map(struct gck_reader *r, uint64_t from, uint64_t to)
 	return GCK_OK;
 }
 
-/*
- * The size a reference record gives its chunk: decimal digits, at most
- * the largest part.  Returns it, or 0 if it is not one.
- */
-static uint64_t
-ref_size(const void *v, size_t len)
+/* What an entry of a trailer says it is: GCK_EK_*. */
+static int
+t_kind(const json_t *o)
 {
-	const char	*p = v;
-	uint64_t	 n = 0;
-	size_t		 i;
-
-	if (len == 0 || len > 10 || p[0] == '0')
-		return 0;
-	for (i = 0; i < len; i++) {
-		if (p[i] < '0' || p[i] > '9')
-			return 0;
-		n = n * 10 + (uint64_t)(p[i] - '0');
-	}
-	return n <= GCK_PART_MAX ? n : 0;
+	if (json_is_true(json_object_get(o, "ref")))
+		return json_object_get(o, "patch") != NULL ? -1 : GCK_EK_REF;
+	if (json_object_get(o, "patch") != NULL)
+		return json_is_true(json_object_get(o, "patch")) ?
+		    GCK_EK_PATCH : -1;
+	return GCK_EK_DATA;
 }
 
 /*
@@ -1512,6 +1707,9 @@ r_check_entry(struct gck_reader *r, struct archive_entry *e, uint64_t max,
 		    (long long)size, (unsigned long long)max);
 	archive_entry_xattr_reset(e);
 	r->eref = 0;
+	free(r->epatch);
+	r->epatch = NULL;
+	r->epatchlen = 0;
 	/*
 	 * The manifest's digest tells the kind (the version); every entry
 	 * after it carries one of that kind.
@@ -1521,11 +1719,24 @@ r_check_entry(struct gck_reader *r, struct archive_entry *e, uint64_t max,
 			continue;
 		xn += strlen(XATTR_PREFIX);
 		if (strcmp(xn, "ref") == 0) {
-			if ((r->erefsize = ref_size(xv, xl)) == 0 || r->eref)
+			if ((r->erefsize = gck_ref_size(xv, xl)) == 0 || r->eref)
 				return gck_set_error(r->ctx, GCK_EFORMAT,
 				    "corrupt image: entry '%s' has a bad "
 				    "reference", shown);
 			r->eref = 1;
+			continue;
+		}
+		if (strcmp(xn, "patch") == 0) {
+			if (r->epatch != NULL || xl == 0 ||
+			    xl > GCK_PATCH_MAP_MAX)
+				return gck_set_error(r->ctx, GCK_EFORMAT,
+				    "corrupt image: entry '%s' has a bad "
+				    "patch", shown);
+			if ((r->epatch = malloc(xl)) == NULL)
+				return gck_set_error(r->ctx, GCK_ENOMEM,
+				    "out of memory");
+			memcpy(r->epatch, xv, xl);
+			r->epatchlen = xl;
 			continue;
 		}
 		dk = strcmp(xn, "xxh3") == 0 ? GCK_DK_XXH3 :
@@ -1540,6 +1751,9 @@ r_check_entry(struct gck_reader *r, struct archive_entry *e, uint64_t max,
 	if (!have)
 		return gck_set_error(r->ctx, GCK_ECORRUPT,
 		    "corrupt image: entry '%s' has no checksum", shown);
+	if (r->epatch != NULL && !r->eref)
+		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: "
+		    "patch '%s' gives no size", shown);
 	return GCK_OK;
 }
 
@@ -1696,7 +1910,7 @@ gck_reader_head(struct gck_reader *r, const struct gck_manifest **mp)
 		return gck_set_error(r->ctx, GCK_ECORRUPT, "%s", why);
 	if (vret != GCK_OK)
 		return vret;
-	if (gck_manifest_format(r->m) != (r->dk == GCK_DK_XXH3 ? 1 : 2))
+	if ((gck_manifest_format(r->m) == 1) != (r->dk == GCK_DK_XXH3))
 		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: a "
 		    "manifest of format version %d with %s digests",
 		    gck_manifest_format(r->m), gck_digest_name(r->dk));
@@ -1757,7 +1971,7 @@ r_trailer(struct gck_reader *r, const char *text, size_t len)
 		    (fmt > 1 && (json_unpack(o, "{s:I, s:I}", "at", &at,
 		    "zsize", &zsize) != 0 || at < 0 || zsize <= 0)) ||
 		    strcmp(name, r->seen[i].name) != 0 ||
-		    json_is_true(json_object_get(o, "ref")) != r->seen[i].ref ||
+		    t_kind(o) != r->seen[i].ref ||
 		    (uint64_t)size != r->seen[i].size ||
 		    !gck_digest_equal(&d, &r->seen[i].digest)) {
 			ret = gck_set_error(r->ctx, GCK_ECORRUPT,
@@ -1901,6 +2115,11 @@ r_entry_trailer(struct gck_reader *r, struct archive_entry *e,
 		    "of the %zu files the manifest lists are missing",
 		    gck_manifest_nfiles(r->m) - r->nfiles,
 		    gck_manifest_nfiles(r->m));
+	if (gck_manifest_format(r->m) > 2 && r->pidxbytes != r->membytes /
+	    GCK_PAGE * GCK_PDIG)
+		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: its "
+		    "page index lists %" PRIu64 " pages, its memory has %"
+		    PRIu64, r->pidxbytes / GCK_PDIG, r->membytes / GCK_PAGE);
 	if ((ret = r_check_entry(r, e, GCK_META_MAX, &digest)) != GCK_OK)
 		return ret;
 	if (r->eref)
@@ -2014,17 +2233,51 @@ r_entry_part(struct gck_reader *r, struct archive_entry *e, const char *name)
 	} else if ((ret = r_entry_file(r, file)) != GCK_OK)
 		return ret;
 	/* A reference: a chunk of memory that a parent image holds. */
-	if (r->eref && (archive_entry_size(e) != 0 ||
+	if (r->eref && ((archive_entry_size(e) != 0 && r->epatch == NULL) ||
 	    gck_manifest_chain(r->m) == NULL ||
 	    gck_manifest_file_memory(r->m, file) != 1))
 		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: "
 		    "entry '%s' is a reference where data must be",
 		    printable(name, buf, 201));
+	/* A patch: of format 3, of whole pages, its map in its one form. */
+	if (r->epatch != NULL) {
+		struct gck_patch	*pt;
+		char			 why[160];
+
+		if (gck_manifest_format(r->m) < 3 || r->esparse)
+			return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt "
+			    "image: entry '%s' is a patch in an image of "
+			    "format %d", printable(name, buf, 201),
+			    gck_manifest_format(r->m));
+		if ((pt = malloc(sizeof *pt)) == NULL)
+			return gck_set_error(r->ctx, GCK_ENOMEM,
+			    "out of memory");
+		ret = gck_patch_parse(r->epatch, r->epatchlen, r->erefsize,
+		    (uint64_t)archive_entry_size(e), pt, why, sizeof why);
+		free(pt);
+		r->pstoredlen = (uint64_t)archive_entry_size(e);
+		if (ret == -1)
+			return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt "
+			    "image: patch '%s': %s", printable(name, buf,
+			    201), why);
+	}
+	if (gck_manifest_format(r->m) > 2 && r->pidxpart > 0)
+		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: '%s' "
+		    "after the page index", printable(name, buf, 201));
 	r->nextpart = part >= 0 ? (int)part + 1 : -1;
 	snprintf(r->ename, sizeof r->ename, "%s", name);
 	r->esize = r->eref ? r->erefsize : (uint64_t)archive_entry_size(e);
-	if ((ret = r_expected(r, name, r->esize, &digest, r->eref)) != GCK_OK)
+	if ((ret = r_expected(r, name, r->esize, &digest, r->epatch != NULL ?
+	    GCK_EK_PATCH : r->eref ? GCK_EK_REF : GCK_EK_DATA)) != GCK_OK)
 		return ret;
+	if (gck_manifest_file_memory(r->m, file) == 1 ||
+	    gck_manifest_chunks_only(r->m)) {
+		if (gck_manifest_format(r->m) > 2 && r->esize % GCK_PAGE != 0)
+			return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt "
+			    "image: entry '%s' of memory is not whole pages",
+			    printable(name, buf, 201));
+		r->membytes += r->esize;
+	}
 	r->refdata = NULL;
 	r_ref_drop(r);
 	/* Format 2 cuts a process's memory in chunks of at most 1 MiB. */
@@ -2157,6 +2410,9 @@ r_taken(struct gck_reader *r)
  * of the stream.  Returns 0 at a part (its data next), 1 after the
  * trailer, or a code.
  */
+static int	r_entry_index(struct gck_reader *, struct archive_entry *,
+		    const char *);
+
 static int
 r_entry(struct gck_reader *r)
 {
@@ -2165,6 +2421,7 @@ r_entry(struct gck_reader *r)
 	const char		*n;
 	int			 ret;
 
+again:
 	if ((ret = r_next(r, &e)) == 1) {
 		r_where(r, where, sizeof where);
 		return gck_set_error(r->ctx, GCK_ETRUNC,
@@ -2181,7 +2438,61 @@ r_entry(struct gck_reader *r)
 			return ret;
 		return 1;
 	}
+	if (gck_pidx_part(name) >= 0 && gck_manifest_format(r->m) > 2) {
+		if ((ret = r_entry_index(r, e, name)) != GCK_OK)
+			return ret;
+		goto again;
+	}
 	return r_entry_part(r, e, name);
+}
+
+/*
+ * At a part of the page index (format 3), entry e named name: after
+ * every CRIU file, the parts in order, each of GCK_PIDX_PART digests
+ * but the last, as many in all as the memory has pages (checked at the
+ * trailer).  Only a writer uses it: it is read and checked, and goes no
+ * further.  Returns GCK_OK or a code.
+ */
+static int
+r_entry_index(struct gck_reader *r, struct archive_entry *e, const char *name)
+{
+	struct gck_digest	 digest;
+	uint64_t		 size;
+	char			*buf;
+	int			 ret;
+
+	if ((ret = r_file_done(r)) != GCK_OK)
+		return ret;
+	if (gck_manifest_has_file_list(r->m) &&
+	    r->nfiles != gck_manifest_nfiles(r->m))
+		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: the "
+		    "page index before %zu of the files the manifest lists",
+		    gck_manifest_nfiles(r->m) - r->nfiles);
+	if ((ret = r_check_entry(r, e, (uint64_t)GCK_PIDX_PART * GCK_PDIG,
+	    &digest)) != GCK_OK)
+		return ret;
+	size = (uint64_t)archive_entry_size(e);
+	if (r->eref || r->esparse || gck_pidx_part(name) != r->pidxpart ||
+	    size == 0 || size % GCK_PDIG != 0 || (r->pidxpart > 0 &&
+	    r->pidxbytes != (uint64_t)r->pidxpart * GCK_PIDX_PART * GCK_PDIG))
+		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: "
+		    "page index part '%.40s' out of order or of %" PRIu64
+		    " bytes", name, size);
+	if (r->nseen >= GCK_ENTRIES_MAX)
+		return gck_set_error(r->ctx, GCK_EFORMAT,
+		    "corrupt image: more than %d entries", GCK_ENTRIES_MAX);
+	if ((ret = r_expected(r, name, size, &digest, GCK_EK_DATA)) != GCK_OK)
+		return ret;
+	if ((buf = malloc((size_t)size + 1)) == NULL)
+		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
+	ret = r_data(r, name, size, buf, &digest);
+	free(buf);
+	if (ret != GCK_OK || (ret = r_record(r, name, size, &digest,
+	    GCK_EK_DATA)) != GCK_OK)
+		return ret;
+	r->pidxbytes += size;
+	r->pidxpart++;
+	return GCK_OK;
 }
 
 /*
@@ -2199,6 +2510,7 @@ static const char	zeros[1u << 16];
  * the error set.
  */
 static ssize_t	r_ref_chunk(struct gck_reader *, const void **, size_t);
+static int	r_patch(struct gck_reader *);
 
 static ssize_t
 r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
@@ -2316,7 +2628,10 @@ r_ref_chunk(struct gck_reader *r, const void **pp, size_t max)
 			    gck_manifest_id(r->m));
 			return -1;
 		}
-		if (r->refown != NULL) {
+		if (r->epatch != NULL) {
+			if (r_patch(r) != GCK_OK)
+				return -1;
+		} else if (r->refown != NULL) {
 			r->refdata = r->refown;
 			r->refahead += r->esize;
 			gck_parents_note(r->parents, r->refimg, r->esize);
@@ -2337,11 +2652,68 @@ r_ref_chunk(struct gck_reader *r, const void **pp, size_t max)
 	r->refdata = NULL;
 	r_ref_drop(r);
 	r->refbytes += r->esize;
-	if (r_padding(r, 0) != GCK_OK ||
-	    r_record(r, r->ename, r->esize, &r->edigest, 1) != GCK_OK ||
+	if (r_padding(r, r->epatch != NULL ? r->pstoredlen : 0) != GCK_OK ||
+	    r_record(r, r->ename, r->esize, &r->edigest, r->epatch != NULL ?
+	    GCK_EK_PATCH : GCK_EK_REF) != GCK_OK ||
 	    r_taken(r) != GCK_OK)
 		return -1;
 	return 0;
+}
+
+/*
+ * The chunk of the patch just read, made whole: the pages it stores,
+ * read and checked with its map against its digest, then those of its
+ * bases, each read from the image that stores it and checked
+ * (gck_parents_assemble()).  Then r->refdata is the chunk.  Returns
+ * GCK_OK or a code.
+ */
+static int
+r_patch(struct gck_reader *r)
+{
+	struct gck_digest	 got;
+	char			 d[GCK_NAME_MAX + 48];
+	uint64_t		 n = 0;
+	la_ssize_t		 k;
+	int			 ret;
+
+	free(r->pstored);
+	if ((r->pstored = malloc(GCK_CHUNK_SIZE + 1)) == NULL)
+		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
+	for (;;) {
+		k = archive_read_data(r->a, r->pstored + n, GCK_CHUNK_SIZE + 1 -
+		    (size_t)n);
+		if (k < 0)
+			return r_archive_error(r, 1);
+		if (k == 0)
+			break;
+		if ((n += (uint64_t)k) > GCK_CHUNK_SIZE)
+			return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt "
+			    "image: entry '%.200s' longer than declared",
+			    r->ename);
+	}
+	if (n != r->pstoredlen) {
+		char	where[GCK_NAME_MAX + 64];
+
+		r_where(r, where, sizeof where);
+		return gck_set_error(r->ctx, GCK_ETRUNC, "image truncated %s: "
+		    "entry incomplete (tar offset %" PRIu64 ")", where,
+		    gck_zin_total(r->z));
+	}
+	if (gck_patch_digest(r->pstored, (size_t)n, r->epatch, r->epatchlen,
+	    r->esize, &got) == -1)
+		return gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
+	if (!gck_digest_equal(&got, &r->edigest)) {
+		gck_entry_display(r->ename, d, sizeof d);
+		return gck_set_error(r->ctx, GCK_ECORRUPT, "corrupt image: "
+		    "checksum mismatch in %s (entry at tar offset %" PRIu64
+		    ")", d, r->ehdr);
+	}
+	if ((ret = gck_parents_assemble(r->parents, r->ename, r->epatch,
+	    r->epatchlen, r->pstored, n, r->esize, &r->pchunk,
+	    &r->pchunkcap)) != GCK_OK)
+		return ret;
+	r->refdata = r->pchunk;
+	return GCK_OK;
 }
 
 /*
@@ -2398,14 +2770,16 @@ gck_reader_use_parents(struct gck_reader *r, char *const *paths, size_t n)
 
 /* The manifest of r without its parent: that of a flattened image. */
 static char *
-flat_manifest(struct gck_reader *r, const struct gck_parents *ps)
+flat_manifest(struct gck_reader *r, const struct gck_parents *ps, int format)
 {
 	json_t		*m, *parent;
 	char		*text = NULL, id[33];
 
+	/* (of the format w writes, which may be older: no index then) */
 	if ((m = json_loadb(r->mtext, r->mlen, 0, NULL)) == NULL ||
 	    (json_object_get(m, "parent") != NULL &&
-	    json_object_del(m, "parent") != 0))
+	    json_object_del(m, "parent") != 0) ||
+	    json_object_set_new(m, "format", json_integer(format)) != 0)
 		goto out;
 	/* Written over ps: another image, which refers to it. */
 	if (ps != NULL && (gck_new_id(id) == -1 ||
@@ -2436,7 +2810,7 @@ gck_reader_copy(struct gck_reader *r, struct gck_writer *w)
 	ssize_t		 n;
 	int		 ret, hole;
 
-	if ((text = flat_manifest(r, w->parents)) == NULL) {
+	if ((text = flat_manifest(r, w->parents, w->format)) == NULL) {
 		ret = gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -2464,7 +2838,7 @@ gck_reader_copy(struct gck_reader *r, struct gck_writer *w)
 			goto out;
 		}
 		if ((ret = gck_manifest_file_memory(r->m, r->cur) == 1 ?
-		    gck_writer_add_pages(w, r->ename, buf, (size_t)r->esize) :
+		    gck_writer_add_memory(w, r->ename, buf, (size_t)r->esize) :
 		    gck_writer_add(w, r->ename, buf, (size_t)r->esize)) !=
 		    GCK_OK)
 			goto out;
@@ -2667,7 +3041,7 @@ gck_reader_expect(struct gck_reader *r, const char *text, size_t len)
 		}
 		r->nexp = i + 1;
 		x->size = (uint64_t)size;
-		x->ref = json_is_true(json_object_get(o, "ref"));
+		x->ref = t_kind(o);
 	}
 	json_decref(t);
 	if (ret == GCK_OK && gck_digest_buf(GCK_DK_SHA256, text, len,

@@ -22,6 +22,10 @@ struct gck_writer;
 #define GCK_TAKEN_WORKER	1	/* all of it, by the worker */
 #define GCK_TAKEN_READER	2	/* all of it, by the reader */
 #define GCK_TAKEN_FAILED	3	/* a take() failed */
+#define GCK_EK_DATA	0	/* an entry that holds its data */
+#define GCK_EK_REF	1	/* a reference to a parent's chunk */
+#define GCK_EK_PATCH	2	/* a patch of parents' chunks */
+
 struct gck_taker {
 	void	*(*begin)(void *, const char *);
 	int	 (*take)(void *, void *, uint64_t, const void *, size_t);
@@ -39,6 +43,8 @@ int	gck_reader_file_seen(struct gck_reader *, const char *);
 void	gck_reader_keep_raw(struct gck_reader *);
 int	gck_reader_spool(struct gck_reader *, int);
 void	gck_reader_nospool(struct gck_reader *);
+int	gck_writer_add_memory(struct gck_writer *, const char *, const void *,
+	    size_t);
 int	gck_writer_add_pages(struct gck_writer *, const char *, const void *,
 	    size_t);
 void	gck_writer_stats(const struct gck_writer *, uint64_t *, uint64_t *);

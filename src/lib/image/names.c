@@ -126,6 +126,38 @@ gck_entry_parse(const char *entry, char *file, size_t len, long *partp)
 	return 0;
 }
 
+/* The name of part part of the page index (format 3). */
+void
+gck_pidx_name(char *buf, size_t len, unsigned part)
+{
+	snprintf(buf, len, GCK_ENTRY_PAGES "%05u", part);
+}
+
+/*
+ * The number of the part of the page index that entry name is, or -1
+ * if it is none: five digits or more, the first 0 only in 00000 to
+ * 09999, as gck_pidx_name() gives them.
+ */
+long
+gck_pidx_part(const char *name)
+{
+	const char	*p;
+	long		 v = 0;
+	size_t		 n;
+
+	if (strncmp(name, GCK_ENTRY_PAGES, strlen(GCK_ENTRY_PAGES)) != 0)
+		return -1;
+	p = name + strlen(GCK_ENTRY_PAGES);
+	for (n = 0; p[n] != '\0'; n++)
+		if (!isdigit((unsigned char)p[n]) || n >= 9)
+			return -1;
+		else
+			v = v * 10 + (p[n] - '0');
+	if (n < 5 || (n > 5 && p[0] == '0'))
+		return -1;
+	return v;
+}
+
 /* An entry as messages name it: "'pages-1.img' part 12". */
 void
 gck_entry_display(const char *name, char *buf, size_t len)
@@ -158,4 +190,25 @@ gck_pages_id(const char *name, unsigned *idp)
 		return 0;
 	*idp = (unsigned)v;
 	return 1;
+}
+
+/*
+ * The size a reference record gives its chunk: decimal digits, at most
+ * the largest part.  Returns it, or 0 if it is not one.
+ */
+uint64_t
+gck_ref_size(const void *v, size_t len)
+{
+	const char	*p = v;
+	uint64_t	 n = 0;
+	size_t		 i;
+
+	if (len == 0 || len > 10 || p[0] == '0')
+		return 0;
+	for (i = 0; i < len; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return 0;
+		n = n * 10 + (uint64_t)(p[i] - '0');
+	}
+	return n <= GCK_PART_MAX ? n : 0;
 }

@@ -33,6 +33,7 @@
 #include "image/manifest.h"
 #include "image/names.h"
 #include "image/parent.h"
+#include "image/patch.h"
 #include "image/sign.h"
 #include "image/zio.h"
 
@@ -52,6 +53,7 @@ struct pimage {
 	char		 id[33];
 	json_t		*chain;		/* its own parents, or NULL */
 	json_t		*entries;	/* its trailer's */
+	struct gck_manifest *m;		/* its manifest */
 	uint64_t	 used;		/* bytes of its chunks fetched */
 };
 
@@ -83,6 +85,10 @@ struct gck_parents {
 	int		 pool;		/* a cache's images: no chain */
 	int		 cached;	/* read for an image sent to one */
 	ssize_t		 bad;		/* the image a fetch found damaged */
+	const struct gck_parents *bases;	/* where the bases of its
+						   patches are, or NULL:
+						   its own images */
+	struct gck_ptab	 ptab;		/* their pages, for a writer */
 };
 
 /* What a frame of one entry holds, once checked. */
@@ -92,6 +98,9 @@ struct fentry {
 	int		 ref;
 	struct gck_digest rec;		/* its header's digest */
 	struct gck_digest got;		/* that of its data */
+	char		*map;		/* a patch's map, or NULL */
+	size_t		 maplen;
+	uint64_t	 refsize;	/* the size its ref record gives */
 };
 
 static int	p_frame_entry(const struct gck_parents *, struct pfetch *,
@@ -107,6 +116,11 @@ static int	p_entry_data(const struct gck_parents *, struct pfetch *,
 		    size_t *);
 static int	p_open(struct gck_parents *, const char *, int,
 		    struct pimage *);
+static int	p_load(const struct gck_parents *, struct pfetch *,
+		    const struct gck_digest *, uint64_t, char **, size_t *,
+		    size_t *, int);
+static int	p_patch(const struct gck_parents *, struct pfetch *,
+		    const struct fentry *, char **, size_t *, int);
 static void	pimage_clear(struct pimage *);
 
 static int
@@ -155,6 +169,7 @@ pimage_clear(struct pimage *pi)
 		close(pi->fd);
 	json_decref(pi->chain);
 	json_decref(pi->entries);
+	gck_manifest_free(pi->m);
 	memset(pi, 0, sizeof *pi);
 	pi->fd = -1;
 }
@@ -174,6 +189,7 @@ gck_parents_free(struct gck_parents *ps)
 	free(ps->img);
 	free(ps->chunk);
 	free(ps->all);
+	gck_ptab_clear(&ps->ptab);
 	pfetch_clear(&ps->fx);
 	free(ps->data);
 	free(ps);
@@ -344,8 +360,25 @@ p_entry_data(const struct gck_parents *ps, struct pfetch *fx,
 	while (archive_entry_xattr_next(e, &xn, &xv, &xl) == ARCHIVE_OK) {
 		if (strcmp(xn, "gpuckpt.sha256") == 0)
 			(void)gck_digest_parse(GCK_DK_SHA256, xv, xl, &fe->rec);
-		else if (strcmp(xn, "gpuckpt.ref") == 0)
+		else if (strcmp(xn, "gpuckpt.ref") == 0) {
 			fe->ref = 1;
+			fe->refsize = gck_ref_size(xv, xl);
+		} else if (strcmp(xn, "gpuckpt.patch") == 0 &&
+		    fe->map == NULL && xl > 0 && xl <= GCK_PATCH_MAP_MAX) {
+			if ((fe->map = malloc(xl)) == NULL)
+				return gck_set_error(fx->ctx, GCK_ENOMEM,
+				    "out of memory");
+			memcpy(fe->map, xv, xl);
+			fe->maplen = xl;
+		}
+	}
+	/* A patch: its ref record gives the size of its chunk. */
+	if (fe->map != NULL) {
+		if (!fe->ref || fe->refsize == 0)
+			return gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt "
+			    "%s: patch '%.200s' gives no size", ps->what,
+			    fe->name);
+		fe->ref = 0;
 	}
 	if (archive_entry_filetype(e) != AE_IFREG ||
 	    archive_entry_size(e) < 0 || fe->rec.kind != GCK_DK_SHA256)
@@ -406,6 +439,10 @@ p_entry_data(const struct gck_parents *ps, struct pfetch *fx,
 		gck_dstate_u64(st, fe->size);
 	} else if (r == GCK_OK)
 		gck_dstate_update(st, *bufp, (size_t)fe->size);
+	if (r == GCK_OK && fe->map != NULL) {
+		gck_dstate_update(st, fe->map, fe->maplen);
+		gck_dstate_u64(st, fe->refsize);
+	}
 	gck_dstate_final(st, &fe->got);
 	gck_dstate_free(st);
 	return r;
@@ -432,6 +469,7 @@ p_open(struct gck_parents *ps, const char *path, int fd0, struct pimage *pi)
 	int			 r;
 
 	memset(pi, 0, sizeof *pi);
+	memset(&fe, 0, sizeof fe);
 	pi->fd = -1;
 	if ((pi->path = strdup(path)) == NULL)
 		return gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
@@ -455,10 +493,10 @@ p_open(struct gck_parents *ps, const char *path, int fd0, struct pimage *pi)
 	    GCK_OK)
 		goto out;
 	if (strcmp(fe.name, GCK_ENTRY_TRAILER) != 0 || fe.ref ||
-	    !gck_digest_equal(&fe.rec, &fe.got) ||
+	    fe.map != NULL || !gck_digest_equal(&fe.rec, &fe.got) ||
 	    (t = json_loadb(buf, (size_t)fe.size, 0, NULL)) == NULL ||
 	    json_unpack(t, "{s:I, s:o}", "format", &fmt, "entries", &o) != 0 ||
-	    fmt != 2 || !json_is_array(o) || json_array_size(o) == 0) {
+	    (fmt != 2 && fmt != 3) || !json_is_array(o) || json_array_size(o) == 0) {
 		r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent image "
 		    "'%s': its footer names no trailer", path);
 		goto out;
@@ -471,7 +509,7 @@ p_open(struct gck_parents *ps, const char *path, int fd0, struct pimage *pi)
 	    gck_digest_parse(GCK_DK_SHA256, hex, strlen(hex), &d) == -1 ||
 	    (r = p_frame_entry(ps, &ps->fx, pi, (uint64_t)at,
 	    (uint64_t)zsize, GCK_META_MAX, &fe, &buf, &cap)) != GCK_OK ||
-	    strcmp(fe.name, GCK_ENTRY_MANIFEST) != 0 ||
+	    strcmp(fe.name, GCK_ENTRY_MANIFEST) != 0 || fe.map != NULL ||
 	    !gck_digest_equal(&fe.got, &d) ||
 	    !gck_digest_equal(&fe.rec, &d)) {
 		r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent image "
@@ -489,8 +527,11 @@ p_open(struct gck_parents *ps, const char *path, int fd0, struct pimage *pi)
 	snprintf(pi->id, sizeof pi->id, "%s", id);
 	if (gck_manifest_chain(m) != NULL)
 		pi->chain = json_incref(gck_manifest_chain(m));
+	pi->m = m;
+	m = NULL;
 	r = GCK_OK;
 out:
+	free(fe.map);
 	gck_manifest_free(m);
 	json_decref(t);
 	free(buf);
@@ -546,6 +587,139 @@ p_index(struct gck_parents *ps, size_t img, int stored)
 }
 
 /*
+ * Adds to ps->ptab the pages of the memory of image img, as its page
+ * index lists them (format 3), so that a writer finds them by their
+ * digests; nothing for an image that has no index.  Returns GCK_OK or a
+ * code.
+ */
+static int
+p_pages(struct gck_parents *ps, size_t img)
+{
+	struct pimage	*pi = &ps->img[img];
+	struct fentry	 fe;
+	struct gck_digest d, *md = NULL;
+	uint64_t	*msize = NULL, pages = 0, off = 0, k;
+	unsigned char	*idx = NULL, *skip = NULL;
+	char		*buf = NULL, file[GCK_NAME_MAX + 1];
+	size_t		 cap = 0, i, nm = 0, np = 0;
+	json_t		*o;
+	json_int_t	 at, zsize, size;
+	const char	*hex, *name;
+	long		 part;
+	int		 r = GCK_OK, chunks = gck_manifest_chunks_only(pi->m);
+
+	memset(&fe, 0, sizeof fe);
+	if (gck_manifest_format(pi->m) < 3)
+		return GCK_OK;
+	if ((md = calloc(json_array_size(pi->entries) + 1, sizeof *md)) ==
+	    NULL || (msize = calloc(json_array_size(pi->entries) + 1,
+	    sizeof *msize)) == NULL || (skip = calloc(
+	    json_array_size(pi->entries) + 1, 1)) == NULL) {
+		r = gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* its memory's chunks, and how many pages */
+	json_array_foreach(pi->entries, i, o) {
+		name = json_string_value(json_object_get(o, "name"));
+		hex = json_string_value(json_object_get(o, "sha256"));
+		if (name == NULL || hex == NULL || json_unpack(o, "{s:I}",
+		    "size", &size) != 0 || gck_digest_parse(GCK_DK_SHA256, hex,
+		    strlen(hex), &d) == -1 || gck_entry_parse(name, file,
+		    sizeof file, &part) == -1 || (!chunks &&
+		    gck_manifest_file_memory(pi->m, file) != 1))
+			continue;
+		if (size <= 0 || size % GCK_PAGE != 0)
+			goto bad;
+		/*
+		 * A pool reads no image's chain: of an image of a
+		 * checkpoint, the chunks it stores whole are bases, not
+		 * its references or its patches, whose chunks other
+		 * images hold.  (Its pages still count, for the index.)
+		 */
+		skip[nm] = ps->pool && (json_is_true(json_object_get(o,
+		    "ref")) || (!chunks && json_is_true(json_object_get(o,
+		    "patch"))));
+		md[nm] = d;
+		msize[nm++] = (uint64_t)size;
+		pages += (uint64_t)size / GCK_PAGE;
+	}
+	if (pages == 0)
+		goto out;
+	if (pages > UINT32_MAX / 2 || (idx = malloc((size_t)pages *
+	    GCK_PDIG)) == NULL) {
+		r = gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* the parts of its index, in order */
+	json_array_foreach(pi->entries, i, o) {
+		name = json_string_value(json_object_get(o, "name"));
+		if (name == NULL || strncmp(name, GCK_ENTRY_PAGES,
+		    strlen(GCK_ENTRY_PAGES)) != 0)
+			continue;
+		hex = json_string_value(json_object_get(o, "sha256"));
+		if (hex == NULL || json_unpack(o, "{s:I, s:I, s:I}", "at", &at,
+		    "zsize", &zsize, "size", &size) != 0 || at < 0 ||
+		    zsize <= 0 || size <= 0 || (uint64_t)size > pages *
+		    GCK_PDIG - off || gck_digest_parse(GCK_DK_SHA256, hex,
+		    strlen(hex), &d) == -1 || gck_pidx_part(name) != (long)np)
+			goto bad;
+		if ((r = p_frame_entry(ps, &ps->fx, pi, (uint64_t)at,
+		    (uint64_t)zsize, (uint64_t)GCK_PIDX_PART * GCK_PDIG, &fe,
+		    &buf, &cap)) != GCK_OK)
+			goto out;
+		if (strcmp(fe.name, name) != 0 || fe.ref || fe.map != NULL ||
+		    fe.size != (uint64_t)size ||
+		    !gck_digest_equal(&fe.got, &d) ||
+		    !gck_digest_equal(&fe.rec, &d))
+			goto bad;
+		memcpy(idx + off, buf, (size_t)size);
+		off += (uint64_t)size;
+		np++;
+	}
+	if (off != pages * GCK_PDIG)
+		goto bad;
+	for (i = 0, k = 0; i < nm; k += msize[i++] / GCK_PAGE)
+		if (!skip[i] && gck_ptab_add(&ps->ptab, &md[i], msize[i], idx +
+		    k * GCK_PDIG) != GCK_OK) {
+			r = gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
+			goto out;
+		}
+	goto out;
+bad:
+	r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt %s '%s': its page "
+	    "index does not match its trailer", ps->what, pi->path);
+out:
+	free(fe.map);
+	free(buf);
+	free(idx);
+	free(md);
+	free(msize);
+	free(skip);
+	return r;
+}
+
+/*
+ * The pages of the images of ps, for a writer to find by their digests
+ * (gck_patch_plan()): empty where they have no page index.
+ */
+const struct gck_ptab *
+gck_parents_ptab(const struct gck_parents *ps)
+{
+	return ps != NULL ? &ps->ptab : NULL;
+}
+
+/*
+ * The images whose chunks the patches that ps's images hold stand on,
+ * when they are not ps's own: the chain of the image ps reads itself
+ * (gck_parents_self()).
+ */
+void
+gck_parents_set_bases(struct gck_parents *ps, const struct gck_parents *bases)
+{
+	ps->bases = bases;
+}
+
+/*
  * The parent of an image to write: the image file path, whose chunks
  * the new image refers to rather than store again.  Returns GCK_OK or a
  * code.
@@ -559,8 +733,11 @@ gck_parents_base(struct gck_parents *ps, const char *path)
 		return gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
 	ps->nimg = 1;
 	if ((r = p_open(ps, path, -1, &ps->img[0])) != GCK_OK ||
-	    (r = p_index(ps, 0, 0)) != GCK_OK)
+	    (r = p_index(ps, 0, 0)) != GCK_OK ||
+	    (r = p_pages(ps, 0)) != GCK_OK)
 		return r;
+	if (gck_ptab_build(&ps->ptab) != GCK_OK)
+		return gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
 	if (ps->img[0].chain != NULL &&
 	    json_array_size(ps->img[0].chain) >= CHAIN_MAX)
 		return gck_set_error(ps->ctx, GCK_EINVAL, "parent image '%s' "
@@ -804,20 +981,32 @@ gck_parents_fetch(struct gck_parents *ps, const struct gck_digest *d,
 		    "%s: it refers to a chunk (sha256 %.16s...) that none of "
 		    "its parent images stores", ps->want, hex);
 	}
+	memset(&fe, 0, sizeof fe);
 	if ((r = p_frame_entry(ps, &ps->fx, &ps->img[c->img], c->at,
 	    c->zsize, GCK_PART_MAX, &fe, &ps->data, &ps->datacap)) !=
 	    GCK_OK) {
+		free(fe.map);
 		if (r != GCK_ENOMEM && r != GCK_ESYS)
 			ps->bad = (ssize_t)c->img;
 		return r;
 	}
-	if (fe.ref || fe.size != size || c->size != size ||
-	    !gck_digest_equal(&fe.got, d) || !gck_digest_equal(&fe.rec, d)) {
+	if (fe.ref || (fe.map != NULL ? fe.refsize : fe.size) != size ||
+	    c->size != size || !gck_digest_equal(&fe.got, d) ||
+	    !gck_digest_equal(&fe.rec, d)) {
+		free(fe.map);
 		ps->bad = (ssize_t)c->img;
 		return gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt %s %s "
 		    "('%s'): its chunk at offset %" PRIu64 " does not match "
 		    "its digest (sha256 %.16s...)", ps->what,
 		    ps->img[c->img].id, ps->img[c->img].path, c->at, hex);
+	}
+	r = fe.map != NULL ? p_patch(ps, &ps->fx, &fe, &ps->data,
+	    &ps->datacap, 0) : GCK_OK;
+	free(fe.map);
+	if (r != GCK_OK) {
+		if (r != GCK_ENOMEM && r != GCK_ESYS)
+			ps->bad = (ssize_t)c->img;
+		return r;
 	}
 	ps->img[c->img].used += size;
 	*datap = ps->data;
@@ -877,25 +1066,158 @@ int
 gck_parents_load(const struct gck_parents *ps, const struct gck_digest *d,
     uint64_t size, char **bufp, size_t *capp, size_t *imgp)
 {
-	const struct pchunk	*c;
 	struct gck_ctx		 ctx;
 	struct pfetch		*fx;
-	struct fentry		 fe;
 	int			 r;
 
-	if ((c = p_find(ps, d)) == NULL || c->size != size ||
-	    (fx = pfetch_mine()) == NULL)
+	if ((fx = pfetch_mine()) == NULL)
 		return -1;
 	memset(&ctx, 0, sizeof ctx);
 	fx->ctx = &ctx;
+	r = p_load(ps, fx, d, size, bufp, capp, imgp, 0);
+	fx->ctx = NULL;
+	return r == GCK_OK ? 0 : -1;
+}
+
+/*
+ * The chunk whose digest is d and size size into *bufp (*capp bytes,
+ * grown as needed), read from the image of ps that stores it with fx,
+ * and checked; a patch made whole, its bases read too, depth patches
+ * down already.  Returns GCK_OK with the image in *imgp, or a code (on
+ * fx's context).
+ */
+static int
+p_load(const struct gck_parents *ps, struct pfetch *fx,
+    const struct gck_digest *d, uint64_t size, char **bufp, size_t *capp,
+    size_t *imgp, int depth)
+{
+	const struct pchunk	*c;
+	struct fentry		 fe;
+	char			 hex[GCK_DIGEST_HEX];
+	int			 r;
+
+	if ((c = p_find(ps, d)) == NULL || c->size != size)
+		return gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt image: "
+		    "a patch names a chunk (sha256 %.16s...) that no image "
+		    "of its chain stores", gck_digest_hex(d, hex));
+	memset(&fe, 0, sizeof fe);
 	r = p_frame_entry(ps, fx, &ps->img[c->img], c->at, c->zsize,
 	    GCK_PART_MAX, &fe, bufp, capp);
-	fx->ctx = NULL;
-	if (r != GCK_OK || fe.ref || fe.size != size ||
-	    !gck_digest_equal(&fe.got, d) || !gck_digest_equal(&fe.rec, d))
-		return -1;
-	*imgp = c->img;
-	return 0;
+	if (r == GCK_OK && (fe.ref || (fe.map != NULL ? fe.refsize :
+	    fe.size) != size || !gck_digest_equal(&fe.got, d) ||
+	    !gck_digest_equal(&fe.rec, d)))
+		r = gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt %s %s "
+		    "('%s'): its chunk at offset %" PRIu64 " does not match "
+		    "its digest (sha256 %.16s...)", ps->what,
+		    ps->img[c->img].id, ps->img[c->img].path, c->at,
+		    gck_digest_hex(d, hex));
+	if (r == GCK_OK && fe.map != NULL)
+		r = p_patch(ps, fx, &fe, bufp, capp, depth);
+	free(fe.map);
+	if (r == GCK_OK)
+		*imgp = c->img;
+	return r;
+}
+
+/*
+ * The chunk of a patch of the image being read, entry name, whose map
+ * is len bytes of text and which stores the n bytes of pages at stored,
+ * made whole into *bufp (*capp bytes, grown as needed): size bytes, its
+ * bases read from the images of ps and checked.  The caller has checked
+ * the patch's own digest.  Returns GCK_OK or a code.
+ */
+int
+gck_parents_assemble(struct gck_parents *ps, const char *name,
+    const char *map, size_t len, const char *stored, uint64_t n,
+    uint64_t size, char **bufp, size_t *capp)
+{
+	struct fentry	 fe;
+	char		*nb;
+
+	memset(&fe, 0, sizeof fe);
+	snprintf(fe.name, sizeof fe.name, "%s", name);
+	fe.map = (char *)map;
+	fe.maplen = len;
+	fe.size = n;
+	fe.refsize = size;
+	if (*capp < n + 1) {
+		if ((nb = realloc(*bufp, (size_t)n + 1)) == NULL)
+			return gck_set_error(ps->ctx, GCK_ENOMEM,
+			    "out of memory");
+		*bufp = nb;
+		*capp = (size_t)n + 1;
+	}
+	memcpy(*bufp, stored, (size_t)n);
+	return p_patch(ps, &ps->fx, &fe, bufp, capp, 0);
+}
+
+/*
+ * Makes the chunk of patch fe whole: *bufp holds the pages it stores,
+ * and then the chunk, its bases read from the images of ps (or of those
+ * ps names for them), each checked, depth patches down already.
+ * Returns GCK_OK or a code (on fx's context).
+ */
+static int
+p_patch(const struct gck_parents *ps, struct pfetch *fx,
+    const struct fentry *fe, char **bufp, size_t *capp, int depth)
+{
+	const struct gck_parents *pb = ps->bases != NULL ? ps->bases : ps;
+	struct gck_patch	*p = NULL;
+	char			 why[160], *out = NULL, *base = NULL;
+	size_t			 basecap = 0, img, i, b;
+	uint64_t		 at, from;
+	int			 r;
+
+	if (depth >= (int)pb->nimg + 1)
+		return gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt image: "
+		    "patch '%.200s' stands on patches %d deep, more than its "
+		    "chain has images", fe->name, depth);
+	if ((p = malloc(sizeof *p)) == NULL || (out = malloc((size_t)
+	    fe->refsize + 1)) == NULL) {
+		r = gck_set_error(fx->ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (gck_patch_parse(fe->map, fe->maplen, fe->refsize, fe->size, p,
+	    why, sizeof why) == -1) {
+		r = gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt image: "
+		    "patch '%.200s': %s", fe->name, why);
+		goto out;
+	}
+	/* the pages it stores, and zeros, in their places */
+	for (i = 0, at = 0, from = 0; i < p->nrun; i++) {
+		if (p->run[i].kind == GCK_RUN_STORED) {
+			memcpy(out + at, *bufp + from, (size_t)p->run[i].count *
+			    GCK_PAGE);
+			from += (uint64_t)p->run[i].count * GCK_PAGE;
+		} else if (p->run[i].kind == GCK_RUN_ZERO)
+			memset(out + at, 0, (size_t)p->run[i].count *
+			    GCK_PAGE);
+		at += (uint64_t)p->run[i].count * GCK_PAGE;
+	}
+	/* then each base's pages, one base read at a time */
+	for (b = 0; b < p->nbase; b++) {
+		if ((r = p_load(pb, fx, &p->base[b], p->bsize[b], &base,
+		    &basecap, &img, depth + 1)) != GCK_OK)
+			goto out;
+		for (i = 0, at = 0; i < p->nrun; i++) {
+			if (p->run[i].kind == GCK_RUN_BASE &&
+			    p->run[i].base == b)
+				memcpy(out + at, base + (size_t)p->run[i].page *
+				    GCK_PAGE, (size_t)p->run[i].count *
+				    GCK_PAGE);
+			at += (uint64_t)p->run[i].count * GCK_PAGE;
+		}
+	}
+	free(*bufp);
+	*bufp = out;
+	*capp = (size_t)fe->refsize + 1;
+	out = NULL;
+	r = GCK_OK;
+out:
+	free(base);
+	free(out);
+	free(p);
+	return r;
 }
 
 /* Notes that size bytes of image i were used (gck_parents_load()). */
@@ -929,6 +1251,8 @@ gck_image_tail(struct gck_ctx *ctx, int fd, const char *name, char **tp,
 	*tp = *sigp = NULL;
 	*tlenp = *siglenp = 0;
 	memset(&pi, 0, sizeof pi);
+	memset(&fe, 0, sizeof fe);
+	memset(&fs, 0, sizeof fs);
 	pi.path = (char *)name;
 	pi.fd = fd;
 	if (fstat(fd, &sb) == -1)
@@ -946,13 +1270,14 @@ gck_image_tail(struct gck_ctx *ctx, int fd, const char *name, char **tp,
 	    &sbuf, &scap)) != GCK_OK)
 		goto out;
 	if (strcmp(fe.name, GCK_ENTRY_TRAILER) != 0 || fe.ref ||
-	    !gck_digest_equal(&fe.rec, &fe.got)) {
+	    fe.map != NULL || !gck_digest_equal(&fe.rec, &fe.got)) {
 		r = gck_set_error(ctx, GCK_ECORRUPT, "corrupt image '%s': its "
 		    "footer names no trailer", name);
 		goto out;
 	}
 	if (fs.name[0] != '\0' && (strcmp(fs.name, GCK_ENTRY_SIG) != 0 ||
-	    fs.ref || fs.size > GCK_SIG_MAX || !gck_digest_equal(&fs.rec,
+	    fs.ref || fs.map != NULL || fs.size > GCK_SIG_MAX ||
+	    !gck_digest_equal(&fs.rec,
 	    &fs.got))) {
 		r = gck_set_error(ctx, GCK_ECORRUPT, "corrupt image '%s': what "
 		    "follows its trailer is no signature", name);
@@ -968,6 +1293,8 @@ gck_image_tail(struct gck_ctx *ctx, int fd, const char *name, char **tp,
 	}
 	r = GCK_OK;
 out:
+	free(fe.map);
+	free(fs.map);
 	free(buf);
 	free(sbuf);
 	gck_parents_free(ps);
@@ -1192,11 +1519,19 @@ gck_parents_pool_offer(struct gck_parents *ps)
 	size_t			 n;
 	int			 r;
 
+	size_t			 i;
+
 	if ((r = gck_parents_pool_digests(ps, &d, &n)) != GCK_OK)
 		return r;
 	free(ps->all);
 	ps->all = d;
 	ps->nall = n;
+	gck_ptab_clear(&ps->ptab);
+	for (i = 0; i < ps->nimg; i++)
+		if ((r = p_pages(ps, i)) != GCK_OK)
+			return r;
+	if (gck_ptab_build(&ps->ptab) != GCK_OK)
+		return gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
 	return GCK_OK;
 }
 

@@ -60,5 +60,11 @@ uint64_t gck_parents_used(const struct gck_parents *, size_t);
 int	gck_parents_remote(struct gck_ctx *, struct json_t *,
 	    struct gck_digest *, size_t, struct gck_parents **);
 void	gck_parents_free(struct gck_parents *);
+struct gck_ptab;
+const struct gck_ptab *gck_parents_ptab(const struct gck_parents *);
+void	gck_parents_set_bases(struct gck_parents *,
+	    const struct gck_parents *);
+int	gck_parents_assemble(struct gck_parents *, const char *, const char *,
+	    size_t, const char *, uint64_t, uint64_t, char **, size_t *);
 
 #endif /* GCK_IMAGE_PARENT_H */

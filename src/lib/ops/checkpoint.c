@@ -540,7 +540,7 @@ add_pages(struct gck_ctx *ctx, struct gck_writer *w,
 		off += (uint64_t)len;
 		gck_entry_name(ename, sizeof ename, f->name, part == 0 &&
 		    len == f->size ? -1 : (long)part);
-		if ((r = gck_writer_add_pages(w, ename, buf, len)) != GCK_OK)
+		if ((r = gck_writer_add_memory(w, ename, buf, len)) != GCK_OK)
 			goto out;
 	}
 	r = GCK_OK;

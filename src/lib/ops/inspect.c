@@ -828,8 +828,8 @@ gck_inspect_flatten(struct gck_ctx *ctx, int fd, char *const *paths,
 	}
 	/* As compressed as the image was. */
 	if ((r = gck_reader_use_parents(rd, paths, n)) != GCK_OK ||
-	    (r = gck_writer_new2(ctx, out, gck_manifest_level(m), 0, 2, 0,
-	    &w)) != GCK_OK ||
+	    (r = gck_writer_new2(ctx, out, gck_manifest_level(m), 0,
+	    gck_manifest_format(m), 0, &w)) != GCK_OK ||
 	    (r = gck_reader_copy(rd, w)) != GCK_OK)
 		goto out;
 	if (fsync(out) == -1 || rename(tmp, path) == -1) {

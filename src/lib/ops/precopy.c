@@ -185,7 +185,7 @@ put_chunk(struct pread *p, struct gck_writer *w,
 	}
 	snprintf(file, sizeof file, "pages-%d.img", (int)p->pid);
 	gck_entry_name(ename, sizeof ename, file, (*part)++);
-	if ((r = gck_writer_add_pages(w, ename, buf, len)) != GCK_OK)
+	if ((r = gck_writer_add_memory(w, ename, buf, len)) != GCK_OK)
 		return r;
 	st->stored += len;
 	st->chunks++;

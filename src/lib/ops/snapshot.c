@@ -153,7 +153,8 @@ gck_snap_write(struct gck_ctx *ctx, int delta, struct gck_parents *pool,
 		gck_reader_set_parents(rd, pool);
 	}
 	if ((r = gck_writer_new2(ctx, outfd, o->level, o->part_size,
-	    GCK_FORMAT_VERSION, o->threads, &w)) != GCK_OK)
+	    o->format > 1 ? o->format : GCK_FORMAT_VERSION, o->threads, &w)) !=
+	    GCK_OK)
 		goto out;
 	gck_writer_set_parents(w, parents);
 	if ((r = gck_writer_set_sign(w, o->sign)) != GCK_OK ||

@@ -1164,8 +1164,8 @@ send_through(struct send *s, int *throughp)
 	*throughp = 1;
 	if ((r = pump_pipe(s)) != GCK_OK)
 		goto out;
-	if ((r = gck_writer_new2(ctx, s->wfd, gck_manifest_level(m), 0, 2, 0,
-	    &w)) == GCK_OK) {
+	if ((r = gck_writer_new2(ctx, s->wfd, gck_manifest_level(m), 0,
+	    gck_manifest_format(m), 0, &w)) == GCK_OK) {
 		gck_writer_set_parents(w, s->have);
 		r = gck_reader_copy(rd, w);
 		s->res->cached = gck_writer_refbytes(w);
