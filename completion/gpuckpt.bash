@@ -377,7 +377,7 @@ _gck_arg()
 		_gck_files "$3" "$4" -d
 		;;
 	gpuckpt--format)
-		_gck_reply "$3" "$4" 1 2
+		_gck_reply "$3" "$4" 1 2 3
 		;;
 	*--stats)
 		_gck_reply "$3" "$4" text json

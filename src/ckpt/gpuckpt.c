@@ -98,7 +98,7 @@ static int	checkpoint_tree(const struct args *);
 static const char synopsis[] =
     "usage: gpuckpt [-hkqRsVv] [-c zstd[:LEVEL]|none] [--ext-unix-sk] "
     "[--file-locks]\n"
-    "               [--format 1|2] [--ghost-limit size] "
+    "               [--format 1|2|3] [--ghost-limit size] "
     "[--lock-timeout seconds]\n"
     "               [-o file] [--parent image] [--sign key] "
     "[--stats[=text|json]]\n"
@@ -122,7 +122,7 @@ static const char help[] =
     "output\n"
     "                           (default)\n"
     "  -c, --compress=METHOD    zstd, zstd:1 to zstd:19 or none (zstd:3)\n"
-    "      --format=1|2         the image format version to write (2)\n"
+    "      --format=1|2|3       the image format version to write (3)\n"
     "      --parent=IMAGE       write an incremental image against IMAGE\n"
     "      --sign=KEY           sign the image with the OpenSSH key KEY\n"
     "      --threads=N          compress on N threads, 1 to 256 (one a "
