@@ -1516,7 +1516,7 @@ FOOTER = struct.Struct("<II8sQ")
 
 
 class V2:
-    def __init__(self, a, b, trash):
+    def __init__(self, a, b, trash, fmt=2):
         self.a, self.b = a, b
         self.pdir = os.path.join(trash, "parents")
         os.makedirs(self.pdir, exist_ok=True)
@@ -1527,9 +1527,10 @@ class V2:
         self.sa, self.sb = self.sums(self.ta), self.sums(self.tb)
         self.ma = json.loads(self.member(self.ta, "gpuckpt.json"))
         self.mb = json.loads(self.member(self.tb, "gpuckpt.json"))
-        if self.ma.get("format") != 2 or not self.mb.get("parent"):
-            sys.exit("hostile.py: --v2 wants a full image of format 2 "
-                     "and one made with --parent of it")
+        if self.ma.get("format") != fmt or not self.mb.get("parent"):
+            sys.exit("hostile.py: --v%d wants a full image of format %d "
+                     "and one made with --parent of it" % (fmt, fmt))
+        self.ta2 = None
         refs = [e for e in self.sb if e.get("ref")]
         kept = [e for e in self.sb if not e.get("ref") and
                 e["name"].startswith("criu/pages-")]
@@ -1586,6 +1587,60 @@ class V2:
                 y.size = len(d)
                 o.addfile(y, io.BytesIO(d))
         return zstd(out.getvalue())
+
+
+    def rewrite_list(self, tar, change):
+        """tar made again from the list of its entries, (info, data)
+        each, that change(list) gives, compressed as one frame."""
+        import tarfile
+        import io
+        out = io.BytesIO()
+        ents = []
+        with tarfile.open(fileobj=io.BytesIO(tar)) as t:
+            for x in t.getmembers():
+                y = tarfile.TarInfo(x.name)
+                y.mode, y.mtime = 0o600, x.mtime
+                y.uname = y.gname = "root"
+                y.pax_headers = {k: v for k, v in x.pax_headers.items()
+                                 if k.startswith("SCHILY.")}
+                ents.append((y, t.extractfile(x).read()))
+        with tarfile.open(fileobj=out, mode="w",
+                          format=tarfile.PAX_FORMAT) as o:
+            for y, d in change(ents):
+                y.size = len(d)
+                o.addfile(y, io.BytesIO(d))
+        return zstd(out.getvalue())
+
+    def drop(self, tar, names):
+        return self.rewrite_list(tar, lambda es: [e for e in es
+                                                  if e[0].name not in names])
+
+    def rename(self, tar, name, new):
+        def ch(es):
+            for y, d in es:
+                if y.name == name:
+                    y.name = new
+            return es
+        return self.rewrite_list(tar, ch)
+
+    def move_before(self, tar, name, before, add_index=False):
+        """Entry name moved before the first entry whose name before()
+        says; or, with add_index, a part of a page index put before the
+        trailer."""
+        import tarfile
+
+        def ch(es):
+            if add_index:
+                y = tarfile.TarInfo("gpuckpt.pages.part00000")
+                y.mode, y.uname, y.gname = 0o600, "root", "root"
+                d = bytes(16)
+                y.pax_headers = {SHA_KEY: hashlib.sha256(d).hexdigest()}
+                return es[:-1] + [(y, d)] + es[-1:]
+            it = next(e for e in es if e[0].name == name)
+            rest = [e for e in es if e is not it]
+            i = next(k for k, e in enumerate(rest) if before(e[0].name))
+            return rest[:i] + [it] + rest[i:]
+        return self.rewrite_list(tar, ch)
 
 
 def fcs_at(f):
@@ -1793,6 +1848,205 @@ def gen_v2_parents(c, v):
         c.add("parents", "a bomb in a chunk the image stores",
               b[:at] + zframe(rle_blocks(b"\0", 2 << 30)) + b[at + zs:],
               r"corrupt image|bytes|truncated", parents=[pa])
+
+
+# ------------------------------------------------ format 3: patches, index
+#
+# Two real images of format 3 of one tree: a full one, A, and B, taken
+# with --parent=A after the tree rewrote single pages here and there, so
+# that B holds patches of A's chunks.  Each stream changes a patch or the
+# page index of B, its digest made anew where the change is to what it
+# covers, so that what refuses it is the reader's reading of the map or
+# the index, and is run with A given as its parent.
+
+PATCH_KEY = "SCHILY.xattr.gpuckpt.patch"
+
+
+class V3(V2):
+    def __init__(self, a, b, trash):
+        V2.__init__(self, a, b, trash, fmt=3)
+        self.patches = [e for e in self.sb if e.get("patch")]
+        if not self.patches:
+            sys.exit("hostile.py: the second --v3 image has no patches")
+
+
+def patch_digest(data, pmap, size):
+    return hashlib.sha256(data + pmap + struct.pack("<Q", size)).hexdigest()
+
+
+def gen_v3_patches(c, v):
+    """Patches whose maps lie (runs that overlap in a base or run past
+    it, counts that do not add up, bases no parent holds, maps not in
+    their one form), and page indexes that do not match the memory."""
+    pa = v.parent("A3", v.a)
+    first = v.patches[0]
+
+    def change(fn, tar=None, pick=None):
+        def mk():
+            done = []
+
+            def ch(y, d):
+                if done or not (pick(y) if pick else
+                                y.name == first["name"]):
+                    return None
+                done.append(1)
+                return fn(y, d)
+            x = v.rewrite(v.tb if tar is None else tar, ch)
+            assert done
+            return x
+        return mk
+
+    def with_map(text, data=b"", size=None):
+        """The first patch with map text and data, its digest anew."""
+        def fn(y, d):
+            sz = int(y.pax_headers[REF_KEY]) if size is None else size
+            y.pax_headers[PATCH_KEY] = text
+            y.pax_headers[REF_KEY] = str(sz)
+            y.pax_headers[SHA_KEY] = patch_digest(data, text.encode(), sz)
+            return data
+        return change(fn)
+
+    # the first base of the first patch, and the chunk's pages
+    def orig():
+        import tarfile
+        import io
+        with tarfile.open(fileobj=io.BytesIO(v.tb)) as t:
+            m = t.getmember(first["name"])
+            return m.pax_headers[PATCH_KEY], int(m.pax_headers[REF_KEY])
+    pmap, size = orig()
+    n = size // 4096
+    base = next(l for l in pmap.split("\n") if l.startswith("base "))
+    bhex, bsize = base.split()[1], int(base.split()[2])
+    bn = bsize // 4096
+    k = min(n, bn)
+    pad_z = "Z %d\n" % (n - k) if n > k else ""
+    zero = bytes(4096)
+    ok = "base %s %d\nB %d 0 0\n%s" % (bhex, bsize, k, pad_z)
+    # sound as made: a patch of its base's first pages (and zeros)
+    c.add("patches", "a patch made anew that is sound but for the trailer",
+          with_map(ok), r"trailer does not match", parents=[pa])
+    if k >= 2:
+        c.add("patches", "runs that overlap in a base",
+              with_map("base %s %d\nB %d 0 0\nB 1 0 0\n%s" %
+                       (bhex, bsize, k - 1, pad_z)),
+              r"overlap", parents=[pa])
+        c.add("patches", "a map not in its one form: a run that goes on "
+              "from the one before", with_map(
+                  "base %s %d\nB 1 0 0\nB %d 0 1\n%s" %
+                  (bhex, bsize, k - 1, pad_z)), r"one form", parents=[pa])
+    c.add("patches", "a run past the end of its base",
+          with_map("base %s %d\nB %d 0 1\n%s" % (bhex, bsize, k, pad_z)),
+          r"past the end", parents=[pa])
+    c.add("patches", "a run from a page 2^32 of its base",
+          with_map("base %s %d\nB 1 0 4294967296\nZ %d\n" %
+                   (bhex, bsize, n - 1)) if n > 1 else
+          with_map("base %s %d\nB 1 0 4294967296\n" % (bhex, bsize)),
+          r"unreadable", parents=[pa])
+    c.add("patches", "a base no parent holds",
+          with_map("base %s %d\nB %d 0 0\n%s" %
+                   (hashlib.sha256(b"none").hexdigest(), bsize, k, pad_z)),
+          r"no image of its chain stores", parents=[pa])
+    c.add("patches", "a base of another size than the chunk it names",
+          with_map("base %s %d\nB 1 0 0\n%s" % (bhex, bsize + 4096,
+                                                   "Z %d\n" % (n - 1)
+                                                   if n > 1 else "")),
+          r"no image of its chain stores|corrupt", parents=[pa])
+    c.add("patches", "runs of fewer pages than the chunk",
+          with_map("base %s %d\nB 1 0 0\n" % (bhex, bsize), size=size +
+                   4096), r"runs of 1 pages for a chunk|a chunk of",
+          parents=[pa])
+    c.add("patches", "runs of more pages than the chunk",
+          with_map("base %s %d\nB %d 0 0\nZ %d\n" % (bhex, bsize, k,
+                                                       n - k + 1)),
+          r"more pages than the chunk", parents=[pa])
+    c.add("patches", "more stored pages than it stores",
+          with_map("base %s %d\nB 1 0 0\nS %d\n" % (bhex, bsize, n - 1),
+                   zero) if n > 2 else with_map(
+              "base %s %d\nS 1\n" % (bhex, bsize)),
+          r"stored pages|not used|a chunk of|runs of", parents=[pa])
+    c.add("patches", "stored pages the map does not give",
+          with_map(ok, zero), r"stored pages|a chunk of", parents=[pa])
+    c.add("patches", "a base named twice",
+          with_map("base %s %d\nbase %s %d\nB %d 0 0\n%s" %
+                   (bhex, bsize, bhex, bsize, k, pad_z)),
+          r"named twice", parents=[pa])
+    c.add("patches", "a base not used",
+          with_map("base %s %d\nbase %s %d\nB %d 0 0\n%s" %
+                   (bhex, bsize, "0" * 64, 4096, k, pad_z)),
+          r"not used", parents=[pa])
+    c.add("patches", "17 bases",
+          with_map("".join("base %064x 4096\n" % i for i in range(17)) +
+                   "Z %d\n" % n), r"more than 16 bases", parents=[pa])
+    c.add("patches", "no base", with_map("Z %d\n" % n), r"no base",
+          parents=[pa])
+    c.add("patches", "a count with a leading zero",
+          with_map("base %s %d\nB 0%d 0 0\n%s" % (bhex, bsize, k, pad_z)),
+          r"one form", parents=[pa])
+    c.add("patches", "a run of an unknown kind",
+          with_map("base %s %d\nX %d\n" % (bhex, bsize, n)),
+          r"unreadable", parents=[pa])
+    c.add("patches", "a run of 0 pages",
+          with_map("base %s %d\nB 0 0 0\nB %d 0 0\n%s" %
+                   (bhex, bsize, k, pad_z)), r"of 0 pages", parents=[pa])
+    c.add("patches", "a map of 17 KiB",
+          with_map(ok + "#" * (17 << 10)), r"bad patch", parents=[pa])
+    c.add("patches", "an empty map", with_map(""),
+          r"bad patch|none of its parent", parents=[pa])
+
+    def no_ref(y, d):
+        del y.pax_headers[REF_KEY]
+        return d
+    c.add("patches", "a patch without the size of its chunk",
+          change(no_ref), r"gives no size", parents=[pa])
+    c.add("patches", "a patch with the size of another chunk",
+          change(lambda y, d: y.pax_headers.update(
+              {REF_KEY: str(size + 4096)})), r"corrupt", parents=[pa])
+    c.add("patches", "a byte of a patch's map changed, its digest not",
+          change(lambda y, d: y.pax_headers.update(
+              {PATCH_KEY: y.pax_headers[PATCH_KEY].replace(
+                  "B ", "Z ", 1)})), r"corrupt", parents=[pa])
+
+    def to_patch(y, d):
+        y.pax_headers[PATCH_KEY] = ok
+        y.pax_headers[REF_KEY] = str(size)
+        y.pax_headers[SHA_KEY] = patch_digest(b"", ok.encode(), size)
+        return b""
+    c.add("patches", "a patch in place of a file that is not memory",
+          change(to_patch, pick=lambda y: y.name == "criu/inventory.img"),
+          r"reference where data must be", parents=[pa])
+    c.add("patches", "a patch in an image with no parent",
+          change(to_patch, tar=v.ta, pick=lambda y: y.name.startswith(
+              "criu/pages-")), r"reference where data must be",
+          parents=[pa])
+
+    # the page index
+    idx = [e["name"] for e in v.sb if e["name"].startswith(
+        "gpuckpt.pages.part")]
+    c.add("patches", "the page index left out", v.drop(v.tb, idx),
+          r"page index lists 0 pages", parents=[pa])
+    c.add("patches", "the page index a digest short",
+          change(lambda y, d: (y.pax_headers.update(
+              {SHA_KEY: hashlib.sha256(d[:-16]).hexdigest()}), d[:-16])[1],
+              pick=lambda y: y.name == idx[-1]),
+          r"page index lists", parents=[pa])
+    c.add("patches", "a page index of a byte more",
+          change(lambda y, d: (y.pax_headers.update(
+              {SHA_KEY: hashlib.sha256(d + b"x").hexdigest()}), d + b"x")[1],
+              pick=lambda y: y.name == idx[-1]),
+          r"page index part", parents=[pa])
+    c.add("patches", "a page index part numbered 1 first",
+          v.rename(v.tb, idx[0], "gpuckpt.pages.part00001"),
+          r"out of order", parents=[pa])
+    c.add("patches", "a page index part with a name of 4 digits",
+          v.rename(v.tb, idx[0], "gpuckpt.pages.part0000"),
+          r"unexpected name", parents=[pa])
+    c.add("patches", "the page index before the memory",
+          v.move_before(v.tb, idx[0], lambda n: n.startswith(
+              "criu/pages-")), r"page index before", parents=[pa])
+    if v.ta2 is not None:
+        c.add("patches", "a page index in an image of format 2",
+              v.move_before(v.ta2, None, None, add_index=True),
+              r"unexpected name", parents=[])
 
 
 # ------------------------------------------------------------ signatures
@@ -2628,6 +2882,7 @@ def main():
     ap.add_argument("--runone")
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--v2")
+    ap.add_argument("--v3")
     ap.add_argument("--signed")
     ap.add_argument("--port", type=int)
     ap.add_argument("good_gck")
@@ -2660,6 +2915,12 @@ def main():
             opts.pids[p["pid"]] = p["comm"][:15]
         for gen in (gen_v2_frames, gen_v2_footer, gen_v2_parents):
             gen(c, v)
+        if opts.v3:
+            pa3, pb3 = opts.v3.split(",")
+            with open(pa3, "rb") as fa, open(pb3, "rb") as fb:
+                v3 = V3(fa.read(), fb.read(), opts.trash)
+            v3.ta2 = v.ta
+            gen_v3_patches(c, v3)
         if opts.signed:
             ps, key, allowed = opts.signed.split(",")
             with open(ps, "rb") as f:

@@ -191,12 +191,13 @@ test_expect_success 'make the images of format 2 the hostile streams are made fr
 	echo "hostile $(cat key.pub)" >allowed &&
 	start_workload v2 -m 8 -r 10 &&
 	started=$WPID &&
-	test_status 0 "$GCKPT" -R -p $WPID -o v2a.gck &&
-	test_status 0 "$GCKPT" -R --sign=key -p $WPID -o v2s.gck &&
+	test_status 0 "$GCKPT" --format=2 -R -p $WPID -o v2a.gck &&
+	test_status 0 "$GCKPT" --format=2 -R --sign=key -p $WPID -o v2s.gck &&
 	! grep "^rewrote " "$WSTATUS" &&
 	kill -USR2 $WPID &&
 	wait_for_line "$WSTATUS" "^rewrote " 30 &&
-	test_status 0 "$GCKPT" -k --parent=v2a.gck -p $WPID -o v2b.gck &&
+	test_status 0 "$GCKPT" --format=2 -k --parent=v2a.gck -p $WPID \
+	    -o v2b.gck &&
 	started= &&
 	wait_gone $WPID &&
 	wait_gone $WCHILD &&
@@ -205,6 +206,23 @@ test_expect_success 'make the images of format 2 the hostile streams are made fr
 	test_status 0 "$GCKINSPECT" --verify --allowed-signers=allowed \
 	    v2s.gck >out &&
 	grep "hostile" out
+'
+
+# And from two of format 3 of a third tree: a full one, v3a.gck, and
+# v3b.gck, made with --parent=v3a.gck after the tree rewrote single
+# pages here and there, so that it holds patches of v3a's chunks.
+test_expect_success 'make the images of format 3 the hostile streams are made from' '
+	start_workload v3 -m 8 -p pages -r 3 &&
+	started=$WPID &&
+	test_status 0 "$GCKPT" -R -p $WPID -o v3a.gck &&
+	kill -USR2 $WPID &&
+	wait_for_line "$WSTATUS" "^rewrote " 30 &&
+	test_status 0 "$GCKPT" -k --parent=v3a.gck -p $WPID -o v3b.gck &&
+	started= &&
+	wait_gone $WPID &&
+	wait_gone $WCHILD &&
+	zstd -dc v3b.gck | tar -xOf - gpuckpt.sums >v3b.sums &&
+	grep "\"patch\":true" v3b.sums
 '
 
 # A process of the test's own listens on a port of 127.0.0.1 (its
@@ -229,6 +247,7 @@ test_expect_success 'the hostile streams' '
 	python3 "$GCK_SRCDIR/hostile.py" --bindir "$GCK_BINDIR" \
 	    --runone "$GCK_TESTDIR/runone" \
 	    --trash "$TRASH/hostile" --min 1020 --v2 v2a.gck,v2b.gck \
+	    --v3 v3a.gck,v3b.gck \
 	    --signed v2s.gck,key,allowed --port "$(cat port)" \
 	    parts.gck parts.tar \
 	    >hostile.out &&

@@ -42,7 +42,7 @@ test_expect_success 'the summary gives the facts of the manifest' '
 	    return l[0][len(key):].strip()
 	assert line("image") == "c.gck"
 	assert line("id") == m["id"], line("id")
-	assert line("created") == "%s by %s, format 2" % (m["created"],
+	assert line("created") == "%s by %s, format 3" % (m["created"],
 	    m["tool"]), line("created")
 	h = m["host"]
 	assert line("source") == "%s: Linux %s %s" % (h["hostname"],
@@ -92,7 +92,7 @@ test_expect_success 'the JSON document gives the same facts' '
 	data = sum(os.stat("cx/" + f).st_size for f in crius)
 	pages = sum(os.stat("cx/" + f["name"]).st_size for f in m["files"]
 	            if f["memory"])
-	assert i["format"] == 2 and i["size"] == size, i
+	assert i["format"] == 3 and i["size"] == size, i
 	assert i["data_size"] == data and i["file_count"] == len(crius), (i, data)
 	assert i["memory_size"] == pages > 16 << 20, i
 	assert abs(i["ratio"] - data / size) <= 0.0051, i

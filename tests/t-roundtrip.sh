@@ -33,8 +33,9 @@ restored_ok() {
 # follows the format: entry order, splitting, per-entry digests, entry
 # metadata, manifest and trailer.
 check_image() {
-	python3 - "$@" <<'EOF'
+	/usr/bin/python3 - "$@" <<'EOF'
 import hashlib, json, re, struct, sys, tarfile
+import xxhash
 
 path, pid, after = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 shell_job = len(sys.argv) > 4 and sys.argv[4] == "shell-job"
@@ -62,11 +63,32 @@ def check(cond, what):
     if not cond:
         bad.append(what)
 
+# Each page's XXH3-128, as the page index lists it (format 3), of the
+# entries of memory, holes as zeros.
+def page_digests(t, m):
+    data = t.extractfile(m).read()
+    return b"".join(xxhash.xxh3_128(data[o:o + 4096]).digest()
+                    for o in range(0, len(data), 4096))
+
 with tarfile.open(path, "r:") as t:
     members = t.getmembers()
     data = {m.name: t.extractfile(m).read()
             for m in members if m.name in ("gpuckpt.json", "gpuckpt.sums")}
     sha = {m.name: digest(t, m) for m in members}
+    pidx = b"".join(t.extractfile(m).read() for m in members
+                    if m.name.startswith("gpuckpt.pages.part"))
+    pdig = b"".join(page_digests(t, m) for m in members
+                    if m.name.startswith("criu/pages-"))
+# The page index: after the CRIU files, in parts of at most 2^20 digests,
+# one for each page of memory, in order.
+inames = [m.name for m in members if m.name.startswith("gpuckpt.pages.")]
+check(inames == ["gpuckpt.pages.part%05d" % i for i in range(len(inames))],
+      "page index parts %r" % inames)
+check(len(inames) > 0, "no page index")
+check(pidx == pdig, "the page index (%d bytes) is not the pages' digests "
+      "(%d bytes)" % (len(pidx), len(pdig)))
+index_members = [m for m in members if m.name in inames]
+members = [m for m in members if m.name not in inames]
 names = [m.name for m in members]
 check(len(names) >= 4, "too few entries: %r" % names)
 check(names[0] == "gpuckpt.json", "first entry %r" % names[0])
@@ -127,7 +149,7 @@ wrote = [f["name"] for f in man.get("files", [])]
 check([b for b in dict.fromkeys(base) if b.startswith("pages-")] ==
       [n for n in wrote if n.startswith("pages-")],
       "pages files not in the order criu wrote them")
-check(man.get("format") == 2, "manifest format %r" % man.get("format"))
+check(man.get("format") == 3, "manifest format %r" % man.get("format"))
 check(man.get("chunk_size") == CHUNK, "chunk_size %r" % man.get("chunk_size"))
 check(re.fullmatch(r"[0-9a-f]{32}", str(man.get("id"))), "id %r" %
       man.get("id"))
@@ -164,8 +186,15 @@ if pid in procs:
     check(len(kids) == 1, "root has %d children" % len(kids))
 
 sums = json.loads(data["gpuckpt.sums"])
-check(sums.get("format") == 2, "trailer format %r" % sums.get("format"))
+check(sums.get("format") == 3, "trailer format %r" % sums.get("format"))
 ents = sums.get("entries", [])
+ients = [e for e in ents if e.get("name") in inames]
+check([e.get("name") for e in ents[len(ents) - len(ients):]] == inames,
+      "the page index is not last before the trailer")
+check([e.get("sha256") for e in ients] == [sha[n] for n in inames],
+      "the page index's digests differ from the trailer's")
+allents = ents
+ents = [e for e in ents if e.get("name") not in inames]
 check([e.get("name") for e in ents] == names[:-1], "trailer names differ")
 check([e.get("size") for e in ents] == [m.size for m in members[:-1]],
       "trailer sizes differ")
@@ -173,15 +202,16 @@ check([e.get("sha256") for e in ents] == [sha[m.name] for m in members[:-1]],
       "trailer digests differ from the entries'")
 # each entry a frame of its own, back to back from the start
 at = 0
-for e in ents:
+for e in allents:
     check(e.get("at") == at and e.get("zsize", 0) > 0,
           "%s: at %r zsize %r, expected at %d" % (e.get("name"), e.get("at"),
           e.get("zsize"), at))
     at = e.get("at", 0) + e.get("zsize", 0)
-check(sums.get("count") == len(names) - 1,
+check(sums.get("count") == len(names) - 1 + len(inames),
       "trailer count %r" % sums.get("count"))
-check(sums.get("bytes") == sum(m.size for m in members[:-1]),
-      "trailer bytes %r" % sums.get("bytes"))
+check(sums.get("bytes") == sum(m.size for m in members[:-1]) +
+      sum(m.size for m in index_members), "trailer bytes %r" %
+      sums.get("bytes"))
 
 for b in bad:
     print("image check: " + b, file=sys.stderr)
@@ -264,7 +294,7 @@ test_expect_success 'gpuinspect describes the image' '
 	python3 -c "
 import json, sys
 m = json.load(open(\"inspect.out\"))
-sys.exit(not (m[\"image\"][\"format\"] == 2 and m[\"root_pid\"] == $WPID))
+sys.exit(not (m[\"image\"][\"format\"] == 3 and m[\"root_pid\"] == $WPID))
 "
 '
 

@@ -1161,10 +1161,10 @@ test_newer_image(void **state)
 	struct fixture	*f = *state;
 	int		 fd;
 
-	fd = make_image(f->u.ctx, 3, PART, "{\"format\":3,\"whatever\":[]}",
+	fd = make_image(f->u.ctx, 4, PART, "{\"format\":4,\"whatever\":[]}",
 	    files, 1);
 	assert_gck(f->u.ctx, read_image(f->u.ctx, fd, f->dirfd, NULL),
-	    GCK_EVERSION, "version 3 is newer");
+	    GCK_EVERSION, "version 4 is newer");
 	assert_int_equal(count_dir(f->dir), 0);
 	close(fd);
 }
@@ -1393,7 +1393,7 @@ test_flipped_manifest(void **state)
 	p[strlen(manifest)] = '\0';
 	/* A version flipped to a newer one is reported as such. */
 	assert_non_null(p = memmem(img, len, "\"format\": 1", 11));
-	p[10] = '3';
+	p[10] = '4';
 	assert_gck(f->u.ctx, read_buf(f->u.ctx, img, len, -1), GCK_EVERSION,
 	    "newer");
 	free(img);

@@ -316,18 +316,18 @@ static void
 test_newer_format(void **state)
 {
 	static const struct bad_case	c[] = {
-		{ "{\"format\":3,\"root_pid\":1,\"processes\":[{\"pid\":1}]}",
-		    GCK_EVERSION, "version 3 is newer" },
+		{ "{\"format\":4,\"root_pid\":1,\"processes\":[{\"pid\":1}]}",
+		    GCK_EVERSION, "version 4 is newer" },
 		/* Newer is said first: a newer format may change the rest. */
-		{ "{\"format\":3}", GCK_EVERSION, "newer" },
-		{ "{\"format\":3,\"processes\":\"elsewhere\"}", GCK_EVERSION,
+		{ "{\"format\":4}", GCK_EVERSION, "newer" },
+		{ "{\"format\":4,\"processes\":\"elsewhere\"}", GCK_EVERSION,
 		    "newer" },
 		{ "{\"format\":99,\"root_pid\":1,\"processes\":[]}",
 		    GCK_EVERSION, "version 99 is newer" },
 	};
 
 	check_bad(*state, c, NELEM(c));
-	assert_non_null(strstr(gck_error_string(*state), "(2)"));
+	assert_non_null(strstr(gck_error_string(*state), "(3)"));
 }
 
 static void
