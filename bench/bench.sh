@@ -1321,7 +1321,7 @@ inc_report()
 	set -- $(workload_spec mixed)
 	mib=$2
 	say ""
-	say "== an image with --parent after 5% of the memory was rewritten: mixed $mib MiB =="
+	say "== an image with --parent after 5% of the pages were rewritten (pages, heap: of those that hold data; runs: of the memory): mixed $mib MiB =="
 	for p in $(in_order); do
 		set -- $(awk -v p="$p" '$1 == "incremental" && $2 == p &&
 		    $4 == "ok" { print $5, $6, $7, $8; exit }' "$RAW")

@@ -52,7 +52,10 @@
  *		that are not zeros, new content of their kind, until the
  *		percent of the memory's bytes is written
  *
- * -r picks each page or object once at most.  With pages and heap, and
+ * -r picks each page or object once at most, and with pages and heap
+ * rewrites that percent of the bytes that hold data (of mixed, of half
+ * its memory), which is what an image holds; -w's percent is always of
+ * the whole memory.  With pages and heap, and
  * with -w, it keeps a checksum of each run, page or object as it writes
  * it; a check compares each with its own and answers with the checksum
  * of those, which is also the sum of the "ready" and "rewrote" lines.
@@ -548,15 +551,19 @@ rewrite_runs(unsigned pct)
 
 /*
  * pages and heap: rewrites units picked at random, each once at most,
- * until pct percent of the memory's bytes are written or every unit
- * with data was.
+ * until pct percent of the bytes of the units with data (what an image
+ * holds) are written, or every one of them was.
  */
 static size_t
 rewrite_units(unsigned pct)
 {
 	unsigned char	*seen;
-	size_t		 want = len / 100 * pct, done = 0, n = 0, i;
+	size_t		 want = 0, done = 0, n = 0, i;
 
+	for (i = 0; i < nunit; i++)
+		if (unit_live(i))
+			want += unit_len(i);
+	want = want / 100 * pct;
 	if (nlive == 0 || (seen = calloc(nunit / 8 + 1, 1)) == NULL)
 		return 0;
 	do {
