@@ -461,6 +461,42 @@ start_workload() {
 	test -n "$WPID" && test -n "$WSUM" && test -n "$WCHILD"
 }
 
+# rewrite: has the workload rewrite what its -r says (SIGUSR2); sets
+# NEWSUM, the sum it holds then.
+rewrite() {
+	_n=$(grep -c '^rewrote ' "$WSTATUS")
+	kill -USR2 $WPID || return 1
+	_i=0
+	while test "$(grep -c '^rewrote ' "$WSTATUS")" -le "$_n"; do
+		_i=$((_i + 1))
+		test $_i -le 100 || return 1
+		sleep 0.1
+	done
+	NEWSUM=$(grep '^rewrote ' "$WSTATUS" | tail -n 1 |
+	    sed 's/^rewrote sum=\([0-9a-f]*\).*/\1/')
+	test -n "$NEWSUM"
+}
+
+# verify_now PID: the workload checks itself against the sum it holds
+# now, NEWSUM; sets VCOUNTER.
+verify_now() {
+	_n=$(grep -c '^verify ' "$WSTATUS")
+	kill -USR1 $1 || return 1
+	_i=0
+	while test "$(grep -c '^verify ' "$WSTATUS")" -le "$_n"; do
+		_i=$((_i + 1))
+		test $_i -le 100 || return 1
+		sleep 0.1
+	done
+	_line=$(grep '^verify ' "$WSTATUS" | tail -n 1)
+	case $_line in
+	"verify ok sum=$NEWSUM "*) ;;
+	*)	echo >&2 "workload $1: $_line (expected sum $NEWSUM)"
+		return 1 ;;
+	esac
+	VCOUNTER=$(echo "$_line" | sed 's/.* counter=\([0-9]*\).*/\1/')
+}
+
 # ask_answer FILE PATTERN PID: sends SIGUSR1 to PID, which answers with
 # a line of FILE that PATTERN matches, and waits up to 10 s for a new one;
 # sets _line to it.

@@ -15,41 +15,6 @@ start() {
 	started="$started $WPID"
 }
 
-# rewrite: has the workload rewrite 5% of its memory; sets NEWSUM.
-rewrite() {
-	_n=$(grep -c '^rewrote ' "$WSTATUS")
-	kill -USR2 $WPID || return 1
-	_i=0
-	while test "$(grep -c '^rewrote ' "$WSTATUS")" -le "$_n"; do
-		_i=$((_i + 1))
-		test $_i -le 100 || return 1
-		sleep 0.1
-	done
-	NEWSUM=$(grep '^rewrote ' "$WSTATUS" | tail -n 1 |
-	    sed 's/^rewrote sum=\([0-9a-f]*\).*/\1/')
-	test -n "$NEWSUM"
-}
-
-# verify_now PID: the workload checks itself against the sum it holds
-# now, NEWSUM; sets VCOUNTER.
-verify_now() {
-	_n=$(grep -c '^verify ' "$WSTATUS")
-	kill -USR1 $1 || return 1
-	_i=0
-	while test "$(grep -c '^verify ' "$WSTATUS")" -le "$_n"; do
-		_i=$((_i + 1))
-		test $_i -le 100 || return 1
-		sleep 0.1
-	done
-	_line=$(grep '^verify ' "$WSTATUS" | tail -n 1)
-	case $_line in
-	"verify ok sum=$NEWSUM "*) ;;
-	*)	echo >&2 "workload $1: $_line (expected sum $NEWSUM)"
-		return 1 ;;
-	esac
-	VCOUNTER=$(echo "$_line" | sed 's/.* counter=\([0-9]*\).*/\1/')
-}
-
 # image_id IMAGE: the id in its manifest.
 image_id() {
 	zstd -dc "$1" 2>/dev/null | tar -xOf - gpuckpt.json |
