@@ -80,6 +80,10 @@ struct gck_writer {
 	unsigned char	*pzero;		/* which are zeros, */
 	char		*pstore;	/* and a patch's pages */
 	uint64_t	 npatch;	/* patches written */
+	struct gck_digest patchd;	/* the last patch's digest */
+	struct gck_digest *mdig;	/* each chunk of memory's digest, */
+	uint64_t	*msize;		/* and size, in order */
+	size_t		 nmem, capmem;
 };
 
 struct gck_reader {
@@ -555,9 +559,54 @@ w_patch(struct gck_writer *w, struct archive_entry *e, const char *name,
 	if ((r = w_entry(w, e, name, w->pstore, n, len, &d, GCK_EK_PATCH)) !=
 	    GCK_OK)
 		return r;
+	w->patchd = d;
 	w->pagebytes += len;
 	w->refbytes += len - n;
 	w->npatch++;
+	return GCK_OK;
+}
+
+/* Notes a chunk of memory written, of digest d and len bytes. */
+static int
+w_mem(struct gck_writer *w, const struct gck_digest *d, size_t len)
+{
+	struct gck_digest	*nd;
+	uint64_t		*ns;
+	size_t			 nc;
+
+	if (w->nmem == w->capmem) {
+		nc = w->capmem ? w->capmem * 2 : 256;
+		if ((nd = reallocarray(w->mdig, nc, sizeof *nd)) == NULL)
+			return gck_set_error(w->ctx, GCK_ENOMEM,
+			    "out of memory");
+		w->mdig = nd;
+		if ((ns = reallocarray(w->msize, nc, sizeof *ns)) == NULL)
+			return gck_set_error(w->ctx, GCK_ENOMEM,
+			    "out of memory");
+		w->msize = ns;
+		w->capmem = nc;
+	}
+	w->mdig[w->nmem] = *d;
+	w->msize[w->nmem++] = len;
+	return GCK_OK;
+}
+
+/*
+ * Adds the chunks of memory w wrote (format 3), their pages' digests
+ * with them, to t: what a later image sent to the same place may name
+ * as the bases of its patches.  Returns GCK_OK or a code.
+ */
+int
+gck_writer_pages(const struct gck_writer *w, struct gck_ptab *t)
+{
+	uint64_t	pg = 0;
+	size_t		i;
+
+	for (i = 0; i < w->nmem; pg += w->msize[i++] / GCK_PAGE)
+		if (gck_ptab_add(t, &w->mdig[i], w->msize[i], w->pidx + pg *
+		    GCK_PDIG) != GCK_OK)
+			return gck_set_error(w->ctx, GCK_ENOMEM,
+			    "out of memory");
 	return GCK_OK;
 }
 
@@ -600,7 +649,8 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 		}
 	}
 	if (plan == GCK_PLAN_PATCH) {
-		r = w_patch(w, e, name, buf, len, p);
+		if ((r = w_patch(w, e, name, buf, len, p)) == GCK_OK)
+			r = w_mem(w, &w->patchd, len);
 		goto out;
 	}
 	if (plan == GCK_PLAN_REF) {
@@ -630,7 +680,9 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 		    strlen(rsize));
 	}
 	if ((r = w_entry(w, e, name, buf, ref ? 0 : len, len, &d, ref ?
-	    GCK_EK_REF : GCK_EK_DATA)) != GCK_OK)
+	    GCK_EK_REF : GCK_EK_DATA)) != GCK_OK ||
+	    (sparse == 2 && w->format > 2 && (r = w_mem(w, &d, len)) !=
+	    GCK_OK))
 		goto out;
 	w->holes += h;
 	if (sparse)
@@ -927,6 +979,8 @@ gck_writer_free(struct gck_writer *w)
 	free(w->pdz);
 	free(w->pzero);
 	free(w->pstore);
+	free(w->mdig);
+	free(w->msize);
 	free(w);
 }
 
@@ -2235,7 +2289,8 @@ r_entry_part(struct gck_reader *r, struct archive_entry *e, const char *name)
 	/* A reference: a chunk of memory that a parent image holds. */
 	if (r->eref && ((archive_entry_size(e) != 0 && r->epatch == NULL) ||
 	    gck_manifest_chain(r->m) == NULL ||
-	    gck_manifest_file_memory(r->m, file) != 1))
+	    (gck_manifest_file_memory(r->m, file) != 1 &&
+	    !gck_manifest_chunks_only(r->m))))
 		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: "
 		    "entry '%s' is a reference where data must be",
 		    printable(name, buf, 201));

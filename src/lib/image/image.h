@@ -43,6 +43,8 @@ int	gck_reader_file_seen(struct gck_reader *, const char *);
 void	gck_reader_keep_raw(struct gck_reader *);
 int	gck_reader_spool(struct gck_reader *, int);
 void	gck_reader_nospool(struct gck_reader *);
+struct gck_ptab;
+int	gck_writer_pages(const struct gck_writer *, struct gck_ptab *);
 int	gck_writer_add_memory(struct gck_writer *, const char *, const void *,
 	    size_t);
 int	gck_writer_add_pages(struct gck_writer *, const char *, const void *,

@@ -452,7 +452,7 @@ out:
  */
 char *
 gck_manifest_build_chunks(struct gck_ctx *ctx, const struct gck_ptree *t,
-    int level)
+    int level, json_t *parent)
 {
 	json_t		*m = NULL, *procs;
 	char		 created[32];
@@ -465,7 +465,7 @@ gck_manifest_build_chunks(struct gck_ctx *ctx, const struct gck_ptree *t,
 	    "host", host_facts(), "root_pid", (int)t->procs[0].pid,
 	    "processes", procs, "options", "compress", level > 0 ? "zstd" :
 	    "none", "level", level);
-	return manifest_text(ctx, m, 1, NULL);
+	return manifest_text(ctx, m, 1, parent);
 out:
 	return manifest_text(ctx, NULL, 0, NULL);
 }
@@ -903,10 +903,13 @@ gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
 		goto out;
 	}
 	kind = json_object_get(m->root, "kind");
+	/* (of format 3, a round may hold patches of a cache's chunks) */
 	if (kind != NULL && (fmt < 2 || !json_is_string(kind) ||
 	    strcmp(json_string_value(kind), "chunks") != 0 ||
 	    json_object_get(m->root, "files") != NULL ||
-	    json_object_get(m->root, "parent") != NULL)) {
+	    (json_object_get(m->root, "parent") != NULL && (fmt < 3 ||
+	    !json_is_true(json_object_get(json_object_get(m->root, "parent"),
+	    "cache")))))) {
 		r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: bad kind "
 		    "in the manifest");
 		goto out;

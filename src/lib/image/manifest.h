@@ -22,7 +22,7 @@ char	*gck_manifest_build(struct gck_ctx *, const struct gck_ptree *,
     struct json_t *);
 int	gck_new_id(char [33]);
 char	*gck_manifest_build_chunks(struct gck_ctx *,
-	    const struct gck_ptree *, int);
+	    const struct gck_ptree *, int, struct json_t *);
 int	gck_manifest_chunks_only(const struct gck_manifest *);
 int	gck_manifest_level(const struct gck_manifest *);
 enum gck_after gck_manifest_after(const struct gck_manifest *);

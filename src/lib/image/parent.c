@@ -709,6 +709,29 @@ gck_parents_ptab(const struct gck_parents *ps)
 }
 
 /*
+ * The pages of src, the chunks an earlier image sent to the same place
+ * held, that ps has (gck_parents_has()): the bases a writer over ps may
+ * name, where ps has no page index of its own (a remote's cache).
+ * Returns GCK_OK or a code.
+ */
+int
+gck_parents_use_pages(struct gck_parents *ps, const struct gck_ptab *src)
+{
+	size_t	i;
+
+	gck_ptab_clear(&ps->ptab);
+	for (i = 0; src != NULL && i < src->nent; i++)
+		if (gck_parents_has(ps, &src->ent[i].d) &&
+		    gck_ptab_add(&ps->ptab, &src->ent[i].d, src->ent[i].size,
+		    src->dig + src->ent[i].first * GCK_PDIG) != GCK_OK)
+			return gck_set_error(ps->ctx, GCK_ENOMEM,
+			    "out of memory");
+	if (gck_ptab_build(&ps->ptab) != GCK_OK)
+		return gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
+	return GCK_OK;
+}
+
+/*
  * The images whose chunks the patches that ps's images hold stand on,
  * when they are not ps's own: the chain of the image ps reads itself
  * (gck_parents_self()).

@@ -62,6 +62,7 @@ int	gck_parents_remote(struct gck_ctx *, struct json_t *,
 void	gck_parents_free(struct gck_parents *);
 struct gck_ptab;
 const struct gck_ptab *gck_parents_ptab(const struct gck_parents *);
+int	gck_parents_use_pages(struct gck_parents *, const struct gck_ptab *);
 void	gck_parents_set_bases(struct gck_parents *,
 	    const struct gck_parents *);
 int	gck_parents_assemble(struct gck_parents *, const char *, const char *,

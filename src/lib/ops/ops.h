@@ -39,9 +39,9 @@ struct gck_precopy_stats {
 	size_t		 chunks;	/* written */
 };
 struct gck_memo;
-int	gck_precopy(struct gck_ctx *, pid_t, int, int,
-	    const struct gck_parents *, struct gck_memo *,
-	    struct gck_precopy_stats *);
+struct gck_ptab;
+int	gck_precopy(struct gck_ctx *, pid_t, int, int, struct gck_parents *,
+	    struct gck_memo *, struct gck_ptab *, struct gck_precopy_stats *);
 
 /*
  * snapshot.c: a snapshot's memory read while the tree runs, in rounds

@@ -34,6 +34,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "private.h"
 #include "core/proc.h"
 #include "image/chunker.h"
@@ -42,6 +44,7 @@
 #include "image/manifest.h"
 #include "image/names.h"
 #include "image/parent.h"
+#include "image/patch.h"
 #include "ops/ops.h"
 
 #define PAGE		4096u
@@ -169,11 +172,12 @@ read_range(struct pread *p, uint64_t from, uint64_t to, char *buf)
 /* The chunk of len bytes at buf, written unless have has it. */
 static int
 put_chunk(struct pread *p, struct gck_writer *w,
-    const struct gck_parents *have, struct gck_memo *memo, const char *buf,
+    struct gck_parents *have, struct gck_memo *memo, const char *buf,
     size_t len, long *part, struct gck_precopy_stats *st)
 {
 	struct gck_digest	 d;
 	char			 file[64], ename[GCK_NAME_MAX + 32];
+	uint64_t		 ref;
 	int			 r;
 
 	st->memory += len;
@@ -185,9 +189,11 @@ put_chunk(struct pread *p, struct gck_writer *w,
 	}
 	snprintf(file, sizeof file, "pages-%d.img", (int)p->pid);
 	gck_entry_name(ename, sizeof ename, file, (*part)++);
+	ref = gck_writer_refbytes(w);
 	if ((r = gck_writer_add_memory(w, ename, buf, len)) != GCK_OK)
 		return r;
-	st->stored += len;
+	/* (a patch stores only the pages that changed) */
+	st->stored += len - (gck_writer_refbytes(w) - ref);
 	st->chunks++;
 	return GCK_OK;
 }
@@ -202,7 +208,7 @@ put_chunk(struct pread *p, struct gck_writer *w,
  */
 static int
 precopy_vma(struct pread *p, size_t i, struct gck_writer *w,
-    const struct gck_parents *have, struct gck_memo *memo, char *buf,
+    struct gck_parents *have, struct gck_memo *memo, char *buf,
     long *part, struct gck_precopy_stats *st)
 {
 	struct gck_chunker	 ck;
@@ -248,7 +254,7 @@ precopy_vma(struct pread *p, size_t i, struct gck_writer *w,
  */
 static int
 precopy_proc(struct pread *p, struct gck_writer *w,
-    const struct gck_parents *have, struct gck_memo *memo, char *buf,
+    struct gck_parents *have, struct gck_memo *memo, char *buf,
     struct gck_precopy_stats *st)
 {
 	size_t	i;
@@ -271,12 +277,13 @@ precopy_proc(struct pread *p, struct gck_writer *w,
  */
 int
 gck_precopy(struct gck_ctx *ctx, pid_t pid, int level, int fd,
-    const struct gck_parents *have, struct gck_memo *memo,
+    struct gck_parents *have, struct gck_memo *memo, struct gck_ptab *pages,
     struct gck_precopy_stats *st)
 {
 	struct gck_ptree	*t = NULL;
 	struct gck_writer	*w = NULL;
 	struct pread		*p = NULL;
+	json_t			*parent = NULL;
 	char			*manifest = NULL, *buf = NULL, path[64];
 	size_t			 i;
 	int			 r;
@@ -291,13 +298,29 @@ gck_precopy(struct gck_ctx *ctx, pid_t pid, int level, int fd,
 		goto out;
 	}
 	p->pmfd = -1;
-	if ((manifest = gck_manifest_build_chunks(ctx, t, level)) == NULL) {
+	/*
+	 * Where have holds the pages of chunks (pages: those sent before
+	 * to where have is), a chunk that changed in a few of them is a
+	 * patch of those (gpuckpt-image(5), "Patches").
+	 */
+	if (have != NULL && pages != NULL &&
+	    (r = gck_parents_use_pages(have, pages)) != GCK_OK)
+		goto out;
+	if (have != NULL && gck_parents_ptab(have)->slot != NULL &&
+	    (parent = gck_parents_json(have)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((manifest = gck_manifest_build_chunks(ctx, t, level, parent)) ==
+	    NULL) {
 		r = ctx->code;
 		goto out;
 	}
 	if ((r = gck_writer_new2(ctx, fd, level, 0, GCK_FORMAT_VERSION, 0,
 	    &w)) != GCK_OK)
 		goto out;
+	if (parent != NULL)
+		gck_writer_set_parents(w, have);
 	/* The digest of each chunk it writes is the memo's, just noted. */
 	gck_writer_set_memo(w, memo);
 	if ((r = gck_writer_add(w, GCK_ENTRY_MANIFEST, manifest,
@@ -321,8 +344,10 @@ gck_precopy(struct gck_ctx *ctx, pid_t pid, int level, int fd,
 		close(p->pmfd);
 		p->pmfd = -1;
 	}
-	r = gck_writer_finish(w);
+	if ((r = gck_writer_finish(w)) == GCK_OK && pages != NULL)
+		r = gck_writer_pages(w, pages);
 out:
+	json_decref(parent);
 	gck_writer_free(w);
 	if (p != NULL) {
 		if (p->pmfd != -1)

@@ -66,7 +66,7 @@ snap_round(struct gck_ctx *ctx, pid_t pid, const char *work, unsigned k,
 	    -1)
 		return gck_set_syserr(ctx, errno, "cannot create '%s': %s",
 		    path, strerror(errno));
-	r = gck_precopy(ctx, pid, GCK_SNAP_LEVEL, fd, pool, memo, st);
+	r = gck_precopy(ctx, pid, GCK_SNAP_LEVEL, fd, pool, memo, NULL, st);
 	if (r == GCK_OK && fsync(fd) == -1 && errno != EINVAL)
 		r = gck_set_syserr(ctx, errno, "cannot write '%s': %s", path,
 		    strerror(errno));

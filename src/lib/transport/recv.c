@@ -45,6 +45,8 @@
 #include "criu/criu.h"
 #include "ops/ops.h"
 #include "image/digest.h"
+#include "image/image.h"
+#include "image/manifest.h"
 #include "image/parent.h"
 #include "image/sign.h"
 #include "transport/cache.h"
@@ -1067,8 +1069,19 @@ verify_fed(struct recv *rv, int *frp)
 	if ((r = feeder_start(rv, &rfd)) != GCK_OK)
 		return r;
 	if ((r = gck_reader_new(rv->ctx, rfd, &rd)) == GCK_OK &&
-	    (r = gck_reader_head(rd, &m)) == GCK_OK)
-		r = gck_reader_extract(rd, -1);
+	    (r = gck_reader_head(rd, &m)) == GCK_OK) {
+		/*
+		 * A round of chunks may hold patches of the chunks of the
+		 * cache's images (the rounds before), which its manifest
+		 * names: read from there, and checked.
+		 */
+		if (gck_manifest_cached(m) && rv->cache != NULL &&
+		    (r = gck_parents_pool_check(gck_cache_pool(rv->cache),
+		    m)) == GCK_OK)
+			gck_reader_set_parents(rd, gck_cache_pool(rv->cache));
+		if (r == GCK_OK)
+			r = gck_reader_extract(rd, -1);
+	}
 	close(rfd);
 	*frp = feeder_done(rv, r == GCK_OK);
 	gck_reader_free(rd);

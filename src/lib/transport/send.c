@@ -40,6 +40,7 @@
 #include "image/image.h"
 #include "image/manifest.h"
 #include "image/parent.h"
+#include "image/patch.h"
 #include "ops/ops.h"
 #include "transport/frame.h"
 #include "transport/ssh.h"
@@ -112,6 +113,8 @@ struct send {
 	int				 no_cache;	/* it has no cache */
 	struct gck_precopy_stats	 pst;		/* the round's */
 	struct gck_memo			*memo;		/* --live's, or NULL */
+	struct gck_ptab			*pages;		/* and the pages its
+							   rounds sent */
 	enum gck_origin			 hook_origin;	/* its hook's failure */
 };
 
@@ -1310,6 +1313,10 @@ send_live(struct send *s)
 	co.ghost_limit = o->ghost_limit;
 	co.have = s->have;
 	co.memo = s->memo;
+	/* What the rounds sent that the remote kept: page by page. */
+	if (s->have != NULL && s->pages != NULL &&
+	    (r = gck_parents_use_pages(s->have, s->pages)) != GCK_OK)
+		return r;
 	co.sign = o->sign;
 	memset(&cres, 0, sizeof cres);
 	s->touched = 1;
@@ -1385,7 +1392,8 @@ send_connect(struct send *s)
 /* One try of gck_send(); *retryp when another may do better. */
 static int
 send_once(struct gck_ctx *ctx, const struct gck_send_opts *o,
-    struct gck_memo *memo, struct gck_send_result *res, int *retryp)
+    struct gck_memo *memo, struct gck_ptab *pages,
+    struct gck_send_result *res, int *retryp)
 {
 	struct send	s;
 	int		r;
@@ -1393,6 +1401,7 @@ send_once(struct gck_ctx *ctx, const struct gck_send_opts *o,
 	*retryp = 0;
 	r = send_init(&s, ctx, o, res);
 	s.memo = memo;
+	s.pages = pages;
 	if (r != GCK_OK ||
 	    (r = send_check(&s)) != GCK_OK)
 		goto out;
@@ -1437,7 +1446,7 @@ send_round(struct send *s)
 	if ((r = pump_pipe(s)) != GCK_OK)
 		return r;
 	r = gck_precopy(ctx, s->o->pid, s->o->level, s->wfd, s->have,
-	    s->memo, &s->pst);
+	    s->memo, s->pages, &s->pst);
 	close(s->wfd);
 	s->wfd = -1;
 	if (r != GCK_OK)
@@ -1456,8 +1465,8 @@ send_round(struct send *s)
  */
 static int
 round_once(struct gck_ctx *ctx, const struct gck_send_opts *o,
-    struct gck_memo *memo, struct gck_precopy_stats *pst, uint64_t *wirep,
-    int *nocachep)
+    struct gck_memo *memo, struct gck_ptab *pages,
+    struct gck_precopy_stats *pst, uint64_t *wirep, int *nocachep)
 {
 	struct gck_send_result	 res;
 	struct send		 s;
@@ -1465,6 +1474,7 @@ round_once(struct gck_ctx *ctx, const struct gck_send_opts *o,
 
 	r = send_init(&s, ctx, o, &res);
 	s.memo = memo;
+	s.pages = pages;
 	if (r != GCK_OK)
 		goto out;
 	s.to_cache = 1;
@@ -1491,7 +1501,8 @@ out:
  */
 static int
 precopy(struct gck_ctx *ctx, const struct gck_send_opts *o,
-    struct gck_memo *memo, struct gck_send_result *res)
+    struct gck_memo *memo, struct gck_ptab *pages,
+    struct gck_send_result *res)
 {
 	struct gck_precopy_stats pst;
 	struct timespec		 t0, t1;
@@ -1504,7 +1515,7 @@ precopy(struct gck_ctx *ctx, const struct gck_send_opts *o,
 	res->why = "--max-rounds";
 	for (k = 1; k <= max; k++) {
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		r = round_once(ctx, o, memo, &pst, &wire, &nocache);
+		r = round_once(ctx, o, memo, pages, &pst, &wire, &nocache);
 		if (r != GCK_OK && nocache && k == 1) {
 			gck_log(ctx, 1, "%s: no pre-copy, all of the memory "
 			    "goes with the tree stopped", gck_error_string(ctx));
@@ -1616,8 +1627,10 @@ send_all(struct gck_ctx *ctx, const struct gck_send_opts *o,
 {
 	struct gck_send_result	pre;
 	struct gck_memo		*memo = NULL;
+	struct gck_ptab		 pages;
 	int			r, retry;
 
+	gck_ptab_init(&pages);
 	memset(&pre, 0, sizeof pre);
 	if (o->live && o->pid > 0) {
 		if (kill(o->pid, 0) == -1 && errno == ESRCH)
@@ -1625,8 +1638,9 @@ send_all(struct gck_ctx *ctx, const struct gck_send_opts *o,
 			    "process %d", (int)o->pid);
 		if ((memo = gck_memo_new()) == NULL)
 			return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-		if ((r = precopy(ctx, o, memo, &pre)) != GCK_OK) {
+		if ((r = precopy(ctx, o, memo, &pages, &pre)) != GCK_OK) {
 			gck_memo_free(memo);
+			gck_ptab_clear(&pages);
 			*res = pre;
 			res->pid = -1;
 			res->tty_pid = -1;
@@ -1634,16 +1648,18 @@ send_all(struct gck_ctx *ctx, const struct gck_send_opts *o,
 		}
 	}
 	*troundp = gck_clock_us();
-	r = send_once(ctx, o, memo, res, &retry);
+	r = send_once(ctx, o, memo, memo != NULL ? &pages : NULL, res, &retry);
 	/* A tree runs here again; a file is read again from its start. */
 	if (r != GCK_OK && retry && (o->pid > 0 ?
 	    ctx->fate == GCK_FATE_RUNNING : lseek(o->infd, 0, SEEK_SET) == 0)) {
 		gck_log(ctx, 1, "%s; trying once more", gck_error_string(ctx));
 		free(res->stored);
-		r = send_once(ctx, o, memo, res, &retry);
+		r = send_once(ctx, o, memo, memo != NULL ? &pages : NULL, res,
+		    &retry);
 		res->retried = 1;
 	}
 	gck_memo_free(memo);
+	gck_ptab_clear(&pages);
 	res->rounds = pre.rounds;
 	res->round_bytes = pre.round_bytes;
 	res->round_memory = pre.round_memory;
