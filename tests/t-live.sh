@@ -109,7 +109,10 @@ test_expect_success 'a round is an image of chunks only: verified, shown, never 
 	chunks cacheA >rounds &&
 	test "$(wc -l <rounds)" = "$(stat s1 rounds)" &&
 	r1=$(head -n 1 rounds) &&
-	"$GCKINSPECT" --verify "$r1" &&
+	# (a round after the first may be patches of the rounds before)
+	for r in $(cat rounds); do
+		"$GCKINSPECT" --verify --parent="$TRASH/cacheA" "$r" || return 1
+	done &&
 	"$GCKINSPECT" "$r1" >show &&
 	test_grep "^kind  *chunks of memory only" show &&
 	"$GCKINSPECT" --json "$r1" >json &&
@@ -300,6 +303,57 @@ test_expect_success 'options checked' '
 	echo x >img &&
 	test_status 2 "$GCKSEND" --live img host 2>err &&
 	test_grep "are for a live tree" err
+'
+
+test_expect_success 'pages written one here, one there: rounds and stop of patches, every page there' '
+	start_tree scat -m 64 -p pages -w 5 &&
+	ID=$WPID &&
+	c0=$(counter $WPID) &&
+	{ gsend B -v --live --cache "$TRASH/cacheB" -p $WPID >s8 2>err;
+	  st=$?; test $st = 0; } &&
+	rounds=$(stat s8 rounds) &&
+	echo "rounds $rounds, round bytes $(stat s8 round_bytes), stop sent $(stat s8 sent)" &&
+	# what the stop sent: a few pages, not the chunks that hold them
+	test $(($(stat s8 sent) * 4)) -lt $(stat s8 round_bytes) &&
+	wait_gone $WPID &&
+	there B $ID &&
+	test $VCOUNTER -gt $c0 &&
+	chunks cacheB >list &&
+	for f in $(cat list); do
+		zstd -dcq "$f" | tar -xOf - gpuckpt.sums
+	done | grep -q "\"patch\":true"
+'
+
+# criu, run by gpusend once the rounds are done, has the workload rewrite
+# pages first: they change after the last round read them, before the
+# stop, and must arrive as they are.
+test_expect_success 'pages rewritten between the last round and the stop arrive' '
+	start_tree late -m 64 -p pages -r 3 &&
+	ID=$WPID &&
+	cat >latecriu <<-EOF &&
+	#!/bin/sh
+	case " \$* " in
+	*" dump "*)
+		n=\$(grep -c "^rewrote " "$WSTATUS")
+		kill -USR2 $WPID
+		i=0
+		while test "\$(grep -c "^rewrote " "$WSTATUS")" -le \$n &&
+		    test \$i -lt 100; do
+			i=\$((i + 1)); sleep 0.1
+		done ;;
+	esac
+	exec "$CRIU" "\$@"
+	EOF
+	chmod +x latecriu &&
+	{ GCK_CRIU=$TRASH/latecriu gsend A --live --cache "$TRASH/cacheA" \
+	    -p $WPID >s9 2>err; st=$?; test $st = 0; } &&
+	test $(stat s9 rounds) -ge 1 &&
+	NEWSUM=$(grep "^rewrote " "$WSTATUS" | tail -n 1 |
+	    sed "s/^rewrote sum=\([0-9a-f]*\).*/\1/") &&
+	wait_gone $WPID &&
+	use_host A &&
+	VHOST=$(ns_pid $ID) &&
+	verify_now $VHOST
 '
 
 test_expect_success 'nothing left but the caches' '

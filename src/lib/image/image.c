@@ -1088,6 +1088,67 @@ frame_fetch(struct gck_reader *r, const struct gck_taker *t, const char *name,
 	}
 }
 
+/*
+ * Run by a decompressing worker on a frame that holds a patch (a, at
+ * its entry e, whose digest res->d its header gives), of a chunk of
+ * size bytes: the pages it stores read and checked with its map, then
+ * the chunk made whole from its bases (gck_parents_assemble_any()),
+ * as frame_fetch() does a reference's chunk.
+ */
+static void
+frame_patch(struct gck_reader *r, const struct gck_taker *t,
+    struct archive *a, struct archive_entry *e, struct gck_zres *res,
+    const void *map, size_t maplen, uint64_t size)
+{
+	struct gck_parents	*ps;
+	struct gck_digest	 d;
+	const char		*name = archive_entry_pathname(e);
+	char			*stored, *buf;
+	void			*h;
+	la_ssize_t		 k;
+	size_t			 cap, n = 0, want;
+
+	if ((ps = __atomic_load_n(&r->parents, __ATOMIC_ACQUIRE)) == NULL ||
+	    name == NULL || archive_entry_size(e) < 0 ||
+	    (want = (size_t)archive_entry_size(e)) > GCK_CHUNK_SIZE ||
+	    size > GCK_CHUNK_SIZE || maplen > GCK_PATCH_MAP_MAX)
+		return;
+	if (__atomic_add_fetch(&r->ahead, size, __ATOMIC_ACQ_REL) >
+	    __atomic_load_n(&r->ahead_max, __ATOMIC_RELAXED)) {
+		__atomic_sub_fetch(&r->ahead, size, __ATOMIC_ACQ_REL);
+		return;
+	}
+	if ((stored = malloc(want + 1)) == NULL)
+		goto fail;
+	while ((k = archive_read_data(a, stored + n, want + 1 - n)) > 0 &&
+	    (n += (size_t)k) <= want)
+		;
+	if (k < 0 || n != want || gck_patch_digest(stored, n, map, maplen,
+	    size, &d) == -1 || !gck_digest_equal(&d, &res->d)) {
+		free(stored);
+		goto fail;
+	}
+	r_buf_get(r, &buf, &cap);
+	if (gck_parents_assemble_any(ps, name, map, maplen, stored, n, size,
+	    &buf, &cap) == -1) {
+		free(stored);
+		r_buf_put(r, buf, cap);
+		goto fail;
+	}
+	free(stored);
+	res->ref = buf;
+	res->refcap = cap;
+	res->refimg = 0;
+	res->size = size;
+	if (t != NULL && (h = t->begin(t->arg, name)) != NULL) {
+		res->taken = 1;
+		res->terr = t->take(t->arg, h, 0, buf, (size_t)size) == -1;
+	}
+	return;
+fail:
+	__atomic_sub_fetch(&r->ahead, size, __ATOMIC_ACQ_REL);
+}
+
 /* Frees a chunk a worker fetched that the reader did not take. */
 static void
 frame_discard(void *arg, struct gck_zres *res)
@@ -1116,9 +1177,9 @@ frame_examine(void *arg, const char *buf, size_t len, struct gck_zres *res)
 	struct archive_entry	*e;
 	struct gck_dstate	*ds = NULL;
 	const char		*xn, *name;
-	const void		*xv, *p;
+	const void		*xv, *p, *pmap = NULL;
 	void			*h = NULL;
-	size_t			 xl, l;
+	size_t			 xl, l, pmaplen = 0;
 	la_int64_t		 off, so, sl;
 	uint64_t		 refsize = 0;
 	int			 sha = 0, ret;
@@ -1140,8 +1201,15 @@ frame_examine(void *arg, const char *buf, size_t len, struct gck_zres *res)
 			    &res->d) == 0;
 		else if (strcmp(xn, XATTR_PREFIX "ref") == 0)
 			refsize = gck_ref_size(xv, xl);
-		else if (strcmp(xn, XATTR_PREFIX "patch") == 0)
-			goto out;	/* the reader's to make whole */
+		else if (strcmp(xn, XATTR_PREFIX "patch") == 0) {
+			pmap = xv;
+			pmaplen = xl;
+		}
+	if (pmap != NULL) {
+		if (sha && refsize > 0)
+			frame_patch(r, t, a, e, res, pmap, pmaplen, refsize);
+		goto out;
+	}
 	if (sha && refsize > 0 && archive_entry_size(e) == 0) {
 		frame_fetch(r, t, archive_entry_pathname(e), res, refsize);
 		goto out;
@@ -2683,7 +2751,15 @@ r_ref_chunk(struct gck_reader *r, const void **pp, size_t max)
 			    gck_manifest_id(r->m));
 			return -1;
 		}
-		if (r->epatch != NULL) {
+		if (r->epatch != NULL && r->refown != NULL) {
+			/* a worker made it whole: its data need not be read */
+			if (archive_read_data_skip(r->a) != ARCHIVE_OK) {
+				r_archive_error(r, 1);
+				return -1;
+			}
+			r->refdata = r->refown;
+			r->refahead += r->esize;
+		} else if (r->epatch != NULL) {
 			if (r_patch(r) != GCK_OK)
 				return -1;
 		} else if (r->refown != NULL) {

@@ -1175,6 +1175,44 @@ gck_parents_assemble(struct gck_parents *ps, const char *name,
 }
 
 /*
+ * As gck_parents_assemble(), but on any thread, while others fetch, as
+ * gck_parents_load() does: saying nothing, into *bufp (*capp bytes).
+ * Returns 0, or -1 where gck_parents_assemble() would say why.
+ */
+int
+gck_parents_assemble_any(const struct gck_parents *ps, const char *name,
+    const char *map, size_t len, const char *stored, uint64_t n,
+    uint64_t size, char **bufp, size_t *capp)
+{
+	struct gck_ctx	 ctx;
+	struct pfetch	*fx;
+	struct fentry	 fe;
+	char		*nb;
+	int		 r;
+
+	if ((fx = pfetch_mine()) == NULL)
+		return -1;
+	memset(&fe, 0, sizeof fe);
+	snprintf(fe.name, sizeof fe.name, "%s", name);
+	fe.map = (char *)map;
+	fe.maplen = len;
+	fe.size = n;
+	fe.refsize = size;
+	if (*capp < n + 1) {
+		if ((nb = realloc(*bufp, (size_t)n + 1)) == NULL)
+			return -1;
+		*bufp = nb;
+		*capp = (size_t)n + 1;
+	}
+	memcpy(*bufp, stored, (size_t)n);
+	memset(&ctx, 0, sizeof ctx);
+	fx->ctx = &ctx;
+	r = p_patch(ps, fx, &fe, bufp, capp, 0);
+	fx->ctx = NULL;
+	return r == GCK_OK ? 0 : -1;
+}
+
+/*
  * Makes the chunk of patch fe whole: *bufp holds the pages it stores,
  * and then the chunk, its bases read from the images of ps (or of those
  * ps names for them), each checked, depth patches down already.
