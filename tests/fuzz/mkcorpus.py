@@ -33,9 +33,28 @@ import sys
 import tempfile
 import time
 
+# A tiny program with 64 pages of its own, one of which it rewrites on
+# SIGUSR1: the incremental image over it holds a patch.
 TINY = r"""
+#include <signal.h>
 #include <unistd.h>
-int main(void) { for (;;) pause(); }
+static char buf[64 * 4096];
+static volatile sig_atomic_t again;
+static void on_usr1(int s) { (void)s; again = 1; }
+int main(void)
+{
+	unsigned i;
+
+	for (i = 0; i < sizeof buf; i++)
+		buf[i] = (char)(i * 7 + i / 4096);
+	signal(SIGUSR1, on_usr1);
+	for (;;) {
+		pause();
+		if (again)
+			for (again = 0, i = 0; i < 4096; i++)
+				buf[17 * 4096 + i] ^= (char)(i | 1);
+	}
+}
 """
 
 # fuzz_criu's names, by selector (fuzz_criu.c): the low three bits, and
@@ -95,7 +114,9 @@ def checkpoint(bindir, work):
                             "-c", c, "-o", out, "-p", str(p.pid)], check=True)
             with open(out, "rb") as f:
                 imgs[c.split(":")[0]] = f.read()
-        # and an incremental image over the zstd one
+        # and an incremental image over the zstd one, a page rewritten
+        p.send_signal(signal.SIGUSR1)
+        time.sleep(0.3)
         out = os.path.join(work, "incr.gck")
         subprocess.run([os.path.join(bindir, "ckpt", "gpuckpt"), "-R",
                         "-c", "zstd:19", "--parent",

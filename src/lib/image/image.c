@@ -948,7 +948,7 @@ gck_writer_set_sign(struct gck_writer *w, const char *key)
 	if (key != NULL && (w->format < 2 || w->z == NULL ||
 	    !gck_zout_footer(w->z)))
 		return gck_set_error(w->ctx, GCK_EINVAL, "only a compressed "
-		    "image of format 2 can be signed");
+		    "image of format 2 or 3 can be signed");
 	w->sign = key;
 	return GCK_OK;
 }

@@ -483,7 +483,7 @@ p_open(struct gck_parents *ps, const char *path, int fd0, struct pimage *pi)
 	if (!S_ISREG(sb.st_mode) || gck_zio_footer(pi->fd,
 	    (uint64_t)sb.st_size, &tat) == -1) {
 		r = gck_set_error(ps->ctx, GCK_EFORMAT, "cannot use '%s' as a "
-		    "parent image: not an image file of format 2 with a "
+		    "parent image: not an image file of format 2 or 3 with a "
 		    "footer (a compressed image written by gpuckpt %s or "
 		    "later)", path, PACKAGE_VERSION);
 		goto out;
@@ -496,7 +496,8 @@ p_open(struct gck_parents *ps, const char *path, int fd0, struct pimage *pi)
 	    fe.map != NULL || !gck_digest_equal(&fe.rec, &fe.got) ||
 	    (t = json_loadb(buf, (size_t)fe.size, 0, NULL)) == NULL ||
 	    json_unpack(t, "{s:I, s:o}", "format", &fmt, "entries", &o) != 0 ||
-	    (fmt != 2 && fmt != 3) || !json_is_array(o) || json_array_size(o) == 0) {
+	    (fmt != 2 && fmt != 3) || !json_is_array(o) ||
+	    json_array_size(o) == 0) {
 		r = gck_set_error(ps->ctx, GCK_ECORRUPT, "corrupt parent image "
 		    "'%s': its footer names no trailer", path);
 		goto out;
@@ -1322,7 +1323,7 @@ gck_image_tail(struct gck_ctx *ctx, int fd, const char *name, char **tp,
 	if (!S_ISREG(sb.st_mode) || gck_zio_footer(fd, (uint64_t)sb.st_size,
 	    &tat) == -1)
 		return gck_set_error(ctx, GCK_EFORMAT, "'%s' has no footer: "
-		    "not a compressed image file of format 2", name);
+		    "not a compressed image file of format 2 or 3", name);
 	if ((r = gck_parents_new(ctx, &ps)) != GCK_OK)
 		return r;
 	ps->what = "image";

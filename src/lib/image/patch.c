@@ -294,9 +294,10 @@ gck_patch_text(const struct gck_patch *p, char *buf, size_t len)
 	int		 n;
 
 	for (i = 0; i < p->nbase + p->nrun; i++) {
-		const struct gck_prun	*q = &p->run[i - p->nbase];
+		const struct gck_prun	*q = i < p->nbase ? NULL :
+					    &p->run[i - p->nbase];
 
-		if (i < p->nbase)
+		if (q == NULL)
 			n = snprintf(buf + off, len - off, "base %s %" PRIu64
 			    "\n", gck_digest_hex(&p->base[i], hex),
 			    p->bsize[i]);

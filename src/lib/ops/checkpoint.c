@@ -994,7 +994,7 @@ ckpt_preflight(struct ckpt *c)
 	/* So is the key: a signed image is compressed, of format 2. */
 	if (o->sign != NULL && (o->format == 1 || o->level == 0))
 		return gck_set_error(ctx, GCK_EINVAL, "only a compressed image "
-		    "of format 2 can be signed");
+		    "of format 2 or 3 can be signed");
 	if (o->sign != NULL && (r = gck_sig_usable(ctx, o->sign)) != GCK_OK)
 		return r;
 	if (o->parent != NULL && ((r = gck_parents_new(ctx, &c->parents)) !=
