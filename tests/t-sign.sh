@@ -274,7 +274,7 @@ test_expect_success 'a key it cannot sign with: the checkpoint fails, the tree r
 	test_cmp expect err &&
 	test_status 1 "$GCKPT" --sign=alice -c none -k -p $WPID -o X.gck \
 	    2>err &&
-	echo "gpuckpt: only a compressed image of format 2 can be signed" >expect &&
+	echo "gpuckpt: only a compressed image of format 2 or 3 can be signed" >expect &&
 	test_cmp expect err &&
 	! test -e X.gck &&
 	verify_workload $WPID &&
