@@ -2412,7 +2412,8 @@ def run(lane, job, opts, standin=None):
     if standin:
         env.update(GCK_CRIU=standin, GCK_HOSTILE_MARK=lane.mark)
     argv = [lane.img if a is IMG else a for a in job["argv"]]
-    res = {"status": None, "rss": None, "procs": [], "head": None}
+    res = {"status": None, "rss": None, "procs": [], "head": None,
+           "since": boot_ticks()}
     if job["want"] == "good":
         res["head"] = head_of(data, opts)
     for f in (lane.report, lane.mark):
@@ -2541,7 +2542,7 @@ def judge(lane, job, res, opts, good):
             "%d(%s)" % tuple(p) for p in res["procs"]))
     # Only gpurestore, starting criu, can make the image's processes;
     # a gpurestore run is never beside one that starts criu.
-    alive = image_procs(opts.pids)
+    alive = image_procs(opts.pids, res["since"])
     if alive and job["tool"] == "gpurestore":
         why.append("the image's pids exist: %s" % alive)
     mode = job["mode"]
@@ -2841,10 +2842,19 @@ def head_of(b, opts):
     return None
 
 
-def image_procs(pids):
+def boot_ticks():
+    """Now, in clock ticks since the boot, as /proc/PID/stat gives a
+    process's start."""
+    return int(time.clock_gettime(time.CLOCK_BOOTTIME) *
+               os.sysconf("SC_CLK_TCK"))
+
+
+def image_procs(pids, since=0):
     """The processes that are one of the image's, here or in a PID
-    namespace: by a PID of theirs (NSpid) and their name.  Other tests
-    run beside this one, and the PIDs wrap: a PID alone says nothing."""
+    namespace: by a PID of theirs (NSpid) and their name, started since
+    the run began (in clock ticks since the boot).  Other tests run
+    beside this one (make -j2 check), with workloads of the same name,
+    and the PIDs wrap: a PID and a name alone say nothing."""
     found = []
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -2852,7 +2862,11 @@ def image_procs(pids):
         try:
             with open("/proc/%s/status" % d) as f:
                 st = f.read()
-        except OSError:
+            with open("/proc/%s/stat" % d) as f:
+                start = int(f.read().rsplit(")", 1)[1].split()[19])
+        except (OSError, IndexError, ValueError):
+            continue
+        if start < since - 1:
             continue
         name = re.search(r"^Name:\t(.*)$", st, re.M)
         nspid = re.search(r"^NSpid:\t(.*)$", st, re.M)
