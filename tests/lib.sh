@@ -188,7 +188,9 @@ limit_memory() {
 # fake_criu HOW: writes ./fakecriu, which runs the real criu ($CRIU, see
 # require_criu) and, for a dump, misbehaves as HOW says: fail-before,
 # fail-after (criu dumped and left the tree stopped) or slow; or, with
-# fail-restore, fails every restore.
+# fail-restore, fails every restore; or, with rewrite-first, has the
+# workload $WPID (of $WSTATUS, as fake_criu is called) rewrite what its
+# -r says before each dump, after any pre-copy round.
 fake_criu() {
 	cat >fakecriu <<-EOF
 	#!/bin/sh
@@ -211,6 +213,15 @@ fake_criu() {
 		slow)
 			"$CRIU" "\$@" || exit
 			exec sleep 10 ;;
+		rewrite-first)
+			# the workload $WPID rewrites (-r) before the dump
+			n=\$(grep -c "^rewrote " "$WSTATUS")
+			kill -USR2 $WPID
+			i=0
+			while test "\$(grep -c "^rewrote " "$WSTATUS")" -le \$n &&
+			    test \$i -lt 100; do
+				i=\$((i + 1)); sleep 0.1
+			done ;;
 		esac ;;
 	esac
 	exec "$CRIU" "\$@"

@@ -330,22 +330,8 @@ test_expect_success 'pages written one here, one there: rounds and stop of patch
 test_expect_success 'pages rewritten between the last round and the stop arrive' '
 	start_tree late -m 64 -p pages -r 3 &&
 	ID=$WPID &&
-	cat >latecriu <<-EOF &&
-	#!/bin/sh
-	case " \$* " in
-	*" dump "*)
-		n=\$(grep -c "^rewrote " "$WSTATUS")
-		kill -USR2 $WPID
-		i=0
-		while test "\$(grep -c "^rewrote " "$WSTATUS")" -le \$n &&
-		    test \$i -lt 100; do
-			i=\$((i + 1)); sleep 0.1
-		done ;;
-	esac
-	exec "$CRIU" "\$@"
-	EOF
-	chmod +x latecriu &&
-	{ GCK_CRIU=$TRASH/latecriu gsend A --live --cache "$TRASH/cacheA" \
+	fake_criu rewrite-first &&
+	{ GCK_CRIU=$TRASH/fakecriu gsend A --live --cache "$TRASH/cacheA" \
 	    -p $WPID >s9 2>err; st=$?; test $st = 0; } &&
 	test $(stat s9 rounds) -ge 1 &&
 	NEWSUM=$(grep "^rewrote " "$WSTATUS" | tail -n 1 |

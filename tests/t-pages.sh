@@ -124,22 +124,8 @@ test_expect_success 'heap: a series of it, each incremental small, the newest re
 # before the tree stops, and the snapshot must hold them as they are.
 test_expect_success 'pages changed between the last round and the stop are not lost' '
 	start late -m 64 -p pages -r 3 &&
-	cat >latecriu <<-EOF &&
-	#!/bin/sh
-	case " \$* " in
-	*" dump "*)
-		n=\$(grep -c "^rewrote " "$WSTATUS")
-		kill -USR2 $WPID
-		i=0
-		while test "\$(grep -c "^rewrote " "$WSTATUS")" -le \$n &&
-		    test \$i -lt 100; do
-			i=\$((i + 1)); sleep 0.1
-		done ;;
-	esac
-	exec "$CRIU" "\$@"
-	EOF
-	chmod +x latecriu &&
-	GCK_CRIU=$TRASH/latecriu test_status 0 "$GCKPT" -v -R -p $WPID \
+	fake_criu rewrite-first &&
+	GCK_CRIU=$TRASH/fakecriu test_status 0 "$GCKPT" -v -R -p $WPID \
 	    -o late.gck 2>err &&
 	test_grep "^gpuckpt: pre-copy ended" err &&
 	NEWSUM=$(grep "^rewrote " "$WSTATUS" | tail -n 1 |

@@ -802,6 +802,82 @@ cuda_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *c)
 }
 
 /*
+ * The processes of manifest m, root its root's pid: each once, the root
+ * among them.  Returns GCK_OK or a code.
+ */
+static int
+procs_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *procs,
+    json_int_t root)
+{
+	json_t		*p;
+	json_int_t	 pid, start, hpid;
+	const char	*comm;
+	pid_t		*sorted = NULL;
+	size_t		 i;
+	int		 zombie, r = GCK_OK, found = 0;
+
+	m->n = json_array_size(procs);
+	if ((m->procs = calloc(m->n, sizeof *m->procs)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	json_array_foreach(procs, i, p) {
+		comm = NULL;
+		zombie = 0;
+		start = 0;
+		hpid = 0;
+		if (json_unpack(p, "{s:I, s?s, s?b, s?I, s?I}", "pid", &pid,
+		    "comm", &comm, "zombie", &zombie, "start", &start,
+		    "host_pid", &hpid) != 0 ||
+		    pid <= 0 || pid > INT32_MAX || start < 0 || hpid < 0 ||
+		    hpid > INT32_MAX)
+			return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
+			    "bad process %zu in the manifest", i + 1);
+		m->procs[i].pid = (pid_t)pid;
+		m->procs[i].host_pid = hpid > 0 ? (pid_t)hpid : (pid_t)pid;
+		m->procs[i].comm = comm != NULL ? comm : "?";
+		m->procs[i].zombie = zombie;
+		m->procs[i].start = (uint64_t)start;
+		if (pid == root)
+			found = 1;
+	}
+	if ((sorted = calloc(m->n, sizeof *sorted)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	for (i = 0; i < m->n; i++)
+		sorted[i] = m->procs[i].pid;
+	qsort(sorted, m->n, sizeof *sorted, pid_cmp);
+	for (i = 1; i < m->n && r == GCK_OK; i++)
+		if (sorted[i] == sorted[i - 1])
+			r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
+			    "pid %d twice in the manifest", (int)sorted[i]);
+	free(sorted);
+	if (r == GCK_OK && !found)
+		r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: root "
+		    "pid %lld is not in the process list", (long long)root);
+	return r;
+}
+
+/*
+ * The kind of manifest m, of format fmt: an image of chunks has no
+ * files, and a parent only of format 3, a cache's, whose chunks a round
+ * may hold patches of.  Returns GCK_OK or a code.
+ */
+static int
+kind_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_int_t fmt)
+{
+	json_t	*kind = json_object_get(m->root, "kind");
+	json_t	*parent = json_object_get(m->root, "parent");
+
+	if (kind != NULL && (fmt < 2 || !json_is_string(kind) ||
+	    strcmp(json_string_value(kind), "chunks") != 0 ||
+	    json_object_get(m->root, "files") != NULL ||
+	    (parent != NULL && (fmt < 3 ||
+	    !json_is_true(json_object_get(parent, "cache"))))))
+		return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: bad kind "
+		    "in the manifest");
+	m->chunks = kind != NULL;
+	return GCK_OK;
+}
+
+/*
  * Parses and checks a manifest.  Returns GCK_OK with *mp set, GCK_EVERSION
  * for a newer format, or GCK_EFORMAT.
  */
@@ -811,12 +887,9 @@ gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
 {
 	struct gck_manifest	*m = NULL;
 	json_error_t		 jerr;
-	json_t			*procs, *p, *kind;
-	json_int_t		 fmt, root, pid, start, hpid;
-	const char		*comm;
-	pid_t			*sorted = NULL;
-	size_t			 i;
-	int			 shell = 0, zombie, r, found = 0;
+	json_t			*procs;
+	json_int_t		 fmt, root;
+	int			 shell = 0, r;
 
 	*mp = NULL;
 	if ((m = calloc(1, sizeof *m)) == NULL) {
@@ -857,65 +930,9 @@ gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
 	m->format = (int)fmt;
 	m->root_pid = (pid_t)root;
 	m->shell_job = shell;
-	m->n = json_array_size(procs);
-	if ((m->procs = calloc(m->n, sizeof *m->procs)) == NULL) {
-		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-		goto out;
-	}
-	json_array_foreach(procs, i, p) {
-		comm = NULL;
-		zombie = 0;
-		start = 0;
-		hpid = 0;
-		if (json_unpack(p, "{s:I, s?s, s?b, s?I, s?I}", "pid", &pid,
-		    "comm", &comm, "zombie", &zombie, "start", &start,
-		    "host_pid", &hpid) != 0 ||
-		    pid <= 0 || pid > INT32_MAX || start < 0 || hpid < 0 ||
-		    hpid > INT32_MAX) {
-			r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
-			    "bad process %zu in the manifest", i + 1);
-			goto out;
-		}
-		m->procs[i].pid = (pid_t)pid;
-		m->procs[i].host_pid = hpid > 0 ? (pid_t)hpid : (pid_t)pid;
-		m->procs[i].comm = comm != NULL ? comm : "?";
-		m->procs[i].zombie = zombie;
-		m->procs[i].start = (uint64_t)start;
-		if (pid == root)
-			found = 1;
-	}
-	if ((sorted = calloc(m->n, sizeof *sorted)) == NULL) {
-		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-		goto out;
-	}
-	for (i = 0; i < m->n; i++)
-		sorted[i] = m->procs[i].pid;
-	qsort(sorted, m->n, sizeof *sorted, pid_cmp);
-	for (i = 1; i < m->n; i++)
-		if (sorted[i] == sorted[i - 1]) {
-			r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
-			    "pid %d twice in the manifest", (int)sorted[i]);
-			goto out;
-		}
-	if (!found) {
-		r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: root "
-		    "pid %lld is not in the process list", (long long)root);
-		goto out;
-	}
-	kind = json_object_get(m->root, "kind");
-	/* (of format 3, a round may hold patches of a cache's chunks) */
-	if (kind != NULL && (fmt < 2 || !json_is_string(kind) ||
-	    strcmp(json_string_value(kind), "chunks") != 0 ||
-	    json_object_get(m->root, "files") != NULL ||
-	    (json_object_get(m->root, "parent") != NULL && (fmt < 3 ||
-	    !json_is_true(json_object_get(json_object_get(m->root, "parent"),
-	    "cache")))))) {
-		r = gck_set_error(ctx, GCK_EFORMAT, "corrupt image: bad kind "
-		    "in the manifest");
-		goto out;
-	}
-	m->chunks = kind != NULL;
-	if ((r = id_parse(ctx, m)) != GCK_OK ||
+	if ((r = procs_parse(ctx, m, procs, root)) != GCK_OK ||
+	    (r = kind_parse(ctx, m, fmt)) != GCK_OK ||
+	    (r = id_parse(ctx, m)) != GCK_OK ||
 	    (r = cuda_parse(ctx, m, json_object_get(m->root, "cuda"))) !=
 	    GCK_OK || (r = files_parse(ctx, m, json_object_get(m->root,
 	    "files"))) != GCK_OK || (r = criu_parse(ctx, m,
@@ -925,7 +942,6 @@ gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
 	m = NULL;
 	r = GCK_OK;
 out:
-	free(sorted);
 	gck_manifest_free(m);
 	return r;
 }

@@ -121,6 +121,9 @@ static int	p_load(const struct gck_parents *, struct pfetch *,
 		    size_t *, int);
 static int	p_patch(const struct gck_parents *, struct pfetch *,
 		    const struct fentry *, char **, size_t *, int);
+static int	p_patch_entry(struct fentry *, const char *, const char *,
+		    size_t, const char *, uint64_t, uint64_t, char **,
+		    size_t *);
 static void	pimage_clear(struct pimage *);
 
 static int
@@ -1156,23 +1159,40 @@ gck_parents_assemble(struct gck_parents *ps, const char *name,
     uint64_t size, char **bufp, size_t *capp)
 {
 	struct fentry	 fe;
-	char		*nb;
 
-	memset(&fe, 0, sizeof fe);
-	snprintf(fe.name, sizeof fe.name, "%s", name);
-	fe.map = (char *)map;
-	fe.maplen = len;
-	fe.size = n;
-	fe.refsize = size;
+	if (p_patch_entry(&fe, name, map, len, stored, n, size, bufp,
+	    capp) == -1)
+		return gck_set_error(ps->ctx, GCK_ENOMEM, "out of memory");
+	return p_patch(ps, &ps->fx, &fe, bufp, capp, 0);
+}
+
+/*
+ * The patch named name, whose map is len bytes and which stores the n
+ * bytes at stored, of a chunk of size bytes, as p_patch() takes it: fe,
+ * and the pages in *bufp (*capp bytes, grown as needed).  Returns 0, or
+ * -1 when out of memory.
+ */
+static int
+p_patch_entry(struct fentry *fe, const char *name, const char *map,
+    size_t len, const char *stored, uint64_t n, uint64_t size, char **bufp,
+    size_t *capp)
+{
+	char	*nb;
+
+	memset(fe, 0, sizeof *fe);
+	snprintf(fe->name, sizeof fe->name, "%s", name);
+	fe->map = (char *)map;
+	fe->maplen = len;
+	fe->size = n;
+	fe->refsize = size;
 	if (*capp < n + 1) {
 		if ((nb = realloc(*bufp, (size_t)n + 1)) == NULL)
-			return gck_set_error(ps->ctx, GCK_ENOMEM,
-			    "out of memory");
+			return -1;
 		*bufp = nb;
 		*capp = (size_t)n + 1;
 	}
 	memcpy(*bufp, stored, (size_t)n);
-	return p_patch(ps, &ps->fx, &fe, bufp, capp, 0);
+	return 0;
 }
 
 /*
@@ -1188,24 +1208,11 @@ gck_parents_assemble_any(const struct gck_parents *ps, const char *name,
 	struct gck_ctx	 ctx;
 	struct pfetch	*fx;
 	struct fentry	 fe;
-	char		*nb;
 	int		 r;
 
-	if ((fx = pfetch_mine()) == NULL)
+	if ((fx = pfetch_mine()) == NULL || p_patch_entry(&fe, name, map, len,
+	    stored, n, size, bufp, capp) == -1)
 		return -1;
-	memset(&fe, 0, sizeof fe);
-	snprintf(fe.name, sizeof fe.name, "%s", name);
-	fe.map = (char *)map;
-	fe.maplen = len;
-	fe.size = n;
-	fe.refsize = size;
-	if (*capp < n + 1) {
-		if ((nb = realloc(*bufp, (size_t)n + 1)) == NULL)
-			return -1;
-		*bufp = nb;
-		*capp = (size_t)n + 1;
-	}
-	memcpy(*bufp, stored, (size_t)n);
 	memset(&ctx, 0, sizeof ctx);
 	fx->ctx = &ctx;
 	r = p_patch(ps, fx, &fe, bufp, capp, 0);
