@@ -119,6 +119,24 @@ test_expect_success 'heap: a series of it, each incremental small, the newest re
 	kill_tree $WPID
 '
 
+# Each snapshot's rounds read only what changed since the one before,
+# though that one refers to its own parent for most of its memory: the
+# pages it lists are found in the chain behind it.
+test_expect_success 'pages: the rounds of each snapshot of a series find the pages of the last' '
+	start rounds -m 64 -p pages -w 1 &&
+	test_status 0 "$GCKPT" -v --series=R --every=1 --count=4 -p $WPID \
+	    2>err &&
+	grep "^gpuckpt: round 1: " err >r1 && test_line_count r1 4 &&
+	sed 1d r1 | while read -r _ _ _ n _ _ _ _ m _; do
+		echo "round 1: $m new of $n" &&
+		test $((m * 8)) -lt $n || return 1
+	done &&
+	kill_tree $WPID &&
+	test_status 0 "$GCKRESTORE" R >out 2>err &&
+	verify_workload $WPID &&
+	kill_tree $WPID
+'
+
 # criu, run by gpuckpt -R once its rounds are done, has the workload
 # rewrite pages first: they change after the last round read them and
 # before the tree stops, and the snapshot must hold them as they are.

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,25 @@ struct pimage {
 	json_t		*entries;	/* its trailer's */
 	struct gck_manifest *m;		/* its manifest */
 	uint64_t	 used;		/* bytes of its chunks fetched */
+	int		 parent;	/* of a pool, the parent of the image
+					   written over it */
+};
+
+/*
+ * The bases a thread made whole last, kept for the patches after them:
+ * a chunk rewritten in several rounds is a patch on a patch on the
+ * chunk of the first round, and a patch of the next round names all of
+ * them, so that each would otherwise be read and made whole again for
+ * every patch above it, as many times as the chain is deep.
+ */
+#define PF_KEPT		16
+
+struct pkept {
+	struct gck_digest d;
+	uint64_t	 size;
+	char		*data;
+	size_t		 cap;
+	uint64_t	 tick;		/* when last used; 0: empty */
 };
 
 /* What a thread fetches chunks with: its error carrier and buffer. */
@@ -65,6 +85,8 @@ struct pfetch {
 	char		*tar;		/* and decompressed */
 	size_t		 tarcap;
 	ZSTD_DCtx	*dctx;
+	struct pkept	 kept[PF_KEPT];	/* bases made whole */
+	uint64_t	 tick;
 };
 
 struct gck_parents {
@@ -124,6 +146,7 @@ static int	p_patch(const struct gck_parents *, struct pfetch *,
 static int	p_patch_entry(struct fentry *, const char *, const char *,
 		    size_t, const char *, uint64_t, uint64_t, char **,
 		    size_t *);
+static int	p_pool_add(struct gck_parents *, const char *);
 static void	pimage_clear(struct pimage *);
 
 static int
@@ -144,12 +167,64 @@ pchunk_cmp(const void *a, const void *b)
 static void
 pfetch_clear(struct pfetch *fx)
 {
+	size_t	i;
+
 	free(fx->frame);
 	free(fx->tar);
 	ZSTD_freeDCtx(fx->dctx);
 	fx->frame = fx->tar = NULL;
 	fx->framecap = fx->tarcap = 0;
 	fx->dctx = NULL;
+	for (i = 0; i < PF_KEPT; i++)
+		free(fx->kept[i].data);
+	memset(fx->kept, 0, sizeof fx->kept);
+	fx->tick = 0;
+}
+
+/*
+ * A base that fx made whole already: the chunk whose digest is d and
+ * size size, checked when it was read (a digest names its content, so
+ * whichever images it was read from).  Returns it, or NULL.
+ */
+static const struct pkept *
+pfetch_kept(struct pfetch *fx, const struct gck_digest *d, uint64_t size)
+{
+	size_t	i;
+
+	for (i = 0; i < PF_KEPT; i++)
+		if (fx->kept[i].tick != 0 && fx->kept[i].size == size &&
+		    gck_digest_equal(&fx->kept[i].d, d)) {
+			fx->kept[i].tick = ++fx->tick;
+			return &fx->kept[i];
+		}
+	return NULL;
+}
+
+/* Keeps a copy of the base d of size bytes at data, in place of the
+ * one used longest ago; a copy that cannot be made is not kept. */
+static void
+pfetch_keep(struct pfetch *fx, const struct gck_digest *d, uint64_t size,
+    const char *data)
+{
+	struct pkept	*k = &fx->kept[0];
+	char		*nb;
+	size_t		 i;
+
+	for (i = 1; i < PF_KEPT && k->tick != 0; i++)
+		if (fx->kept[i].tick < k->tick)
+			k = &fx->kept[i];
+	if (k->cap < size) {
+		if ((nb = realloc(k->data, (size_t)size)) == NULL) {
+			k->tick = 0;
+			return;
+		}
+		k->data = nb;
+		k->cap = (size_t)size;
+	}
+	memcpy(k->data, data, (size_t)size);
+	k->d = *d;
+	k->size = size;
+	k->tick = ++fx->tick;
 }
 
 int
@@ -640,9 +715,9 @@ p_pages(struct gck_parents *ps, size_t img)
 		 * its references or its patches, whose chunks other
 		 * images hold.  (Its pages still count, for the index.)
 		 */
-		skip[nm] = ps->pool && (json_is_true(json_object_get(o,
-		    "ref")) || (!chunks && json_is_true(json_object_get(o,
-		    "patch"))));
+		skip[nm] = ps->pool && !pi->parent && (json_is_true(
+		    json_object_get(o, "ref")) || (!chunks &&
+		    json_is_true(json_object_get(o, "patch"))));
 		md[nm] = d;
 		msize[nm++] = (uint64_t)size;
 		pages += (uint64_t)size / GCK_PAGE;
@@ -1119,14 +1194,27 @@ p_load(const struct gck_parents *ps, struct pfetch *fx,
     size_t *imgp, int depth)
 {
 	const struct pchunk	*c;
+	const struct pkept	*k;
 	struct fentry		 fe;
-	char			 hex[GCK_DIGEST_HEX];
+	char			 hex[GCK_DIGEST_HEX], *nb;
 	int			 r;
 
 	if ((c = p_find(ps, d)) == NULL || c->size != size)
 		return gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt image: "
 		    "a patch names a chunk (sha256 %.16s...) that no image "
 		    "of its chain stores", gck_digest_hex(d, hex));
+	if (depth > 0 && (k = pfetch_kept(fx, d, size)) != NULL) {
+		if (*capp < size + 1) {
+			if ((nb = realloc(*bufp, (size_t)size + 1)) == NULL)
+				return gck_set_error(fx->ctx, GCK_ENOMEM,
+				    "out of memory");
+			*bufp = nb;
+			*capp = (size_t)size + 1;
+		}
+		memcpy(*bufp, k->data, (size_t)size);
+		*imgp = c->img;
+		return GCK_OK;
+	}
 	memset(&fe, 0, sizeof fe);
 	r = p_frame_entry(ps, fx, &ps->img[c->img], c->at, c->zsize,
 	    GCK_PART_MAX, &fe, bufp, capp);
@@ -1141,8 +1229,11 @@ p_load(const struct gck_parents *ps, struct pfetch *fx,
 	if (r == GCK_OK && fe.map != NULL)
 		r = p_patch(ps, fx, &fe, bufp, capp, depth);
 	free(fe.map);
-	if (r == GCK_OK)
+	if (r == GCK_OK) {
 		*imgp = c->img;
+		if (depth > 0)
+			pfetch_keep(fx, d, size, *bufp);
+	}
 	return r;
 }
 
@@ -1542,6 +1633,59 @@ out:
  */
 int
 gck_parents_pool_add(struct gck_parents *ps, const char *path)
+{
+	return p_pool_add(ps, path);
+}
+
+/*
+ * As gck_parents_pool_add(), for the parent of the image to be written
+ * over the pool, and the images of its chain, found beside it: then the
+ * chunks it refers to and its patches are chunks of the pool too, and
+ * its page index, which lists all of its memory, tells the pages of
+ * each.  Where its chain is not beside it, only the chunks it stores
+ * are the pool's.  Returns GCK_OK or a code.
+ */
+int
+gck_parents_pool_parent(struct gck_parents *ps, const char *path)
+{
+	struct gck_parents	*chain = NULL;
+	struct gck_ctx		 lctx;
+	char			 dir[PATH_MAX], *sl, *dirs[1];
+	size_t			 at = ps->nimg, i;
+	int			 r;
+
+	if ((r = p_pool_add(ps, path)) != GCK_OK || ps->nimg == at)
+		return r;
+	if (ps->img[at].chain != NULL && json_array_size(ps->img[at].chain) >
+	    0) {
+		snprintf(dir, sizeof dir, "%s", path);
+		if ((sl = strrchr(dir, '/')) == NULL)
+			snprintf(dir, sizeof dir, ".");
+		else if (sl == dir)
+			sl[1] = '\0';
+		else
+			*sl = '\0';
+		dirs[0] = dir;
+		memset(&lctx, 0, sizeof lctx);
+		if (gck_parents_open(&lctx, ps->img[at].m, dirs, 1, &chain) !=
+		    GCK_OK || chain == NULL) {
+			gck_parents_free(chain);
+			return GCK_OK;
+		}
+		for (i = 0; i < gck_parents_count(chain); i++)
+			if ((r = p_pool_add(ps, gck_parents_path(chain,
+			    i))) != GCK_OK)
+				break;
+		gck_parents_free(chain);
+		if (r != GCK_OK)
+			return r;
+	}
+	ps->img[at].parent = 1;
+	return GCK_OK;
+}
+
+static int
+p_pool_add(struct gck_parents *ps, const char *path)
 {
 	struct pimage	*ni;
 	size_t		 i, n0 = ps->nchunk;

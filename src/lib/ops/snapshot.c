@@ -44,7 +44,7 @@
  * after ROUNDS of them.
  */
 #define ROUNDS		4
-#define SMALL		32
+#define SMALL		8
 
 /*
  * One round: the memory the pool lacks, into work/round-K.img, which
@@ -96,7 +96,7 @@ gck_snap_rounds(struct gck_ctx *ctx, pid_t pid, const char *work,
 		return r;
 	/* What the parent stores need not be read again either. */
 	if (parent != NULL) {
-		if ((r = gck_parents_pool_add(pool, parent)) != GCK_OK)
+		if ((r = gck_parents_pool_parent(pool, parent)) != GCK_OK)
 			goto out;
 		gck_parents_pool_done(pool);
 		if ((r = gck_parents_pool_offer(pool)) != GCK_OK)
