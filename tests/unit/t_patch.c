@@ -211,6 +211,49 @@ test_parse(void **state)
 	expect_bad("", 16384, 0, "a map of 0 bytes");
 }
 
+/* The pages of a chunk found by its digest and size, of each chunk. */
+static void
+test_pages(void **state)
+{
+	struct fx		 f;
+	struct gck_digest	 d;
+	unsigned char		 b[2 * GCK_PAGE], pb[2 * GCK_PDIG], zb[2];
+	const unsigned char	*pd;
+	size_t			 i;
+
+	(void)state;
+	fx_init(&f);
+	assert_null(gck_ptab_pages(&f.t, &f.da, sizeof f.a / 2));
+	/* more chunks, added after the build: found once built again */
+	for (i = 0; i < 40; i++) {
+		fill_page(b, (unsigned)(100 + i));
+		fill_page(b + GCK_PAGE, (unsigned)(200 + i));
+		digests(b, 2, pb, zb);
+		d = f.da;
+		d.b[0] = (unsigned char)i;
+		d.b[1] = 0x55;
+		assert_int_equal(gck_ptab_add(&f.t, &d, sizeof b, pb),
+		    GCK_OK);
+	}
+	assert_int_equal(gck_ptab_build(&f.t), GCK_OK);
+	assert_non_null(pd = gck_ptab_pages(&f.t, &f.da, sizeof f.a));
+	assert_memory_equal(pd, f.pa, sizeof f.pa);
+	for (i = 0; i < 40; i++) {
+		fill_page(b, (unsigned)(100 + i));
+		fill_page(b + GCK_PAGE, (unsigned)(200 + i));
+		digests(b, 2, pb, zb);
+		d = f.da;
+		d.b[0] = (unsigned char)i;
+		d.b[1] = 0x55;
+		assert_non_null(pd = gck_ptab_pages(&f.t, &d, sizeof b));
+		assert_memory_equal(pd, pb, sizeof pb);
+		d.b[2] = 1;
+		assert_null(gck_ptab_pages(&f.t, &d, sizeof b));
+	}
+	gck_ptab_clear(&f.t);
+	assert_null(gck_ptab_pages(&f.t, &f.da, sizeof f.a));
+}
+
 int
 main(void)
 {
@@ -218,6 +261,7 @@ main(void)
 		cmocka_unit_test(test_zero_digest),
 		cmocka_unit_test(test_plan),
 		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_pages),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

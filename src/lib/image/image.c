@@ -721,6 +721,54 @@ gck_writer_add_memory(struct gck_writer *w, const char *name,
 }
 
 /*
+ * As gck_writer_add_memory(), for a chunk of len bytes whose digest d a
+ * parent of w has, and whose pages' digests are pdig: a reference to
+ * it, written without its data.  Returns GCK_OK or a code.
+ */
+int
+gck_writer_add_memory_ref(struct gck_writer *w, const char *name,
+    const struct gck_digest *d, size_t len, const unsigned char *pdig)
+{
+	struct archive_entry	*e;
+	char			 rsize[24];
+	size_t			 i, n = len / GCK_PAGE;
+	int			 r;
+
+	if (w->format < 3 || w->parents == NULL || len == 0 ||
+	    len % GCK_PAGE != 0 || len > GCK_CHUNK_SIZE ||
+	    !gck_parents_has(w->parents, d))
+		return gck_set_error(w->ctx, GCK_EINVAL, "a reference to a "
+		    "chunk of memory its parent does not have");
+	if ((r = gck_check_interrupt(w->ctx)) != GCK_OK)
+		return r;
+	if (w->pdz == NULL && ((w->pdz = malloc(GCK_PATCH_RUNS * GCK_PDIG)) ==
+	    NULL || (w->pzero = malloc(GCK_PATCH_RUNS)) == NULL))
+		return gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+	memcpy(w->pdz, pdig, n * GCK_PDIG);
+	for (i = 0; i < n; i++)
+		w->pzero[i] = memcmp(pdig + i * GCK_PDIG,
+		    gck_page_zero_digest(), GCK_PDIG) == 0;
+	if ((r = w_pidx(w, n)) != GCK_OK)
+		return r;
+	if ((e = archive_entry_new()) == NULL)
+		return gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+	archive_entry_set_pathname(e, name);
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0600);
+	archive_entry_set_size(e, 0);
+	snprintf(rsize, sizeof rsize, "%zu", len);
+	archive_entry_xattr_add_entry(e, XATTR_PREFIX "ref", rsize,
+	    strlen(rsize));
+	if ((r = w_entry(w, e, name, "", 0, len, d, GCK_EK_REF)) == GCK_OK &&
+	    (r = w_mem(w, d, len)) == GCK_OK) {
+		w->pagebytes += len;
+		w->refbytes += len;
+	}
+	archive_entry_free(e);
+	return r;
+}
+
+/*
  * Adds one entry of other memory pages: its zero pages become holes.
  * Returns GCK_OK or a code.
  */
@@ -2792,6 +2840,27 @@ r_ref_chunk(struct gck_reader *r, const void **pp, size_t max)
 }
 
 /*
+ * As r_ref_chunk() to the reference's end, for a reference handed on as
+ * one (gck_reader_copy()): its chunk is not read, and the image that
+ * the reference is copied into refers to it in turn.  Returns GCK_OK or
+ * a code.
+ */
+static int
+r_ref_pass(struct gck_reader *r)
+{
+	r->egot = r->esize;
+	r->edata += r->esize;
+	r->indata = 0;
+	r->refdata = NULL;
+	r_ref_drop(r);
+	r->refbytes += r->esize;
+	if (r_padding(r, 0) != GCK_OK || r_record(r, r->ename, r->esize,
+	    &r->edigest, GCK_EK_REF) != GCK_OK || r_taken(r) != GCK_OK)
+		return r->ctx->code != GCK_OK ? r->ctx->code : GCK_ECORRUPT;
+	return GCK_OK;
+}
+
+/*
  * The chunk of the patch just read, made whole: the pages it stores,
  * read and checked with its map against its digest, then those of its
  * bases, each read from the image that stores it and checked
@@ -2935,6 +3004,7 @@ out:
 int
 gck_reader_copy(struct gck_reader *r, struct gck_writer *w)
 {
+	const unsigned char *pd;
 	char		*buf = NULL, *text = NULL;
 	size_t		 cap = 0;
 	const void	*p;
@@ -2949,6 +3019,23 @@ gck_reader_copy(struct gck_reader *r, struct gck_writer *w)
 	    strlen(text))) != GCK_OK)
 		goto out;
 	while ((ret = r_entry(r)) == 0) {
+		/*
+		 * A chunk of memory the parent of the image being written
+		 * has, as the parent's page index lists it: a reference
+		 * again, its data not read.
+		 */
+		if (r->eref && r->epatch == NULL && r->indata && r->egot == 0 &&
+		    w->format > 2 && w->ptab != NULL &&
+		    gck_manifest_file_memory(r->m, r->cur) == 1 &&
+		    gck_parents_has(w->parents, &r->edigest) &&
+		    (pd = gck_ptab_pages(w->ptab, &r->edigest, r->esize)) !=
+		    NULL) {
+			if ((ret = r_ref_pass(r)) != GCK_OK ||
+			    (ret = gck_writer_add_memory_ref(w, r->ename,
+			    &r->edigest, (size_t)r->esize, pd)) != GCK_OK)
+				goto out;
+			continue;
+		}
 		if (cap < r->esize) {
 			free(buf);
 			cap = (size_t)r->esize;

@@ -47,6 +47,8 @@ struct gck_ptab;
 int	gck_writer_pages(const struct gck_writer *, struct gck_ptab *);
 int	gck_writer_add_memory(struct gck_writer *, const char *, const void *,
 	    size_t);
+int	gck_writer_add_memory_ref(struct gck_writer *, const char *,
+	    const struct gck_digest *, size_t, const unsigned char *);
 int	gck_writer_add_pages(struct gck_writer *, const char *, const void *,
 	    size_t);
 void	gck_writer_stats(const struct gck_writer *, uint64_t *, uint64_t *);

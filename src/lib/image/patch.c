@@ -73,6 +73,7 @@ gck_ptab_clear(struct gck_ptab *t)
 	free(t->dig);
 	free(t->ent);
 	free(t->slot);
+	free(t->byd);
 	gck_ptab_init(t);
 }
 
@@ -131,6 +132,20 @@ slot_of(const unsigned char *dig)
  * left out (they need no base), each digest once.  Returns GCK_OK or
  * GCK_ENOMEM.
  */
+static int
+byd_cmp(const void *a, const void *b, void *arg)
+{
+	const struct gck_pbase	*ea = &((const struct gck_pbase *)arg)[
+				    *(const size_t *)a];
+	const struct gck_pbase	*eb = &((const struct gck_pbase *)arg)[
+				    *(const size_t *)b];
+	int			 c;
+
+	if ((c = memcmp(ea->d.b, eb->d.b, GCK_DIGEST_MAX)) != 0)
+		return c;
+	return ea->size < eb->size ? -1 : ea->size > eb->size;
+}
+
 int
 gck_ptab_build(struct gck_ptab *t)
 {
@@ -139,10 +154,17 @@ gck_ptab_build(struct gck_ptab *t)
 	uint32_t		 v;
 
 	free(t->slot);
+	free(t->byd);
 	t->slot = NULL;
+	t->byd = NULL;
 	t->mask = 0;
 	if (t->npages == 0)
 		return GCK_OK;
+	if ((t->byd = reallocarray(NULL, t->nent, sizeof *t->byd)) == NULL)
+		return GCK_ENOMEM;
+	for (i = 0; i < t->nent; i++)
+		t->byd[i] = (size_t)i;
+	qsort_r(t->byd, t->nent, sizeof *t->byd, byd_cmp, t->ent);
 	while (size < t->npages + t->npages / 2)
 		size *= 2;
 	if ((t->slot = calloc((size_t)size, sizeof *t->slot)) == NULL)
@@ -197,6 +219,37 @@ gck_ptab_find(const struct gck_ptab *t, const unsigned char *dig,
 	*entp = lo;
 	*pagep = (uint32_t)(g - t->ent[lo].first);
 	return 0;
+}
+
+/*
+ * The digests of the pages of the chunk whose digest is d and size
+ * size, as the table lists them (size / GCK_PAGE of them), or NULL if
+ * it has no such chunk.
+ */
+const unsigned char *
+gck_ptab_pages(const struct gck_ptab *t, const struct gck_digest *d,
+    uint64_t size)
+{
+	const struct gck_pbase	*e;
+	size_t			 lo = 0, hi, mid;
+	int			 c;
+
+	if (t->byd == NULL)
+		return NULL;
+	hi = t->nent;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		e = &t->ent[t->byd[mid]];
+		if ((c = memcmp(e->d.b, d->b, GCK_DIGEST_MAX)) == 0)
+			c = e->size < size ? -1 : e->size > size;
+		if (c == 0)
+			return t->dig + e->first * GCK_PDIG;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
 }
 
 /* Appends a run to p, joined to the one before where it goes on. */

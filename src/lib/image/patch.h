@@ -64,6 +64,7 @@ struct gck_ptab {
 	uint64_t	 npages, cappages;
 	struct gck_pbase *ent;
 	size_t		 nent, capent;
+	size_t		*byd;		/* the entries, by digest */
 	uint32_t	*slot;		/* page number + 1; 0: empty */
 	uint64_t	 mask;
 };
@@ -77,6 +78,8 @@ int	gck_ptab_add(struct gck_ptab *, const struct gck_digest *, uint64_t,
 int	gck_ptab_build(struct gck_ptab *);
 int	gck_ptab_find(const struct gck_ptab *, const unsigned char *,
 	    size_t *, uint32_t *);
+const unsigned char *gck_ptab_pages(const struct gck_ptab *,
+	    const struct gck_digest *, uint64_t);
 int	gck_patch_plan(const struct gck_ptab *, const unsigned char *,
 	    const unsigned char *, size_t, struct gck_patch *, size_t *);
 int	gck_patch_text(const struct gck_patch *, char *, size_t);
