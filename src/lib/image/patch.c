@@ -252,6 +252,26 @@ gck_ptab_pages(const struct gck_ptab *t, const struct gck_digest *d,
 	return NULL;
 }
 
+/*
+ * A chunk is a base of a patch only if it gives at least so many of its
+ * pages, or a quarter of them.
+ */
+#define PLAN_BASE_MIN	8
+
+/* The chunks tried as the one a chunk is a patch of, at most. */
+#define PLAN_TRY	4
+
+static int
+tried(size_t e, const size_t *try, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		if (try[i] == e)
+			return 1;
+	return 0;
+}
+
 /* Appends a run to p, joined to the one before where it goes on. */
 static void
 plan_run(struct gck_patch *p, int kind, uint32_t base, uint32_t page)
@@ -284,27 +304,121 @@ gck_patch_plan(const struct gck_ptab *t, const unsigned char *pd,
     const unsigned char *zero, size_t n, struct gck_patch *p, size_t *refp)
 {
 	uint64_t	 used[GCK_PATCH_BASES][GCK_PATCH_RUNS / 64];
-	size_t		 ent[GCK_PATCH_BASES], e, i, b, from = 0;
-	uint32_t	 page;
+	size_t		 ent[GCK_PATCH_BASES], e, i, b, from = 0, nf;
+	size_t		 fe[GCK_PATCH_RUNS], fent[GCK_PATCH_RUNS];
+	size_t		 fcount[GCK_PATCH_RUNS];
+	uint32_t	 page, fp[GCK_PATCH_RUNS];
+	size_t		 try[PLAN_TRY], ntry, k, c, m, bestn = 0;
+	size_t		 best = SIZE_MAX;
+	int64_t		 d, np, bestd = 0;
 	int		 all = 1;
 
 	memset(p, 0, sizeof *p);
 	memset(used, 0, sizeof used);
 	if (t->slot == NULL || n == 0 || n > GCK_PATCH_RUNS)
 		return GCK_PLAN_FULL;
+	/*
+	 * Where each page is, and how many each chunk found gives: one
+	 * that gives only a few (a page whose bytes happen to be found
+	 * elsewhere too) is not worth its reading, and they are stored.
+	 */
+	for (i = 0, nf = 0; i < n; i++) {
+		fe[i] = SIZE_MAX;
+		if (zero[i] || gck_ptab_find(t, pd + i * GCK_PDIG, &e,
+		    &fp[i]) == -1 || fp[i] >= GCK_PATCH_RUNS)
+			continue;
+		fe[i] = e;
+		for (b = 0; b < nf && fent[b] != e; b++)
+			;
+		if (b == nf) {
+			fent[nf] = e;
+			fcount[nf++] = 0;
+		}
+		fcount[b]++;
+	}
+	/*
+	 * The chunk found that holds most of its pages in their order (a
+	 * chunk of the parent, a few of its pages since rewritten): the
+	 * chunk itself if it holds them all, and otherwise each page it
+	 * holds is taken from it, where the first chunk found to hold that
+	 * page (whose bytes may be elsewhere too) would be another base.
+	 * Of those that hold at least two, the PLAN_TRY that hold most.
+	 */
+	for (k = 0, ntry = 0; k < PLAN_TRY; k++) {
+		for (b = 0, c = SIZE_MAX; b < nf; b++)
+			if (fcount[b] >= 2 && (c == SIZE_MAX ||
+			    fcount[b] > fcount[c]) && !tried(fent[b], try,
+			    ntry))
+				c = b;
+		if (c == SIZE_MAX)
+			break;
+		try[ntry++] = fent[c];
+	}
+	for (k = 0; k < ntry; k++) {
+		e = try[k];
+		for (i = 0; fe[i] != e; i++)
+			;
+		d = (int64_t)fp[i] - (int64_t)i;
+		np = (int64_t)(t->ent[e].size / GCK_PAGE);
+		for (i = 0, m = 0; i < n; i++)
+			if ((int64_t)i + d >= 0 && (int64_t)i + d < np &&
+			    memcmp(pd + i * GCK_PDIG, t->dig +
+			    (t->ent[e].first + (uint64_t)((int64_t)i + d)) *
+			    GCK_PDIG, GCK_PDIG) == 0)
+				m++;
+		if (m > bestn) {
+			bestn = m;
+			best = e;
+			bestd = d;
+		}
+	}
+	if (best != SIZE_MAX && bestd == 0 && bestn == n &&
+	    t->ent[best].size == (uint64_t)n * GCK_PAGE) {
+		p->size = (uint64_t)n * GCK_PAGE;
+		*refp = best;
+		return GCK_PLAN_REF;
+	}
+	if (best != SIZE_MAX) {
+		np = (int64_t)(t->ent[best].size / GCK_PAGE);
+		for (i = 0; i < n; i++)
+			if (!zero[i] && (int64_t)i + bestd >= 0 &&
+			    (int64_t)i + bestd < np && (int64_t)i + bestd <
+			    GCK_PATCH_RUNS && memcmp(pd + i * GCK_PDIG, t->dig +
+			    (t->ent[best].first + (uint64_t)((int64_t)i +
+			    bestd)) * GCK_PDIG, GCK_PDIG) == 0) {
+				fe[i] = best;
+				fp[i] = (uint32_t)((int64_t)i + bestd);
+			}
+		for (i = 0, nf = 0; i < n; i++) {
+			for (b = 0; fe[i] != SIZE_MAX && b < nf &&
+			    fent[b] != fe[i]; b++)
+				;
+			if (fe[i] == SIZE_MAX)
+				continue;
+			if (b == nf) {
+				fent[nf] = fe[i];
+				fcount[nf++] = 0;
+			}
+			fcount[b]++;
+		}
+	}
 	for (i = 0; i < n; i++) {
 		if (zero[i]) {
 			plan_run(p, GCK_RUN_ZERO, 0, 0);
 			all = 0;
 			continue;
 		}
-		if (gck_ptab_find(t, pd + i * GCK_PDIG, &e, &page) == -1 ||
-		    page >= GCK_PATCH_RUNS) {
+		for (b = 0; fe[i] != SIZE_MAX && fent[b] != fe[i]; b++)
+			;
+		if (fe[i] == SIZE_MAX || (fcount[b] < PLAN_BASE_MIN &&
+		    fcount[b] * 4 < n)) {
 			plan_run(p, GCK_RUN_STORED, 0, 0);
 			p->stored += GCK_PAGE;
 			all = 0;
 			continue;
 		}
+		e = fe[i];
+		page = fp[i];
 		for (b = 0; b < p->nbase && ent[b] != e; b++)
 			;
 		if (b == p->nbase && p->nbase < GCK_PATCH_BASES) {
