@@ -61,19 +61,22 @@ struct pimage {
 };
 
 /*
- * The bases a thread made whole last, kept for the patches after them:
- * a chunk rewritten in several rounds is a patch on a patch on the
- * chunk of the first round, and a patch of the next round names all of
- * them, so that each would otherwise be read and made whole again for
- * every patch above it, as many times as the chain is deep.
+ * The bases a thread read last, kept for the patches after them: a
+ * chunk rewritten in several rounds or snapshots is a patch on a patch
+ * on the chunk of the first, and the patches of the next name several
+ * of them, and those of its neighbours the same ones.  A base that is a
+ * patch is kept as it is stored, its own pages and its map, and never
+ * made whole: the pages wanted of it that it does not store are taken
+ * from its bases in turn (p_take()).
  */
-#define PF_KEPT		16
+#define PF_KEPT		32
 
 struct pkept {
 	struct gck_digest d;
-	uint64_t	 size;
-	char		*data;
+	uint64_t	 size;		/* of the chunk */
+	char		*data;		/* the chunk, or its own pages */
 	size_t		 cap;
+	struct gck_patch *p;		/* a patch's map, or NULL */
 	uint64_t	 tick;		/* when last used; 0: empty */
 };
 
@@ -143,6 +146,14 @@ static int	p_load(const struct gck_parents *, struct pfetch *,
 		    size_t *, int);
 static int	p_patch(const struct gck_parents *, struct pfetch *,
 		    const struct fentry *, char **, size_t *, int);
+/* A page a patch takes of a base: its number there, and where it goes. */
+struct pwant {
+	uint32_t	 page;
+	char		*to;
+};
+static int	p_take(const struct gck_parents *, struct pfetch *,
+		    const struct gck_digest *, uint64_t, const struct pwant *,
+		    size_t, int);
 static int	p_patch_entry(struct fentry *, const char *, const char *,
 		    size_t, const char *, uint64_t, uint64_t, char **,
 		    size_t *);
@@ -175,8 +186,10 @@ pfetch_clear(struct pfetch *fx)
 	fx->frame = fx->tar = NULL;
 	fx->framecap = fx->tarcap = 0;
 	fx->dctx = NULL;
-	for (i = 0; i < PF_KEPT; i++)
+	for (i = 0; i < PF_KEPT; i++) {
 		free(fx->kept[i].data);
+		free(fx->kept[i].p);
+	}
 	memset(fx->kept, 0, sizeof fx->kept);
 	fx->tick = 0;
 }
@@ -200,11 +213,14 @@ pfetch_kept(struct pfetch *fx, const struct gck_digest *d, uint64_t size)
 	return NULL;
 }
 
-/* Keeps a copy of the base d of size bytes at data, in place of the
- * one used longest ago; a copy that cannot be made is not kept. */
-static void
+/*
+ * Keeps a copy of the base d of size bytes: the n bytes at data, the
+ * chunk, or with patch p the pages it stores; in place of the one used
+ * longest ago.  Returns it, or NULL when out of memory.
+ */
+static struct pkept *
 pfetch_keep(struct pfetch *fx, const struct gck_digest *d, uint64_t size,
-    const char *data)
+    const char *data, uint64_t n, const struct gck_patch *p)
 {
 	struct pkept	*k = &fx->kept[0];
 	char		*nb;
@@ -213,18 +229,27 @@ pfetch_keep(struct pfetch *fx, const struct gck_digest *d, uint64_t size,
 	for (i = 1; i < PF_KEPT && k->tick != 0; i++)
 		if (fx->kept[i].tick < k->tick)
 			k = &fx->kept[i];
-	if (k->cap < size) {
-		if ((nb = realloc(k->data, (size_t)size)) == NULL) {
-			k->tick = 0;
-			return;
-		}
+	k->tick = 0;
+	if (k->cap < n || k->data == NULL) {
+		if ((nb = realloc(k->data, (size_t)n + 1)) == NULL)
+			return NULL;
 		k->data = nb;
-		k->cap = (size_t)size;
+		k->cap = (size_t)n + 1;
 	}
-	memcpy(k->data, data, (size_t)size);
+	if (p != NULL && k->p == NULL && (k->p = malloc(sizeof *k->p)) ==
+	    NULL)
+		return NULL;
+	if (p != NULL)
+		*k->p = *p;
+	else {
+		free(k->p);
+		k->p = NULL;
+	}
+	memcpy(k->data, data, (size_t)n);
 	k->d = *d;
 	k->size = size;
 	k->tick = ++fx->tick;
+	return k;
 }
 
 int
@@ -1110,7 +1135,7 @@ gck_parents_fetch(struct gck_parents *ps, const struct gck_digest *d,
 			ps->bad = (ssize_t)c->img;
 		return r;
 	}
-	ps->img[c->img].used += size;
+	__atomic_add_fetch(&ps->img[c->img].used, size, __ATOMIC_RELAXED);
 	*datap = ps->data;
 	return GCK_OK;
 }
@@ -1194,27 +1219,14 @@ p_load(const struct gck_parents *ps, struct pfetch *fx,
     size_t *imgp, int depth)
 {
 	const struct pchunk	*c;
-	const struct pkept	*k;
 	struct fentry		 fe;
-	char			 hex[GCK_DIGEST_HEX], *nb;
+	char			 hex[GCK_DIGEST_HEX];
 	int			 r;
 
 	if ((c = p_find(ps, d)) == NULL || c->size != size)
 		return gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt image: "
 		    "a patch names a chunk (sha256 %.16s...) that no image "
 		    "of its chain stores", gck_digest_hex(d, hex));
-	if (depth > 0 && (k = pfetch_kept(fx, d, size)) != NULL) {
-		if (*capp < size + 1) {
-			if ((nb = realloc(*bufp, (size_t)size + 1)) == NULL)
-				return gck_set_error(fx->ctx, GCK_ENOMEM,
-				    "out of memory");
-			*bufp = nb;
-			*capp = (size_t)size + 1;
-		}
-		memcpy(*bufp, k->data, (size_t)size);
-		*imgp = c->img;
-		return GCK_OK;
-	}
 	memset(&fe, 0, sizeof fe);
 	r = p_frame_entry(ps, fx, &ps->img[c->img], c->at, c->zsize,
 	    GCK_PART_MAX, &fe, bufp, capp);
@@ -1229,11 +1241,8 @@ p_load(const struct gck_parents *ps, struct pfetch *fx,
 	if (r == GCK_OK && fe.map != NULL)
 		r = p_patch(ps, fx, &fe, bufp, capp, depth);
 	free(fe.map);
-	if (r == GCK_OK) {
+	if (r == GCK_OK)
 		*imgp = c->img;
-		if (depth > 0)
-			pfetch_keep(fx, d, size, *bufp);
-	}
 	return r;
 }
 
@@ -1323,8 +1332,10 @@ p_patch(const struct gck_parents *ps, struct pfetch *fx,
 {
 	const struct gck_parents *pb = ps->bases != NULL ? ps->bases : ps;
 	struct gck_patch	*p = NULL;
-	char			 why[160], *out = NULL, *base = NULL;
-	size_t			 basecap = 0, img, i, b;
+	struct pwant		 w[GCK_PATCH_RUNS];
+	char			 why[160], *out = NULL;
+	size_t			 i, b, nw;
+	uint32_t		 j;
 	uint64_t		 at, from;
 	int			 r;
 
@@ -1354,19 +1365,20 @@ p_patch(const struct gck_parents *ps, struct pfetch *fx,
 			    GCK_PAGE);
 		at += (uint64_t)p->run[i].count * GCK_PAGE;
 	}
-	/* then each base's pages, one base read at a time */
+	/* then each base's pages, one base at a time */
 	for (b = 0; b < p->nbase; b++) {
-		if ((r = p_load(pb, fx, &p->base[b], p->bsize[b], &base,
-		    &basecap, &img, depth + 1)) != GCK_OK)
-			goto out;
-		for (i = 0, at = 0; i < p->nrun; i++) {
-			if (p->run[i].kind == GCK_RUN_BASE &&
-			    p->run[i].base == b)
-				memcpy(out + at, base + (size_t)p->run[i].page *
-				    GCK_PAGE, (size_t)p->run[i].count *
-				    GCK_PAGE);
+		for (i = 0, at = 0, nw = 0; i < p->nrun; i++) {
+			for (j = 0; p->run[i].kind == GCK_RUN_BASE &&
+			    p->run[i].base == b && j < p->run[i].count &&
+			    nw < GCK_PATCH_RUNS; j++, nw++) {
+				w[nw].page = p->run[i].page + j;
+				w[nw].to = out + at + (uint64_t)j * GCK_PAGE;
+			}
 			at += (uint64_t)p->run[i].count * GCK_PAGE;
 		}
+		if ((r = p_take(pb, fx, &p->base[b], p->bsize[b], w, nw,
+		    depth + 1)) != GCK_OK)
+			goto out;
 	}
 	free(*bufp);
 	*bufp = out;
@@ -1374,9 +1386,128 @@ p_patch(const struct gck_parents *ps, struct pfetch *fx,
 	out = NULL;
 	r = GCK_OK;
 out:
-	free(base);
 	free(out);
 	free(p);
+	return r;
+}
+
+/*
+ * Copies the n pages w wants of the chunk whose digest is d and size
+ * size, each where it goes, the chunk read from the image of ps that
+ * stores it (or kept by fx) and checked; of a patch, the pages it
+ * stores, and those of its bases taken from them in turn, depth patches
+ * down already.  Returns GCK_OK or a code (on fx's context).
+ */
+static int
+p_take(const struct gck_parents *ps, struct pfetch *fx,
+    const struct gck_digest *d, uint64_t size, const struct pwant *w,
+    size_t n, int depth)
+{
+	const struct pchunk	*c;
+	const struct pkept	*k;
+	struct fentry		 fe;
+	struct gck_patch	*p = NULL;
+	struct gck_digest	 bd[GCK_PATCH_BASES];
+	struct pwant		 sub[GCK_PATCH_RUNS];
+	uint64_t		 bs[GCK_PATCH_BASES], off[GCK_PATCH_RUNS], at;
+	unsigned char		 kind[GCK_PATCH_RUNS];
+	unsigned char		 base[GCK_PATCH_RUNS];
+	char			 hex[GCK_DIGEST_HEX], why[160], *buf = NULL;
+	size_t			 cap = 0, i, b, nb, m;
+	size_t			 np = size / GCK_PAGE;
+	uint32_t		 j;
+	int			 r = GCK_OK;
+
+	if (depth >= (int)ps->nimg + 1)
+		return gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt image: "
+		    "a patch stands on patches %d deep, more than its chain "
+		    "has images", depth);
+	if (size % GCK_PAGE != 0 || np > GCK_PATCH_RUNS)
+		return gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt image: "
+		    "a patch names a chunk of %" PRIu64 " bytes as a base",
+		    size);
+	if ((k = pfetch_kept(fx, d, size)) == NULL) {
+		if ((c = p_find(ps, d)) == NULL || c->size != size)
+			return gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt "
+			    "image: a patch names a chunk (sha256 %.16s...) "
+			    "that no image of its chain stores",
+			    gck_digest_hex(d, hex));
+		memset(&fe, 0, sizeof fe);
+		r = p_frame_entry(ps, fx, &ps->img[c->img], c->at, c->zsize,
+		    GCK_PART_MAX, &fe, &buf, &cap);
+		if (r == GCK_OK && (fe.ref || (fe.map != NULL ? fe.refsize :
+		    fe.size) != size || !gck_digest_equal(&fe.got, d) ||
+		    !gck_digest_equal(&fe.rec, d)))
+			r = gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt %s "
+			    "%s ('%s'): its chunk at offset %" PRIu64 " does "
+			    "not match its digest (sha256 %.16s...)",
+			    ps->what, ps->img[c->img].id, ps->img[c->img].path,
+			    c->at, gck_digest_hex(d, hex));
+		if (r == GCK_OK && fe.map != NULL && (p = malloc(sizeof *p)) ==
+		    NULL)
+			r = gck_set_error(fx->ctx, GCK_ENOMEM, "out of memory");
+		if (r == GCK_OK && fe.map != NULL && gck_patch_parse(fe.map,
+		    fe.maplen, fe.refsize, fe.size, p, why, sizeof why) == -1)
+			r = gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt "
+			    "image: patch '%.200s': %s", fe.name, why);
+		if (r == GCK_OK && (k = pfetch_keep(fx, d, size, buf,
+		    fe.map != NULL ? fe.size : size, p)) == NULL)
+			r = gck_set_error(fx->ctx, GCK_ENOMEM, "out of memory");
+		/* what it gave counts as used (a cache keeps it longer) */
+		if (r == GCK_OK)
+			__atomic_add_fetch(&((struct gck_parents *)ps)->img[
+			    c->img].used, size, __ATOMIC_RELAXED);
+		free(fe.map);
+		free(buf);
+		free(p);
+		if (r != GCK_OK)
+			return r;
+	}
+	for (i = 0; i < n; i++)
+		if (w[i].page >= np)
+			return gck_set_error(fx->ctx, GCK_ECORRUPT, "corrupt "
+			    "image: a patch takes page %u of a base of %zu",
+			    (unsigned)w[i].page, np);
+	if (k->p == NULL) {
+		for (i = 0; i < n; i++)
+			memcpy(w[i].to, k->data + (size_t)w[i].page * GCK_PAGE,
+			    GCK_PAGE);
+		return GCK_OK;
+	}
+	/*
+	 * A patch: where each of its pages is, noted before its bases are
+	 * read (which may take its place among those kept).
+	 */
+	for (i = 0, m = 0, at = 0; i < k->p->nrun; i++)
+		for (j = 0; j < k->p->run[i].count && m < np; j++, m++) {
+			kind[m] = (unsigned char)k->p->run[i].kind;
+			base[m] = (unsigned char)k->p->run[i].base;
+			if (kind[m] == GCK_RUN_STORED) {
+				off[m] = at;
+				at += GCK_PAGE;
+			} else
+				off[m] = k->p->run[i].page + j;
+		}
+	nb = k->p->nbase;
+	for (b = 0; b < nb; b++) {
+		bd[b] = k->p->base[b];
+		bs[b] = k->p->bsize[b];
+	}
+	for (i = 0; i < n; i++)
+		if (kind[w[i].page] == GCK_RUN_STORED)
+			memcpy(w[i].to, k->data + off[w[i].page], GCK_PAGE);
+		else if (kind[w[i].page] == GCK_RUN_ZERO)
+			memset(w[i].to, 0, GCK_PAGE);
+	for (b = 0; b < nb && r == GCK_OK; b++) {
+		for (i = 0, m = 0; i < n; i++)
+			if (kind[w[i].page] == GCK_RUN_BASE &&
+			    base[w[i].page] == b) {
+				sub[m].page = (uint32_t)off[w[i].page];
+				sub[m++].to = w[i].to;
+			}
+		if (m > 0)
+			r = p_take(ps, fx, &bd[b], bs[b], sub, m, depth + 1);
+	}
 	return r;
 }
 
@@ -1384,7 +1515,7 @@ out:
 void
 gck_parents_note(struct gck_parents *ps, size_t i, uint64_t size)
 {
-	ps->img[i].used += size;
+	__atomic_add_fetch(&ps->img[i].used, size, __ATOMIC_RELAXED);
 }
 
 /*
@@ -1712,6 +1843,31 @@ p_pool_add(struct gck_parents *ps, const char *path)
 	return r;
 }
 
+/*
+ * The first image of the pool ps whose chain names an image that the
+ * pool does not hold, which then cannot be read whole, nor its patches
+ * be bases; or -1.
+ */
+ssize_t
+gck_parents_pool_orphan(const struct gck_parents *ps)
+{
+	const char	*id;
+	size_t		 i, j, k;
+
+	for (i = 0; i < ps->nimg; i++)
+		for (k = 0; ps->img[i].chain != NULL &&
+		    k < json_array_size(ps->img[i].chain); k++) {
+			id = json_string_value(json_array_get(ps->img[i].chain,
+			    k));
+			for (j = 0; j < ps->nimg && (id == NULL ||
+			    strcmp(ps->img[j].id, id) != 0); j++)
+				;
+			if (j == ps->nimg)
+				return (ssize_t)i;
+		}
+	return -1;
+}
+
 /* Once every image is added: the pool is ready for fetches. */
 void
 gck_parents_pool_done(struct gck_parents *ps)
@@ -1805,7 +1961,7 @@ gck_parents_pool_check(struct gck_parents *ps, const struct gck_manifest *m)
 uint64_t
 gck_parents_used(const struct gck_parents *ps, size_t i)
 {
-	return ps->img[i].used;
+	return __atomic_load_n(&ps->img[i].used, __ATOMIC_RELAXED);
 }
 
 /* The path of the image a fetch found damaged, or NULL. */

@@ -205,7 +205,9 @@ gck_cache_open(struct gck_ctx *ctx, const char *dir, uint64_t limit,
 	struct cfile		*f = NULL;
 	struct stat		 sb;
 	char			 path[PATH_MAX];
-	size_t			 n, i, used = 0;
+	size_t			 n, i, used = 0, pass;
+	ssize_t			 orphan;
+	const char		*base;
 	int			 r, lfd = -1;
 
 	*cp = NULL;
@@ -240,20 +242,46 @@ gck_cache_open(struct gck_ctx *ctx, const char *dir, uint64_t limit,
 	}
 	if ((r = list_images(c, &f, &n)) != GCK_OK)
 		goto out;
-	for (i = 0; i < n && used < CACHE_IMAGES_MAX; i++) {
-		snprintf(path, sizeof path, "%s/%s", dir, f[i].name);
-		if ((r = gck_parents_pool_add(c->pool, path)) == GCK_OK) {
-			used++;
-			continue;
+	for (pass = 0;; pass++) {
+		for (i = 0, used = 0; i < n && used < CACHE_IMAGES_MAX; i++) {
+			if (f[i].name[0] == '\0')
+				continue;
+			snprintf(path, sizeof path, "%s/%s", dir, f[i].name);
+			if ((r = gck_parents_pool_add(c->pool, path)) ==
+			    GCK_OK) {
+				used++;
+				continue;
+			}
+			if (r == GCK_ENOMEM)
+				goto out;
+			/* Gone meanwhile, or damaged: not offered, and
+			 * dropped. */
+			if (r != GCK_ESYS) {
+				gck_log(ctx, 1, "dropping %s from the cache: "
+				    "%s", f[i].name, ctx->msg);
+				(void)unlinkat(c->dfd, f[i].name, 0);
+			}
+			f[i].name[0] = '\0';
 		}
-		if (r == GCK_ENOMEM)
+		/*
+		 * An image that stands on one the cache no longer offers
+		 * (dropped, or past the newest it offers) is not offered
+		 * either: its chunks could not be read whole.
+		 */
+		if (pass > n || (orphan = gck_parents_pool_orphan(c->pool)) ==
+		    -1)
+			break;
+		if ((base = strrchr(gck_parents_path(c->pool,
+		    (size_t)orphan), '/')) != NULL)
+			for (i = 0; i < n; i++)
+				if (strcmp(f[i].name, base + 1) == 0)
+					f[i].name[0] = '\0';
+		gck_log(ctx, 1, "not offering %s: it stands on images the "
+		    "cache does not offer", base != NULL ? base + 1 : "?");
+		gck_parents_free(c->pool);
+		c->pool = NULL;
+		if ((r = gck_parents_new(ctx, &c->pool)) != GCK_OK)
 			goto out;
-		/* Gone meanwhile, or damaged: not offered, and dropped. */
-		if (r != GCK_ESYS) {
-			gck_log(ctx, 1, "dropping %s from the cache: %s",
-			    f[i].name, ctx->msg);
-			(void)unlinkat(c->dfd, f[i].name, 0);
-		}
 	}
 	gck_parents_pool_done(c->pool);
 	r = GCK_OK;
