@@ -80,9 +80,9 @@ _gck_opts()
 		# Run by gpusend; by hand, only --outcome: its path operand
 		# is not completed.
 		long='--allowed-signers --cache --cache-size --gpu-map --help
-		    --id --join --name --no-cache --outcome --restore --resume
-		    --streams --tcp-close --timeout --to-cache --verbose
-		    --version'
+		    --id --join --name --no-cache --outcome --pages --restore
+		    --resume --streams --tcp-close --timeout --to-cache
+		    --verbose --version'
 		longarg='--allowed-signers --cache --cache-size --gpu-map --id
 		    --join --name --outcome --streams --timeout'
 		short='h=--help V=--version v=--verbose'

@@ -189,6 +189,33 @@ test_expect_success 'an image file sent twice to a host that keeps a cache: the 
 	"$GCKINSPECT" --verify z.gck
 '
 
+# One page here, one there: nearly every chunk changed, and a cache
+# that offered only its chunks would have the tree sent again whole.
+test_expect_success 'scattered pages rewritten, back to a host that holds the rest: its cache offers their pages, and the chunks go as patches' '
+	start_tree pg -m 64 -p pages -r 5 &&
+	P=$WPID &&
+	gsend A --cache "$TRASH/cacheP" -p $P >p1 2>err &&
+	test_must_be_empty err &&
+	sentp=$(stat p1 sent) &&
+	wait_gone $P &&
+	there A $P &&
+	h=$VHOST &&
+	gsend B --cache "$TRASH/cacheQ" -p $h >p2 2>err &&
+	test_must_be_empty err &&
+	wait_gone $h &&
+	there B $P &&
+	h=$VHOST &&
+	kill -USR2 $h &&
+	wait_for_line "$WSTATUS" "^rewrote " 30 &&
+	gsend A -v --cache "$TRASH/cacheP" -p $h >p3 2>err &&
+	test_grep "^gpusend: remote .* offers the pages of [1-9][0-9]* of" err &&
+	echo "first $sentp, back with 5% of the pages rewritten $(stat p3 sent)" &&
+	test $(($(stat p3 sent) * 4)) -lt $sentp &&
+	wait_gone $h &&
+	there A $P &&
+	kill_tree $VHOST
+'
+
 test_expect_success 'options checked' '
 	test_status 2 "$GCKSEND" --cache "" -p 1 host 2>err &&
 	test_grep "empty --cache" err &&
@@ -202,7 +229,7 @@ test_expect_success 'options checked' '
 test_expect_success 'nothing left but the caches' '
 	test -z "$(ls -A "$TMPDIR")" &&
 	test -z "$(ls -A rtmp)" &&
-	for d in cacheA cacheB shared; do
+	for d in cacheA cacheB cacheP cacheQ shared; do
 		ls -A $d | grep -v "^lock\$" | grep -v "^[0-9a-f]\{32\}\.gck\$" >extra
 		test_must_be_empty extra || return 1
 	done

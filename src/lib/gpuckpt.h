@@ -458,6 +458,8 @@ struct gck_recv_opts {
 						   gck_restore_opts' */
 	int			 tcp_close;	/* restore: as
 						   gck_restore_opts' */
+	int			 pages;		/* offer its chunks'
+						   pages too */
 };
 struct gck_recv_result {
 	pid_t			 pid;		/* restored root */

@@ -28,6 +28,7 @@ static const struct option longopts[] = {
 	{ "name",	required_argument,	NULL,	'N' },
 	{ "no-cache",	no_argument,		NULL,	'X' },
 	{ "outcome",	required_argument,	NULL,	'O' },
+	{ "pages",	no_argument,		NULL,	'P' },
 	{ "restore",	no_argument,		NULL,	'R' },
 	{ "resume",	no_argument,		NULL,	'z' },
 	{ "streams",	required_argument,	NULL,	'n' },
@@ -43,13 +44,13 @@ static const char synopsis[] =
     "usage: gpurecv [-hVv] --restore [--allowed-signers file] "
     "[--cache dir | --no-cache]\n"
     "               [--cache-size size] [--gpu-map map] --id id "
-    "[--streams n]\n"
-    "               [--tcp-close] [--timeout seconds]\n"
+    "[--pages]\n"
+    "               [--streams n] [--tcp-close] [--timeout seconds]\n"
     "       gpurecv [-hVv] [--name name] [--resume] --id id [--streams n] "
     "[--timeout seconds] path\n"
     "       gpurecv [-hVv] --to-cache [--cache dir] [--cache-size size] "
     "--id id\n"
-    "               [--streams n] [--timeout seconds]\n"
+    "               [--pages] [--streams n] [--timeout seconds]\n"
     "       gpurecv --join id\n"
     "       gpurecv --outcome id\n";
 
@@ -84,6 +85,9 @@ static const char help[] =
     "(a quarter\n"
     "                           of its file system)\n"
     "      --no-cache           with --restore: use no cache\n"
+    "      --pages              offer the digests of the pages of the "
+    "cache's chunks\n"
+    "                           too\n"
     "      --gpu-map=MAP        with --restore: put the GPU state on these "
     "GPUs\n"
     "      --tcp-close          with --restore: restore the TCP "
@@ -155,6 +159,9 @@ main(int argc, char *argv[])
 			break;
 		case 'X':
 			o.cache = "";
+			break;
+		case 'P':
+			o.pages = 1;
 			break;
 		case 'T':
 			o.tcp_close = 1;

@@ -54,7 +54,7 @@ gck_frame_pack(unsigned char *hdr, int type, uint32_t len,
 static int
 known_type(int t)
 {
-	return t != 0 && strchr("HCJODERGKBSXAP", t) != NULL;
+	return t != 0 && strchr("HCQJODERGKBSXAP", t) != NULL;
 }
 
 /*
@@ -75,6 +75,7 @@ gck_frame_unpack(struct gck_ctx *ctx, const unsigned char *hdr,
 	if (hdr[0] == 'G' && known_type(f->type) && hdr[2] == 0 &&
 	    hdr[3] == 0 && f->len <= GCK_FRAME_MAX &&
 	    (f->type == GCK_F_DATA || f->type == GCK_F_HAVE ||
+	    f->type == GCK_F_PAGES ||
 	    f->len <= GCK_CTL_MAX))
 		return GCK_OK;
 	for (i = 0; i < GCK_FRAME_HDR; i++)

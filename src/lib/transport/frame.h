@@ -14,6 +14,7 @@ struct json_t;
 enum {
 	GCK_F_HELLO = 'H',	/* recv: who it is, what it holds */
 	GCK_F_HAVE = 'C',	/* recv: digests of chunks its cache has */
+	GCK_F_PAGES = 'Q',	/* recv: and the digests of their pages */
 	GCK_F_JOIN = 'J',	/* send: this connection is stream N */
 	GCK_F_START = 'O',	/* send: the image follows, from offset */
 	GCK_F_DATA = 'D',	/* send: image bytes, numbered */

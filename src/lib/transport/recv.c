@@ -28,6 +28,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -48,12 +49,14 @@
 #include "image/image.h"
 #include "image/manifest.h"
 #include "image/parent.h"
+#include "image/patch.h"
 #include "image/sign.h"
 #include "transport/cache.h"
 #include "transport/frame.h"
 #include "transport/recv.h"
 
 #define JOIN_WAIT_MS	30000	/* for the extra connections to come */
+#define PAGES_MAX	(1u << 24)	/* page digests offered: 64 GiB */
 #define JOIN_REFUSED_MS	1000	/* a join socket nobody listens on: gone */
 #define RECORD_MAX_AGE	(7 * 24 * 3600)
 
@@ -699,19 +702,91 @@ listen_joins(struct recv *rv)
 }
 
 /*
+ * The chunks of pool whose pages are offered (gpusend --live, -p): how
+ * many, *np, and their pages, *pagesp, at most PAGES_MAX of them.
+ */
+static const struct gck_ptab *
+offer_pages(struct recv *rv, struct gck_parents *pool, size_t *np,
+    uint64_t *pagesp)
+{
+	const struct gck_ptab	*t;
+	size_t			 i;
+	uint64_t		 pages = 0;
+
+	*np = 0;
+	*pagesp = 0;
+	if (!rv->o->pages || gck_parents_pool_offer(pool) != GCK_OK ||
+	    (t = gck_parents_ptab(pool)) == NULL || t->nent == 0)
+		return NULL;
+	for (i = 0; i < t->nent && pages + t->ent[i].size / GCK_PAGE <=
+	    PAGES_MAX; i++)
+		pages += t->ent[i].size / GCK_PAGE;
+	*np = i;
+	*pagesp = pages;
+	return i > 0 ? t : NULL;
+}
+
+/*
+ * The pages of the first n chunks of t, in PAGES frames: each chunk its
+ * digest, the number of its pages (32 bits, little-endian) and their
+ * digests.  Returns GCK_OK or a code.
+ */
+static int
+send_pages(struct recv *rv, const struct gck_ptab *t, size_t n)
+{
+	const struct gck_pbase	*e;
+	unsigned char		*buf;
+	size_t			 i, at = 0, rec;
+	uint64_t		 seq = 0;
+	uint32_t		 np;
+	int			 r = GCK_OK;
+
+	if ((buf = malloc(GCK_FRAME_HDR + GCK_FRAME_MAX)) == NULL)
+		return GCK_ENOMEM;
+	for (i = 0; i < n && r == GCK_OK; i++) {
+		e = &t->ent[i];
+		np = (uint32_t)(e->size / GCK_PAGE);
+		rec = GCK_DIGEST_MAX + 4 + (size_t)np * GCK_PDIG;
+		if (at + rec > GCK_FRAME_MAX) {
+			gck_frame_pack(buf, GCK_F_PAGES, (uint32_t)at, seq++);
+			r = send_frame(rv, buf, GCK_FRAME_HDR + at);
+			at = 0;
+		}
+		memcpy(buf + GCK_FRAME_HDR + at, e->d.b, GCK_DIGEST_MAX);
+		buf[GCK_FRAME_HDR + at + GCK_DIGEST_MAX] = np & 0xff;
+		buf[GCK_FRAME_HDR + at + GCK_DIGEST_MAX + 1] = (np >> 8) & 0xff;
+		buf[GCK_FRAME_HDR + at + GCK_DIGEST_MAX + 2] = (np >> 16) &
+		    0xff;
+		buf[GCK_FRAME_HDR + at + GCK_DIGEST_MAX + 3] = np >> 24;
+		memcpy(buf + GCK_FRAME_HDR + at + GCK_DIGEST_MAX + 4,
+		    t->dig + e->first * GCK_PDIG, (size_t)np * GCK_PDIG);
+		at += rec;
+	}
+	if (r == GCK_OK && at > 0) {
+		gck_frame_pack(buf, GCK_F_PAGES, (uint32_t)at, seq);
+		r = send_frame(rv, buf, GCK_FRAME_HDR + at);
+	}
+	free(buf);
+	return r;
+}
+
+/*
  * Says hello, and with it what the cache holds: the ids of its images
- * and how many chunks they store, whose digests follow in HAVE frames.
- * Takes hello.  Returns GCK_OK, or GCK_EINTR when gpusend went away.
+ * and how many chunks they store, whose digests follow in HAVE frames,
+ * and when asked, the pages of as many of them as it says, in PAGES
+ * frames after those.  Takes hello.  Returns GCK_OK, or GCK_EINTR when
+ * gpusend went away.
  */
 static int
 offer_cache(struct recv *rv, json_t *hello)
 {
 	struct gck_parents	*pool;
+	const struct gck_ptab	*pt = NULL;
 	struct gck_digest	*d = NULL;
 	unsigned char		*buf = NULL;
-	json_t			*ids;
-	size_t			 n = 0, i, j, k, per, len;
-	uint64_t		 seq = 0;
+	json_t			*ids, *c;
+	size_t			 n = 0, i, j, k, per, len, npc = 0;
+	uint64_t		 seq = 0, npages = 0;
 	int			 r;
 
 	pool = rv->cache != NULL ? gck_cache_pool(rv->cache) : NULL;
@@ -721,8 +796,14 @@ offer_cache(struct recv *rv, json_t *hello)
 		for (i = 0; i < gck_parents_count(pool); i++)
 			json_array_append_new(ids,
 			    json_string(gck_parents_id(pool, i)));
-		json_object_set_new(hello, "cache", json_pack("{s:o,s:I}",
-		    "images", ids, "chunks", (json_int_t)n));
+		c = json_pack("{s:o,s:I}", "images", ids, "chunks",
+		    (json_int_t)n);
+		if (c != NULL && (pt = offer_pages(rv, pool, &npc, &npages)) !=
+		    NULL)
+			json_object_set_new(c, "pages", json_pack("{s:I,s:I}",
+			    "chunks", (json_int_t)npc, "pages",
+			    (json_int_t)npages));
+		json_object_set_new(hello, "cache", c);
 	}
 	buf = gck_frame_obj(GCK_F_HELLO, 0, &len, hello);
 	json_decref(hello);
@@ -750,12 +831,18 @@ offer_cache(struct recv *rv, json_t *hello)
 	}
 	free(buf);
 	free(d);
+	if (r == GCK_OK && pt != NULL && (r = send_pages(rv, pt, npc)) ==
+	    GCK_ENOMEM)
+		return gck_set_error(rv->ctx, GCK_ENOMEM, "out of memory");
 	if (r != GCK_OK)
 		return gck_set_error(rv->ctx, GCK_EINTR, "gpusend went away");
 	if (n > 0)
 		gck_log(rv->ctx, 1, "the cache offers %zu chunk%s of %zu "
 		    "image%s", n, n == 1 ? "" : "s", gck_parents_count(pool),
 		    gck_parents_count(pool) == 1 ? "" : "s");
+	if (pt != NULL)
+		gck_log(rv->ctx, 1, "and the %" PRIu64 " pages of %zu of "
+		    "them", npages, npc);
 	return GCK_OK;
 }
 

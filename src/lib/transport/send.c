@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -47,6 +48,7 @@
 
 #define QDEPTH		4	/* chunks queued per connection */
 #define HAVE_MAX	(1 << 22)	/* digests a cache may offer: 4 TiB */
+#define PAGES_MAX	(1u << 26)	/* its page digests: 256 GiB */
 #define ROUND_SMALL_S	0.1		/* pre-copy ends below this */
 
 struct item {
@@ -424,6 +426,10 @@ remote_cmd(struct send *s, int join)
 			bad |= cmd_add(&cmd, "--cache-size", 0) |
 			    cmd_add(&cmd, num, 0);
 		}
+		/* the pages of its chunks, once: then those sent */
+		if (s->pages != NULL && s->pages->nent == 0 &&
+		    (o->cache == NULL || *o->cache != '\0'))
+			bad |= cmd_add(&cmd, "--pages", 0);
 	} else {
 		if (o->resume)
 			bad |= cmd_add(&cmd, "--resume", 0);
@@ -494,6 +500,91 @@ out:
 	return r;
 }
 
+static int
+digest_cmp(const void *a, const void *b)
+{
+	return memcmp(((const struct gck_digest *)a)->b,
+	    ((const struct gck_digest *)b)->b, GCK_DIGEST_MAX);
+}
+
+/*
+ * Reads the pages of the chunks of the remote's cache, as its hello
+ * announced them (po: how many chunks, how many pages), in PAGES frames
+ * into buf (GCK_FRAME_MAX bytes), into s->pages: each chunk one of the
+ * n of d (sorted), so that a chunk that changed in a few of its pages is
+ * sent as a patch of what the remote holds.  Returns GCK_OK or a code.
+ */
+static int
+read_pages(struct send *s, json_t *po, const struct gck_digest *d, size_t n,
+    unsigned char *buf)
+{
+	struct gck_ctx		*ctx = s->ctx;
+	struct gck_frame	 f;
+	struct gck_digest	 dg;
+	unsigned char		 hdr[GCK_FRAME_HDR];
+	json_int_t		 nc = json_integer_value(json_object_get(po,
+				    "chunks"));
+	json_int_t		 np = json_integer_value(json_object_get(po,
+				    "pages"));
+	uint64_t		 pages = 0;
+	size_t			 chunks = 0, at, rec;
+	uint32_t		 k;
+	int			 r;
+
+	if (po == NULL || s->pages == NULL)
+		return GCK_OK;
+	if (nc <= 0 || (size_t)nc > n || np <= 0 || np > PAGES_MAX)
+		return remote_error(ctx, GCK_EFORMAT, "%s offered pages its "
+		    "cache cannot have", s->rname);
+	while (chunks < (size_t)nc) {
+		if ((r = gck_ssh_read_full(ctx, s->c[0], hdr, sizeof hdr)) !=
+		    GCK_OK || (r = gck_frame_unpack(ctx, hdr, &f, s->rname)) !=
+		    GCK_OK || (r = gck_ssh_read_full(ctx, s->c[0], buf,
+		    f.len)) != GCK_OK) {
+			if (r == GCK_ETRUNC)
+				r = remote_gone(s, ctx, s->c[0], "before it "
+				    "said what its cache holds");
+			return r;
+		}
+		if (f.type == GCK_F_KEEPALIVE)
+			continue;
+		if (f.type != GCK_F_PAGES)
+			return remote_error(ctx, GCK_EFORMAT, "%s sent '%c' "
+			    "where the pages of its cache were due",
+			    s->rname, f.type);
+		for (at = 0; at < f.len; at += rec, chunks++) {
+			if (f.len - at < GCK_DIGEST_MAX + 4)
+				goto bad;
+			k = (uint32_t)buf[at + GCK_DIGEST_MAX] |
+			    (uint32_t)buf[at + GCK_DIGEST_MAX + 1] << 8 |
+			    (uint32_t)buf[at + GCK_DIGEST_MAX + 2] << 16 |
+			    (uint32_t)buf[at + GCK_DIGEST_MAX + 3] << 24;
+			rec = GCK_DIGEST_MAX + 4 + (size_t)k * GCK_PDIG;
+			memset(&dg, 0, sizeof dg);
+			dg.kind = GCK_DK_SHA256;
+			memcpy(dg.b, buf + at, GCK_DIGEST_MAX);
+			if (k == 0 || k > GCK_PATCH_RUNS ||
+			    rec > f.len - at || chunks >= (size_t)nc ||
+			    pages + k > (uint64_t)np ||
+			    bsearch(&dg, d, n, sizeof *d, digest_cmp) == NULL)
+				goto bad;
+			if (gck_ptab_add(s->pages, &dg, (uint64_t)k * GCK_PAGE,
+			    buf + at + GCK_DIGEST_MAX + 4) != GCK_OK)
+				return gck_set_error(ctx, GCK_ENOMEM,
+				    "out of memory");
+			pages += k;
+		}
+	}
+	if (pages != (uint64_t)np)
+		goto bad;
+	gck_log(ctx, 1, "%s offers the pages of %zu of its cached chunks "
+	    "(%" PRIu64 " pages)", s->rname, chunks, pages);
+	return GCK_OK;
+bad:
+	return remote_error(ctx, GCK_EFORMAT, "%s sent the pages of its "
+	    "cache wrong", s->rname);
+}
+
 /*
  * Reads what the remote's cache holds, as its hello announced: the
  * digests of its chunks, in HAVE frames.  For a live tree they become
@@ -560,12 +651,16 @@ read_have(struct send *s)
 			    "its cache holds");
 		goto out;
 	}
-	free(buf);
-	buf = NULL;
 	if (s->o->path != NULL) {
+		free(buf);
 		free(d);
 		return GCK_OK;
 	}
+	if ((r = read_pages(s, json_object_get(cache, "pages"), d, got,
+	    buf)) != GCK_OK)
+		goto out;
+	free(buf);
+	buf = NULL;
 	gck_log(ctx, 1, "%s holds %zu chunk%s in its cache", s->rname, got,
 	    got == 1 ? "" : "s");
 	return gck_parents_remote(ctx, ids, d, got, &s->have);
@@ -1648,13 +1743,13 @@ send_all(struct gck_ctx *ctx, const struct gck_send_opts *o,
 		}
 	}
 	*troundp = gck_clock_us();
-	r = send_once(ctx, o, memo, memo != NULL ? &pages : NULL, res, &retry);
+	r = send_once(ctx, o, memo, o->pid > 0 ? &pages : NULL, res, &retry);
 	/* A tree runs here again; a file is read again from its start. */
 	if (r != GCK_OK && retry && (o->pid > 0 ?
 	    ctx->fate == GCK_FATE_RUNNING : lseek(o->infd, 0, SEEK_SET) == 0)) {
 		gck_log(ctx, 1, "%s; trying once more", gck_error_string(ctx));
 		free(res->stored);
-		r = send_once(ctx, o, memo, memo != NULL ? &pages : NULL, res,
+		r = send_once(ctx, o, memo, o->pid > 0 ? &pages : NULL, res,
 		    &retry);
 		res->retried = 1;
 	}
