@@ -50,6 +50,7 @@
 #define HAVE_MAX	(1 << 22)	/* digests a cache may offer: 4 TiB */
 #define PAGES_MAX	(1u << 26)	/* its page digests: 256 GiB */
 #define ROUND_SMALL_S	0.1		/* pre-copy ends below this */
+#define STOP_WHOLE_S	1.0		/* a stop restored once in, below */
 
 struct item {
 	int	 type;		/* GCK_F_DATA, GCK_F_END, or 0 to stop */
@@ -1487,7 +1488,7 @@ send_connect(struct send *s)
 /* One try of gck_send(); *retryp when another may do better. */
 static int
 send_once(struct gck_ctx *ctx, const struct gck_send_opts *o,
-    struct gck_memo *memo, struct gck_ptab *pages,
+    struct gck_memo *memo, struct gck_ptab *pages, int whole,
     struct gck_send_result *res, int *retryp)
 {
 	struct send	s;
@@ -1508,11 +1509,11 @@ send_once(struct gck_ctx *ctx, const struct gck_send_opts *o,
 	/*
 	 * The image that stops a tree after pre-copy rounds is mostly
 	 * references to what the remote holds: it is restored there once
-	 * all of it is in, from a file (recv.c, recv_whole()).
+	 * all of it is in, from a file (recv.c, recv_whole()), unless the
+	 * rounds left much to send, which is then restored as it comes.
 	 */
 	if ((r = send_ctl(ctx, s.c[0], GCK_F_START, 0, "{s:I,s:b}", "offset",
-	    (json_int_t)s.offset, "whole", o->pid > 0 && memo != NULL)) !=
-	    GCK_OK)
+	    (json_int_t)s.offset, "whole", o->pid > 0 && whole)) != GCK_OK)
 		goto out;
 	r = o->pid <= 0 ? send_image(&s) : send_live(&s);
 out:
@@ -1597,7 +1598,7 @@ out:
 static int
 precopy(struct gck_ctx *ctx, const struct gck_send_opts *o,
     struct gck_memo *memo, struct gck_ptab *pages,
-    struct gck_send_result *res)
+    struct gck_send_result *res, double *lastp)
 {
 	struct gck_precopy_stats pst;
 	struct timespec		 t0, t1;
@@ -1634,6 +1635,7 @@ precopy(struct gck_ctx *ctx, const struct gck_send_opts *o,
 		if (secs > 0 && (double)wire / secs > rate)
 			rate = (double)wire / secs;
 		est = rate > 0 ? (double)wire / rate : 0;
+		*lastp = est;
 		gck_log(ctx, 1, "round %u: %llu bytes of memory read, %llu of "
 		    "them sent (%llu bytes on the wire) in %.2f s; that much "
 		    "takes about %.0f ms to send", k,
@@ -1723,7 +1725,8 @@ send_all(struct gck_ctx *ctx, const struct gck_send_opts *o,
 	struct gck_send_result	pre;
 	struct gck_memo		*memo = NULL;
 	struct gck_ptab		 pages;
-	int			r, retry;
+	double			 last = 0;
+	int			r, retry, whole;
 
 	gck_ptab_init(&pages);
 	memset(&pre, 0, sizeof pre);
@@ -1733,7 +1736,8 @@ send_all(struct gck_ctx *ctx, const struct gck_send_opts *o,
 			    "process %d", (int)o->pid);
 		if ((memo = gck_memo_new()) == NULL)
 			return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-		if ((r = precopy(ctx, o, memo, &pages, &pre)) != GCK_OK) {
+		if ((r = precopy(ctx, o, memo, &pages, &pre, &last)) !=
+		    GCK_OK) {
 			gck_memo_free(memo);
 			gck_ptab_clear(&pages);
 			*res = pre;
@@ -1743,14 +1747,20 @@ send_all(struct gck_ctx *ctx, const struct gck_send_opts *o,
 		}
 	}
 	*troundp = gck_clock_us();
-	r = send_once(ctx, o, memo, o->pid > 0 ? &pages : NULL, res, &retry);
+	/* what the last round took to send, the stop takes again */
+	whole = memo != NULL && last <= STOP_WHOLE_S;
+	if (memo != NULL && !whole)
+		gck_log(ctx, 1, "the last round took %.1f s to send: the "
+		    "stop is restored there as it comes", last);
+	r = send_once(ctx, o, memo, o->pid > 0 ? &pages : NULL, whole, res,
+	    &retry);
 	/* A tree runs here again; a file is read again from its start. */
 	if (r != GCK_OK && retry && (o->pid > 0 ?
 	    ctx->fate == GCK_FATE_RUNNING : lseek(o->infd, 0, SEEK_SET) == 0)) {
 		gck_log(ctx, 1, "%s; trying once more", gck_error_string(ctx));
 		free(res->stored);
-		r = send_once(ctx, o, memo, o->pid > 0 ? &pages : NULL, res,
-		    &retry);
+		r = send_once(ctx, o, memo, o->pid > 0 ? &pages : NULL, whole,
+		    res, &retry);
 		res->retried = 1;
 	}
 	gck_memo_free(memo);
