@@ -134,8 +134,9 @@ test_expect_success 'gpurestore DIR: the newest, and the workload goes on' '
 	test $VCOUNTER -ge $before
 '
 
+# The workload is killed right before each restore, so that its PID is
+# still free then, whatever the tests beside this one start meanwhile.
 test_expect_success 'a byte of the newest changed: skipped, the one before restored' '
-	kill_tree $WPID &&
 	s9=$(snap 9) && s10=$(snap 10) &&
 	cp S/$s10 keep10 &&
 	python3 - S/$s10 <<-\EOF &&
@@ -151,6 +152,7 @@ test_expect_success 'a byte of the newest changed: skipped, the one before resto
 	test_grep "^$s10: damaged: " out &&
 	test_grep "^$s9: ok\$" out &&
 	test_grep "^3 snapshots, 1 damaged\$" out &&
+	kill_tree $WPID &&
 	test_status 0 "$GCKRESTORE" S >out 2>err &&
 	echo $WPID >expect &&
 	test_cmp expect out &&
@@ -161,13 +163,13 @@ test_expect_success 'a byte of the newest changed: skipped, the one before resto
 '
 
 test_expect_success 'the newest cut in half: skipped as truncated' '
-	kill_tree $WPID &&
 	s9=$(snap 9) && s10=$(snap 10) &&
 	cp keep10 S/$s10 &&
 	truncate -s $(($(stat -c %s keep10) / 2)) S/$s10 &&
 	test_status 0 "$GCKINSPECT" S >out 2>err &&
 	test_grep "^  $s10  .*  not sound: image truncated: " out &&
 	test_grep "^\* $s9 " out &&
+	kill_tree $WPID &&
 	test_status 0 "$GCKRESTORE" S >out 2>err &&
 	test_grep "^gpurestore: skipping snapshot .S/$s10.: image truncated: [0-9]* bytes of the [0-9]* the index lists\$" err &&
 	test_grep "^gpurestore: restored snapshot .S/$s9., taken " err &&
