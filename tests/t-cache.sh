@@ -216,6 +216,57 @@ test_expect_success 'scattered pages rewritten, back to a host that holds the re
 	kill_tree $VHOST
 '
 
+# liepages HOW: a gpurecv whose first PAGES frame lies, as HOW says
+# (pages: a chunk of 300 pages; chunk: a chunk the cache does not hold)
+cat >liepages <<\EOF
+import os, struct, subprocess, sys, threading
+how, argv = sys.argv[1], sys.argv[2:]
+p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def feed():
+    while True:
+        b = os.read(0, 65536)
+        if not b:
+            break
+        p.stdin.write(b)
+        p.stdin.flush()
+    p.stdin.close()
+threading.Thread(target=feed, daemon=True).start()
+out, lied = sys.stdout.buffer, False
+def read(n):
+    b = b""
+    while len(b) < n:
+        c = p.stdout.read(n - len(b))
+        if not c:
+            sys.exit(p.wait())
+        b += c
+    return b
+while True:
+    h = read(16)
+    body = read(struct.unpack(">I", h[4:8])[0])
+    if h[1:2] == b"Q" and not lied:
+        lied = True
+        if how == "pages":
+            body = body[:32] + struct.pack("<I", 300) + body[36:]
+        else:
+            body = bytes([body[0] ^ 0xff]) + body[1:]
+    out.write(h + body)
+    out.flush()
+EOF
+
+for _how in pages chunk; do
+	test_expect_success "a cache that lies about its pages ($_how): refused in one line, the tree runs on here" '
+		start_tree lie -m 16 &&
+		L=$WPID &&
+		test_status 1 gsend A --cache "$TRASH/cacheP" -p $L \
+		    --remote-path "GCK_RUNDIR=$TRASH/run TMPDIR=$TRASH/rtmp /usr/bin/python3 $TRASH/liepages '$_how' $GCKRECV" \
+		    >out 2>err &&
+		test_line_count err 1 &&
+		test_grep "^gpusend: remote 127.0.0.1 sent the pages of its cache wrong; process tree $L left running\$" err &&
+		verify_workload $L &&
+		kill_tree $L
+	'
+done
+
 test_expect_success 'options checked' '
 	test_status 2 "$GCKSEND" --cache "" -p 1 host 2>err &&
 	test_grep "empty --cache" err &&
