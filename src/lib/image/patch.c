@@ -74,6 +74,7 @@ gck_ptab_clear(struct gck_ptab *t)
 	free(t->ent);
 	free(t->slot);
 	free(t->byd);
+	free(t->seq);
 	gck_ptab_init(t);
 }
 
@@ -133,6 +134,44 @@ slot_of(const unsigned char *dig)
  * GCK_ENOMEM.
  */
 static int
+seq_cmp(const void *a, const void *b)
+{
+	const struct gck_pseq	*sa = a, *sb = b;
+
+	return sa->h < sb->h ? -1 : sa->h > sb->h;
+}
+
+/*
+ * The chunk of t whose pages are those of digests pd (n of them), all
+ * of them in their order, or SIZE_MAX: the same bytes, to be referred
+ * to by their digest, which any image that stores them gives.
+ */
+static size_t
+ptab_same(const struct gck_ptab *t, const unsigned char *pd, size_t n)
+{
+	uint64_t	h;
+	size_t		lo = 0, hi, mid;
+
+	if (t->seq == NULL)
+		return SIZE_MAX;
+	h = XXH3_64bits(pd, n * GCK_PDIG);
+	hi = t->nent;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (t->seq[mid].h < h)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < t->nent && t->seq[lo].h == h; lo++)
+		if (t->ent[t->seq[lo].ent].size == (uint64_t)n * GCK_PAGE &&
+		    memcmp(t->dig + t->ent[t->seq[lo].ent].first * GCK_PDIG, pd,
+		    n * GCK_PDIG) == 0)
+			return t->seq[lo].ent;
+	return SIZE_MAX;
+}
+
+static int
 byd_cmp(const void *a, const void *b, void *arg)
 {
 	const struct gck_pbase	*ea = &((const struct gck_pbase *)arg)[
@@ -155,16 +194,24 @@ gck_ptab_build(struct gck_ptab *t)
 
 	free(t->slot);
 	free(t->byd);
+	free(t->seq);
 	t->slot = NULL;
 	t->byd = NULL;
+	t->seq = NULL;
 	t->mask = 0;
 	if (t->npages == 0)
 		return GCK_OK;
-	if ((t->byd = reallocarray(NULL, t->nent, sizeof *t->byd)) == NULL)
+	if ((t->byd = reallocarray(NULL, t->nent, sizeof *t->byd)) == NULL ||
+	    (t->seq = reallocarray(NULL, t->nent, sizeof *t->seq)) == NULL)
 		return GCK_ENOMEM;
-	for (i = 0; i < t->nent; i++)
+	for (i = 0; i < t->nent; i++) {
 		t->byd[i] = (size_t)i;
+		t->seq[i].h = XXH3_64bits(t->dig + t->ent[i].first * GCK_PDIG,
+		    (size_t)(t->ent[i].size / GCK_PAGE) * GCK_PDIG);
+		t->seq[i].ent = (size_t)i;
+	}
 	qsort_r(t->byd, t->nent, sizeof *t->byd, byd_cmp, t->ent);
+	qsort(t->seq, t->nent, sizeof *t->seq, seq_cmp);
 	while (size < t->npages + t->npages / 2)
 		size *= 2;
 	if ((t->slot = calloc((size_t)size, sizeof *t->slot)) == NULL)
@@ -317,6 +364,11 @@ gck_patch_plan(const struct gck_ptab *t, const unsigned char *pd,
 	memset(used, 0, sizeof used);
 	if (t->slot == NULL || n == 0 || n > GCK_PATCH_RUNS)
 		return GCK_PLAN_FULL;
+	if ((e = ptab_same(t, pd, n)) != SIZE_MAX) {
+		p->size = (uint64_t)n * GCK_PAGE;
+		*refp = e;
+		return GCK_PLAN_REF;
+	}
 	/*
 	 * Where each page is, and how many each chunk found gives: one
 	 * that gives only a few (a page whose bytes happen to be found

@@ -59,12 +59,18 @@ struct gck_pbase {
 };
 
 /* The pages of the images a writer may refer to, by their digests. */
+struct gck_pseq {
+	uint64_t	 h;		/* XXH3 of the pages' digests */
+	size_t		 ent;
+};
+
 struct gck_ptab {
 	unsigned char	*dig;		/* GCK_PDIG bytes a page */
 	uint64_t	 npages, cappages;
 	struct gck_pbase *ent;
 	size_t		 nent, capent;
 	size_t		*byd;		/* the entries, by digest */
+	struct gck_pseq	*seq;		/* and by their pages' digests */
 	uint32_t	*slot;		/* page number + 1; 0: empty */
 	uint64_t	 mask;
 };
