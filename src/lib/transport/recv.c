@@ -702,35 +702,55 @@ listen_joins(struct recv *rv)
 }
 
 /*
- * The chunks of pool whose pages are offered (gpusend --live, -p): how
- * many, *np, and their pages, *pagesp, at most PAGES_MAX of them.
+ * Whether the chunk at k of t's entries in the order of their digests
+ * is the one before again (the same chunk, in another image).
  */
-static const struct gck_ptab *
-offer_pages(struct recv *rv, struct gck_parents *pool, size_t *np,
-    uint64_t *pagesp)
+static int
+offer_dup(const struct gck_ptab *t, size_t k)
 {
-	const struct gck_ptab	*t;
-	size_t			 i;
-	uint64_t		 pages = 0;
+	const struct gck_pbase	*a, *b;
 
-	*np = 0;
-	*pagesp = 0;
-	if (!rv->o->pages || gck_parents_pool_offer(pool) != GCK_OK ||
-	    (t = gck_parents_ptab(pool)) == NULL || t->nent == 0)
-		return NULL;
-	for (i = 0; i < t->nent && pages + t->ent[i].size / GCK_PAGE <=
-	    PAGES_MAX; i++)
-		pages += t->ent[i].size / GCK_PAGE;
-	*np = i;
-	*pagesp = pages;
-	return i > 0 ? t : NULL;
+	if (k == 0)
+		return 0;
+	a = &t->ent[t->byd[k - 1]];
+	b = &t->ent[t->byd[k]];
+	return a->size == b->size && gck_digest_equal(&a->d, &b->d);
 }
 
 /*
- * The pages of the first n chunks of t, in PAGES frames: each chunk its
- * digest, the number of its pages (32 bits, little-endian) and their
- * digests.  Returns GCK_OK or a code.
+ * The chunks of pool whose pages are offered (gpusend --live, -p), each
+ * once: how many, *np, and their pages, *pagesp, at most PAGES_MAX of
+ * them, the first *endp of the table's entries in digest order.
  */
+static const struct gck_ptab *
+offer_pages(struct recv *rv, struct gck_parents *pool, size_t *np,
+    uint64_t *pagesp, size_t *endp)
+{
+	const struct gck_ptab	*t;
+	size_t			 k, n = 0;
+	uint64_t		 pages = 0, size;
+
+	*np = *endp = 0;
+	*pagesp = 0;
+	if (!rv->o->pages || gck_parents_pool_offer(pool) != GCK_OK ||
+	    (t = gck_parents_ptab(pool)) == NULL || t->nent == 0 ||
+	    t->byd == NULL)
+		return NULL;
+	for (k = 0; k < t->nent; k++) {
+		if (offer_dup(t, k))
+			continue;
+		size = t->ent[t->byd[k]].size / GCK_PAGE;
+		if (pages + size > PAGES_MAX)
+			break;
+		pages += size;
+		n++;
+	}
+	*np = n;
+	*pagesp = pages;
+	*endp = k;
+	return n > 0 ? t : NULL;
+}
+
 static int
 send_pages(struct recv *rv, const struct gck_ptab *t, size_t n)
 {
@@ -744,7 +764,9 @@ send_pages(struct recv *rv, const struct gck_ptab *t, size_t n)
 	if ((buf = malloc(GCK_FRAME_HDR + GCK_FRAME_MAX)) == NULL)
 		return GCK_ENOMEM;
 	for (i = 0; i < n && r == GCK_OK; i++) {
-		e = &t->ent[i];
+		if (offer_dup(t, i))
+			continue;
+		e = &t->ent[t->byd[i]];
 		np = (uint32_t)(e->size / GCK_PAGE);
 		rec = GCK_DIGEST_MAX + 4 + (size_t)np * GCK_PDIG;
 		if (at + rec > GCK_FRAME_MAX) {
@@ -785,7 +807,7 @@ offer_cache(struct recv *rv, json_t *hello)
 	struct gck_digest	*d = NULL;
 	unsigned char		*buf = NULL;
 	json_t			*ids, *c;
-	size_t			 n = 0, i, j, k, per, len, npc = 0;
+	size_t			 n = 0, i, j, k, per, len, npc = 0, nend = 0;
 	uint64_t		 seq = 0, npages = 0;
 	int			 r;
 
@@ -798,8 +820,8 @@ offer_cache(struct recv *rv, json_t *hello)
 			    json_string(gck_parents_id(pool, i)));
 		c = json_pack("{s:o,s:I}", "images", ids, "chunks",
 		    (json_int_t)n);
-		if (c != NULL && (pt = offer_pages(rv, pool, &npc, &npages)) !=
-		    NULL)
+		if (c != NULL && (pt = offer_pages(rv, pool, &npc, &npages,
+		    &nend)) != NULL)
 			json_object_set_new(c, "pages", json_pack("{s:I,s:I}",
 			    "chunks", (json_int_t)npc, "pages",
 			    (json_int_t)npages));
@@ -831,7 +853,7 @@ offer_cache(struct recv *rv, json_t *hello)
 	}
 	free(buf);
 	free(d);
-	if (r == GCK_OK && pt != NULL && (r = send_pages(rv, pt, npc)) ==
+	if (r == GCK_OK && pt != NULL && (r = send_pages(rv, pt, nend)) ==
 	    GCK_ENOMEM)
 		return gck_set_error(rv->ctx, GCK_ENOMEM, "out of memory");
 	if (r != GCK_OK)
