@@ -328,6 +328,24 @@ test_expect_success 'pages written one here, one there: rounds and stop of patch
 	done | grep -q "\"patch\":true"
 '
 
+# A heap: objects of random sizes rewritten at random, a few bytes of a
+# page here and there (and the page they share with the next changed
+# with them); 2% a second of the bytes that hold data.
+test_expect_success 'a heap rewritten as it moves: rounds and stop of patches, every object there' '
+	start_tree heap -m 64 -p heap -w 2 &&
+	ID=$WPID &&
+	c0=$(counter $WPID) &&
+	{ gsend B -v --live --cache "$TRASH/cacheB" -p $WPID >s10 2>err;
+	  st=$?; test $st = 0; } &&
+	echo "rounds $(stat s10 rounds), round bytes $(stat s10 round_bytes), stop sent $(stat s10 sent)" &&
+	test $(stat s10 rounds) -ge 2 &&
+	test $(($(stat s10 sent) * 2)) -lt $(stat s10 round_bytes) &&
+	wait_gone $WPID &&
+	there B $ID &&
+	test $VCOUNTER -gt $c0 &&
+	kill_tree $VHOST
+'
+
 # criu, run by gpusend once the rounds are done, has the workload rewrite
 # pages first: they change after the last round read them, before the
 # stop, and must arrive as they are.

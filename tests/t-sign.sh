@@ -303,6 +303,23 @@ test_expect_success 'incremental: the chunks of a parent signed by another key' 
 	restored
 '
 
+test_expect_success 'incremental of patches (pages rewritten one here, one there), signed: restored as allowed' '
+	start w8 -m 64 -p pages -r 5 &&
+	test_status 0 "$GCKPT" -R -p $WPID -o P3.gck 2>err &&
+	kill -USR2 $WPID && wait_for_line "$WSTATUS" "^rewrote " 30 &&
+	test_status 0 "$GCKPT" --sign=alice --parent=P3.gck -k -p $WPID \
+	    -o I3.gck 2>err &&
+	test_must_be_empty err &&
+	wait_gone $WPID &&
+	zstd -dc I3.gck | tar -xOf - gpuckpt.sums | grep -q "\"patch\":true" &&
+	test_status 0 "$GCKINSPECT" --verify --allowed-signers=allowed \
+	    --parent=P3.gck I3.gck >out 2>err &&
+	test_status 0 "$GCKRESTORE" --allowed-signers=allowed \
+	    --parent=P3.gck I3.gck >out 2>err &&
+	test_must_be_empty err &&
+	restored
+'
+
 test_expect_success 'incremental: a child signed by a key not allowed, its parent by one' '
 	start w7 -m 32 &&
 	test_status 0 "$GCKPT" --sign=alice -R -p $WPID -o P2.gck 2>err &&
