@@ -51,6 +51,7 @@
 #define PAGES_MAX	(1u << 26)	/* its page digests: 256 GiB */
 #define ROUND_SMALL_S	0.1		/* pre-copy ends below this */
 #define STOP_WHOLE_S	1.0		/* a stop restored once in, below */
+#define STOP_SHARE	0.25		/* or below this share of memory */
 
 struct item {
 	int	 type;		/* GCK_F_DATA, GCK_F_END, or 0 to stop */
@@ -1598,7 +1599,7 @@ out:
 static int
 precopy(struct gck_ctx *ctx, const struct gck_send_opts *o,
     struct gck_memo *memo, struct gck_ptab *pages,
-    struct gck_send_result *res, double *lastp)
+    struct gck_send_result *res, double *lastp, double *sharep)
 {
 	struct gck_precopy_stats pst;
 	struct timespec		 t0, t1;
@@ -1636,6 +1637,8 @@ precopy(struct gck_ctx *ctx, const struct gck_send_opts *o,
 			rate = (double)wire / secs;
 		est = rate > 0 ? (double)wire / rate : 0;
 		*lastp = est;
+		*sharep = pst.memory > 0 ? (double)pst.stored /
+		    (double)pst.memory : 0;
 		gck_log(ctx, 1, "round %u: %llu bytes of memory read, %llu of "
 		    "them sent (%llu bytes on the wire) in %.2f s; that much "
 		    "takes about %.0f ms to send", k,
@@ -1725,7 +1728,7 @@ send_all(struct gck_ctx *ctx, const struct gck_send_opts *o,
 	struct gck_send_result	pre;
 	struct gck_memo		*memo = NULL;
 	struct gck_ptab		 pages;
-	double			 last = 0;
+	double			 last = 0, share = 0;
 	int			r, retry, whole;
 
 	gck_ptab_init(&pages);
@@ -1736,8 +1739,8 @@ send_all(struct gck_ctx *ctx, const struct gck_send_opts *o,
 			    "process %d", (int)o->pid);
 		if ((memo = gck_memo_new()) == NULL)
 			return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-		if ((r = precopy(ctx, o, memo, &pages, &pre, &last)) !=
-		    GCK_OK) {
+		if ((r = precopy(ctx, o, memo, &pages, &pre, &last,
+		    &share)) != GCK_OK) {
 			gck_memo_free(memo);
 			gck_ptab_clear(&pages);
 			*res = pre;
@@ -1747,11 +1750,17 @@ send_all(struct gck_ctx *ctx, const struct gck_send_opts *o,
 		}
 	}
 	*troundp = gck_clock_us();
-	/* what the last round took to send, the stop takes again */
-	whole = memo != NULL && last <= STOP_WHOLE_S;
+	/*
+	 * What the last round took to send, the stop takes again: when
+	 * that is long, and what it sends is much of the memory, rather
+	 * than patches of what the remote holds, it is restored as it
+	 * comes, as without rounds.
+	 */
+	whole = memo != NULL && (last <= STOP_WHOLE_S || share < STOP_SHARE);
 	if (memo != NULL && !whole)
-		gck_log(ctx, 1, "the last round took %.1f s to send: the "
-		    "stop is restored there as it comes", last);
+		gck_log(ctx, 1, "the last round took %.1f s to send, %.0f%% of "
+		    "the memory: the stop is restored there as it comes", last,
+		    share * 100);
 	r = send_once(ctx, o, memo, o->pid > 0 ? &pages : NULL, whole, res,
 	    &retry);
 	/* A tree runs here again; a file is read again from its start. */
