@@ -211,13 +211,28 @@ test_parse(void **state)
 	expect_bad("", 16384, 0, "a map of 0 bytes");
 }
 
+/* Test chunk i of two pages: their digests, pb, and its digest, *d. */
+static void
+small_chunk(const struct fx *f, size_t i, unsigned char *pb,
+    struct gck_digest *d)
+{
+	unsigned char	b[2 * GCK_PAGE], zb[2];
+
+	fill_page(b, (unsigned)(100 + i));
+	fill_page(b + GCK_PAGE, (unsigned)(200 + i));
+	digests(b, 2, pb, zb);
+	*d = f->da;
+	d->b[0] = (unsigned char)i;
+	d->b[1] = 0x55;
+}
+
 /* The pages of a chunk found by its digest and size, of each chunk. */
 static void
 test_pages(void **state)
 {
 	struct fx		 f;
 	struct gck_digest	 d;
-	unsigned char		 b[2 * GCK_PAGE], pb[2 * GCK_PDIG], zb[2];
+	unsigned char		 pb[2 * GCK_PDIG];
 	const unsigned char	*pd;
 	size_t			 i;
 
@@ -226,29 +241,19 @@ test_pages(void **state)
 	assert_null(gck_ptab_pages(&f.t, &f.da, sizeof f.a / 2));
 	/* more chunks, added after the build: found once built again */
 	for (i = 0; i < 40; i++) {
-		fill_page(b, (unsigned)(100 + i));
-		fill_page(b + GCK_PAGE, (unsigned)(200 + i));
-		digests(b, 2, pb, zb);
-		d = f.da;
-		d.b[0] = (unsigned char)i;
-		d.b[1] = 0x55;
-		assert_int_equal(gck_ptab_add(&f.t, &d, sizeof b, pb),
+		small_chunk(&f, i, pb, &d);
+		assert_int_equal(gck_ptab_add(&f.t, &d, 2 * GCK_PAGE, pb),
 		    GCK_OK);
 	}
 	assert_int_equal(gck_ptab_build(&f.t), GCK_OK);
 	assert_non_null(pd = gck_ptab_pages(&f.t, &f.da, sizeof f.a));
 	assert_memory_equal(pd, f.pa, sizeof f.pa);
 	for (i = 0; i < 40; i++) {
-		fill_page(b, (unsigned)(100 + i));
-		fill_page(b + GCK_PAGE, (unsigned)(200 + i));
-		digests(b, 2, pb, zb);
-		d = f.da;
-		d.b[0] = (unsigned char)i;
-		d.b[1] = 0x55;
-		assert_non_null(pd = gck_ptab_pages(&f.t, &d, sizeof b));
+		small_chunk(&f, i, pb, &d);
+		assert_non_null(pd = gck_ptab_pages(&f.t, &d, 2 * GCK_PAGE));
 		assert_memory_equal(pd, pb, sizeof pb);
 		d.b[2] = 1;
-		assert_null(gck_ptab_pages(&f.t, &d, sizeof b));
+		assert_null(gck_ptab_pages(&f.t, &d, 2 * GCK_PAGE));
 	}
 	gck_ptab_clear(&f.t);
 	assert_null(gck_ptab_pages(&f.t, &f.da, sizeof f.a));

@@ -337,140 +337,120 @@ plan_run(struct gck_patch *p, int kind, uint32_t base, uint32_t page)
 	q->page = page;
 }
 
-/*
- * How to write a chunk of n pages whose digests are pd (n of them) and
- * of which zero[i] says whether page i holds only zeros, given table t:
- * GCK_PLAN_REF, all of it a chunk of t, whose index is in *refp;
- * GCK_PLAN_PATCH, as the patch *p; or GCK_PLAN_FULL, stored whole, as
- * t holds too little of it.  A patch names at most GCK_PATCH_BASES
- * chunks and each of their pages once; it is written when they give at
- * least a quarter of the chunk's pages.
- */
-int
-gck_patch_plan(const struct gck_ptab *t, const unsigned char *pd,
-    const unsigned char *zero, size_t n, struct gck_patch *p, size_t *refp)
-{
-	uint64_t	 used[GCK_PATCH_BASES][GCK_PATCH_RUNS / 64];
-	size_t		 ent[GCK_PATCH_BASES], e, i, b, from = 0, nf;
-	size_t		 fe[GCK_PATCH_RUNS], fent[GCK_PATCH_RUNS];
-	size_t		 fcount[GCK_PATCH_RUNS];
-	uint32_t	 page, fp[GCK_PATCH_RUNS];
-	size_t		 try[PLAN_TRY], ntry, k, c, m, bestn = 0;
-	size_t		 best = SIZE_MAX;
-	int64_t		 d, np, bestd = 0;
-	int		 all = 1;
+/* Where the pages of a chunk are found, and how many each chunk gives. */
+struct pfound {
+	size_t		 fe[GCK_PATCH_RUNS];	/* page i's chunk, or SIZE_MAX */
+	uint32_t	 fp[GCK_PATCH_RUNS];	/* and its page there */
+	size_t		 fent[GCK_PATCH_RUNS];	/* the chunks found, */
+	size_t		 fcount[GCK_PATCH_RUNS];	/* the pages of each */
+	size_t		 nf;
+};
 
-	memset(p, 0, sizeof *p);
-	memset(used, 0, sizeof used);
-	if (t->slot == NULL || n == 0 || n > GCK_PATCH_RUNS)
-		return GCK_PLAN_FULL;
-	if ((e = ptab_same(t, pd, n)) != SIZE_MAX) {
-		p->size = (uint64_t)n * GCK_PAGE;
-		*refp = e;
-		return GCK_PLAN_REF;
-	}
-	/*
-	 * Where each page is, and how many each chunk found gives: one
-	 * that gives only a few (a page whose bytes happen to be found
-	 * elsewhere too) is not worth its reading, and they are stored.
-	 */
-	for (i = 0, nf = 0; i < n; i++) {
-		fe[i] = SIZE_MAX;
-		if (zero[i] || gck_ptab_find(t, pd + i * GCK_PDIG, &e,
-		    &fp[i]) == -1 || fp[i] >= GCK_PATCH_RUNS)
+/* Counts the pages of each chunk found, from f->fe (n pages). */
+static void
+plan_count(struct pfound *f, size_t n)
+{
+	size_t	i, b;
+
+	for (i = 0, f->nf = 0; i < n; i++) {
+		if (f->fe[i] == SIZE_MAX)
 			continue;
-		fe[i] = e;
-		for (b = 0; b < nf && fent[b] != e; b++)
+		for (b = 0; b < f->nf && f->fent[b] != f->fe[i]; b++)
 			;
-		if (b == nf) {
-			fent[nf] = e;
-			fcount[nf++] = 0;
+		if (b == f->nf) {
+			f->fent[f->nf] = f->fe[i];
+			f->fcount[f->nf++] = 0;
 		}
-		fcount[b]++;
+		f->fcount[b]++;
 	}
-	/*
-	 * The chunk found that holds most of its pages in their order (a
-	 * chunk of the parent, a few of its pages since rewritten): the
-	 * chunk itself if it holds them all, and otherwise each page it
-	 * holds is taken from it, where the first chunk found to hold that
-	 * page (whose bytes may be elsewhere too) would be another base.
-	 * Of those that hold at least two, the PLAN_TRY that hold most.
-	 */
+}
+
+/* Whether page i of pd is page i + d of chunk e of t. */
+static int
+plan_aligned(const struct gck_ptab *t, const unsigned char *pd, size_t i,
+    size_t e, int64_t d)
+{
+	int64_t	at = (int64_t)i + d;
+
+	return at >= 0 && at < (int64_t)(t->ent[e].size / GCK_PAGE) &&
+	    memcmp(pd + i * GCK_PDIG, t->dig + (t->ent[e].first +
+	    (uint64_t)at) * GCK_PDIG, GCK_PDIG) == 0;
+}
+
+/*
+ * The chunk found that holds most of the n pages pd in their order,
+ * into *bestp (SIZE_MAX: none), with the offset of its pages, *dp, and
+ * how many it holds, *np: of those that hold at least two, the PLAN_TRY
+ * that hold most.
+ */
+static void
+plan_best(const struct gck_ptab *t, const unsigned char *pd, size_t n,
+    const struct pfound *f, size_t *bestp, int64_t *dp, size_t *np)
+{
+	size_t	try[PLAN_TRY], ntry, k, b, c, i, m;
+	int64_t	d;
+
+	*bestp = SIZE_MAX;
+	*dp = 0;
+	*np = 0;
 	for (k = 0, ntry = 0; k < PLAN_TRY; k++) {
-		for (b = 0, c = SIZE_MAX; b < nf; b++)
-			if (fcount[b] >= 2 && (c == SIZE_MAX ||
-			    fcount[b] > fcount[c]) && !tried(fent[b], try,
-			    ntry))
+		for (b = 0, c = SIZE_MAX; b < f->nf; b++)
+			if (f->fcount[b] >= 2 && (c == SIZE_MAX ||
+			    f->fcount[b] > f->fcount[c]) &&
+			    !tried(f->fent[b], try, ntry))
 				c = b;
 		if (c == SIZE_MAX)
 			break;
-		try[ntry++] = fent[c];
+		try[ntry++] = f->fent[c];
 	}
 	for (k = 0; k < ntry; k++) {
-		e = try[k];
-		for (i = 0; fe[i] != e; i++)
+		for (i = 0; f->fe[i] != try[k]; i++)
 			;
-		d = (int64_t)fp[i] - (int64_t)i;
-		np = (int64_t)(t->ent[e].size / GCK_PAGE);
+		d = (int64_t)f->fp[i] - (int64_t)i;
 		for (i = 0, m = 0; i < n; i++)
-			if ((int64_t)i + d >= 0 && (int64_t)i + d < np &&
-			    memcmp(pd + i * GCK_PDIG, t->dig +
-			    (t->ent[e].first + (uint64_t)((int64_t)i + d)) *
-			    GCK_PDIG, GCK_PDIG) == 0)
-				m++;
-		if (m > bestn) {
-			bestn = m;
-			best = e;
-			bestd = d;
+			m += (size_t)plan_aligned(t, pd, i, try[k], d);
+		if (m > *np) {
+			*np = m;
+			*bestp = try[k];
+			*dp = d;
 		}
 	}
-	if (best != SIZE_MAX && bestd == 0 && bestn == n &&
-	    t->ent[best].size == (uint64_t)n * GCK_PAGE) {
-		p->size = (uint64_t)n * GCK_PAGE;
-		*refp = best;
-		return GCK_PLAN_REF;
-	}
-	if (best != SIZE_MAX) {
-		np = (int64_t)(t->ent[best].size / GCK_PAGE);
-		for (i = 0; i < n; i++)
-			if (!zero[i] && (int64_t)i + bestd >= 0 &&
-			    (int64_t)i + bestd < np && (int64_t)i + bestd <
-			    GCK_PATCH_RUNS && memcmp(pd + i * GCK_PDIG, t->dig +
-			    (t->ent[best].first + (uint64_t)((int64_t)i +
-			    bestd)) * GCK_PDIG, GCK_PDIG) == 0) {
-				fe[i] = best;
-				fp[i] = (uint32_t)((int64_t)i + bestd);
-			}
-		for (i = 0, nf = 0; i < n; i++) {
-			for (b = 0; fe[i] != SIZE_MAX && b < nf &&
-			    fent[b] != fe[i]; b++)
-				;
-			if (fe[i] == SIZE_MAX)
-				continue;
-			if (b == nf) {
-				fent[nf] = fe[i];
-				fcount[nf++] = 0;
-			}
-			fcount[b]++;
-		}
-	}
+}
+
+/*
+ * The runs of patch p from where f found each of the n pages: a chunk
+ * that gives only a few of them is no base.  Returns whether they are
+ * all those of one chunk, in their order, in *fromp.
+ */
+static int
+plan_runs(const struct gck_ptab *t, const unsigned char *zero, size_t n,
+    const struct pfound *f, struct gck_patch *p, size_t *fromp)
+{
+	uint64_t	 used[GCK_PATCH_BASES][GCK_PATCH_RUNS / 64];
+	size_t		 ent[GCK_PATCH_BASES], e, i, b;
+	uint32_t	 page;
+	int		 all = 1;
+
+	memset(used, 0, sizeof used);
+	*fromp = 0;
 	for (i = 0; i < n; i++) {
 		if (zero[i]) {
 			plan_run(p, GCK_RUN_ZERO, 0, 0);
 			all = 0;
 			continue;
 		}
-		for (b = 0; fe[i] != SIZE_MAX && fent[b] != fe[i]; b++)
+		for (b = 0; f->fe[i] != SIZE_MAX && f->fent[b] != f->fe[i];
+		    b++)
 			;
-		if (fe[i] == SIZE_MAX || (fcount[b] < PLAN_BASE_MIN &&
-		    fcount[b] * 4 < n)) {
+		if (f->fe[i] == SIZE_MAX || (f->fcount[b] < PLAN_BASE_MIN &&
+		    f->fcount[b] * 4 < n)) {
 			plan_run(p, GCK_RUN_STORED, 0, 0);
 			p->stored += GCK_PAGE;
 			all = 0;
 			continue;
 		}
-		e = fe[i];
-		page = fp[i];
+		e = f->fe[i];
+		page = f->fp[i];
 		for (b = 0; b < p->nbase && ent[b] != e; b++)
 			;
 		if (b == p->nbase && p->nbase < GCK_PATCH_BASES) {
@@ -486,19 +466,85 @@ gck_patch_plan(const struct gck_ptab *t, const unsigned char *pd,
 		}
 		used[b][page / 64] |= 1ull << (page % 64);
 		if (i == 0)
-			from = e;
-		if (e != from || page != i)
+			*fromp = e;
+		if (e != *fromp || page != i)
 			all = 0;
 		plan_run(p, GCK_RUN_BASE, (uint32_t)b, page);
 	}
+	return all;
+}
+
+/*
+ * How to write a chunk of n pages whose digests are pd (n of them) and
+ * of which zero[i] says whether page i holds only zeros, given table t:
+ * GCK_PLAN_REF, all of it a chunk of t, whose index is in *refp;
+ * GCK_PLAN_PATCH, as the patch *p; or GCK_PLAN_FULL, stored whole, as
+ * t holds too little of it.  A patch names at most GCK_PATCH_BASES
+ * chunks and each of their pages once; it is written when they give at
+ * least a quarter of the chunk's pages.
+ */
+int
+gck_patch_plan(const struct gck_ptab *t, const unsigned char *pd,
+    const unsigned char *zero, size_t n, struct gck_patch *p, size_t *refp)
+{
+	struct pfound	*f;
+	size_t		 e, i, from, best, bestn;
+	int64_t		 bestd;
+	int		 all, plan;
+
+	memset(p, 0, sizeof *p);
+	if (t->slot == NULL || n == 0 || n > GCK_PATCH_RUNS)
+		return GCK_PLAN_FULL;
 	p->size = (uint64_t)n * GCK_PAGE;
-	if (all && t->ent[from].size == p->size) {
-		*refp = from;
+	if ((e = ptab_same(t, pd, n)) != SIZE_MAX) {
+		*refp = e;
 		return GCK_PLAN_REF;
 	}
-	if (p->nbase == 0 || p->stored > p->size * 3 / 4)
+	if ((f = malloc(sizeof *f)) == NULL)
 		return GCK_PLAN_FULL;
-	return GCK_PLAN_PATCH;
+	/*
+	 * Where each page is, and how many each chunk found gives: one
+	 * that gives only a few (a page whose bytes happen to be found
+	 * elsewhere too) is not worth its reading, and they are stored.
+	 */
+	for (i = 0; i < n; i++)
+		if (zero[i] || gck_ptab_find(t, pd + i * GCK_PDIG, &f->fe[i],
+		    &f->fp[i]) == -1 || f->fp[i] >= GCK_PATCH_RUNS)
+			f->fe[i] = SIZE_MAX;
+	plan_count(f, n);
+	/*
+	 * The chunk found that holds most of its pages in their order (a
+	 * chunk of the parent, a few of its pages since rewritten): the
+	 * chunk itself if it holds them all, and otherwise each page it
+	 * holds is taken from it, where the first chunk found to hold that
+	 * page (whose bytes may be elsewhere too) would be another base.
+	 */
+	plan_best(t, pd, n, f, &best, &bestd, &bestn);
+	if (best != SIZE_MAX && bestd == 0 && bestn == n &&
+	    t->ent[best].size == p->size) {
+		free(f);
+		*refp = best;
+		return GCK_PLAN_REF;
+	}
+	if (best != SIZE_MAX) {
+		for (i = 0; i < n; i++)
+			if (!zero[i] && (int64_t)i + bestd < GCK_PATCH_RUNS &&
+			    plan_aligned(t, pd, i, best, bestd)) {
+				f->fe[i] = best;
+				f->fp[i] = (uint32_t)((int64_t)i + bestd);
+			}
+		plan_count(f, n);
+	}
+	all = plan_runs(t, zero, n, f, p, &from);
+	free(f);
+	if (all && t->ent[from].size == p->size) {
+		*refp = from;
+		plan = GCK_PLAN_REF;
+	} else if (p->nbase == 0 || p->stored > p->size * 3 / 4)
+		plan = GCK_PLAN_FULL;
+	else
+		plan = GCK_PLAN_PATCH;
+	return plan;
 }
 
 /*
