@@ -2,6 +2,8 @@
  * fakectl -- drive the CUDA checkpoint API of a process from a shell.
  *
  * usage:
+ *	fakectl [-t] ACTION PID [ARGS]
+ *	fakectl driver
  *	fakectl state PID
  *	fakectl tid PID
  *	fakectl lock PID [TIMEOUT_MS]
@@ -11,12 +13,19 @@
  *	fakectl nvml
  *	fakectl devices
  *
+ * It drives whichever driver it is given: the stand-in of the tests, or
+ * NVIDIA's on a GPU host (tests/gpu/run.sh times the driver's own steps
+ * with it).
  * The driver is the library named by GPUCKPT_LIBCUDA (default
  * libcuda.so.1), its entry points found through cuGetProcAddress(); NVML
  * is the one named by GPUCKPT_LIBNVML (default libnvidia-ml.so.1).
  * PIDs are as fakectl sees them, whatever PID namespace the process is
  * in.  "state" prints the state word and "tid" the restore thread's ID;
- * the actions print nothing.  "nvml" prints the driver release, then a
+ * the actions print nothing; with -t, each prints "time SECONDS", how
+ * long the driver's call took.  "driver" prints the driver API version
+ * (cuDriverGetVersion()) and whether cuGetProcAddress() finds every
+ * function of the checkpoint API:
+ *	api=13000 checkpoint=yes|no  "nvml" prints the driver release, then a
  * line a GPU:
  *	INDEX UUID total=N free=N used=N procs=PID:BYTES[,...]|- NAME
  * "devices" prints the devices the driver shows fakectl itself, as
@@ -39,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda.h>
 
@@ -63,6 +73,8 @@ static int		 uuid_parse(const char *, CUuuid *);
 static void		 load(const char *, const char *);
 static int		 nvml(void);
 static int		 devices(void);
+static int		 driver(void);
+static double		 now(void);
 
 static getproc_fn	 getproc;
 static CUresult		(*errname)(CUresult, const char **);
@@ -70,10 +82,10 @@ static CUresult		(*errname)(CUresult, const char **);
 static _Noreturn void
 usage(void)
 {
-	fprintf(stderr, "usage: fakectl state|tid|checkpoint|unlock pid\n"
-	    "       fakectl lock pid [timeout_ms]\n"
-	    "       fakectl restore pid [olduuid=newuuid ...]\n"
-	    "       fakectl nvml|devices\n");
+	fprintf(stderr, "usage: fakectl [-t] state|tid|checkpoint|unlock pid\n"
+	    "       fakectl [-t] lock pid [timeout_ms]\n"
+	    "       fakectl [-t] restore pid [olduuid=newuuid ...]\n"
+	    "       fakectl nvml|devices|driver\n");
 	exit(2);
 }
 
@@ -153,6 +165,46 @@ load(const char *action, const char *pid)
 	*(void **)&init = resolve("cuInit", action, pid);
 	if ((r = init(0)) != CUDA_SUCCESS)
 		fail(action, pid, r);
+}
+
+static double
+now(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The driver API version, and whether the checkpoint API is there. */
+static int
+driver(void)
+{
+	static const char *const api[] = {
+		"cuCheckpointProcessGetState",
+		"cuCheckpointProcessGetRestoreThreadId",
+		"cuCheckpointProcessLock", "cuCheckpointProcessCheckpoint",
+		"cuCheckpointProcessRestore", "cuCheckpointProcessUnlock"
+	};
+	CUdriverProcAddressQueryResult	 st;
+	CUresult			 r;
+	size_t				 i;
+	int				 v, all = 1;
+	void				*fn;
+	CUresult			 (*version)(int *);
+
+	load("driver", NULL);
+	*(void **)&version = resolve("cuDriverGetVersion", "driver", NULL);
+	if ((r = version(&v)) != CUDA_SUCCESS)
+		fail("driver", NULL, r);
+	for (i = 0; i < sizeof api / sizeof api[0]; i++) {
+		fn = NULL;
+		if (getproc(api[i], &fn, 12080, CU_GET_PROC_ADDRESS_DEFAULT,
+		    &st) != CUDA_SUCCESS || fn == NULL)
+			all = 0;
+	}
+	printf("api=%d checkpoint=%s\n", v, all ? "yes" : "no");
+	return 0;
 }
 
 /* The devices this process sees: ORDINAL UUID NAME. */
@@ -263,7 +315,8 @@ main(int argc, char *argv[])
 	char			 old[64], *eq, *e;
 	unsigned long		 ms = 0;
 	long			 pid;
-	int			 i, tid;
+	double			 t0;
+	int			 i, tid, timed = 0;
 	CUresult		 (*getstate)(int, CUprocessState *);
 	CUresult		 (*threadid)(int, int *);
 	CUresult		 (*lock)(int, CUcheckpointLockArgs *);
@@ -279,6 +332,13 @@ main(int argc, char *argv[])
 		return nvml();
 	if (argc == 2 && strcmp(argv[1], "devices") == 0)
 		return devices();
+	if (argc == 2 && strcmp(argv[1], "driver") == 0)
+		return driver();
+	if (argc > 1 && strcmp(argv[1], "-t") == 0) {
+		timed = 1;
+		argv++;
+		argc--;
+	}
 	if (argc < 3)
 		usage();
 	action = argv[1];
@@ -316,6 +376,7 @@ main(int argc, char *argv[])
 
 	load(action, arg);
 
+	t0 = now();
 	if (strcmp(action, "state") == 0) {
 		*(void **)&getstate = resolve("cuCheckpointProcessGetState",
 		    action, arg);
@@ -357,5 +418,7 @@ main(int argc, char *argv[])
 		if ((r = unlock((int)pid, NULL)) != CUDA_SUCCESS)
 			fail(action, arg, r);
 	}
+	if (timed)
+		printf("time %.6f\n", now() - t0);
 	return 0;
 }
