@@ -617,7 +617,10 @@ take_pid() {
 		sleep 1000 </dev/null >/dev/null 2>&1 &
 		TAKER=$!
 		test "$TAKER" = "$1" && { started="$started $TAKER"; return 0; }
-		kill $TAKER
+		# SIGKILL: a child not yet in sleep is this shell, with its
+		# traps, and on SIGTERM would run our EXIT trap (the trash
+		# directory removed under the test).
+		kill -9 $TAKER
 		wait $TAKER 2>/dev/null
 		_n=$((_n + 1))
 	done
