@@ -102,6 +102,25 @@ test_expect_success 'a driver step that fails is a failure, and the runner says 
 	grep "^1 passed, 3 failed, 0 skipped, in [0-9]* s$" "$COPY/report2"
 '
 
+test_expect_success 'where criu cannot work, what needs no criu still runs' '
+	mv "$COPY/sbin/criu" "$COPY/criu.real" &&
+	printf "#!/bin/sh\necho \"Error (criu/kerndat.c:1): no way here\" >&2\nexit 1\n" \
+	    >"$COPY/sbin/criu" &&
+	chmod +x "$COPY/sbin/criu" &&
+	test_status 0 hidden "$COPY/run" -f -s 64 -o "$COPY/report4" \
+	    -w "$COPY/w4" >/dev/null 2>&1 &&
+	mv "$COPY/criu.real" "$COPY/sbin/criu" &&
+	cat "$COPY/report4" &&
+	grep "^criu: cannot work here: Error (criu/kerndat.c:1): no way here$" "$COPY/report4" &&
+	grep "^skip  t-gpu.sh: criu cannot work here$" "$COPY/report4" &&
+	grep "^pass  driver steps, 64 MiB: " "$COPY/report4" &&
+	grep "^pass  --suspend/--resume, 64 MiB: " "$COPY/report4" &&
+	grep "^skip  gpuckpt | gpurestore, 1 process of 64 MiB: criu cannot work here$" "$COPY/report4" &&
+	grep "^skip  gpuckpt | gpurestore, 2 processes of 256 MiB: criu cannot work here$" "$COPY/report4" &&
+	grep "^skip  PyTorch training, checkpointed mid-run: criu cannot work here$" "$COPY/report4" &&
+	grep "^3 passed, 0 failed, 4 skipped, in [0-9]* s$" "$COPY/report4"
+'
+
 test_expect_success 'a library missing from the bundle is a failure' '
 	rm "$COPY/lib/libzstd.so.1" &&
 	test_status 1 hidden "$COPY/run" -n -f -o "$COPY/report3" >/dev/null 2>&1 &&
