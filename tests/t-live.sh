@@ -80,7 +80,10 @@ test_expect_success 'a tree that keeps rewriting 5% a second moves with --live: 
 	test $VCOUNTER -gt $c0 &&
 	test "$(images cacheA)" -ge 2 &&
 	# The stop: taken in whole, then written in place from the cache
-	# by the workers that read it there.
+	# by the workers that read it there, or by the reader where they
+	# decompressed it before criu was done: how much each writes
+	# depends on how fast criu is, which a loaded host changes, so only
+	# that all of it was written in place is checked.
 	test_grep "gpurecv: taking the whole image in before restoring it" \
 	    recv.log &&
 	sed -n "s/^gpurecv: writing \([0-9]*\) bytes of memory in place, .*/\1/p" \
@@ -90,8 +93,7 @@ test_expect_success 'a tree that keeps rewriting 5% a second moves with --live: 
 	sed -n "s/^gpurecv: memory written in place: \([0-9]*\) bytes by the decompressing workers, \([0-9]*\) by the reader\$/\1 \2/p" \
 	    recv.log >byw &&
 	read w r <byw &&
-	test $((w + r)) = $(cat inplace) &&
-	test $w -gt $((32 << 20))
+	test $((w + r)) = $(cat inplace)
 '
 
 # chunks DIR: the images of the cache DIR that hold chunks only.
