@@ -174,6 +174,40 @@ stop_slurm() {
 	munged_pid=
 }
 
+# crash_node: the node fails as a crash does: slurmd and every process
+# of the jobs on it (each slurmstepd of ours and what it runs) killed at once,
+# then the node set DOWN, as slurmctld sets a node that stopped
+# answering; a job on it with --requeue is requeued (NODE_FAIL).
+# revive_node starts slurmd again and returns the node to service.
+crash_node() {
+	# this cluster's: those under the test's subreaper, which they are
+	# reparented to
+	_ours=" $(proc_descendants "$GCK_REAPER" | tr '\n' ' ') "
+	_steps=
+	for _p in $(pgrep -x slurmstepd); do
+		case $_ours in *" $_p "*) _steps="$_steps $_p" ;; esac
+	done
+	test -n "$_steps" || { echo >&2 "crash_node: no job step of ours runs"; return 1; }
+	_all="$slurmd_pid $_steps"
+	for _p in $_steps; do
+		_all="$_all $(proc_descendants "$_p" | tr '\n' ' ')"
+	done
+	# shellcheck disable=SC2086
+	kill -STOP $_all 2>/dev/null
+	# shellcheck disable=SC2086
+	kill -KILL $_all 2>/dev/null
+	wait_child "$slurmd_pid" 10 >/dev/null 2>&1
+	slurmd_pid=
+	scontrol update NodeName="$slurm_node" State=DOWN Reason=crash
+}
+
+revive_node() {
+	slurmd -D -N "$slurm_node" >>"$TRASH/slurm/slurmd.out" 2>&1 &
+	slurmd_pid=$!
+	scontrol update NodeName="$slurm_node" State=RESUME &&
+	wait_node_idle 60
+}
+
 # job_field JOB FIELD: FIELD of `scontrol show job JOB', such as JobState
 # or ExitCode.
 job_field() {

@@ -68,6 +68,22 @@ sacct_end() {
 	test_cmp sacct.expect sacct.out
 }
 
+# sample FILE: from now on, a line every 0.2 s into steps.log: the
+# time (seconds) and how many steps FILE shows.  Sets sampler.
+sample() {
+	( while :; do
+		echo "$(date -u +%s) $(grep -c "^step " "$1")"
+		sleep 0.2
+	done >steps.log ) &
+	sampler=$!
+}
+
+# snapshots DIR: the names the series in DIR lists, oldest first.
+snapshots() {
+	grep -o '"name": *"[^"]*"' "$1/index.json" 2>/dev/null |
+	    sed 's/.*"\([^"]*\)"$/\1/'
+}
+
 test_expect_success 'a Slurm cluster of one node starts on loopback' '
 	start_slurm &&
 	mkdir ckpt
@@ -257,6 +273,138 @@ test_expect_success 'a cancelled job is not checkpointed' '
 	test_grep "^gpuckpt-slurm: SIGTERM: job $JOB is ending (COMPLETING): no checkpoint\$" can.out &&
 	! grep "checkpointing" can.out &&
 	! test -e ckpt/can/image.gck
+'
+
+test_expect_success '--every: the node fails, the job comes back from its newest sound snapshot' '
+	cat >per.sh <<-EOF &&
+	#!/bin/sh
+	exec "$GCKSLURM" -d "$TRASH/ckpt/per" --every 1 --keep 4 -- "$COUNTER" -n 400 -t 100
+	EOF
+	chmod +x per.sh &&
+	submit per "" &&
+	wait_job_state $JOB RUNNING &&
+	sample per.out &&
+	_i=0 &&
+	while test "$(snapshots ckpt/per/series | wc -l)" -lt 3; do
+		_i=$((_i + 1)) && test $_i -le 600 || return 1
+		sleep 0.1
+	done &&
+	crash_node &&
+	kill $sampler &&
+	test "$(job_field $JOB JobState)" = PENDING &&
+	test "$(job_field $JOB Restarts)" = 1 &&
+	snapshots ckpt/per/series >listed &&
+	_last=$(tail -n 1 listed) &&
+	_prev=$(tail -n 2 listed | head -n 1) &&
+	# the newest, damaged: cut in half, as a crash of its storage may;
+	# and one left half-written, under the name a snapshot has until it
+	# is complete
+	_sz=$(stat -c %s ckpt/per/series/$_last) &&
+	truncate -s $((_sz / 2)) ckpt/per/series/$_last &&
+	_half=$(printf %06d $(($(wc -l <listed) + 1)))-20261202T000000Z.gck.tmp.crash &&
+	head -c 5000 ckpt/per/series/$_prev >ckpt/per/series/$_half &&
+	revive_node &&
+	wait_for_line per.out "^gpurestore: restored snapshot " 120 &&
+	# it goes on snapshotting
+	_i=0 &&
+	while ! snapshots ckpt/per/series | grep -q "^00000[4-9]-"; do
+		_i=$((_i + 1)) && test $_i -le 300 || return 1
+		sleep 0.1
+	done &&
+	! test -e ckpt/per/series/$_half &&
+	wait_job_state $JOB COMPLETED 120 &&
+	test "$(job_field $JOB ExitCode)" = 0:0 &&
+	test_grep "^gpuckpt-slurm: restart 1 of job $JOB: restoring the newest sound snapshot of $TRASH/ckpt/per/series\$" per.out &&
+	grep "^gpurestore: skipping " per.out >skipped &&
+	test_line_count skipped 1 &&
+	test_grep "^gpurestore: skipping snapshot .$TRASH/ckpt/per/series/$_last.: image truncated" skipped &&
+	test_grep "^gpurestore: restored snapshot .$TRASH/ckpt/per/series/$_prev., taken " per.out &&
+	! grep "^FAIL" per.out &&
+	# no snapshot failed, nor said anything when the job ended
+	! grep "^gpuckpt: " per.out &&
+	test "$(grep -c "^start " per.out)" -eq 1 &&
+	test "$(grep -c "^done 400 " per.out)" -eq 1 &&
+	# the steps: 1 to K before the crash; after it, from the step of the
+	# snapshot on, S + 1 to 400, the same sum at each step run twice, and
+	# S no earlier than what the counter had reached before the
+	# snapshot began (steps.log, sampled each 0.2 s)
+	_t=$(sed -n "s/^gpurestore: restored snapshot .*, taken //p" per.out) &&
+	_t=$(date -u -d "$_t" +%s) &&
+	L=$(awk -v t=$_t "\$1 < t { n = \$2 } END { print n + 0 }" steps.log) &&
+	awk -v low=$L "
+		/^gpuckpt-slurm: restart 1 / { after = 1; next }
+		\$1 != \"step\" { next }
+		!after { if (\$2 != ++k) { print \"before: step \" \$2; bad = 1 }; sum[\$2] = \$3; next }
+		!first { first = \$2; n = first - 1
+			if (first < 2 || first > k + 1 || first - 1 < low) { print \"restored at step \" first \", K \" k \", low \" low; bad = 1 } }
+		{ if (\$2 != ++n) { print \"after: step \" \$2; bad = 1 }
+		  if ((\$2 in sum) && sum[\$2] != \$3) { print \"sum at step \" \$2; bad = 1 } }
+		END { if (n != 400 || !first) { print \"ended at \" n; bad = 1 }; exit bad }" per.out &&
+	# sacct: the run the node failure ended, then the one that completed
+	sacct -c -n -P -j $JOB -o JobID,State,ExitCode >sacct.out &&
+	printf "%s\n" "$JOB|NODE_FAIL|0:0" "$JOB|COMPLETED|0:0" >sacct.expect &&
+	test_cmp sacct.expect sacct.out &&
+	# it ended well: the series is gone, and its directory
+	! test -e ckpt/per
+'
+
+test_expect_success '--every: a snapshot that fails is one line, the loop and the job go on; USR1 still checkpoints and requeues' '
+	cat >flaky <<-EOF &&
+	#!/bin/sh
+	# gpuckpt, but its first two --series runs fail
+	n=\$(cat "$TRASH/flaky.n" 2>/dev/null || echo 0)
+	case " \$* " in
+	*" --series "*)
+		echo \$((n + 1)) >"$TRASH/flaky.n"
+		if test \$n -lt 2; then
+			echo "gpuckpt: injected failure \$((n + 1))" >&2
+			exit 1
+		fi
+	esac
+	exec "$GCKPT" "\$@"
+	EOF
+	chmod +x flaky &&
+	cat >fl.sh <<-EOF &&
+	#!/bin/sh
+	exec "$GCKSLURM" -d "$TRASH/ckpt/fl" --every=1 --keep=2 -- "$COUNTER" -n 200 -t 100
+	EOF
+	chmod +x fl.sh &&
+	submit fl "" --export=ALL,GPUCKPT=$TRASH/flaky &&
+	wait_job_state $JOB RUNNING &&
+	_i=0 &&
+	while test "$(snapshots ckpt/fl/series | wc -l)" -lt 1; do
+		_i=$((_i + 1)) && test $_i -le 300 || return 1
+		sleep 0.1
+	done &&
+	scancel --signal=USR1 --batch $JOB &&
+	wait_for_line fl.out "checkpointed to .* and requeued" 60 &&
+	wait_job_state $JOB COMPLETED 120 &&
+	test "$(job_field $JOB Restarts)" = 1 &&
+	sacct_end $JOB COMPLETED 0 &&
+	grep "^gpuckpt: " fl.out >failed &&
+	printf "gpuckpt: injected failure %s\n" 1 2 >expect &&
+	test_cmp expect failed &&
+	# the image of the warning is newer than the series: it restores
+	test_grep "^gpuckpt-slurm: restart 1 of job $JOB: restoring $TRASH/ckpt/fl/image.gck\$" fl.out &&
+	counted fl 200 &&
+	! test -e ckpt/fl
+'
+
+test_expect_success 'gpuckpt-slurm refuses --keep without --every, and a count that is not one' '
+	export SLURM_JOB_ID=1 &&
+	test_status 2 "$GCKSLURM" --keep 3 -- true 2>err &&
+	test_grep "^gpuckpt-slurm: --keep and --full-every go with --every\$" err &&
+	test_status 2 "$GCKSLURM" --every 0 -- true 2>err &&
+	test_grep "^gpuckpt-slurm: --every takes a positive integer, not .0.\$" err &&
+	test_status 2 "$GCKSLURM" --every=x -- true 2>err &&
+	test_grep "^gpuckpt-slurm: --every takes a positive integer, not .x.\$" err &&
+	test_status 2 "$GCKSLURM" --every 2>err &&
+	test_grep "^gpuckpt-slurm: --every needs a value\$" err &&
+	test_status 2 "$GCKSLURM" --bogus -- true 2>err &&
+	test_grep "^gpuckpt-slurm: unknown option --bogus\$" err &&
+	test_status 2 "$GCKSLURM" -kz -- true 2>err &&
+	test_grep "^gpuckpt-slurm: unknown option -z\$" err &&
+	unset SLURM_JOB_ID
 '
 
 test_done
