@@ -32,7 +32,7 @@ _gck_opts()
 		long='--compress --count --every --ext-unix-sk --file-locks
 		    --format --full-every --ghost-limit --help --keep --kill
 		    --leave-running
-		    --lock-timeout --output --parent --pid --quiet --series
+		    --lock-timeout --now --output --parent --pid --quiet --series
 		    --sign --stats --stop --suspend --tcp-close
 		    --tcp-established --threads
 		    --verbose --version'

@@ -17,6 +17,34 @@ snap() {
 	ls S | grep "^$(printf %06d "$1")-[0-9]\{8\}T[0-9]\{6\}Z\.gck\$"
 }
 
+# listed: the sequence number of the newest snapshot S lists.
+listed() {
+	grep -o '"name": *"[0-9]*' S/index.json | tail -n 1 |
+	    sed 's/.*"0*\([0-9]\)/\1/'
+}
+
+# wait_listed N: until the newest S lists is after N (up to 60 s).
+wait_listed() {
+	_i=0
+	while test "$(listed)" -le "$1"; do
+		_i=$((_i + 1)); test $_i -lt 600 || return 1; sleep 0.1
+	done
+}
+
+# every_bg DIR PID: gpuckpt --series=DIR --every=3600 -p PID in the
+# background, its errors in bg.err; sets bg.
+every_bg() {
+	"$GCKPT" --series="$1" --every=3600 -p "$2" 2>bg.err &
+	bg=$!
+}
+
+# now_bg: gpuckpt --series=S --now in the background, its output in
+# out1 and err1, its status in st1; sets p1.
+now_bg() {
+	{ "$GCKPT" --series=S --now >out1 2>err1; echo $? >st1; } &
+	p1=$!
+}
+
 # index_check: the index of S lists what S holds, each file of the size
 # listed (but the file $DAMAGED), every parent listed; prints
 # "SEQ full|PARENTSEQ" a line each.
@@ -240,11 +268,7 @@ test_expect_success 'gpuckpt killed while it writes: the snapshot is never liste
 test_expect_success 'a second gpuckpt on a series being written: exit 1, says who' '
 	"$GCKPT" --series=S --every=1 -p $WPID 2>bg.err &
 	bg=$! &&
-	n=$(grep -c "\"name\"" S/index.json) &&
-	_i=0 &&
-	while test "$(grep -c "\"name\"" S/index.json)" -le $n; do
-		_i=$((_i + 1)); test $_i -lt 300 || return 1; sleep 0.1
-	done &&
+	wait_listed "$(listed)" &&
 	test_status 1 "$GCKPT" --series=S -p $WPID >out 2>err &&
 	test_must_be_empty out &&
 	echo "gpuckpt: series '"'"'S'"'"' is being written by process $bg (it holds '"'"'S/.lock'"'"')" >expect &&
@@ -290,19 +314,78 @@ test_expect_success 'images with no index are kept, and numbered after' '
 	EOF
 '
 
+test_expect_success '--now: the gpuckpt --every that writes the series takes one at once, and says which' '
+	"$GCKPT" --series=S --every=3600 -p $WPID 2>bg.err &
+	bg=$! &&
+	n=$(listed) &&
+	wait_listed $n &&
+	n=$((n + 1)) &&
+	# the next would come in an hour
+	test_status 0 "$GCKPT" --series=S --now >out 2>err &&
+	test_must_be_empty err &&
+	test "$(listed)" -eq $((n + 1)) &&
+	python3 -c "import json; print(\"S/\" + json.load(open(\"S/index.json\"))[\"snapshots\"][-1][\"name\"])" >expect &&
+	test_cmp expect out &&
+	# two at once, each answered, by one snapshot or two
+	now_bg &&
+	test_status 0 "$GCKPT" --series=S --now >out2 2>err2 &&
+	wait $p1 &&
+	echo 0 >expect && test_cmp expect st1 &&
+	test_must_be_empty err1 && test_must_be_empty err2 &&
+	test -s "$(cat out1)" && test -s "$(cat out2)" &&
+	test "$(listed)" -ge $((n + 2)) &&
+	! ls -A S | grep "^\.now\." &&
+	kill -TERM $bg &&
+	test_status 0 wait_child $bg && bg= &&
+	proc_running $WPID &&
+	verify_workload $WPID &&
+	index_check >/dev/null
+'
+
+test_expect_success '--now with nothing writing the series, or with other options: one line' '
+	test_status 1 "$GCKPT" --series=S --now >out 2>err &&
+	test_must_be_empty out &&
+	echo "gpuckpt: nothing writes the series in '"'"'S'"'"': no gpuckpt --series holds its lock" >expect &&
+	test_cmp expect err &&
+	test_status 1 "$GCKPT" --series=nosuch --now >out 2>err &&
+	echo "gpuckpt: nothing writes the series in '"'"'nosuch'"'"': it has no lock file" >expect &&
+	test_cmp expect err &&
+	test_status 2 "$GCKPT" --series=S --now -p $WPID 2>err &&
+	test_grep "^gpuckpt: --series DIR --now takes no other option but -q and -v" err &&
+	test_status 2 "$GCKPT" --series=S --now --every=5 2>err &&
+	test_grep "^gpuckpt: --series DIR --now takes no other option" err &&
+	test_status 2 "$GCKPT" --now 2>err &&
+	test_grep "^gpuckpt: --now is for --series DIR" err &&
+	! ls -A S | grep "^\.now\."
+'
+
 test_expect_success '--every ends once the tree is gone: exit 0, said' '
 	"$GCKPT" --series=S --every=1 -p $WPID 2>bg.err &
 	bg=$! &&
-	n=$(grep -c "\"name\"" S/index.json) &&
-	_i=0 &&
-	while test "$(grep -c "\"name\"" S/index.json)" -le $n; do
-		_i=$((_i + 1)); test $_i -lt 300 || return 1; sleep 0.1
-	done &&
+	wait_listed "$(listed)" &&
 	kill_tree $WPID &&
 	test_status 0 wait_child $bg 60 && bg= &&
 	cat >&2 bg.err &&
 	test_grep "^gpuckpt: process tree $WPID is gone: [0-9]* snapshots* taken into .S.\$" bg.err &&
 	index_check >/dev/null
+'
+
+test_expect_success '--now: the snapshot taken for it fails: exit 1, says why' '
+	start_workload w2 -m 4 &&
+	w2=$WPID &&
+	started="$started $w2" &&
+	every_bg S2 $w2 &&
+	_i=0 &&
+	until test -s S2/index.json; do
+		_i=$((_i + 1)); test $_i -lt 600 || return 1; sleep 0.1
+	done &&
+	kill_tree $w2 &&
+	test_status 1 "$GCKPT" --series=S2 --now >out 2>err &&
+	test_must_be_empty out &&
+	test_grep "^gpuckpt: the snapshot of .S2. taken for the request failed: " err &&
+	test_line_count err 1 &&
+	test_status 0 wait_child $bg 60 && bg= &&
+	! ls -A S2 | grep "^\.now\."
 '
 
 test_done

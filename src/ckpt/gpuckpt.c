@@ -26,6 +26,7 @@ struct series {
 	unsigned int		 count;		/* 0: until the tree goes */
 	struct gck_series_opts	 so;
 	int			 set;		/* options of --series given */
+	int			 now;		/* --now: ask for a snapshot */
 	int			 quiet;		/* -q */
 	int			 stats;		/* --stats: its form, or 0 */
 };
@@ -42,6 +43,9 @@ struct args {
 	int			 image_opts;	/* options that make an image */
 	int			 after_set;	/* -k, -R or -s given */
 };
+
+/* SIGUSR1 came: a snapshot is asked for now (gpuckpt --series --now). */
+static volatile sig_atomic_t	series_now;
 
 /* --every gives up after so many failed snapshots in a row. */
 #define SERIES_FAILS_MAX	5
@@ -64,6 +68,7 @@ static const struct option longopts[] = {
 	{ "pid",		required_argument,	NULL,	'p' },
 	{ "quiet",		no_argument,		NULL,	'q' },
 	{ "leave-running",	no_argument,		NULL,	'R' },
+	{ "now",		no_argument,		NULL,	'W' },
 	{ "series",		required_argument,	NULL,	'D' },
 	{ "sign",		required_argument,	NULL,	'K' },
 	{ "stats",		optional_argument,	NULL,	'Z' },
@@ -106,6 +111,7 @@ static const char synopsis[] =
     "       gpuckpt --series dir [--count n] [--every seconds] "
     "[--full-every n]\n"
     "               [--keep n] [options] -p pid\n"
+    "       gpuckpt --series dir --now [-qv]\n"
     "       gpuckpt --suspend [-v] [--lock-timeout seconds] -p pid\n";
 
 static const char help[] =
@@ -143,6 +149,10 @@ static const char help[] =
     "holds N (10)\n"
     "      --keep=N             with --series: keep the newest N "
     "snapshots (5)\n"
+    "      --now                with --series alone: have the gpuckpt "
+    "--every\n"
+    "                           that writes DIR take a snapshot now, and "
+    "wait for it\n"
     "\n"
     "criu options:\n"
     "      --ext-unix-sk        dump unix sockets connected outside the "
@@ -253,8 +263,8 @@ series_one(struct gck_ctx *ctx, struct gck_series *s,
 }
 
 /*
- * Waits until ms after start, a little at a time.  Returns 0, or -1 when
- * a signal came.
+ * Waits until ms after start, a little at a time, or until a snapshot is
+ * asked for.  Returns 0, or -1 when a signal came.
  */
 static int
 series_wait(const struct timespec *start, long ms)
@@ -265,6 +275,10 @@ series_wait(const struct timespec *start, long ms)
 	for (;;) {
 		if (tool_signal != 0)
 			return -1;
+		if (series_now) {
+			series_now = 0;
+			return 0;
+		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		left = (long long)ms - ((long long)(now.tv_sec - start->tv_sec) *
 		    1000 + (now.tv_nsec - start->tv_nsec) / 1000000);
@@ -325,16 +339,34 @@ series_loop(struct gck_ctx *ctx, struct gck_series *s,
 	return taken > 0 ? 0 : 1;
 }
 
-/* --series: one snapshot, or those of --every.  Returns the exit status. */
+static void
+series_asked(int sig)
+{
+	(void)sig;
+	series_now = 1;
+}
+
+/*
+ * --series: one snapshot, or those of --every.  SIGUSR1 asks for one now
+ * (it ends the wait between two); the requests it answers are those
+ * waiting in the directory (gck_series_request()).  Returns the exit
+ * status.
+ */
 static int
 series_run(const struct gck_ckpt_opts *o, const struct series *sa,
     int verbose)
 {
 	struct gck_series	*s = NULL;
 	struct gck_ctx		*ctx;
+	struct sigaction	 act;
 	int			 status;
 
 	tool_signals();
+	memset(&act, 0, sizeof act);
+	act.sa_handler = series_asked;
+	act.sa_flags = SA_RESTART;
+	sigemptyset(&act.sa_mask);
+	sigaction(SIGUSR1, &act, NULL);
 	ctx = tool_ctx(verbose);
 	if (gck_series_open(ctx, sa->dir, 1, &s) != GCK_OK) {
 		warnx("%s", gck_error_string(ctx));
@@ -349,6 +381,29 @@ series_run(const struct gck_ckpt_opts *o, const struct series *sa,
 	gck_series_free(s);
 	gck_ctx_free(ctx);
 	return status;
+}
+
+/*
+ * --series DIR --now: asks the gpuckpt that writes the series for a
+ * snapshot now, and prints its path once it is listed.  Returns the exit
+ * status.
+ */
+static int
+series_request(const char *dir, int verbose)
+{
+	struct gck_ctx	*ctx;
+	char		*name = NULL;
+	int		 r;
+
+	tool_signals();
+	ctx = tool_ctx(verbose);
+	if ((r = gck_series_request(ctx, dir, 0, &name)) != GCK_OK)
+		warnx("%s", gck_error_string(ctx));
+	else
+		printf("%s/%s\n", dir, name);
+	free(name);
+	gck_ctx_free(ctx);
+	return r == GCK_OK ? 0 : 1;
 }
 
 /* Takes option ch of --series, with its argument arg, into sa. */
@@ -527,6 +582,9 @@ parse_args(struct args *a, int argc, char *argv[])
 		case 'S':
 			a->suspend = 1;
 			break;
+		case 'W':
+			a->sa.now = 1;
+			break;
 		case 'V':
 			tool_version();
 		case 'v':
@@ -539,6 +597,16 @@ parse_args(struct args *a, int argc, char *argv[])
 	if (argc - optind != 0)
 		tool_usage_error(synopsis, "unexpected operand '%s': gpuckpt "
 		    "takes none", argv[optind]);
+	if (a->sa.now) {
+		if (a->sa.dir == NULL || *a->sa.dir == '\0')
+			tool_usage_error(synopsis, "--now is for --series DIR");
+		if (o->pid != 0 || a->sa.set > 0 || a->image_opts > 1 ||
+		    a->suspend || o->lock_ms != GCK_LOCK_TIMEOUT_MS)
+			tool_usage_error(synopsis, "--series DIR --now takes "
+			    "no other option but -q and -v: it asks the "
+			    "gpuckpt that writes DIR");
+		return;
+	}
 	if (o->pid == 0)
 		tool_usage_error(synopsis, "no process given: use -p PID");
 	series_check(o, &a->sa, a->suspend, a->output);
@@ -591,6 +659,8 @@ main(int argc, char *argv[])
 	parse_args(&a, argc, argv);
 	if (a.suspend)
 		return suspend_tree(a.o.pid, a.o.lock_ms, a.verbose);
+	if (a.sa.now)
+		return series_request(a.sa.dir, a.verbose);
 	if (a.sa.dir != NULL) {
 		a.sa.quiet = a.quiet;
 		a.sa.stats = a.stats;

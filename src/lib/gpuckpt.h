@@ -588,6 +588,17 @@ const struct gck_snapshot *gck_series_get(const struct gck_series *,
 		    size_t);
 const char	*gck_series_dir(const struct gck_series *);
 /*
+ * Asks the process that writes the series in dir, and holds its lock
+ * (gpuckpt --series --every), for a snapshot now: it takes one at once,
+ * or once the one under way is done.  Waits until a snapshot begun after
+ * the request is listed, up to timeout_s seconds (0: no limit).  Returns
+ * GCK_OK with *namep (to free) its name; GCK_ENOPROC when nothing writes
+ * the series or the writer ended first, GCK_ETIMEDOUT, or the error of
+ * the snapshot that failed.
+ */
+int		 gck_series_request(struct gck_ctx *, const char *,
+		    unsigned int, char **);
+/*
  * Takes a snapshot of the tree of opts->pid, left running, into a series
  * opened to write: incremental over the newest snapshot, or full when
  * there is none, when its chain holds so->full_every images, or when it

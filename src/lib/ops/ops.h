@@ -57,4 +57,13 @@ int	gck_snap_write(struct gck_ctx *, int, struct gck_parents *,
 	    const struct gck_ckpt_opts *, const struct gck_parents *, int,
 	    uint64_t *, uint64_t *);
 
+/*
+ * request.c: the requests of a snapshot now that wait in a series'
+ * directory, taken as a snapshot begins and answered once it is listed
+ * (r GCK_OK, name its name) or has failed (why on ctx).
+ */
+void	gck_requests_take(const char *, char ***, size_t *);
+void	gck_requests_answer(struct gck_ctx *, const char *, char **, size_t,
+	    int, const char *);
+
 #endif /* GCK_OPS_OPS_H */

@@ -31,6 +31,7 @@
 #include "image/manifest.h"
 #include "image/parent.h"
 #include "image/zio.h"
+#include "ops/ops.h"
 
 #define SERIES_VERSION	1
 #define SERIES_LOCK	".lock"
@@ -61,6 +62,9 @@ static int	s_check(struct gck_ctx *, const struct gck_series *, size_t,
 		    size_t);
 static int	s_check_file(struct gck_ctx *, const struct gck_snapshot *);
 static int	s_damage(const struct gck_ctx *, int);
+static int	s_snapshot(struct gck_ctx *, struct gck_series *,
+		    const struct gck_ckpt_opts *, const struct gck_series_opts *,
+		    struct gck_ckpt_result *, const struct gck_snapshot **);
 
 static void
 snap_clear(struct gck_snapshot *sn)
@@ -575,6 +579,23 @@ out:
 
 int
 gck_series_snapshot(struct gck_ctx *ctx, struct gck_series *s,
+    const struct gck_ckpt_opts *co, const struct gck_series_opts *so,
+    struct gck_ckpt_result *res, const struct gck_snapshot **snp)
+{
+	char	**req;
+	size_t	  nreq;
+	int	  r;
+
+	/* The requests made before it began: request.c. */
+	gck_requests_take(s->dir, &req, &nreq);
+	r = s_snapshot(ctx, s, co, so, res, snp);
+	gck_requests_answer(ctx, s->dir, req, nreq, r,
+	    r == GCK_OK ? (*snp)->name : NULL);
+	return r;
+}
+
+static int
+s_snapshot(struct gck_ctx *ctx, struct gck_series *s,
     const struct gck_ckpt_opts *co, const struct gck_series_opts *so,
     struct gck_ckpt_result *res, const struct gck_snapshot **snp)
 {
