@@ -390,6 +390,30 @@ test_expect_success '--every: a snapshot that fails is one line, the loop and th
 	! test -e ckpt/fl
 '
 
+test_expect_success '--every: gpuckpt --series DIR/series --now, from outside the job, has one taken now' '
+	cat >req.sh <<-EOF &&
+	#!/bin/sh
+	exec "$GCKSLURM" -d "$TRASH/ckpt/req" --every=3600 -- "$COUNTER" -n 150 -t 100
+	EOF
+	chmod +x req.sh &&
+	submit req "" &&
+	wait_job_state $JOB RUNNING &&
+	_i=0 &&
+	while test "$(snapshots ckpt/req/series | wc -l)" -lt 1; do
+		_i=$((_i + 1)) && test $_i -le 300 || return 1
+		sleep 0.1
+	done &&
+	test_status 0 "$GCKPT" --series=ckpt/req/series --now >out 2>err &&
+	test_must_be_empty err &&
+	snapshots ckpt/req/series >listed &&
+	test_line_count listed 2 &&
+	echo "ckpt/req/series/$(tail -n 1 listed)" >expect &&
+	test_cmp expect out &&
+	wait_job_state $JOB COMPLETED 60 &&
+	counted req 150 &&
+	! grep "^gpuckpt: " req.out
+'
+
 test_expect_success 'gpuckpt-slurm refuses --keep without --every, and a count that is not one' '
 	export SLURM_JOB_ID=1 &&
 	test_status 2 "$GCKSLURM" --keep 3 -- true 2>err &&
