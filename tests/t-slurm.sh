@@ -78,6 +78,17 @@ sample() {
 	sampler=$!
 }
 
+# wait_snapshots DIR N: until the series in DIR lists N snapshots or
+# more (up to 60 s).
+wait_snapshots() {
+	_i=0
+	while test "$(snapshots "$1" | wc -l)" -lt "$2"; do
+		_i=$((_i + 1))
+		test $_i -le 600 || return 1
+		sleep 0.1
+	done
+}
+
 # snapshots DIR: the names the series in DIR lists, oldest first.
 snapshots() {
 	grep -o '"name": *"[^"]*"' "$1/index.json" 2>/dev/null |
@@ -284,11 +295,7 @@ test_expect_success '--every: the node fails, the job comes back from its newest
 	submit per "" &&
 	wait_job_state $JOB RUNNING &&
 	sample per.out &&
-	_i=0 &&
-	while test "$(snapshots ckpt/per/series | wc -l)" -lt 3; do
-		_i=$((_i + 1)) && test $_i -le 600 || return 1
-		sleep 0.1
-	done &&
+	wait_snapshots ckpt/per/series 3 &&
 	crash_node &&
 	kill $sampler &&
 	test "$(job_field $JOB JobState)" = PENDING &&
@@ -371,11 +378,7 @@ test_expect_success '--every: a snapshot that fails is one line, the loop and th
 	chmod +x fl.sh &&
 	submit fl "" --export=ALL,GPUCKPT=$TRASH/flaky &&
 	wait_job_state $JOB RUNNING &&
-	_i=0 &&
-	while test "$(snapshots ckpt/fl/series | wc -l)" -lt 1; do
-		_i=$((_i + 1)) && test $_i -le 300 || return 1
-		sleep 0.1
-	done &&
+	wait_snapshots ckpt/fl/series 1 &&
 	scancel --signal=USR1 --batch $JOB &&
 	wait_for_line fl.out "checkpointed to .* and requeued" 60 &&
 	wait_job_state $JOB COMPLETED 120 &&
@@ -398,11 +401,7 @@ test_expect_success '--every: gpuckpt --series DIR/series --now, from outside th
 	chmod +x req.sh &&
 	submit req "" &&
 	wait_job_state $JOB RUNNING &&
-	_i=0 &&
-	while test "$(snapshots ckpt/req/series | wc -l)" -lt 1; do
-		_i=$((_i + 1)) && test $_i -le 300 || return 1
-		sleep 0.1
-	done &&
+	wait_snapshots ckpt/req/series 1 &&
 	test_status 0 "$GCKPT" --series=ckpt/req/series --now >out 2>err &&
 	test_must_be_empty err &&
 	snapshots ckpt/req/series >listed &&
