@@ -375,8 +375,32 @@ gck_cache_reopen(struct gck_cache *c)
 }
 
 /*
+ * Whether name is keep or an image of the pool whose bytes the restore
+ * of keep used: one it refers to, without which keep cannot be read.
+ */
+static int
+kept_chain(const struct gck_cache *c, const char *keep, const char *name)
+{
+	const char	*path, *base;
+	size_t		 i;
+
+	if (strcmp(name, keep) == 0)
+		return 1;
+	for (i = 0; c->pool != NULL && i < gck_parents_count(c->pool); i++) {
+		if (gck_parents_used(c->pool, i) == 0 ||
+		    (path = gck_parents_path(c->pool, i)) == NULL)
+			continue;
+		base = strrchr(path, '/');
+		if (strcmp(base != NULL ? base + 1 : path, name) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
  * Evicts the oldest images until the cache fits its limit: keep, the
- * newest, goes last, only if it alone is over the limit.
+ * newest, and the images it needs go last, only if they alone are over
+ * the limit: an image is never kept without those it refers to.
  */
 static void
 evict(struct gck_cache *c, const char *keep)
@@ -392,7 +416,7 @@ evict(struct gck_cache *c, const char *keep)
 		total += f[i].size;
 	for (pass = 0; pass < 2; pass++)
 		for (i = n; i > 0 && total > c->limit; i--) {
-			if ((strcmp(f[i - 1].name, keep) == 0) != pass ||
+			if (kept_chain(c, keep, f[i - 1].name) != pass ||
 			    unlinkat(c->dfd, f[i - 1].name, 0) == -1)
 				continue;
 			gck_log(c->ctx, 1, "evicted %s from the cache '%s'",
