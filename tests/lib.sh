@@ -14,6 +14,7 @@
 GCKPT=$GCK_BINDIR/ckpt/gpuckpt
 GCKRESTORE=$GCK_BINDIR/restore/gpurestore
 GCKINSPECT=$GCK_BINDIR/inspect/gpuinspect
+GCKWATCH=$GCK_BINDIR/watch/gpuwatch
 WORKLOAD=$GCK_TESTDIR/workload
 # The tests' own python modules (criuimg.py).
 PYTHONPATH=$GCK_SRCDIR${PYTHONPATH:+:$PYTHONPATH}

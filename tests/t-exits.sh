@@ -58,7 +58,7 @@ test_expect_success 'README: gpuinspect -d exits as diff does, 2 on a damaged im
 
 test_expect_success 'README: every program exits 2 on an invalid command line' '
 	for p in ckpt/gpuckpt restore/gpurestore send/gpusend recv/gpurecv \
-	    inspect/gpuinspect; do
+	    inspect/gpuinspect watch/gpuwatch; do
 		test_status 2 "$GCK_BINDIR/$p" --no-such-option >out 2>err ||
 		return 1
 	done &&

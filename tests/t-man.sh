@@ -6,7 +6,7 @@ test -n "$MANDOC" || MANDOC=$(command -v mandoc)
 test -n "$MANDOC" || test_skip_all "mandoc not found"
 
 for page in gpuckpt.1 gpurestore.1 gpusend.1 gpurecv.1 gpuinspect.1 \
-    gpuckpt-slurm.1 gpuckpt-image.5; do
+    gpuwatch.1 gpuckpt-slurm.1 gpuckpt-image.5; do
 	test_expect_success "$page exists" "
 		test -f '$GCK_MANDIR/$page'
 	"

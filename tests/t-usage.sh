@@ -28,7 +28,7 @@ accepts() {
 }
 
 for prog in ckpt/gpuckpt restore/gpurestore send/gpusend recv/gpurecv \
-    inspect/gpuinspect; do
+    inspect/gpuinspect watch/gpuwatch; do
 	name=${prog#*/}
 	bin=$GCK_BINDIR/$prog
 	src=$GCK_TOPSRCDIR/src/$prog.c

@@ -647,4 +647,56 @@ int		 gck_series_restore(struct gck_ctx *, const struct gck_series *,
 int		 gck_series_describe(struct gck_ctx *, const struct gck_series *,
 		    int, char **);
 
+/*
+ * GPU health, from NVML's events (health.c): the GPUs to watch, by NVML
+ * index or UUID (none: all), and what to watch for.  A GPU lost, or
+ * unavailable, is always watched for.
+ */
+#define GCK_HEALTH_XID		0x1u	/* Xid critical errors */
+#define GCK_HEALTH_DBE		0x2u	/* double-bit ECC errors */
+#define GCK_HEALTH_RETIRE	0x4u	/* page retirement, row remapping */
+#define GCK_HEALTH_CLOCKS	0x8u	/* clocks slowed down */
+#define GCK_HEALTH_DEFAULT	(GCK_HEALTH_XID | GCK_HEALTH_DBE | \
+				    GCK_HEALTH_RETIRE)
+
+struct gck_health;
+
+struct gck_health_opts {
+	const char *const	*gpus;
+	size_t			 ngpus;
+	unsigned int		 events;	/* GCK_HEALTH_* */
+	const unsigned int	*xids;		/* the Xids watched; none: */
+	size_t			 nxids;		/* health.c's table */
+	int			 all_xids;	/* every Xid */
+};
+
+/* An event the policy names. */
+struct gck_health_event {
+	char		 uuid[96];	/* of its GPU */
+	unsigned int	 index;		/* its GPU's NVML index */
+	const char	*kind;		/* xid, dbe, retire, clocks, lost */
+	unsigned long long data;	/* the Xid; the clocks reasons */
+	int		 fatal;		/* its device memory is lost */
+	char		 what[128];	/* "Xid 79: the GPU has fallen..." */
+};
+
+/*
+ * Opens NVML and registers the GPUs of o for the events o names.
+ * Returns GCK_OK with *hp, GCK_ECUDA (no NVML, or no event API, or a
+ * GPU that reports none of them) or GCK_EINVAL (no such GPU).
+ */
+int		 gck_health_open(struct gck_ctx *,
+		    const struct gck_health_opts *, struct gck_health **);
+/* The GPUs watched, and the UUID of GPU i of them. */
+size_t		 gck_health_count(const struct gck_health *);
+const char	*gck_health_uuid(const struct gck_health *, size_t);
+/*
+ * Waits for the next event the policy names, up to timeout_ms (-1: no
+ * limit).  Returns GCK_OK with *ev, GCK_ETIMEDOUT, GCK_EINTR (the
+ * context's interrupt) or GCK_ECUDA.
+ */
+int		 gck_health_wait(struct gck_ctx *, struct gck_health *, long,
+		    struct gck_health_event *);
+void		 gck_health_close(struct gck_health *);
+
 #endif /* GPUCKPT_H */
