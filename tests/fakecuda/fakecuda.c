@@ -22,8 +22,13 @@
  *			files of live processes (see mem_holder() in
  *			gpus.c).
  *	proc/KEY/	a CUDA process: state (RUNNING, LOCKED,
- *			CHECKPOINTED or FAILED), tid (its restore thread),
- *			req and ack (see below), lock (callers queue on it).
+ *			CHECKPOINTED or FAILED), statep (the address of
+ *			the state in its memory, from which the state of a
+ *			stopped process is read: one restored from an image
+ *			is in the state it had then, whatever the file says
+ *			of the process it was taken from), tid (its restore
+ *			thread), req and ack (see below), lock (callers
+ *			queue on it).
  *	inject/ACTION.KEY, inject/ACTION
  *			read when ACTION (lock, checkpoint, restore or
  *			unlock) runs in KEY, the first found wins:
@@ -253,6 +258,7 @@ static int		 mkdirs(const char *, ...)
 static int		 write_atomic(const char *, const char *, const char *);
 static int		 read_small(const char *, char *, size_t);
 static int		 pid_stopped(pid_t);
+static int		 state_in_memory(int, const char *, CUprocessState *);
 static const struct cuerr *err_lookup(CUresult);
 static CUresult		 err_byname(const char *);
 static const char	*err_name(CUresult);
@@ -808,6 +814,10 @@ proc_files(void)
 	snprintf(path, sizeof path, "%s/proc/%ld/tid", fc.dir, (long)fc.pid);
 	snprintf(text, sizeof text, "%ld\n", (long)fc.tid);
 	write_atomic(path, "", text);
+	snprintf(path, sizeof path, "%s/proc/%ld/statep", fc.dir,
+	    (long)fc.pid);
+	snprintf(text, sizeof text, "%lx\n", (unsigned long)&fc.state);
+	write_atomic(path, "", text);
 	state_set(fc.state);
 }
 
@@ -1307,7 +1317,7 @@ static void
 fakecuda_fini(void)
 {
 	static const char *const names[] = {
-		"state", "tid", "req", "req.busy", "ack", "lock"
+		"state", "statep", "tid", "req", "req.busy", "ack", "lock"
 	};
 	char	path[PATH_MAX];
 	size_t	i;
@@ -2129,6 +2139,39 @@ out:
 	return r;
 }
 
+/*
+ * The state of stopped process pid, read from its memory at the address
+ * its statep file gives.  Returns 0, or -1 if it cannot be read.
+ */
+static int
+state_in_memory(int pid, const char *pdir, CUprocessState *state)
+{
+	char		 path[PATH_MAX], buf[64];
+	unsigned long	 addr;
+	CUprocessState	 s;
+	char		*e;
+	int		 fd;
+	ssize_t		 n;
+
+	snprintf(path, sizeof path, "%s/statep", pdir);
+	if (read_small(path, buf, sizeof buf) == -1)
+		return -1;
+	errno = 0;
+	addr = strtoul(buf, &e, 16);
+	if (errno != 0 || e == buf || addr == 0)
+		return -1;
+	snprintf(path, sizeof path, "/proc/%d/mem", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = pread(fd, &s, sizeof s, (off_t)addr);
+	close(fd);
+	if (n != (ssize_t)sizeof s || (unsigned int)s >=
+	    sizeof state_words / sizeof state_words[0])
+		return -1;
+	*state = s;
+	return 0;
+}
+
 CUresult CUDAAPI
 cuCheckpointProcessGetState(int pid, CUprocessState *state)
 {
@@ -2142,11 +2185,16 @@ cuCheckpointProcessGetState(int pid, CUprocessState *state)
 		return CUDA_ERROR_INVALID_VALUE;
 	/*
 	 * A process that can run is asked (its restore thread republishes
-	 * its state); a stopped one cannot answer, and its file is read.
+	 * its state); a stopped one cannot answer, and its state is read
+	 * from its memory, where statep says it is: its file may be of the
+	 * process it was restored from, killed later in another state.
 	 */
-	if (!pid_stopped(pid) &&
-	    (r = tool_call(pid, "state", "", call_timeout())) != CUDA_SUCCESS)
-		return r;
+	if (!pid_stopped(pid)) {
+		if ((r = tool_call(pid, "state", "", call_timeout())) !=
+		    CUDA_SUCCESS)
+			return r;
+	} else if (state_in_memory(pid, pdir, state) == 0)
+		return CUDA_SUCCESS;
 	snprintf(path, sizeof path, "%s/state", pdir);
 	if (read_small(path, buf, sizeof buf) == -1 ||
 	    (w = next_word(&p)) == NULL)
