@@ -6,6 +6,7 @@
 
 #include <err.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,6 +220,13 @@ main(int argc, char *argv[])
 			warnx("%s", gck_error_string(ctx));
 		gck_ctx_free(ctx);
 		return EXIT_TIMEOUT;
+	}
+	if (r == GCK_EINTR) {
+		/* stopped, as a watcher is: die of the signal, silently */
+		gck_ctx_free(ctx);
+		signal((int)tool_signal, SIG_DFL);
+		raise((int)tool_signal);
+		return 1;
 	}
 	if (r != GCK_OK)
 		errx(1, "%s", gck_error_string(ctx));
