@@ -33,7 +33,7 @@ test_expect_success 'make gpu-bundle writes a bundle of at most 48 MiB' '
 	$GCK_MAKE -C "$GCK_TOPBUILDDIR" gpu-bundle GPU_BUNDLE="$TRASH/b" \
 	    >make.out 2>&1 || { cat make.out; false; } &&
 	test -x b/run && test -x b/sbin/criu && test -x b/work/cudawork &&
-	for p in gpuckpt gpurestore gpusend gpurecv gpuinspect gpuckpt-slurm; do
+	for p in gpuckpt gpurestore gpusend gpurecv gpuinspect gpuwatch gpuckpt-slurm; do
 		test -x b/bin/$p || return 1
 	done &&
 	test -x b/libexec/gpuckpt-hook && test -x b/libexec/gpuckpt-keeper &&
@@ -74,6 +74,7 @@ test_expect_success 'run -f: every test passes on the stand-in driver' '
 	grep "^checkpoint API: yes; remap (r580): yes; job file (r590): no; custom storage (API 13040): no$" "$COPY/report" &&
 	grep "^criu: works here (4\." "$COPY/report" &&
 	grep "^pass  bundle: [0-9]* programs and libraries, every library they need found in it$" "$COPY/report" &&
+	grep "^pass  gpuwatch: NVML.s health events, every GPU registered (1 GPU)$" "$COPY/report" &&
 	grep "^skip  t-gpu.sh: no GPU (/dev/nvidiactl not found)$" "$COPY/report" &&
 	for m in 64 256; do
 		grep "^pass  driver steps, $m MiB: lock, checkpoint, restore, unlock; memory checked$" "$COPY/report" &&
@@ -86,7 +87,7 @@ test_expect_success 'run -f: every test passes on the stand-in driver' '
 	grep "^pass  gpuckpt | gpurestore, 2 processes of 256 MiB: memory checked on the GPU after$" "$COPY/report" &&
 	grep "^pass  PyTorch training, checkpointed mid-run (cpu): stopped after step [0-9]*, restored, final weights equal to an uninterrupted run.s$" "$COPY/report" &&
 	grep "^  PyTorch (cpu): *checkpoint [0-9.]* s, image [0-9]* MiB, restore [0-9.]* s$" "$COPY/report" &&
-	grep "^8 passed, 0 failed, 1 skipped, in [0-9]* s$" "$COPY/report" &&
+	grep "^9 passed, 0 failed, 1 skipped, in [0-9]* s$" "$COPY/report" &&
 	! test -e "$COPY/w"
 '
 

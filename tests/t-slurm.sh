@@ -11,7 +11,8 @@ COUNTER=$GCK_TESTDIR/counter
 GPUCKPT=$GCKPT
 GPURESTORE=$GCKRESTORE
 GPUINSPECT=$GCKINSPECT
-export GPUCKPT GPURESTORE GPUINSPECT
+GPUWATCH=$GCKWATCH
+export GPUCKPT GPURESTORE GPUINSPECT GPUWATCH
 test -x "$GCKSLURM" || test_skip_all "$GCKSLURM not built"
 
 test_cleanup() {
@@ -142,7 +143,7 @@ CUDAWORK=$GCK_TESTDIR/cudawork
 F=$TRASH/fake
 A=GPU-aaaaaaaa-1111-4000-8000-000000000001
 B=GPU-bbbbbbbb-1111-4000-8000-000000000002
-mkdir -p "$F" &&
+mkdir -p "$F/events" &&
 printf '%s 9.0 1073741824 0000:01:00.0 NVIDIA H100 80GB HBM3\n' $A >"$F/gpus" &&
 printf '%s 9.0 1073741824 0000:02:00.0 NVIDIA H100 80GB HBM3\n' $B >>"$F/gpus" ||
     exit 1
@@ -413,6 +414,135 @@ test_expect_success '--every: gpuckpt --series DIR/series --now, from outside th
 	! grep "^gpuckpt: " req.out
 '
 
+# gpujob NAME GPUCKPT-SLURM-OPTIONS: NAME.sh, a batch script that runs
+# cudawork on a GPU under gpuckpt-slurm OPTIONS, the image in ckpt/NAME,
+# its status in NAME.status; submits it with the stand-in driver, the
+# driver's calls given EXTRA (VAR=VALUE,...) more, and sets JOB.
+gpujob() {
+	cat >"$1.sh" <<-EOF &&
+	#!/bin/sh
+	exec "$GCKSLURM" -d "$TRASH/ckpt/$1" $2 -- "$CUDAWORK" -m 8 -f "$TRASH/$1.status"
+	EOF
+	chmod +x "$1.sh" &&
+	sbatch_job --requeue --open-mode=append -J "$1" -o "$TRASH/$1.out" \
+	    -D "$TRASH" --gres=gpu:1 --export=ALL,$CUDAENV${3:+,$3} \
+	    "$TRASH/$1.sh"
+}
+
+# drained REASON: the node is drained (up to 30 s), for REASON.
+drained() {
+	_i=0
+	while test "$(sinfo -h -n "$slurm_node" -o %T)" != drained; do
+		_i=$((_i + 1))
+		test $_i -le 300 || { sinfo >&2; return 1; }
+		sleep 0.1
+	done
+	scontrol -o show node "$slurm_node" >node.out &&
+	test_grep "Reason=$1" node.out
+}
+
+# restored_gpujob NAME JOB INNER: the requeued GPU job NAME (JOB) runs
+# again, cudawork restored (INNER its PID within its namespace), its
+# device memory intact; then it is ended, and Slurm and sacct say so.
+restored_gpujob() {
+	wait_job_state $2 RUNNING 60 &&
+	_i=0 &&
+	while r=$(here_pid $3 cudawork) && test -z "$r" && test $_i -lt 100
+	do
+		sleep 0.1
+		_i=$((_i + 1))
+	done &&
+	test -n "$r" &&
+	_i=0 &&
+	while ! proc_running $r >/dev/null && test $_i -lt 100; do
+		sleep 0.1
+		_i=$((_i + 1))
+	done &&
+	verify_workload $r $1.status &&
+	kill -TERM $r &&
+	wait_job_state $2 FAILED 30 &&
+	test "$(job_field $2 ExitCode)" = 143:0 &&
+	sacct_end $2 FAILED 143
+}
+
+test_expect_success '--watch: a row remapping pending: a snapshot at once, the node drained, the job requeued and restored from it' '
+	gpujob wr --watch &&
+	g=$JOB &&
+	wait_for_line wr.status "^ready " 30 &&
+	inner=$(sed -n "s/^ready pid=\([0-9]*\).*/\1/p" wr.status) &&
+	wait_for_line wr.out "^gpuwatch: watching $A\$" 30 &&
+	echo retire >>"$F/events/$A" &&
+	wait_for_line wr.out "checkpointed to .* and requeued" 60 &&
+	test_grep "^gpuckpt-slurm: GPU $A of node $slurm_node: a page retirement or row remapping pending (retire, degraded)\$" wr.out &&
+	test_grep "^gpuckpt-slurm: node $slurm_node drained\$" wr.out &&
+	test -s ckpt/wr/image.gck &&
+	drained "gpuckpt-slurm: $A: a page retirement or row remapping pending" &&
+	test "$(job_field $g JobState)" = PENDING &&
+	# its GPU seen to, the node goes back into service
+	scontrol update NodeName="$slurm_node" State=RESUME &&
+	wait_for_line wr.out "^gpuckpt-slurm: restart 1 of job $g: restoring $TRASH/ckpt/wr/image.gck\$" 60 &&
+	restored_gpujob wr $g $inner &&
+	! grep "snapshot failed" wr.out
+'
+
+test_expect_success '--watch: Xid 79 and a driver that no longer answers: bounded by --watch-timeout, requeued, restored from the newest periodic snapshot' '
+	gpujob wx "--every 1 --watch --on-fatal=snapshot,drain,requeue --watch-timeout=3" \
+	    FAKECUDA_CALL_TIMEOUT_MS=600000 &&
+	g=$JOB &&
+	wait_for_line wx.status "^ready " 30 &&
+	inner=$(sed -n "s/^ready pid=\([0-9]*\).*/\1/p" wx.status) &&
+	wait_for_line wx.out "^gpuwatch: watching $A\$" 30 &&
+	wait_snapshots ckpt/wx/series 2 &&
+	# the GPU falls off the bus: its driver hangs in every checkpoint,
+	# the one of the snapshot now under way too (its lock is done)
+	mkdir -p "$F/inject" &&
+	_n=$(grep -c "^lock $inner " "$F/log") &&
+	echo hang >"$F/inject/checkpoint" &&
+	_i=0 &&
+	while test "$(grep -c "^lock $inner " "$F/log")" -le $_n; do
+		_i=$((_i + 1)) && test $_i -le 100 || return 1
+		sleep 0.1
+	done &&
+	sleep 0.5 &&
+	t0=$(date +%s) &&
+	echo "xid 79" >>"$F/events/$A" &&
+	wait_for_line wx.out "^gpuckpt-slurm: job $g requeued: it restarts from its newest snapshot\$" 60 &&
+	t1=$(date +%s) &&
+	rm "$F/inject/checkpoint" &&
+	test $((t1 - t0)) -le 30 &&
+	test_grep "^gpuckpt-slurm: GPU $A of node $slurm_node: Xid 79: the GPU has fallen off the bus (xid, fatal)\$" wx.out &&
+	test_grep "^gpuckpt-slurm: the snapshot under way did not stop in 3 s: killed\$" wx.out &&
+	test_grep "^gpuckpt-slurm: snapshot failed: not done in 3 s (--watch-timeout)\$" wx.out &&
+	! test -e ckpt/wx/image.gck &&
+	drained "gpuckpt-slurm: $A: Xid 79: the GPU has fallen off the bus" &&
+	# What the hang leaves, waiting on the stand-in driver for a process
+	# that is gone: the guard of the snapshot killed.  A new node has
+	# none; here the stand-in, which names a process by its PID in its
+	# namespace, would take the restored one for it.
+	for p in $(proc_descendants "$GCK_REAPER"); do
+		test "$(cat /proc/$p/comm 2>/dev/null)" != gpuckpt ||
+		kill -KILL $p 2>/dev/null
+	done &&
+	scontrol update NodeName="$slurm_node" State=RESUME &&
+	wait_for_line wx.out "^gpurestore: restored snapshot " 60 &&
+	restored_gpujob wx $g $inner
+'
+
+test_expect_success '--watch: a fatal event by default: no snapshot, requeued to start anew when there is nothing to restart from' '
+	gpujob wf --watch &&
+	g=$JOB &&
+	wait_for_line wf.out "^gpuwatch: watching $A\$" 30 &&
+	echo dbe >>"$F/events/$A" &&
+	wait_for_line wf.out "^gpuckpt-slurm: job $g requeued: nothing to restart it from, it starts anew\$" 60 &&
+	! grep "checkpointing" wf.out &&
+	drained "gpuckpt-slurm: $A: a double-bit ECC error" &&
+	scontrol update NodeName="$slurm_node" State=RESUME &&
+	wait_for_line wf.out "^gpuckpt-slurm: restart 1 of job $g: no image in " 60 &&
+	wait_job_state $g RUNNING 60 &&
+	scancel $g &&
+	wait_job_state $g CANCELLED 30
+'
+
 test_expect_success 'gpuckpt-slurm refuses --keep without --every, and a count that is not one' '
 	export SLURM_JOB_ID=1 &&
 	test_status 2 "$GCKSLURM" --keep 3 -- true 2>err &&
@@ -427,6 +557,14 @@ test_expect_success 'gpuckpt-slurm refuses --keep without --every, and a count t
 	test_grep "^gpuckpt-slurm: unknown option --bogus\$" err &&
 	test_status 2 "$GCKSLURM" -kz -- true 2>err &&
 	test_grep "^gpuckpt-slurm: unknown option -z\$" err &&
+	test_status 2 "$GCKSLURM" --on-event=drain -- true 2>err &&
+	test_grep "^gpuckpt-slurm: --watch-events, --watch-xids, --watch-timeout, --on-event and --on-fatal go with --watch\$" err &&
+	test_status 2 "$GCKSLURM" --watch --on-fatal=reboot -- true 2>err &&
+	test_grep "^gpuckpt-slurm: --on-fatal takes a list of snapshot, drain and requeue, or none, not .reboot.\$" err &&
+	test_status 2 "$GCKSLURM" --watch --watch-timeout=0 -- true 2>err &&
+	test_grep "^gpuckpt-slurm: --watch-timeout takes a positive integer, not .0.\$" err &&
+	test_status 2 "$GCKSLURM" --watch --watch-color=red -- true 2>err &&
+	test_grep "^gpuckpt-slurm: unknown option --watch-color\$" err &&
 	unset SLURM_JOB_ID
 '
 

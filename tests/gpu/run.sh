@@ -9,7 +9,7 @@
 #   -f        use the stand-in driver of the bundle (fake/), as the tests
 #             of a build tree do, on a host without a GPU
 #   -n        say what the host allows, and run no test
-#   -t LIST   the tests to run, of: t-gpu steps suspend roundtrip tree
+#   -t LIST   the tests to run, of: health t-gpu steps suspend roundtrip tree
 #             torch (default all)
 #   -s LIST   the device memory of the figures, in MiB
 #             (default "1024 4096 16384"; with -f "64 256")
@@ -29,7 +29,7 @@ if [ -z "${GCK_RUN_REAPER:-}" ]; then
 	GCK_RUN_REAPER=1 exec "$B/work/reaper" "$0" "$@"
 fi
 report=gpu-report.txt fake='' sizes='' work='' keep='' tests='' probe=''
-ALL="t-gpu steps suspend roundtrip tree torch"
+ALL="health t-gpu steps suspend roundtrip tree torch"
 usage() {
 	echo "usage: run [-fkn] [-o report] [-s \"MiB ...\"] [-t \"test ...\"] [-w dir]" >&2
 	exit 2
@@ -317,6 +317,21 @@ roundtrip() {
 	stop $WPID
 }
 
+# gpuwatch registers every GPU for NVML's health events and waits 2 s:
+# none should come (exit 3); an event that does is a GPU in trouble.
+health() {
+	local name="gpuwatch: NVML's health events, every GPU registered" st n
+	timed gpuwatch -v -t 2
+	st=$?
+	n=$(grep -c '^gpuwatch: watching ' "$work/out")
+	case $st in
+	3)	result pass "$name ($n GPU$([ "$n" -eq 1 ] || echo s))"
+		grep 'cannot report' "$work/out" | sed 's/^/  /' | tee -a "$report" ;;
+	0)	result fail "$name" "an event came: $(grep -v '^gpuwatch: ' "$work/out" | head -n 1)" ;;
+	*)	result fail "$name" "$(tail -n 1 "$work/out")" ;;
+	esac
+}
+
 # A PyTorch training run checkpointed mid-run, restored, its final
 # weights against an uninterrupted run's.
 torchrun() {
@@ -390,6 +405,7 @@ if [ -n "$probe" ]; then
 	exit
 fi
 want() { case " $tests " in *" $1 "*) return 0 ;; esac; return 1; }
+want health && health
 want t-gpu && tgpu
 if want steps; then for m in $sizes; do steps "$m"; done; fi
 if want suspend; then for m in $sizes; do suspres "$m"; done; fi
