@@ -65,6 +65,7 @@ static const char help[] =
 struct args {
 	struct gck_health_opts	 o;
 	char			*gpus[GPUS_MAX];
+	char			*gpubuf;	/* CUDA_VISIBLE_DEVICES */
 	unsigned int		 xids[XIDS_MAX];
 	long			 timeout_ms;
 	int			 verbose, quiet;
@@ -185,7 +186,7 @@ parse_args(struct args *a, int argc, char *argv[])
 	if (xids && !(a->o.events & GCK_HEALTH_XID))
 		tool_usage_error(synopsis, "--xids goes with the xid event");
 	if (gpus == NULL && (gpus = getenv("CUDA_VISIBLE_DEVICES")) != NULL &&
-	    (gpus = strdup(gpus)) == NULL)
+	    (gpus = a->gpubuf = strdup(gpus)) == NULL)
 		errx(1, "out of memory");
 	if (gpus != NULL && *gpus == '\0')
 		errx(1, "no GPU to watch: CUDA_VISIBLE_DEVICES is empty");
@@ -208,7 +209,9 @@ main(int argc, char *argv[])
 	parse_args(&a, argc, argv);
 	tool_signals();
 	ctx = tool_ctx(a.verbose);
-	if (gck_health_open(ctx, &a.o, &h) != GCK_OK)
+	r = gck_health_open(ctx, &a.o, &h);
+	free(a.gpubuf);
+	if (r != GCK_OK)
 		errx(1, "%s", gck_error_string(ctx));
 	if (!a.quiet)
 		for (i = 0; i < gck_health_count(h); i++)
