@@ -485,6 +485,34 @@ test_expect_success '--watch: a row remapping pending: a snapshot at once, the n
 	! grep "snapshot failed" wr.out
 '
 
+test_expect_success '--watch, a node its user cannot drain: the requeued job is kept off it' '
+	cat >scontrol-user <<-EOF &&
+	#!/bin/sh
+	# scontrol as a user who may not change nodes
+	case "\$*" in
+	*NodeName=*) echo "slurm_update error: Access/permission denied" >&2; exit 1 ;;
+	esac
+	exec scontrol "\$@"
+	EOF
+	chmod +x scontrol-user &&
+	gpujob wn --watch SCONTROL=$TRASH/scontrol-user &&
+	g=$JOB &&
+	wait_for_line wn.status "^ready " 30 &&
+	inner=$(sed -n "s/^ready pid=\([0-9]*\).*/\1/p" wn.status) &&
+	wait_for_line wn.out "^gpuwatch: watching $A\$" 30 &&
+	echo "xid 92" >>"$F/events/$A" &&
+	wait_for_line wn.out "^gpuckpt-slurm: job $g kept off node $slurm_node (ExcNodeList=$slurm_node)\$" 60 &&
+	test_grep "^gpuckpt-slurm: node $slurm_node not drained: slurm_update error: Access/permission denied\$" wn.out &&
+	test_grep "^gpuckpt-slurm: job $g checkpointed to .* and requeued\$" wn.out &&
+	test "$(sinfo -h -n $slurm_node -o %T)" != drained &&
+	test "$(job_field $g ExcNodeList)" = "$slurm_node" &&
+	sleep 8 &&
+	test "$(job_field $g JobState)" = PENDING &&
+	scontrol update JobId=$g ExcNodeList= &&
+	wait_for_line wn.out "^gpuckpt-slurm: restart 1 of job $g: restoring " 60 &&
+	restored_gpujob wn $g $inner
+'
+
 test_expect_success '--watch: Xid 79 and a driver that no longer answers: bounded by --watch-timeout, requeued, restored from the newest periodic snapshot' '
 	gpujob wx "--every 1 --watch --on-fatal=snapshot,drain,requeue --watch-timeout=3" \
 	    FAKECUDA_CALL_TIMEOUT_MS=600000 &&
