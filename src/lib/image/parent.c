@@ -114,6 +114,7 @@ struct gck_parents {
 						   patches are, or NULL:
 						   its own images */
 	struct gck_ptab	 ptab;		/* their pages, for a writer */
+	unsigned char	*need;		/* a pool's: chunk[i] was fetched */
 };
 
 /* What a frame of one entry holds, once checked. */
@@ -291,6 +292,7 @@ gck_parents_free(struct gck_parents *ps)
 		pimage_clear(&ps->img[i]);
 	free(ps->img);
 	free(ps->chunk);
+	free(ps->need);
 	free(ps->all);
 	gck_ptab_clear(&ps->ptab);
 	pfetch_clear(&ps->fx);
@@ -1067,17 +1069,53 @@ differs:
 	    ps->img[i].path, ps->want);
 }
 
-/* The chunk whose digest is d, where the images of ps store it, or NULL. */
+/*
+ * The chunk whose digest is d, where the images of ps store it, or NULL;
+ * a pool notes that it was needed (gck_parents_pool_covered()).
+ */
 static const struct pchunk *
 p_find(const struct gck_parents *ps, const struct gck_digest *d)
 {
-	struct pchunk	key;
+	const struct pchunk	*c;
+	struct pchunk		 key;
 
 	if (ps->nchunk == 0)
 		return NULL;
 	key.d = *d;
-	return bsearch(&key, ps->chunk, ps->nchunk, sizeof *ps->chunk,
+	c = bsearch(&key, ps->chunk, ps->nchunk, sizeof *ps->chunk,
 	    pchunk_cmp);
+	if (c != NULL && ps->need != NULL)
+		__atomic_store_n(&ps->need[c - ps->chunk], 1,
+		    __ATOMIC_RELAXED);
+	return c;
+}
+
+/*
+ * Whether every chunk fetched from the pool ps so far is still stored
+ * by one of its images that gone (one flag an image) does not mark:
+ * the image read from it could still be read without those.
+ */
+int
+gck_parents_pool_covered(const struct gck_parents *ps,
+    const unsigned char *gone)
+{
+	size_t	a, b;
+	int	needed, held;
+
+	if (ps->need == NULL)		/* none noted: any may be needed */
+		return ps->nchunk == 0;
+	for (a = 0; a < ps->nchunk; a = b) {
+		needed = held = 0;
+		for (b = a; b < ps->nchunk && pchunk_cmp(&ps->chunk[a],
+		    &ps->chunk[b]) == 0; b++) {
+			needed |= __atomic_load_n(&ps->need[b],
+			    __ATOMIC_RELAXED);
+			held |= !gone[ps->chunk[b].img];
+		}
+		if (needed && !held)
+			return 0;
+	}
+	return 1;
 }
 
 /*
@@ -1868,12 +1906,18 @@ gck_parents_pool_orphan(const struct gck_parents *ps)
 	return -1;
 }
 
-/* Once every image is added: the pool is ready for fetches. */
+/*
+ * Once every image is added: the pool is ready for fetches, and notes
+ * which of its chunks they need from now on (out of memory, it cannot:
+ * any image it holds may then be needed).
+ */
 void
 gck_parents_pool_done(struct gck_parents *ps)
 {
 	if (ps->nchunk > 1)
 		qsort(ps->chunk, ps->nchunk, sizeof *ps->chunk, pchunk_cmp);
+	free(ps->need);
+	ps->need = ps->nchunk > 0 ? calloc(ps->nchunk, 1) : NULL;
 }
 
 /*

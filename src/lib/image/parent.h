@@ -52,6 +52,8 @@ int	gck_parents_pool_add(struct gck_parents *, const char *);
 int	gck_parents_pool_parent(struct gck_parents *, const char *);
 void	gck_parents_pool_done(struct gck_parents *);
 ssize_t	gck_parents_pool_orphan(const struct gck_parents *);
+int	gck_parents_pool_covered(const struct gck_parents *,
+	    const unsigned char *);
 int	gck_parents_pool_offer(struct gck_parents *);
 int	gck_parents_pool_digests(const struct gck_parents *,
 	    struct gck_digest **, size_t *);

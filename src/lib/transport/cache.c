@@ -374,55 +374,82 @@ gck_cache_reopen(struct gck_cache *c)
 	return fd;
 }
 
-/*
- * Whether name is keep or an image of the pool whose bytes the restore
- * of keep used: one it refers to, without which keep cannot be read.
- */
-static int
-kept_chain(const struct gck_cache *c, const char *keep, const char *name)
+/* The index in the pool of the image file name, or -1. */
+static ssize_t
+pool_index(const struct gck_cache *c, const char *name)
 {
 	const char	*path, *base;
 	size_t		 i;
 
-	if (strcmp(name, keep) == 0)
-		return 1;
 	for (i = 0; c->pool != NULL && i < gck_parents_count(c->pool); i++) {
-		if (gck_parents_used(c->pool, i) == 0 ||
-		    (path = gck_parents_path(c->pool, i)) == NULL)
+		if ((path = gck_parents_path(c->pool, i)) == NULL)
 			continue;
 		base = strrchr(path, '/');
 		if (strcmp(base != NULL ? base + 1 : path, name) == 0)
-			return 1;
+			return (ssize_t)i;
 	}
-	return 0;
+	return -1;
 }
 
 /*
- * Evicts the oldest images until the cache fits its limit: keep, the
- * newest, and the images it needs go last, only if they alone are over
- * the limit: an image is never kept without those it refers to.
+ * Evicts the oldest images until the cache fits its limit.  keep, the
+ * newest, stays with every image that holds the only copy of a chunk
+ * its restore took from the cache (gck_parents_pool_covered()), as long
+ * as they fit: an image is never kept without those it needs.  If they
+ * do not fit, keep goes first, then the others, oldest first.
  */
 static void
 evict(struct gck_cache *c, const char *keep)
 {
 	struct cfile	*f;
+	unsigned char	*gone = NULL;
 	uint64_t	 total = 0;
-	size_t		 n, i;
+	size_t		 n, i, np;
+	ssize_t		 k;
 	int		 pass;
 
 	if (list_images(c, &f, &n) != GCK_OK)
 		return;
+	np = c->pool != NULL ? gck_parents_count(c->pool) : 0;
+	if (np > 0 && (gone = calloc(np, 1)) == NULL) {
+		free(f);
+		return;
+	}
 	for (i = 0; i < n; i++)
 		total += f[i].size;
-	for (pass = 0; pass < 2; pass++)
+	for (pass = 0; pass < 2; pass++) {
+		if (pass == 1 && total > c->limit) {
+			for (i = 0; i < n && strcmp(f[i].name, keep) != 0; i++)
+				;
+			if (i < n && unlinkat(c->dfd, keep, 0) == 0) {
+				gck_log(c->ctx, 1, "evicted %s from the cache "
+				    "'%s': with what it needs, over its limit",
+				    keep, c->dir);
+				total -= f[i].size;
+				f[i].name[0] = '\0';
+			}
+		}
 		for (i = n; i > 0 && total > c->limit; i--) {
-			if (kept_chain(c, keep, f[i - 1].name) != pass ||
-			    unlinkat(c->dfd, f[i - 1].name, 0) == -1)
+			if (f[i - 1].name[0] == '\0' ||
+			    strcmp(f[i - 1].name, keep) == 0)
+				continue;
+			k = pool_index(c, f[i - 1].name);
+			if (pass == 0 && k >= 0) {
+				gone[k] = 1;
+				if (!gck_parents_pool_covered(c->pool, gone)) {
+					gone[k] = 0;
+					continue;
+				}
+			}
+			if (unlinkat(c->dfd, f[i - 1].name, 0) == -1)
 				continue;
 			gck_log(c->ctx, 1, "evicted %s from the cache '%s'",
 			    f[i - 1].name, c->dir);
 			total -= f[i - 1].size;
+			f[i - 1].name[0] = '\0';
 		}
+	}
+	free(gone);
 	free(f);
 }
 
