@@ -596,4 +596,20 @@ test_expect_success 'gpuckpt-slurm refuses --keep without --every, and a count t
 	unset SLURM_JOB_ID
 '
 
+test_expect_success '--watch with no NVML, or no GPU: one line, and the job runs on unwatched' '
+	export SLURM_JOB_ID=1 &&
+	env CUDA_VISIBLE_DEVICES=0 GPUCKPT_LIBNVML=$TRASH/none.so \
+	    "$GCKSLURM" -d "$TRASH/ckpt/nonvml" --watch -- sh -c "sleep 1; exit 3" \
+	    >out 2>err
+	test $? -eq 3 &&
+	test_grep "^gpuwatch: cannot load NVML ($TRASH/none.so): " err &&
+	test_grep "^gpuckpt-slurm: --watch: gpuwatch exited 1, the job.s GPUs are no longer watched\$" err &&
+	test_line_count err 2 &&
+	env -u CUDA_VISIBLE_DEVICES -u SLURM_JOB_GPUS \
+	    "$GCKSLURM" -d "$TRASH/ckpt/nogpu" --watch -- true >out 2>err &&
+	echo "gpuckpt-slurm: --watch: job 1 was given no GPU: none is watched" >expect &&
+	test_cmp expect err &&
+	unset SLURM_JOB_ID
+'
+
 test_done
