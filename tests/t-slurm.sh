@@ -107,7 +107,7 @@ test_expect_success 'USR1 to the batch shell: checkpointed, requeued, restored' 
 	wait_job_state $JOB RUNNING &&
 	wait_for_line pre.out "^step 10 " 30 &&
 	scancel --signal=USR1 --batch $JOB &&
-	wait_for_line pre.out "checkpointed to .* and requeued" 60 &&
+	wait_for_line pre.out "checkpointed to .*; requeueing it" 60 &&
 	test -s ckpt/pre/image.gck &&
 	wait_job_state $JOB FAILED 90 &&
 	test "$(job_field $JOB Restarts)" = 1 &&
@@ -128,7 +128,7 @@ test_expect_success 'preempted by a job of a higher partition: checkpointed, req
 	sbatch_job -p urgent -c 2 -J urgent -o "$TRASH/urgent.out" -D "$TRASH" \
 	    --wrap "echo urgent ran; sleep 2" &&
 	wait_for_line pmt.out "^gpuckpt-slurm: SIGUSR1: checkpointing process" 60 &&
-	wait_for_line pmt.out "checkpointed to .* and requeued" 60 &&
+	wait_for_line pmt.out "checkpointed to .*; requeueing it" 60 &&
 	wait_job_state $JOB COMPLETED 60 &&
 	test_grep "^urgent ran\$" urgent.out &&
 	wait_job_state $low FAILED 120 &&
@@ -176,7 +176,7 @@ test_expect_success 'a GPU job is restored onto the GPU Slurm gives it next' '
 	test_grep "^ready .* devs=$A\$" gpu.status &&
 	inner=$(sed -n "s/^ready pid=\([0-9]*\).*/\1/p" gpu.status) &&
 	scancel --signal=USR1 --batch $g &&
-	wait_for_line gpu.out "checkpointed to .* and requeued" 60 &&
+	wait_for_line gpu.out "checkpointed to .*; requeueing it" 60 &&
 	# a job that takes the first GPU before this one starts again
 	sbatch_job -J hold -o /dev/null --gres=gpu:1 --wrap "sleep 300" &&
 	hold=$JOB &&
@@ -217,7 +217,7 @@ test_expect_success 'a restored job is checkpointed and requeued again' '
 	wait_job_state $JOB COMPLETED 90 &&
 	test "$(job_field $JOB Restarts)" = 2 &&
 	sacct_end $JOB COMPLETED 0 &&
-	test "$(grep -c "checkpointed to .* and requeued" two.out)" -eq 2 &&
+	test "$(grep -c "checkpointed to .*; requeueing it" two.out)" -eq 2 &&
 	counted two 150 &&
 	! test -e ckpt/two
 '
@@ -381,7 +381,7 @@ test_expect_success '--every: a snapshot that fails is one line, the loop and th
 	wait_job_state $JOB RUNNING &&
 	wait_snapshots ckpt/fl/series 1 &&
 	scancel --signal=USR1 --batch $JOB &&
-	wait_for_line fl.out "checkpointed to .* and requeued" 60 &&
+	wait_for_line fl.out "checkpointed to .*; requeueing it" 60 &&
 	wait_job_state $JOB COMPLETED 120 &&
 	test "$(job_field $JOB Restarts)" = 1 &&
 	sacct_end $JOB COMPLETED 0 &&
@@ -472,7 +472,7 @@ test_expect_success '--watch: a row remapping pending: a snapshot at once, the n
 	inner=$(sed -n "s/^ready pid=\([0-9]*\).*/\1/p" wr.status) &&
 	wait_for_line wr.out "^gpuwatch: watching $A\$" 30 &&
 	echo retire >>"$F/events/$A" &&
-	wait_for_line wr.out "checkpointed to .* and requeued" 60 &&
+	wait_for_line wr.out "checkpointed to .*; requeueing it" 60 &&
 	test_grep "^gpuckpt-slurm: GPU $A of node $slurm_node: a page retirement or row remapping pending (retire, degraded)\$" wr.out &&
 	test_grep "^gpuckpt-slurm: node $slurm_node drained\$" wr.out &&
 	test -s ckpt/wr/image.gck &&
@@ -503,7 +503,7 @@ test_expect_success '--watch, a node its user cannot drain: the requeued job is 
 	echo "xid 92" >>"$F/events/$A" &&
 	wait_for_line wn.out "^gpuckpt-slurm: job $g kept off node $slurm_node (ExcNodeList=$slurm_node)\$" 60 &&
 	test_grep "^gpuckpt-slurm: node $slurm_node not drained: slurm_update error: Access/permission denied\$" wn.out &&
-	test_grep "^gpuckpt-slurm: job $g checkpointed to .* and requeued\$" wn.out &&
+	test_grep "^gpuckpt-slurm: job $g checkpointed to .*; requeueing it\$" wn.out &&
 	test "$(sinfo -h -n $slurm_node -o %T)" != drained &&
 	test "$(job_field $g ExcNodeList)" = "$slurm_node" &&
 	sleep 8 &&
@@ -534,7 +534,7 @@ test_expect_success '--watch: Xid 79 and a driver that no longer answers: bounde
 	sleep 0.5 &&
 	t0=$(date +%s) &&
 	echo "xid 79" >>"$F/events/$A" &&
-	wait_for_line wx.out "^gpuckpt-slurm: job $g requeued: it restarts from its newest snapshot\$" 60 &&
+	wait_for_line wx.out "^gpuckpt-slurm: requeueing job $g: it restarts from its newest snapshot\$" 60 &&
 	t1=$(date +%s) &&
 	rm "$F/inject/checkpoint" &&
 	test $((t1 - t0)) -le 30 &&
@@ -561,7 +561,7 @@ test_expect_success '--watch: a fatal event by default: no snapshot, requeued to
 	g=$JOB &&
 	wait_for_line wf.out "^gpuwatch: watching $A\$" 30 &&
 	echo dbe >>"$F/events/$A" &&
-	wait_for_line wf.out "^gpuckpt-slurm: job $g requeued: nothing to restart it from, it starts anew\$" 60 &&
+	wait_for_line wf.out "^gpuckpt-slurm: requeueing job $g: nothing to restart it from, it starts anew\$" 60 &&
 	! grep "checkpointing" wf.out &&
 	drained "gpuckpt-slurm: $A: a double-bit ECC error" &&
 	scontrol update NodeName="$slurm_node" State=RESUME &&
