@@ -221,14 +221,20 @@ gck_cuda_probe(pid_t pid)
 	return found;
 }
 
-static void
-nvml_open(struct gck_cuda *cu)
+/* The NVML library to load: GPUCKPT_LIBNVML, else libnvidia-ml.so.1. */
+const char *
+gck_nvml_path(void)
 {
 	const char	*path = getenv("GPUCKPT_LIBNVML");
 
-	if (path == NULL || *path == '\0')
-		path = "libnvidia-ml.so.1";
-	if ((cu->nvml = dlopen(path, RTLD_NOW | RTLD_LOCAL)) == NULL)
+	return path != NULL && *path != '\0' ? path : "libnvidia-ml.so.1";
+}
+
+static void
+nvml_open(struct gck_cuda *cu)
+{
+	if ((cu->nvml = dlopen(gck_nvml_path(), RTLD_NOW | RTLD_LOCAL)) ==
+	    NULL)
 		return;
 	*(void **)&cu->NvmlInit = dlsym(cu->nvml, "nvmlInit_v2");
 	*(void **)&cu->NvmlShutdown = dlsym(cu->nvml, "nvmlShutdown");

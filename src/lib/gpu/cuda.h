@@ -52,6 +52,7 @@ struct gck_cproc {
 	int		 getstate;	/* the state could not be read */
 };
 
+const char *gck_nvml_path(void);
 int	gck_cuda_open(struct gck_ctx *, struct gck_cuda **);
 int	gck_cuda_init(struct gck_ctx *, struct gck_cuda *);
 void	gck_cuda_close(struct gck_cuda *);

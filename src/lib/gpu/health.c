@@ -41,6 +41,7 @@
 
 #include "private.h"
 #include "core/util.h"
+#include "gpu/cuda.h"
 
 /* The parts of nvml.h used here (NVML of driver r560 and later). */
 typedef int			 nvml_ret;
@@ -140,11 +141,9 @@ sym(struct gck_health *h, const char *name)
 static int
 health_load(struct gck_ctx *ctx, struct gck_health *h)
 {
-	const char	*path = getenv("GPUCKPT_LIBNVML");
+	const char	*path = gck_nvml_path();
 	nvml_ret	 r;
 
-	if (path == NULL || *path == '\0')
-		path = "libnvidia-ml.so.1";
 	if ((h->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL)) == NULL)
 		return gck_set_error(ctx, GCK_ECUDA, "cannot load NVML (%s): "
 		    "%s", path, dlerror());
