@@ -132,4 +132,25 @@ test_expect_success 'no room for the rounds: the tree was never stopped, nothing
 	test $(gap) -lt 1000
 '
 
+test_expect_success 'pages rewritten here and there: given a parent, the image is written reading only the pages it lacks' '
+	start p -m 64 -w 5 -p pages &&
+	verify_workload $WPID && C3=$VCOUNTER &&
+	test_status 0 "$GCKPT" -R -p $WPID -o p1.gck &&
+	sleep 1 &&
+	test_status 0 "$GCKPT" -v -R --parent=p1.gck -p $WPID -o p2.gck \
+	    2>err &&
+	line=$(sed -n "s/^gpuckpt: image: of \([0-9]*\) bytes of memory, \([0-9]*\) read back from the rounds; \([0-9]*\) written from the digests of their pages\$/\1 \2 \3/p" err) &&
+	echo "memory, read, from digests: $line" &&
+	set -- $line && test $# = 3 &&
+	# some 5% of the pages a second, and the rounds take well under a
+	# second: most chunks are patches, read only for their new pages
+	test $(($2 * 4)) -lt $1 &&
+	test $(($3 * 2)) -gt $1 &&
+	test_status 0 "$GCKINSPECT" --verify --parent=p1.gck p2.gck &&
+	kill_tree $WPID &&
+	test_status 0 "$GCKRESTORE" --parent=p1.gck p2.gck >out &&
+	verify_workload $WPID &&
+	test $VCOUNTER -gt $C3
+'
+
 test_done

@@ -79,6 +79,7 @@ struct gck_writer {
 	unsigned char	*pdz;		/* a chunk's pages: digests, */
 	unsigned char	*pzero;		/* which are zeros, */
 	char		*pstore;	/* and a patch's pages */
+	char		*pfill;		/* a chunk, its stored pages only */
 	uint64_t	 npatch;	/* patches written */
 	struct gck_digest patchd;	/* the last patch's digest */
 	struct gck_digest *mdig;	/* each chunk of memory's digest, */
@@ -102,6 +103,11 @@ struct gck_reader {
 	size_t			 nfiles;
 	int			 ioerr;
 	int			 no_ahead;	/* gck_reader_no_ahead() */
+	int			 no_fetch;	/* gck_reader_no_fetch() */
+	uint64_t		 cread;		/* gck_reader_copy(): memory
+						   read, */
+	uint64_t		 cplan;		/* and written from the
+						   digests of its pages */
 	uint64_t		 trailer_end;	/* tar offset, padded */
 	uint64_t		 entry_end;	/* tar offset after last entry */
 	uint64_t		 data_start;	/* tar offset of entry data */
@@ -769,6 +775,79 @@ gck_writer_add_memory_ref(struct gck_writer *w, const char *name,
 }
 
 /*
+ * As gck_writer_add_memory(), for a chunk of len bytes of which only the
+ * digests of its pages are known, pdig: a reference to a chunk of w's
+ * parents or a patch of theirs, as their page index finds it, whose
+ * stored pages fetch(arg, pages, n, to) copies, page pages[i] of the
+ * chunk to to[i].  Returns GCK_OK, 1 with nothing written when the chunk
+ * is to be stored whole, or a code.
+ */
+static int
+w_add_planned(struct gck_writer *w, const char *name, size_t len,
+    const unsigned char *pdig, int (*fetch)(void *, const uint32_t *,
+    char *const *, size_t), void *arg)
+{
+	struct archive_entry	*e = NULL;
+	struct gck_patch	*p = NULL;
+	uint32_t		 pages[GCK_PATCH_RUNS];
+	char			*to[GCK_PATCH_RUNS];
+	size_t			 i, j, ent, at, k, n = len / GCK_PAGE;
+	int			 plan, r;
+
+	if (w->format < 3 || w->ptab == NULL || w->ptab->slot == NULL ||
+	    len == 0 || len % GCK_PAGE != 0 || len > GCK_CHUNK_SIZE)
+		return 1;
+	if (w->pdz == NULL && ((w->pdz = malloc(GCK_PATCH_RUNS * GCK_PDIG)) ==
+	    NULL || (w->pzero = malloc(GCK_PATCH_RUNS)) == NULL))
+		return gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+	memcpy(w->pdz, pdig, n * GCK_PDIG);
+	for (i = 0; i < n; i++)
+		w->pzero[i] = memcmp(pdig + i * GCK_PDIG,
+		    gck_page_zero_digest(), GCK_PDIG) == 0;
+	if ((p = malloc(sizeof *p)) == NULL)
+		return gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+	if ((plan = gck_patch_plan(w->ptab, w->pdz, w->pzero, n, p, &ent)) ==
+	    GCK_PLAN_FULL) {
+		free(p);
+		return 1;
+	}
+	if (plan == GCK_PLAN_REF) {
+		free(p);
+		return gck_writer_add_memory_ref(w, name, &w->ptab->ent[ent].d,
+		    len, pdig);
+	}
+	if (w->pfill == NULL && (w->pfill = malloc(GCK_CHUNK_SIZE)) == NULL) {
+		r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0, at = 0, k = 0; i < p->nrun; i++) {
+		for (j = 0; p->run[i].kind == GCK_RUN_STORED &&
+		    j < p->run[i].count; j++, k++) {
+			pages[k] = (uint32_t)(at + j);
+			to[k] = w->pfill + (at + j) * GCK_PAGE;
+		}
+		at += p->run[i].count;
+	}
+	if ((r = fetch(arg, pages, to, k)) != GCK_OK ||
+	    (r = gck_check_interrupt(w->ctx)) != GCK_OK ||
+	    (r = w_pidx(w, n)) != GCK_OK)
+		goto out;
+	if ((e = archive_entry_new()) == NULL) {
+		r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	archive_entry_set_pathname(e, name);
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0600);
+	if ((r = w_patch(w, e, name, w->pfill, len, p)) == GCK_OK)
+		r = w_mem(w, &w->patchd, len);
+out:
+	archive_entry_free(e);
+	free(p);
+	return r;
+}
+
+/*
  * Adds one entry of other memory pages: its zero pages become holes.
  * Returns GCK_OK or a code.
  */
@@ -1027,6 +1106,7 @@ gck_writer_free(struct gck_writer *w)
 	free(w->pdz);
 	free(w->pzero);
 	free(w->pstore);
+	free(w->pfill);
 	free(w->mdig);
 	free(w->msize);
 	free(w);
@@ -1254,12 +1334,15 @@ frame_examine(void *arg, const char *buf, size_t len, struct gck_zres *res)
 			pmaplen = xl;
 		}
 	if (pmap != NULL) {
-		if (sha && refsize > 0)
+		if (sha && refsize > 0 &&
+		    !__atomic_load_n(&r->no_fetch, __ATOMIC_RELAXED))
 			frame_patch(r, t, a, e, res, pmap, pmaplen, refsize);
 		goto out;
 	}
 	if (sha && refsize > 0 && archive_entry_size(e) == 0) {
-		frame_fetch(r, t, archive_entry_pathname(e), res, refsize);
+		if (!__atomic_load_n(&r->no_fetch, __ATOMIC_RELAXED))
+			frame_fetch(r, t, archive_entry_pathname(e), res,
+			    refsize);
 		goto out;
 	}
 	if (!sha || archive_entry_size(e) < 0)
@@ -1343,6 +1426,18 @@ gck_reader_no_ahead(struct gck_reader *r)
 {
 	r->no_ahead = 1;
 	gck_zin_set_ahead(r->z, 0);
+}
+
+/*
+ * Has the decompressing workers fetch no chunk that a reference or a
+ * patch names: for gck_reader_copy() into a writer whose parents hold
+ * most of them, which reads of each only the pages they lack.  Before
+ * gck_reader_head().
+ */
+void
+gck_reader_no_fetch(struct gck_reader *r)
+{
+	__atomic_store_n(&r->no_fetch, 1, __ATOMIC_RELAXED);
 }
 
 /* How many threads decompress the stream (0: one per CPU). */
@@ -2682,6 +2777,7 @@ static const char	zeros[1u << 16];
  */
 static ssize_t	r_ref_chunk(struct gck_reader *, const void **, size_t);
 static int	r_patch(struct gck_reader *);
+static int	r_patch_read(struct gck_reader *);
 
 static ssize_t
 r_chunk(struct gck_reader *r, const void **pp, size_t max, int *holep)
@@ -2854,8 +2950,9 @@ r_ref_pass(struct gck_reader *r)
 	r->refdata = NULL;
 	r_ref_drop(r);
 	r->refbytes += r->esize;
-	if (r_padding(r, 0) != GCK_OK || r_record(r, r->ename, r->esize,
-	    &r->edigest, GCK_EK_REF) != GCK_OK || r_taken(r) != GCK_OK)
+	if (r_padding(r, r->epatch != NULL ? r->pstoredlen : 0) != GCK_OK ||
+	    r_record(r, r->ename, r->esize, &r->edigest, r->epatch != NULL ?
+	    GCK_EK_PATCH : GCK_EK_REF) != GCK_OK || r_taken(r) != GCK_OK)
 		return r->ctx->code != GCK_OK ? r->ctx->code : GCK_ECORRUPT;
 	return GCK_OK;
 }
@@ -2870,11 +2967,29 @@ r_ref_pass(struct gck_reader *r)
 static int
 r_patch(struct gck_reader *r)
 {
+	int	ret;
+
+	if ((ret = r_patch_read(r)) != GCK_OK)
+		return ret;
+	if ((ret = gck_parents_assemble(r->parents, r->ename, r->epatch,
+	    r->epatchlen, r->pstored, r->pstoredlen, r->esize, &r->pchunk,
+	    &r->pchunkcap)) != GCK_OK)
+		return ret;
+	r->refdata = r->pchunk;
+	return GCK_OK;
+}
+
+/*
+ * The pages the patch just read stores, into r->pstored, read and
+ * checked with its map against its digest.  Returns GCK_OK or a code.
+ */
+static int
+r_patch_read(struct gck_reader *r)
+{
 	struct gck_digest	 got;
 	char			 d[GCK_NAME_MAX + 48];
 	uint64_t		 n = 0;
 	la_ssize_t		 k;
-	int			 ret;
 
 	free(r->pstored);
 	if ((r->pstored = malloc(GCK_CHUNK_SIZE + 1)) == NULL)
@@ -2908,11 +3023,6 @@ r_patch(struct gck_reader *r)
 		    "checksum mismatch in %s (entry at tar offset %" PRIu64
 		    ")", d, r->ehdr);
 	}
-	if ((ret = gck_parents_assemble(r->parents, r->ename, r->epatch,
-	    r->epatchlen, r->pstored, n, r->esize, &r->pchunk,
-	    &r->pchunkcap)) != GCK_OK)
-		return ret;
-	r->refdata = r->pchunk;
 	return GCK_OK;
 }
 
@@ -3001,6 +3111,163 @@ out:
  * theirs.  Returns GCK_OK once the trailer is checked and w finished,
  * or a code.
  */
+/*
+ * Where each page of the chunk that gck_reader_copy() copies comes from,
+ * for r_copy_fetch(): a chunk of the images of r->parents (a reference),
+ * or of a patch, the pages it stores (in r->pstored) and those of its
+ * bases.
+ */
+struct rcopy {
+	struct gck_reader	*r;
+	struct gck_patch	*p;		/* or NULL: a reference */
+	unsigned char		 kind[GCK_PATCH_RUNS];
+	unsigned char		 base[GCK_PATCH_RUNS];
+	uint32_t		 off[GCK_PATCH_RUNS];	/* stored: its page
+							   there; base: its
+							   page of the base */
+};
+
+/* Copies n of the chunk's pages, pages[i] to to[i] (w_add_planned()). */
+static int
+r_copy_fetch(void *arg, const uint32_t *pages, char *const *to, size_t n)
+{
+	struct rcopy	*c = arg;
+	struct gck_reader *r = c->r;
+	uint32_t	 sub[GCK_PATCH_RUNS];
+	char		*sto[GCK_PATCH_RUNS];
+	size_t		 i, b, m;
+	int		 ret;
+
+	r->cread += (uint64_t)n * GCK_PAGE;
+	if (c->p == NULL)
+		return gck_parents_pages(r->parents, &r->edigest, r->esize,
+		    pages, to, n);
+	for (i = 0; i < n; i++)
+		if (c->kind[pages[i]] == GCK_RUN_STORED)
+			memcpy(to[i], r->pstored + (size_t)c->off[pages[i]] *
+			    GCK_PAGE, GCK_PAGE);
+		else if (c->kind[pages[i]] == GCK_RUN_ZERO)
+			memset(to[i], 0, GCK_PAGE);
+	for (b = 0; b < c->p->nbase; b++) {
+		for (i = 0, m = 0; i < n; i++)
+			if (c->kind[pages[i]] == GCK_RUN_BASE &&
+			    c->base[pages[i]] == b) {
+				sub[m] = c->off[pages[i]];
+				sto[m++] = to[i];
+			}
+		if (m > 0 && (ret = gck_parents_pages(r->parents,
+		    &c->p->base[b], c->p->bsize[b], sub, sto, m)) != GCK_OK)
+			return ret;
+	}
+	return GCK_OK;
+}
+
+/*
+ * For gck_reader_copy() into w, whose parents hold most of it: the chunk
+ * of memory of the entry just begun, a reference to a chunk of the
+ * images of r->parents or a patch of theirs, written from the digests of
+ * its pages (their page indexes), as a reference to a chunk of w's
+ * parents or a patch of theirs, of its pages only those read that w's
+ * parents lack (w_add_planned()).  Returns GCK_OK, 1 when the chunk is
+ * to be read whole (r->refdata, of a patch, then holds it), or a code.
+ */
+static int
+r_copy_planned(struct gck_reader *r, struct gck_writer *w)
+{
+	const struct gck_ptab	*pt;
+	const unsigned char	*bp[GCK_PATCH_BASES], *pd;
+	unsigned char		*dig = NULL;
+	struct rcopy		*c = NULL;
+	char			 why[160];
+	size_t			 i, m, np = (size_t)(r->esize / GCK_PAGE), s;
+	uint32_t		 j;
+	int			 ret;
+
+	if (r->parents == NULL || (pt = gck_parents_ptab(r->parents)) ==
+	    NULL || r->esize == 0 || r->esize % GCK_PAGE != 0 ||
+	    np > GCK_PATCH_RUNS)
+		return 1;
+	if (r->epatch == NULL) {
+		if ((pd = gck_ptab_pages(pt, &r->edigest, r->esize)) == NULL)
+			return 1;
+		if ((c = calloc(1, sizeof *c)) == NULL)
+			return gck_set_error(r->ctx, GCK_ENOMEM,
+			    "out of memory");
+		c->r = r;
+		ret = w_add_planned(w, r->ename, (size_t)r->esize, pd,
+		    r_copy_fetch, c);
+		free(c);
+		if (ret == GCK_OK) {
+			r->cplan += r->esize;
+			ret = r_ref_pass(r);
+		}
+		return ret;
+	}
+	/* A patch: its stored pages read and checked, then its map. */
+	if ((ret = r_patch_read(r)) != GCK_OK)
+		return ret;
+	if ((c = calloc(1, sizeof *c)) == NULL || (c->p = malloc(sizeof
+	    *c->p)) == NULL || (dig = malloc(np * GCK_PDIG)) == NULL) {
+		ret = gck_set_error(r->ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	c->r = r;
+	if (gck_patch_parse(r->epatch, r->epatchlen, r->esize, r->pstoredlen,
+	    c->p, why, sizeof why) == -1) {
+		ret = gck_set_error(r->ctx, GCK_ECORRUPT, "corrupt image: "
+		    "patch '%.200s': %s", r->ename, why);
+		goto out;
+	}
+	for (i = 0; i < c->p->nbase; i++)
+		bp[i] = gck_ptab_pages(pt, &c->p->base[i], c->p->bsize[i]);
+	ret = GCK_OK;
+	for (i = 0, m = 0, s = 0; i < c->p->nrun && ret == GCK_OK; i++)
+		for (j = 0; j < c->p->run[i].count && m < np; j++, m++) {
+			c->kind[m] = (unsigned char)c->p->run[i].kind;
+			c->base[m] = (unsigned char)c->p->run[i].base;
+			if (c->kind[m] == GCK_RUN_STORED) {
+				c->off[m] = (uint32_t)s;
+				gck_page_digest(r->pstored + s * GCK_PAGE,
+				    dig + m * GCK_PDIG);
+				s++;
+			} else if (c->kind[m] == GCK_RUN_ZERO)
+				memcpy(dig + m * GCK_PDIG,
+				    gck_page_zero_digest(), GCK_PDIG);
+			else if (bp[c->base[m]] == NULL ||
+			    c->p->run[i].page + j >= c->p->bsize[c->base[m]] /
+			    GCK_PAGE)
+				ret = 1;	/* a base without a page index */
+			else {
+				c->off[m] = c->p->run[i].page + j;
+				memcpy(dig + m * GCK_PDIG, bp[c->base[m]] +
+				    (size_t)c->off[m] * GCK_PDIG, GCK_PDIG);
+			}
+		}
+	if (ret == GCK_OK && m != np)
+		ret = 1;
+	if (ret == GCK_OK && (ret = w_add_planned(w, r->ename,
+	    (size_t)r->esize, dig, r_copy_fetch, c)) == GCK_OK) {
+		r->cplan += r->esize;
+		ret = r_ref_pass(r);
+		goto out;
+	}
+	if (ret == 1) {
+		/* to be read whole: made whole from the pages read */
+		if ((ret = gck_parents_assemble(r->parents, r->ename,
+		    r->epatch, r->epatchlen, r->pstored, r->pstoredlen,
+		    r->esize, &r->pchunk, &r->pchunkcap)) == GCK_OK) {
+			r->refdata = r->pchunk;
+			ret = 1;
+		}
+	}
+out:
+	if (c != NULL)
+		free(c->p);
+	free(c);
+	free(dig);
+	return ret;
+}
+
 int
 gck_reader_copy(struct gck_reader *r, struct gck_writer *w)
 {
@@ -3036,6 +3303,19 @@ gck_reader_copy(struct gck_reader *r, struct gck_writer *w)
 				goto out;
 			continue;
 		}
+		/*
+		 * A chunk of memory of the images the image read refers to
+		 * (the rounds of a snapshot), that the parent lacks as a
+		 * whole: of its pages, only those the parent lacks are read.
+		 */
+		if (r->eref && r->indata && r->egot == 0 && r->refdata ==
+		    NULL && r->refown == NULL && r->no_fetch &&
+		    gck_manifest_file_memory(r->m, r->cur) == 1) {
+			if ((ret = r_copy_planned(r, w)) == GCK_OK)
+				continue;
+			if (ret != 1)
+				goto out;
+		}
 		if (cap < r->esize) {
 			free(buf);
 			cap = (size_t)r->esize;
@@ -3046,6 +3326,8 @@ gck_reader_copy(struct gck_reader *r, struct gck_writer *w)
 				goto out;
 			}
 		}
+		if (gck_manifest_file_memory(r->m, r->cur) == 1)
+			r->cread += r->esize;
 		while ((n = r_chunk(r, &p, SIZE_MAX, &hole)) > 0)
 			if (hole)
 				memset(buf + r->egot - (size_t)n, 0, (size_t)n);
@@ -3067,6 +3349,19 @@ out:
 	free(buf);
 	free(text);
 	return ret;
+}
+
+/*
+ * Of the memory gck_reader_copy() copied, the bytes it read, into
+ * *readp, and those it wrote from the digests of their pages, into
+ * *planp.
+ */
+void
+gck_reader_copy_stats(const struct gck_reader *r, uint64_t *readp,
+    uint64_t *planp)
+{
+	*readp = r->cread;
+	*planp = r->cplan;
 }
 
 /*

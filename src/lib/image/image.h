@@ -58,6 +58,9 @@ int	gck_writer_new2(struct gck_ctx *, int, int, size_t, int, int,
 	    struct gck_writer **);
 void	gck_reader_set_threads(struct gck_reader *, int);
 void	gck_reader_no_ahead(struct gck_reader *);
+void	gck_reader_no_fetch(struct gck_reader *);
+void	gck_reader_copy_stats(const struct gck_reader *, uint64_t *,
+	    uint64_t *);
 void	gck_reader_set_parents(struct gck_reader *, struct gck_parents *);
 void	gck_reader_set_taker(struct gck_reader *, const struct gck_taker *);
 int	gck_reader_set_frames(struct gck_reader *, const uint64_t *,

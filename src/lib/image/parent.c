@@ -1305,6 +1305,31 @@ gck_parents_assemble(struct gck_parents *ps, const char *name,
 }
 
 /*
+ * Copies n pages of the chunk whose digest is d and size size, pages[i]
+ * to to[i], from the image of ps that stores it, checked: of a patch,
+ * only the pages it stores and those its bases give for the pages
+ * asked, as a patch's bases are read (p_take()).  Returns GCK_OK or a
+ * code.
+ */
+int
+gck_parents_pages(struct gck_parents *ps, const struct gck_digest *d,
+    uint64_t size, const uint32_t *pages, char *const *to, size_t n)
+{
+	const struct gck_parents *pb = ps->bases != NULL ? ps->bases : ps;
+	struct pwant		 w[GCK_PATCH_RUNS];
+	size_t			 i;
+
+	if (n > GCK_PATCH_RUNS)
+		return gck_set_error(ps->ctx, GCK_EINVAL, "%zu pages asked "
+		    "of a chunk", n);
+	for (i = 0; i < n; i++) {
+		w[i].page = pages[i];
+		w[i].to = to[i];
+	}
+	return p_take(pb, &ps->fx, d, size, w, n, 0);
+}
+
+/*
  * The patch named name, whose map is len bytes and which stores the n
  * bytes at stored, of a chunk of size bytes, as p_patch() takes it: fe,
  * and the pages in *bufp (*capp bytes, grown as needed).  Returns 0, or

@@ -10,8 +10,9 @@
  * image named as parent: what it stores is the chunks that changed
  * since the last round, the CRIU files, and the memory the GPUs staged.
  * Once the tree runs again, gck_snap_write() writes the image asked
- * for: every chunk that image refers to read back from the rounds,
- * compressed as asked, signed if asked.
+ * for: what that image refers to read back from the rounds, compressed
+ * as asked, signed if asked; given a parent, only the pages the parent
+ * lacks, as the digests of the pages find them.
  *
  * Every byte of the image written is what the stopped tree held: a
  * chunk is only ever taken for the digest the stopped tree's memory
@@ -137,15 +138,22 @@ gck_snap_write(struct gck_ctx *ctx, int delta, struct gck_parents *pool,
 	const struct gck_manifest	*m;
 	struct gck_reader		*rd = NULL;
 	struct gck_writer		*w = NULL;
-	uint64_t			 memory;
+	uint64_t			 memory, read, planned;
 	int				 r;
 
 	*imagep = *refbytesp = 0;
 	if (lseek(delta, 0, SEEK_SET) == -1)
 		return gck_set_syserr(ctx, errno, "cannot read the image "
 		    "made stopped: %s", strerror(errno));
-	if ((r = gck_reader_new(ctx, delta, &rd)) != GCK_OK ||
-	    (r = gck_reader_head(rd, &m)) != GCK_OK)
+	if ((r = gck_reader_new(ctx, delta, &rd)) != GCK_OK)
+		goto out;
+	/*
+	 * Given a parent, of the chunks the rounds hold only the pages the
+	 * parent lacks are read (gck_reader_copy()): none is read ahead.
+	 */
+	if (parents != NULL)
+		gck_reader_no_fetch(rd);
+	if ((r = gck_reader_head(rd, &m)) != GCK_OK)
 		goto out;
 	if (gck_manifest_cached(m)) {
 		if ((r = gck_parents_pool_check(pool, m)) != GCK_OK)
@@ -162,6 +170,10 @@ gck_snap_write(struct gck_ctx *ctx, int delta, struct gck_parents *pool,
 		goto out;
 	*refbytesp = gck_writer_refbytes(w);
 	gck_writer_counts(w, &memory, imagep);
+	gck_reader_copy_stats(rd, &read, &planned);
+	gck_log(ctx, 1, "image: of %" PRIu64 " bytes of memory, %" PRIu64
+	    " read back from the rounds; %" PRIu64 " written from the "
+	    "digests of their pages", memory, read, planned);
 out:
 	gck_writer_free(w);
 	gck_reader_free(rd);
