@@ -466,6 +466,25 @@ w_pages(struct gck_writer *w, const char *buf, size_t len)
 }
 
 /*
+ * As w_pages(), for a chunk of n pages whose digests are known, pdig.
+ * Returns GCK_OK or a code.
+ */
+static int
+w_pages_of(struct gck_writer *w, const unsigned char *pdig, size_t n)
+{
+	size_t	i;
+
+	if (w->pdz == NULL && ((w->pdz = malloc(GCK_PATCH_RUNS * GCK_PDIG)) ==
+	    NULL || (w->pzero = malloc(GCK_PATCH_RUNS)) == NULL))
+		return gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+	memcpy(w->pdz, pdig, n * GCK_PDIG);
+	for (i = 0; i < n; i++)
+		w->pzero[i] = memcmp(pdig + i * GCK_PDIG,
+		    gck_page_zero_digest(), GCK_PDIG) == 0;
+	return GCK_OK;
+}
+
+/*
  * Writes entry e, named name, whose header is set but for its digest d
  * (and its holes, if any), with n bytes of data at buf, and notes it
  * for the trailer as len bytes of kind GCK_EK_*.  Returns GCK_OK or a
@@ -523,6 +542,24 @@ w_entry(struct gck_writer *w, struct archive_entry *e, const char *name,
 	w->count++;
 	w->bytes += len;
 	return GCK_OK;
+}
+
+/*
+ * A new entry of a regular file named name, or NULL with the error set.
+ */
+static struct archive_entry *
+w_entry_new(struct gck_writer *w, const char *name)
+{
+	struct archive_entry	*e;
+
+	if ((e = archive_entry_new()) == NULL) {
+		gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+		return NULL;
+	}
+	archive_entry_set_pathname(e, name);
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0600);
+	return e;
 }
 
 /*
@@ -630,13 +667,10 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 
 	if ((r = gck_check_interrupt(w->ctx)) != GCK_OK)
 		goto out;
-	if ((e = archive_entry_new()) == NULL) {
-		r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+	if ((e = w_entry_new(w, name)) == NULL) {
+		r = w->ctx->code;
 		goto out;
 	}
-	archive_entry_set_pathname(e, name);
-	archive_entry_set_filetype(e, AE_IFREG);
-	archive_entry_set_perm(e, 0600);
 	archive_entry_set_size(e, (la_int64_t)len);
 	/* Format 3: each page's digest, in the index, and against the
 	 * pages of the parents. */
@@ -737,7 +771,7 @@ gck_writer_add_memory_ref(struct gck_writer *w, const char *name,
 {
 	struct archive_entry	*e;
 	char			 rsize[24];
-	size_t			 i, n = len / GCK_PAGE;
+	size_t			 n = len / GCK_PAGE;
 	int			 r;
 
 	if (w->format < 3 || w->parents == NULL || len == 0 ||
@@ -747,20 +781,12 @@ gck_writer_add_memory_ref(struct gck_writer *w, const char *name,
 		    "chunk of memory its parent does not have");
 	if ((r = gck_check_interrupt(w->ctx)) != GCK_OK)
 		return r;
-	if (w->pdz == NULL && ((w->pdz = malloc(GCK_PATCH_RUNS * GCK_PDIG)) ==
-	    NULL || (w->pzero = malloc(GCK_PATCH_RUNS)) == NULL))
-		return gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
-	memcpy(w->pdz, pdig, n * GCK_PDIG);
-	for (i = 0; i < n; i++)
-		w->pzero[i] = memcmp(pdig + i * GCK_PDIG,
-		    gck_page_zero_digest(), GCK_PDIG) == 0;
+	if ((r = w_pages_of(w, pdig, n)) != GCK_OK)
+		return r;
 	if ((r = w_pidx(w, n)) != GCK_OK)
 		return r;
-	if ((e = archive_entry_new()) == NULL)
-		return gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
-	archive_entry_set_pathname(e, name);
-	archive_entry_set_filetype(e, AE_IFREG);
-	archive_entry_set_perm(e, 0600);
+	if ((e = w_entry_new(w, name)) == NULL)
+		return w->ctx->code;
 	archive_entry_set_size(e, 0);
 	snprintf(rsize, sizeof rsize, "%zu", len);
 	archive_entry_xattr_add_entry(e, XATTR_PREFIX "ref", rsize,
@@ -797,13 +823,8 @@ w_add_planned(struct gck_writer *w, const char *name, size_t len,
 	if (w->format < 3 || w->ptab == NULL || w->ptab->slot == NULL ||
 	    len == 0 || len % GCK_PAGE != 0 || len > GCK_CHUNK_SIZE)
 		return 1;
-	if (w->pdz == NULL && ((w->pdz = malloc(GCK_PATCH_RUNS * GCK_PDIG)) ==
-	    NULL || (w->pzero = malloc(GCK_PATCH_RUNS)) == NULL))
-		return gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
-	memcpy(w->pdz, pdig, n * GCK_PDIG);
-	for (i = 0; i < n; i++)
-		w->pzero[i] = memcmp(pdig + i * GCK_PDIG,
-		    gck_page_zero_digest(), GCK_PDIG) == 0;
+	if ((r = w_pages_of(w, pdig, n)) != GCK_OK)
+		return r;
 	if ((p = malloc(sizeof *p)) == NULL)
 		return gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
 	if ((plan = gck_patch_plan(w->ptab, w->pdz, w->pzero, n, p, &ent)) ==
@@ -832,13 +853,10 @@ w_add_planned(struct gck_writer *w, const char *name, size_t len,
 	    (r = gck_check_interrupt(w->ctx)) != GCK_OK ||
 	    (r = w_pidx(w, n)) != GCK_OK)
 		goto out;
-	if ((e = archive_entry_new()) == NULL) {
-		r = gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+	if ((e = w_entry_new(w, name)) == NULL) {
+		r = w->ctx->code;
 		goto out;
 	}
-	archive_entry_set_pathname(e, name);
-	archive_entry_set_filetype(e, AE_IFREG);
-	archive_entry_set_perm(e, 0600);
 	if ((r = w_patch(w, e, name, w->pfill, len, p)) == GCK_OK)
 		r = w_mem(w, &w->patchd, len);
 out:
