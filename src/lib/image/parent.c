@@ -1091,6 +1091,17 @@ p_find(const struct gck_parents *ps, const struct gck_digest *d)
 }
 
 /*
+ * Whether image i of ps stands on the image whose id is id: its chain
+ * names it.
+ */
+int
+gck_parents_stands_on(const struct gck_parents *ps, size_t i, const char *id)
+{
+	return i < ps->nimg && ps->img[i].chain != NULL &&
+	    chain_find(ps->img[i].chain, 0, id) >= 0;
+}
+
+/*
  * Whether every chunk fetched from the pool ps so far is still stored
  * by one of its images that gone (one flag an image) does not mark:
  * the image read from it could still be read without those.

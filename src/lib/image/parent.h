@@ -71,6 +71,8 @@ void	gck_parents_set_bases(struct gck_parents *,
 	    const struct gck_parents *);
 int	gck_parents_assemble(struct gck_parents *, const char *, const char *,
 	    size_t, const char *, uint64_t, uint64_t, char **, size_t *);
+int	gck_parents_stands_on(const struct gck_parents *, size_t,
+	    const char *);
 int	gck_parents_pages(struct gck_parents *, const struct gck_digest *,
 	    uint64_t, const uint32_t *, char *const *, size_t);
 int	gck_parents_assemble_any(const struct gck_parents *, const char *,

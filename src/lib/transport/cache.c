@@ -57,6 +57,7 @@ struct cfile {
 	char		 name[64];
 	uint64_t	 size;
 	struct timespec	 mtime;
+	int		 gone;		/* evicted */
 };
 
 static int
@@ -123,6 +124,7 @@ list_images(struct gck_cache *c, struct cfile **fp, size_t *np)
 			}
 			f = nf;
 		}
+		memset(&f[n], 0, sizeof f[n]);
 		snprintf(f[n].name, sizeof f[n].name, "%s", de->d_name);
 		f[n].size = (uint64_t)sb.st_blocks * 512;
 		f[n].mtime = sb.st_mtim;
@@ -392,11 +394,59 @@ pool_index(const struct gck_cache *c, const char *name)
 }
 
 /*
+ * Evicts file i of f, the cache's images, of which total bytes are left.
+ * Returns 0, or -1 when it could not be removed.
+ */
+static int
+evict_one(struct gck_cache *c, struct cfile *f, size_t i, uint64_t *total,
+    const char *why)
+{
+	if (unlinkat(c->dfd, f[i].name, 0) == -1)
+		return -1;
+	gck_log(c->ctx, 1, "evicted %s from the cache '%s'%s", f[i].name,
+	    c->dir, why);
+	*total -= f[i].size;
+	f[i].gone = 1;
+	return 0;
+}
+
+/* Whether image i of f stands on image j: its chain names j's id. */
+static int
+stands_on(const struct gck_cache *c, const struct cfile *f, size_t i,
+    size_t j)
+{
+	ssize_t	k;
+	char	id[64];
+
+	if ((k = pool_index(c, f[i].name)) < 0)
+		return 0;
+	snprintf(id, sizeof id, "%.*s", (int)strcspn(f[j].name, "."),
+	    f[j].name);
+	return gck_parents_stands_on(c->pool, (size_t)k, id);
+}
+
+/* Whether an image of f, n of them, not evicted stands on image j. */
+static int
+stood_on(const struct gck_cache *c, const struct cfile *f, size_t n,
+    size_t j)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		if (i != j && !f[i].gone && stands_on(c, f, i, j))
+			return 1;
+	return 0;
+}
+
+/*
  * Evicts the oldest images until the cache fits its limit.  keep, the
  * newest, stays with every image that holds the only copy of a chunk
  * its restore took from the cache (gck_parents_pool_covered()), as long
  * as they fit: an image is never kept without those it needs.  If they
- * do not fit, keep goes first, then the others, oldest first.
+ * do not fit, keep goes first, then the others, oldest first, those
+ * that no image left stands on (names in its chain) before those that
+ * one does.  Then an image left that stands on one evicted goes too:
+ * the cache would no longer offer it.
  */
 static void
 evict(struct gck_cache *c, const char *keep)
@@ -404,9 +454,9 @@ evict(struct gck_cache *c, const char *keep)
 	struct cfile	*f;
 	unsigned char	*gone = NULL;
 	uint64_t	 total = 0;
-	size_t		 n, i, np;
+	size_t		 n, i, j, np;
 	ssize_t		 k;
-	int		 pass;
+	int		 pass, more;
 
 	if (list_images(c, &f, &n) != GCK_OK)
 		return;
@@ -421,17 +471,12 @@ evict(struct gck_cache *c, const char *keep)
 		if (pass == 1 && total > c->limit) {
 			for (i = 0; i < n && strcmp(f[i].name, keep) != 0; i++)
 				;
-			if (i < n && unlinkat(c->dfd, keep, 0) == 0) {
-				gck_log(c->ctx, 1, "evicted %s from the cache "
-				    "'%s': with what it needs, over its limit",
-				    keep, c->dir);
-				total -= f[i].size;
-				f[i].name[0] = '\0';
-			}
+			if (i < n)
+				(void)evict_one(c, f, i, &total, ": with what "
+				    "it needs, over its limit");
 		}
 		for (i = n; i > 0 && total > c->limit; i--) {
-			if (f[i - 1].name[0] == '\0' ||
-			    strcmp(f[i - 1].name, keep) == 0)
+			if (f[i - 1].gone || strcmp(f[i - 1].name, keep) == 0)
 				continue;
 			k = pool_index(c, f[i - 1].name);
 			if (pass == 0 && k >= 0) {
@@ -441,14 +486,24 @@ evict(struct gck_cache *c, const char *keep)
 					continue;
 				}
 			}
-			if (unlinkat(c->dfd, f[i - 1].name, 0) == -1)
+			/* then those that no image left stands on first */
+			if (pass == 1 && stood_on(c, f, n, i - 1))
 				continue;
-			gck_log(c->ctx, 1, "evicted %s from the cache '%s'",
-			    f[i - 1].name, c->dir);
-			total -= f[i - 1].size;
-			f[i - 1].name[0] = '\0';
+			(void)evict_one(c, f, i - 1, &total, "");
 		}
+		for (i = n; pass == 1 && i > 0 && total > c->limit; i--)
+			if (!f[i - 1].gone)
+				(void)evict_one(c, f, i - 1, &total, "");
 	}
+	do {
+		more = 0;
+		for (i = 0; i < n; i++)
+			for (j = 0; j < n && !f[i].gone; j++)
+				if (f[j].gone && stands_on(c, f, i, j) &&
+				    evict_one(c, f, i, &total, ": it stood on "
+				    "one evicted") == 0)
+					more = 1;
+	} while (more);
 	free(gone);
 	free(f);
 }
