@@ -188,6 +188,7 @@ gck_keeper_run(char *const argv[])
 	struct gck_keeper_report	 rep;
 	sigset_t			 set;
 	pid_t				 criu = -1;
+	char				**envp = NULL;
 	int				 i, fd, ns = 0, maxpid = 0, root = 0;
 
 	memset(&rep, 0, sizeof rep);
@@ -216,8 +217,12 @@ gck_keeper_run(char *const argv[])
 		rep.err = keeper_setup_ns((pid_t)maxpid);
 	else if (rep.err == 0 && prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
 		rep.err = errno;
+	if (rep.err == 0 && (envp = gck_criu_envp(NULL)) == NULL)
+		rep.err = ENOMEM;
 	if (rep.err == 0 && (criu = fork()) == -1)
 		rep.err = errno;
+	if (criu != 0)
+		gck_criu_envp_free(envp, NULL);
 	if (rep.err != 0) {
 		put(KEEPER_STATUS, &rep, sizeof rep);
 		errno = rep.err;
@@ -228,8 +233,7 @@ gck_keeper_run(char *const argv[])
 		close(KEEPER_RELEASE);
 		for (i = 1; i < NSIG; i++)
 			signal(i, SIG_DFL);
-		gck_criu_env();
-		execv(argv[0], argv);
+		execve(argv[0], argv, envp);
 		dprintf(2, "Error (gpuckpt): cannot run %s: %s\n", argv[0],
 		    strerror(errno));
 		_exit(127);

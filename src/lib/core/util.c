@@ -326,7 +326,7 @@ fail:
 }
 
 /*
- * In a child about to run criu(8): its hardware breakpoints off, unless
+ * For a child about to run criu(8): its hardware breakpoints off, unless
  * whoever runs us says otherwise (CRIU_FAULT).  criu dump and restore
  * stop each task as it leaves criu's code injected in it, on a hardware
  * breakpoint where the kernel gives them; in some virtual machines
@@ -336,9 +336,48 @@ fail:
  * by default before 3.x for Xen guests: a little slower, the same
  * result.
  */
-void
-gck_criu_env(void)
+/*
+ * Made before the fork, as the child of a process of several threads may
+ * not allocate (another thread may hold the allocator's lock as it
+ * forks): our environment, with CRIU_FAULT as above and, with hook,
+ * GCK_CRIU_HOOK=hook, for execve(2).  Returns it (free it with
+ * gck_criu_envp_free()), or NULL when out of memory.
+ */
+char **
+gck_criu_envp(const char *hook)
 {
+	extern char	**environ;
+	char		**e;
+	size_t		  n = 0, i, k = 0;
+
+	while (environ[n] != NULL)
+		n++;
+	if ((e = calloc(n + 3, sizeof *e)) == NULL)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if (hook == NULL || strncmp(environ[i], "GCK_CRIU_HOOK=", 14)
+		    != 0)
+			e[k++] = environ[i];
 	if (getenv("CRIU_FAULT") == NULL)
-		setenv("CRIU_FAULT", "130", 1);
+		e[k++] = (char *)"CRIU_FAULT=130";
+	if (hook != NULL && asprintf(&e[k], "GCK_CRIU_HOOK=%s", hook) == -1) {
+		free(e);
+		return NULL;
+	}
+	return e;
+}
+
+/* Frees what gck_criu_envp(hook) made. */
+void
+gck_criu_envp_free(char **e, const char *hook)
+{
+	size_t	n = 0;
+
+	if (e == NULL)
+		return;
+	while (e[n] != NULL)
+		n++;
+	if (hook != NULL && n > 0)
+		free(e[n - 1]);
+	free(e);
 }

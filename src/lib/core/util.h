@@ -16,7 +16,8 @@ void	gck_hex64(uint64_t, char [17]);
 int	gck_msleep(int);
 int64_t	gck_now_ms(void);
 int	gck_grow(struct gck_ctx *, void *, size_t *, size_t, size_t);
-void	gck_criu_env(void);
+char	**gck_criu_envp(const char *);
+void	gck_criu_envp_free(char **, const char *);
 int	gck_libexec_path(struct gck_ctx *, const char *, const char *, char *,
 	    size_t);
 

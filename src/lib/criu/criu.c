@@ -661,13 +661,18 @@ criu_fork(char *const argv[], int logfd, const char *hook, const int *nsfd)
 {
 	sigset_t	set;
 	pid_t		pid;
+	char		**envp;
 	int		fd, i;
 
-	if ((pid = fork()) != 0)
+	if ((envp = gck_criu_envp(hook)) == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	if ((pid = fork()) != 0) {
+		gck_criu_envp_free(envp, hook);
 		return pid;
+	}
 	setpgid(0, 0);
-	if (hook != NULL)
-		setenv("GCK_CRIU_HOOK", hook, 1);
 	for (i = 1; i < NSIG; i++)
 		signal(i, SIG_DFL);
 	sigemptyset(&set);
@@ -680,8 +685,7 @@ criu_fork(char *const argv[], int logfd, const char *hook, const int *nsfd)
 	dup2(logfd, 2);
 	if (nsfd != NULL)
 		criu_enter(nsfd);
-	gck_criu_env();
-	execv(argv[0], argv);
+	execve(argv[0], argv, envp);
 	dprintf(2, "Error (gpuckpt): cannot run %s: %s\n", argv[0],
 	    strerror(errno));
 	_exit(127);
