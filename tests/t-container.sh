@@ -1,0 +1,98 @@
+#!/bin/sh
+test_description='containers: a runc container of a busybox root file system, checkpointed and restored by runc through the same criu'
+. "$GCK_SRCDIR/lib.sh"
+
+# What criu does here for a container, runc does: this script holds the
+# ground that gpuckpt's own containers stand on (runc, busybox-static,
+# iptables for criu's network lock, all from scripts/install-deps).
+require_criu
+require_python
+for _c in runc busybox iptables-restore; do
+	command -v $_c >/dev/null ||
+	    test_skip_all "$_c not found (scripts/install-deps installs it)"
+done
+ldd "$(command -v busybox)" >/dev/null 2>&1 &&
+    test_skip_all "busybox is not static (busybox-static)"
+
+RUNC="runc --root $TRASH/runc"
+CT=gck$$
+test_cleanup() {
+	$RUNC kill $CT KILL 2>/dev/null
+	$RUNC delete -f $CT 2>/dev/null
+	:
+}
+
+# bundle DIR: a runc bundle in DIR: a root file system of busybox, its
+# program a shell counting in its own memory, writing each count to
+# /tmp/count; no rlimits (root here may not raise them) and no terminal.
+bundle() {
+	mkdir -p "$1/rootfs/bin" "$1/rootfs/tmp" "$1/rootfs/proc" \
+	    "$1/rootfs/sys" "$1/rootfs/dev" &&
+	cp "$(command -v busybox)" "$1/rootfs/bin/busybox" &&
+	for _a in sh sleep cat echo; do
+		ln -s busybox "$1/rootfs/bin/$_a" || return 1
+	done &&
+	(cd "$1" && runc spec) &&
+	python3 - "$1/config.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["process"]["terminal"] = False
+c["process"].pop("rlimits", None)
+c["process"]["args"] = ["sh", "-c",
+    "i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep 0.05; done"]
+c["root"] = {"path": "rootfs", "readonly": False}
+json.dump(c, open(p, "w"), indent=1)
+PY
+}
+
+# count: the count the container wrote last.
+count() {
+	cat "$TRASH/ct/rootfs/tmp/count" 2>/dev/null
+}
+
+# ct_pid: the PID runc gives for the container, its PID namespace's init.
+ct_pid() {
+	$RUNC state $CT | python3 -c 'import json, sys; print(json.load(sys.stdin)["pid"])'
+}
+
+# root_of PID: what the mount at PID's / is of (mountinfo's root field).
+root_of() {
+	awk '$5 == "/" { print $4 }' "/proc/$1/mountinfo"
+}
+
+test_expect_success 'a busybox container runs under runc, in namespaces of its own' '
+	bundle "$TRASH/ct" &&
+	(cd "$TRASH/ct" && setsid sh -c "$RUNC run -d $CT </dev/null 2>&1 | cat >\"$TRASH/ct.log\"" &) &&
+	wait_for_line "$TRASH/ct/rootfs/tmp/count" "^[0-9]" 30 &&
+	P=$(ct_pid) && test -n "$P" &&
+	for _ns in pid mnt ipc uts net; do
+		test "$(readlink /proc/$P/ns/$_ns)" != "$(readlink /proc/self/ns/$_ns)" ||
+		    return 1
+	done &&
+	root_of "$P" | grep -q "/ct/rootfs\$"
+'
+
+test_expect_success 'runc checkpoint stops the container and records it' '
+	_i=0 && while test "$(count)" -lt 20; do
+		_i=$((_i + 1)) && test $_i -lt 300 && sleep 0.1 || return 1
+	done &&
+	$RUNC checkpoint --image-path "$TRASH/img" $CT &&
+	test -f "$TRASH/img/pstree.img" &&
+	ls "$TRASH"/img/mountpoints-*.img >/dev/null &&
+	! proc_running "$P" &&
+	C1=$(count) && sleep 0.5 && test "$(count)" = "$C1"
+'
+
+test_expect_success 'runc restore: the count goes on from where it stopped, in a new process' '
+	$RUNC restore -d --bundle "$TRASH/ct" --image-path "$TRASH/img" $CT </dev/null >"$TRASH/restore.log" 2>&1 &&
+	P2=$(ct_pid) && test -n "$P2" && test "$P2" != "$P" &&
+	test "$(count)" -ge "$C1" &&
+	_i=0 && while test "$(count)" -le "$C1"; do
+		_i=$((_i + 1)) && test $_i -lt 100 && sleep 0.1 || return 1
+	done &&
+	C2=$(count) && sleep 0.3 && test "$(count)" -gt "$C2" &&
+	test "$(readlink /proc/$P2/ns/pid)" != "$(readlink /proc/self/ns/pid)"
+'
+
+test_done
