@@ -24,12 +24,13 @@ test_cleanup() {
 
 # bundle DIR: a runc bundle in DIR: a root file system of busybox, its
 # program a shell counting in its own memory, writing each count to
-# /tmp/count; no rlimits (root here may not raise them) and no terminal.
+# /tmp/count by rename (a reader, or a checkpoint, never sees it half
+# written); no rlimits (root here may not raise them) and no terminal.
 bundle() {
 	mkdir -p "$1/rootfs/bin" "$1/rootfs/tmp" "$1/rootfs/proc" \
 	    "$1/rootfs/sys" "$1/rootfs/dev" &&
 	cp "$(command -v busybox)" "$1/rootfs/bin/busybox" &&
-	for _a in sh sleep cat echo; do
+	for _a in sh sleep cat echo mv; do
 		ln -s busybox "$1/rootfs/bin/$_a" || return 1
 	done &&
 	(cd "$1" && runc spec) &&
@@ -40,7 +41,7 @@ c = json.load(open(p))
 c["process"]["terminal"] = False
 c["process"].pop("rlimits", None)
 c["process"]["args"] = ["sh", "-c",
-    "i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep 0.05; done"]
+    "i=0; while true; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.05; done"]
 c["root"] = {"path": "rootfs", "readonly": False}
 json.dump(c, open(p, "w"), indent=1)
 PY
