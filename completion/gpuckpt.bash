@@ -48,14 +48,14 @@ _gck_opts()
 		maxop='0 0'
 		;;
 	gpurestore)
-		long='--allowed-signers --gpu-map --help --parent --pid
-		    --pidfile --pidns --quiet --resume --stats --tcp-close
-		    --threads --verbose --version --wait'
-		longarg='--allowed-signers --gpu-map --parent --pid --pidfile
-		    --threads'
+		long='--allowed-signers --gpu-map --help --mount-map --parent
+		    --pid --pidfile --pidns --quiet --resume --root --stats
+		    --tcp-close --threads --verbose --version --wait'
+		longarg='--allowed-signers --gpu-map --mount-map --parent --pid
+		    --pidfile --root --threads'
 		longopt=--stats
-		short='h=--help p=--pid P=--pidfile q=--quiet V=--version
-		    v=--verbose'
+		short='h=--help M=--mount-map p=--pid P=--pidfile q=--quiet
+		    V=--version v=--verbose'
 		operand=file
 		maxop='1 1'
 		;;

@@ -63,6 +63,7 @@ static void		 print_show(const char *, json_t *,
 			    const struct args *);
 static void		 show_image(const char *, json_t *);
 static void		 show_source(json_t *);
+static void		 show_mounts(json_t *);
 static void		 show_procs(json_t *);
 static void		 show_gpus(json_t *);
 static void		 show_open(json_t *);
@@ -285,6 +286,7 @@ print_show(const char *name, json_t *d, const struct args *a)
 	show_image(name, d);
 	show_source(d);
 	show_open(d);
+	show_mounts(d);
 	show_procs(d);
 	show_gpus(d);
 	if (a->verbose || a->files)
@@ -390,6 +392,29 @@ show_source(json_t *d)
 	    size_str(json_object_get(t, "rss_anon"), b[1], sizeof b[1]),
 	    size_str(json_object_get(t, "rss_file"), b[2], sizeof b[2]),
 	    size_str(json_object_get(t, "rss_shmem"), b[3], sizeof b[3]));
+}
+
+/*
+ * A tree of a mount namespace of its own: its root file system, the
+ * mounts it had from its host and its files outside the namespace.
+ */
+static void
+show_mounts(json_t *d)
+{
+	json_t	*m = json_object_get(d, "mounts"), *e;
+	size_t	 i;
+
+	if (!json_is_object(m))
+		return;
+	printf("root        %s (a mount namespace of its own)\n",
+	    str(m, "root"));
+	json_array_foreach(json_object_get(m, "binds"), i, e)
+		printf("mount       %s from %s (%s)\n", str(e, "at"),
+		    str(e, "source"), str(e, "fstype"));
+	json_array_foreach(json_object_get(m, "files"), i, e)
+		printf("outside     %s on fd %lld of process %lld\n",
+		    str(e, "path"), (long long)num(e, "fd"),
+		    (long long)num(e, "pid"));
 }
 
 /* The table of the processes, as a tree from the root. */

@@ -147,6 +147,12 @@ struct gck_restore_opts {
 	int		 tcp_close;	/* the image's TCP connections are
 					   restored closed (criu --tcp-close),
 					   not as they were */
+	const char	*root;		/* a tree of a mount namespace of its
+					   own: its root file system here, or
+					   NULL for the image's */
+	char *const	*mount_map;	/* "AT=SOURCE": where the mount it had
+					   from its host at AT comes from */
+	size_t		 nmount_map;
 };
 
 struct gck_image_stats {

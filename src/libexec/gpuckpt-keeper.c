@@ -6,7 +6,8 @@
  * why).  A program of its own, run with fexecve(2), so that it holds
  * none of the restoring command's memory.
  *
- * usage: gpuckpt-keeper criu restore ..., with criu's report to go out
+ * usage: gpuckpt-keeper [-f N] [-n MAXPID:ROOT] criu restore ..., with
+ * N descriptors from 6 on for criu to inherit, criu's report to go out
  * on descriptor 3, the word to go to come in on 4, and the guard's pipe
  * on 5: gck_keeper_start() runs it so.
  */

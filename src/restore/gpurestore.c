@@ -13,6 +13,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,12 +26,14 @@ static const struct option longopts[] = {
 	{ "allowed-signers", required_argument,	NULL,	'S' },
 	{ "gpu-map",	required_argument,	NULL,	'G' },
 	{ "help",	no_argument,		NULL,	'h' },
+	{ "mount-map",	required_argument,	NULL,	'M' },
 	{ "parent",	required_argument,	NULL,	'A' },
 	{ "pid",	required_argument,	NULL,	'p' },
 	{ "pidfile",	required_argument,	NULL,	'P' },
 	{ "pidns",	no_argument,		NULL,	'N' },
 	{ "quiet",	no_argument,		NULL,	'q' },
 	{ "resume",	no_argument,		NULL,	'U' },
+	{ "root",	required_argument,	NULL,	'R' },
 	{ "stats",	optional_argument,	NULL,	'Z' },
 	{ "tcp-close",	no_argument,		NULL,	'C' },
 	{ "threads",	required_argument,	NULL,	'j' },
@@ -44,6 +47,8 @@ static const struct option longopts[] = {
 struct args {
 	struct gck_restore_opts	 o;
 	char			**parents;	/* --parent, in o too */
+	char			**map;		/* --mount-map, in o too */
+	char			 root[PATH_MAX];	/* --root */
 	const char		*pidfile;	/* --pidfile */
 	const char		*series;	/* a series, or NULL */
 	pid_t			 pid;		/* -p of --resume */
@@ -69,10 +74,11 @@ static int	restore(struct args *);
 static const char synopsis[] =
     "usage: gpurestore [-hqVv] [--allowed-signers file] "
     "[--gpu-map src=dst[,...]]\n"
-    "                  [--parent path] [--pidfile file] [--pidns] "
-    "[--stats[=text|json]]\n"
-    "                  [--tcp-close] [--threads n] [--wait] "
-    "[file | dir | -]\n"
+    "                  [-M at=dir] [--parent path] [--pidfile file] "
+    "[--pidns]\n"
+    "                  [--root dir] [--stats[=text|json]] [--tcp-close] "
+    "[--threads n]\n"
+    "                  [--wait] [file | dir | -]\n"
     "       gpurestore --resume [-v] [--gpu-map src=dst[,...]] -p pid\n";
 
 static const char help[] =
@@ -85,6 +91,9 @@ static const char help[] =
     "      --gpu-map=SRC=DST[,...]  put the GPU state on these GPUs, "
     "rather than\n"
     "                           where it would go by default\n"
+    "  -M, --mount-map=AT=DIR   for a job of a mount namespace of its "
+    "own: its mount\n"
+    "                           at AT is of DIR here; may be repeated\n"
     "      --parent=PATH        where the parents of an incremental image "
     "are\n"
     "                           (beside the image); may be repeated\n"
@@ -92,6 +101,9 @@ static const char help[] =
     "      --pidns              restore into a new PID namespace (only "
     "when a PID\n"
 "                           of the image is taken)\n"
+    "      --root=DIR           for a job of a mount namespace of its "
+    "own: its root\n"
+    "                           file system is DIR here\n"
     "      --tcp-close          restore the TCP connections closed (their "
     "programs\n"
     "                           see them reset), not as they were\n"
@@ -200,8 +212,19 @@ parse_args(struct args *a, int argc, char *argv[])
 
 	memset(a, 0, sizeof *a);
 	o->pid_wait_ms = 10000;
-	while ((ch = getopt_long(argc, argv, "hp:P:qVv", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "hM:p:P:qVv", longopts,
+	    NULL)) != -1) {
 		switch (ch) {
+		case 'M':
+			tool_append(&a->map, &o->nmount_map, optarg);
+			o->mount_map = a->map;
+			break;
+		case 'R':
+			/* As given where it is not there: the restore says. */
+			if (realpath(optarg, a->root) == NULL)
+				snprintf(a->root, sizeof a->root, "%s", optarg);
+			o->root = a->root;
+			break;
 		case 'A':
 			tool_append(&a->parents, &o->nparents, optarg);
 			o->parents = a->parents;
@@ -270,10 +293,11 @@ resume_tree(const struct args *a, int argc, const char *argv0)
 		    argv0);
 	if (a->pidfile != NULL || a->wait ||
 	    o->pidns != GCK_PIDNS_AUTO || o->threads != 0 ||
-	    o->nparents != 0 || a->stats || o->tcp_close) {
-		warnx("--resume takes -p pid, no image and no "
-		    "--parent, --pidfile, --pidns, --stats, --tcp-close, "
-		    "--threads or --wait");
+	    o->nparents != 0 || a->stats || o->tcp_close || o->root != NULL ||
+	    o->nmount_map != 0) {
+		warnx("--resume takes -p pid, no image and no -M, "
+		    "--parent, --pidfile, --pidns, --root, --stats, "
+		    "--tcp-close, --threads or --wait");
 		usage(2);
 	}
 	tool_signals();

@@ -58,7 +58,9 @@
 #define KEEPER_STATUS	3	/* the keeper's descriptors */
 #define KEEPER_RELEASE	4
 #define KEEPER_KEEP	5	/* criu's: the guard's pipe */
-#define KEEPER_FIRSTFREE 6
+#define KEEPER_FIRSTFREE 6	/* criu's to inherit (-f N), from here */
+#define KEEPER_XFDS	256
+#define KEEPER_HIGH	(KEEPER_FIRSTFREE + KEEPER_XFDS + 8)
 
 struct gck_keeper {
 	pid_t	pid;
@@ -178,8 +180,9 @@ keeper_init_loop(pid_t root)
 /*
  * gpuckpt-keeper: runs criu (argv) as gck_keeper_start() asks, its
  * report on descriptor 3, the word to go on 4, the guard's pipe on 5;
- * with "-n MAXPID:ROOT" first, as the init of the PID namespace it was
- * started in.  Returns GCK_OK once let go, or GCK_ESYS when it could not
+ * with "-f N" first, N more descriptors from 6 on for criu to inherit
+ * (closed once criu is done); with "-n MAXPID:ROOT" next, as the init
+ * of the PID namespace it was started in.  Returns GCK_OK once let go, or GCK_ESYS when it could not
  * run criu (and said so on descriptor 3); as init it does not return.
  */
 int
@@ -190,8 +193,15 @@ gck_keeper_run(char *const argv[])
 	pid_t				 criu = -1;
 	char				**envp = NULL;
 	int				 i, fd, ns = 0, maxpid = 0, root = 0;
+	int				 nx = 0;
 
 	memset(&rep, 0, sizeof rep);
+	if (argv[0] != NULL && strcmp(argv[0], "-f") == 0) {
+		if (argv[1] == NULL || sscanf(argv[1], "%d", &nx) != 1 ||
+		    nx < 0 || nx > KEEPER_XFDS)
+			rep.err = EINVAL;
+		argv += 2;
+	}
 	if (argv[0] != NULL && strcmp(argv[0], "-n") == 0) {
 		if (argv[1] == NULL || sscanf(argv[1], "%d:%d", &maxpid,
 		    &root) != 2 || getpid() != 1)
@@ -202,7 +212,8 @@ gck_keeper_run(char *const argv[])
 	if (argv[0] == NULL)
 		rep.err = EINVAL;
 	(void)prctl(PR_SET_NAME, "gpuckpt-keeper");
-	(void)close_range(KEEPER_FIRSTFREE, ~0u, 0);
+	/* Only what criu is to inherit from us, from 6 on, stays. */
+	(void)close_range(KEEPER_FIRSTFREE + (unsigned int)nx, ~0u, 0);
 	for (i = 1; i < NSIG; i++)
 		if (i != SIGCHLD)
 			signal(i, i == SIGPIPE ? SIG_IGN : SIG_DFL);
@@ -242,6 +253,7 @@ gck_keeper_run(char *const argv[])
 	close(KEEPER_KEEP);
 	while (waitpid(criu, &rep.status, 0) == -1 && errno == EINTR)
 		;
+	(void)close_range(KEEPER_FIRSTFREE, ~0u, 0);
 	put(KEEPER_STATUS, &rep, sizeof rep);
 	if (!ns)
 		close(KEEPER_STATUS);
@@ -264,16 +276,19 @@ gck_keeper_run(char *const argv[])
 
 /*
  * Starts a keeper that runs criu (argv) with its output on logfd and
- * keepfd inherited; with ns, as the init of a new PID namespace (and
+ * keepfd inherited, and the nxfds descriptors xfds as 6, 7... ; with ns, as the init of a new PID namespace (and
  * mount namespace).  Returns GCK_OK with *kp, or a code.
  */
 int
 gck_keeper_start(struct gck_ctx *ctx, char *const argv[], int logfd,
-    int keepfd, const struct gck_keeper_ns *ns, struct gck_keeper **kp)
+    int keepfd, const int *xfds, size_t nxfds,
+    const struct gck_keeper_ns *ns, struct gck_keeper **kp)
 {
 	extern char		**environ;
 	struct gck_keeper	 *k = NULL;
 	char			**kargv = NULL, prog[PATH_MAX], nsarg[32];
+	char			  xarg[16];
+	int			 *hx = NULL;
 	size_t			  i, j;
 	int			  exe = -1, nul = -1, sp[2] = { -1, -1 };
 	int			  rp[2] = { -1, -1 }, fds[4], r, oerrno;
@@ -285,13 +300,22 @@ gck_keeper_start(struct gck_ctx *ctx, char *const argv[], int logfd,
 		return ctx->code;
 	for (i = 0; argv[i] != NULL; i++)
 		;
+	if (nxfds > KEEPER_XFDS)
+		return gck_set_error(ctx, GCK_EINVAL, "cannot start criu: "
+		    "more than %d descriptors to give it", KEEPER_XFDS);
 	if ((k = calloc(1, sizeof *k)) == NULL ||
-	    (kargv = calloc(i + 4, sizeof *kargv)) == NULL) {
+	    (kargv = calloc(i + 6, sizeof *kargv)) == NULL ||
+	    (hx = calloc(nxfds + 1, sizeof *hx)) == NULL) {
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
 	j = 0;
 	kargv[j++] = KEEPER_PROG;
+	if (nxfds > 0) {
+		snprintf(xarg, sizeof xarg, "%zu", nxfds);
+		kargv[j++] = "-f";
+		kargv[j++] = xarg;
+	}
 	if (ns != NULL) {
 		snprintf(nsarg, sizeof nsarg, "%d:%d", (int)ns->maxpid,
 		    (int)ns->root);
@@ -309,14 +333,31 @@ gck_keeper_start(struct gck_ctx *ctx, char *const argv[], int logfd,
 		    strerror(errno));
 		goto out;
 	}
-	/* Out of the way of the numbers the keeper is given them at. */
-	fds[0] = fcntl(sp[1], F_DUPFD_CLOEXEC, KEEPER_FIRSTFREE + 64);
-	fds[1] = fcntl(rp[0], F_DUPFD_CLOEXEC, KEEPER_FIRSTFREE + 64);
+	/*
+	 * Out of the way of the numbers the keeper is given them at, as
+	 * are the program and /dev/null.
+	 */
+	fds[0] = fcntl(sp[1], F_DUPFD_CLOEXEC, KEEPER_HIGH);
+	fds[1] = fcntl(rp[0], F_DUPFD_CLOEXEC, KEEPER_HIGH);
 	fds[2] = keepfd != -1 ? fcntl(keepfd, F_DUPFD_CLOEXEC,
-	    KEEPER_FIRSTFREE + 64) : fcntl(nul, F_DUPFD_CLOEXEC,
-	    KEEPER_FIRSTFREE + 64);
-	fds[3] = fcntl(logfd, F_DUPFD_CLOEXEC, KEEPER_FIRSTFREE + 64);
-	if (fds[0] == -1 || fds[1] == -1 || fds[2] == -1 || fds[3] == -1) {
+	    KEEPER_HIGH) : fcntl(nul, F_DUPFD_CLOEXEC, KEEPER_HIGH);
+	fds[3] = fcntl(logfd, F_DUPFD_CLOEXEC, KEEPER_HIGH);
+	for (i = 0; i < nxfds; i++)
+		hx[i] = -1;
+	for (i = 0; i < nxfds; i++)
+		if ((hx[i] = fcntl(xfds[i], F_DUPFD_CLOEXEC, KEEPER_HIGH)) ==
+		    -1)
+			break;
+	if ((r = fcntl(exe, F_DUPFD_CLOEXEC, KEEPER_HIGH)) != -1) {
+		close(exe);
+		exe = r;
+	}
+	if (r != -1 && (r = fcntl(nul, F_DUPFD_CLOEXEC, KEEPER_HIGH)) != -1) {
+		close(nul);
+		nul = r;
+	}
+	if (fds[0] == -1 || fds[1] == -1 || fds[2] == -1 || fds[3] == -1 ||
+	    r == -1 || (nxfds > 0 && hx[nxfds - 1] == -1)) {
 		r = gck_set_syserr(ctx, errno, "cannot start criu: %s",
 		    strerror(errno));
 		for (i = 0; i < 4; i++)
@@ -337,6 +378,8 @@ gck_keeper_start(struct gck_ctx *ctx, char *const argv[], int logfd,
 		dup2(fds[0], KEEPER_STATUS);
 		dup2(fds[1], KEEPER_RELEASE);
 		dup2(fds[2], KEEPER_KEEP);
+		for (i = 0; i < nxfds; i++)
+			dup2(hx[i], KEEPER_FIRSTFREE + (int)i);
 		fexecve(exe, kargv, environ);
 		_exit(127);
 	}
@@ -370,6 +413,10 @@ out:
 		close(exe);
 	if (nul != -1)
 		close(nul);
+	for (i = 0; hx != NULL && i < nxfds; i++)
+		if (hx[i] != -1)
+			close(hx[i]);
+	free(hx);
 	free(kargv);
 	free(k);
 	return r;

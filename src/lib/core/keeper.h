@@ -20,7 +20,8 @@ struct gck_keeper_ns {
 	pid_t	root;
 };
 int	gck_keeper_start(struct gck_ctx *, char *const [], int, int,
-	    const struct gck_keeper_ns *, struct gck_keeper **);
+	    const int *, size_t, const struct gck_keeper_ns *,
+	    struct gck_keeper **);
 pid_t	gck_keeper_pid(const struct gck_keeper *);
 int	gck_keeper_report(struct gck_keeper *, int,
 	    struct gck_keeper_report *);

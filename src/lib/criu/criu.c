@@ -41,7 +41,9 @@ struct clog;
 static int		 criu_run(struct gck_ctx *, char *const [],
 			    struct clog *, struct gck_keeper **,
 			    const struct gck_keeper_ns *,
-			    struct gck_guard *, const char *, const int *,
+			    struct gck_guard *,
+			    const struct gck_criu_extra *, const char *,
+			    const int *,
 			    int (*)(void *, struct gck_criu_run *), void *,
 			    int *);
 static void		 criu_enter(const int *);
@@ -323,6 +325,7 @@ int
 gck_criu_argv(struct gck_criu_cmd *cmd)
 {
 	char	**argv = cmd->argv;
+	size_t	  i;
 	int	  argc = 0;
 
 	argv[argc++] = (char *)criu_path();
@@ -372,6 +375,8 @@ gck_criu_argv(struct gck_criu_cmd *cmd)
 		argv[argc++] = "--ghost-limit";
 		argv[argc++] = cmd->ghostbuf;
 	}
+	for (i = 0; i < cmd->nextra && i < GCK_CRIU_EXTRA; i++)
+		argv[argc++] = cmd->extra[i];
 	argv[argc] = NULL;
 	return argc;
 }
@@ -697,7 +702,8 @@ criu_fork(char *const argv[], int logfd, const char *hook, const int *nsfd)
  * reach it: criu is never interrupted half way, whatever happens to
  * us), or, with kp, under a keeper (keeper.c) returned in *kp, of
  * which guard (or NULL) is told, and whose criu inherits the guard's
- * pipe; with nsfd, in the namespaces nsfd[] name (criu_enter()).
+ * pipe and the descriptors of x (or NULL); with nsfd, in the
+ * namespaces nsfd[] name (criu_enter()).
  * While it runs, during(arg, run) serves its image streamer;
  * should that fail, it has closed criu's files, so that criu fails too.
  * Returns GCK_OK with *statusp set, the code of during(), or a code when
@@ -706,7 +712,8 @@ criu_fork(char *const argv[], int logfd, const char *hook, const int *nsfd)
 static int
 criu_run(struct gck_ctx *ctx, char *const argv[], struct clog *log,
     struct gck_keeper **kp, const struct gck_keeper_ns *ns,
-    struct gck_guard *guard, const char *hook, const int *nsfd,
+    struct gck_guard *guard, const struct gck_criu_extra *x,
+    const char *hook, const int *nsfd,
     int (*during)(void *, struct gck_criu_run *), void *arg, int *statusp)
 {
 	struct gck_keeper_report	 rep;
@@ -724,7 +731,7 @@ criu_run(struct gck_ctx *ctx, char *const argv[], struct clog *log,
 	log->fd = p[0];
 	if (kp != NULL) {
 		r = gck_keeper_start(ctx, argv, p[1], gck_guard_fd(guard),
-		    ns, kp);
+		    x != NULL ? x->fds : NULL, x != NULL ? x->nfds : 0, ns, kp);
 		run.keeper = *kp;
 		/* Should we die now, what the keeper holds is the guard's. */
 		if (r == GCK_OK)
@@ -802,7 +809,7 @@ gck_criu_version(struct gck_ctx *ctx, char *buf, size_t len)
 	argv[1] = "--version";
 	argv[2] = NULL;
 	if ((r = criu_run(ctx, argv, &log, NULL, NULL, NULL, NULL, NULL, NULL,
-	    NULL, &status)) != GCK_OK)
+	    NULL, NULL, &status)) != GCK_OK)
 		return r;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
 	    (s = strstr(log.head, "Version: ")) == NULL)
@@ -907,7 +914,7 @@ criu_nftables(struct gck_ctx *ctx)
 	argv[3] = "network_lock_nftables";
 	argv[4] = NULL;
 	if (criu_run(ctx, argv, &log, NULL, NULL, NULL, NULL, NULL, NULL,
-	    NULL, &status) != GCK_OK)
+	    NULL, NULL, &status) != GCK_OK)
 		return 0;	/* criu's dump will say what is amiss */
 	known = WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	gck_log(ctx, 2, "criu %s lock TCP connections with nftables",
@@ -971,7 +978,8 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const struct gck_nsview *ns,
 	cmd = (struct gck_criu_cmd){ .imgdir = imgdir,
 	    .pid = gck_nsview_local(ns, pid), .shell_job = d->shell_job,
 	    .opts = d->opts, .leave_running = d->leave_running, .stream = 1,
-	    .action = hook, .link_remap = 1, .ghost_limit = d->ghost_limit };
+	    .action = hook, .link_remap = 1, .ghost_limit = d->ghost_limit,
+	    .extra = d->extra, .nextra = d->nextra };
 	if (cmd.pid <= 0)
 		return gck_set_error(ctx, GCK_ENOPROC, "cannot checkpoint pid "
 		    "%d: no such process", (int)pid);
@@ -982,7 +990,7 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const struct gck_nsview *ns,
 	gck_criu_argv(&cmd);
 	log_argv(ctx, cmd.argv);
 	status = -1;
-	r = criu_run(ctx, cmd.argv, &log, NULL, NULL, NULL, st->hook,
+	r = criu_run(ctx, cmd.argv, &log, NULL, NULL, NULL, NULL, st->hook,
 	    ns != NULL ? nsfd : NULL, st->during, st->arg, &status);
 	if (nsfd[0] != -1) {
 		close(nsfd[0]);
@@ -1084,15 +1092,17 @@ gck_criu_ns_check(struct gck_ctx *ctx, const struct gck_nsview *ns,
  * a session of its own (with ns, in a PID namespace of its own), tasks
  * left stopped, with the GCK_CRIU_* options opts the image was dumped
  * with; with tcp_close, its TCP connections restored closed (criu
- * --tcp-close) rather than as they were; *kp is the keeper, whatever
- * happened.  guard (or
- * NULL) learns of the keeper, and criu inherits its pipe.  *donep says
+ * --tcp-close) rather than as they were; given the options and
+ * descriptors of x (or NULL) too; *kp is the keeper, whatever
+ * happened.  guard (or NULL) learns of the keeper, and criu inherits
+ * its pipe.  *donep says
  * whether criu succeeded, even when the image then fails.  Returns
  * GCK_OK or a code.
  */
 int
 gck_criu_restore(struct gck_ctx *ctx, const char *imgdir, int shell_job,
-    unsigned int opts, int tcp_close, const struct gck_criu_stream *st,
+    unsigned int opts, int tcp_close, const struct gck_criu_extra *x,
+    const struct gck_criu_stream *st,
     const struct gck_keeper_ns *ns, struct gck_guard *guard,
     struct gck_keeper **kp, int *donep)
 {
@@ -1105,11 +1115,12 @@ gck_criu_restore(struct gck_ctx *ctx, const char *imgdir, int shell_job,
 	*kp = NULL;
 	cmd = (struct gck_criu_cmd){ .restore = 1, .imgdir = imgdir,
 	    .shell_job = shell_job, .opts = opts, .stream = st != NULL,
-	    .tcp_close = tcp_close };
+	    .tcp_close = tcp_close, .extra = x != NULL ? x->args : NULL,
+	    .nextra = x != NULL ? x->nargs : 0 };
 	gck_criu_argv(&cmd);
 	log_argv(ctx, cmd.argv);
 	status = -1;
-	r = criu_run(ctx, cmd.argv, &log, kp, ns, guard, NULL, NULL,
+	r = criu_run(ctx, cmd.argv, &log, kp, ns, guard, x, NULL, NULL,
 	    st != NULL ? st->during : NULL, st != NULL ? st->arg : NULL,
 	    &status);
 	if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)

@@ -33,6 +33,7 @@ struct gck_criu_stream {
  * it in.
  */
 #define GCK_CRIU_ARGV	32
+#define GCK_CRIU_EXTRA	(2 * 200 + 4)	/* a mount namespace's (mntns.c) */
 struct gck_criu_cmd {
 	int		 restore;	/* criu restore -d, else criu dump */
 	const char	*imgdir;
@@ -49,7 +50,9 @@ struct gck_criu_cmd {
 					   --tcp-established */
 	char		 pidbuf[16];
 	char		 ghostbuf[24];
-	char		*argv[GCK_CRIU_ARGV];
+	char *const	*extra;		/* more options, as they are */
+	size_t		 nextra;
+	char		*argv[GCK_CRIU_ARGV + GCK_CRIU_EXTRA];
 };
 int	gck_criu_argv(struct gck_criu_cmd *);
 /* What a dump asks of criu beyond the options an image records. */
@@ -58,6 +61,16 @@ struct gck_criu_dumpopts {
 	unsigned int	 opts;		/* GCK_CRIU_* */
 	int		 leave_running;
 	uint64_t	 ghost_limit;	/* 0: criu's own (1 MiB) */
+	char *const	*extra;		/* more options: a mount namespace's */
+	size_t		 nextra;
+};
+/* What a restore gives criu beyond what the image says. */
+#define GCK_CRIU_FIRSTFD	6	/* where criu finds x->fds */
+struct gck_criu_extra {
+	char *const	*args;		/* more options */
+	size_t		 nargs;
+	const int	*fds;		/* inherited from 6 on */
+	size_t		 nfds;
 };
 int	gck_criu_dump(struct gck_ctx *, pid_t, const struct gck_nsview *,
 	    const char *, const struct gck_criu_dumpopts *,
@@ -65,7 +78,8 @@ int	gck_criu_dump(struct gck_ctx *, pid_t, const struct gck_nsview *,
 int	gck_criu_ns_check(struct gck_ctx *, const struct gck_nsview *,
 	    const char *);
 int	gck_criu_restore(struct gck_ctx *, const char *, int, unsigned int,
-	    int, const struct gck_criu_stream *, const struct gck_keeper_ns *,
+	    int, const struct gck_criu_extra *,
+	    const struct gck_criu_stream *, const struct gck_keeper_ns *,
 	    struct gck_guard *,
 	    struct gck_keeper **, int *);
 

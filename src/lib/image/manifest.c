@@ -404,7 +404,7 @@ gck_manifest_build(struct gck_ctx *ctx, const struct gck_ptree *t,
     const struct gck_ckpt_opts *o, enum gck_after after,
     const char *criu_version, int shell_job, const struct gck_cuda_facts *cf,
     const struct gck_imgfile *files, size_t nfiles,
-    struct json_t *parent)
+    struct json_t *parent, struct json_t *mounts)
 {
 	json_t		*m = NULL, *procs, *fl;
 	char		 created[32];
@@ -439,6 +439,12 @@ gck_manifest_build(struct gck_ctx *ctx, const struct gck_ptree *t,
 	    "level", o->level, "after", after_names[after],
 	    "part_size", (json_int_t)(o->part_size ? o->part_size :
 	    GCK_PART_SIZE), "files", fl);
+	/* A tree in a mount namespace of its own: what it has from here. */
+	if (m != NULL && mounts != NULL && json_object_set(m, "mounts",
+	    mounts) != 0) {
+		json_decref(m);
+		m = NULL;
+	}
 	return manifest_text(ctx, m, o->format == 0 || o->format > 1, parent);
 out:
 	return manifest_text(ctx, NULL, 0, NULL);

@@ -19,7 +19,7 @@ struct gck_imgfile {
 char	*gck_manifest_build(struct gck_ctx *, const struct gck_ptree *,
 	    const struct gck_ckpt_opts *, enum gck_after, const char *, int,
 	    const struct gck_cuda_facts *, const struct gck_imgfile *, size_t,
-    struct json_t *);
+	    struct json_t *, struct json_t *);
 int	gck_new_id(char [33]);
 char	*gck_manifest_build_chunks(struct gck_ctx *,
 	    const struct gck_ptree *, int, struct json_t *);

@@ -34,6 +34,7 @@
 #include "criu/pagemap.h"
 #include "criu/streamer.h"
 #include "criu/linkremap.h"
+#include "criu/mntns.h"
 #include "criu/ttynull.h"
 #include "criu/zeroscan.h"
 #include "gpu/cuda.h"
@@ -65,6 +66,8 @@ struct ckpt {
 	struct gck_ckpt_result		*res;
 	struct gck_ptree		*pre;	/* the tree as we found it */
 	struct gck_nsview		*ns;	/* its PID namespace, not ours */
+	struct gck_mntns		*mnt;	/* its mount namespace, not
+						   ours (in our PID namespace) */
 	struct gck_guard		*guard;
 	struct gck_proc			*cand;	/* may hold GPU state */
 	size_t				 ncand;
@@ -654,6 +657,7 @@ struct wstate {
 	const struct gck_cuda_facts	*cf;
 	struct out			*out;
 	struct gck_nsview		*ns;	/* its PID namespace, not ours */
+	const struct gck_mntns		*mnt;	/* its mount namespace */
 	struct gck_pst			*procs;	/* the tree, as criu holds it */
 	size_t				 nprocs;
 	size_t				 nttys;	/* terminal files made null */
@@ -708,7 +712,7 @@ write_image(void *arg)
 	const struct gck_cuda_facts	*cf;
 	struct gck_cproc		*cps = NULL;
 	char				*manifest = NULL;
-	json_t				*parent = NULL;
+	json_t				*parent = NULL, *mounts = NULL;
 	uint64_t			 dropped;
 	size_t				 i, n, nghosts, nnamed;
 	int				 r;
@@ -741,6 +745,9 @@ write_image(void *arg)
 		gck_log(ctx, 1, "image: of the files criu linked back, %zu "
 		    "travel in it, %zu are opened by another name", nghosts,
 		    nnamed);
+	/* A log of the host's the tree writes may grow: it is the host's. */
+	if ((r = gck_mntns_unsize(ctx, w->mnt, w->cap)) != GCK_OK)
+		goto out;
 	/* The manifest lists the pages files as they are left. */
 	if ((r = gck_zero_scan(ctx, w->cap, w->ns, &dropped)) != GCK_OK)
 		goto out;
@@ -761,10 +768,14 @@ write_image(void *arg)
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
+	if (w->mnt != NULL && (mounts = gck_mntns_json(w->mnt)) == NULL) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
 	if (((cf = cuda_view(ctx, w->ns, w->cf, &cfview, &cps)) == NULL &&
 	    w->cf != NULL) || (manifest = gck_manifest_build(ctx, t, w->o,
 	    w->after, w->criuver, w->shell_job, cf, files, n,
-	    parent)) == NULL) {
+	    parent, mounts)) == NULL) {
 		r = ctx->code;
 		goto out;
 	}
@@ -779,6 +790,7 @@ out:
 	free(files);
 	free(manifest);
 	json_decref(parent);
+	json_decref(mounts);
 	return r;
 }
 
@@ -1018,6 +1030,14 @@ ckpt_preflight(struct ckpt *c)
 	if ((r = tree_pidns(c)) != GCK_OK ||
 	    (r = tree_restorable(ctx, c->pre, c->ns, o->pid)) != GCK_OK)
 		return r;
+	/*
+	 * A tree in a PID namespace of its own is dumped by a criu that
+	 * runs in its mount namespace; one in ours, from here, told what
+	 * of its mount namespace comes from this host.
+	 */
+	if (c->ns == NULL && (r = gck_mntns_scan(ctx, c->pre, &c->mnt)) !=
+	    GCK_OK)
+		return r;
 	if ((r = gck_cuda_candidates(ctx, c->pre, &c->cand, &c->ncand)) !=
 	    GCK_OK || (r = gck_cuda_prepare(ctx, "checkpoint", o->pid, c->cand,
 	    c->ncand, &c->cu)) != GCK_OK)
@@ -1182,11 +1202,14 @@ ckpt_dump(struct ckpt *c)
 	stream.arg = &job;
 	stream.hook = gck_capture_hook_path(c->cap);
 	w.ns = c->ns;
+	w.mnt = c->mnt;
 	gck_meter_stage(ctx, "dumping", 0);
 	dopts.shell_job = c->shell_job;
 	dopts.opts = c->o->criu_opts;
 	dopts.leave_running = c->tcp_run;
 	dopts.ghost_limit = c->o->ghost_limit;
+	dopts.extra = c->mnt != NULL ? c->mnt->args : NULL;
+	dopts.nextra = c->mnt != NULL ? c->mnt->nargs : 0;
 	r = gck_criu_dump(ctx, c->o->pid, c->ns, c->imgdir, &dopts, &stream);
 	c->dropped = w.dropped;
 	c->procs = w.procs;
@@ -1379,6 +1402,7 @@ ckpt_free(struct ckpt *c)
 	free(c->procs);
 	gck_ptree_free(c->pre);
 	gck_nsview_free(c->ns);
+	gck_mntns_free(c->mnt);
 }
 
 /*

@@ -388,7 +388,9 @@ show_doc(const struct mix *x, int64_t disk)
 	    copts != NULL ? json_deep_copy(copts) : json_array())) != 0 ||
 	    jset(d, "options", jcopy(mj, "options")) != 0 ||
 	    jset(d, "root_pid", jcopy(mj, "root_pid")) != 0 ||
-	    jset(d, "shell_job", jcopy(mj, "shell_job")) != 0)
+	    jset(d, "shell_job", jcopy(mj, "shell_job")) != 0 ||
+	    jset(d, "mounts", json_is_object(json_object_get(mj, "mounts")) ?
+	    json_deep_copy(json_object_get(mj, "mounts")) : json_null()) != 0)
 		goto out;
 	if (json_is_object(json_object_get(mj, "cuda"))) {
 		if (jset(d, "cuda", jcopy_keys(json_object_get(mj, "cuda"),

@@ -152,6 +152,7 @@ static void	 check_files(json_t *, json_t *);
 static void	 check_dir(json_t *, const char *, const char *, json_t *);
 static void	 check_socket(json_t *, json_t *, json_t *);
 static void	 check_paths(json_t *, json_t *);
+static void	 check_mounts(const struct gck_manifest *, json_t *);
 static void	 check_fds(json_t *, json_t *);
 static void	 check_pids(const struct gck_manifest *, json_t *);
 static int	 problem(struct gck_ctx *, json_t *, int, const char *,
@@ -1270,6 +1271,51 @@ check_socket(json_t *p, json_t *f, json_t *fl)
 		    json_object_get(f, "fd")), dir);
 }
 
+/*
+ * A tree of a mount namespace of its own: what it had from its host,
+ * which must be here (or named to gpurestore where it is).
+ */
+static void
+check_mounts(const struct gck_manifest *m, json_t *fl)
+{
+	struct stat	 sb;
+	json_t		*mo = json_object_get(gck_manifest_json(m), "mounts");
+	json_t		*e;
+	const char	*path;
+	size_t		 i;
+
+	if (!json_is_object(mo))
+		return;
+	path = json_string_value(json_object_get(mo, "root"));
+	if (path != NULL && (stat(path, &sb) == -1 || !S_ISDIR(sb.st_mode)))
+		finding(fl, "fail", "mount", "the root file system '%s' of "
+		    "the tree's mount namespace is missing here (gpurestore "
+		    "--root DIR says where it is)", path);
+	json_array_foreach(json_object_get(mo, "binds"), i, e) {
+		path = json_string_value(json_object_get(e, "source"));
+		if (path != NULL && stat(path, &sb) == -1)
+			finding(fl, "fail", "mount", "'%s', mounted at '%s' "
+			    "in the tree's mount namespace, is missing here "
+			    "(gpurestore --mount-map %s=DIR says where it is)",
+			    path, json_string_value(json_object_get(e, "at")),
+			    json_string_value(json_object_get(e, "at")));
+	}
+	json_array_foreach(json_object_get(mo, "files"), i, e) {
+		path = json_string_value(json_object_get(e, "path"));
+		if (path != NULL && stat(path, &sb) == -1)
+			finding(fl, "fail", "mount", "file '%s', open on fd "
+			    "%lld of process %lld outside its mount namespace, "
+			    "is missing here", path, (long long)
+			    json_integer_value(json_object_get(e, "fd")),
+			    (long long)json_integer_value(json_object_get(e,
+			    "pid")));
+	}
+	finding(fl, "note", "mount", "gpurestore takes the sources of the "
+	    "tree's mounts from the image only when it is signed by a key "
+	    "that allowed_signers allows; else give them with --root and "
+	    "--mount-map");
+}
+
 /* What the processes need of this host's file system. */
 static void
 check_paths(json_t *d, json_t *fl)
@@ -1676,6 +1722,7 @@ gck_inspect_check(struct gck_ctx *ctx, int fd, char **textp, int *failp)
 	d = gck_needs_doc(nd);
 	check_criu(ctx, m, fl);
 	check_paths(d, fl);
+	check_mounts(m, fl);
 	check_fds(d, fl);
 	check_pids(m, fl);
 	if ((r = check_inet(ctx, nd, m, 0, fl)) != GCK_OK)

@@ -25,12 +25,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "private.h"
 #include "core/guard.h"
 #include "core/keeper.h"
 #include "core/proc.h"
 #include "core/util.h"
 #include "criu/criu.h"
+#include "criu/mntns.h"
 #include "criu/fill.h"
 #include "criu/streamer.h"
 #include "gpu/cuda.h"
@@ -80,6 +83,8 @@ struct rst {
 	int				 subreaper, criu_ran, restored;
 	int				 ns;	/* in a PID namespace */
 	struct gck_keeper_ns		 nsinfo;
+	struct gck_mntns		*mnt;	/* its mount namespace's */
+	int				 trusted;	/* signed, allowed */
 	int				 handover;	/* the source is ours */
 	int				 source_ended;
 	int				 source_resumed;	/* by another */
@@ -102,6 +107,7 @@ static int	gpu_preflight(struct gck_ctx *, const struct gck_manifest *,
 		    size_t *);
 static void	tree_kill(struct rst *);
 static int	rst_plan(struct rst *);
+static int	rst_mounts(struct rst *);
 static int	rst_fill(struct rst *);
 static int	source_stopped(const struct rst *);
 static int	end_source(struct rst *);
@@ -469,6 +475,7 @@ rst_restore(struct rst *st)
 	struct gck_ctx		*ctx = st->ctx;
 	struct gck_serve_job	 job;
 	struct gck_criu_stream	 stream;
+	struct gck_criu_extra	 x;
 	size_t			 i;
 	int			 r, waited;
 	char			 c;
@@ -493,9 +500,16 @@ rst_restore(struct rst *st)
 	if ((r = gck_needs_restore_check(ctx, st->dfd, st->srv, st->m,
 	    st->o->tcp_close)) != GCK_OK)
 		return r;
+	if (st->mnt != NULL) {
+		x.args = st->mnt->args;
+		x.nargs = st->mnt->nargs;
+		x.fds = st->mnt->fds;
+		x.nfds = st->mnt->nfds;
+	}
 	if ((r = gck_criu_restore(ctx, st->imgdir,
 	    gck_manifest_shell_job(st->m), gck_manifest_criu_opts(st->m),
-	    st->o->tcp_close, st->dfd == -1 ? &stream : NULL, st->ns ? &st->nsinfo : NULL,
+	    st->o->tcp_close, st->mnt != NULL ? &x : NULL,
+	    st->dfd == -1 ? &stream : NULL, st->ns ? &st->nsinfo : NULL,
 	    st->guard, &st->keeper, &st->restored)) != GCK_OK)
 		return r;
 	if (st->ns && (r = ns_pids(st)) != GCK_OK)
@@ -678,6 +692,7 @@ rst_signed(struct rst *st, char **tp, size_t *tlenp)
 		goto out;
 	gck_log(ctx, 1, "image signed by %s (%s key %s), as '%s' allows",
 	    who, k.type, k.fp, policy);
+	st->trusted = 1;
 out:
 	if (r != GCK_OK) {
 		free(*tp);
@@ -686,6 +701,44 @@ out:
 	free(who);
 	free(sig);
 	return r;
+}
+
+/*
+ * A tree of a mount namespace of its own: where its root file system
+ * and the mounts it had from its host come from here, checked, and its
+ * files outside the namespace opened (mntns.c).  Returns GCK_OK or a
+ * code, before anything runs.
+ */
+static int
+rst_mounts(struct rst *st)
+{
+	struct gck_mntns_where	 w;
+	int			 r;
+
+	if ((r = gck_mntns_parse(st->ctx, json_object_get(
+	    gck_manifest_json(st->m), "mounts"), &st->mnt)) != GCK_OK)
+		return r;
+	if (st->mnt == NULL) {
+		if (st->o->root != NULL || st->o->nmount_map > 0)
+			return gck_set_error(st->ctx, GCK_EINVAL, "%s: the "
+			    "image's tree shared its host's mount namespace, "
+			    "and has no mounts to map", st->o->root != NULL ?
+			    "--root" : "--mount-map");
+		return GCK_OK;
+	}
+	memset(&w, 0, sizeof w);
+	w.root = st->o->root;
+	w.map = st->o->mount_map;
+	w.nmap = st->o->nmount_map;
+	w.trusted = st->trusted;
+	w.firstfd = GCK_CRIU_FIRSTFD;
+	if ((r = gck_mntns_plan(st->ctx, st->mnt, &w)) != GCK_OK)
+		return r;
+	gck_log(st->ctx, 1, "its mount namespace: root '%s', %zu mount%s "
+	    "and %zu file%s from this host", st->mnt->args[1], st->mnt->nb,
+	    st->mnt->nb == 1 ? "" : "s", st->mnt->nf,
+	    st->mnt->nf == 1 ? "" : "s");
+	return GCK_OK;
 }
 
 /* Opens the image, checks it can be restored here, notes its PIDs. */
@@ -752,7 +805,7 @@ rst_prepare(struct rst *st)
 	}
 	gck_reader_set_parents(st->rd, st->refs);
 	if ((r = gpu_preflight(ctx, st->m, st->o->gpu_map, &st->cu, &st->cp,
-	    &st->ncp)) != GCK_OK)
+	    &st->ncp)) != GCK_OK || (r = rst_mounts(st)) != GCK_OK)
 		return r;
 	st->n = gck_manifest_nprocs(st->m);
 	if ((st->pids = calloc(st->n, sizeof *st->pids)) == NULL ||
@@ -1192,6 +1245,7 @@ out:
 	if (st.tmpfd != -1)
 		close(st.tmpfd);
 	gck_parents_free(st.parents);
+	gck_mntns_free(st.mnt);
 	gck_cuda_close(st.cu);
 	free(st.cp);
 	gck_rmtree(st.work);
