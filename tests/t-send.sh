@@ -81,6 +81,17 @@ nothing_left() {
 	test_cmp run.before run.after
 }
 
+# recv_gone: waits up to 10 seconds for every gpurecv to have exited
+# (one whose connection was cut finds out in its own time, and may
+# still be writing its partial).
+recv_gone() {
+	_i=0
+	while pgrep -x gpurecv >/dev/null; do
+		_i=$((_i + 1)) && test $_i -lt 100 || return 1
+		sleep 0.1
+	done
+}
+
 # records_left: the records of hand-overs that failed, left in the run
 # directory for 'gpurecv --outcome' to answer; they are removed.
 records_left() {
@@ -806,6 +817,7 @@ test_expect_success 'a store cut half way keeps what came' '
 	test_must_be_empty out &&
 	test_line_count err 1 &&
 	test_grep "^gpusend: \(ssh root@127.0.0.1:$rport\|remote 127.0.0.1\): " err &&
+	recv_gone &&
 	! test -e store/res.gck &&
 	part=$(wc -c <store/.res.gck.gpurecv-part) &&
 	test $part -gt 0 &&
