@@ -96,4 +96,73 @@ test_expect_success 'runc restore: the count goes on from where it stopped, in a
 	test "$(readlink /proc/$P2/ns/pid)" != "$(readlink /proc/self/ns/pid)"
 '
 
+# What runc does, gpuckpt and gpurestore do: a second container, its
+# output in a file of the host's (which runc checkpoint cannot take),
+# checkpointed by the PID runc gives, its PID namespace's init.
+CT2=gck2$$
+test_cleanup() {
+	for _c in $CT $CT2; do
+		$RUNC kill $_c KILL 2>/dev/null
+		$RUNC delete -f $_c 2>/dev/null
+	done
+	test -z "$P3" || kill -KILL $P3 2>/dev/null
+	:
+}
+GCK_ALLOWED_SIGNERS=$TRASH/no-such-file
+export GCK_ALLOWED_SIGNERS
+
+# count2, counted2: the count the second container wrote last; its log
+# holds 1, 2, 3... each once, in order.
+count2() {
+	cat "$TRASH/ct2/rootfs/tmp/count" 2>/dev/null
+}
+counted2() {
+	awk 'int($0) != NR { print "line " NR ": " $0; bad = 1 }
+	    END { exit bad || NR < 2 }' "$TRASH/ct2.log"
+}
+
+test_expect_success 'gpuckpt -p of a container: the whole of it, its mounts in the manifest' '
+	bundle "$TRASH/ct2" &&
+	python3 - "$TRASH/ct2/config.json" <<-\PY &&
+	import json, sys
+	c = json.load(open(sys.argv[1]))
+	c["process"]["args"][2] = c["process"]["args"][2].replace(
+	    "mv /tmp/count.new /tmp/count;", "mv /tmp/count.new /tmp/count; echo $i;")
+	json.dump(c, open(sys.argv[1], "w"), indent=1)
+	PY
+	(cd "$TRASH/ct2" && setsid $RUNC run -d $CT2 </dev/null >"$TRASH/ct2.log" 2>&1) &&
+	wait_for_line "$TRASH/ct2/rootfs/tmp/count" "^[0-9]" 30 &&
+	P=$($RUNC state $CT2 | python3 -c "import json, sys; print(json.load(sys.stdin)[\"pid\"])") &&
+	test -n "$P" &&
+	test_status 0 "$GCKPT" -p $P -o ct2.gck 2>err &&
+	wait_gone $P &&
+	C1=$(count2) && sleep 0.3 && test "$(count2)" = "$C1" &&
+	"$GCKINSPECT" ct2.gck >show &&
+	test_grep "^root        $TRASH/ct2/rootfs (a mount namespace of its own)\$" show &&
+	test_grep "^outside     $TRASH/ct2.log on fd 1 of process 1\$" show &&
+	test_grep "^processes   2, .* root 1\$" show
+'
+
+test_expect_success 'unsigned, without --root: refused' '
+	test_status 1 "$GCKRESTORE" ct2.gck >out 2>err &&
+	test_grep "^gpurestore: the image mounts .$TRASH/ct2/rootfs. of its host at ./. in the job, and is not signed" err &&
+	test -z "$(ls -A "$TMPDIR")"
+'
+
+test_expect_success 'gpurestore --root: the container again, in new namespaces, its count going on' '
+	test_status 0 "$GCKRESTORE" --root "$TRASH/ct2/rootfs" -P pid ct2.gck >out 2>err &&
+	P3=$(cat pid) && proc_running $P3 && test "$P3" != "$P" &&
+	for _ns in pid mnt ipc uts net; do
+		test "$(readlink /proc/$P3/ns/$_ns)" != "$(readlink /proc/self/ns/$_ns)" ||
+		    return 1
+	done &&
+	test "$(awk "\$1 == \"NSpid:\" { print \$NF }" /proc/$P3/status)" = 1 &&
+	root_of $P3 | grep -q "/ct2/rootfs\$" &&
+	_i=0 && while test "$(count2)" -le "$C1"; do
+		_i=$((_i + 1)) && test $_i -lt 100 && sleep 0.1 || return 1
+	done &&
+	counted2 &&
+	kill -KILL $P3 && wait_gone $P3
+'
+
 test_done

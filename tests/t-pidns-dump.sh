@@ -116,7 +116,7 @@ test_expect_success 'by default the tree is killed once its image is written' '
 test_expect_success 'the init of a PID namespace is refused and left running' '
 	ns_start b &&
 	test_status 1 "$GCKPT" -p $NSINIT -o init.gck 2>err &&
-	echo "gpuckpt: cannot checkpoint pid $NSINIT: it is the init (pid 1) of its PID namespace, which criu dumps only with the whole namespace: checkpoint a process under it (-p $(proc_descendants $NSINIT | head -n 1)); process tree $NSINIT left running" >expect &&
+	echo "gpuckpt: cannot checkpoint pid $NSINIT: it is the init (pid 1) of its PID namespace, which criu dumps only with the whole namespace, and its root is this host'\''s: checkpoint a process under it (-p $(proc_descendants $NSINIT | head -n 1)); process tree $NSINIT left running" >expect &&
 	test_cmp expect err &&
 	test ! -e init.gck &&
 	proc_running $NSINIT &&

@@ -58,6 +58,8 @@ static const char *map_of(const struct gck_mntns_where *, const char *,
 		    int *);
 static int	 source_ok(struct gck_ctx *, const char *, const char *,
 		    int);
+static int	 cgroup_here(struct gck_ctx *, const struct gck_mntns_bind *,
+		    int *);
 
 void
 gck_mntns_free(struct gck_mntns *ns)
@@ -380,6 +382,11 @@ gck_mntns_json(const struct gck_mntns *ns)
 			goto fail;
 	o = json_pack("{s:s, s:o, s:o}", "root", ns->root, "binds", binds,
 	    "files", files);
+	if (o != NULL && ns->whole && json_object_set_new(o, "whole_pidns",
+	    json_true()) != 0) {
+		json_decref(o);
+		o = NULL;
+	}
 	return o;
 fail:
 	json_decref(binds);
@@ -449,6 +456,7 @@ gck_mntns_parse(struct gck_ctx *ctx, json_t *o, struct gck_mntns **nsp)
 		if ((ns->f[i].path = strdup(path)) == NULL)
 			goto nomem;
 	}
+	ns->whole = json_is_true(json_object_get(o, "whole_pidns"));
 	*nsp = ns;
 	return GCK_OK;
 bad:
@@ -512,6 +520,62 @@ source_ok(struct gck_ctx *ctx, const char *at, const char *src,
 }
 
 /*
+ * A cgroup controller the tree had mounted (a container's) is of no
+ * host file, and may be taken from the image: where its source is a
+ * cgroup of this host's mount of that file system, it is made if
+ * missing, and *okp set.  Returns GCK_OK or a code.
+ */
+static int
+cgroup_here(struct gck_ctx *ctx, const struct gck_mntns_bind *b, int *okp)
+{
+	struct gck_mounts	*ours = NULL;
+	const struct gck_mount	*m;
+	char			 path[PATH_MAX], *p;
+	size_t			 i, len;
+	int			 r;
+
+	*okp = 0;
+	if (strcmp(b->fstype, "cgroup") != 0 &&
+	    strcmp(b->fstype, "cgroup2") != 0)
+		return GCK_OK;
+	if (strstr(b->source, "/../") != NULL ||
+	    (len = strlen(b->source)) >= sizeof path ||
+	    (len >= 3 && strcmp(b->source + len - 3, "/..") == 0))
+		return GCK_OK;
+	if ((r = gck_mountinfo_read(ctx, getpid(), &ours)) != GCK_OK)
+		return r;
+	for (i = 0; i < ours->n; i++) {
+		m = &ours->m[i];
+		len = strlen(m->at);
+		if (strcmp(m->fstype, b->fstype) != 0 || strcmp(m->root, "/") ||
+		    strncmp(b->source, m->at, len) != 0 ||
+		    (b->source[len] != '/' && b->source[len] != '\0'))
+			continue;
+		/* mkdir -p, under that mount only. */
+		snprintf(path, sizeof path, "%s", b->source);
+		for (p = path + len + 1; p <= path + strlen(path); p++)
+			if (*p == '/' || *p == '\0') {
+				char c = *p;
+
+				*p = '\0';
+				if (p > path + len && mkdir(path, 0755) == -1 &&
+				    errno != EEXIST) {
+					r = gck_set_syserr(ctx, errno, "cannot "
+					    "make the job's cgroup '%s': %s",
+					    path, strerror(errno));
+					gck_mounts_free(ours);
+					return r;
+				}
+				*p = c;
+			}
+		*okp = 1;
+		break;
+	}
+	gck_mounts_free(ours);
+	return GCK_OK;
+}
+
+/*
  * Settles where each mount of ns comes from here (w), checks that each
  * source may be used and is here, and opens the files outside the
  * namespace as they were opened; fills ns->args with criu restore's
@@ -550,8 +614,12 @@ gck_mntns_plan(struct gck_ctx *ctx, struct gck_mntns *ns,
 		return r != GCK_OK ? r : gck_set_error(ctx, GCK_ENOMEM,
 		    "out of memory");
 	for (i = 0; i < ns->nb; i++) {
-		if ((src = map_of(w, ns->b[i].at, &named)) == NULL)
+		if ((src = map_of(w, ns->b[i].at, &named)) == NULL) {
 			src = ns->b[i].source;
+			if ((r = cgroup_here(ctx, &ns->b[i], &named)) !=
+			    GCK_OK)
+				return r;
+		}
 		if ((r = source_ok(ctx, ns->b[i].at, src,
 		    named || w->trusted)) != GCK_OK)
 			return r;

@@ -31,6 +31,8 @@ struct gck_mntns_file {
 };
 struct gck_mntns {
 	char			*root;	/* the source of its / */
+	int			 whole;	/* the tree is all of its PID
+					   namespace too: a container */
 	struct gck_mntns_bind	*b;
 	size_t			 nb;
 	struct gck_mntns_file	*f;

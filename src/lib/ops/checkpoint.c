@@ -67,7 +67,10 @@ struct ckpt {
 	struct gck_ptree		*pre;	/* the tree as we found it */
 	struct gck_nsview		*ns;	/* its PID namespace, not ours */
 	struct gck_mntns		*mnt;	/* its mount namespace, not
-						   ours (in our PID namespace) */
+						   ours (in our PID namespace, or
+						   the whole of its own) */
+	int				 whole;	/* its root is the init of ns:
+						   all of that is dumped */
 	struct gck_guard		*guard;
 	struct gck_proc			*cand;	/* may hold GPU state */
 	size_t				 ncand;
@@ -850,15 +853,19 @@ tree_restorable(struct gck_ctx *ctx, const struct gck_ptree *t,
 }
 
 /*
- * Finds the PID namespace of the tree when it is not ours: criu is to
- * run there, and the image to record the tree as that namespace sees
- * it.  Its init is refused: criu dumps a namespace's init only with the
- * whole namespace, mounts and all.
+ * Finds the PID namespace of the tree when it is not ours: the image
+ * records the tree as that namespace sees it.  A tree under the
+ * namespace's init is dumped by a criu that runs there; the init's, the
+ * whole namespace (a container's), by a criu that runs here, which
+ * dumps the namespaces with it, and is told what of its mount
+ * namespace comes from here.
  */
 static int
 tree_pidns(struct ckpt *c)
 {
 	const struct gck_ptree	*t = c->pre;
+	struct stat		 here, there;
+	char			 root[64];
 	int			 r;
 
 	if ((r = gck_nsview_of(c->ctx, c->o->pid, &c->ns)) != GCK_OK ||
@@ -869,16 +876,31 @@ tree_pidns(struct ckpt *c)
 	    (int)gck_nsview_local(c->ns, c->o->pid), (int)c->ns->init);
 	if (c->ns->init != c->o->pid)
 		return GCK_OK;
-	if (t->n > 1)
+	/*
+	 * A namespace whose root is this host's own (unshare --pid, or
+	 * gpurestore's own --pidns) is no container: what is saved is a
+	 * tree under its init.
+	 */
+	snprintf(root, sizeof root, "/proc/%d/root", (int)c->o->pid);
+	if (stat(root, &there) == -1 || stat("/", &here) == -1 ||
+	    (there.st_dev == here.st_dev && there.st_ino == here.st_ino)) {
+		if (t->n > 1)
+			return gck_set_error(c->ctx, GCK_EINVAL, "cannot "
+			    "checkpoint pid %d: it is the init (pid 1) of its "
+			    "PID namespace, which criu dumps only with the "
+			    "whole namespace, and its root is this host's: "
+			    "checkpoint a process under it (-p %d)",
+			    (int)c->o->pid, (int)t->procs[1].pid);
 		return gck_set_error(c->ctx, GCK_EINVAL, "cannot checkpoint "
 		    "pid %d: it is the init (pid 1) of its PID namespace, "
-		    "which criu dumps only with the whole namespace: "
-		    "checkpoint a process under it (-p %d)", (int)c->o->pid,
-		    (int)t->procs[1].pid);
-	return gck_set_error(c->ctx, GCK_EINVAL, "cannot checkpoint pid %d: it "
-	    "is the init (pid 1) of its PID namespace, which criu dumps only "
-	    "with the whole namespace: checkpoint a process under it",
-	    (int)c->o->pid);
+		    "which criu dumps only with the whole namespace, and its "
+		    "root is this host's: checkpoint a process under it",
+		    (int)c->o->pid);
+	}
+	c->whole = 1;
+	gck_log(c->ctx, 1, "process %d is its PID namespace's init: "
+	    "checkpointing the whole namespace, a container", (int)c->o->pid);
+	return GCK_OK;
 }
 
 /* Whether process pid was stopped in t, the tree as we found it. */
@@ -1035,9 +1057,21 @@ ckpt_preflight(struct ckpt *c)
 	 * runs in its mount namespace; one in ours, from here, told what
 	 * of its mount namespace comes from this host.
 	 */
-	if (c->ns == NULL && (r = gck_mntns_scan(ctx, c->pre, &c->mnt)) !=
-	    GCK_OK)
+	if ((c->ns == NULL || c->whole) && (r = gck_mntns_scan(ctx, c->pre,
+	    &c->mnt)) != GCK_OK)
 		return r;
+	if (c->whole && c->mnt == NULL)
+		return gck_set_error(ctx, GCK_EINVAL, "cannot checkpoint pid "
+		    "%d: it is the init of a PID namespace that shares this "
+		    "host's mount namespace, whose /proc a restore could not "
+		    "give it: checkpoint a process under it", (int)o->pid);
+	if (c->whole) {
+		/* The image names its processes as the namespace does. */
+		c->mnt->whole = 1;
+		for (i = 0; i < c->mnt->nf; i++)
+			c->mnt->f[i].pid = gck_nsview_local(c->ns,
+			    c->mnt->f[i].pid);
+	}
 	if ((r = gck_cuda_candidates(ctx, c->pre, &c->cand, &c->ncand)) !=
 	    GCK_OK || (r = gck_cuda_prepare(ctx, "checkpoint", o->pid, c->cand,
 	    c->ncand, &c->cu)) != GCK_OK)
@@ -1073,7 +1107,8 @@ ckpt_stage(struct ckpt *c)
 	    gck_cuda_bring_back, c->cand, c->ncand, &c->guard)) != GCK_OK)
 		return r;
 	if ((r = gck_workdir_make(ctx, &c->work)) != GCK_OK ||
-	    (c->ns != NULL && (r = gck_criu_ns_check(ctx, c->ns, c->work)) !=
+	    (c->ns != NULL && !c->whole && (r = gck_criu_ns_check(ctx, c->ns,
+	    c->work)) !=
 	    GCK_OK))
 		return r;
 	snprintf(c->imgdir, sizeof c->imgdir, "%s/img", c->work);
@@ -1210,7 +1245,8 @@ ckpt_dump(struct ckpt *c)
 	dopts.ghost_limit = c->o->ghost_limit;
 	dopts.extra = c->mnt != NULL ? c->mnt->args : NULL;
 	dopts.nextra = c->mnt != NULL ? c->mnt->nargs : 0;
-	r = gck_criu_dump(ctx, c->o->pid, c->ns, c->imgdir, &dopts, &stream);
+	r = gck_criu_dump(ctx, c->o->pid, c->whole ? NULL : c->ns, c->imgdir,
+	    &dopts, &stream);
 	c->dropped = w.dropped;
 	c->procs = w.procs;
 	c->nprocs = w.nprocs;

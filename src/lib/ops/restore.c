@@ -108,6 +108,7 @@ static int	gpu_preflight(struct gck_ctx *, const struct gck_manifest *,
 static void	tree_kill(struct rst *);
 static int	rst_plan(struct rst *);
 static int	rst_mounts(struct rst *);
+static int	whole(const struct rst *);
 static int	rst_fill(struct rst *);
 static int	source_stopped(const struct rst *);
 static int	end_source(struct rst *);
@@ -314,6 +315,16 @@ pids_free(struct gck_ctx *ctx, const struct gck_manifest *m, int ms, int src,
 }
 
 /*
+ * Whether the image is of a whole PID namespace (a container's), which
+ * criu restores as a new one, its init under the keeper.
+ */
+static int
+whole(const struct rst *st)
+{
+	return st->mnt != NULL && st->mnt->whole;
+}
+
+/*
  * Where the tree goes: here, its PIDs free (waited for up to ms, as
  * pids_free() says), or into a PID namespace of its own, when asked or
  * when a PID of the image is taken here by another process (said
@@ -326,6 +337,9 @@ pids_place(struct rst *st, int src, int ms)
 	pid_t	taken = 0;
 	int	r;
 
+	/* A whole PID namespace is restored as one, by criu itself. */
+	if (whole(st))
+		return GCK_OK;
 	if (st->o->pidns == GCK_PIDNS_ALWAYS)
 		st->ns = 1;
 	if (st->ns)
@@ -441,8 +455,13 @@ tree_kill(struct rst *st)
 			all[n].pid = pt->procs[i].pid;
 			all[n++].start = pt->procs[i].start;
 		}
-		/* In a namespace, all of it is under its init. */
-		for (i = 0; st->restored && !st->ns && i < st->n; i++) {
+		/*
+		 * In a namespace, all of it is under its init (the
+		 * keeper, or the image's own, under the keeper): st->pids
+		 * may still be the PIDs there.
+		 */
+		for (i = 0; st->restored && !st->ns && !whole(st) &&
+		    i < st->n; i++) {
 			all[n].pid = st->pids[i];
 			all[n++].start = gck_pid_start(st->pids[i]);
 		}
@@ -512,7 +531,7 @@ rst_restore(struct rst *st)
 	    st->dfd == -1 ? &stream : NULL, st->ns ? &st->nsinfo : NULL,
 	    st->guard, &st->keeper, &st->restored)) != GCK_OK)
 		return r;
-	if (st->ns && (r = ns_pids(st)) != GCK_OK)
+	if ((st->ns || whole(st)) && (r = ns_pids(st)) != GCK_OK)
 		return r;
 	/*
 	 * The stop criu leaves the tasks in may land a moment later.  A
@@ -906,14 +925,18 @@ rst_stage(struct rst *st)
 			}
 			/*
 			 * gpusend to this same host: its source holds the
-			 * PIDs until the word that the copy runs.
+			 * PIDs until the word that the copy runs (a whole
+			 * namespace has new ones anyway).
 			 */
-			gck_set_notice(ctx, "the image's source, process tree %d, "
-			    "is on this host until it is handed over: "
-			    "restoring the tree in a PID namespace of its "
-			    "own, where it keeps its PIDs (--pidns)",
-			    (int)gck_manifest_root_pid(st->m));
-			st->ns = 1;
+			if (!whole(st)) {
+				gck_set_notice(ctx, "the image's source, "
+				    "process tree %d, is on this host until it "
+				    "is handed over: restoring the tree in a "
+				    "PID namespace of its own, where it keeps "
+				    "its PIDs (--pidns)",
+				    (int)gck_manifest_root_pid(st->m));
+				st->ns = 1;
+			}
 			src = 0;
 		}
 		gck_reader_nospool(st->rd);
