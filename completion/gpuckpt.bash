@@ -62,16 +62,17 @@ _gck_opts()
 	gpusend)
 		long='--accept-new --bwlimit --cache --cache-size --compress
 		    --ext-unix-sk --file-locks --ghost-limit --gpu-map --help
-		    --identity --live --lock-timeout --max-rounds --no-cache
-		    --parallel --pid --port --quiet --remote-path --resume
-		    --sign --stats --tcp-close --tcp-established --timeout
-		    --verbose --version'
+		    --identity --live --lock-timeout --max-rounds --mount-map
+		    --no-cache --parallel --pid --port --quiet --remote-path
+		    --resume --root --sign --stats --tcp-close
+		    --tcp-established --timeout --verbose --version'
 		longarg='--bwlimit --cache --cache-size --compress
-		    --ghost-limit --gpu-map --identity --lock-timeout --max-rounds --parallel --pid
-		    --port --remote-path --sign --timeout -o'
+		    --ghost-limit --gpu-map --identity --lock-timeout --max-rounds
+		    --mount-map --parallel --pid --port --remote-path --root
+		    --sign --timeout -o'
 		longopt=--stats
-		short='c=--compress h=--help i=--identity o=-o P=--port
-		    p=--pid q=--quiet V=--version v=--verbose'
+		short='c=--compress h=--help i=--identity M=--mount-map o=-o
+		    P=--port p=--pid q=--quiet V=--version v=--verbose'
 		mode=--pid
 		operand=send
 		maxop='2 1'
@@ -80,11 +81,12 @@ _gck_opts()
 		# Run by gpusend; by hand, only --outcome: its path operand
 		# is not completed.
 		long='--allowed-signers --cache --cache-size --gpu-map --help
-		    --id --join --name --no-cache --outcome --pages --restore
-		    --resume --streams --tcp-close --timeout --to-cache
-		    --verbose --version'
+		    --id --join --mount-map --name --no-cache --outcome --pages
+		    --restore --resume --root --streams --tcp-close --timeout
+		    --to-cache --verbose --version'
 		longarg='--allowed-signers --cache --cache-size --gpu-map --id
-		    --join --name --outcome --streams --timeout'
+		    --join --mount-map --name --outcome --root --streams
+		    --timeout'
 		short='h=--help V=--version v=--verbose'
 		operand=none
 		maxop='0 0'

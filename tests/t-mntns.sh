@@ -3,6 +3,7 @@ test_description='a job of a mount namespace of its own (pivot_root, as Apptaine
 . "$GCK_SRCDIR/lib.sh"
 
 require_criu
+require_sshd
 for _c in busybox unshare; do
 	command -v $_c >/dev/null ||
 	    test_skip_all "$_c not found (scripts/install-deps installs it)"
@@ -193,6 +194,38 @@ test_expect_success 'a signed image whose key allowed_signers allows: its own so
 	proc_restored $JPID $JSTART &&
 	pivoted $JPID s && moves_on s && counted s &&
 	kill -KILL $JPID && wait_gone $JPID
+'
+
+# gsend ARGS...: gpusend to this host's sshd, as root.
+gsend() {
+	HOME=$TRASH/home "$GCK_BINDIR/send/gpusend" -P "$port" \
+	    -i "$TRASH/userkey" -o IdentityAgent=none \
+	    -o UserKnownHostsFile="$TRASH/known_hosts" \
+	    --remote-path "TMPDIR=$TRASH/rtmp $GCK_BINDIR/recv/gpurecv" "$@"
+}
+
+test_expect_success 'gpusend -p, unsigned, without --root: refused there, the job runs on here' '
+	ssh-keygen -q -t ed25519 -N "" -C gck-host -f hostkey &&
+	ssh-keygen -q -t ed25519 -N "" -C gck-user -f userkey &&
+	cp userkey.pub authorized_keys &&
+	start_sshd &&
+	echo "[127.0.0.1]:$port $(cat hostkey.pub)" >known_hosts &&
+	mkdir home rtmp &&
+	job g &&
+	test_status 1 gsend -p $JPID root@127.0.0.1 >out 2>err &&
+	test_grep "the image mounts .$TRASH/g/root. of its host at ./. in the job, and is not signed" err &&
+	proc_unharmed $JPID $JSTART && moves_on g &&
+	test -z "$(ls -A "$TMPDIR")" && test -z "$(ls -A rtmp)"
+'
+
+test_expect_success 'gpusend -p --root -M: the job moved, there in a PID namespace of its own' '
+	test_status 0 gsend -p $JPID --root "$TRASH/g/root" -M /data="$TRASH/g/data" root@127.0.0.1 >out 2>err &&
+	wait_gone $JPID &&
+	P2=$(cat out) && proc_running $P2 &&
+	started="$started $P2" &&
+	test "$(readlink /proc/$P2/ns/pid)" != "$(readlink /proc/self/ns/pid)" &&
+	pivoted $P2 g && moves_on g && counted g &&
+	kill -KILL $P2 && wait_gone $P2
 '
 
 test_done

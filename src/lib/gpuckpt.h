@@ -454,6 +454,9 @@ struct gck_recv_opts {
 	const char		*name;		/* store: the name in a dir */
 	int			 resume;	/* store: keep what came before */
 	const char		*gpu_map;	/* restore: as gpurestore's */
+	const char		*root;		/* restore: as gpurestore's */
+	char *const		*mount_map;	/* restore: as gpurestore's */
+	size_t			 nmount_map;
 	const char		*tmpdir;
 	unsigned int		 timeout_ms;	/* for the sender's word */
 	const char		*cache;		/* restore: the cache directory;
@@ -512,6 +515,9 @@ struct gck_send_opts {
 	const char	*path;		/* store it there; NULL: restore */
 	int		 resume;	/* skip what the remote holds of it */
 	const char	*gpu_map;	/* restore: as gpurestore's */
+	const char	*root;		/* restore: gpurestore --root there */
+	char *const	*mount_map;	/* restore: gpurestore -M there */
+	size_t		 nmount_map;
 	int		 tcp_close;	/* restore: its TCP connections
 					   closed there (gpurecv --tcp-close) */
 	const char	*cache;		/* restore: the remote's cache

@@ -24,6 +24,7 @@ static const struct option longopts[] = {
 	{ "gpu-map",	required_argument,	NULL,	'g' },
 	{ "help",	no_argument,		NULL,	'h' },
 	{ "id",		required_argument,	NULL,	'I' },
+	{ "mount-map",	required_argument,	NULL,	'M' },
 	{ "join",	required_argument,	NULL,	'j' },
 	{ "name",	required_argument,	NULL,	'N' },
 	{ "no-cache",	no_argument,		NULL,	'X' },
@@ -31,6 +32,7 @@ static const struct option longopts[] = {
 	{ "pages",	no_argument,		NULL,	'P' },
 	{ "restore",	no_argument,		NULL,	'R' },
 	{ "resume",	no_argument,		NULL,	'z' },
+	{ "root",	required_argument,	NULL,	'r' },
 	{ "streams",	required_argument,	NULL,	'n' },
 	{ "tcp-close",	no_argument,		NULL,	'T' },
 	{ "timeout",	required_argument,	NULL,	't' },
@@ -44,8 +46,9 @@ static const char synopsis[] =
     "usage: gpurecv [-hVv] --restore [--allowed-signers file] "
     "[--cache dir | --no-cache]\n"
     "               [--cache-size size] [--gpu-map map] --id id "
-    "[--pages]\n"
-    "               [--streams n] [--tcp-close] [--timeout seconds]\n"
+    "[--mount-map at=dir]\n"
+    "               [--pages] [--root dir] [--streams n] [--tcp-close] "
+    "[--timeout seconds]\n"
     "       gpurecv [-hVv] [--name name] [--resume] --id id [--streams n] "
     "[--timeout seconds] path\n"
     "       gpurecv [-hVv] --to-cache [--cache dir] [--cache-size size] "
@@ -92,6 +95,9 @@ static const char help[] =
     "GPUs\n"
     "      --tcp-close          with --restore: restore the TCP "
     "connections closed\n"
+    "      --root=DIR           with --restore: as gpurestore's\n"
+    "      --mount-map=AT=DIR   with --restore: as gpurestore's; may be "
+    "repeated\n"
     TOOL_HELP_COMMON
     "\n"
     "Examples:\n"
@@ -112,6 +118,7 @@ main(int argc, char *argv[])
 	struct gck_recv_opts	 o;
 	struct gck_recv_result	 res;
 	struct gck_ctx		*ctx;
+	char			**map = NULL;
 	long			 ms;
 	int			 ch, verbose = 0, r, modes = 0;
 
@@ -140,6 +147,13 @@ main(int argc, char *argv[])
 			usage(0);
 		case 'I':
 			o.id = optarg;
+			break;
+		case 'M':
+			tool_append(&map, &o.nmount_map, optarg);
+			o.mount_map = map;
+			break;
+		case 'r':
+			o.root = optarg;
 			break;
 		case 'j':
 		case 'O':

@@ -35,6 +35,7 @@ static const struct option longopts[] = {
 	{ "live",		no_argument,		NULL,	'l' },
 	{ "lock-timeout",	required_argument,	NULL,	'L' },
 	{ "max-rounds",		required_argument,	NULL,	'm' },
+	{ "mount-map",		required_argument,	NULL,	'M' },
 	{ "no-cache",		no_argument,		NULL,	'X' },
 	{ "parallel",		required_argument,	NULL,	'n' },
 	{ "port",		required_argument,	NULL,	'P' },
@@ -42,6 +43,7 @@ static const struct option longopts[] = {
 	{ "quiet",		no_argument,		NULL,	'q' },
 	{ "remote-path",	required_argument,	NULL,	'r' },
 	{ "resume",		no_argument,		NULL,	'z' },
+	{ "root",		required_argument,	NULL,	'R' },
 	{ "sign",		required_argument,	NULL,	'K' },
 	{ "stats",		optional_argument,	NULL,	's' },
 	{ "tcp-close",		no_argument,		NULL,	'Y' },
@@ -63,6 +65,7 @@ struct args {
 	int			 quiet;		/* -q */
 	int			 port_set, timeout_set;
 	int			 rounds_set;	/* --max-rounds */
+	char			**map;		/* -M, in o too */
 };
 
 static _Noreturn void	usage(int);
@@ -88,15 +91,16 @@ static const char synopsis[] =
     "[--ghost-limit size]\n"
     "               [--gpu-map map] [-i identity] [--live [--max-rounds n]] "
     "[--bwlimit rate]\n"
-    "               [--stats[=text|json]]\n"
+    "               [-M at=dir] [--root dir] [--stats[=text|json]]\n"
     "               [--lock-timeout seconds] [-o option=value] [-P port]\n"
     "               [--parallel n] [--remote-path command] [--sign key]\n"
     "               [--tcp-close] [--tcp-established] [--timeout seconds] "
     "-p pid [user@]host\n"
     "       gpusend [-hqVv] [--accept-new] [--cache dir | --no-cache] "
     "[--cache-size size]\n"
-    "               [--bwlimit rate] [--gpu-map map] [-i identity]\n"
-    "               [--stats[=text|json]] [--tcp-close]\n"
+    "               [--bwlimit rate] [--gpu-map map] [-i identity] "
+    "[-M at=dir]\n"
+    "               [--root dir] [--stats[=text|json]] [--tcp-close]\n"
     "               [-o option=value] [-P port] [--parallel n] "
     "[--remote-path command]\n"
     "               [--resume] [--timeout seconds] "
@@ -149,6 +153,12 @@ static const char help[] =
     "                           of its file system)\n"
     "      --no-cache           use no cache there\n"
     "      --gpu-map=MAP        put the GPU state on these GPUs there\n"
+    "  -M, --mount-map=AT=DIR   a job of a mount namespace of its own: "
+    "its mount at\n"
+    "                           AT is of DIR there; may be repeated\n"
+    "      --root=DIR           a job of a mount namespace of its own: "
+    "its root file\n"
+    "                           system is DIR there\n"
     "      --tcp-close          restore its TCP connections closed there "
     "(their\n"
     "                           programs see them reset), not as they "
@@ -373,7 +383,7 @@ parse_args(struct args *a, int argc, char *argv[])
 	o->remote_path = "gpurecv";
 	o->parallel = 1;
 	o->infd = -1;
-	while ((ch = getopt_long(argc, argv, "c:hi:o:P:p:qVv", longopts,
+	while ((ch = getopt_long(argc, argv, "c:hi:M:o:P:p:qVv", longopts,
 	    NULL)) != -1) {
 		if (image_option(a, ch, optarg) || cache_option(a, ch, optarg))
 			continue;
@@ -398,6 +408,13 @@ parse_args(struct args *a, int argc, char *argv[])
 			break;
 		case 'g':
 			o->gpu_map = optarg;
+			break;
+		case 'M':
+			tool_append(&a->map, &o->nmount_map, optarg);
+			o->mount_map = a->map;
+			break;
+		case 'R':
+			o->root = optarg;
 			break;
 		case 'Y':
 			o->tcp_close = 1;
@@ -524,6 +541,11 @@ check_file(struct args *a, int argc, char *argv[])
 	}
 	if (o->path != NULL && o->tcp_close) {
 		warnx("--tcp-close is for a restore, not host:path");
+		usage(2);
+	}
+	if (o->path != NULL && (o->root != NULL || o->nmount_map > 0)) {
+		warnx("--root and --mount-map are for a restore, not "
+		    "host:path");
 		usage(2);
 	}
 	if (o->path != NULL && a->restore_opts) {

@@ -1043,6 +1043,9 @@ recv_restore(struct recv *rv, pid_t *rootp)
 	ro.tmpdir = rv->o->tmpdir;
 	ro.gpu_map = rv->o->gpu_map;
 	ro.tcp_close = rv->o->tcp_close;
+	ro.root = rv->o->root;
+	ro.mount_map = rv->o->mount_map;
+	ro.nmount_map = rv->o->nmount_map;
 	ro.allowed_signers = rv->o->allowed_signers;
 	/* What a restore that failed here left dying is waited for. */
 	ro.pid_wait_ms = 2000;

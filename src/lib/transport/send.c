@@ -394,6 +394,7 @@ remote_cmd(struct send *s, int join)
 {
 	const struct gck_send_opts	*o = s->o;
 	char				*cmd, num[32];
+	size_t				 i;
 	int				 bad = 0;
 
 	if ((cmd = strdup(o->remote_path)) == NULL)
@@ -417,6 +418,12 @@ remote_cmd(struct send *s, int join)
 			    cmd_add(&cmd, o->gpu_map, 1);
 		if (o->tcp_close && !s->to_cache)
 			bad |= cmd_add(&cmd, "--tcp-close", 0);
+		if (o->root != NULL && !s->to_cache)
+			bad |= cmd_add(&cmd, "--root", 0) |
+			    cmd_add(&cmd, o->root, 1);
+		for (i = 0; !s->to_cache && i < o->nmount_map; i++)
+			bad |= cmd_add(&cmd, "--mount-map", 0) |
+			    cmd_add(&cmd, o->mount_map[i], 1);
 		if (o->cache != NULL && *o->cache == '\0')
 			bad |= cmd_add(&cmd, "--no-cache", 0);
 		else if (o->cache != NULL)
