@@ -7,6 +7,7 @@ test_description='containers: a runc container of a busybox root file system, ch
 # iptables for criu's network lock, all from scripts/install-deps).
 require_criu
 require_python
+require_sshd
 for _c in runc busybox iptables-restore; do
 	command -v $_c >/dev/null ||
 	    test_skip_all "$_c not found (scripts/install-deps installs it)"
@@ -105,7 +106,9 @@ test_cleanup() {
 		$RUNC kill $_c KILL 2>/dev/null
 		$RUNC delete -f $_c 2>/dev/null
 	done
-	test -z "$P3" || kill -KILL $P3 2>/dev/null
+	for _p in $P3 $P4; do
+		kill -KILL $_p 2>/dev/null
+	done
 	:
 }
 GCK_ALLOWED_SIGNERS=$TRASH/no-such-file
@@ -163,6 +166,38 @@ test_expect_success 'gpurestore --root: the container again, in new namespaces, 
 	done &&
 	counted2 &&
 	kill -KILL $P3 && wait_gone $P3
+'
+
+# gsend ARGS...: gpusend to this host's sshd, as root.
+gsend() {
+	HOME=$TRASH/home "$GCK_BINDIR/send/gpusend" -P "$port" \
+	    -i "$TRASH/userkey" -o IdentityAgent=none \
+	    -o UserKnownHostsFile="$TRASH/known_hosts" \
+	    --remote-path "TMPDIR=$TRASH/rtmp $GCK_BINDIR/recv/gpurecv" "$@"
+}
+
+test_expect_success 'gpusend -p --root of a container: moved, in new namespaces, its count going on' '
+	ssh-keygen -q -t ed25519 -N "" -C gck-host -f hostkey &&
+	ssh-keygen -q -t ed25519 -N "" -C gck-user -f userkey &&
+	cp userkey.pub authorized_keys &&
+	start_sshd &&
+	echo "[127.0.0.1]:$port $(cat hostkey.pub)" >known_hosts &&
+	mkdir home rtmp &&
+	$RUNC delete -f $CT2 &&
+	: >"$TRASH/ct2.log" && rm -f "$TRASH/ct2/rootfs/tmp/count" &&
+	(cd "$TRASH/ct2" && setsid $RUNC run -d $CT2 </dev/null >"$TRASH/ct2.log" 2>&1) &&
+	wait_for_line "$TRASH/ct2/rootfs/tmp/count" "^[0-9]" 30 &&
+	P=$($RUNC state $CT2 | python3 -c "import json, sys; print(json.load(sys.stdin)[\"pid\"])") &&
+	test_status 0 gsend -p $P --root "$TRASH/ct2/rootfs" root@127.0.0.1 >out 2>err &&
+	wait_gone $P &&
+	P4=$(cat out) && proc_running $P4 &&
+	test "$(readlink /proc/$P4/ns/pid)" != "$(readlink /proc/self/ns/pid)" &&
+	test "$(awk "\$1 == \"NSpid:\" { print \$NF }" /proc/$P4/status)" = 1 &&
+	C1=$(count2) && _i=0 && while test "$(count2)" -le "$C1"; do
+		_i=$((_i + 1)) && test $_i -lt 100 && sleep 0.1 || return 1
+	done &&
+	counted2 &&
+	kill -KILL $P4 && wait_gone $P4
 '
 
 test_done
