@@ -228,4 +228,39 @@ test_expect_success 'gpusend -p --root -M: the job moved, there in a PID namespa
 	kill -KILL $P2 && wait_gone $P2
 '
 
+test_expect_success 'gpusend --live -p --root -M: moved while it ran' '
+	job l &&
+	test_status 0 gsend --live -p $JPID --root "$TRASH/l/root" -M /data="$TRASH/l/data" root@127.0.0.1 >out 2>err &&
+	wait_gone $JPID &&
+	P2=$(cat out) && proc_running $P2 &&
+	started="$started $P2" &&
+	pivoted $P2 l && moves_on l && counted l &&
+	kill -KILL $P2 && wait_gone $P2
+'
+
+test_expect_success 'a series of snapshots of it (--series), restored from the directory' '
+	job r &&
+	test_status 0 "$GCKPT" --series=ser -R -p $JPID 2>err &&
+	moves_on r &&
+	test_status 0 "$GCKPT" --series=ser -R -p $JPID 2>err &&
+	C2=$(count r) &&
+	kill -KILL $JPID && wait_gone $JPID &&
+	test_status 0 "$GCKRESTORE" --root "$TRASH/r/root" -M /data="$TRASH/r/data" ser >out 2>err &&
+	proc_restored $JPID $JSTART &&
+	pivoted $JPID r && moves_on r && counted r
+'
+
+test_expect_success 'an incremental image of it (--parent), restored with its parent' '
+	test_status 0 "$GCKPT" -R -p $JPID -o full.gck 2>err &&
+	moves_on r &&
+	test_status 0 "$GCKPT" --parent full.gck -p $JPID -o inc.gck 2>err &&
+	wait_gone $JPID &&
+	"$GCKINSPECT" inc.gck >show &&
+	test_grep "^parent " show && test_grep "^root        $TRASH/r/root " show &&
+	test_status 0 "$GCKRESTORE" --parent full.gck --root "$TRASH/r/root" -M /data="$TRASH/r/data" inc.gck >out 2>err &&
+	proc_running $JPID &&
+	pivoted $JPID r && moves_on r && counted r &&
+	kill -KILL $JPID && wait_gone $JPID
+'
+
 test_done
