@@ -233,6 +233,7 @@ main(int argc, char *argv[])
 	if (r != GCK_OK)
 		warnx("%s", gck_error_string(ctx));
 	free(res.stored);
+	free(map);
 	gck_ctx_free(ctx);
 	return r == GCK_OK ? 0 : 1;
 }

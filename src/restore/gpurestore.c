@@ -372,6 +372,7 @@ restore(struct args *a)
 		r = gck_restore(ctx, o, &root);
 	tool_progress_clear();
 	free(a->parents);
+	free(a->map);
 	if (r != GCK_OK) {
 		warnx("%s", gck_error_string(ctx));
 		gck_ctx_free(ctx);

@@ -683,6 +683,7 @@ main(int argc, char *argv[])
 	tool_progress_clear();
 	status = report(ctx, &a, &res, r);
 	free(res.stored);
+	free(a.map);
 	gck_ctx_free(ctx);
 	return status;
 }
