@@ -79,7 +79,10 @@ is_anon(const char *perms, unsigned long long inode, const char *path)
 	    strcmp(path, "[stack]") == 0 || strncmp(path, "[anon:", 6) == 0;
 }
 
-/* Reads the mappings of p->pid.  Returns GCK_OK or a code. */
+/*
+ * Reads the mappings of p->pid.  Returns GCK_OK, a code, or 1 when the
+ * process has exited.
+ */
 static int
 read_maps(struct pread *p)
 {
@@ -92,7 +95,10 @@ read_maps(struct pread *p)
 	int			 n;
 
 	snprintf(path, sizeof path, "/proc/%d/maps", (int)p->pid);
-	if ((f = fopen(path, "re")) == NULL)
+	if ((f = fopen(path, "re")) == NULL && (errno == ENOENT ||
+	    errno == ESRCH))
+		return 1;
+	if (f == NULL)
 		return gck_set_syserr(p->ctx, errno, "cannot read the memory "
 		    "map of process %d: %s", (int)p->pid, strerror(errno));
 	while (fgets(line, sizeof line, f) != NULL) {
@@ -332,13 +338,28 @@ gck_precopy(struct gck_ctx *ctx, pid_t pid, int level, int fd,
 		    t->procs[i].pid;
 		p->nv = 0;
 		snprintf(path, sizeof path, "/proc/%d/pagemap", (int)p->pid);
-		if ((p->pmfd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		/*
+		 * A process that has exited since the tree was read (a
+		 * shell's sleep) has nothing the stop will need.
+		 */
+		if ((p->pmfd = open(path, O_RDONLY | O_CLOEXEC)) == -1 &&
+		    (errno == ENOENT || errno == ESRCH)) {
+			gck_log(ctx, 2, "pre-copy: process %d has exited",
+			    (int)p->pid);
+			continue;
+		}
+		if (p->pmfd == -1) {
 			r = gck_set_syserr(ctx, errno, "cannot read the "
 			    "memory of process %d: %s", (int)p->pid,
 			    strerror(errno));
 			goto out;
 		}
-		if ((r = read_maps(p)) != GCK_OK ||
+		if ((r = read_maps(p)) == 1) {
+			close(p->pmfd);
+			p->pmfd = -1;
+			continue;
+		}
+		if (r != GCK_OK ||
 		    (r = precopy_proc(p, w, have, memo, buf, st)) != GCK_OK)
 			goto out;
 		close(p->pmfd);
