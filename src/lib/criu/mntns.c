@@ -45,8 +45,22 @@
 #include "criu/streamer.h"
 #include "criu/criu-images.pb-c.h"
 
+/* A descriptor of the tree's, as fd_read found it. */
+struct fd_seen {
+	char		 link[PATH_MAX];
+	char		 key[64];	/* file[MNTID:INO] */
+	uint64_t	 ino;
+	int64_t		 pos;
+	int		 mnt, flags;
+};
+
 static int	 same_ns(pid_t, pid_t, const char *);
 static int	 fd_info(pid_t, int, int *, int *, int64_t *);
+static int	 fd_read(pid_t, int, struct fd_seen *);
+static int	 mnt_agrees(const char *, int);
+static int	 add_file(struct gck_ctx *, struct gck_mntns *,
+		    const struct fd_seen *, pid_t, int);
+static struct gck_mntns_file *file_of(struct gck_mntns *, const char *);
 static int	 add_arg(struct gck_mntns *, const char *, const char *);
 static int	 inside_root(const struct gck_mount *,
 		    const struct gck_mount *);
@@ -209,20 +223,121 @@ fd_info(pid_t pid, int fd, int *mntp, int *flagsp, int64_t *posp)
 	return got == 7 ? 0 : -1;
 }
 
+/*
+ * What descriptor fd of process pid is on, read so that all of it is of
+ * the one file: the tree may be running, and a shell's loop opens and
+ * closes its descriptors as it goes (echo >file), so each part is read
+ * between two looks at the file, which must agree.  Returns 1 with *s
+ * filled in for a file with a path (regular, a directory, a device), 0
+ * for anything else (a pipe, a socket, a memfd, no such descriptor).
+ */
+static int
+fd_read(pid_t pid, int fd, struct fd_seen *s)
+{
+	struct stat	sb, again;
+	char		path[64], link2[PATH_MAX];
+	ssize_t		n, n2;
+	int		tries;
+
+	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pid, fd);
+	for (tries = 0; tries < 8; tries++) {
+		if (stat(path, &sb) == -1 || !(S_ISREG(sb.st_mode) ||
+		    S_ISDIR(sb.st_mode) || S_ISCHR(sb.st_mode) ||
+		    S_ISBLK(sb.st_mode)))
+			return 0;
+		if ((n = readlink(path, s->link, sizeof s->link - 1)) <= 0)
+			return 0;
+		s->link[n] = '\0';
+		if (fd_info(pid, fd, &s->mnt, &s->flags, &s->pos) == -1)
+			return 0;
+		if (stat(path, &again) == -1 ||
+		    (n2 = readlink(path, link2, sizeof link2 - 1)) <= 0)
+			return 0;
+		link2[n2] = '\0';
+		if (again.st_dev == sb.st_dev && again.st_ino == sb.st_ino &&
+		    strcmp(link2, s->link) == 0 && mnt_agrees(path, s->mnt))
+			break;
+	}
+	if (tries == 8)
+		return 0;	/* never still: criu will find it as it is */
+	if (s->link[0] != '/' || strncmp(s->link, "/memfd:", 7) == 0)
+		return 0;
+	s->ino = (uint64_t)sb.st_ino;
+	snprintf(s->key, sizeof s->key, "file[%x:%" PRIx64 "]", s->mnt,
+	    s->ino);
+	return 1;
+}
+
+/*
+ * Whether the file at path is on mount mnt (statx's word, where this
+ * kernel gives it): fdinfo and the file were read of one descriptor.
+ */
+static int
+mnt_agrees(const char *path, int mnt)
+{
+#ifdef STATX_MNT_ID
+	struct statx	sx;
+
+	if (statx(AT_FDCWD, path, 0, STATX_MNT_ID, &sx) == 0 &&
+	    (sx.stx_mask & STATX_MNT_ID))
+		return sx.stx_mnt_id == (uint64_t)mnt;
+#else
+	(void)path;
+	(void)mnt;
+#endif
+	return 1;
+}
+
+/* Records s, seen on fd of pid, as a file outside the namespace. */
+static int
+add_file(struct gck_ctx *ctx, struct gck_mntns *ns, const struct fd_seen *s,
+    pid_t pid, int fd)
+{
+	struct gck_mntns_file	*f;
+
+	if (ns->nb + ns->nf >= GCK_MNTNS_MAX)
+		return gck_set_error(ctx, GCK_EINVAL, "the tree has more "
+		    "than %d files outside its mount namespace open",
+		    GCK_MNTNS_MAX);
+	if ((f = reallocarray(ns->f, ns->nf + 1, sizeof *f)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	ns->f = f;
+	f = &ns->f[ns->nf++];
+	memset(f, 0, sizeof *f);
+	snprintf(f->key, sizeof f->key, "%s", s->key);
+	f->flags = s->flags;
+	f->pos = s->pos;
+	f->pid = pid;
+	f->fd = fd;
+	if ((f->path = strdup(s->link)) == NULL ||
+	    add_arg(ns, "--external", s->key) == -1)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	return GCK_OK;
+}
+
+/* The file of ns with key, or NULL. */
+static struct gck_mntns_file *
+file_of(struct gck_mntns *ns, const char *key)
+{
+	size_t	i;
+
+	for (i = 0; i < ns->nf; i++)
+		if (strcmp(ns->f[i].key, key) == 0)
+			return &ns->f[i];
+	return NULL;
+}
+
 /* The descriptors of the tree on files no mount of the namespace has. */
 static int
 scan_fds(struct gck_ctx *ctx, struct gck_mntns *ns,
     const struct gck_ptree *t, const struct gck_mounts *theirs)
 {
-	struct gck_mntns_file	*f;
-	struct dirent		*de;
-	struct stat		 sb;
-	DIR			*d;
-	char			 path[96], link[PATH_MAX], key[64];
-	int64_t			 pos = 0;
-	size_t			 i, j;
-	ssize_t			 n;
-	int			 fd, mnt = -1, flags = 0, r = GCK_OK;
+	struct fd_seen	 s;
+	struct dirent	*de;
+	DIR		*d;
+	char		 path[64];
+	size_t		 i, len;
+	int		 fd, r = GCK_OK;
 
 	for (i = 0; i < t->n && r == GCK_OK; i++) {
 		snprintf(path, sizeof path, "/proc/%d/fd", (int)t->procs[i].pid);
@@ -232,59 +347,22 @@ scan_fds(struct gck_ctx *ctx, struct gck_mntns *ns,
 			if (de->d_name[0] < '0' || de->d_name[0] > '9')
 				continue;
 			fd = atoi(de->d_name);
-			snprintf(path, sizeof path, "/proc/%d/fd/%d",
-			    (int)t->procs[i].pid, fd);
 			/* Pipes and sockets are criu's, wherever they are. */
-			if (stat(path, &sb) == -1 || !(S_ISREG(sb.st_mode) ||
-			    S_ISDIR(sb.st_mode) || S_ISCHR(sb.st_mode) ||
-			    S_ISBLK(sb.st_mode)))
+			if (!fd_read(t->procs[i].pid, fd, &s) ||
+			    gck_mounts_find(theirs, s.mnt) != NULL)
 				continue;
-			if (fd_info(t->procs[i].pid, fd, &mnt, &flags,
-			    &pos) == -1 || gck_mounts_find(theirs, mnt) != NULL)
-				continue;
-			if ((n = readlink(path, link, sizeof link - 1)) <= 0)
-				continue;
-			link[n] = '\0';
-			if (link[0] != '/' || strncmp(link, "/memfd:", 7) == 0)
-				continue;
-			if (n > 10 && strcmp(link + n - 10, " (deleted)") == 0) {
+			len = strlen(s.link);
+			if (len > 10 && strcmp(s.link + len - 10,
+			    " (deleted)") == 0) {
 				r = gck_set_error(ctx, GCK_EINVAL, "cannot "
 				    "checkpoint pid %d: process %d has '%s' "
 				    "open on fd %d, a file outside its mount "
 				    "namespace that is deleted", (int)t->procs[0].pid,
-				    (int)t->procs[i].pid, link, fd);
+				    (int)t->procs[i].pid, s.link, fd);
 				break;
 			}
-			snprintf(key, sizeof key, "file[%x:%" PRIx64 "]", mnt,
-			    (uint64_t)sb.st_ino);
-			for (j = 0; j < ns->nf && strcmp(ns->f[j].key, key); j++)
-				;
-			if (j < ns->nf)
-				continue;
-			if (ns->nb + ns->nf >= GCK_MNTNS_MAX) {
-				r = gck_set_error(ctx, GCK_EINVAL, "the tree "
-				    "has more than %d files outside its mount "
-				    "namespace open", GCK_MNTNS_MAX);
-				break;
-			}
-			if ((f = reallocarray(ns->f, ns->nf + 1,
-			    sizeof *f)) == NULL) {
-				r = gck_set_error(ctx, GCK_ENOMEM, "out of "
-				    "memory");
-				break;
-			}
-			ns->f = f;
-			f = &ns->f[ns->nf++];
-			memset(f, 0, sizeof *f);
-			snprintf(f->key, sizeof f->key, "%s", key);
-			f->flags = flags;
-			f->pos = pos;
-			f->pid = t->procs[i].pid;
-			f->fd = fd;
-			if ((f->path = strdup(link)) == NULL ||
-			    add_arg(ns, "--external", key) == -1)
-				r = gck_set_error(ctx, GCK_ENOMEM, "out of "
-				    "memory");
+			if (file_of(ns, s.key) == NULL)
+				r = add_file(ctx, ns, &s, t->procs[i].pid, fd);
 		}
 		closedir(d);
 	}
@@ -650,18 +728,27 @@ gck_mntns_plan(struct gck_ctx *ctx, struct gck_mntns *ns,
 	return GCK_OK;
 }
 
+/* What settle_rec learns of files.img: the external files it names. */
+struct settle {
+	struct gck_mntns	*ns;
+	char			*used;	/* per ns->f: named in the image */
+	size_t			 n;	/* records that lost their size */
+};
+
 /*
  * A regular file of files.img that criu was told is external (a file
- * outside the namespace, which criu names by its key) loses its size: criu would refuse a restore
- * of a log that has grown since, and the file is the host's, as a
- * pipe's other end is.
+ * outside the namespace, which criu names by its key) loses its size:
+ * criu would refuse a restore of a log that has grown since, and the
+ * file is the host's, as a pipe's other end is.  Which files the image
+ * names is noted.
  */
 static int
-unsize_rec(struct gck_ctx *ctx, const uint8_t *rec, size_t len, void *arg,
+settle_rec(struct gck_ctx *ctx, const uint8_t *rec, size_t len, void *arg,
     uint8_t **outp, size_t *outlenp)
 {
+	struct settle	*st = arg;
 	FileEntry	*fe;
-	size_t		*np = arg;
+	size_t		 i;
 	int		 r = GCK_OK;
 
 	*outp = NULL;
@@ -669,14 +756,20 @@ unsize_rec(struct gck_ctx *ctx, const uint8_t *rec, size_t len, void *arg,
 		return GCK_OK;		/* as it was */
 	/* criu names such a file by its key: file[MNTID:INO]. */
 	if (fe->reg != NULL && fe->reg->name != NULL &&
-	    strncmp(fe->reg->name, "file[", 5) == 0 && fe->reg->has_size) {
-		fe->reg->has_size = 0;
-		*outlenp = file_entry__get_packed_size(fe);
-		if ((*outp = malloc(*outlenp + 1)) == NULL)
-			r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-		else {
-			file_entry__pack(fe, *outp);
-			(*np)++;
+	    strncmp(fe->reg->name, "file[", 5) == 0) {
+		for (i = 0; i < st->ns->nf; i++)
+			if (strcmp(st->ns->f[i].key, fe->reg->name) == 0)
+				st->used[i] = 1;
+		if (fe->reg->has_size) {
+			fe->reg->has_size = 0;
+			*outlenp = file_entry__get_packed_size(fe);
+			if ((*outp = malloc(*outlenp + 1)) == NULL)
+				r = gck_set_error(ctx, GCK_ENOMEM,
+				    "out of memory");
+			else {
+				file_entry__pack(fe, *outp);
+				st->n++;
+			}
 		}
 	}
 	file_entry__free_unpacked(fe, NULL);
@@ -684,23 +777,94 @@ unsize_rec(struct gck_ctx *ctx, const uint8_t *rec, size_t len, void *arg,
 }
 
 /*
- * Once criu has dumped a tree of namespace ns: its external files are
- * recorded without their size.  Returns GCK_OK or a code.
+ * Each external file of ns as the stopped tree t has it: its offset and
+ * flags now, not when the tree was scanned running, on the first
+ * descriptor that has it.
+ */
+static void
+settle_fds(struct gck_mntns *ns, const struct gck_ptree *t)
+{
+	struct gck_mntns_file	*f;
+	struct fd_seen		 s;
+	struct dirent		*de;
+	DIR			*d;
+	char			 path[64], *seen, *p;
+	size_t			 i;
+	int			 fd;
+
+	if ((seen = calloc(ns->nf + 1, 1)) == NULL)
+		return;			/* as scanned */
+	for (i = 0; i < t->n; i++) {
+		snprintf(path, sizeof path, "/proc/%d/fd", (int)t->procs[i].pid);
+		if ((d = opendir(path)) == NULL)
+			continue;
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] < '0' || de->d_name[0] > '9')
+				continue;
+			fd = atoi(de->d_name);
+			if (!fd_read(t->procs[i].pid, fd, &s) ||
+			    (f = file_of(ns, s.key)) == NULL ||
+			    seen[f - ns->f])
+				continue;
+			seen[f - ns->f] = 1;
+			if ((p = strdup(s.link)) == NULL)
+				continue;
+			free(f->path);
+			f->path = p;
+			f->flags = s.flags;
+			f->pos = s.pos;
+			f->pid = t->procs[i].pid;
+			f->fd = fd;
+		}
+		closedir(d);
+	}
+	free(seen);
+}
+
+/*
+ * Once criu has dumped tree t of namespace ns, the tree still stopped:
+ * the image records the external files criu named, and only those (a
+ * descriptor may have been closed since the scan), each as the stopped
+ * tree has it, without its size in files.img; the process of each is
+ * named as the PID namespace of a whole container (view) names it.
+ * Returns GCK_OK or a code.
  */
 int
-gck_mntns_unsize(struct gck_ctx *ctx, const struct gck_mntns *ns,
-    struct gck_capture *cap)
+gck_mntns_settle(struct gck_ctx *ctx, struct gck_mntns *ns,
+    struct gck_capture *cap, const struct gck_ptree *t,
+    const struct gck_nsview *view)
 {
 	const struct gck_sfile	*ff;
-	size_t			 n = 0;
+	struct settle		 st;
+	size_t			 i, j;
 	int			 r;
 
-	if (ns == NULL || ns->nf == 0 ||
-	    (ff = gck_capture_find(cap, "files.img")) == NULL || ff->pages)
+	if (ns == NULL || ns->nf == 0)
 		return GCK_OK;
-	if ((r = gck_img_rewrite(ctx, cap, ff, &n, unsize_rec)) != GCK_OK)
+	memset(&st, 0, sizeof st);
+	st.ns = ns;
+	if ((st.used = calloc(ns->nf, 1)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	if ((ff = gck_capture_find(cap, "files.img")) != NULL && !ff->pages &&
+	    (r = gck_img_rewrite(ctx, cap, ff, &st, settle_rec)) != GCK_OK) {
+		free(st.used);
 		return r;
-	gck_log(ctx, 2, "image: %zu file%s outside the mount namespace "
-	    "recorded without a size", n, n == 1 ? "" : "s");
+	}
+	for (i = j = 0; i < ns->nf; i++) {
+		if (!st.used[i]) {
+			free(ns->f[i].path);
+			continue;
+		}
+		ns->f[j++] = ns->f[i];
+	}
+	free(st.used);
+	gck_log(ctx, 2, "image: %zu of %zu file%s outside the mount "
+	    "namespace still open, %zu recorded without a size", j, ns->nf,
+	    ns->nf == 1 ? "" : "s", st.n);
+	ns->nf = j;
+	settle_fds(ns, t);
+	if (ns->whole)
+		for (i = 0; i < ns->nf; i++)
+			ns->f[i].pid = gck_nsview_local(view, ns->f[i].pid);
 	return GCK_OK;
 }

@@ -6,6 +6,7 @@
 
 struct gck_capture;
 struct gck_ctx;
+struct gck_nsview;
 struct gck_ptree;
 struct json_t;
 
@@ -61,8 +62,9 @@ int	gck_mntns_parse(struct gck_ctx *, struct json_t *,
 	    struct gck_mntns **);
 int	gck_mntns_plan(struct gck_ctx *, struct gck_mntns *,
 	    const struct gck_mntns_where *);
-int	gck_mntns_unsize(struct gck_ctx *, const struct gck_mntns *,
-	    struct gck_capture *);
+int	gck_mntns_settle(struct gck_ctx *, struct gck_mntns *,
+	    struct gck_capture *, const struct gck_ptree *,
+	    const struct gck_nsview *);
 void	gck_mntns_free(struct gck_mntns *);
 
 #endif /* GCK_CRIU_MNTNS_H */

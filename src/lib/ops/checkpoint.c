@@ -660,7 +660,7 @@ struct wstate {
 	const struct gck_cuda_facts	*cf;
 	struct out			*out;
 	struct gck_nsview		*ns;	/* its PID namespace, not ours */
-	const struct gck_mntns		*mnt;	/* its mount namespace */
+	struct gck_mntns		*mnt;	/* its mount namespace */
 	struct gck_pst			*procs;	/* the tree, as criu holds it */
 	size_t				 nprocs;
 	size_t				 nttys;	/* terminal files made null */
@@ -748,8 +748,12 @@ write_image(void *arg)
 		gck_log(ctx, 1, "image: of the files criu linked back, %zu "
 		    "travel in it, %zu are opened by another name", nghosts,
 		    nnamed);
-	/* A log of the host's the tree writes may grow: it is the host's. */
-	if ((r = gck_mntns_unsize(ctx, w->mnt, w->cap)) != GCK_OK)
+	/*
+	 * The files outside its mount namespace as the stopped tree has
+	 * them; a log of the host's the tree writes may grow: it is the
+	 * host's.
+	 */
+	if ((r = gck_mntns_settle(ctx, w->mnt, w->cap, t, w->ns)) != GCK_OK)
 		goto out;
 	/* The manifest lists the pages files as they are left. */
 	if ((r = gck_zero_scan(ctx, w->cap, w->ns, &dropped)) != GCK_OK)
@@ -1065,13 +1069,9 @@ ckpt_preflight(struct ckpt *c)
 		    "%d: it is the init of a PID namespace that shares this "
 		    "host's mount namespace, whose /proc a restore could not "
 		    "give it: checkpoint a process under it", (int)o->pid);
-	if (c->whole) {
-		/* The image names its processes as the namespace does. */
+	/* The image names its processes as the namespace does. */
+	if (c->whole)
 		c->mnt->whole = 1;
-		for (i = 0; i < c->mnt->nf; i++)
-			c->mnt->f[i].pid = gck_nsview_local(c->ns,
-			    c->mnt->f[i].pid);
-	}
 	if ((r = gck_cuda_candidates(ctx, c->pre, &c->cand, &c->ncand)) !=
 	    GCK_OK || (r = gck_cuda_prepare(ctx, "checkpoint", o->pid, c->cand,
 	    c->ncand, &c->cu)) != GCK_OK)
