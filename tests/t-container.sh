@@ -201,4 +201,112 @@ test_expect_success 'gpusend -p --root of a container: moved, in new namespaces,
 	kill -KILL $P4 && wait_gone $P4
 '
 
+# A GPU container, as the NVIDIA container toolkit makes one: the
+# driver's library (the stand-in, fakecuda/libcuda.so.1) and its state
+# bound in, and the device nodes of the driver, made here as the driver
+# makes them (character devices of major 195: nvidiactl, and nvidiaN,
+# N the GPU's minor number, which the stand-in's NVML gives as its
+# ordinal).  Its program is cudawork, its status in /status, bound from here.
+F=$TRASH/fake
+A=GPU-aaaaaaaa-1111-4000-8000-000000000001
+B=GPU-bbbbbbbb-1111-4000-8000-000000000002
+C=GPU-cccccccc-1111-4000-8000-000000000003
+CT3=gck3$$
+test_cleanup() {
+	for _c in $CT $CT2 $CT3; do
+		$RUNC kill $_c KILL 2>/dev/null
+		$RUNC delete -f $_c 2>/dev/null
+	done
+	for _p in $P3 $P4 $P5; do
+		kill -KILL $_p 2>/dev/null
+	done
+	:
+}
+
+# fake CMD...: CMD with the stand-in driver as this host's.
+fake() {
+	FAKECUDA_DIR=$F GPUCKPT_LIBCUDA=$GCK_TESTDIR/fakecuda/libcuda.so.1 \
+	    GPUCKPT_LIBNVML=$GCK_TESTDIR/fakecuda/libnvidia-ml.so.1 \
+	    FAKECUDA_CALL_TIMEOUT_MS=20000 "$@"
+}
+
+# node PATH: a device node's major:minor, in hex, as stat gives them.
+node() {
+	stat -c %t:%T "$1"
+}
+
+test_expect_success 'a GPU container: cudawork on GPU 0, the driver and its device nodes bound in' '
+	mkdir -p "$F/inject" "$F/delay" "$TRASH/nv" "$TRASH/gw" &&
+	for _g in "$A 01" "$B 02" "$C 03"; do
+		set -- $_g &&
+		echo "$1 9.0 1073741824 0000:$2:00.0 NVIDIA H100 80GB HBM3" || return 1
+	done >"$F/gpus" &&
+	mknod "$TRASH/nv/nvidiactl" c 195 255 &&
+	mknod "$TRASH/nv/nvidia0" c 195 0 &&
+	mknod "$TRASH/nv/nvidia1" c 195 1 &&
+	bundle "$TRASH/ct3" &&
+	mkdir -p "$TRASH/ct3/rootfs/lib64" "$TRASH/ct3/rootfs/lib/x86_64-linux-gnu" \
+	    "$TRASH/ct3/rootfs/usr/lib" "$TRASH/ct3/rootfs/status" &&
+	for _l in $(ldd "$GCK_TESTDIR/cudawork" | sed -n "s/.* \(\/[^ ]*\) (.*/\1/p;s/^[ 	]*\(\/[^ ]*\) (.*/\1/p"); do
+		mkdir -p "$TRASH/ct3/rootfs${_l%/*}" &&
+		cp -L "$_l" "$TRASH/ct3/rootfs$_l" || return 1
+	done &&
+	cp "$GCK_TESTDIR/cudawork" "$TRASH/ct3/rootfs/bin/cudawork" &&
+	python3 - "$TRASH/ct3/config.json" "$TRASH" "$F" "$GCK_TESTDIR" <<-\PY &&
+	import json, sys
+	p, trash, f, testdir = sys.argv[1:]
+	c = json.load(open(p))
+	c["process"]["args"] = ["/bin/cudawork", "-f", "/status/status"]
+	c["process"]["env"] += ["LD_LIBRARY_PATH=/usr/lib", "FAKECUDA_DIR=" + f,
+	    "FAKECUDA_CALL_TIMEOUT_MS=20000"]
+	def bind(src, dst):
+	    c["mounts"].append({"destination": dst, "type": "bind",
+	        "source": src, "options": ["rbind", "rw"]})
+	bind(testdir + "/fakecuda/libcuda.so.1", "/usr/lib/libcuda.so.1")
+	bind(f, f)
+	bind(trash + "/gw", "/status")
+	for n in ("nvidiactl", "nvidia0"):
+	    bind(trash + "/nv/" + n, "/dev/" + n)
+	json.dump(c, open(p, "w"), indent=1)
+	PY
+	(cd "$TRASH/ct3" && setsid $RUNC run -d $CT3 </dev/null >"$TRASH/ct3.log" 2>&1) &&
+	wait_for_line "$TRASH/gw/status" "^ready " 60 &&
+	P=$($RUNC state $CT3 | python3 -c "import json, sys; print(json.load(sys.stdin)[\"pid\"])") &&
+	grep -q "^ready pid=1 .* devs=$A\$" "$TRASH/gw/status" &&
+	verify_workload $P "$TRASH/gw/status" &&
+	test "$(fake "$GCK_TESTDIR/fakecuda/fakectl" state $P)" = RUNNING &&
+	test_status 0 fake "$GCKPT" -p $P -o gpu.gck 2>err &&
+	wait_gone $P &&
+	"$GCKINSPECT" gpu.gck >show &&
+	test_grep "^mount       /dev/nvidia0 from $TRASH/nv/nvidia0 (" show &&
+	test_grep "^mount       /dev/nvidiactl from $TRASH/nv/nvidiactl (" show &&
+	test_grep "$A" show &&
+	"$GCKINSPECT" -x gx gpu.gck &&
+	python3 -c "import json, sys; g = json.load(open(\"gx/gpuckpt.json\"))[\"cuda\"][\"gpus\"]; sys.exit(not (len(g) == 1 and g[0][\"minor\"] == 0))"
+'
+
+# The sources named here, but the device nodes: the restore binds those.
+MAPS="-M /usr/lib/libcuda.so.1=$GCK_TESTDIR/fakecuda/libcuda.so.1 -M $F=$F -M /status=$TRASH/gw"
+
+test_expect_success 'onto a GPU whose device node is not here beside the others: refused, nothing runs' '
+	_lines=$(wc -l <"$TRASH/gw/status") &&
+	test_status 1 fake "$GCKRESTORE" --root "$TRASH/ct3/rootfs" $MAPS --gpu-map 0=2 gpu.gck >out 2>err &&
+	test_grep "^gpurestore: the job.s GPU of device node .$TRASH/nv/nvidia0. (minor 0) is restored onto the GPU of minor 2, whose device node is not here beside it: name it yourself (--mount-map /dev/nvidia0=NODE)\$" err &&
+	test_line_count err 1 &&
+	test -z "$(ls -A "$TMPDIR")" && test ! -s out &&
+	! ps -eo args | grep -q "^/bin/cudawor[k]" &&
+	test "$(wc -l <"$TRASH/gw/status")" = "$_lines"
+'
+
+test_expect_success 'gpurestore --gpu-map 0=1: the container on GPU 1, its /dev/nvidia0 the node of minor 1, unnamed' '
+	test_status 0 fake "$GCKRESTORE" --root "$TRASH/ct3/rootfs" $MAPS --gpu-map 0=1 -P pid gpu.gck >out 2>err &&
+	P5=$(cat pid) && proc_running $P5 &&
+	test "$(readlink /proc/$P5/ns/pid)" != "$(readlink /proc/self/ns/pid)" &&
+	test "$(node /proc/$P5/root/dev/nvidia0)" = c3:1 &&
+	test "$(node /proc/$P5/root/dev/nvidiactl)" = c3:ff &&
+	verify_workload $P5 "$TRASH/gw/status" &&
+	grep "^verify " "$TRASH/gw/status" | tail -n 1 | grep -q " devs=$B\$" &&
+	kill -KILL $P5 && wait_gone $P5
+'
+
 test_done

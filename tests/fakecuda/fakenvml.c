@@ -76,6 +76,7 @@ int		 nvmlDeviceGetCudaComputeCapability(struct nvml_device *, int *,
 		    int *);
 int		 nvmlDeviceGetMemoryInfo(struct nvml_device *,
 		    struct nvml_memory *);
+int		 nvmlDeviceGetMinorNumber(struct nvml_device *, unsigned int *);
 int		 nvmlDeviceGetComputeRunningProcesses_v3(struct nvml_device *,
 		    unsigned int *, struct nvml_process_info *);
 
@@ -319,6 +320,24 @@ nvmlDeviceGetUUID(struct nvml_device *d, char *uuid, unsigned int length)
 	if ((r = device(d, &g)) != NVML_SUCCESS)
 		return r;
 	return copy_out(uuid, length, g.uuidstr);
+}
+
+/*
+ * The minor number of its device node, /dev/nvidiaN: its ordinal, as on
+ * a host whose GPUs the driver numbered in the order of their buses.
+ */
+int
+nvmlDeviceGetMinorNumber(struct nvml_device *d, unsigned int *minor)
+{
+	struct gpu	g;
+	int		r;
+
+	if ((r = device(d, &g)) != NVML_SUCCESS)
+		return r;
+	if (minor == NULL)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*minor = d->index;
+	return NVML_SUCCESS;
 }
 
 int

@@ -23,6 +23,7 @@
 #include "config.h"
 
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/types.h>
 
 #include <dirent.h>
@@ -74,6 +75,10 @@ static int	 source_ok(struct gck_ctx *, const char *, const char *,
 		    int);
 static int	 cgroup_here(struct gck_ctx *, const struct gck_mntns_bind *,
 		    int *);
+static int	 nvidia_node(const char *);
+static int	 nvidia_here(struct gck_ctx *, const struct gck_mntns_bind *,
+		    const struct gck_mntns_where *, char *, size_t,
+		    const char **, int *);
 
 void
 gck_mntns_free(struct gck_mntns *ns)
@@ -654,6 +659,78 @@ cgroup_here(struct gck_ctx *ctx, const struct gck_mntns_bind *b, int *okp)
 }
 
 /*
+ * The minor number of the NVIDIA device node at path here (a character
+ * device of the driver's major 195, or of a major /proc/devices gives an
+ * nvidia driver: nvidia-uvm, nvidia-caps), or -1 when path is none.
+ */
+static int
+nvidia_node(const char *path)
+{
+	struct stat	 sb;
+	FILE		*f;
+	char		 line[128], name[64];
+	unsigned int	 maj;
+	int		 found = 0;
+
+	if (stat(path, &sb) == -1 || !S_ISCHR(sb.st_mode))
+		return -1;
+	if (major(sb.st_rdev) == GCK_NVIDIA_MAJOR)
+		return (int)minor(sb.st_rdev);
+	if ((f = fopen("/proc/devices", "re")) == NULL)
+		return -1;
+	/* Only its character devices: the list up to "Block devices:". */
+	while (!found && fgets(line, sizeof line, f) != NULL &&
+	    strncmp(line, "Block", 5) != 0)
+		found = sscanf(line, "%u %63s", &maj, name) == 2 &&
+		    maj == major(sb.st_rdev) && strncmp(name, "nvidia", 6) == 0;
+	fclose(f);
+	return found ? (int)minor(sb.st_rdev) : -1;
+}
+
+/*
+ * An NVIDIA device node bound into the job (/dev/nvidia0, /dev/nvidiactl,
+ * as the NVIDIA container toolkit binds them) is bound from this host's
+ * node at the same path without being named: any process here may open
+ * it, as the driver makes it, so the image gains nothing by it.  The
+ * node of a GPU (/dev/nvidiaN, N its minor number) follows the GPU map:
+ * the job's GPU of minor N restored onto the GPU of minor M here, it is
+ * bound from the node of minor M, the path's number replaced, which must
+ * be here.  Sets *srcp (in buf) and *okp when b is such a node.
+ * Returns GCK_OK or a code.
+ */
+static int
+nvidia_here(struct gck_ctx *ctx, const struct gck_mntns_bind *b,
+    const struct gck_mntns_where *w, char *buf, size_t len,
+    const char **srcp, int *okp)
+{
+	size_t	i, n = strlen(b->source), k = n;
+	int	minor;
+
+	if (*okp || (minor = nvidia_node(b->source)) == -1)
+		return GCK_OK;
+	*okp = 1;
+	if (minor >= GCK_NVIDIA_CTL_MINOR)
+		return GCK_OK;		/* nvidiactl, nvidia-modeset... */
+	for (i = 0; i < w->ndevs && w->devs[i][0] != minor; i++)
+		;
+	if (i == w->ndevs || w->devs[i][1] == minor)
+		return GCK_OK;
+	while (k > 0 && b->source[k - 1] >= '0' && b->source[k - 1] <= '9')
+		k--;
+	if (k == n || k == 0 || (size_t)snprintf(buf, len, "%.*s%d", (int)k,
+	    b->source, w->devs[i][1]) >= len || nvidia_node(buf) !=
+	    w->devs[i][1])
+		return gck_set_error(ctx, GCK_EINVAL, "the job's GPU of "
+		    "device node '%s' (minor %d) is restored onto the GPU of "
+		    "minor %d, whose device node is not here beside it: name "
+		    "it yourself (--mount-map %s=NODE)", b->source, minor,
+		    w->devs[i][1], b->at);
+	gck_log(ctx, 1, "the job's %s: %s, as its GPU is mapped", b->at, buf);
+	*srcp = buf;
+	return GCK_OK;
+}
+
+/*
  * Settles where each mount of ns comes from here (w), checks that each
  * source may be used and is here, and opens the files outside the
  * namespace as they were opened; fills ns->args with criu restore's
@@ -665,7 +742,7 @@ int
 gck_mntns_plan(struct gck_ctx *ctx, struct gck_mntns *ns,
     const struct gck_mntns_where *w)
 {
-	char		 spec[PATH_MAX + 80];
+	char		 spec[PATH_MAX + 80], nvpath[PATH_MAX];
 	const char	*src, *eq;
 	size_t		 i, j;
 	int		 named, fd, flags, r;
@@ -695,7 +772,8 @@ gck_mntns_plan(struct gck_ctx *ctx, struct gck_mntns *ns,
 		if ((src = map_of(w, ns->b[i].at, &named)) == NULL) {
 			src = ns->b[i].source;
 			if ((r = cgroup_here(ctx, &ns->b[i], &named)) !=
-			    GCK_OK)
+			    GCK_OK || (r = nvidia_here(ctx, &ns->b[i], w,
+			    nvpath, sizeof nvpath, &src, &named)) != GCK_OK)
 				return r;
 		}
 		if ((r = source_ok(ctx, ns->b[i].at, src,

@@ -51,9 +51,14 @@ struct gck_mntns_where {
 	size_t		  nmap;
 	int		  trusted;	/* the image's signature was checked */
 	int		  firstfd;	/* where criu finds the fds */
+	const int	(*devs)[2];	/* the GPU map: a GPU's device node
+					   minor in the image, and here */
+	size_t		  ndevs;
 };
 
 #define GCK_MNTNS_MAX	200	/* mounts and files criu is told of */
+#define GCK_NVIDIA_MAJOR	195	/* the NVIDIA driver's device nodes */
+#define GCK_NVIDIA_CTL_MINOR	254	/* from it on: nvidia-modeset, -ctl */
 
 int	gck_mntns_scan(struct gck_ctx *, const struct gck_ptree *,
 	    struct gck_mntns **);

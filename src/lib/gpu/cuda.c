@@ -82,6 +82,7 @@ struct gck_cuda {
 	nvml_ret (*NvmlDriverVersion)(char *, unsigned int);
 	nvml_ret (*NvmlByUuid)(const char *, nvml_dev *);
 	nvml_ret (*NvmlMemory)(nvml_dev, struct nvml_memory *);
+	nvml_ret (*NvmlMinor)(nvml_dev, unsigned int *);	/* or NULL */
 	nvml_ret (*NvmlProcesses)(nvml_dev, unsigned int *,
 		    struct nvml_process *);
 };
@@ -243,6 +244,7 @@ nvml_open(struct gck_cuda *cu)
 	*(void **)&cu->NvmlByUuid = dlsym(cu->nvml,
 	    "nvmlDeviceGetHandleByUUID");
 	*(void **)&cu->NvmlMemory = dlsym(cu->nvml, "nvmlDeviceGetMemoryInfo");
+	*(void **)&cu->NvmlMinor = dlsym(cu->nvml, "nvmlDeviceGetMinorNumber");
 	*(void **)&cu->NvmlProcesses = dlsym(cu->nvml,
 	    "nvmlDeviceGetComputeRunningProcesses_v3");
 	if (cu->NvmlInit == NULL || cu->NvmlShutdown == NULL ||
@@ -462,6 +464,7 @@ gck_cuda_devices(struct gck_ctx *ctx, struct gck_cuda *cu, int want_free,
 	CUuuid			 uu;
 	CUresult		 r;
 	size_t			 total, free_b, tot_b;
+	unsigned int		 minor;
 	int			 n, i;
 
 	*gpusp = NULL;
@@ -497,6 +500,11 @@ gck_cuda_devices(struct gck_ctx *ctx, struct gck_cuda *cu, int want_free,
 		memcpy(g->uuid, uu.bytes, sizeof g->uuid);
 		format_uuid(g->uuid, g->uuidstr, sizeof g->uuidstr);
 		g->total = total;
+		g->minor = -1;
+		if (cu->nvml != NULL && cu->NvmlMinor != NULL &&
+		    cu->NvmlByUuid(g->uuidstr, &nd) == NVML_OK &&
+		    cu->NvmlMinor(nd, &minor) == NVML_OK && minor < 254)
+			g->minor = (int)minor;
 		if (!want_free)
 			continue;
 		if (cu->nvml != NULL && cu->NvmlByUuid(g->uuidstr, &nd) ==

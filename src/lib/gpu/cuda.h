@@ -22,6 +22,7 @@ struct gck_gpu {
 	uint64_t	 total;
 	int64_t		 free;		/* -1: unknown */
 	char		 pci[32];
+	int		 minor;		/* of /dev/nvidiaN, NVML's; -1 */
 };
 
 /* CUprocessState, for the code that does not include cuda.h */

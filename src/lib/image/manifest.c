@@ -254,7 +254,7 @@ proc_json(const struct gck_proc *p)
 static json_t *
 cuda_json(const struct gck_cuda_facts *cf)
 {
-	json_t		*c, *gpus, *procs, *pg, *p;
+	json_t		*c, *gpus, *procs, *pg, *p, *e;
 	char		 cc[32];
 	uint64_t	 used = 0;
 	size_t		 i, g;
@@ -270,12 +270,15 @@ cuda_json(const struct gck_cuda_facts *cf)
 			continue;
 		snprintf(cc, sizeof cc, "%d.%d", cf->gpus[g].cc_major,
 		    cf->gpus[g].cc_minor);
-		json_array_append_new(gpus, json_pack("{s:i, s:s, s:s, s:s, "
-		    "s:I, s:s}", "index", cf->gpus[g].index, "uuid",
-		    cf->gpus[g].uuidstr, "name", cf->gpus[g].name,
-		    "compute_capability", cc, "memory",
+		e = json_pack("{s:i, s:s, s:s, s:s, s:I, s:s}", "index",
+		    cf->gpus[g].index, "uuid", cf->gpus[g].uuidstr, "name",
+		    cf->gpus[g].name, "compute_capability", cc, "memory",
 		    (json_int_t)cf->gpus[g].total, "pci_bus_id",
-		    cf->gpus[g].pci));
+		    cf->gpus[g].pci);
+		if (e != NULL && cf->gpus[g].minor >= 0)
+			json_object_set_new(e, "minor",
+			    json_integer(cf->gpus[g].minor));
+		json_array_append_new(gpus, e);
 	}
 	for (i = 0; i < cf->nprocs; i++) {
 		if ((pg = json_array()) == NULL)
@@ -710,7 +713,7 @@ cuda_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *c)
 	struct gck_mcuda	*mc;
 	struct gck_gpu		*g;
 	struct gck_mcproc	*cp;
-	json_t			*gpus, *procs, *e, *pg, *u;
+	json_t			*gpus, *procs, *e, *pg, *u, *mv;
 	json_int_t		 ver, idx, mem, pid;
 	const char		*uuid, *name, *cc, *pci, *comm;
 	size_t			 i, j, k;
@@ -755,6 +758,14 @@ cuda_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *c)
 		g->cc_major = maj;
 		g->cc_minor = min;
 		g->total = (uint64_t)mem;
+		g->minor = -1;
+		if ((mv = json_object_get(e, "minor")) != NULL) {
+			if (!json_is_integer(mv) || json_integer_value(mv) < 0 ||
+			    json_integer_value(mv) >= 254)
+				return gck_set_error(ctx, GCK_EFORMAT, "corrupt "
+				    "image: bad GPU %zu in the manifest", i + 1);
+			g->minor = (int)json_integer_value(mv);
+		}
 	}
 	mc->ngpus = json_array_size(gpus);
 	if ((mc->procs = calloc(json_array_size(procs) + 1,

@@ -72,6 +72,9 @@ struct rst {
 	struct gck_cuda			*cu;
 	struct gck_cproc		*cp;
 	size_t				 ncp;
+	int				 devs[GCK_GPUS_MAX][2];	/* each GPU's
+					   device node minor, there and here */
+	size_t				 ndevs;
 	char				*work;
 	char				 imgdir[PATH_MAX];
 	int				 dfd;	/* the image is in imgdir */
@@ -104,7 +107,7 @@ static int	source_busy(struct gck_ctx *, const struct gck_manifest *,
 		    pid_t, char);
 static int	gpu_preflight(struct gck_ctx *, const struct gck_manifest *,
 		    const char *, struct gck_cuda **, struct gck_cproc **,
-		    size_t *);
+		    size_t *, int (*)[2], size_t *);
 static void	tree_kill(struct rst *);
 static int	rst_plan(struct rst *);
 static int	rst_mounts(struct rst *);
@@ -125,7 +128,7 @@ static int	rst_steps(struct rst *);
 static int
 gpu_preflight(struct gck_ctx *ctx, const struct gck_manifest *m,
     const char *map, struct gck_cuda **cup, struct gck_cproc **cpp,
-    size_t *np)
+    size_t *np, int (*devs)[2], size_t *ndevsp)
 {
 	const struct gck_mcuda	*mc = gck_manifest_cuda(m);
 	struct gck_gpu		*host = NULL;
@@ -137,6 +140,7 @@ gpu_preflight(struct gck_ctx *ctx, const struct gck_manifest *m,
 	*cup = NULL;
 	*cpp = NULL;
 	*np = 0;
+	*ndevsp = 0;
 	if (mc == NULL || mc->nprocs == 0) {
 		if (map != NULL)
 			return gck_set_error(ctx, GCK_EINVAL, "a GPU map was "
@@ -166,6 +170,18 @@ gpu_preflight(struct gck_ctx *ctx, const struct gck_manifest *m,
 		    mc->gpus[g].uuidstr, host[dst[g]].uuidstr, ver);
 		goto out;
 	}
+	/*
+	 * The device node of each GPU, /dev/nvidiaN, by its minor number
+	 * (NVML's; else its ordinal), there and here: a container's bound
+	 * nodes follow its GPUs.
+	 */
+	for (g = 0; g < mc->ngpus; g++) {
+		devs[g][0] = mc->gpus[g].minor >= 0 ? mc->gpus[g].minor :
+		    mc->gpus[g].index;
+		devs[g][1] = host[dst[g]].minor >= 0 ? host[dst[g]].minor :
+		    host[dst[g]].index;
+	}
+	*ndevsp = mc->ngpus;
 	if ((cp = calloc(mc->nprocs, sizeof *cp)) == NULL) {
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
@@ -751,6 +767,8 @@ rst_mounts(struct rst *st)
 	w.nmap = st->o->nmount_map;
 	w.trusted = st->trusted;
 	w.firstfd = GCK_CRIU_FIRSTFD;
+	w.devs = (const int (*)[2])st->devs;
+	w.ndevs = st->ndevs;
 	if ((r = gck_mntns_plan(st->ctx, st->mnt, &w)) != GCK_OK)
 		return r;
 	gck_log(st->ctx, 1, "its mount namespace: root '%s', %zu mount%s "
@@ -824,7 +842,7 @@ rst_prepare(struct rst *st)
 	}
 	gck_reader_set_parents(st->rd, st->refs);
 	if ((r = gpu_preflight(ctx, st->m, st->o->gpu_map, &st->cu, &st->cp,
-	    &st->ncp)) != GCK_OK || (r = rst_mounts(st)) != GCK_OK)
+	    &st->ncp, st->devs, &st->ndevs)) != GCK_OK || (r = rst_mounts(st)) != GCK_OK)
 		return r;
 	st->n = gck_manifest_nprocs(st->m);
 	if ((st->pids = calloc(st->n, sizeof *st->pids)) == NULL ||
