@@ -571,7 +571,62 @@ test_expect_success '--watch: a fatal event by default: no snapshot, requeued to
 	wait_job_state $g CANCELLED 30
 '
 
-test_expect_success 'gpuckpt-slurm refuses --keep without --every, and a count that is not one' '
+# in_croot: a counter runs in croot, pivoted: its / is croot's mount.
+in_croot() {
+	for _p in $(pgrep -x counter); do
+		awk '$5 == "/" { print $4 }' /proc/$_p/mountinfo 2>/dev/null |
+		    grep -q "/croot\$" && return 0
+	done
+	echo >&2 "no counter runs in croot"
+	return 1
+}
+
+# A command in a container of its own, as enroot start (or Apptainer,
+# or a Slurm container plugin) runs one: ctr ROOT COMMAND... runs
+# COMMAND in a mount namespace of its own, pivoted into ROOT, a busybox
+# root file system with the counter and its libraries, its data bound
+# from here at /data; its output the job's, a file of this host's.
+test_expect_success 'a command in a container (a wrapper standing for enroot): checkpointed, requeued, restored in its root' '
+	command -v busybox >/dev/null &&
+	_r=$TRASH/croot &&
+	mkdir -p "$_r/bin" "$_r/proc" "$_r/data" "$TRASH/cdata" &&
+	cp "$(command -v busybox)" "$_r/bin/busybox" &&
+	for _a in sh mount umount; do ln -s busybox "$_r/bin/$_a" || return 1; done &&
+	cp "$COUNTER" "$_r/bin/counter" &&
+	for _l in $(ldd "$COUNTER" | sed -n "s/.* \(\/[^ ]*\) (.*/\1/p;s/^[ 	]*\(\/[^ ]*\) (.*/\1/p"); do
+		mkdir -p "$_r${_l%/*}" && cp -L "$_l" "$_r$_l" || return 1
+	done &&
+	cat >ctr <<-\EOF &&
+	#!/bin/sh
+	r=$1
+	shift
+	exec unshare -m sh -c "mount --bind \"\$0\" \"\$0\" && mount --bind \"$TRASH/cdata\" \"\$0/data\" && cd \"\$0\" && mkdir -p old && pivot_root . old && mount -t proc proc /proc && umount -l /old && exec \"\$@\"" "$r" "$@"
+	EOF
+	sed -i "s|\\\$TRASH|$TRASH|" ctr && chmod +x ctr &&
+	cat >ctr.sh <<-EOF &&
+	#!/bin/sh
+	exec "$GCKSLURM" -d "$TRASH/ckpt/ctr" --root="$_r" --mount-map=/data="$TRASH/cdata" -- "$TRASH/ctr" "$_r" /bin/counter \$(cat "$TRASH/ctr.args")
+	EOF
+	chmod +x ctr.sh &&
+	submit ctr "-n 200 -t 100 -x 7" &&
+	wait_job_state $JOB RUNNING &&
+	wait_for_line ctr.out "^step 10 " 30 &&
+	in_croot &&
+	scancel --signal=USR1 --batch $JOB &&
+	wait_for_line ctr.out "checkpointed to .*; requeueing it" 60 &&
+	"$GCKINSPECT" ckpt/ctr/image.gck >show &&
+	test_grep "^root        $_r (a mount namespace of its own)\$" show &&
+	test_grep "^mount       /data from $TRASH/cdata (" show &&
+	wait_for_line ctr.out "^gpuckpt-slurm: restart 1 of job $JOB: restoring " 60 &&
+	_s=$(grep -c "^step " ctr.out) &&
+	wait_for_line ctr.out "^step $((_s + 5)) " 30 &&
+	in_croot &&
+	wait_job_state $JOB FAILED 90 &&
+	test "$(job_field $JOB Restarts)" = 1 &&
+	counted ctr 200
+'
+
+test_expect_success 'gpuckpt-slurm refuses --keep without --every, a count that is not one, a relative --root' '
 	export SLURM_JOB_ID=1 &&
 	test_status 2 "$GCKSLURM" --keep 3 -- true 2>err &&
 	test_grep "^gpuckpt-slurm: --keep and --full-every go with --every\$" err &&
@@ -593,6 +648,10 @@ test_expect_success 'gpuckpt-slurm refuses --keep without --every, and a count t
 	test_grep "^gpuckpt-slurm: --watch-timeout takes a positive integer, not .0.\$" err &&
 	test_status 2 "$GCKSLURM" --watch --watch-color=red -- true 2>err &&
 	test_grep "^gpuckpt-slurm: unknown option --watch-color\$" err &&
+	test_status 2 "$GCKSLURM" --root=ct -- true 2>err &&
+	test_grep "^gpuckpt-slurm: --root takes an absolute path, not .ct.\$" err &&
+	test_status 2 "$GCKSLURM" --mount-map /data -- true 2>err &&
+	test_grep "^gpuckpt-slurm: --mount-map takes AT=SOURCE, both absolute paths, not ./data.\$" err &&
 	unset SLURM_JOB_ID
 '
 
