@@ -263,4 +263,30 @@ test_expect_success 'an incremental image of it (--parent), restored with its pa
 	kill -KILL $JPID && wait_gone $JPID
 '
 
+test_expect_success 'gpuinspect -d: the roots, mounts and outside files two images differ in' '
+	test_status 1 "$GCKINSPECT" -d j.gck e.gck >out 2>err &&
+	test_grep "^~ root $TRASH/j/root -> $TRASH/e/root\$" out &&
+	test_grep "^~ mount /data: from $TRASH/j/data -> $TRASH/e/data\$" out &&
+	test_grep "^+ mount /etc from /etc (" out &&
+	test_grep "^- outside $TRASH/j/log on fd 1 of process [0-9]*\$" out &&
+	test_grep "^+ outside $TRASH/e/log on fd 1 of process [0-9]*\$" out &&
+	! grep "^- mount" out &&
+	test_status 1 "$GCKINSPECT" -d --json j.gck e.gck >d.json &&
+	python3 - "$TRASH" <<-\PY &&
+	import json, sys
+	t = sys.argv[1]
+	m = json.load(open("d.json"))["mounts"]
+	assert m["root"] == {"a": t + "/j/root", "b": t + "/e/root"}, m["root"]
+	assert [x["at"] for x in m["mounts"]["added"]] == ["/etc"], m["mounts"]
+	assert m["mounts"]["changed"] == [{"at": "/data", "a": t + "/j/data",
+	    "b": t + "/e/data"}], m["mounts"]
+	assert m["mounts"]["removed"] == [], m["mounts"]
+	PY
+	test_status 0 "$GCKINSPECT" -d j.gck j.gck >out 2>err &&
+	test ! -s out &&
+	test_status 1 "$GCKINSPECT" -d j.gck j2.gck >out 2>err &&
+	test_grep "^~ process " out &&
+	! grep "^[-+~] \(root\|mount\|outside\) " out
+'
+
 test_done

@@ -73,6 +73,7 @@ static void		 show_pipes(json_t *);
 static void		 show_env(json_t *);
 static int		 check(struct gck_ctx *, int, int, int *);
 static void		 print_diff(json_t *, int);
+static void		 print_mounts_diff(json_t *);
 static void		 print_tree(json_t *, json_t *, json_t *, size_t, int);
 static char		*cmdline_str(json_t *);
 static int		 verify(struct gck_ctx *, int, char **, size_t,
@@ -738,6 +739,47 @@ print_brief(const char *sign, json_t *p)
 	free(cl);
 }
 
+/* What differs of the mount namespaces of a diff's images, if any. */
+static void
+print_mounts_diff(json_t *m)
+{
+	json_t		*r, *x;
+	size_t		 i;
+	const char	*ra, *rb;
+
+	if (!json_is_object(m))
+		return;
+	r = json_object_get(m, "root");
+	ra = json_is_string(json_object_get(r, "a")) ? str(r, "a") :
+	    "(this host's)";
+	rb = json_is_string(json_object_get(r, "b")) ? str(r, "b") :
+	    "(this host's)";
+	if (strcmp(ra, rb) != 0)
+		printf("~ root %s -> %s\n", safe(ra), safe(rb));
+	json_array_foreach(json_object_get(json_object_get(m, "mounts"),
+	    "removed"), i, x)
+		printf("- mount %s from %s (%s)\n", str(x, "at"),
+		    str(x, "source"), str(x, "fstype"));
+	json_array_foreach(json_object_get(json_object_get(m, "mounts"),
+	    "added"), i, x)
+		printf("+ mount %s from %s (%s)\n", str(x, "at"),
+		    str(x, "source"), str(x, "fstype"));
+	json_array_foreach(json_object_get(json_object_get(m, "mounts"),
+	    "changed"), i, x)
+		printf("~ mount %s: from %s -> %s\n", str(x, "at"),
+		    str(x, "a"), str(x, "b"));
+	json_array_foreach(json_object_get(json_object_get(m, "outside"),
+	    "removed"), i, x)
+		printf("- outside %s on fd %lld of process %lld\n",
+		    str(x, "path"), (long long)num(x, "fd"),
+		    (long long)num(x, "pid"));
+	json_array_foreach(json_object_get(json_object_get(m, "outside"),
+	    "added"), i, x)
+		printf("+ outside %s on fd %lld of process %lld\n",
+		    str(x, "path"), (long long)num(x, "fd"),
+		    (long long)num(x, "pid"));
+}
+
 static void
 print_diff(json_t *d, int verbose)
 {
@@ -797,6 +839,7 @@ print_diff(json_t *d, int verbose)
 			printf("\n");
 		}
 	}
+	print_mounts_diff(json_object_get(d, "mounts"));
 	f = json_object_get(d, "files");
 	printf("criu files: %zu changed, %zu added, %zu removed, %lld the same",
 	    json_array_size(json_object_get(f, "changed")),

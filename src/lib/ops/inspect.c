@@ -1689,6 +1689,114 @@ files_diff(const struct dimg *a, const struct dimg *b, int *differs)
 	return o;
 }
 
+/*
+ * Where the array arr has an object whose member key is the string
+ * val, that object, else NULL.
+ */
+static json_t *
+by_member(json_t *arr, const char *key, const char *val)
+{
+	json_t	*e;
+	size_t	 i;
+
+	json_array_foreach(arr, i, e)
+		if (json_is_string(json_object_get(e, key)) &&
+		    strcmp(json_string_value(json_object_get(e, key)), val) == 0)
+			return e;
+	return NULL;
+}
+
+/* An outside file of a manifest's mounts, as a diff names it. */
+static json_t *
+outside_brief(json_t *f)
+{
+	return json_pack("{s:o, s:o, s:o}", "path", jcopy(f, "path"), "fd",
+	    jcopy(f, "fd"), "pid", jcopy(f, "pid"));
+}
+
+/* Whether outside files f and g are the one file on the one fd. */
+static int
+outside_same(json_t *f, json_t *g)
+{
+	return json_equal(json_object_get(f, "path"), json_object_get(g,
+	    "path")) && json_equal(json_object_get(f, "fd"),
+	    json_object_get(g, "fd")) && json_equal(json_object_get(f, "pid"),
+	    json_object_get(g, "pid"));
+}
+
+/*
+ * What differs of the two images' mount namespaces: their roots, the
+ * mounts from their hosts (added, removed, or bound from another
+ * source), the files outside them.  JSON null when neither has one.
+ */
+static json_t *
+mounts_diff(const struct dimg *a, const struct dimg *b, int *differs)
+{
+	json_t	*ma = json_object_get(a->ix.mj, "mounts");
+	json_t	*mb = json_object_get(b->ix.mj, "mounts");
+	json_t	*o, *ba, *bb, *fa, *fb, *e, *q, *x;
+	json_t	*added, *removed, *changed, *fadded, *fremoved;
+	size_t	 i, j;
+
+	*differs = 0;
+	if (!json_is_object(ma) && !json_is_object(mb))
+		return json_null();
+	ba = json_object_get(ma, "binds");
+	bb = json_object_get(mb, "binds");
+	fa = json_object_get(ma, "files");
+	fb = json_object_get(mb, "files");
+	if ((added = json_array()) == NULL || (removed = json_array()) ==
+	    NULL || (changed = json_array()) == NULL || (fadded =
+	    json_array()) == NULL || (fremoved = json_array()) == NULL ||
+	    (o = json_pack("{s:{s:o, s:o}, s:{s:o, s:o, s:o}, s:{s:o, s:o}}",
+	    "root", "a", jcopy(ma, "root"), "b", jcopy(mb, "root"), "mounts",
+	    "added", added, "removed", removed, "changed", changed, "outside",
+	    "added", fadded, "removed", fremoved)) == NULL)
+		return NULL;
+	if (!json_equal(json_object_get(ma, "root"), json_object_get(mb,
+	    "root")))
+		*differs = 1;
+	json_array_foreach(bb, i, e) {
+		if (!json_is_string(json_object_get(e, "at")))
+			continue;
+		q = by_member(ba, "at", json_string_value(json_object_get(e,
+		    "at")));
+		if (q == NULL)
+			json_array_append_new(added, json_pack("{s:o, s:o, s:o}",
+			    "at", jcopy(e, "at"), "source", jcopy(e, "source"),
+			    "fstype", jcopy(e, "fstype")));
+		else if (!json_equal(json_object_get(q, "source"),
+		    json_object_get(e, "source")))
+			json_array_append_new(changed, json_pack("{s:o, s:o, "
+			    "s:o}", "at", jcopy(e, "at"), "a", jcopy(q,
+			    "source"), "b", jcopy(e, "source")));
+	}
+	json_array_foreach(ba, i, e)
+		if (json_is_string(json_object_get(e, "at")) && by_member(bb,
+		    "at", json_string_value(json_object_get(e, "at"))) == NULL)
+			json_array_append_new(removed, json_pack("{s:o, s:o, "
+			    "s:o}", "at", jcopy(e, "at"), "source", jcopy(e,
+			    "source"), "fstype", jcopy(e, "fstype")));
+	json_array_foreach(fb, i, e) {
+		json_array_foreach(fa, j, x)
+			if (outside_same(x, e))
+				break;
+		if (j == json_array_size(fa))
+			json_array_append_new(fadded, outside_brief(e));
+	}
+	json_array_foreach(fa, i, e) {
+		json_array_foreach(fb, j, x)
+			if (outside_same(x, e))
+				break;
+		if (j == json_array_size(fb))
+			json_array_append_new(fremoved, outside_brief(e));
+	}
+	*differs |= json_array_size(added) + json_array_size(removed) +
+	    json_array_size(changed) + json_array_size(fadded) +
+	    json_array_size(fremoved) > 0;
+	return o;
+}
+
 /* An image's facts, briefly, for the head of a diff. */
 static json_t *
 img_brief(const struct dimg *im)
@@ -1753,6 +1861,12 @@ gck_inspect_diff(struct gck_ctx *ctx, int fda, const char *la, int fdb,
 		}
 	if ((x = files_diff(&a, &b, &d)) == NULL ||
 	    jset(doc, "files", x) != 0) {
+		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		goto out;
+	}
+	any |= d;
+	if ((x = mounts_diff(&a, &b, &d)) == NULL ||
+	    jset(doc, "mounts", x) != 0) {
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
