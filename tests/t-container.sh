@@ -309,4 +309,49 @@ test_expect_success 'gpurestore --gpu-map 0=1: the container on GPU 1, its /dev/
 	kill -KILL $P5 && wait_gone $P5
 '
 
+# ct2_run: the second container started afresh, its PID in P.
+ct2_run() {
+	$RUNC delete -f $CT2 2>/dev/null
+	: >"$TRASH/ct2.log" && rm -f "$TRASH/ct2/rootfs/tmp/count" &&
+	(cd "$TRASH/ct2" && setsid $RUNC run -d $CT2 </dev/null >"$TRASH/ct2.log" 2>&1) &&
+	wait_for_line "$TRASH/ct2/rootfs/tmp/count" "^[0-9]" 30 &&
+	P=$($RUNC state $CT2 | python3 -c "import json, sys; print(json.load(sys.stdin)[\"pid\"])") &&
+	test -n "$P"
+}
+
+# goes_on2 PID: the restored container PID counts on, in order.
+goes_on2() {
+	test "$(awk "\$1 == \"NSpid:\" { print \$NF }" /proc/$1/status)" = 1 &&
+	C1=$(count2) && _i=0 && while test "$(count2)" -le "$C1"; do
+		_i=$((_i + 1)) && test $_i -lt 100 && sleep 0.1 || return 1
+	done &&
+	counted2
+}
+
+test_expect_success 'gpusend --live -p --root of a container: moved while it ran' '
+	ct2_run &&
+	test_status 0 gsend --live -p $P --root "$TRASH/ct2/rootfs" root@127.0.0.1 >out 2>err &&
+	wait_gone $P &&
+	P4=$(cat out) && proc_running $P4 && goes_on2 $P4 &&
+	kill -KILL $P4 && wait_gone $P4
+'
+
+test_expect_success 'snapshots of a container (--series -R), restored from the directory' '
+	ct2_run &&
+	test_status 0 "$GCKPT" --series=ser -R -p $P 2>err &&
+	C0=$(count2) && _i=0 && while test "$(count2)" -le "$C0"; do
+		_i=$((_i + 1)) && test $_i -lt 100 && sleep 0.1 || return 1
+	done &&
+	test_status 0 "$GCKPT" --series=ser -R -p $P 2>err &&
+	test "$("$GCKINSPECT" ser | grep -c "^snapshot ")" -ge 2 ||
+	    "$GCKINSPECT" ser >&2 &&
+	$RUNC kill $CT2 KILL && wait_gone $P &&
+	test_status 0 "$GCKRESTORE" --root "$TRASH/ct2/rootfs" -P pid ser >out 2>err &&
+	P4=$(cat pid) && proc_running $P4 &&
+	C1=$(count2) && _i=0 && while test "$(count2)" -le "$C1"; do
+		_i=$((_i + 1)) && test $_i -lt 100 && sleep 0.1 || return 1
+	done &&
+	kill -KILL $P4 && wait_gone $P4
+'
+
 test_done
