@@ -220,7 +220,16 @@ test_cleanup() {
 	for _p in $P3 $P4 $P5; do
 		kill -KILL $_p 2>/dev/null
 	done
+	sleep 0.2
+	# the cgroups a restore made for a container it restored
+	find /sys/fs/cgroup -maxdepth 5 -depth -type d -name "gck*$$" \
+	    -exec rmdir {} + 2>/dev/null
 	:
+}
+
+# cgroups_of NAME: the cgroup directories of container NAME, if any.
+cgroups_of() {
+	find /sys/fs/cgroup -maxdepth 5 -type d -name "$1" 2>/dev/null
 }
 
 # fake CMD...: CMD with the stand-in driver as this host's.
@@ -277,6 +286,7 @@ test_expect_success 'a GPU container: cudawork on GPU 0, the driver and its devi
 	test "$(fake "$GCK_TESTDIR/fakecuda/fakectl" state $P)" = RUNNING &&
 	test_status 0 fake "$GCKPT" -p $P -o gpu.gck 2>err &&
 	wait_gone $P &&
+	$RUNC delete -f $CT3 && test -z "$(cgroups_of $CT3)" &&
 	"$GCKINSPECT" gpu.gck >show &&
 	test_grep "^mount       /dev/nvidia0 from $TRASH/nv/nvidia0 (" show &&
 	test_grep "^mount       /dev/nvidiactl from $TRASH/nv/nvidiactl (" show &&
@@ -294,6 +304,7 @@ test_expect_success 'onto a GPU whose device node is not here beside the others:
 	test_grep "^gpurestore: the job.s GPU of device node .$TRASH/nv/nvidia0. (minor 0) is restored onto the GPU of minor 2, whose device node is not here beside it: name it yourself (--mount-map /dev/nvidia0=NODE)\$" err &&
 	test_line_count err 1 &&
 	test -z "$(ls -A "$TMPDIR")" && test ! -s out &&
+	test -z "$(cgroups_of $CT3)" &&
 	! ps -eo args | grep -q "^/bin/cudawor[k]" &&
 	test "$(wc -l <"$TRASH/gw/status")" = "$_lines"
 '
@@ -304,6 +315,7 @@ test_expect_success 'gpurestore --gpu-map 0=1: the container on GPU 1, its /dev/
 	test "$(readlink /proc/$P5/ns/pid)" != "$(readlink /proc/self/ns/pid)" &&
 	test "$(node /proc/$P5/root/dev/nvidia0)" = c3:1 &&
 	test "$(node /proc/$P5/root/dev/nvidiactl)" = c3:ff &&
+	test -n "$(cgroups_of $CT3)" &&
 	verify_workload $P5 "$TRASH/gw/status" &&
 	grep "^verify " "$TRASH/gw/status" | tail -n 1 | grep -q " devs=$B\$" &&
 	kill -KILL $P5 && wait_gone $P5

@@ -73,8 +73,11 @@ static const char *map_of(const struct gck_mntns_where *, const char *,
 		    int *);
 static int	 source_ok(struct gck_ctx *, const char *, const char *,
 		    int);
-static int	 cgroup_here(struct gck_ctx *, const struct gck_mntns_bind *,
-		    int *);
+static int	 cgroup_here(struct gck_ctx *, struct gck_mntns *,
+		    const struct gck_mntns_bind *, int *);
+static int	 made_add(struct gck_mntns *, const char *);
+static int	 make_cgroup(struct gck_ctx *, struct gck_mntns *,
+		    const char *);
 static int	 nvidia_node(const char *);
 static int	 nvidia_here(struct gck_ctx *, const struct gck_mntns_bind *,
 		    const struct gck_mntns_where *, char *, size_t,
@@ -104,6 +107,9 @@ gck_mntns_free(struct gck_mntns *ns)
 		if (ns->fds[i] != -1)
 			close(ns->fds[i]);
 	free(ns->fds);
+	for (i = 0; i < ns->nmade; i++)
+		free(ns->made[i]);
+	free(ns->made);
 	free(ns);
 }
 
@@ -602,6 +608,62 @@ source_ok(struct gck_ctx *ctx, const char *at, const char *src,
 	return GCK_OK;
 }
 
+/* Notes directory path as one the restore made.  Returns 0, or -1. */
+static int
+made_add(struct gck_mntns *ns, const char *path)
+{
+	char	**m;
+
+	if ((m = reallocarray(ns->made, ns->nmade + 1, sizeof *m)) == NULL)
+		return -1;
+	ns->made = m;
+	if ((m[ns->nmade] = strdup(path)) == NULL)
+		return -1;
+	ns->nmade++;
+	return 0;
+}
+
+/* mkdir path, a cgroup, noted if made.  Returns GCK_OK or a code. */
+static int
+make_cgroup(struct gck_ctx *ctx, struct gck_mntns *ns, const char *path)
+{
+	if (mkdir(path, 0755) == -1) {
+		if (errno == EEXIST)
+			return GCK_OK;
+		return gck_set_syserr(ctx, errno, "cannot make the job's "
+		    "cgroup '%s': %s", path, strerror(errno));
+	}
+	if (made_add(ns, path) == -1) {
+		(void)rmdir(path);
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	}
+	return GCK_OK;
+}
+
+/*
+ * A restore that failed: the cgroups it made for the tree go, the
+ * newest first, each once the tree's processes have left it (a killed
+ * process leaves it as it is reaped).
+ */
+void
+gck_mntns_unmake(struct gck_mntns *ns)
+{
+	size_t	i;
+	int	tries;
+
+	if (ns == NULL)
+		return;
+	for (i = ns->nmade; i-- > 0; ) {
+		for (tries = 0; rmdir(ns->made[i]) == -1 && errno == EBUSY &&
+		    tries < 100; tries++)
+			usleep(10000);
+		free(ns->made[i]);
+	}
+	free(ns->made);
+	ns->made = NULL;
+	ns->nmade = 0;
+}
+
 /*
  * A cgroup controller the tree had mounted (a container's) is of no
  * host file, and may be taken from the image: where its source is a
@@ -609,7 +671,8 @@ source_ok(struct gck_ctx *ctx, const char *at, const char *src,
  * missing, and *okp set.  Returns GCK_OK or a code.
  */
 static int
-cgroup_here(struct gck_ctx *ctx, const struct gck_mntns_bind *b, int *okp)
+cgroup_here(struct gck_ctx *ctx, struct gck_mntns *ns,
+    const struct gck_mntns_bind *b, int *okp)
 {
 	struct gck_mounts	*ours = NULL;
 	const struct gck_mount	*m;
@@ -641,11 +704,8 @@ cgroup_here(struct gck_ctx *ctx, const struct gck_mntns_bind *b, int *okp)
 				char c = *p;
 
 				*p = '\0';
-				if (p > path + len && mkdir(path, 0755) == -1 &&
-				    errno != EEXIST) {
-					r = gck_set_syserr(ctx, errno, "cannot "
-					    "make the job's cgroup '%s': %s",
-					    path, strerror(errno));
+				if (p > path + len &&
+				    (r = make_cgroup(ctx, ns, path)) != GCK_OK) {
 					gck_mounts_free(ours);
 					return r;
 				}
@@ -771,7 +831,7 @@ gck_mntns_plan(struct gck_ctx *ctx, struct gck_mntns *ns,
 	for (i = 0; i < ns->nb; i++) {
 		if ((src = map_of(w, ns->b[i].at, &named)) == NULL) {
 			src = ns->b[i].source;
-			if ((r = cgroup_here(ctx, &ns->b[i], &named)) !=
+			if ((r = cgroup_here(ctx, ns, &ns->b[i], &named)) !=
 			    GCK_OK || (r = nvidia_here(ctx, &ns->b[i], w,
 			    nvpath, sizeof nvpath, &src, &named)) != GCK_OK)
 				return r;

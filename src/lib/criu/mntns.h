@@ -43,6 +43,9 @@ struct gck_mntns {
 	int			*fds;	/* restore: opened for criu to
 					   inherit, args naming them 0.. */
 	size_t			 nfds;
+	char			**made;	/* restore: the cgroups it made,
+					   in the order made */
+	size_t			 nmade;
 };
 /* What a restore is told of where the tree's mounts are here. */
 struct gck_mntns_where {
@@ -67,6 +70,7 @@ int	gck_mntns_parse(struct gck_ctx *, struct json_t *,
 	    struct gck_mntns **);
 int	gck_mntns_plan(struct gck_ctx *, struct gck_mntns *,
 	    const struct gck_mntns_where *);
+void	gck_mntns_unmake(struct gck_mntns *);
 int	gck_mntns_settle(struct gck_ctx *, struct gck_mntns *,
 	    struct gck_capture *, const struct gck_ptree *,
 	    const struct gck_nsview *);

@@ -1267,6 +1267,7 @@ out:
 	if (r != GCK_OK) {
 		rst_failed(&st);
 		tree_kill(&st);
+		gck_mntns_unmake(st.mnt);
 	}
 	gck_keeper_free(st.keeper);
 	/* A tree waited for comes to us when its keeper goes. */
