@@ -366,4 +366,23 @@ test_expect_success 'snapshots of a container (--series -R), restored from the d
 	kill -KILL $P4 && wait_gone $P4
 '
 
+test_expect_success 'a signed incremental image of a container (-R, then --parent): restored from its own paths' '
+	ssh-keygen -q -t ed25519 -N "" -C alice -f alice &&
+	echo "alice $(cat alice.pub)" >allowed &&
+	ct2_run &&
+	test_status 0 "$GCKPT" --sign=alice -R -p $P -o full.gck 2>err &&
+	C0=$(count2) && _i=0 && while test "$(count2)" -le "$C0"; do
+		_i=$((_i + 1)) && test $_i -lt 100 && sleep 0.1 || return 1
+	done &&
+	test_status 0 "$GCKPT" --sign=alice --parent full.gck -p $P -o inc.gck 2>err &&
+	wait_gone $P &&
+	"$GCKINSPECT" inc.gck >show &&
+	test_grep "^parent " show &&
+	test_status 1 "$GCKRESTORE" --parent full.gck inc.gck >out 2>err &&
+	test_grep "^gpurestore: the image mounts .$TRASH/ct2/rootfs. of its host at ./. in the job, and is not signed by a key that allowed_signers allows" err &&
+	test_status 0 "$GCKRESTORE" --allowed-signers=allowed --parent full.gck -P pid inc.gck >out 2>err &&
+	P4=$(cat pid) && proc_running $P4 && goes_on2 $P4 &&
+	kill -KILL $P4 && wait_gone $P4
+'
+
 test_done
