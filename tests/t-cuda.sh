@@ -176,6 +176,8 @@ test_expect_success 'the manifest records the driver, the GPUs and each process'
 	assert g[a]["compute_capability"] == "9.0"
 	assert g[a]["memory"] == 1073741824
 	assert g[b]["pci_bus_id"] == "0000:02:00.0"
+	# NVML minor numbers: the stand-in gives each GPU its ordinal
+	assert g[a]["minor"] == 0 and g[b]["minor"] == 1, g
 	procs = {p["pid"]: p for p in c["processes"]}
 	assert sorted(procs) == sorted(pids), procs
 	on = []

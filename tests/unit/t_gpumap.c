@@ -381,10 +381,28 @@ test_manifest_cuda(void **state)
 	assert_string_equal(mc->gpus[0].uuidstr, UA);
 	assert_string_equal(mc->gpus[0].name, H100);
 	assert_int_equal(mc->gpus[0].cc_major, 9);
+	/* an image without NVML's minor numbers: unknown */
+	assert_int_equal(mc->gpus[0].minor, -1);
 	assert_int_equal(mc->procs[0].pid, 11);
 	assert_string_equal(mc->procs[0].comm, "b");
 	assert_int_equal(mc->procs[0].gpus, 1);
 	assert_int_equal(mc->procs[0].mem[0], 4096);
+	gck_manifest_free(m);
+}
+
+static void
+test_manifest_cuda_minor(void **state)
+{
+	static const char text[] = MANIFEST_HEAD
+	    "\"cuda\": {\"driver_version\": 13000, \"gpus\": [{\"index\": 0, "
+	    "\"uuid\": \"" UA "\", \"name\": \"" H100 "\", "
+	    "\"compute_capability\": \"9.0\", \"memory\": 1, "
+	    "\"pci_bus_id\": \"p\", \"minor\": 3}], \"processes\": []}}";
+	struct gck_manifest	*m;
+
+	assert_int_equal(gck_manifest_parse(*state, text, strlen(text), &m),
+	    GCK_OK);
+	assert_int_equal(gck_manifest_cuda(m)->gpus[0].minor, 3);
 	gck_manifest_free(m);
 }
 
@@ -419,6 +437,16 @@ test_manifest_cuda_bad(void **state)
 		MANIFEST_HEAD "\"cuda\": {\"driver_version\": 13000, \"gpus\": "
 		"[" GPU_A "], \"processes\": [{\"pid\": 10, \"comm\": \"a\", "
 		"\"gpus\": [{\"uuid\": \"" UB "\", \"memory\": 1}]}]}}",
+		/* a minor number that no GPU's device node has */
+		MANIFEST_HEAD "\"cuda\": {\"driver_version\": 13000, \"gpus\": "
+		"[{\"index\": 0, \"uuid\": \"" UA "\", \"name\": \"x\", "
+		"\"compute_capability\": \"9.0\", \"memory\": 1, "
+		"\"pci_bus_id\": \"p\", \"minor\": 255}], \"processes\": []}}",
+		/* a minor number that is not a number */
+		MANIFEST_HEAD "\"cuda\": {\"driver_version\": 13000, \"gpus\": "
+		"[{\"index\": 0, \"uuid\": \"" UA "\", \"name\": \"x\", "
+		"\"compute_capability\": \"9.0\", \"memory\": 1, "
+		"\"pci_bus_id\": \"p\", \"minor\": \"0\"}], \"processes\": []}}",
 		/* negative memory */
 		MANIFEST_HEAD "\"cuda\": {\"driver_version\": 13000, \"gpus\": "
 		"[" GPU_A "], \"processes\": [{\"pid\": 10, \"comm\": \"a\", "
@@ -454,6 +482,7 @@ main(void)
 		cmocka_unit_test(test_host_pairs),
 		cmocka_unit_test(test_host_refused),
 		cmocka_unit_test(test_manifest_cuda),
+		cmocka_unit_test(test_manifest_cuda_minor),
 		cmocka_unit_test(test_manifest_cuda_bad),
 	};
 
