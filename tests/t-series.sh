@@ -370,6 +370,29 @@ test_expect_success '--every ends once the tree is gone: exit 0, said' '
 	index_check >/dev/null
 '
 
+test_expect_success '--every: a root that exited, a zombie not yet reaped, is gone too: exit 0, one line' '
+	(setsid sh -c "\"$WORKLOAD\" -f \"$TRASH/z.status\" -m 4 & exec sleep 120" </dev/null >/dev/null 2>&1 &) &&
+	wait_for_line z.status "^ready " 30 &&
+	zp=$(sed -n "s/^ready pid=\([0-9]*\).*/\1/p" z.status) &&
+	zparent=$(proc_field $zp 4) || return 1
+	"$GCKPT" --series=Z --every=1 -p $zp 2>bg.err &
+	bg=$! &&
+	_i=0 &&
+	until test -s Z/index.json; do
+		_i=$((_i + 1)); test $_i -lt 600 || return 1; sleep 0.1
+	done &&
+	kill -KILL $zp &&
+	_i=0 &&
+	until test "$(proc_field $zp 3)" = Z; do
+		_i=$((_i + 1)); test $_i -lt 100 || return 1; sleep 0.1
+	done &&
+	test_status 0 wait_child $bg 60 && bg= &&
+	cat >&2 bg.err &&
+	test_grep "^gpuckpt: process tree $zp is gone: [0-9]* snapshots* taken into .Z.\$" bg.err &&
+	test_line_count bg.err 1 &&
+	kill -KILL $zparent
+'
+
 test_expect_success '--now: the snapshot taken for it fails: exit 1, says why' '
 	start_workload w2 -m 4 &&
 	w2=$WPID &&
