@@ -76,6 +76,8 @@ struct gck_keeper {
 
 static void		keeper_release_wait(void);
 static int		keeper_setup_ns(pid_t);
+static int		keeper_move_fds(struct gck_ctx *, int [4], int *,
+			    const int *, size_t, int *, int *);
 static _Noreturn void	keeper_init_loop(pid_t);
 
 /* Writes all of buf; the reader may be gone. */
@@ -275,6 +277,50 @@ gck_keeper_run(char *const argv[])
 }
 
 /*
+ * Moves the keeper's descriptors out of the way of the numbers it is
+ * given them at: fds[] (its status and release pipes, criu's keepfd
+ * and log) in place, the nxfds descriptors xfds (criu's -f N) to hx[],
+ * and the program *exep and /dev/null *nulp in place.  Returns GCK_OK,
+ * or a code with none of fds[] left open; hx[] holds -1 from the first
+ * of xfds that was not moved.
+ */
+static int
+keeper_move_fds(struct gck_ctx *ctx, int fds[4], int *hx, const int *xfds,
+    size_t nxfds, int *exep, int *nulp)
+{
+	size_t	i;
+	int	r;
+
+	for (i = 0; i < 4; i++)
+		fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, KEEPER_HIGH);
+	for (i = 0; i < nxfds; i++)
+		hx[i] = -1;
+	for (i = 0; i < nxfds; i++)
+		if ((hx[i] = fcntl(xfds[i], F_DUPFD_CLOEXEC, KEEPER_HIGH)) ==
+		    -1)
+			break;
+	if ((r = fcntl(*exep, F_DUPFD_CLOEXEC, KEEPER_HIGH)) != -1) {
+		close(*exep);
+		*exep = r;
+	}
+	if (r != -1 &&
+	    (r = fcntl(*nulp, F_DUPFD_CLOEXEC, KEEPER_HIGH)) != -1) {
+		close(*nulp);
+		*nulp = r;
+	}
+	if (fds[0] == -1 || fds[1] == -1 || fds[2] == -1 || fds[3] == -1 ||
+	    r == -1 || (nxfds > 0 && hx[nxfds - 1] == -1)) {
+		r = gck_set_syserr(ctx, errno, "cannot start criu: %s",
+		    strerror(errno));
+		for (i = 0; i < 4; i++)
+			if (fds[i] != -1)
+				close(fds[i]);
+		return r;
+	}
+	return GCK_OK;
+}
+
+/*
  * Starts a keeper that runs criu (argv) with its output on logfd and
  * keepfd inherited, and the nxfds descriptors xfds as 6, 7... ; with ns, as the init of a new PID namespace (and
  * mount namespace).  Returns GCK_OK with *kp, or a code.
@@ -333,38 +379,14 @@ gck_keeper_start(struct gck_ctx *ctx, char *const argv[], int logfd,
 		    strerror(errno));
 		goto out;
 	}
-	/*
-	 * Out of the way of the numbers the keeper is given them at, as
-	 * are the program and /dev/null.
-	 */
-	fds[0] = fcntl(sp[1], F_DUPFD_CLOEXEC, KEEPER_HIGH);
-	fds[1] = fcntl(rp[0], F_DUPFD_CLOEXEC, KEEPER_HIGH);
-	fds[2] = keepfd != -1 ? fcntl(keepfd, F_DUPFD_CLOEXEC,
-	    KEEPER_HIGH) : fcntl(nul, F_DUPFD_CLOEXEC, KEEPER_HIGH);
-	fds[3] = fcntl(logfd, F_DUPFD_CLOEXEC, KEEPER_HIGH);
-	for (i = 0; i < nxfds; i++)
-		hx[i] = -1;
-	for (i = 0; i < nxfds; i++)
-		if ((hx[i] = fcntl(xfds[i], F_DUPFD_CLOEXEC, KEEPER_HIGH)) ==
-		    -1)
-			break;
-	if ((r = fcntl(exe, F_DUPFD_CLOEXEC, KEEPER_HIGH)) != -1) {
-		close(exe);
-		exe = r;
-	}
-	if (r != -1 && (r = fcntl(nul, F_DUPFD_CLOEXEC, KEEPER_HIGH)) != -1) {
-		close(nul);
-		nul = r;
-	}
-	if (fds[0] == -1 || fds[1] == -1 || fds[2] == -1 || fds[3] == -1 ||
-	    r == -1 || (nxfds > 0 && hx[nxfds - 1] == -1)) {
-		r = gck_set_syserr(ctx, errno, "cannot start criu: %s",
-		    strerror(errno));
-		for (i = 0; i < 4; i++)
-			if (fds[i] != -1)
-				close(fds[i]);
+	/* Out of the way of the numbers the keeper is given them at. */
+	fds[0] = sp[1];
+	fds[1] = rp[0];
+	fds[2] = keepfd != -1 ? keepfd : nul;
+	fds[3] = logfd;
+	if ((r = keeper_move_fds(ctx, fds, hx, xfds, nxfds, &exe,
+	    &nul)) != GCK_OK)
 		goto out;
-	}
 	if (ns != NULL)
 		pid = (pid_t)syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS |
 		    SIGCHLD, NULL, NULL, NULL, NULL);
