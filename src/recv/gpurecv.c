@@ -42,6 +42,17 @@ static const struct option longopts[] = {
 	{ NULL,		0,			NULL,	0 }
 };
 
+/* What the command line asks for. */
+struct args {
+	struct gck_recv_opts	 o;
+	char			**map;		/* --mount-map, in o too */
+	int			 verbose;
+	int			 modes;		/* the modes given */
+};
+
+static _Noreturn void	usage(int);
+static void	parse_args(struct args *, int, char *[]);
+
 static const char synopsis[] =
     "usage: gpurecv [-hVv] --restore [--allowed-signers file] "
     "[--cache dir | --no-cache]\n"
@@ -112,78 +123,76 @@ usage(int status)
 	tool_usage(status, synopsis, help);
 }
 
-int
-main(int argc, char *argv[])
+/* Reads the options into a, leaving the operands in argv[optind...]. */
+static void
+parse_args(struct args *a, int argc, char *argv[])
 {
-	struct gck_recv_opts	 o;
-	struct gck_recv_result	 res;
-	struct gck_ctx		*ctx;
-	char			**map = NULL;
+	struct gck_recv_opts	*o = &a->o;
 	long			 ms;
-	int			 ch, verbose = 0, r, modes = 0;
+	int			 ch;
 
-	memset(&o, 0, sizeof o);
-	o.mode = GCK_RECV_STORE;
-	o.streams = 1;
-	o.timeout_ms = GCK_SEND_TIMEOUT_MS;
-	o.infd = STDIN_FILENO;
-	o.outfd = STDOUT_FILENO;
+	memset(a, 0, sizeof *a);
+	o->mode = GCK_RECV_STORE;
+	o->streams = 1;
+	o->timeout_ms = GCK_SEND_TIMEOUT_MS;
+	o->infd = STDIN_FILENO;
+	o->outfd = STDOUT_FILENO;
 	while ((ch = getopt_long(argc, argv, "hVv", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'A':
-			o.allowed_signers = optarg;
+			o->allowed_signers = optarg;
 			break;
 		case 'C':
 			if (*optarg == '\0') {
 				warnx("empty --cache");
 				usage(2);
 			}
-			o.cache = optarg;
+			o->cache = optarg;
 			break;
 		case 'g':
-			o.gpu_map = optarg;
+			o->gpu_map = optarg;
 			break;
 		case 'h':
 			usage(0);
 		case 'I':
-			o.id = optarg;
+			o->id = optarg;
 			break;
 		case 'M':
-			tool_append(&map, &o.nmount_map, optarg);
-			o.mount_map = map;
+			tool_append(&a->map, &o->nmount_map, optarg);
+			o->mount_map = a->map;
 			break;
 		case 'r':
-			o.root = optarg;
+			o->root = optarg;
 			break;
 		case 'j':
 		case 'O':
-			o.mode = ch == 'j' ? GCK_RECV_JOIN : GCK_RECV_OUTCOME;
-			o.id = optarg;
-			modes++;
+			o->mode = ch == 'j' ? GCK_RECV_JOIN : GCK_RECV_OUTCOME;
+			o->id = optarg;
+			a->modes++;
 			break;
 		case 'N':
-			o.name = optarg;
+			o->name = optarg;
 			break;
 		case 'n':
-			o.streams = (unsigned int)tool_number(optarg, 1,
+			o->streams = (unsigned int)tool_number(optarg, 1,
 			    GCK_STREAMS_MAX, "--streams");
 			break;
 		case 'S':
-			o.cache_size = tool_size(optarg, "--cache-size");
+			o->cache_size = tool_size(optarg, "--cache-size");
 			break;
 		case 'X':
-			o.cache = "";
+			o->cache = "";
 			break;
 		case 'P':
-			o.pages = 1;
+			o->pages = 1;
 			break;
 		case 'T':
-			o.tcp_close = 1;
+			o->tcp_close = 1;
 			break;
 		case 'R':
 		case 'K':
-			o.mode = ch == 'R' ? GCK_RECV_RESTORE : GCK_RECV_CACHE;
-			modes++;
+			o->mode = ch == 'R' ? GCK_RECV_RESTORE : GCK_RECV_CACHE;
+			a->modes++;
 			break;
 		case 't':
 			if ((ms = tool_seconds(optarg, "timeout", 86400)) == -1)
@@ -191,49 +200,61 @@ main(int argc, char *argv[])
 			if (ms == 0)
 				tool_usage_error(synopsis, "--timeout must be "
 				    "more than 0");
-			o.timeout_ms = (unsigned int)ms;
+			o->timeout_ms = (unsigned int)ms;
 			break;
 		case 'V':
 			tool_version();
 		case 'v':
-			verbose++;
+			a->verbose++;
 			break;
 		case 'z':
-			o.resume = 1;
+			o->resume = 1;
 			break;
 		default:
 			usage(2);
 		}
 	}
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct args		 a;
+	struct gck_recv_opts	*o = &a.o;
+	struct gck_recv_result	 res;
+	struct gck_ctx		*ctx;
+	int			 r;
+
+	parse_args(&a, argc, argv);
 	argc -= optind;
 	argv += optind;
-	if (modes > 1)
+	if (a.modes > 1)
 		tool_usage_error(synopsis, "--restore, --to-cache, --join and "
 		    "--outcome exclude each other");
-	if (o.id == NULL)
+	if (o->id == NULL)
 		tool_usage_error(synopsis, "--id is required");
-	if (o.mode == GCK_RECV_STORE) {
+	if (o->mode == GCK_RECV_STORE) {
 		if (argc == 0)
 			tool_usage_error(synopsis, "no path given: a store "
 			    "needs the path to store at");
 		if (argc > 1)
 			tool_usage_error(synopsis, "unexpected operand '%s': "
 			    "a store takes one path", argv[1]);
-		o.path = argv[0];
+		o->path = argv[0];
 	} else if (argc != 0)
 		tool_usage_error(synopsis, "unexpected operand '%s': only a "
 		    "store takes a path", argv[0]);
-	if (o.mode != GCK_RECV_OUTCOME && isatty(STDIN_FILENO))
+	if (o->mode != GCK_RECV_OUTCOME && isatty(STDIN_FILENO))
 		errx(1, "standard input is a terminal: gpurecv is run by "
 		    "gpusend(1), over ssh");
 
 	tool_signals();
-	ctx = tool_ctx(verbose);
-	r = gck_recv(ctx, &o, &res);
+	ctx = tool_ctx(a.verbose);
+	r = gck_recv(ctx, o, &res);
 	if (r != GCK_OK)
 		warnx("%s", gck_error_string(ctx));
 	free(res.stored);
-	free(map);
+	free(a.map);
 	gck_ctx_free(ctx);
 	return r == GCK_OK ? 0 : 1;
 }
