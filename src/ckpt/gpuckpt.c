@@ -6,7 +6,6 @@
 #include <sys/types.h>
 
 #include <err.h>
-#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -89,7 +88,6 @@ static int	suspend_tree(pid_t, unsigned int, int);
 static int	series_one(struct gck_ctx *, struct gck_series *,
 		    const struct gck_ckpt_opts *, const struct series *, int);
 static int	series_wait(const struct timespec *, long);
-static int	tree_gone(pid_t);
 static int	series_loop(struct gck_ctx *, struct gck_series *,
 		    const struct gck_ckpt_opts *, const struct series *);
 static int	series_run(const struct gck_ckpt_opts *, const struct series *,
@@ -294,30 +292,6 @@ series_wait(const struct timespec *start, long ms)
 }
 
 /*
- * Whether the tree's root has exited: gone, or a zombie its parent has
- * not reaped yet (as a batch job's shell, between its command's exit
- * and its wait).
- */
-static int
-tree_gone(pid_t pid)
-{
-	char	 path[64], buf[512], *p;
-	FILE	*f;
-	int	 zombie = 0;
-
-	if (kill(pid, 0) == -1 && errno == ESRCH)
-		return 1;
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	if ((f = fopen(path, "re")) == NULL)
-		return errno == ENOENT;
-	if (fgets(buf, sizeof buf, f) != NULL &&
-	    (p = strrchr(buf, ')')) != NULL)
-		zombie = p[1] == ' ' && p[2] == 'Z';
-	fclose(f);
-	return zombie;
-}
-
-/*
  * The loop of --every: a snapshot every sa->every_ms from the start of
  * the one before, until sa->count are taken, the tree is gone, a signal
  * comes or SERIES_FAILS_MAX fail in a row.  A failed snapshot leaves the
@@ -337,7 +311,7 @@ series_loop(struct gck_ctx *ctx, struct gck_series *s,
 		if (r == GCK_OK) {
 			taken++;
 			fails = 0;
-		} else if (tree_gone(o->pid)) {
+		} else if (gck_pid_gone(o->pid)) {
 			if (taken == 0)
 				warnx("%s", gck_error_string(ctx));
 			else

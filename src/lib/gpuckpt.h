@@ -310,6 +310,14 @@ int		 gck_suspend(struct gck_ctx *, pid_t, unsigned int, size_t *);
 int		 gck_resume(struct gck_ctx *, pid_t, const char *, size_t *);
 
 /*
+ * Returns 1 when process pid has exited: it is gone, or a zombie that
+ * its parent has yet to reap (as a batch job's shell, between its
+ * command's exit and its wait); 0 while it lives, or when /proc does not
+ * say.
+ */
+int		 gck_pid_gone(pid_t);
+
+/*
  * The programs of $(libexecdir)/gpuckpt, each a main() over one call.
  * gck_dump_hook() is gpuckpt-hook, the action script criu runs during
  * the dump of gck_checkpoint(): it asks the checkpoint whether criu is

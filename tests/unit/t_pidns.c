@@ -1,7 +1,8 @@
 /*
  * Unit tests for a tree's PID namespace (core/proc.c, gck_nsview_*): a
  * namespace of its own, its init and a child of the init that leads a
- * session there, seen from here and from there.
+ * session there, seen from here and from there; and whether a process
+ * has exited (gck_pid_gone).
  */
 
 #include "config.h"
@@ -249,6 +250,30 @@ t_gone(void **state)
 	assert_int_equal(gck_nsview_local(NULL, pid), pid);
 }
 
+/*
+ * gck_pid_gone(): a live process, ours or the worker there, is not
+ * gone; one that has exited is, a zombie not yet reaped as one reaped.
+ */
+static void
+t_pid_gone(void **state)
+{
+	struct nsfix	*f = *state;
+	pid_t		 pid;
+	int		 ms;
+
+	assert_int_equal(gck_pid_gone(getpid()), 0);
+	assert_int_equal(gck_pid_gone(f->worker), 0);
+	if ((pid = fork()) == 0)
+		_exit(0);
+	assert_true(pid > 0);
+	for (ms = 5000; ms > 0 && gck_pid_state(pid) != 'Z'; ms -= 10)
+		gck_msleep(10);
+	assert_int_equal(gck_pid_state(pid), 'Z');
+	assert_int_equal(gck_pid_gone(pid), 1);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	assert_int_equal(gck_pid_gone(pid), 1);
+}
+
 int
 main(void)
 {
@@ -258,6 +283,7 @@ main(void)
 		cmocka_unit_test(t_worker),
 		cmocka_unit_test(t_tree),
 		cmocka_unit_test(t_gone),
+		cmocka_unit_test(t_pid_gone),
 	};
 
 	return cmocka_run_group_tests(tests, ns_setup, ns_teardown);

@@ -400,6 +400,25 @@ gck_pid_dying(pid_t pid)
 }
 
 /*
+ * Whether pid has exited: it is gone, or a zombie its parent has not
+ * reaped yet.
+ */
+int
+gck_pid_gone(pid_t pid)
+{
+	char	path[64], buf[512], *s;
+
+	if (kill(pid, 0) == -1 && errno == ESRCH)
+		return 1;
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if (gck_read_small_file(path, buf, sizeof buf) == -1)
+		return errno == ENOENT;
+	if ((s = strrchr(buf, ')')) == NULL)
+		return 0;
+	return s[1] == ' ' && s[2] == 'Z';
+}
+
+/*
  * The start time of pid, in clock ticks after boot (field 22 of
  * /proc/PID/stat), or 0 when there is no such process.
  */
