@@ -17,6 +17,7 @@
 
 #include "gpuckpt.h"
 #include "unit.h"
+#include "image/manifest.h"
 
 /* One manifest the parser must refuse, and how. */
 struct bad_case {

@@ -355,6 +355,8 @@ gck_keeper_start(struct gck_ctx *ctx, char *const argv[], int logfd,
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
+	for (i = 0; i < nxfds; i++)
+		hx[i] = -1;
 	j = 0;
 	kargv[j++] = KEEPER_PROG;
 	if (nxfds > 0) {
