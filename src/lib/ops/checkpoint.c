@@ -1523,8 +1523,8 @@ snap_commit(struct ckpt *c)
 	}
 	gck_log(ctx, 1, "writing image");
 	gck_meter_stage(ctx, "writing", 0);
-	if ((r = gck_snap_write(ctx, c->delta.fd, c->pool, c->o, c->parents,
-	    c->out.fd, &c->snap_image, &c->snap_refs)) != GCK_OK ||
+	if ((r = gck_snap_write(ctx, c->delta.fd, c->pool, c->memo, c->o,
+	    c->parents, c->out.fd, &c->snap_image, &c->snap_refs)) != GCK_OK ||
 	    (r = gck_check_interrupt(ctx)) != GCK_OK ||
 	    (r = out_commit(ctx, &c->out)) != GCK_OK ||
 	    (r = ckpt_result(ctx, c->res, c->after, c->procs, c->nprocs,

@@ -47,15 +47,16 @@ int	gck_precopy(struct gck_ctx *, pid_t, int, int, struct gck_parents *,
  * snapshot.c: a snapshot's memory read while the tree runs, in rounds
  * (gck_snap_rounds(): *poolp, their images, with those of parent, for
  * the image made stopped to refer to); and that image, once the tree
- * runs again, written out whole (gck_snap_write()).  Both return GCK_OK
- * or a code.
+ * runs again, written out whole (gck_snap_write(), which takes the
+ * digests of the chunks the rounds read from their memo).  Both return
+ * GCK_OK or a code.
  */
 #define GCK_SNAP_LEVEL	1	/* the rounds' compression, and the stop's */
 int	gck_snap_rounds(struct gck_ctx *, pid_t, const char *, const char *,
 	    struct gck_memo *, struct gck_parents **);
 int	gck_snap_write(struct gck_ctx *, int, struct gck_parents *,
-	    const struct gck_ckpt_opts *, const struct gck_parents *, int,
-	    uint64_t *, uint64_t *);
+	    struct gck_memo *, const struct gck_ckpt_opts *,
+	    const struct gck_parents *, int, uint64_t *, uint64_t *);
 
 /*
  * request.c: the requests of a snapshot now that wait in a series'

@@ -132,7 +132,8 @@ out:
 
 int
 gck_snap_write(struct gck_ctx *ctx, int delta, struct gck_parents *pool,
-    const struct gck_ckpt_opts *o, const struct gck_parents *parents,
+    struct gck_memo *memo, const struct gck_ckpt_opts *o,
+    const struct gck_parents *parents,
     int outfd, uint64_t *imagep, uint64_t *refbytesp)
 {
 	const struct gck_manifest	*m;
@@ -165,6 +166,12 @@ gck_snap_write(struct gck_ctx *ctx, int delta, struct gck_parents *pool,
 	    GCK_OK)
 		goto out;
 	gck_writer_set_parents(w, parents);
+	/*
+	 * The SHA-256 of a chunk the rounds read is in their memo: it is
+	 * not computed again (the chunk itself is checked against its
+	 * digest as it is read back).
+	 */
+	gck_writer_set_memo(w, memo);
 	if ((r = gck_writer_set_sign(w, o->sign)) != GCK_OK ||
 	    (r = gck_reader_copy(rd, w)) != GCK_OK)
 		goto out;
