@@ -280,9 +280,9 @@ gck_keeper_run(char *const argv[])
  * Moves the keeper's descriptors out of the way of the numbers it is
  * given them at: fds[] (its status and release pipes, criu's keepfd
  * and log) in place, the nxfds descriptors xfds (criu's -f N) to hx[],
- * and the program *exep and /dev/null *nulp in place.  Returns GCK_OK,
- * or a code with none of fds[] left open; hx[] holds -1 from the first
- * of xfds that was not moved.
+ * and the program *exep and /dev/null *nulp in place.  hx[] holds -1
+ * on the way in, and from the first of xfds that was not moved on the
+ * way out.  Returns GCK_OK, or a code with none of fds[] left open.
  */
 static int
 keeper_move_fds(struct gck_ctx *ctx, int fds[4], int *hx, const int *xfds,
@@ -293,8 +293,6 @@ keeper_move_fds(struct gck_ctx *ctx, int fds[4], int *hx, const int *xfds,
 
 	for (i = 0; i < 4; i++)
 		fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, KEEPER_HIGH);
-	for (i = 0; i < nxfds; i++)
-		hx[i] = -1;
 	for (i = 0; i < nxfds; i++)
 		if ((hx[i] = fcntl(xfds[i], F_DUPFD_CLOEXEC, KEEPER_HIGH)) ==
 		    -1)

@@ -406,16 +406,11 @@ gck_pid_dying(pid_t pid)
 int
 gck_pid_gone(pid_t pid)
 {
-	char	path[64], buf[512], *s;
+	char	st;
 
-	if (kill(pid, 0) == -1 && errno == ESRCH)
-		return 1;
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	if (gck_read_small_file(path, buf, sizeof buf) == -1)
-		return errno == ENOENT;
-	if ((s = strrchr(buf, ')')) == NULL)
-		return 0;
-	return s[1] == ' ' && s[2] == 'Z';
+	if ((st = gck_pid_state(pid)) != 0)
+		return st == 'Z' || st == 'X';
+	return kill(pid, 0) == -1 && errno == ESRCH;
 }
 
 /*

@@ -133,8 +133,8 @@ out:
 int
 gck_snap_write(struct gck_ctx *ctx, int delta, struct gck_parents *pool,
     struct gck_memo *memo, const struct gck_ckpt_opts *o,
-    const struct gck_parents *parents,
-    int outfd, uint64_t *imagep, uint64_t *refbytesp)
+    const struct gck_parents *parents, int outfd, uint64_t *imagep,
+    uint64_t *refbytesp)
 {
 	const struct gck_manifest	*m;
 	struct gck_reader		*rd = NULL;
