@@ -76,6 +76,14 @@ struct gck_cuda {
 	CUresult (*Checkpoint)(int, CUcheckpointCheckpointArgs *);
 	CUresult (*Restore)(int, CUcheckpointRestoreArgs *);
 	CUresult (*Unlock)(int, CUcheckpointUnlockArgs *);
+	/* Custom storage, or all NULL (gck_cuda_storage()). */
+	CUresult (*OperationComplete)(void *);
+	CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+	CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t,
+		    CUstream);
+	CUresult (*StreamSynchronize)(CUstream);
+	CUresult (*MemHostAlloc)(void **, size_t, unsigned int);
+	CUresult (*MemFreeHost)(void *);
 
 	nvml_ret (*NvmlInit)(void);
 	nvml_ret (*NvmlShutdown)(void);
@@ -86,6 +94,48 @@ struct gck_cuda {
 	nvml_ret (*NvmlProcesses)(nvml_dev, unsigned int *,
 		    struct nvml_process *);
 };
+
+/*
+ * Custom storage (CUDA 13.4, driver API 13040): the checkpoint and
+ * restore arguments name where the driver is to put the description of
+ * each GPU's memory, which it maps into the caller for the caller to
+ * copy, and cuCheckpointOperationComplete() ends the operation.  The
+ * installed cuda.h (13.0) does not declare it: these mirror the
+ * layouts of NVIDIA's CUDA Driver API documentation of CUDA 13.4
+ * (CUcheckpointCustomStoragePerDeviceData, CUcheckpointCustomStorageInfo,
+ * and the 13.4 CUcheckpointCheckpointArgs and CUcheckpointRestoreArgs,
+ * 64 bytes each as in 13.0).
+ */
+struct gck_cu_storage_dev {
+	CUdeviceptr	 devptr;	/* the GPU's memory, mapped */
+	size_t		 size;
+	CUstream	 stream;	/* the driver waits on it */
+};
+
+struct gck_cu_storage {
+	void			*handle;	/* for the complete call */
+	struct gck_cu_storage_dev *dev;		/* one a GPU */
+	unsigned int		 ndev;
+};
+
+struct gck_cu_ckpt_args {
+	struct gck_cu_storage	**storage_out;	/* NULL: to host memory */
+	char			  reserved[64 - sizeof(void *)];
+};
+
+struct gck_cu_restore_args {
+	CUcheckpointGpuPair	 *pairs;
+	unsigned int		  npairs;
+	unsigned int		  padding0;
+	struct gck_cu_storage	**storage_out;	/* NULL: from host memory */
+	char			  reserved[64 - 2 * sizeof(void *) -
+				      2 * sizeof(unsigned int)];
+};
+
+_Static_assert(sizeof(struct gck_cu_ckpt_args) ==
+    sizeof(CUcheckpointCheckpointArgs), "checkpoint arguments' layout");
+_Static_assert(sizeof(struct gck_cu_restore_args) ==
+    sizeof(CUcheckpointRestoreArgs), "restore arguments' layout");
 
 typedef CUresult (*getproc_fn)(const char *, void **, int, cuuint64_t,
     CUdriverProcAddressQueryResult *);
@@ -264,6 +314,53 @@ nvml_open(struct gck_cuda *cu)
  * cuInit(): a process that forks (the guard) must do that itself.
  * Fails with GCK_ECUDA and a message naming what is missing.
  */
+/*
+ * The custom storage entry points, asked for at 13040: all of them, or
+ * none (a driver older than 13.4 lacks cuCheckpointOperationComplete,
+ * and the checkpoint then goes through the process's host memory).
+ */
+static void
+cuda_open_storage(struct gck_cuda *cu, getproc_fn getproc)
+{
+	static const struct {
+		const char	*name;
+		size_t		 off;
+	} syms[] = {
+#define SYM(n, f)	{ n, offsetof(struct gck_cuda, f) }
+		SYM("cuCheckpointOperationComplete", OperationComplete),
+		SYM("cuMemcpyDtoHAsync", MemcpyDtoHAsync),
+		SYM("cuMemcpyHtoDAsync", MemcpyHtoDAsync),
+		SYM("cuStreamSynchronize", StreamSynchronize),
+		SYM("cuMemHostAlloc", MemHostAlloc),
+		SYM("cuMemFreeHost", MemFreeHost),
+#undef SYM
+	};
+	CUdriverProcAddressQueryResult	 qr;
+	size_t				 i;
+	void				*fn;
+
+	if (cu->version < GCK_CUDA_STORAGE_VERSION)
+		return;
+	for (i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+		fn = NULL;
+		if (getproc(syms[i].name, &fn, GCK_CUDA_STORAGE_VERSION,
+		    CU_GET_PROC_ADDRESS_DEFAULT, &qr) != CUDA_SUCCESS ||
+		    fn == NULL)
+			break;
+		*(void **)((char *)cu + syms[i].off) = fn;
+	}
+	if (i < sizeof syms / sizeof syms[0])
+		for (i = 0; i < sizeof syms / sizeof syms[0]; i++)
+			*(void **)((char *)cu + syms[i].off) = NULL;
+}
+
+/* Whether the driver offers custom storage: 1 or 0. */
+int
+gck_cuda_storage(const struct gck_cuda *cu)
+{
+	return cu->OperationComplete != NULL;
+}
+
 int
 gck_cuda_open(struct gck_ctx *ctx, struct gck_cuda **cup)
 {
@@ -342,6 +439,7 @@ gck_cuda_open(struct gck_ctx *ctx, struct gck_cuda **cup)
 		}
 		*(void **)((char *)cu + syms[i].off) = fn;
 	}
+	cuda_open_storage(cu, getproc);
 	if (cu->version < GCK_CUDA_CKPT_VERSION) {
 		gck_cuda_close(cu);
 		return gck_set_error(ctx, GCK_ECUDA, "the CUDA driver is %s: "

@@ -9,6 +9,7 @@ struct gck_ptree;
 /* cuda.c: the CUDA driver and NVML, loaded at run time */
 #define GCK_CUDA_CKPT_VERSION	12080	/* checkpoint API: r570, CUDA 12.8 */
 #define GCK_CUDA_REMAP_VERSION	13000	/* GPU remapping: r580, CUDA 13.0 */
+#define GCK_CUDA_STORAGE_VERSION 13040	/* custom storage: CUDA 13.4 */
 #define GCK_GPUS_MAX		64
 
 struct gck_cuda;
@@ -60,6 +61,7 @@ void	gck_cuda_close(struct gck_cuda *);
 int	gck_cuda_version(const struct gck_cuda *);
 const char *gck_cuda_release(const struct gck_cuda *);
 int	gck_cuda_has_nvml(const struct gck_cuda *);
+int	gck_cuda_storage(const struct gck_cuda *);
 void	gck_cuda_version_string(int, char *, size_t);
 const char *gck_cuda_errname(const struct gck_cuda *, int);
 const char *gck_cuda_state_name(int);
