@@ -34,6 +34,7 @@
 #include "private.h"
 #include "core/proc.h"
 #include "gpu/cuda.h"
+#include "gpu/custom.h"
 
 /* NVML, as libnvidia-ml.so.1 defines the few parts used here. */
 typedef int			 nvml_ret;
@@ -94,48 +95,6 @@ struct gck_cuda {
 	nvml_ret (*NvmlProcesses)(nvml_dev, unsigned int *,
 		    struct nvml_process *);
 };
-
-/*
- * Custom storage (CUDA 13.4, driver API 13040): the checkpoint and
- * restore arguments name where the driver is to put the description of
- * each GPU's memory, which it maps into the caller for the caller to
- * copy, and cuCheckpointOperationComplete() ends the operation.  The
- * installed cuda.h (13.0) does not declare it: these mirror the
- * layouts of NVIDIA's CUDA Driver API documentation of CUDA 13.4
- * (CUcheckpointCustomStoragePerDeviceData, CUcheckpointCustomStorageInfo,
- * and the 13.4 CUcheckpointCheckpointArgs and CUcheckpointRestoreArgs,
- * 64 bytes each as in 13.0).
- */
-struct gck_cu_storage_dev {
-	CUdeviceptr	 devptr;	/* the GPU's memory, mapped */
-	size_t		 size;
-	CUstream	 stream;	/* the driver waits on it */
-};
-
-struct gck_cu_storage {
-	void			*handle;	/* for the complete call */
-	struct gck_cu_storage_dev *dev;		/* one a GPU */
-	unsigned int		 ndev;
-};
-
-struct gck_cu_ckpt_args {
-	struct gck_cu_storage	**storage_out;	/* NULL: to host memory */
-	char			  reserved[64 - sizeof(void *)];
-};
-
-struct gck_cu_restore_args {
-	CUcheckpointGpuPair	 *pairs;
-	unsigned int		  npairs;
-	unsigned int		  padding0;
-	struct gck_cu_storage	**storage_out;	/* NULL: from host memory */
-	char			  reserved[64 - 2 * sizeof(void *) -
-				      2 * sizeof(unsigned int)];
-};
-
-_Static_assert(sizeof(struct gck_cu_ckpt_args) ==
-    sizeof(CUcheckpointCheckpointArgs), "checkpoint arguments' layout");
-_Static_assert(sizeof(struct gck_cu_restore_args) ==
-    sizeof(CUcheckpointRestoreArgs), "restore arguments' layout");
 
 typedef CUresult (*getproc_fn)(const char *, void **, int, cuuint64_t,
     CUdriverProcAddressQueryResult *);
