@@ -16,7 +16,9 @@
  *			Below 12080 cuGetProcAddress() does not find the
  *			checkpoint API and its functions fail with
  *			CUDA_ERROR_NOT_SUPPORTED; below 13000 a restore
- *			with GPU pairs fails with CUDA_ERROR_NOT_SUPPORTED.
+ *			with GPU pairs fails with CUDA_ERROR_NOT_SUPPORTED;
+ *			below 13040 there is no custom storage (see
+ *			below).
  *	mem/UUID/KEY	the device memory process KEY holds on GPU UUID:
  *			a GPU's used memory is the sum of the sizes of the
  *			files of live processes (see mem_holder() in
@@ -28,10 +30,13 @@
  *			is in the state it had then, whatever the file says
  *			of the process it was taken from), tid (its restore
  *			thread), req and ack (see below), lock (callers
- *			queue on it).
+ *			queue on it), storage (the layout of a pending
+ *			custom storage operation: its ID, then "UUID SIZE"
+ *			a context).
  *	inject/ACTION.KEY, inject/ACTION
- *			read when ACTION (lock, checkpoint, restore or
- *			unlock) runs in KEY, the first found wins:
+ *			read when ACTION (lock, checkpoint, restore,
+ *			unlock, storage or complete) runs in KEY, the
+ *			first found wins:
  *			"ERRORNAME [FAILED]" makes the action fail with
  *			that error (an unknown name: CUDA_ERROR_UNKNOWN)
  *			without doing anything, and FAILED puts the process
@@ -39,10 +44,16 @@
  *			timeout and fail with CUDA_ERROR_NOT_READY, and any
  *			other action wait until its caller gives up.  Only
  *			an action allowed in the present state gets there.
+ *	inject/dtoh, inject/htod (.CALLER first)
+ *			read at each cuMemcpyDtoHAsync() or
+ *			cuMemcpyHtoDAsync() in the caller: "ERRORNAME"
+ *			makes the copy fail with that error.
  *	delay/ACTION	milliseconds that ACTION sleeps before its work.
  *	log		one line per action, with one write(2):
  *			ACTION KEY START_NS END_NS RESULT STATE [PAIRS]
  *			(CLOCK_MONOTONIC; a restore adds its OLD=NEW pairs).
+ *			ACTION is also checkpoint-storage, restore-storage,
+ *			complete or abandon (see below).
  *
  * A process's KEY is its PID in its own PID namespace, getpid() at
  * cuInit(), which CRIU gives it back on a restore, in a namespace too;
@@ -98,6 +109,88 @@
  * CUDA_ERROR_UNKNOWN.  A process forked from one that called cuInit()
  * cannot use the driver: every call fails with
  * CUDA_ERROR_NOT_INITIALIZED, cuInit() included.
+ *
+ * Custom storage (driver API 13040, CUDA 13.4; the layouts are in
+ * src/lib/gpu/custom.h).  From driver version 13040 cuGetProcAddress()
+ * finds cuCheckpointOperationComplete(); cuMemcpyDtoHAsync(),
+ * cuMemcpyHtoDAsync(), cuStreamSynchronize(), cuMemHostAlloc() and
+ * cuMemFreeHost() are there at any version, as in a real driver.  What
+ * NVIDIA documents:
+ *   - A checkpoint whose arguments name storage_out, of a LOCKED
+ *     process, maps each of its GPUs' memory into the caller and sets
+ *     *storage_out to an info (handle, dev[] of {devptr, size, stream},
+ *     ndev) that belongs to the driver; the caller copies the memory
+ *     out (cuMemcpyDtoHAsync() on the stream) and calls
+ *     cuCheckpointOperationComplete(handle), which waits on the streams,
+ *     unmaps the memory and ends the operation: the process is then
+ *     CHECKPOINTED.
+ *   - A restore with storage_out, of a CHECKPOINTED process, maps its
+ *     new memory into the caller, who copies in (cuMemcpyHtoDAsync());
+ *     after the complete call the process is LOCKED.
+ * The stand-in's model, where the documentation says nothing:
+ *   - Below 13040 storage_out lies where a 13.0 driver has a reserved
+ *     field: the call fails with CUDA_ERROR_INVALID_VALUE and changes
+ *     nothing.
+ *   - "Memory of a GPU" is the process's memory file of that GPU, whole:
+ *     dev[N] is the file mem/UUID/KEY of its Nth context, its size the
+ *     file's (an allocation sits at its offset in it, a freed one is a
+ *     hole of zeros); a context without memory has devptr 0 and size 0.
+ *     The caller maps it read-only (checkpoint) or read-write (restore),
+ *     shared with the process.
+ *   - The handle and the streams are numbers that are never given
+ *     twice; a stream is valid while its operation lives.  The special
+ *     streams (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) are always
+ *     valid; any other: CUDA_ERROR_INVALID_HANDLE.  An async copy is done
+ *     at once; its device range must lie inside one mapping of a live
+ *     operation of the caller (a copy in: of a restore), else
+ *     CUDA_ERROR_INVALID_VALUE, unless it is the caller's own device
+ *     memory in its current context.  cuStreamSynchronize() waits for the
+ *     copies under way of the stream's operation.
+ *   - cuMemHostAlloc() needs a current context (CUDA_ERROR_INVALID_CONTEXT)
+ *     and gives whole pages; cuMemFreeHost() needs none, and fails with
+ *     CUDA_ERROR_INVALID_VALUE for memory it did not give.
+ *   - The process's side: checkpoint-storage (LOCKED, else
+ *     CUDA_ERROR_ILLEGAL_STATE) keeps its memory files mapped, records
+ *     the operation as pending and writes proc/KEY/storage; it reads
+ *     inject/checkpoint, then inject/storage, and sleeps delay/checkpoint
+ *     and delay/storage.  inject/storage stands for a process custom
+ *     storage does not support (NVIDIA names CUDA IPC, multicast objects
+ *     and a job file; the stand-in has none of them), e.g.
+ *     CUDA_ERROR_NOT_SUPPORTED.  The complete call then puts reservations
+ *     back at the allocations' addresses and removes the memory files,
+ *     keeping no copy: the process is CHECKPOINTED "custom", its memory
+ *     with the caller.
+ *   - restore-storage (CHECKPOINTED, else CUDA_ERROR_ILLEGAL_STATE;
+ *     inject/restore, then inject/storage) makes the checks of a restore
+ *     (CUDA_ERROR_INVALID_DEVICE, _INVALID_VALUE, _OUT_OF_MEMORY), then
+ *     the memory files again, on the (new) GPUs, with the sizes they had
+ *     and every allocation at its file offset and address, zero until
+ *     the caller copies in; the GPUs move (contexts and visible GPUs) at
+ *     once.  The complete call makes it LOCKED.
+ *   - A custom checkpoint and a staged one do not mix: a restore without
+ *     storage of a process checkpointed custom, and one with storage of
+ *     a process checkpointed the staged way (its memory in its heap),
+ *     fail with CUDA_ERROR_INVALID_VALUE and change nothing.  Whether a
+ *     process is custom, and its pending operation, live in its memory
+ *     (fc), so that a process CRIU restores from an image taken after a
+ *     custom checkpoint can be restored with storage by a new caller.
+ *   - The complete call ends the operation whatever happens: an unknown
+ *     or spent handle fails with CUDA_ERROR_INVALID_HANDLE; inject/complete
+ *     fails it ("ERRORNAME [FAILED]", "hang") and the operation is
+ *     abandoned; an operation the process no longer has fails with
+ *     CUDA_ERROR_ILLEGAL_STATE and changes nothing.
+ *   - An operation abandoned is as if it had not been: a checkpoint's
+ *     memory never left, the process stays LOCKED; a restore's new memory
+ *     files go, and the process is CHECKPOINTED as before it, GPUs
+ *     included.  An unlock of a process whose checkpoint operation is
+ *     pending abandons it (the process goes RUNNING with its memory: the
+ *     engine's rollback relies on it), and the caller that unlocks drops
+ *     its side of it.  A new checkpoint (restore) of either kind abandons
+ *     a pending checkpoint (restore) operation first, even if it then
+ *     fails, so that a caller that gave up can start over.  A caller that
+ *     cannot map what the process laid out has it abandon the operation.
+ *   - A copy that fails (inject/dtoh, inject/htod) changes nothing: the
+ *     caller may copy again, complete, or unlock.
  */
 
 #include "config.h"
@@ -126,6 +219,7 @@
 
 #include <cuda.h>
 
+#include "../../src/lib/gpu/custom.h"
 #include "gpus.h"
 
 /*
@@ -136,6 +230,8 @@
 #undef cuGetProcAddress
 CUresult CUDAAPI cuDeviceGetUuid(CUuuid *, CUdevice);
 CUresult CUDAAPI cuGetProcAddress(const char *, void **, int, cuuint64_t);
+/* The driver API of 13040 (CUDA 13.4), which cuda.h 13.0 lacks. */
+CUresult CUDAAPI cuCheckpointOperationComplete(void *);
 
 #define MAXCTX		16
 #define MAXPAIRS	64
@@ -146,6 +242,7 @@ CUresult CUDAAPI cuGetProcAddress(const char *, void **, int, cuuint64_t);
 #define DEF_VERSION	13000
 #define CKPT_VERSION	12080		/* the checkpoint API */
 #define REMAP_VERSION	13000		/* restore with GPU pairs */
+#define STORAGE_VERSION	13040		/* custom storage */
 #define CALL_TIMEOUT_MS	10000
 #define LOCK_SLACK_MS	2000
 #define MS		1000000ULL	/* ns */
@@ -193,6 +290,31 @@ struct CUctx_st {
 struct pair {
 	unsigned char	 from[16], to[16];
 };
+
+/* A process's custom storage operation (fc.op). */
+enum {
+	OP_NONE,
+	OP_CKPT,			/* mapped out, LOCKED */
+	OP_RESTORE			/* mapped in, CHECKPOINTED */
+};
+
+/*
+ * The caller's side of a custom storage operation: the info it gave,
+ * the mappings dev[] describes, and the handle and streams, numbers
+ * that are never given twice (hid, and hid with the GPU's index).
+ */
+struct op {
+	struct op		*next;
+	int			 pid;		/* as the caller sees it */
+	int			 restore;
+	unsigned long long	 id;		/* the process's fc.opid */
+	uintptr_t		 hid;
+	int			 busy;		/* copies under way */
+	struct gck_cu_storage	 info;
+	struct gck_cu_storage_dev dev[MAXCTX];
+};
+
+#define HID_SHIFT	8		/* a handle's stream numbers */
 
 struct inject {
 	CUresult	 r;
@@ -283,6 +405,29 @@ static CUresult		 act_lock(unsigned int, uint64_t);
 static CUresult		 act_checkpoint(uint64_t);
 static CUresult		 act_restore(const struct pair *, size_t, uint64_t);
 static CUresult		 act_unlock(uint64_t);
+static struct inject	 inject_first(const char *, const char *);
+static CUresult		 restore_plan(const struct pair *, size_t, int,
+			    struct gpu *, unsigned long long *,
+			    unsigned char (*)[16]);
+static int		 storage_write(void);
+static void		 storage_unlink(void);
+static void		 op_abandon(void);
+static CUresult		 act_checkpoint_storage(uint64_t);
+static CUresult		 act_restore_storage(const struct pair *, size_t,
+			    uint64_t);
+static CUresult		 act_complete(const char *, int, uint64_t);
+static CUresult		 op_map(int, int, unsigned long long *,
+			    struct op **);
+static void		 op_free(struct op *);
+static struct op	*op_take(uintptr_t);
+static void		 op_drop_pid(int);
+static CUresult		 op_start(int, const char *, const char *, int,
+			    struct gck_cu_storage **);
+static int		 stream_valid(CUstream, struct op **);
+static struct op	*op_holding(uintptr_t, size_t, int);
+static CUresult		 copy_inject(const char *);
+static CUresult		 async_copy(void *, uintptr_t, size_t, CUstream,
+			    int);
 static int		 pairs_parse(char *, struct pair *, size_t *);
 static void		 request_handle(const char *);
 static void		*restore_thread(void *);
@@ -318,9 +463,33 @@ static struct {
 	int		 masked;	/* CUDA_VISIBLE_DEVICES was set */
 	int		 nvis;
 	unsigned char	 vis[MAXGPUS][16];	/* device N is vis[N] */
+	int		 op;		/* OP_*: the pending operation */
+	unsigned long long opid;
+	int		 custom;	/* checkpointed to custom storage */
+	struct gpu	 opgpu[MAXCTX];	/* a pending restore's old GPUs */
+	unsigned char	 opvis[MAXGPUS][16];	/* and visible GPUs */
 } fc = {
 	.mtx = PTHREAD_MUTEX_INITIALIZER,
 	.api = PTHREAD_MUTEX_INITIALIZER,
+};
+
+/*
+ * The caller's side: its custom storage operations, and the host
+ * memory cuMemHostAlloc() gave.
+ */
+static struct {
+	pthread_mutex_t	 mtx;
+	pthread_cond_t	 cv;
+	struct op	*list;
+	uintptr_t	 hid;
+	struct hostmem {
+		void	*p;
+		size_t	 len;
+	}		*host;
+	size_t		 nhost, hostsz;
+} ops = {
+	.mtx = PTHREAD_MUTEX_INITIALIZER,
+	.cv = PTHREAD_COND_INITIALIZER,
 };
 
 static _Thread_local struct CUctx_st	*ctxstack[STACKDEPTH];
@@ -999,6 +1168,8 @@ act_checkpoint(uint64_t deadline)
 		r = in.r;
 		goto out;
 	}
+	if (fc.op == OP_CKPT)
+		op_abandon();
 	for (k = 0; k < MAXCTX; k++) {
 		c = &fc.ctx[k];
 		for (i = 0; c->used && i < c->nallocs; i++) {
@@ -1034,10 +1205,57 @@ out:
 }
 
 /*
- * CHECKPOINTED -> LOCKED.  Each GPU the process had goes to its pair's
- * new GPU when pairs are given (all of its GPUs must be named), else to
- * itself, and so do its visible GPUs.  Everything is checked before
- * anything is touched.
+ * Where a restore puts each context (to) and how much memory it needs
+ * there (need), with the visible GPUs it leaves (vis).  Each GPU the
+ * process had goes to its pair's new GPU when pairs are given (all of
+ * its GPUs must be named), else to itself; a custom one needs its
+ * memory file's size as the checkpoint described it, a staged one its
+ * allocations.  Called with mtx held; changes nothing.
+ */
+static CUresult
+restore_plan(const struct pair *pairs, size_t npairs, int custom,
+    struct gpu *to, unsigned long long *need, unsigned char (*vis)[16])
+{
+	struct CUctx_st	*c;
+	size_t		 i, j, k;
+
+	for (k = 0; k < MAXCTX; k++) {
+		c = &fc.ctx[k];
+		if (!c->used)
+			continue;
+		memcpy(to[k].uuid, c->gpu.uuid, 16);
+		if (npairs > 0) {
+			for (j = 0; j < npairs; j++)
+				if (memcmp(pairs[j].from, c->gpu.uuid, 16) == 0)
+					break;
+			if (j == npairs)
+				return CUDA_ERROR_INVALID_VALUE;
+			memcpy(to[k].uuid, pairs[j].to, 16);
+		}
+		for (j = 0; j < k; j++)
+			if (fc.ctx[j].used &&
+			    memcmp(to[j].uuid, to[k].uuid, 16) == 0)
+				return CUDA_ERROR_INVALID_VALUE;
+		if (gpu_get(-1, to[k].uuid, &to[k]) == -1 ||
+		    strcmp(to[k].name, c->gpu.name) != 0 ||
+		    to[k].major != c->gpu.major ||
+		    to[k].minor != c->gpu.minor)
+			return CUDA_ERROR_INVALID_DEVICE;
+		need[k] = 0;
+		if (custom)
+			need[k] = (unsigned long long)c->fsize;
+		else
+			for (i = 0; i < c->nallocs; i++)
+				need[k] += c->allocs[i].len;
+		if (mem_used(fc.dir, to[k].uuidstr) + need[k] > to[k].total)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	return vis_remap(pairs, npairs, vis);
+}
+
+/*
+ * CHECKPOINTED -> LOCKED.  Everything is checked before anything is
+ * touched.
  */
 static CUresult
 act_restore(const struct pair *pairs, size_t npairs, uint64_t deadline)
@@ -1050,7 +1268,7 @@ act_restore(const struct pair *pairs, size_t npairs, uint64_t deadline)
 	unsigned char		 vis[MAXGPUS][16];
 	char			 path[PATH_MAX];
 	CUresult		 r;
-	size_t			 i, k, j;
+	size_t			 i, k;
 	off_t			 off;
 	void			*p;
 	int			 fd = -1;
@@ -1072,44 +1290,15 @@ act_restore(const struct pair *pairs, size_t npairs, uint64_t deadline)
 		r = in.r;
 		goto out;
 	}
-
-	for (k = 0; k < MAXCTX; k++) {
-		c = &fc.ctx[k];
-		if (!c->used)
-			continue;
-		memcpy(to[k].uuid, c->gpu.uuid, 16);
-		if (npairs > 0) {
-			for (j = 0; j < npairs; j++)
-				if (memcmp(pairs[j].from, c->gpu.uuid, 16) == 0)
-					break;
-			if (j == npairs) {
-				r = CUDA_ERROR_INVALID_VALUE;
-				goto out;
-			}
-			memcpy(to[k].uuid, pairs[j].to, 16);
-		}
-		for (j = 0; j < k; j++)
-			if (fc.ctx[j].used &&
-			    memcmp(to[j].uuid, to[k].uuid, 16) == 0) {
-				r = CUDA_ERROR_INVALID_VALUE;
-				goto out;
-			}
-		if (gpu_get(-1, to[k].uuid, &to[k]) == -1 ||
-		    strcmp(to[k].name, c->gpu.name) != 0 ||
-		    to[k].major != c->gpu.major ||
-		    to[k].minor != c->gpu.minor) {
-			r = CUDA_ERROR_INVALID_DEVICE;
-			goto out;
-		}
-		need[k] = 0;
-		for (i = 0; i < c->nallocs; i++)
-			need[k] += c->allocs[i].len;
-		if (mem_used(fc.dir, to[k].uuidstr) + need[k] > to[k].total) {
-			r = CUDA_ERROR_OUT_OF_MEMORY;
-			goto out;
-		}
+	if (fc.op == OP_RESTORE)
+		op_abandon();
+	if (fc.custom) {
+		/* Its memory is with the caller of the custom checkpoint. */
+		r = CUDA_ERROR_INVALID_VALUE;
+		goto out;
 	}
-	if ((r = vis_remap(pairs, npairs, vis)) != CUDA_SUCCESS)
+	r = restore_plan(pairs, npairs, 0, to, need, vis);
+	if (r != CUDA_SUCCESS)
 		goto out;
 
 	for (k = 0; k < MAXCTX; k++) {
@@ -1152,7 +1341,10 @@ out:
 	return r;
 }
 
-/* LOCKED -> RUNNING: the waiting calls go on. */
+/*
+ * LOCKED -> RUNNING: the waiting calls go on.  A pending checkpoint
+ * operation is dropped: its memory never left.
+ */
 static CUresult
 act_unlock(uint64_t deadline)
 {
@@ -1176,7 +1368,291 @@ act_unlock(uint64_t deadline)
 		r = in.r;
 		goto out;
 	}
+	if (fc.op == OP_CKPT)
+		op_abandon();
 	state_set(CU_PROCESS_STATE_RUNNING);
+	r = CUDA_SUCCESS;
+out:
+	pthread_mutex_unlock(&fc.mtx);
+	return r;
+}
+
+/* inject/a, or inject/b when a says nothing. */
+static struct inject
+inject_first(const char *a, const char *b)
+{
+	struct inject	in;
+
+	in = inject_read(a);
+	if (in.r == CUDA_SUCCESS && !in.hang)
+		in = inject_read(b);
+	return in;
+}
+
+/*
+ * proc/KEY/storage, the layout of the pending operation for its caller:
+ * its ID, then a line a used context: the GPU's UUID and the size of
+ * its memory file.  Called with mtx held.
+ */
+static int
+storage_write(void)
+{
+	struct CUctx_st	*c;
+	char		 path[PATH_MAX], text[MAXCTX * 80 + 32];
+	size_t		 k, n;
+
+	n = (size_t)snprintf(text, sizeof text, "%llu\n", fc.opid);
+	for (k = 0; k < MAXCTX; k++) {
+		c = &fc.ctx[k];
+		if (c->used)
+			n += (size_t)snprintf(text + n, sizeof text - n,
+			    "%s %lld\n", c->gpu.uuidstr, (long long)c->fsize);
+	}
+	snprintf(path, sizeof path, "%s/proc/%ld/storage", fc.dir,
+	    (long)fc.pid);
+	return write_atomic(path, "", text);
+}
+
+static void
+storage_unlink(void)
+{
+	char	path[PATH_MAX];
+
+	snprintf(path, sizeof path, "%s/proc/%ld/storage", fc.dir,
+	    (long)fc.pid);
+	unlink(path);
+}
+
+/*
+ * Ends the pending operation as if it had not been: a checkpoint's
+ * memory never left; a restore's new memory files go, and the contexts
+ * and visible GPUs are those of the checkpoint again, so that it can be
+ * tried anew.  Called with mtx held.
+ */
+static void
+op_abandon(void)
+{
+	struct CUctx_st	*c;
+	char		 path[PATH_MAX];
+	size_t		 i, k;
+
+	if (fc.op == OP_RESTORE) {
+		for (k = 0; k < MAXCTX; k++) {
+			c = &fc.ctx[k];
+			if (!c->used)
+				continue;
+			for (i = 0; i < c->nallocs; i++)
+				unmap_to_reserve(c->allocs[i].va,
+				    c->allocs[i].len);
+			if (mem_path(path, sizeof path, &c->gpu) == 0)
+				unlink(path);
+			c->gpu = fc.opgpu[k];
+		}
+		memcpy(fc.vis, fc.opvis, sizeof fc.vis);
+	}
+	fc.op = OP_NONE;
+	fc.opid = 0;
+	storage_unlink();
+}
+
+/*
+ * A checkpoint to custom storage, LOCKED: the memory files stay, mapped
+ * in the process, for the caller to map and copy out; the process
+ * stays LOCKED until the complete call.
+ */
+static CUresult
+act_checkpoint_storage(uint64_t deadline)
+{
+	struct inject	in;
+	CUresult	r;
+
+	delay_read("checkpoint");
+	delay_read("storage");
+	pthread_mutex_lock(&fc.mtx);
+	if (fc.state != CU_PROCESS_STATE_LOCKED) {
+		r = CUDA_ERROR_ILLEGAL_STATE;
+		goto out;
+	}
+	in = inject_first("checkpoint", "storage");
+	if (in.hang) {
+		r = act_hang(deadline);
+		goto out;
+	}
+	if (in.r != CUDA_SUCCESS) {
+		if (in.failed)
+			state_set(CU_PROCESS_STATE_FAILED);
+		r = in.r;
+		goto out;
+	}
+	if (fc.op == OP_CKPT)
+		op_abandon();
+	fc.op = OP_CKPT;
+	fc.opid = now_ns();
+	if (storage_write() == -1) {
+		op_abandon();
+		r = CUDA_ERROR_OPERATING_SYSTEM;
+		goto out;
+	}
+	r = CUDA_SUCCESS;
+out:
+	pthread_mutex_unlock(&fc.mtx);
+	return r;
+}
+
+/*
+ * A restore from custom storage, CHECKPOINTED, of a process checkpointed
+ * to custom storage: the checks of a restore, then each memory file is
+ * made again on its (new) GPU with the size it had, and the allocations
+ * mapped at their addresses and file offsets, zero until the caller
+ * copies in.  The process stays CHECKPOINTED until the complete call.
+ */
+static CUresult
+act_restore_storage(const struct pair *pairs, size_t npairs,
+    uint64_t deadline)
+{
+	struct inject		 in;
+	struct CUctx_st		*c;
+	struct alloc		*a;
+	struct gpu		 to[MAXCTX];
+	unsigned long long	 need[MAXCTX];
+	unsigned char		 vis[MAXGPUS][16];
+	char			 path[PATH_MAX];
+	CUresult		 r;
+	size_t			 i, k;
+	int			 fd = -1;
+
+	delay_read("restore");
+	delay_read("storage");
+	pthread_mutex_lock(&fc.mtx);
+	if (fc.state != CU_PROCESS_STATE_CHECKPOINTED) {
+		r = CUDA_ERROR_ILLEGAL_STATE;
+		goto out;
+	}
+	in = inject_first("restore", "storage");
+	if (in.hang) {
+		r = act_hang(deadline);
+		goto out;
+	}
+	if (in.r != CUDA_SUCCESS) {
+		if (in.failed)
+			state_set(CU_PROCESS_STATE_FAILED);
+		r = in.r;
+		goto out;
+	}
+	if (fc.op == OP_RESTORE)
+		op_abandon();
+	if (!fc.custom) {
+		/* Its memory is in its heap, for a staged restore. */
+		r = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	r = restore_plan(pairs, npairs, 1, to, need, vis);
+	if (r != CUDA_SUCCESS)
+		goto out;
+
+	for (k = 0; k < MAXCTX; k++)
+		fc.opgpu[k] = fc.ctx[k].gpu;
+	memcpy(fc.opvis, fc.vis, sizeof fc.opvis);
+	fc.op = OP_RESTORE;
+	fc.opid = now_ns();
+	for (k = 0; k < MAXCTX; k++) {
+		c = &fc.ctx[k];
+		if (!c->used)
+			continue;
+		c->gpu = to[k];
+		if (mkdirs("%s/mem/%s", fc.dir, c->gpu.uuidstr) == -1 ||
+		    mem_path(path, sizeof path, &c->gpu) == -1 ||
+		    (fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC,
+		    0644)) == -1 || ftruncate(fd, c->fsize) == -1)
+			goto failed;
+		for (i = 0; i < c->nallocs; i++) {
+			a = &c->allocs[i];
+			if (mmap((void *)a->va, a->len, PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_FIXED, fd, a->off) == MAP_FAILED)
+				goto failed;
+		}
+		close(fd);
+		fd = -1;
+	}
+	memcpy(fc.vis, vis, (size_t)fc.nvis * sizeof vis[0]);
+	if (storage_write() == -1)
+		goto failed;
+	r = CUDA_SUCCESS;
+	goto out;
+failed:
+	/* Nothing was copied in yet: back to the checkpoint. */
+	if (fd != -1)
+		close(fd);
+	op_abandon();
+	r = CUDA_ERROR_OPERATING_SYSTEM;
+out:
+	pthread_mutex_unlock(&fc.mtx);
+	return r;
+}
+
+/*
+ * The end of the pending operation ID (args), which the caller has
+ * unmapped.  A checkpoint's allocations go back to reservations and its
+ * memory files are removed, with no copy in the process: CHECKPOINTED.
+ * A restore's process is LOCKED.  When it fails, or with abandon, the
+ * operation is abandoned (op_abandon()).  Either way it ends.
+ */
+static CUresult
+act_complete(const char *args, int abandon, uint64_t deadline)
+{
+	struct inject		 in;
+	struct CUctx_st		*c;
+	char			 path[PATH_MAX];
+	unsigned long long	 id;
+	CUresult		 r;
+	size_t			 i, k;
+
+	id = strtoull(args, NULL, 10);
+	if (!abandon)
+		delay_read("complete");
+	pthread_mutex_lock(&fc.mtx);
+	if (fc.state == CU_PROCESS_STATE_FAILED || fc.op == OP_NONE ||
+	    id == 0 || fc.opid != id) {
+		r = CUDA_ERROR_ILLEGAL_STATE;
+		goto out;
+	}
+	if (abandon) {
+		op_abandon();
+		r = CUDA_SUCCESS;
+		goto out;
+	}
+	in = inject_read("complete");
+	if (in.hang) {
+		r = act_hang(deadline);
+		op_abandon();
+		goto out;
+	}
+	if (in.r != CUDA_SUCCESS) {
+		op_abandon();
+		if (in.failed)
+			state_set(CU_PROCESS_STATE_FAILED);
+		r = in.r;
+		goto out;
+	}
+	if (fc.op == OP_CKPT) {
+		for (k = 0; k < MAXCTX; k++) {
+			c = &fc.ctx[k];
+			if (!c->used)
+				continue;
+			for (i = 0; i < c->nallocs; i++)
+				unmap_to_reserve(c->allocs[i].va,
+				    c->allocs[i].len);
+			if (mem_path(path, sizeof path, &c->gpu) == 0)
+				unlink(path);
+		}
+		fc.custom = 1;
+	} else
+		fc.custom = 0;
+	state_set(fc.op == OP_CKPT ? CU_PROCESS_STATE_CHECKPOINTED :
+	    CU_PROCESS_STATE_LOCKED);
+	fc.op = OP_NONE;
+	fc.opid = 0;
+	storage_unlink();
 	r = CUDA_SUCCESS;
 out:
 	pthread_mutex_unlock(&fc.mtx);
@@ -1234,8 +1710,8 @@ request_handle(const char *req)
 	deadline = strtoull(dl, NULL, 10);
 	args = p + strspn(p, " \t");
 	args[strcspn(args, "\r\n")] = '\0';
-	snprintf(extra, sizeof extra, "%s",
-	    strcmp(action, "restore") == 0 ? args : "");
+	snprintf(extra, sizeof extra, "%s", strcmp(action, "restore") == 0 ||
+	    strcmp(action, "restore-storage") == 0 ? args : "");
 
 	if (deadline != 0 && start > deadline)
 		r = CUDA_ERROR_TIMEOUT;
@@ -1245,12 +1721,21 @@ request_handle(const char *req)
 		    deadline);
 	} else if (strcmp(action, "checkpoint") == 0)
 		r = act_checkpoint(deadline);
-	else if (strcmp(action, "restore") == 0) {
+	else if (strcmp(action, "checkpoint-storage") == 0)
+		r = act_checkpoint_storage(deadline);
+	else if (strcmp(action, "restore") == 0 ||
+	    strcmp(action, "restore-storage") == 0) {
 		if (pairs_parse(args, pairs, &npairs) == -1)
 			r = CUDA_ERROR_INVALID_VALUE;
-		else
+		else if (strcmp(action, "restore") == 0)
 			r = act_restore(pairs, npairs, deadline);
-	} else if (strcmp(action, "unlock") == 0)
+		else
+			r = act_restore_storage(pairs, npairs, deadline);
+	} else if (strcmp(action, "complete") == 0)
+		r = act_complete(args, 0, deadline);
+	else if (strcmp(action, "abandon") == 0)
+		r = act_complete(args, 1, deadline);
+	else if (strcmp(action, "unlock") == 0)
 		r = act_unlock(deadline);
 	else if (strcmp(action, "state") == 0) {
 		/*
@@ -1317,7 +1802,8 @@ static void
 fakecuda_fini(void)
 {
 	static const char *const names[] = {
-		"state", "statep", "tid", "req", "req.busy", "ack", "lock"
+		"state", "statep", "tid", "req", "req.busy", "ack", "lock",
+		"storage"
 	};
 	char	path[PATH_MAX];
 	size_t	i;
@@ -2287,38 +2773,478 @@ cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args)
 	    (unsigned long)ms + LOCK_SLACK_MS : call_timeout());
 }
 
-CUresult CUDAAPI
-cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args)
+/* Custom storage, the caller's side. */
+
+/*
+ * Maps each memory file that proc/KEY/storage names for the operation
+ * pid has just started, read-only for a checkpoint, and fills in its
+ * info; *idp is the operation's ID once it is read.
+ */
+static CUresult
+op_map(int pid, int restore, unsigned long long *idp, struct op **opp)
 {
-	char		pdir[PDIRLEN];
+	struct gck_cu_storage_dev	*d;
+	struct op			*op = NULL;
+	struct stat			 st;
+	char				 path[PATH_MAX], buf[MAXCTX * 80 + 32];
+	char				*p = buf, *w, *sz, *e;
+	unsigned long long		 size;
+	unsigned int			 i;
+	CUresult			 r;
+	long				 key = (long)pid_key(pid);
+	void				*m;
+	int				 fd = -1;
+
+	*idp = 0;
+	*opp = NULL;
+	snprintf(path, sizeof path, "%s/proc/%ld/storage", fc.dir, key);
+	if (read_small(path, buf, sizeof buf) == -1) {
+		r = CUDA_ERROR_OPERATING_SYSTEM;
+		goto out;
+	}
+	if ((w = next_word(&p)) == NULL ||
+	    (*idp = strtoull(w, &e, 10)) == 0 || *e != '\0') {
+		r = CUDA_ERROR_UNKNOWN;
+		goto out;
+	}
+	if ((op = calloc(1, sizeof *op)) == NULL) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	op->pid = pid;
+	op->restore = restore;
+	op->id = *idp;
+	op->info.dev = op->dev;
+	while ((w = next_word(&p)) != NULL) {
+		if (op->info.ndev == MAXCTX || (sz = next_word(&p)) == NULL ||
+		    (size = strtoull(sz, &e, 10), *e != '\0') ||
+		    size > SIZE_MAX) {
+			r = CUDA_ERROR_UNKNOWN;
+			goto out;
+		}
+		d = &op->dev[op->info.ndev++];
+		if (size == 0)
+			continue;
+		snprintf(path, sizeof path, "%s/mem/%s/%ld", fc.dir, w, key);
+		if ((fd = open(path, (restore ? O_RDWR : O_RDONLY) |
+		    O_CLOEXEC)) == -1 || fstat(fd, &st) == -1 ||
+		    (unsigned long long)st.st_size < size) {
+			r = CUDA_ERROR_OPERATING_SYSTEM;
+			goto out;
+		}
+		m = mmap(NULL, (size_t)size, restore ? PROT_READ | PROT_WRITE :
+		    PROT_READ, MAP_SHARED, fd, 0);
+		if (m == MAP_FAILED) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+			goto out;
+		}
+		d->devptr = (CUdeviceptr)(uintptr_t)m;
+		d->size = (size_t)size;
+		close(fd);
+		fd = -1;
+	}
+	pthread_mutex_lock(&ops.mtx);
+	ops.hid += (uintptr_t)1 << HID_SHIFT;
+	op->hid = ops.hid;
+	op->info.handle = (void *)op->hid;
+	for (i = 0; i < op->info.ndev; i++)
+		op->dev[i].stream = (CUstream)(op->hid | (i + 1));
+	op->next = ops.list;
+	ops.list = op;
+	pthread_mutex_unlock(&ops.mtx);
+	*opp = op;
+	op = NULL;
+	r = CUDA_SUCCESS;
+out:
+	if (fd != -1)
+		close(fd);
+	op_free(op);
+	return r;
+}
+
+/* Unmaps an operation's memory and frees it; NULL-safe. */
+static void
+op_free(struct op *op)
+{
+	unsigned int	i;
+
+	if (op == NULL)
+		return;
+	for (i = 0; i < op->info.ndev; i++)
+		if (op->dev[i].devptr != 0)
+			munmap((void *)(uintptr_t)op->dev[i].devptr,
+			    op->dev[i].size);
+	free(op);
+}
+
+/*
+ * Takes the live operation of that handle off the list once its copies
+ * are done, or NULL.
+ */
+static struct op *
+op_take(uintptr_t hid)
+{
+	struct op	**pp, *op = NULL;
+
+	pthread_mutex_lock(&ops.mtx);
+	for (pp = &ops.list; hid != 0 && *pp != NULL; pp = &(*pp)->next)
+		if ((*pp)->hid == hid) {
+			op = *pp;
+			*pp = op->next;
+			break;
+		}
+	while (op != NULL && op->busy > 0)
+		pthread_cond_wait(&ops.cv, &ops.mtx);
+	pthread_mutex_unlock(&ops.mtx);
+	return op;
+}
+
+/* Ends the caller's operations on pid: the process dropped them. */
+static void
+op_drop_pid(int pid)
+{
+	struct op	*op;
+
+	for (;;) {
+		pthread_mutex_lock(&ops.mtx);
+		for (op = ops.list; op != NULL && op->pid != pid; op = op->next)
+			;
+		pthread_mutex_unlock(&ops.mtx);
+		if (op == NULL)
+			break;
+		op_free(op_take(op->hid));
+	}
+}
+
+/*
+ * Starts an operation in the process and maps it: *sp is its info.  If
+ * the mapping fails the process abandons the operation.
+ */
+static CUresult
+op_start(int pid, const char *action, const char *args, int restore,
+    struct gck_cu_storage **sp)
+{
+	struct op		*op;
+	unsigned long long	 id;
+	char			 buf[32];
+	CUresult		 r;
+
+	if ((r = tool_call(pid, action, args, call_timeout())) !=
+	    CUDA_SUCCESS)
+		return r;
+	if ((r = op_map(pid, restore, &id, &op)) != CUDA_SUCCESS) {
+		if (id != 0) {
+			snprintf(buf, sizeof buf, "%llu", id);
+			tool_call(pid, "abandon", buf, call_timeout());
+		}
+		return r;
+	}
+	*sp = &op->info;
+	return CUDA_SUCCESS;
+}
+
+/*
+ * A stream a copy may go on: a special one, or one of a live operation.
+ * Called with ops.mtx held; *opp is that operation, else NULL.
+ */
+static int
+stream_valid(CUstream stream, struct op **opp)
+{
+	struct op	*op;
+	uintptr_t	 s = (uintptr_t)stream, i;
+
+	*opp = NULL;
+	if (stream == NULL || stream == CU_STREAM_LEGACY ||
+	    stream == CU_STREAM_PER_THREAD)
+		return 1;
+	i = s & (((uintptr_t)1 << HID_SHIFT) - 1);
+	for (op = ops.list; op != NULL; op = op->next)
+		if (op->hid == s - i) {
+			*opp = op;
+			return i >= 1 && i <= op->info.ndev;
+		}
+	return 0;
+}
+
+/*
+ * The live operation whose mapping holds [p, p + n): a restore's when
+ * it is written to.  Called with ops.mtx held.
+ */
+static struct op *
+op_holding(uintptr_t p, size_t n, int write)
+{
+	struct gck_cu_storage_dev	*d;
+	struct op			*op;
+	unsigned int			 i;
+
+	for (op = ops.list; op != NULL; op = op->next) {
+		if (write && !op->restore)
+			continue;
+		for (i = 0; i < op->info.ndev; i++) {
+			d = &op->dev[i];
+			if (d->devptr != 0 && p >= d->devptr &&
+			    p - d->devptr <= d->size &&
+			    n <= d->size - (p - d->devptr))
+				return op;
+		}
+	}
+	return NULL;
+}
+
+/* inject/dtoh or inject/htod: "ERRORNAME" fails each copy so. */
+static CUresult
+copy_inject(const char *what)
+{
+	struct inject	in;
+
+	in = inject_read(what);
+	return in.hang ? CUDA_SUCCESS : in.r;
+}
+
+/*
+ * An asynchronous copy, done at once: to or from an operation's
+ * mapping, or else the caller's own device memory in its current
+ * context.
+ */
+static CUresult
+async_copy(void *host, uintptr_t dev, size_t n, CUstream stream, int htod)
+{
+	struct op	*op = NULL, *sop;
+	CUresult	 r = CUDA_SUCCESS;
+
+	if (!ready())
+		return CUDA_ERROR_NOT_INITIALIZED;
+	pthread_mutex_lock(&ops.mtx);
+	if (!stream_valid(stream, &sop))
+		r = CUDA_ERROR_INVALID_HANDLE;
+	else if (n > 0 && host == NULL)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else if (n > 0 && (op = op_holding(dev, n, htod)) != NULL)
+		op->busy++;
+	pthread_mutex_unlock(&ops.mtx);
+	if (r != CUDA_SUCCESS || n == 0)
+		return r;
+	if ((r = copy_inject(htod ? "htod" : "dtoh")) != CUDA_SUCCESS)
+		goto out;
+	if (op == NULL) {
+		if ((r = enter()) != CUDA_SUCCESS)
+			return r;
+		if (cur_ctx() == NULL || alloc_find(dev, n) == NULL)
+			r = CUDA_ERROR_INVALID_VALUE;
+		else if (htod)
+			memcpy((void *)dev, host, n);
+		else
+			memcpy(host, (void *)dev, n);
+		leave();
+		return r;
+	}
+	if (htod)
+		memcpy((void *)dev, host, n);
+	else
+		memcpy(host, (void *)dev, n);
+out:
+	if (op != NULL) {
+		pthread_mutex_lock(&ops.mtx);
+		if (--op->busy == 0)
+			pthread_cond_broadcast(&ops.cv);
+		pthread_mutex_unlock(&ops.mtx);
+	}
+	return r;
+}
+
+CUresult CUDAAPI
+cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+    CUstream hStream)
+{
+	return async_copy(dstHost, (uintptr_t)srcDevice, ByteCount, hStream, 0);
+}
+
+CUresult CUDAAPI
+cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost,
+    size_t ByteCount, CUstream hStream)
+{
+	return async_copy((void *)(uintptr_t)srcHost, (uintptr_t)dstDevice,
+	    ByteCount, hStream, 1);
+}
+
+/* Waits for the copies under way on the stream's operation. */
+CUresult CUDAAPI
+cuStreamSynchronize(CUstream hStream)
+{
+	struct op	*op;
+	uintptr_t	 hid;
+	CUresult	 r = CUDA_SUCCESS;
+
+	if (!ready())
+		return CUDA_ERROR_NOT_INITIALIZED;
+	pthread_mutex_lock(&ops.mtx);
+	if (!stream_valid(hStream, &op))
+		r = CUDA_ERROR_INVALID_HANDLE;
+	else if (op != NULL) {
+		/* op may end meanwhile: look for it again each time. */
+		hid = op->hid;
+		while (stream_valid(hStream, &op) && op != NULL &&
+		    op->hid == hid && op->busy > 0)
+			pthread_cond_wait(&ops.cv, &ops.mtx);
+	}
+	pthread_mutex_unlock(&ops.mtx);
+	return r;
+}
+
+/* Page-locked host memory: whole pages of their own. */
+CUresult CUDAAPI
+cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+	struct hostmem	*h;
+	size_t		 len, pg = (size_t)sysconf(_SC_PAGESIZE);
+	CUresult	 r;
+	void		*p;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if (cur_ctx() == NULL) {
+		r = CUDA_ERROR_INVALID_CONTEXT;
+		goto out;
+	}
+	if (pp == NULL || bytesize == 0 || bytesize > SIZE_MAX - pg ||
+	    (Flags & ~(unsigned int)(CU_MEMHOSTALLOC_PORTABLE |
+	    CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED)) != 0) {
+		r = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	len = (bytesize + pg - 1) / pg * pg;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+	    MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	pthread_mutex_lock(&ops.mtx);
+	if (ops.nhost == ops.hostsz) {
+		h = reallocarray(ops.host, ops.hostsz + 16, sizeof *h);
+		if (h == NULL) {
+			pthread_mutex_unlock(&ops.mtx);
+			munmap(p, len);
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+			goto out;
+		}
+		ops.host = h;
+		ops.hostsz += 16;
+	}
+	ops.host[ops.nhost].p = p;
+	ops.host[ops.nhost].len = len;
+	ops.nhost++;
+	pthread_mutex_unlock(&ops.mtx);
+	*pp = p;
+out:
+	leave();
+	return r;
+}
+
+/* Needs no current context: the memory is the process's. */
+CUresult CUDAAPI
+cuMemFreeHost(void *p)
+{
 	CUresult	r;
 	size_t		i;
 
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	r = CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&ops.mtx);
+	for (i = 0; p != NULL && i < ops.nhost; i++)
+		if (ops.host[i].p == p) {
+			munmap(p, ops.host[i].len);
+			ops.host[i] = ops.host[--ops.nhost];
+			r = CUDA_SUCCESS;
+			break;
+		}
+	pthread_mutex_unlock(&ops.mtx);
+	leave();
+	return r;
+}
+
+/*
+ * Ends a custom storage operation: waits for its copies, unmaps its
+ * memory, frees its info and has the process finish it.  The handle is
+ * spent whatever the process answers.
+ */
+CUresult CUDAAPI
+cuCheckpointOperationComplete(void *handle)
+{
+	struct op	*op;
+	char		 buf[32];
+	int		 pid;
+
+	if (!ready())
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if ((op = op_take((uintptr_t)handle)) == NULL)
+		return CUDA_ERROR_INVALID_HANDLE;
+	pid = op->pid;
+	snprintf(buf, sizeof buf, "%llu", op->id);
+	op_free(op);
+	return tool_call(pid, "complete", buf, call_timeout());
+}
+
+/*
+ * From 13040 the arguments may name storage_out, where a 13.0 driver
+ * sees a reserved field that is not zero.
+ */
+CUresult CUDAAPI
+cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args)
+{
+	struct gck_cu_ckpt_args	 ca;
+	char			 pdir[PDIRLEN];
+	CUresult		 r;
+	size_t			 i;
+
 	if ((r = tool_check(pid, pdir, sizeof pdir)) != CUDA_SUCCESS)
 		return r;
-	for (i = 0; args != NULL && i < 8; i++)
-		if (args->reserved[i] != 0)
-			return CUDA_ERROR_INVALID_VALUE;
-	return tool_call(pid, "checkpoint", "", call_timeout());
+	memset(&ca, 0, sizeof ca);
+	if (args != NULL)
+		memcpy(&ca, args, sizeof ca);
+	if (driver_version() < STORAGE_VERSION) {
+		for (i = 0; args != NULL && i < 8; i++)
+			if (args->reserved[i] != 0)
+				return CUDA_ERROR_INVALID_VALUE;
+	} else
+		for (i = 0; i < sizeof ca.reserved; i++)
+			if (ca.reserved[i] != 0)
+				return CUDA_ERROR_INVALID_VALUE;
+	if (ca.storage_out == NULL)
+		return tool_call(pid, "checkpoint", "", call_timeout());
+	*ca.storage_out = NULL;
+	return op_start(pid, "checkpoint-storage", "", 0, ca.storage_out);
 }
 
 CUresult CUDAAPI
 cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args)
 {
-	CUcheckpointGpuPair	*pr;
-	char			 pdir[PDIRLEN], *words = NULL, *p;
-	unsigned int		 n = 0, i;
-	CUresult		 r;
-	size_t			 k;
+	struct gck_cu_restore_args	 ra;
+	CUcheckpointGpuPair		*pr;
+	char				 pdir[PDIRLEN], *words = NULL, *p;
+	unsigned int			 n = 0, i;
+	CUresult			 r;
+	size_t				 k;
 
 	if ((r = tool_check(pid, pdir, sizeof pdir)) != CUDA_SUCCESS)
 		return r;
+	memset(&ra, 0, sizeof ra);
 	if (args != NULL) {
-		for (k = 0; k < sizeof args->reserved; k++)
-			if (args->reserved[k] != 0)
+		memcpy(&ra, args, sizeof ra);
+		if (driver_version() < STORAGE_VERSION) {
+			for (k = 0; k < sizeof args->reserved; k++)
+				if (args->reserved[k] != 0)
+					return CUDA_ERROR_INVALID_VALUE;
+			if (args->reserved1 != 0)
 				return CUDA_ERROR_INVALID_VALUE;
-		if (args->reserved1 != 0)
-			return CUDA_ERROR_INVALID_VALUE;
+		} else {
+			if (ra.padding0 != 0)
+				return CUDA_ERROR_INVALID_VALUE;
+			for (k = 0; k < sizeof ra.reserved; k++)
+				if (ra.reserved[k] != 0)
+					return CUDA_ERROR_INVALID_VALUE;
+		}
 		n = args->gpuPairsCount;
 		if (n > 0 && args->gpuPairs == NULL)
 			return CUDA_ERROR_INVALID_VALUE;
@@ -2340,11 +3266,17 @@ cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args)
 		uuid_format((const unsigned char *)pr->newUuid.bytes, p);
 		p += UUIDLEN - 1;
 	}
-	r = tool_call(pid, "restore", words, call_timeout());
+	if (ra.storage_out == NULL)
+		r = tool_call(pid, "restore", words, call_timeout());
+	else {
+		*ra.storage_out = NULL;
+		r = op_start(pid, "restore-storage", words, 1, ra.storage_out);
+	}
 	free(words);
 	return r;
 }
 
+/* An unlock drops the caller's pending checkpoint operation on pid. */
 CUresult CUDAAPI
 cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args)
 {
@@ -2357,7 +3289,9 @@ cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args)
 	for (i = 0; args != NULL && i < 8; i++)
 		if (args->reserved[i] != 0)
 			return CUDA_ERROR_INVALID_VALUE;
-	return tool_call(pid, "unlock", "", call_timeout());
+	if ((r = tool_call(pid, "unlock", "", call_timeout())) == CUDA_SUCCESS)
+		op_drop_pid(pid);
+	return r;
 }
 
 /* Entry points by name, as cuGetProcAddress() finds them. */
@@ -2395,6 +3329,11 @@ static const struct entry {
 	F("cuMemcpyHtoD", 0, cuMemcpyHtoD_v2),
 	F("cuMemcpyDtoH", 0, cuMemcpyDtoH_v2),
 	F("cuMemGetInfo", 0, cuMemGetInfo_v2),
+	F("cuMemcpyDtoHAsync", 0, cuMemcpyDtoHAsync_v2),
+	F("cuMemcpyHtoDAsync", 0, cuMemcpyHtoDAsync_v2),
+	F("cuStreamSynchronize", 0, cuStreamSynchronize),
+	F("cuMemHostAlloc", 0, cuMemHostAlloc),
+	F("cuMemFreeHost", 0, cuMemFreeHost),
 	F("cuCheckpointProcessGetState", CKPT_VERSION,
 	    cuCheckpointProcessGetState),
 	F("cuCheckpointProcessGetRestoreThreadId", CKPT_VERSION,
@@ -2405,6 +3344,8 @@ static const struct entry {
 	F("cuCheckpointProcessRestore", CKPT_VERSION,
 	    cuCheckpointProcessRestore),
 	F("cuCheckpointProcessUnlock", CKPT_VERSION, cuCheckpointProcessUnlock),
+	F("cuCheckpointOperationComplete", STORAGE_VERSION,
+	    cuCheckpointOperationComplete),
 #undef F
 };
 
