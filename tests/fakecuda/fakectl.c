@@ -10,6 +10,8 @@
  *	fakectl checkpoint PID
  *	fakectl restore PID [OLDUUID=NEWUUID ...]
  *	fakectl unlock PID
+ *	fakectl [-t] [-wx] checkpoint-storage PID FILE
+ *	fakectl [-t] [-wx] restore-storage PID FILE [OLDUUID=NEWUUID ...]
  *	fakectl nvml
  *	fakectl devices
  *
@@ -23,9 +25,26 @@
  * in.  "state" prints the state word and "tid" the restore thread's ID;
  * the actions print nothing; with -t, each prints "time SECONDS", how
  * long the driver's call took.  "driver" prints the driver API version
- * (cuDriverGetVersion()) and whether cuGetProcAddress() finds every
- * function of the checkpoint API:
- *	api=13000 checkpoint=yes|no  "nvml" prints the driver release, then a
+ * (cuDriverGetVersion()), whether cuGetProcAddress() finds every
+ * function of the checkpoint API, and those of custom storage (driver
+ * API 13040) asked for at 13040:
+ *	api=13040 checkpoint=yes|no storage=yes|no
+ * "checkpoint-storage" checkpoints a LOCKED process to custom storage:
+ * it copies each GPU's memory the driver maps, in the order of the
+ * info's dev[], into FILE.0, FILE.1, ... through a buffer of
+ * cuMemHostAlloc() (in the primary context of device 0; malloc() if that
+ * fails) with cuMemcpyDtoHAsync() and cuStreamSynchronize(), printing
+ * "N SIZE" a GPU, then completes the operation: the process is
+ * CHECKPOINTED.  "restore-storage" restores such a process from
+ * custom storage: each FILE.N must be as large as the memory dev[N]
+ * maps, is copied in with cuMemcpyHtoDAsync(), "N SIZE" is printed, and
+ * the operation is completed: the process is LOCKED.  A failed copy
+ * ends fakectl without the complete call.  With -w fakectl waits, once
+ * it has copied, until FILE.go exists before it completes; with -x
+ * (the stand-in driver only: it hands the driver bogus handles) it
+ * also prints "CHECK RESULT" for calls the driver must refuse, before
+ * and after the complete call.
+ * "nvml" prints the driver release, then a
  * line a GPU:
  *	INDEX UUID total=N free=N used=N procs=PID:BYTES[,...]|- NAME
  * "devices" prints the devices the driver shows fakectl itself, as
@@ -39,18 +58,29 @@
 #include "config.h"
 
 #include <sys/types.h>
+#include <sys/stat.h>
 
 #include <ctype.h>
 #include <dlfcn.h>
 #include <err.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cuda.h>
+
+#include "../../src/lib/gpu/custom.h"
+
+#define STORAGE_VERSION	13040
+#define BUFSZ		((size_t)1 << 20)
+#define F_WAIT		0x1	/* -w */
+#define F_CHECK		0x2	/* -x */
 
 struct nvml_memory {
 	unsigned long long total, free, used;
@@ -69,6 +99,11 @@ typedef CUresult (*getproc_fn)(const char *, void **, int, cuuint64_t,
 static _Noreturn void	 usage(void);
 static _Noreturn void	 fail(const char *, const char *, CUresult);
 static void		*resolve(const char *, const char *, const char *);
+static void		*resolve_at(const char *, int, const char *,
+			    const char *);
+static void		 check(const char *, CUresult);
+static int		 storage(int, const char *, const char *, int,
+			    CUcheckpointGpuPair *, unsigned int, int);
 static int		 uuid_parse(const char *, CUuuid *);
 static void		 load(const char *, const char *);
 static int		 nvml(void);
@@ -79,12 +114,32 @@ static double		 now(void);
 static getproc_fn	 getproc;
 static CUresult		(*errname)(CUresult, const char **);
 
+/* Custom storage, and a context for the copies' buffer. */
+static struct {
+	CUresult	(*checkpoint)(int, CUcheckpointCheckpointArgs *);
+	CUresult	(*restore)(int, CUcheckpointRestoreArgs *);
+	CUresult	(*complete)(void *);
+	CUresult	(*dtoh)(void *, CUdeviceptr, size_t, CUstream);
+	CUresult	(*htod)(CUdeviceptr, const void *, size_t, CUstream);
+	CUresult	(*sync)(CUstream);
+	CUresult	(*hostalloc)(void **, size_t, unsigned int);
+	CUresult	(*freehost)(void *);
+	CUresult	(*deviceget)(CUdevice *, int);
+	CUresult	(*retain)(CUcontext *, CUdevice);
+	CUresult	(*release)(CUdevice);
+	CUresult	(*push)(CUcontext);
+	CUresult	(*pop)(CUcontext *);
+} cs;
+
 static _Noreturn void
 usage(void)
 {
 	fprintf(stderr, "usage: fakectl [-t] state|tid|checkpoint|unlock pid\n"
 	    "       fakectl [-t] lock pid [timeout_ms]\n"
 	    "       fakectl [-t] restore pid [olduuid=newuuid ...]\n"
+	    "       fakectl [-t] [-wx] checkpoint-storage pid file\n"
+	    "       fakectl [-t] [-wx] restore-storage pid file "
+	    "[olduuid=newuuid ...]\n"
 	    "       fakectl nvml|devices|driver\n");
 	exit(2);
 }
@@ -106,16 +161,195 @@ fail(const char *action, const char *pid, CUresult r)
 static void *
 resolve(const char *symbol, const char *action, const char *pid)
 {
-	CUdriverProcAddressQueryResult	 st;
+	return resolve_at(symbol, 12080, action, pid);
+}
+
+/* The newest variant of symbol that CUDA version knows. */
+static void *
+resolve_at(const char *symbol, int version, const char *action,
+    const char *pid)
+{
+	CUdriverProcAddressQueryResult	 qr;
 	CUresult			 r;
 	void				*fn = NULL;
 
-	r = getproc(symbol, &fn, 12080, CU_GET_PROC_ADDRESS_DEFAULT, &st);
+	r = getproc(symbol, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &qr);
 	if (r != CUDA_SUCCESS)
 		fail(action, pid, r);
 	if (fn == NULL)
 		fail(action, pid, CUDA_ERROR_NOT_FOUND);
 	return fn;
+}
+
+/* -x: one line, "CHECK RESULT". */
+static void
+check(const char *what, CUresult r)
+{
+	const char	*name = NULL;
+
+	if (errname == NULL || errname(r, &name) != CUDA_SUCCESS ||
+	    name == NULL)
+		printf("%s %d\n", what, (int)r);
+	else
+		printf("%s %s\n", what, name);
+}
+
+/*
+ * Checkpoints pid to custom storage into file.N (restore 0), or
+ * restores it from there (restore 1, with npairs pairs); flags: F_WAIT
+ * and F_CHECK.
+ */
+static int
+storage(int pid, const char *arg, const char *file, int restore,
+    CUcheckpointGpuPair *pairs, unsigned int npairs, int flags)
+{
+	struct gck_cu_ckpt_args		 ca;
+	struct gck_cu_restore_args	 ra;
+	CUcheckpointCheckpointArgs	 cargs;
+	CUcheckpointRestoreArgs		 rargs;
+	struct gck_cu_storage		*info = NULL;
+	struct gck_cu_storage_dev	*d;
+	struct stat			 sb;
+	const char			*action;
+	char				 path[PATH_MAX];
+	CUcontext			 ctx = NULL, old;
+	CUdevice			 dev0;
+	CUresult			 r;
+	unsigned int			 i;
+	size_t				 off, n;
+	ssize_t				 got;
+	void				*buf = NULL, *handle;
+	int				 fd, pinned = 0;
+
+	action = restore ? "restore-storage" : "checkpoint-storage";
+	*(void **)&cs.checkpoint = resolve("cuCheckpointProcessCheckpoint",
+	    action, arg);
+	*(void **)&cs.restore = resolve("cuCheckpointProcessRestore", action,
+	    arg);
+#define SYM(f, n)	(*(void **)&cs.f = resolve_at(n, STORAGE_VERSION, \
+	action, arg))
+	SYM(complete, "cuCheckpointOperationComplete");
+	SYM(dtoh, "cuMemcpyDtoHAsync");
+	SYM(htod, "cuMemcpyHtoDAsync");
+	SYM(sync, "cuStreamSynchronize");
+	SYM(hostalloc, "cuMemHostAlloc");
+	SYM(freehost, "cuMemFreeHost");
+	SYM(deviceget, "cuDeviceGet");
+	SYM(retain, "cuDevicePrimaryCtxRetain");
+	SYM(release, "cuDevicePrimaryCtxRelease");
+	SYM(push, "cuCtxPushCurrent");
+	SYM(pop, "cuCtxPopCurrent");
+#undef SYM
+
+	/* The buffer: page-locked in device 0's context, else malloc(). */
+	if (cs.deviceget(&dev0, 0) == CUDA_SUCCESS &&
+	    cs.retain(&ctx, dev0) == CUDA_SUCCESS) {
+		if (cs.push(ctx) != CUDA_SUCCESS) {
+			cs.release(dev0);
+			ctx = NULL;
+		} else if (cs.hostalloc(&buf, BUFSZ, 0) == CUDA_SUCCESS)
+			pinned = 1;
+	}
+	if (buf == NULL && (buf = malloc(BUFSZ)) == NULL)
+		err(1, "%s %s", action, arg);
+
+	if (restore) {
+		memset(&ra, 0, sizeof ra);
+		ra.pairs = npairs > 0 ? pairs : NULL;
+		ra.npairs = npairs;
+		ra.storage_out = &info;
+		memcpy(&rargs, &ra, sizeof rargs);
+		r = cs.restore(pid, &rargs);
+	} else {
+		memset(&ca, 0, sizeof ca);
+		ca.storage_out = &info;
+		memcpy(&cargs, &ca, sizeof cargs);
+		r = cs.checkpoint(pid, &cargs);
+	}
+	if (r != CUDA_SUCCESS)
+		fail(action, arg, r);
+	if (info == NULL)
+		fail(action, arg, CUDA_ERROR_UNKNOWN);
+	handle = info->handle;
+
+	if (flags & F_CHECK) {
+		check("complete-null", cs.complete(NULL));
+		for (i = 0; i < info->ndev && info->dev[i].size < 16; i++)
+			;
+		if (i < info->ndev) {
+			d = &info->dev[i];
+			check("bad-stream", cs.dtoh(buf, d->devptr, 16,
+			    (CUstream)handle));
+			check("dtoh-past-end", cs.dtoh(buf, d->devptr +
+			    d->size - 8, 16, d->stream));
+			check(restore ? "htod-past-end" : "htod-read-only",
+			    cs.htod(d->devptr + (restore ? d->size - 8 : 0),
+			    buf, 16, d->stream));
+		}
+	}
+
+	for (i = 0; i < info->ndev; i++) {
+		d = &info->dev[i];
+		snprintf(path, sizeof path, "%s.%u", file, i);
+		if (restore) {
+			if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1 ||
+			    fstat(fd, &sb) == -1)
+				err(1, "%s %s: %s", action, arg, path);
+			if ((unsigned long long)sb.st_size != d->size)
+				errx(1, "%s %s: %s: %lld bytes, not %zu", action,
+				    arg, path, (long long)sb.st_size, d->size);
+		} else if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC |
+		    O_CLOEXEC, 0644)) == -1)
+			err(1, "%s %s: %s", action, arg, path);
+		for (off = 0; off < d->size; off += n) {
+			n = d->size - off < BUFSZ ? d->size - off : BUFSZ;
+			if (restore) {
+				if ((got = read(fd, buf, n)) == -1)
+					err(1, "%s %s: %s", action, arg, path);
+				if ((size_t)got != n)
+					errx(1, "%s %s: %s: short read", action,
+					    arg, path);
+				r = cs.htod(d->devptr + off, buf, n, d->stream);
+			} else
+				r = cs.dtoh(buf, d->devptr + off, n, d->stream);
+			if (r == CUDA_SUCCESS)
+				r = cs.sync(d->stream);
+			if (r != CUDA_SUCCESS)
+				fail(action, arg, r);
+			if (!restore && write(fd, buf, n) != (ssize_t)n)
+				err(1, "%s %s: %s", action, arg, path);
+		}
+		if (close(fd) == -1)
+			err(1, "%s %s: %s", action, arg, path);
+		printf("%u %zu\n", i, d->size);
+	}
+	fflush(stdout);
+
+	if (flags & F_WAIT) {
+		snprintf(path, sizeof path, "%s.go", file);
+		while (access(path, F_OK) == -1)
+			usleep(10000);
+	}
+	d = info->ndev > 0 ? &info->dev[0] : NULL;
+	if ((r = cs.complete(handle)) != CUDA_SUCCESS)
+		fail(action, arg, r);
+	if (flags & F_CHECK) {
+		check("complete-again", cs.complete(handle));
+		if (d != NULL) {
+			check("sync-ended", cs.sync(d->stream));
+			check("dtoh-ended", cs.dtoh(buf, d->devptr, 1,
+			    d->stream));
+		}
+	}
+	if (pinned)
+		cs.freehost(buf);
+	else
+		free(buf);
+	if (ctx != NULL) {
+		cs.pop(&old);
+		cs.release(dev0);
+	}
+	return 0;
 }
 
 static int
@@ -186,10 +420,15 @@ driver(void)
 		"cuCheckpointProcessLock", "cuCheckpointProcessCheckpoint",
 		"cuCheckpointProcessRestore", "cuCheckpointProcessUnlock"
 	};
-	CUdriverProcAddressQueryResult	 st;
+	static const char *const sapi[] = {
+		"cuCheckpointOperationComplete", "cuMemcpyDtoHAsync",
+		"cuMemcpyHtoDAsync", "cuStreamSynchronize", "cuMemHostAlloc",
+		"cuMemFreeHost"
+	};
+	CUdriverProcAddressQueryResult	 qr;
 	CUresult			 r;
 	size_t				 i;
-	int				 v, all = 1;
+	int				 v, all = 1, sall = 1;
 	void				*fn;
 	CUresult			 (*version)(int *);
 
@@ -200,10 +439,18 @@ driver(void)
 	for (i = 0; i < sizeof api / sizeof api[0]; i++) {
 		fn = NULL;
 		if (getproc(api[i], &fn, 12080, CU_GET_PROC_ADDRESS_DEFAULT,
-		    &st) != CUDA_SUCCESS || fn == NULL)
+		    &qr) != CUDA_SUCCESS || fn == NULL)
 			all = 0;
 	}
-	printf("api=%d checkpoint=%s\n", v, all ? "yes" : "no");
+	for (i = 0; i < sizeof sapi / sizeof sapi[0]; i++) {
+		fn = NULL;
+		if (getproc(sapi[i], &fn, STORAGE_VERSION,
+		    CU_GET_PROC_ADDRESS_DEFAULT, &qr) != CUDA_SUCCESS ||
+		    fn == NULL)
+			sall = 0;
+	}
+	printf("api=%d checkpoint=%s storage=%s\n", v, all ? "yes" : "no",
+	    sall ? "yes" : "no");
 	return 0;
 }
 
@@ -310,13 +557,13 @@ main(int argc, char *argv[])
 	CUcheckpointLockArgs	 la;
 	CUcheckpointRestoreArgs	 ra;
 	CUprocessState		 st;
-	const char		*action, *arg;
+	const char		*action, *arg, *file = NULL;
 	CUresult		 r;
 	char			 old[64], *eq, *e;
 	unsigned long		 ms = 0;
 	long			 pid;
 	double			 t0;
-	int			 i, tid, timed = 0;
+	int			 i, tid, timed = 0, flags = 0, first = 3;
 	CUresult		 (*getstate)(int, CUprocessState *);
 	CUresult		 (*threadid)(int, int *);
 	CUresult		 (*lock)(int, CUcheckpointLockArgs *);
@@ -334,8 +581,14 @@ main(int argc, char *argv[])
 		return devices();
 	if (argc == 2 && strcmp(argv[1], "driver") == 0)
 		return driver();
-	if (argc > 1 && strcmp(argv[1], "-t") == 0) {
-		timed = 1;
+	while (argc > 1 && (strcmp(argv[1], "-t") == 0 ||
+	    strcmp(argv[1], "-w") == 0 || strcmp(argv[1], "-x") == 0 ||
+	    strcmp(argv[1], "-wx") == 0 || strcmp(argv[1], "-xw") == 0)) {
+		if (strcmp(argv[1], "-t") == 0)
+			timed = 1;
+		else
+			flags |= (strchr(argv[1], 'w') ? F_WAIT : 0) |
+			    (strchr(argv[1], 'x') ? F_CHECK : 0);
 		argv++;
 		argc--;
 	}
@@ -347,6 +600,19 @@ main(int argc, char *argv[])
 	pid = strtol(arg, &e, 10);
 	if (errno != 0 || *e != '\0' || pid <= 0 || pid > INT_MAX)
 		usage();
+	if (flags != 0 && strcmp(action, "checkpoint-storage") != 0 &&
+	    strcmp(action, "restore-storage") != 0)
+		usage();
+	if (strcmp(action, "checkpoint-storage") == 0) {
+		if (argc != 4)
+			usage();
+		file = argv[3];
+	} else if (strcmp(action, "restore-storage") == 0) {
+		if (argc < 4)
+			usage();
+		file = argv[3];
+		first = 4;
+	}
 	if (strcmp(action, "lock") == 0) {
 		if (argc > 4)
 			usage();
@@ -356,28 +622,33 @@ main(int argc, char *argv[])
 			if (errno != 0 || *e != '\0' || ms > UINT_MAX)
 				usage();
 		}
-	} else if (strcmp(action, "restore") == 0) {
-		if (argc - 3 > (int)(sizeof pairs / sizeof pairs[0]))
+	} else if (strcmp(action, "restore") == 0 ||
+	    strcmp(action, "restore-storage") == 0) {
+		if (argc - first > (int)(sizeof pairs / sizeof pairs[0]))
 			usage();
-		for (i = 3; i < argc; i++) {
+		for (i = first; i < argc; i++) {
 			if ((eq = strchr(argv[i], '=')) == NULL ||
 			    (size_t)(eq - argv[i]) >= sizeof old)
 				usage();
 			memcpy(old, argv[i], (size_t)(eq - argv[i]));
 			old[eq - argv[i]] = '\0';
-			if (uuid_parse(old, &pairs[i - 3].oldUuid) == -1 ||
-			    uuid_parse(eq + 1, &pairs[i - 3].newUuid) == -1)
+			if (uuid_parse(old, &pairs[i - first].oldUuid) == -1 ||
+			    uuid_parse(eq + 1, &pairs[i - first].newUuid) == -1)
 				usage();
 		}
-	} else if (argc != 3 || (strcmp(action, "state") != 0 &&
-	    strcmp(action, "tid") != 0 && strcmp(action, "checkpoint") != 0 &&
-	    strcmp(action, "unlock") != 0))
+	} else if (file == NULL && (argc != 3 ||
+	    (strcmp(action, "state") != 0 && strcmp(action, "tid") != 0 &&
+	    strcmp(action, "checkpoint") != 0 &&
+	    strcmp(action, "unlock") != 0)))
 		usage();
 
 	load(action, arg);
 
 	t0 = now();
-	if (strcmp(action, "state") == 0) {
+	if (file != NULL)
+		storage((int)pid, arg, file, first == 4, pairs, first == 4 ?
+		    (unsigned int)(argc - first) : 0, flags);
+	else if (strcmp(action, "state") == 0) {
 		*(void **)&getstate = resolve("cuCheckpointProcessGetState",
 		    action, arg);
 		if ((r = getstate((int)pid, &st)) != CUDA_SUCCESS)
