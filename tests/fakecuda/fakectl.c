@@ -43,7 +43,9 @@
  * it has copied, until FILE.go exists before it completes; with -x
  * (the stand-in driver only: it hands the driver bogus handles) it
  * also prints "CHECK RESULT" for calls the driver must refuse, before
- * and after the complete call.
+ * and after the complete call.  A driver without
+ * cuCheckpointOperationComplete() is asked all the same, to see it
+ * refuse.
  * "nvml" prints the driver release, then a
  * line a GPU:
  *	INDEX UUID total=N free=N used=N procs=PID:BYTES[,...]|- NAME
@@ -209,6 +211,7 @@ storage(int pid, const char *arg, const char *file, int restore,
 	CUcheckpointRestoreArgs		 rargs;
 	struct gck_cu_storage		*info = NULL;
 	struct gck_cu_storage_dev	*d;
+	CUdriverProcAddressQueryResult	 qr;
 	struct stat			 sb;
 	const char			*action;
 	char				 path[PATH_MAX];
@@ -228,7 +231,6 @@ storage(int pid, const char *arg, const char *file, int restore,
 	    arg);
 #define SYM(f, n)	(*(void **)&cs.f = resolve_at(n, STORAGE_VERSION, \
 	action, arg))
-	SYM(complete, "cuCheckpointOperationComplete");
 	SYM(dtoh, "cuMemcpyDtoHAsync");
 	SYM(htod, "cuMemcpyHtoDAsync");
 	SYM(sync, "cuStreamSynchronize");
@@ -240,6 +242,10 @@ storage(int pid, const char *arg, const char *file, int restore,
 	SYM(push, "cuCtxPushCurrent");
 	SYM(pop, "cuCtxPopCurrent");
 #undef SYM
+	/* Without it the driver is asked anyway: it must refuse. */
+	*(void **)&cs.complete = NULL;
+	getproc("cuCheckpointOperationComplete", (void **)&cs.complete,
+	    STORAGE_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &qr);
 
 	/* The buffer: page-locked in device 0's context, else malloc(). */
 	if (cs.deviceget(&dev0, 0) == CUDA_SUCCESS &&
@@ -268,6 +274,8 @@ storage(int pid, const char *arg, const char *file, int restore,
 	}
 	if (r != CUDA_SUCCESS)
 		fail(action, arg, r);
+	if (cs.complete == NULL)
+		fail(action, arg, CUDA_ERROR_NOT_FOUND);
 	if (info == NULL)
 		fail(action, arg, CUDA_ERROR_UNKNOWN);
 	handle = info->handle;
