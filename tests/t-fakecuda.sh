@@ -128,7 +128,11 @@ test_expect_success 'fakectl: usage errors exit 2' '
 	test_status 2 "$FAKECTL" frob 1 2>err &&
 	test_status 2 "$FAKECTL" restore 1 $A 2>err &&
 	test_status 2 "$FAKECTL" restore 1 $A=GPU-1 2>err &&
-	test_status 2 "$FAKECTL" state 1 2 2>err
+	test_status 2 "$FAKECTL" state 1 2 2>err &&
+	test_status 2 "$FAKECTL" checkpoint-storage 1 2>err &&
+	test_status 2 "$FAKECTL" restore-storage 1 2>err &&
+	test_status 2 "$FAKECTL" -x lock 1 2>err &&
+	test_status 2 "$FAKECTL" checkpoint-storage 1 f $A=$B 2>err
 '
 
 test_expect_success 'without FAKECUDA_DIR there is no device' '
@@ -562,6 +566,236 @@ test_expect_success 'a restore with pairs moves the devices with the contexts' '
 	verify_workload $S $SSTATUS &&
 	last_verify $SSTATUS >last &&
 	test_grep "^verify ok .* child=$SCHILD devs=$A,$D\$" last
+'
+
+# Custom storage (driver API 13040): the caller copies the device memory
+# out and in itself, and the process keeps no copy of it.
+
+# rss_anon PID: the anonymous memory of a process, in kB.
+rss_anon() {
+	awk '/^RssAnon:/ { print $2 }' /proc/$1/status
+}
+
+# counter_in FILE: the counter of a -m 16 workload in a copy of its
+# memory file.
+counter_in() {
+	od -An -tu8 -j 16777216 -N 8 "$1" | tr -d ' '
+}
+
+test_expect_success 'driver 13000: no custom storage, storage_out refused' '
+	"$FAKECTL" driver >actual &&
+	echo "api=13000 checkpoint=yes storage=no" >expect &&
+	test_cmp expect actual &&
+	start cs -m 16 &&
+	CS=$WPID &&
+	CSSTATUS=$WSTATUS &&
+	ok lock $CS &&
+	fails CUDA_ERROR_INVALID_VALUE checkpoint-storage $CS dump &&
+	state_is $CS LOCKED &&
+	test -e "$F/mem/$A/$CS" &&
+	test ! -e dump.0 &&
+	! grep "^checkpoint-storage $CS " "$F/log" &&
+	anon=$(rss_anon $CS) &&
+	ok checkpoint $CS &&
+	test "$(rss_anon $CS)" -ge $((anon + 16384)) &&
+	fails CUDA_ERROR_INVALID_VALUE restore-storage $CS dump &&
+	state_is $CS CHECKPOINTED &&
+	ok restore $CS &&
+	ok unlock $CS &&
+	verify_workload $CS $CSSTATUS
+'
+
+test_expect_success 'driver 13040: custom storage' '
+	echo "13040 595.45.04" >"$F/driver" &&
+	"$FAKECTL" driver >actual &&
+	echo "api=13040 checkpoint=yes storage=yes" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success 'a custom checkpoint copies the memory out, none stays in the process' '
+	ok lock $CS &&
+	cp "$F/mem/$A/$CS" mem.locked &&
+	lc=$(counter_in mem.locked) &&
+	ls "$F/proc" >proc.before &&
+	ls "$F/mem/$A" | grep -vx $CS >mem.before &&
+	anon=$(rss_anon $CS) &&
+	"$FAKECTL" checkpoint-storage $CS dump >out 2>err &&
+	test_must_be_empty err &&
+	echo "0 $MEM16" >expect &&
+	test_cmp expect out &&
+	cmp mem.locked dump.0 &&
+	state_is $CS CHECKPOINTED &&
+	test "$(rss_anon $CS)" -lt $((anon + 4096)) &&
+	test ! -e "$F/mem/$A/$CS" &&
+	test ! -e "$F/proc/$CS/storage" &&
+	! grep -F "$F/" /proc/$CS/maps &&
+	no_fd_into_fake $CS &&
+	ls "$F/proc" >proc.after &&
+	test_cmp proc.before proc.after &&
+	ls "$F/mem/$A" >mem.after &&
+	test_cmp mem.before mem.after &&
+	gpu_line $A >actual &&
+	! grep "[=,]$CS:" actual &&
+	log_has "^checkpoint-storage $CS [0-9]* [0-9]* CUDA_SUCCESS LOCKED\$" &&
+	log_has "^complete $CS [0-9]* [0-9]* CUDA_SUCCESS CHECKPOINTED\$"
+'
+
+test_expect_success 'checkpointed to custom storage: a staged restore is refused' '
+	fails CUDA_ERROR_INVALID_VALUE restore $CS &&
+	state_is $CS CHECKPOINTED &&
+	test ! -e "$F/mem/$A/$CS" &&
+	fails CUDA_ERROR_ILLEGAL_STATE checkpoint-storage $CS again &&
+	fails CUDA_ERROR_ILLEGAL_STATE unlock $CS &&
+	state_is $CS CHECKPOINTED
+'
+
+test_expect_success 'a custom restore refuses what a restore refuses' '
+	fails CUDA_ERROR_INVALID_DEVICE restore-storage $CS dump $A=$C &&
+	fails CUDA_ERROR_OUT_OF_MEMORY restore-storage $CS dump $A=$D &&
+	fails CUDA_ERROR_INVALID_VALUE restore-storage $CS dump $B=$A &&
+	state_is $CS CHECKPOINTED &&
+	test ! -e "$F/mem/$A/$CS" &&
+	test ! -e "$F/mem/$C/$CS" &&
+	test ! -e "$F/mem/$D/$CS" &&
+	test ! -e "$F/proc/$CS/storage"
+'
+
+test_expect_success 'a custom restore brings the bytes back, onto another GPU' '
+	"$FAKECTL" restore-storage $CS dump $A=$B >out 2>err &&
+	test_must_be_empty err &&
+	echo "0 $MEM16" >expect &&
+	test_cmp expect out &&
+	state_is $CS LOCKED &&
+	cmp mem.locked "$F/mem/$B/$CS" &&
+	test ! -e "$F/mem/$A/$CS" &&
+	test ! -e "$F/proc/$CS/storage" &&
+	log_has "^restore-storage $CS [0-9]* [0-9]* CUDA_SUCCESS CHECKPOINTED $A=$B\$" &&
+	log_has "^complete $CS [0-9]* [0-9]* CUDA_SUCCESS LOCKED\$" &&
+	ok unlock $CS &&
+	state_is $CS RUNNING &&
+	verify_workload $CS $CSSTATUS &&
+	last_verify $CSSTATUS >last &&
+	test_grep "^verify ok .* devs=$B\$" last &&
+	test "$VCOUNTER" -gt "$lc" &&
+	c1=$(counter $B $CS) &&
+	sleep 0.2 &&
+	test "$(counter $B $CS)" -gt "$c1"
+'
+
+test_expect_success 'the driver refuses bad streams, ranges and spent handles' '
+	ok lock $CS &&
+	"$FAKECTL" -x checkpoint-storage $CS dump >out 2>err &&
+	test_must_be_empty err &&
+	cat >expect.ckpt <<-EOF &&
+	complete-null CUDA_ERROR_INVALID_HANDLE
+	bad-stream CUDA_ERROR_INVALID_HANDLE
+	dtoh-past-end CUDA_ERROR_INVALID_VALUE
+	htod-read-only CUDA_ERROR_INVALID_VALUE
+	0 $MEM16
+	complete-again CUDA_ERROR_INVALID_HANDLE
+	sync-ended CUDA_ERROR_INVALID_HANDLE
+	dtoh-ended CUDA_ERROR_INVALID_HANDLE
+	EOF
+	test_cmp expect.ckpt out &&
+	state_is $CS CHECKPOINTED &&
+	"$FAKECTL" -x restore-storage $CS dump >out 2>err &&
+	test_must_be_empty err &&
+	sed s/htod-read-only/htod-past-end/ expect.ckpt >expect.restore &&
+	test_cmp expect.restore out &&
+	state_is $CS LOCKED &&
+	ok unlock $CS &&
+	verify_workload $CS $CSSTATUS
+'
+
+test_expect_success 'an injected storage error: nothing changes, a staged checkpoint still works' '
+	echo CUDA_ERROR_NOT_SUPPORTED >"$F/inject/storage" &&
+	ok lock $CS &&
+	fails CUDA_ERROR_NOT_SUPPORTED checkpoint-storage $CS dump &&
+	rm "$F/inject/storage" &&
+	state_is $CS LOCKED &&
+	test -e "$F/mem/$B/$CS" &&
+	test ! -e "$F/proc/$CS/storage" &&
+	log_has "^checkpoint-storage $CS [0-9]* [0-9]* CUDA_ERROR_NOT_SUPPORTED LOCKED\$" &&
+	ok checkpoint $CS &&
+	state_is $CS CHECKPOINTED &&
+	fails CUDA_ERROR_INVALID_VALUE restore-storage $CS dump &&
+	state_is $CS CHECKPOINTED &&
+	test ! -e "$F/mem/$B/$CS" &&
+	ok restore $CS &&
+	ok unlock $CS &&
+	verify_workload $CS $CSSTATUS
+'
+
+test_expect_success 'a failed copy out, then unlock: the process goes on with its memory' '
+	echo CUDA_ERROR_LAUNCH_FAILED >"$F/inject/dtoh" &&
+	ok lock $CS &&
+	c1=$(counter $B $CS) &&
+	fails CUDA_ERROR_LAUNCH_FAILED checkpoint-storage $CS dump &&
+	rm "$F/inject/dtoh" &&
+	state_is $CS LOCKED &&
+	test -e "$F/proc/$CS/storage" &&
+	test "$(stat -c %s "$F/mem/$B/$CS")" = $MEM16 &&
+	ok unlock $CS &&
+	state_is $CS RUNNING &&
+	test ! -e "$F/proc/$CS/storage" &&
+	verify_workload $CS $CSSTATUS &&
+	test "$VCOUNTER" -gt "$c1"
+'
+
+test_expect_success 'an injected complete error: the process stays LOCKED with its memory' '
+	echo CUDA_ERROR_UNKNOWN >"$F/inject/complete" &&
+	ok lock $CS &&
+	test_status 1 "$FAKECTL" checkpoint-storage $CS dump >out 2>err &&
+	rm "$F/inject/complete" &&
+	echo "fakectl: checkpoint-storage $CS: CUDA_ERROR_UNKNOWN" >expect &&
+	test_cmp expect err &&
+	log_has "^complete $CS [0-9]* [0-9]* CUDA_ERROR_UNKNOWN LOCKED\$" &&
+	state_is $CS LOCKED &&
+	test -e "$F/mem/$B/$CS" &&
+	test ! -e "$F/proc/$CS/storage" &&
+	ok unlock $CS &&
+	verify_workload $CS $CSSTATUS
+'
+
+test_expect_success 'a complete after an unlock from elsewhere fails, changes nothing' '
+	ok lock $CS || return 1
+	rm -f dump.go
+	"$FAKECTL" -w checkpoint-storage $CS dump >out 2>err &
+	wpid=$!
+	wait_for_line out "^0 $MEM16\$" 30 &&
+	ok unlock $CS &&
+	state_is $CS RUNNING &&
+	test ! -e "$F/proc/$CS/storage" &&
+	touch dump.go &&
+	test_status 1 wait $wpid &&
+	echo "fakectl: checkpoint-storage $CS: CUDA_ERROR_ILLEGAL_STATE" >expect &&
+	test_cmp expect err &&
+	log_has "^complete $CS [0-9]* [0-9]* CUDA_ERROR_ILLEGAL_STATE RUNNING\$" &&
+	state_is $CS RUNNING &&
+	test "$(stat -c %s "$F/mem/$B/$CS")" = $MEM16 &&
+	verify_workload $CS $CSSTATUS
+'
+
+test_expect_success 'a failed copy in; a new custom restore starts over' '
+	ok lock $CS &&
+	cp "$F/mem/$B/$CS" mem.locked &&
+	"$FAKECTL" checkpoint-storage $CS dump >out &&
+	echo CUDA_ERROR_LAUNCH_FAILED >"$F/inject/htod" &&
+	fails CUDA_ERROR_LAUNCH_FAILED restore-storage $CS dump $B=$A &&
+	rm "$F/inject/htod" &&
+	state_is $CS CHECKPOINTED &&
+	test -e "$F/proc/$CS/storage" &&
+	test -e "$F/mem/$A/$CS" &&
+	"$FAKECTL" restore-storage $CS dump >out &&
+	test ! -e "$F/mem/$A/$CS" &&
+	cmp mem.locked "$F/mem/$B/$CS" &&
+	state_is $CS LOCKED &&
+	ok unlock $CS &&
+	verify_workload $CS $CSSTATUS &&
+	last_verify $CSSTATUS >last &&
+	test_grep "^verify ok .* devs=$B\$" last &&
+	rm "$F/driver" &&
+	kill_tree $CS
 '
 
 # A CUDA process in a PID namespace of its own keeps its files under its
