@@ -888,6 +888,30 @@ if test "$(id -u)" -eq 0 && test -n "$CRIU" || test "$CI" = true; then
 		test_grep "^verify ok .* devs=$A\$" $WSTATUS
 	'
 
+	# Whether a process was checkpointed to custom storage lives in
+	# its memory: a new caller restores its image from storage.
+	test_expect_success 'CRIU dumps a process checkpointed to custom storage' '
+		echo "13040 595.45.04" >"$F/driver" &&
+		start w4 -m 16 -d 1 &&
+		W4=$WPID &&
+		ok lock $W4 &&
+		cp "$F/mem/$B/$W4" w4.locked &&
+		"$FAKECTL" checkpoint-storage $W4 w4dump >out &&
+		mkdir img4 &&
+		CRIU_FAULT=130 "$CRIU" dump -t $W4 -D img4 -o dump.log &&
+		wait_gone $W4 &&
+		CRIU_FAULT=130 "$CRIU" restore -d -D img4 -o restore.log &&
+		state_is $W4 CHECKPOINTED &&
+		fails CUDA_ERROR_INVALID_VALUE restore $W4 $B=$A &&
+		"$FAKECTL" restore-storage $W4 w4dump $B=$A >out &&
+		cmp w4.locked "$F/mem/$A/$W4" &&
+		ok unlock $W4 &&
+		rm "$F/driver" &&
+		verify_workload $W4 &&
+		test_grep "^verify ok .* devs=$A\$" $WSTATUS &&
+		kill_tree $W4
+	'
+
 	# Our tools see every GPU, whatever CUDA_VISIBLE_DEVICES says; the
 	# process keeps the GPUs it sees, and its device 0 moves with it.
 	test_expect_success 'CUDA_VISIBLE_DEVICES=0, checkpointed, restored onto GPU 1' '
@@ -915,6 +939,7 @@ if test "$(id -u)" -eq 0 && test -n "$CRIU" || test "$CI" = true; then
 	'
 else
 	for _t in 'CRIU dumps and restores a checkpointed process' \
+	    'CRIU dumps a process checkpointed to custom storage' \
 	    'CUDA_VISIBLE_DEVICES=0, checkpointed, restored onto GPU 1'; do
 		test_count=$((test_count + 1))
 		echo "ok $test_count - $_t # SKIP no root or no criu"
