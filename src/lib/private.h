@@ -14,6 +14,7 @@
 
 #define GCK_ERRMAX	1024
 #define GCK_TAR_RECORD	10240		/* tar blocking of the writer */
+#define GCK_SPOOL_SUFFIX ".gpu"	/* the work directory's, of device memory */
 
 /*
  * Whether an entry's digest differs from the one recorded for it.  The

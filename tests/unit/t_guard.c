@@ -55,7 +55,9 @@ static void	tree_start(struct tree *);
 static void	tree_end(struct tree *);
 static int	wait_state(pid_t, int, int);
 static int	reap(pid_t, int, int *);
-static void	gpu_mark(struct gck_ctx *, const struct gck_proc *, size_t);
+static off_t	file_size(const char *);
+static void	gpu_mark(struct gck_ctx *, const struct gck_proc *, size_t,
+		    const char *);
 static void	guarding(const struct unit *, const struct tree *, char,
 		    enum death, int);
 static void	run_guard(const struct unit *, const struct tree *, char,
@@ -183,14 +185,32 @@ reap(pid_t pid, int ms, int *statusp)
 	}
 }
 
-/* The guard's GPU step: leaves a mark that it was taken. */
-static void
-gpu_mark(struct gck_ctx *ctx, const struct gck_proc *cand, size_t n)
+static off_t
+file_size(const char *path)
 {
+	struct stat	st;
+
+	return stat(path, &st) == -1 ? -1 : st.st_size;
+}
+
+/*
+ * The guard's GPU step: leaves a mark that it was taken, which says
+ * whether the spool of device memory beside the work directory was
+ * still there for it.
+ */
+static void
+gpu_mark(struct gck_ctx *ctx, const struct gck_proc *cand, size_t n,
+    const char *work)
+{
+	char	spool[PATH_MAX];
 	int	fd;
 
-	if ((fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) != -1)
+	snprintf(spool, sizeof spool, "%s.gpu/0-0.mem", work);
+	if ((fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) != -1) {
+		if (access(spool, F_OK) == 0)
+			(void)write(fd, "spool", 5);
 		close(fd);
+	}
 }
 
 /*
@@ -249,6 +269,11 @@ run_guard(const struct unit *u, const struct tree *t, char intent,
 	assert_int_equal(mkdir(unit_path(u, "work"), 0755), 0);
 	assert_true((fd = open(unit_path(u, "work/stats-dump"),
 	    O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) != -1);
+	close(fd);
+	/* the spool of device memory custom storage leaves beside it */
+	assert_int_equal(mkdir(unit_path(u, "work.gpu"), 0700), 0);
+	assert_true((fd = open(unit_path(u, "work.gpu/0-0.mem"),
+	    O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) != -1);
 	close(fd);
 	assert_true((fd = open(unit_path(u, "out.partial"),
 	    O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) != -1);
@@ -332,7 +357,9 @@ test_resume(void **state)
 	for (i = 0; i < NPROC; i++)
 		assert_running(cur.pids[i]);
 	assert_exists(mark);
+	assert_int_equal(file_size(mark), 5);	/* the spool was there */
 	assert_gone(unit_path(u, "work"));
+	assert_gone(unit_path(u, "work.gpu"));
 	assert_gone(unit_path(u, "out.partial"));
 }
 
@@ -349,6 +376,7 @@ test_kill(void **state)
 	memset(&cur, 0, sizeof cur);
 	assert_gone(mark);
 	assert_gone(unit_path(u, "work"));
+	assert_gone(unit_path(u, "work.gpu"));
 	assert_gone(unit_path(u, "out.partial"));
 }
 
@@ -364,6 +392,7 @@ test_stay_stopped(void **state)
 		assert_stopped(cur.pids[i]);
 	assert_gone(mark);
 	assert_gone(unit_path(u, "work"));
+	assert_gone(unit_path(u, "work.gpu"));
 	assert_gone(unit_path(u, "out.partial"));
 }
 
@@ -381,6 +410,7 @@ test_prestopped(void **state)
 	assert_running(cur.pids[1]);
 	assert_stopped(cur.pids[2]);
 	assert_gone(unit_path(u, "work"));
+	assert_gone(unit_path(u, "work.gpu"));
 	assert_gone(unit_path(u, "out.partial"));
 }
 
@@ -396,6 +426,7 @@ test_late_intent_rolls_back(void **state)
 	for (i = 0; i < NPROC; i++)
 		assert_running(cur.pids[i]);
 	assert_gone(unit_path(u, "work"));
+	assert_gone(unit_path(u, "work.gpu"));
 	assert_gone(unit_path(u, "out.partial"));
 }
 
@@ -412,6 +443,7 @@ test_late_intent_renamed(void **state)
 		assert_killed(cur.pids[i]);
 	memset(&cur, 0, sizeof cur);
 	assert_gone(unit_path(u, "work"));
+	assert_gone(unit_path(u, "work.gpu"));
 	assert_exists(unit_path(u, "out"));
 }
 

@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -129,7 +130,7 @@ guard_main(struct gck_ctx *ctx, const struct gck_ptree *t, int fd,
 	pid_t			*stopped = NULL, root = 0, keeper = 0;
 	uint64_t		 start = 0, kstart = 0;
 	size_t			 nstopped = 0, i;
-	char			 c, intent = 0;
+	char			 c, intent = 0, spool[PATH_MAX];
 	ssize_t			 n;
 	int			 waited;
 
@@ -199,7 +200,12 @@ guard_main(struct gck_ctx *ctx, const struct gck_ptree *t, int fd,
 		guard_settle(ctx, root, start, intent, stopped, nstopped);
 		if (intent != 'K' && intent != 'S')
 			if (gpu != NULL)
-				gpu(ctx, cand, ncand);
+				gpu(ctx, cand, ncand, work);
+	}
+	/* The device memory spooled beside it, once no GPU needs it. */
+	if (work != NULL && gpu != NULL) {
+		snprintf(spool, sizeof spool, "%s" GCK_SPOOL_SUFFIX, work);
+		gck_rmtree(spool);
 	}
 	_exit(0);
 }

@@ -7,9 +7,12 @@ struct gck_proc;
 struct gck_ptree;
 
 /* guard.c: resumes (or settles) the tree should gpuckpt be killed */
-/* Brings the processes back onto their GPUs, called in the guard. */
+/*
+ * Brings the processes back onto their GPUs, called in the guard with
+ * the work directory's name (its spool of device memory is beside it).
+ */
 typedef void	(*gck_guard_gpu_fn)(struct gck_ctx *, const struct gck_proc *,
-		    size_t);
+		    size_t, const char *);
 int	gck_guard_start(struct gck_ctx *, const struct gck_ptree *,
 	    const char *, const char *, gck_guard_gpu_fn,
 	    const struct gck_proc *, size_t, struct gck_guard **);

@@ -35,66 +35,7 @@
 #include "core/proc.h"
 #include "gpu/cuda.h"
 #include "gpu/custom.h"
-
-/* NVML, as libnvidia-ml.so.1 defines the few parts used here. */
-typedef int			 nvml_ret;
-typedef struct nvml_device	*nvml_dev;
-struct nvml_memory {
-	unsigned long long	 total, free, used;
-};
-struct nvml_process {
-	unsigned int		 pid;
-	unsigned long long	 used;
-	unsigned int		 gpu_instance, compute_instance;
-};
-#define NVML_OK			0
-#define NVML_NOT_AVAILABLE	(~0ULL)
-#define NVML_PROCS_MAX		4096
-
-struct gck_cuda {
-	void	*lib, *nvml;
-	int	 version;
-	int	 inited;
-	char	 release[80];		/* from NVML, or "" */
-
-	CUresult (*Init)(unsigned int);
-	CUresult (*DriverGetVersion)(int *);
-	CUresult (*GetErrorName)(CUresult, const char **);
-	CUresult (*DeviceGetCount)(int *);
-	CUresult (*DeviceGet)(CUdevice *, int);
-	CUresult (*DeviceGetName)(char *, int, CUdevice);
-	CUresult (*DeviceGetUuid)(CUuuid *, CUdevice);
-	CUresult (*DeviceTotalMem)(size_t *, CUdevice);
-	CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
-	CUresult (*DeviceGetPCIBusId)(char *, int, CUdevice);
-	CUresult (*PrimaryCtxRetain)(CUcontext *, CUdevice);
-	CUresult (*PrimaryCtxRelease)(CUdevice);
-	CUresult (*CtxPushCurrent)(CUcontext);
-	CUresult (*CtxPopCurrent)(CUcontext *);
-	CUresult (*MemGetInfo)(size_t *, size_t *);
-	CUresult (*GetState)(int, CUprocessState *);
-	CUresult (*Lock)(int, CUcheckpointLockArgs *);
-	CUresult (*Checkpoint)(int, CUcheckpointCheckpointArgs *);
-	CUresult (*Restore)(int, CUcheckpointRestoreArgs *);
-	CUresult (*Unlock)(int, CUcheckpointUnlockArgs *);
-	/* Custom storage, or all NULL (gck_cuda_storage()). */
-	CUresult (*OperationComplete)(void *);
-	CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
-	CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t,
-		    CUstream);
-	CUresult (*StreamSynchronize)(CUstream);
-	CUresult (*MemHostAlloc)(void **, size_t, unsigned int);
-	CUresult (*MemFreeHost)(void *);
-
-	nvml_ret (*NvmlInit)(void);
-	nvml_ret (*NvmlShutdown)(void);
-	nvml_ret (*NvmlDriverVersion)(char *, unsigned int);
-	nvml_ret (*NvmlByUuid)(const char *, nvml_dev *);
-	nvml_ret (*NvmlMemory)(nvml_dev, struct nvml_memory *);
-	nvml_ret (*NvmlMinor)(nvml_dev, unsigned int *);	/* or NULL */
-	nvml_ret (*NvmlProcesses)(nvml_dev, unsigned int *,
-		    struct nvml_process *);
-};
+#include "gpu/cudapriv.h"
 
 typedef CUresult (*getproc_fn)(const char *, void **, int, cuuint64_t,
     CUdriverProcAddressQueryResult *);
@@ -441,6 +382,7 @@ gck_cuda_close(struct gck_cuda *cu)
 		dlclose(cu->nvml);
 	}
 	/* libcuda is never unloaded: its threads may outlive a dlclose. */
+	free(cu->spool);
 	free(cu);
 }
 
@@ -659,7 +601,13 @@ run_step(struct gck_cuda *cu, struct gck_cproc *p, enum gck_cstep step,
 	p->cuerr = CUDA_SUCCESS;
 	p->failed = 0;
 	p->getstate = 0;
+	p->syserr = 0;
+	p->srcfail = 0;
 	if (read_state(cu, p) == -1)
+		return;
+	/* Custom storage may have taken it there already. */
+	if (p->custom && (step == GCK_CS_CHECKPOINT ||
+	    step == GCK_CS_RESTORE) && p->state == (int)step_to[step])
 		return;
 	if (p->state != (int)step_from[step]) {
 		p->failed = 1;
@@ -672,10 +620,26 @@ run_step(struct gck_cuda *cu, struct gck_cproc *p, enum gck_cstep step,
 		r = cu->Lock((int)p->pid, &la);
 		break;
 	case GCK_CS_CHECKPOINT:
+		if (cu->spool != NULL && gck_cuda_storage(cu)) {
+			switch (gck_cuda_store_copy_out(cu, p)) {
+			case 0:
+				r = CUDA_SUCCESS;
+				goto done;
+			case -1:
+				goto failed;
+			}
+		}
 		memset(&ca, 0, sizeof ca);
 		r = cu->Checkpoint((int)p->pid, &ca);
 		break;
 	case GCK_CS_RESTORE:
+		if (p->custom) {
+			if (!gck_cuda_storage(cu) ||
+			    gck_cuda_store_copy_back(cu, p) == -1)
+				goto failed;
+			r = CUDA_SUCCESS;
+			break;
+		}
 		memset(&ra, 0, sizeof ra);
 		ra.gpuPairs = p->npairs > 0 ? (CUcheckpointGpuPair *)p->pairs :
 		    NULL;
@@ -689,11 +653,13 @@ run_step(struct gck_cuda *cu, struct gck_cproc *p, enum gck_cstep step,
 	}
 	if (r != CUDA_SUCCESS) {
 		p->cuerr = r;
+failed:
 		p->failed = 1;
 		if (cu->GetState((int)p->pid, &st) == CUDA_SUCCESS)
 			p->state = st;
 		return;
 	}
+done:
 	if (read_state(cu, p) == -1)
 		return;
 	if (p->state != (int)step_to[step])
@@ -748,7 +714,13 @@ settle_thread(void *arg)
 			break;
 		case CU_PROCESS_STATE_CHECKPOINTED:
 			p->step = GCK_CS_RESTORE;
-			r = j->cu->Restore((int)p->pid, NULL);
+			if (p->custom)
+				r = gck_cuda_storage(j->cu) &&
+				    gck_cuda_store_copy_back(j->cu, p) == 0 ?
+				    CUDA_SUCCESS : p->cuerr != CUDA_SUCCESS ?
+				    (CUresult)p->cuerr : CUDA_ERROR_UNKNOWN;
+			else
+				r = j->cu->Restore((int)p->pid, NULL);
 			break;
 		default:
 			p->failed = 1;
@@ -813,7 +785,26 @@ describe(const struct gck_cuda *cu, const struct gck_cproc *p,
 	const char	*step = step_names[p->step];
 	int		 st = p->state;
 
-	if (p->getstate)
+	if (p->custom && p->syserr != 0)
+		snprintf(buf, len, "process %d ('%s'): GPU %s through custom "
+		    "storage failed: the memory of its GPU %u: %s%s",
+		    (int)p->pid, p->comm, step, p->faildev,
+		    strerror(p->syserr), p->step == GCK_CS_RESTORE ? "" :
+		    " (in the spool)");
+	else if (p->custom && p->srcfail != 0)
+		snprintf(buf, len, "process %d ('%s'): GPU %s through custom "
+		    "storage failed: %s its GPU %u", (int)p->pid, p->comm,
+		    step, p->srcfail > 0 ? "cannot read the memory of" :
+		    p->srcfail == -2 ? "the driver maps a size other than the "
+		    "image's for" : "the image does not hold as many bytes "
+		    "as the driver maps for", p->faildev);
+	else if (p->custom && p->step == GCK_CS_RESTORE &&
+	    !gck_cuda_storage(cu))
+		snprintf(buf, len, "process %d ('%s'): cannot GPU restore: its "
+		    "device memory went through custom storage, which the "
+		    "driver lacks (it needs CUDA 13.4, driver API 13040)",
+		    (int)p->pid, p->comm);
+	else if (p->getstate)
 		snprintf(buf, len, "process %d ('%s'): cannot read its CUDA "
 		    "state around GPU %s: %s", (int)p->pid, p->comm, step,
 		    gck_cuda_errname(cu, p->cuerr));
@@ -989,18 +980,23 @@ gck_cuda_all_running(struct gck_ctx *ctx, const char *what,
  */
 void
 gck_cuda_bring_back(struct gck_ctx *ctx, const struct gck_proc *cand,
-    size_t ncand)
+    size_t ncand, const char *work)
 {
 	struct gck_cuda		*cu = NULL;
 	struct gck_cproc	*cp = NULL;
 	size_t			 ncp = 0;
-	char			 why[GCK_ERRMAX];
+	char			 why[GCK_ERRMAX], spool[PATH_MAX];
 
 	if (ncand == 0 || gck_cuda_open(ctx, &cu) != GCK_OK)
 		return;
 	if (gck_cuda_init(ctx, cu) == GCK_OK &&
-	    gck_cuda_find(ctx, cu, cand, ncand, &cp, &ncp) == GCK_OK)
+	    gck_cuda_find(ctx, cu, cand, ncand, &cp, &ncp) == GCK_OK) {
+		/* Device memory that went through custom storage: its spool. */
+		if (work != NULL && (size_t)snprintf(spool, sizeof spool,
+		    "%s" GCK_SPOOL_SUFFIX, work) < sizeof spool)
+			gck_cuda_spool_learn(cu, cp, ncp, spool);
 		gck_cuda_settle(cu, cp, ncp, why, sizeof why);
+	}
 	free(cp);
 	gck_cuda_close(cu);
 }

@@ -52,7 +52,27 @@ struct gck_cproc {
 	int		 cuerr;		/* its CUresult */
 	int		 failed;
 	int		 getstate;	/* the state could not be read */
+	/* Custom storage: its device memory went (goes) that way. */
+	int		 custom;
+	int		 refused;	/* the driver's CUresult, or 0 */
+	unsigned int	 ndev;		/* the GPUs the driver described */
+	uint64_t	 devsize[GCK_GPUS_MAX];	/* their bytes */
+	int		 syserr;	/* its spool: errno, or 0 */
+	int		 srcfail;	/* its memory's source failed (1), or
+					   did not fit the GPU (-1, -2) */
+	unsigned int	 faildev;	/* the GPU that failed */
 };
+
+/*
+ * Where a restore through custom storage takes the device memory of
+ * process p from: the next piece of that of its GPU dev (as the driver
+ * described it), at most len bytes into buf, each checked before it is
+ * given.  Returns the bytes, 0 at the end of that GPU's, or -1 with the
+ * error set on ctx.
+ */
+struct gck_ctx;
+typedef ssize_t (*gck_cuda_src_fn)(void *, struct gck_ctx *,
+    const struct gck_cproc *, unsigned int, void *, size_t);
 
 const char *gck_nvml_path(void);
 int	gck_cuda_open(struct gck_ctx *, struct gck_cuda **);
@@ -62,6 +82,15 @@ int	gck_cuda_version(const struct gck_cuda *);
 const char *gck_cuda_release(const struct gck_cuda *);
 int	gck_cuda_has_nvml(const struct gck_cuda *);
 int	gck_cuda_storage(const struct gck_cuda *);
+int	gck_cuda_store_out(struct gck_ctx *, struct gck_cuda *,
+	    struct gck_cproc *, size_t, const char *);
+int	gck_cuda_store_in(struct gck_ctx *, struct gck_cuda *,
+	    struct gck_cproc *, gck_cuda_src_fn, void *);
+void	gck_cuda_spool_learn(struct gck_cuda *, struct gck_cproc *, size_t,
+	    const char *);
+int	gck_cuda_spool_path(const char *, pid_t, unsigned int, char *,
+	    size_t);
+void	gck_cuda_dev_file(char *, size_t, pid_t, unsigned int);
 void	gck_cuda_version_string(int, char *, size_t);
 const char *gck_cuda_errname(const struct gck_cuda *, int);
 const char *gck_cuda_state_name(int);
@@ -81,7 +110,8 @@ int	gck_cuda_prepare(struct gck_ctx *, const char *, pid_t,
 	    const struct gck_proc *, size_t, struct gck_cuda **);
 int	gck_cuda_all_running(struct gck_ctx *, const char *,
 	    const struct gck_cproc *, size_t);
-void	gck_cuda_bring_back(struct gck_ctx *, const struct gck_proc *, size_t);
+void	gck_cuda_bring_back(struct gck_ctx *, const struct gck_proc *, size_t,
+	    const char *);
 int	gck_cuda_candidates(struct gck_ctx *, const struct gck_ptree *,
 	    struct gck_proc **, size_t *);
 
@@ -91,6 +121,9 @@ struct gck_mcproc {
 	const char	*comm;
 	uint64_t	 gpus;		/* bit g: uses gpus[g] */
 	int64_t		 mem[GCK_GPUS_MAX];	/* -1: unknown */
+	int		 custom;	/* its device memory in files: */
+	unsigned int	 ndev;		/* one a GPU the driver described */
+	uint64_t	 devsize[GCK_GPUS_MAX];
 };
 
 struct gck_mcuda {

@@ -1,0 +1,542 @@
+/*
+ * storage.c: device memory through the driver's custom storage (driver
+ * API 13040, see gpu/custom.h).
+ *
+ * A checkpoint has the driver map each GPU's memory of a locked process
+ * into us, and copies it, a GPU a thread, through a ring of buffers of
+ * our own (pinned where the driver gives them) into a spool file a GPU;
+ * the complete call then leaves the process CHECKPOINTED with nothing
+ * of its device memory in its host memory.  The spool waits for the
+ * image, which takes it once criu has dumped the tree: the driver must
+ * have finished before criu reads the process, and the image's manifest,
+ * written first, lists criu's files.  A restore mirrors it, the memory
+ * coming from the image (or, to roll a failed checkpoint back, from the
+ * spool), each piece checked before it is copied to the GPU.
+ */
+#include "config.h"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cuda.h>
+
+#include "private.h"
+#include "core/util.h"
+#include "gpu/cuda.h"
+#include "gpu/custom.h"
+#include "gpu/cudapriv.h"
+
+#define RING_N		2
+#define RING_BUF	(8u << 20)	/* bytes a buffer */
+
+struct ring {
+	void		*buf[RING_N];
+	size_t		 nbuf;
+	int		 pinned;
+	int		 retained, pushed;
+	CUdevice	 dev;
+};
+
+/* One GPU's memory of a process, being copied. */
+struct devjob {
+	struct gck_cuda			*cu;
+	struct gck_cproc		*p;
+	const struct gck_cu_storage_dev	*d;
+	unsigned int			 k;
+	gck_cuda_src_fn			 src;	/* copy in: from it */
+	void				*srcarg;
+	struct gck_ctx			*ctx;	/* src's, or NULL */
+	CUresult			 cuerr;
+	int				 syserr;
+	int				 srcfail;
+};
+
+/*
+ * The spool file of GPU k (as the driver describes the process's GPUs)
+ * of process pid under dir.  Returns 0, or -1 if it does not fit.
+ */
+int
+gck_cuda_spool_path(const char *dir, pid_t pid, unsigned int k, char *buf,
+    size_t len)
+{
+	int	n;
+
+	n = snprintf(buf, len, "%s/%d-%u.mem", dir, (int)pid, k);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/*
+ * The name in an image of the file of device memory of GPU k (as the
+ * driver describes the process's GPUs) of process pid, as the manifest
+ * names it.
+ */
+void
+gck_cuda_dev_file(char *buf, size_t len, pid_t pid, unsigned int k)
+{
+	snprintf(buf, len, "cuda-%d-%u.mem", (int)pid, k);
+}
+
+/*
+ * Buffers for the copies: pinned through the primary context of the
+ * first GPU when the driver gives them, else of our own (the copies
+ * then go through the driver's staging).
+ */
+static void
+ring_open(struct gck_cuda *cu, struct ring *rg)
+{
+	CUcontext	c;
+	size_t		i;
+
+	memset(rg, 0, sizeof *rg);
+	if (cu->MemHostAlloc != NULL && cu->DeviceGet(&rg->dev, 0) ==
+	    CUDA_SUCCESS && cu->PrimaryCtxRetain(&c, rg->dev) ==
+	    CUDA_SUCCESS) {
+		rg->retained = 1;
+		if (cu->CtxPushCurrent(c) == CUDA_SUCCESS) {
+			rg->pushed = 1;
+			for (i = 0; i < RING_N; i++) {
+				if (cu->MemHostAlloc(&rg->buf[i], RING_BUF,
+				    CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS)
+					break;
+				rg->nbuf++;
+			}
+			if (rg->nbuf == RING_N) {
+				rg->pinned = 1;
+				return;
+			}
+			while (rg->nbuf > 0)
+				cu->MemFreeHost(rg->buf[--rg->nbuf]);
+		}
+	}
+	for (i = 0; i < RING_N; i++) {
+		rg->buf[i] = mmap(NULL, RING_BUF, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (rg->buf[i] == MAP_FAILED)
+			break;
+		rg->nbuf++;
+	}
+}
+
+static void
+ring_close(struct gck_cuda *cu, struct ring *rg)
+{
+	CUcontext	c;
+
+	while (rg->nbuf > 0) {
+		if (rg->pinned)
+			cu->MemFreeHost(rg->buf[--rg->nbuf]);
+		else
+			munmap(rg->buf[--rg->nbuf], RING_BUF);
+	}
+	if (rg->pushed)
+		cu->CtxPopCurrent(&c);
+	if (rg->retained)
+		cu->PrimaryCtxRelease(rg->dev);
+}
+
+static int
+write_all(int fd, const char *p, size_t n)
+{
+	ssize_t	w;
+
+	while (n > 0) {
+		if ((w = write(fd, p, n)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/*
+ * Copies GPU j->k's memory into its spool file, made to its full size
+ * first (a copy never stops half-way for want of room): one buffer is
+ * written while the driver fills the other.
+ */
+static void *
+copy_out_main(void *arg)
+{
+	struct devjob	*j = arg;
+	struct gck_cuda	*cu = j->cu;
+	struct ring	 rg;
+	char		 path[PATH_MAX];
+	uint64_t	 size = j->d->size, off, next;
+	size_t		 n, i = 0;
+	int		 fd, e;
+
+	if (gck_cuda_spool_path(cu->spool, j->p->pid, j->k, path,
+	    sizeof path) == -1) {
+		j->syserr = ENAMETOOLONG;
+		return NULL;
+	}
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	    0600)) == -1) {
+		j->syserr = errno;
+		return NULL;
+	}
+	if (size > 0 && (e = posix_fallocate(fd, 0, (off_t)size)) != 0 &&
+	    e != EOPNOTSUPP && e != EINVAL) {
+		j->syserr = e;
+		close(fd);
+		return NULL;
+	}
+	ring_open(cu, &rg);
+	if (rg.nbuf < RING_N) {
+		j->syserr = ENOMEM;
+		goto out;
+	}
+	n = size < RING_BUF ? (size_t)size : RING_BUF;
+	if (n > 0 && (j->cuerr = cu->MemcpyDtoHAsync(rg.buf[0], j->d->devptr,
+	    n, j->d->stream)) != CUDA_SUCCESS)
+		goto out;
+	for (off = 0; off < size; off = next, i ^= 1) {
+		n = size - off < RING_BUF ? (size_t)(size - off) : RING_BUF;
+		if ((j->cuerr = cu->StreamSynchronize(j->d->stream)) !=
+		    CUDA_SUCCESS)
+			goto out;
+		next = off + n;
+		if (next < size && (j->cuerr = cu->MemcpyDtoHAsync(
+		    rg.buf[i ^ 1], j->d->devptr + next, size - next <
+		    RING_BUF ? (size_t)(size - next) : RING_BUF,
+		    j->d->stream)) != CUDA_SUCCESS)
+			goto out;
+		if (write_all(fd, rg.buf[i], n) == -1) {
+			j->syserr = errno;
+			/* (the copy under way must end before its buffer) */
+			cu->StreamSynchronize(j->d->stream);
+			goto out;
+		}
+	}
+out:
+	ring_close(cu, &rg);
+	if (close(fd) == -1 && j->syserr == 0 && j->cuerr == CUDA_SUCCESS)
+		j->syserr = errno;
+	return NULL;
+}
+
+/* The next piece of GPU k's memory from its spool file (a rollback). */
+static ssize_t
+spool_src(void *arg, struct gck_ctx *ctx, const struct gck_cproc *p,
+    unsigned int k, void *buf, size_t len)
+{
+	int	*fds = arg;
+	ssize_t	 n;
+
+	(void)ctx;
+	(void)p;
+	do
+		n = read(fds[k], buf, len);
+	while (n == -1 && errno == EINTR);
+	return n;
+}
+
+/*
+ * Copies GPU j->k's memory in from j->src: a piece is read into one
+ * buffer while the driver copies the other to the GPU.
+ */
+static void *
+copy_in_main(void *arg)
+{
+	struct devjob	*j = arg;
+	struct gck_cuda	*cu = j->cu;
+	struct ring	 rg;
+	uint64_t	 size = j->d->size, off = 0;
+	ssize_t		 n;
+	size_t		 i = 0, got;
+	int		 busy = 0;
+
+	ring_open(cu, &rg);
+	if (rg.nbuf < RING_N) {
+		j->syserr = ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		/* A whole buffer, or the rest. */
+		for (got = 0; got < RING_BUF; got += (size_t)n) {
+			n = j->src(j->srcarg, j->ctx, j->p, j->k,
+			    (char *)rg.buf[i] + got, RING_BUF - got);
+			if (n < 0) {
+				j->srcfail = 1;
+				goto out;
+			}
+			if (n == 0)
+				break;
+		}
+		if (off + got > size) {
+			j->srcfail = -1;	/* more than the GPU has */
+			goto out;
+		}
+		if (busy && (j->cuerr = cu->StreamSynchronize(
+		    j->d->stream)) != CUDA_SUCCESS)
+			goto out;
+		busy = 0;
+		if (got == 0)
+			break;
+		if ((j->cuerr = cu->MemcpyHtoDAsync(j->d->devptr + off,
+		    rg.buf[i], got, j->d->stream)) != CUDA_SUCCESS)
+			goto out;
+		busy = 1;
+		off += got;
+		i ^= 1;
+	}
+	if (off != size)
+		j->srcfail = -1;		/* less than the GPU has */
+out:
+	if (busy)
+		cu->StreamSynchronize(j->d->stream);
+	ring_close(cu, &rg);
+	return NULL;
+}
+
+/* Runs one job a GPU, each in a thread of its own where one can be had. */
+static void
+run_devs(struct devjob *jobs, unsigned int n, void *(*fn)(void *))
+{
+	pthread_t	th[GCK_GPUS_MAX];
+	char		started[GCK_GPUS_MAX];
+	unsigned int	k;
+
+	for (k = 0; k < n; k++)
+		started[k] = pthread_create(&th[k], NULL, fn, &jobs[k]) == 0;
+	for (k = 0; k < n; k++) {
+		if (started[k])
+			pthread_join(th[k], NULL);
+		else
+			fn(&jobs[k]);
+	}
+}
+
+/* The first failure of jobs into p, as run_step() leaves one. */
+static int
+devs_failed(struct gck_cproc *p, const struct devjob *jobs, unsigned int n)
+{
+	unsigned int	k;
+
+	for (k = 0; k < n; k++) {
+		if (jobs[k].cuerr == CUDA_SUCCESS && jobs[k].syserr == 0 &&
+		    jobs[k].srcfail == 0)
+			continue;
+		p->cuerr = jobs[k].cuerr;
+		p->syserr = jobs[k].syserr;
+		p->srcfail = jobs[k].srcfail;
+		p->faildev = k;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The checkpoint of process p, LOCKED, through custom storage, into
+ * spool files under cu->spool.  Returns 0 with p CHECKPOINTED (the
+ * driver's word: the caller reads the state again), 1 if the driver
+ * would not (p->refused its answer; p is as it was, for the checkpoint
+ * through host memory), or -1 with p->cuerr or p->syserr: the
+ * operation is left unfinished, the device memory in place, for the
+ * unlock that rolls it back.
+ */
+int
+gck_cuda_store_copy_out(struct gck_cuda *cu, struct gck_cproc *p)
+{
+	struct gck_cu_ckpt_args	 a;
+	struct gck_cu_storage	*info = NULL;
+	struct devjob		 jobs[GCK_GPUS_MAX];
+	unsigned int		 k;
+	CUresult		 r;
+
+	memset(&a, 0, sizeof a);
+	a.storage_out = &info;
+	if ((r = cu->Checkpoint((int)p->pid,
+	    (CUcheckpointCheckpointArgs *)&a)) != CUDA_SUCCESS) {
+		p->refused = (int)r;
+		return 1;
+	}
+	p->custom = 1;
+	if (info == NULL || info->ndev > GCK_GPUS_MAX ||
+	    (info->ndev > 0 && info->dev == NULL)) {
+		p->cuerr = CUDA_ERROR_INVALID_VALUE;
+		return -1;
+	}
+	p->ndev = info->ndev;
+	memset(jobs, 0, sizeof jobs);
+	for (k = 0; k < info->ndev; k++) {
+		p->devsize[k] = info->dev[k].size;
+		jobs[k].cu = cu;
+		jobs[k].p = p;
+		jobs[k].d = &info->dev[k];
+		jobs[k].k = k;
+	}
+	run_devs(jobs, info->ndev, copy_out_main);
+	if (devs_failed(p, jobs, info->ndev) == -1)
+		return -1;
+	if ((r = cu->OperationComplete(info->handle)) != CUDA_SUCCESS) {
+		p->cuerr = r;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The restore of process p, CHECKPOINTED through custom storage, onto
+ * the GPUs of p->pairs (none: its own), its memory taken from cu->src,
+ * else from its spool files under cu->spool.  Returns 0 with p LOCKED
+ * (the caller reads the state again), or -1 with p->cuerr, p->syserr or
+ * p->srcfail set.
+ */
+int
+gck_cuda_store_copy_back(struct gck_cuda *cu, struct gck_cproc *p)
+{
+	struct gck_cu_restore_args	 a;
+	struct gck_cu_storage		*info = NULL;
+	struct devjob			 jobs[GCK_GPUS_MAX];
+	char				 path[PATH_MAX];
+	int				 fds[GCK_GPUS_MAX];
+	unsigned int			 k, nfd = 0;
+	CUresult			 r;
+	int				 ret = -1;
+
+	if (cu->src == NULL) {
+		for (nfd = 0; nfd < p->ndev; nfd++)
+			if (cu->spool == NULL || gck_cuda_spool_path(cu->spool,
+			    p->pid, nfd, path, sizeof path) == -1 ||
+			    (fds[nfd] = open(path, O_RDONLY | O_CLOEXEC)) ==
+			    -1) {
+				p->syserr = cu->spool == NULL ? ENOENT : errno;
+				p->faildev = nfd;
+				goto out;
+			}
+	}
+	memset(&a, 0, sizeof a);
+	a.pairs = p->npairs > 0 ? (CUcheckpointGpuPair *)p->pairs : NULL;
+	a.npairs = p->npairs;
+	a.storage_out = &info;
+	if ((r = cu->Restore((int)p->pid, (CUcheckpointRestoreArgs *)&a)) !=
+	    CUDA_SUCCESS) {
+		p->cuerr = r;
+		goto out;
+	}
+	if (info == NULL || info->ndev != p->ndev ||
+	    (info->ndev > 0 && info->dev == NULL)) {
+		p->cuerr = CUDA_ERROR_INVALID_VALUE;
+		p->srcfail = info != NULL ? -2 : 0;
+		goto out;
+	}
+	memset(jobs, 0, sizeof jobs);
+	for (k = 0; k < info->ndev; k++) {
+		if (info->dev[k].size != p->devsize[k]) {
+			p->srcfail = -2;
+			p->faildev = k;
+			goto out;
+		}
+		jobs[k].cu = cu;
+		jobs[k].p = p;
+		jobs[k].d = &info->dev[k];
+		jobs[k].k = k;
+		jobs[k].src = cu->src != NULL ? cu->src : spool_src;
+		jobs[k].srcarg = cu->src != NULL ? cu->srcarg : fds;
+		jobs[k].ctx = NULL;
+	}
+	/* One source read in order (an image) takes the GPUs in turn. */
+	if (cu->src != NULL)
+		for (k = 0; k < info->ndev; k++)
+			copy_in_main(&jobs[k]);
+	else
+		run_devs(jobs, info->ndev, copy_in_main);
+	if (devs_failed(p, jobs, info->ndev) == -1)
+		goto out;
+	if ((r = cu->OperationComplete(info->handle)) != CUDA_SUCCESS) {
+		p->cuerr = r;
+		goto out;
+	}
+	ret = 0;
+out:
+	while (nfd > 0)
+		close(fds[--nfd]);
+	return ret;
+}
+
+/*
+ * For the processes of cp that are CHECKPOINTED with spool files under
+ * dir: that their memory went through custom storage, and its sizes (a
+ * guard bringing back the tree of a checkpoint that died).
+ */
+void
+gck_cuda_spool_learn(struct gck_cuda *cu, struct gck_cproc *cp, size_t n,
+    const char *dir)
+{
+	struct stat	st;
+	char		path[PATH_MAX];
+	size_t		i;
+	unsigned int	k;
+
+	if (dir == NULL || (cu->spool == NULL &&
+	    (cu->spool = strdup(dir)) == NULL))
+		return;
+	for (i = 0; i < n; i++) {
+		if (cp[i].custom)
+			continue;
+		for (k = 0; k < GCK_GPUS_MAX; k++) {
+			if (gck_cuda_spool_path(dir, cp[i].pid, k, path,
+			    sizeof path) == -1 || stat(path, &st) == -1)
+				break;
+			cp[i].devsize[k] = (uint64_t)st.st_size;
+		}
+		if (k > 0) {
+			cp[i].custom = 1;
+			cp[i].ndev = k;
+		}
+	}
+}
+
+/*
+ * Has the CHECKPOINT step go through custom storage where the driver
+ * offers it, into spool files under dir (made here); a process the
+ * driver will not take that way goes through its host memory.
+ */
+int
+gck_cuda_store_out(struct gck_ctx *ctx, struct gck_cuda *cu,
+    struct gck_cproc *cp, size_t n, const char *dir)
+{
+	(void)cp;
+	(void)n;
+	if (!gck_cuda_storage(cu))
+		return GCK_OK;
+	if (mkdir(dir, 0700) == -1 && errno != EEXIST)
+		return gck_set_syserr(ctx, errno, "cannot make '%s': %s", dir,
+		    strerror(errno));
+	free(cu->spool);
+	if ((cu->spool = strdup(dir)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	return GCK_OK;
+}
+
+/*
+ * Has the RESTORE step of process p take its device memory from src
+ * (called with arg), then takes it through that step alone.  Returns
+ * GCK_OK or a code.
+ */
+int
+gck_cuda_store_in(struct gck_ctx *ctx, struct gck_cuda *cu,
+    struct gck_cproc *p, gck_cuda_src_fn src, void *arg)
+{
+	int	r;
+
+	cu->src = src;
+	cu->srcarg = arg;
+	r = gck_cuda_step(ctx, cu, p, 1, GCK_CS_RESTORE, 0);
+	cu->src = NULL;
+	cu->srcarg = NULL;
+	return r;
+}
