@@ -100,6 +100,9 @@ struct gck_ckpt_opts {
 					   GCK_GHOST_LIMIT */
 	int		 format;	/* image format, 0 for the newest */
 	int		 threads;	/* compressing, 0 for one per CPU */
+	int		 gpu_staging;	/* device memory through the
+					   processes' host memory even where
+					   the driver has custom storage */
 	const char	*parent;	/* image whose chunks are referred
 					   to, not stored again, or NULL */
 	const struct gck_parents *have;	/* (gpusend) the chunks the

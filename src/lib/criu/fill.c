@@ -383,7 +383,8 @@ f_parts(struct gck_fill *f, const struct gck_parents *self)
 		if (gck_parents_entry(self, i, &e) == -1)
 			return 0;
 		if (gck_entry_parse(e.name, file, sizeof file, &part) == -1 ||
-		    gck_manifest_file_memory(f->m, file) != 1)
+		    gck_manifest_file_memory(f->m, file) != 1 ||
+		    gck_manifest_file_cuda(f->m, file))
 			continue;
 		if ((r = f_frame(f, &e)) != GCK_OK)
 			return r;

@@ -519,8 +519,13 @@ serve_unasked(struct gck_serve *s, struct gck_reader *rd)
 	long		waited;
 	int		r;
 
-	/* Memory that criu does not get waits for criu to be done. */
-	if (s->fill && gck_manifest_file_memory(s->m, s->file))
+	/*
+	 * Memory that criu does not get waits for criu to be done, and so
+	 * does device memory, which is never criu's: it is for the caller
+	 * once the process is there.
+	 */
+	if ((s->fill && gck_manifest_file_memory(s->m, s->file)) ||
+	    gck_manifest_file_cuda(s->m, s->file))
 		return 0;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (s->since.tv_sec == 0)
@@ -714,7 +719,8 @@ gck_serve_run(struct gck_serve *s, struct gck_reader *rd,
 			goto out;
 		if (r == 1)
 			continue;
-		if (s->gone && s->eoi)
+		if (s->gone && (s->eoi || gck_manifest_file_cuda(s->m,
+		    s->file)))
 			break;
 		if ((r = gck_sock_room(&s->sock, s->nreqs + 1)) != GCK_OK)
 			goto out;
@@ -743,6 +749,16 @@ gck_serve_run(struct gck_serve *s, struct gck_reader *rd,
 out:
 	serve_close(s);
 	return r;
+}
+
+/*
+ * The file the image is at once criu is served (the reader has given
+ * its name), or NULL at the image's end.
+ */
+const char *
+gck_serve_file(const struct gck_serve *s)
+{
+	return s->eoi ? NULL : s->file;
 }
 
 /* While criu restores: serves it the image as the reader yields it. */

@@ -63,6 +63,7 @@ int	gck_serve_run(struct gck_serve *, struct gck_reader *,
 	    struct gck_criu_run *);
 const struct gck_sfile *gck_serve_find(const struct gck_serve *,
 	    const char *);
+const char *gck_serve_file(const struct gck_serve *);
 void	gck_serve_free(struct gck_serve *);
 
 /* What criu dump and criu restore run while criu does (criu.h). */

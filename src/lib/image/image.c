@@ -3459,6 +3459,52 @@ gck_reader_file_chunk(struct gck_reader *r, const void **pp, size_t max,
 	}
 }
 
+/*
+ * Reads the rest of the current entry of the current file into buf, at
+ * most len bytes (holes as zeros), and returns only once the entry has
+ * been checked against its digest: what is given is what was written.
+ * Returns the bytes, 0 at the end of the file, or -1 with the error set
+ * (an entry longer than len too).
+ */
+ssize_t
+gck_reader_file_entry(struct gck_reader *r, void *buf, size_t len)
+{
+	const void	*p;
+	ssize_t		 n;
+	size_t		 got = 0;
+	int		 ret, hole;
+
+	for (;;) {
+		if (r->done || r->newfile)
+			return 0;
+		if (r->indata && r->egot < r->esize)
+			break;
+		if (r->indata) {
+			/* (an entry of nothing: checked, and passed) */
+			if (r_chunk(r, &p, SIZE_MAX, &hole) < 0)
+				return -1;
+			continue;
+		}
+		if ((ret = r_entry(r)) < 0)
+			return -1;
+		if (ret == 1 || r->newfile)
+			return 0;
+	}
+	if (r->esize - r->egot > len)
+		return gck_set_error(r->ctx, GCK_EFORMAT, "corrupt image: "
+		    "entry '%.200s' is larger than a chunk", r->ename), -1;
+	while ((n = r_chunk(r, &p, len - got, &hole)) > 0) {
+		if (hole)
+			memset((char *)buf + got, 0, (size_t)n);
+		else
+			memcpy((char *)buf + got, p, (size_t)n);
+		got += (size_t)n;
+	}
+	if (n < 0)
+		return -1;
+	return (ssize_t)got;
+}
+
 /* Whether file name has been read already. */
 int
 gck_reader_file_seen(struct gck_reader *r, const char *name)

@@ -39,6 +39,7 @@ int	gck_reader_file(struct gck_reader *, char *, size_t, uint64_t *);
 ssize_t	gck_reader_file_read(struct gck_reader *, void *, size_t);
 ssize_t	gck_reader_file_chunk(struct gck_reader *, const void **, size_t,
 	    int *);
+ssize_t	gck_reader_file_entry(struct gck_reader *, void *, size_t);
 int	gck_reader_file_seen(struct gck_reader *, const char *);
 void	gck_reader_keep_raw(struct gck_reader *);
 int	gck_reader_spool(struct gck_reader *, int);

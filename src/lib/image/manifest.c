@@ -63,8 +63,11 @@ static json_t	*proc_json(const struct gck_proc *);
 static int	 proc_env(json_t *, const struct gck_proc *);
 static int	 pid_cmp(const void *, const void *);
 static json_t	*cuda_json(const struct gck_cuda_facts *);
+static json_t	*custom_json(const struct gck_cproc *);
 static int	 cuda_parse(struct gck_ctx *, struct gck_manifest *, json_t *);
 static int	 files_parse(struct gck_ctx *, struct gck_manifest *, json_t *);
+static int	 custom_parse(struct gck_ctx *, struct gck_mcproc *, json_t *);
+static int	 custom_check(struct gck_ctx *, const struct gck_manifest *);
 static json_t	*criu_json(const char *, unsigned int);
 static int	 criu_parse(struct gck_ctx *, struct gck_manifest *, json_t *);
 static int	 id_parse(struct gck_ctx *, struct gck_manifest *);
@@ -251,6 +254,30 @@ proc_json(const struct gck_proc *p)
  * The GPU section: the driver, the GPUs the processes use, and what each
  * process holds on each of them.
  */
+/*
+ * The device memory of p that went through custom storage: a file a GPU
+ * as the driver described them, with its size.
+ */
+static json_t *
+custom_json(const struct gck_cproc *p)
+{
+	json_t		*a;
+	char		 name[64];
+	unsigned int	 k;
+
+	if ((a = json_array()) == NULL)
+		return NULL;
+	for (k = 0; k < p->ndev; k++) {
+		gck_cuda_dev_file(name, sizeof name, p->pid, k);
+		if (json_array_append_new(a, json_pack("{s:s, s:I}", "file",
+		    name, "size", (json_int_t)p->devsize[k])) != 0) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
 static json_t *
 cuda_json(const struct gck_cuda_facts *cf)
 {
@@ -294,6 +321,12 @@ cuda_json(const struct gck_cuda_facts *cf)
 		}
 		p = json_pack("{s:i, s:s, s:o}", "pid", (int)cf->procs[i].pid,
 		    "comm", cf->procs[i].comm, "gpus", pg);
+		if (p != NULL && cf->procs[i].custom &&
+		    json_object_set_new(p, "custom_storage",
+		    custom_json(&cf->procs[i])) != 0) {
+			json_decref(p);
+			p = NULL;
+		}
 		json_array_append_new(procs, p);
 	}
 	c = json_pack("{s:i, s:s, s:s?, s:b, s:o, s:o}",
@@ -420,7 +453,10 @@ gck_manifest_build(struct gck_ctx *ctx, const struct gck_ptree *t,
 		goto out;
 	}
 	for (i = 0; i < nfiles; i++)
-		if (json_array_append_new(fl, json_pack("{s:s, s:I, s:b}",
+		if (json_array_append_new(fl, files[i].cuda ?
+		    json_pack("{s:s, s:I, s:b, s:b}", "name", files[i].name,
+		    "size", (json_int_t)files[i].size, "memory", 1, "cuda",
+		    1) : json_pack("{s:s, s:I, s:b}",
 		    "name", files[i].name, "size", (json_int_t)files[i].size,
 		    "memory", files[i].memory)) != 0) {
 			json_decref(procs);
@@ -515,7 +551,7 @@ files_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *fl)
 	json_int_t	 size;
 	const char	*name;
 	size_t		 i, pos[2] = { 0, 0 };
-	int		 memory;
+	int		 memory, cuda;
 
 	if (fl == NULL)
 		return GCK_OK;
@@ -523,13 +559,14 @@ files_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *fl)
 	    (m->files = json_object()) == NULL)
 		goto bad;
 	json_array_foreach(fl, i, f) {
-		memory = 0;
-		if (json_unpack(f, "{s:s, s:I, s?b}", "name", &name, "size",
-		    &size, "memory", &memory) != 0 || size < 0 ||
-		    !gck_criu_name_ok(name) ||
+		memory = cuda = 0;
+		if (json_unpack(f, "{s:s, s:I, s?b, s?b}", "name", &name,
+		    "size", &size, "memory", &memory, "cuda", &cuda) != 0 ||
+		    size < 0 || !gck_criu_name_ok(name) ||
+		    (cuda && !memory) ||
 		    json_object_get(m->files, name) != NULL ||
-		    json_object_set_new(m->files, name, json_pack("{s:I, s:b}",
-		    "size", size, "memory", memory)) != 0)
+		    json_object_set_new(m->files, name, json_pack("{s:I, s:b, "
+		    "s:b}", "size", size, "memory", memory, "cuda", cuda)) != 0)
 			goto bad;
 		pos[1] += !memory;
 	}
@@ -688,6 +725,92 @@ gck_manifest_file_size(const struct gck_manifest *m, const char *name)
 }
 
 /*
+ * The device memory of CUDA process cp that went through custom storage
+ * (NULL: none did): a file a GPU, named for its place.  Returns GCK_OK
+ * or a code.
+ */
+static int
+custom_parse(struct gck_ctx *ctx, struct gck_mcproc *cp, json_t *a)
+{
+	json_t		*d;
+	json_int_t	 size;
+	const char	*file;
+	char		 want[64];
+	size_t		 k;
+
+	if (a == NULL)
+		return GCK_OK;
+	if (!json_is_array(a) || json_array_size(a) > GCK_GPUS_MAX)
+		goto bad;
+	json_array_foreach(a, k, d) {
+		gck_cuda_dev_file(want, sizeof want, cp->pid, (unsigned int)k);
+		if (json_unpack(d, "{s:s, s:I}", "file", &file, "size",
+		    &size) != 0 || size < 0 || strcmp(file, want) != 0)
+			goto bad;
+		cp->devsize[k] = (uint64_t)size;
+	}
+	cp->custom = 1;
+	cp->ndev = (unsigned int)json_array_size(a);
+	return GCK_OK;
+bad:
+	return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: bad custom "
+	    "storage of CUDA process %d in the manifest", (int)cp->pid);
+}
+
+/*
+ * Every file of device memory the CUDA processes name is in the file
+ * list, as such, with its size; and the list has no other.
+ */
+static int
+custom_check(struct gck_ctx *ctx, const struct gck_manifest *m)
+{
+	const struct gck_mcproc	*cp;
+	const char		*name;
+	json_t			*v;
+	char			 file[64];
+	size_t			 i, n = 0, listed = 0;
+	unsigned int		 k;
+
+	for (i = 0; m->cuda != NULL && i < m->cuda->nprocs; i++) {
+		cp = &m->cuda->procs[i];
+		for (k = 0; cp->custom && k < cp->ndev; k++, n++) {
+			gck_cuda_dev_file(file, sizeof file, cp->pid, k);
+			if (m->files == NULL || (v = json_object_get(m->files,
+			    file)) == NULL || !json_is_true(json_object_get(v,
+			    "cuda")) || json_integer_value(json_object_get(v,
+			    "size")) != (json_int_t)cp->devsize[k])
+				return gck_set_error(ctx, GCK_EFORMAT,
+				    "corrupt image: the device memory of "
+				    "process %d, GPU %u, is not in the file "
+				    "list as the manifest gives it",
+				    (int)cp->pid, k);
+		}
+	}
+	if (m->files != NULL)
+		json_object_foreach(m->files, name, v)
+			listed += json_is_true(json_object_get(v, "cuda"));
+	if (listed != n)
+		return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: the file "
+		    "list has device memory no CUDA process names");
+	return GCK_OK;
+}
+
+/*
+ * Whether file name of the image holds device memory that went through
+ * custom storage: not criu's, restored once its process is.
+ */
+int
+gck_manifest_file_cuda(const struct gck_manifest *m, const char *name)
+{
+	json_t	*v;
+
+	if (m->files == NULL || (v = json_object_get(m->files, name)) ==
+	    NULL)
+		return 0;
+	return json_is_true(json_object_get(v, "cuda"));
+}
+
+/*
  * Whether the image's CRIU file name holds a process's memory pages,
  * which come after every other file.
  */
@@ -717,7 +840,7 @@ cuda_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *c)
 	json_int_t		 ver, idx, mem, pid;
 	const char		*uuid, *name, *cc, *pci, *comm;
 	size_t			 i, j, k;
-	int			 maj, min, n;
+	int			 maj, min, n, r;
 
 	if (c == NULL || json_is_null(c))
 		return GCK_OK;
@@ -791,6 +914,9 @@ cuda_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *c)
 				    "in the manifest", (long long)pid);
 		cp->pid = (pid_t)pid;
 		cp->comm = m->procs[j].comm;
+		if ((r = custom_parse(ctx, cp, json_object_get(e,
+		    "custom_storage"))) != GCK_OK)
+			return r;
 		json_array_foreach(pg, j, u) {
 			json_t	*jm = NULL;
 
@@ -952,7 +1078,8 @@ gck_manifest_parse(struct gck_ctx *ctx, const char *text, size_t len,
 	    (r = id_parse(ctx, m)) != GCK_OK ||
 	    (r = cuda_parse(ctx, m, json_object_get(m->root, "cuda"))) !=
 	    GCK_OK || (r = files_parse(ctx, m, json_object_get(m->root,
-	    "files"))) != GCK_OK || (r = criu_parse(ctx, m,
+	    "files"))) != GCK_OK || (r = custom_check(ctx, m)) != GCK_OK ||
+	    (r = criu_parse(ctx, m,
 	    json_object_get(m->root, "criu"))) != GCK_OK)
 		goto out;
 	*mp = m;

@@ -14,6 +14,7 @@ struct gck_imgfile {
 	const char	*name;
 	uint64_t	 size;
 	int		 memory;	/* a process's pages: streamed last */
+	int		 cuda;		/* memory: a GPU's, of custom storage */
 };
 
 char	*gck_manifest_build(struct gck_ctx *, const struct gck_ptree *,
@@ -34,6 +35,7 @@ int64_t	gck_manifest_file_pos(const struct gck_manifest *, const char *);
 int	gck_manifest_has_file_list(const struct gck_manifest *);
 int64_t	gck_manifest_file_size(const struct gck_manifest *, const char *);
 int	gck_manifest_file_memory(const struct gck_manifest *, const char *);
+int	gck_manifest_file_cuda(const struct gck_manifest *, const char *);
 uint64_t gck_manifest_memory_bytes(const struct gck_manifest *);
 int	gck_manifest_this_boot(const struct gck_manifest *);
 int	gck_manifest_proc_here(const struct gck_manifest *, size_t);

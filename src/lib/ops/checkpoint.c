@@ -86,6 +86,7 @@ struct ckpt {
 	enum gck_after			 after;
 	struct out			 out;
 	char				*work;
+	char				 spool[PATH_MAX];	/* of GPUs */
 	char				 imgdir[PATH_MAX];
 	char				 criuver[64];
 	char				 cudaver[16];
@@ -119,10 +120,15 @@ static int	out_open(struct gck_ctx *, const struct gck_ckpt_opts *,
 static int	out_commit(struct gck_ctx *, struct out *);
 static void	out_abort(struct out *);
 static enum gck_after out_after(const struct out *);
+struct devfile;
+static int	spooled_files(struct gck_ctx *, const struct gck_cuda_facts *,
+		    const struct gck_nsview *, const char *, struct devfile **,
+		    size_t *);
 static int	stream_image(struct gck_ctx *, const struct gck_ckpt_opts *,
 		    const char *, const struct gck_capture *,
 		    const struct gck_nsview *, int,
-		    const struct gck_parents *, struct gck_writer **);
+		    const struct gck_parents *, const struct devfile *, size_t,
+		    struct gck_writer **);
 static int	tree_restorable(struct gck_ctx *, const struct gck_ptree *,
 		    const struct gck_nsview *, pid_t);
 static int	tree_pidns(struct ckpt *);
@@ -130,6 +136,7 @@ static int	ckpt_preflight(struct ckpt *);
 static int	ckpt_stage(struct ckpt *);
 static int	ckpt_quiesce(struct ckpt *);
 static void	ckpt_cuda_facts(struct ckpt *);
+static void	ckpt_log_storage(const struct ckpt *);
 static int	ckpt_dump(struct ckpt *);
 static int	ckpt_commit(struct ckpt *);
 static int	snap_wanted(const struct ckpt *);
@@ -563,6 +570,68 @@ out:
 	return r;
 }
 
+/* Device memory that custom storage spooled, for the image. */
+struct devfile {
+	char		 name[64];	/* its file in the image */
+	char		 path[PATH_MAX];	/* the spool's */
+	uint64_t	 size;
+};
+
+/*
+ * Adds the device memory spooled in df, as memory: in chunks cut as a
+ * process's pages are (format 2), each its entry, or in parts.
+ */
+static int
+add_spooled(struct gck_ctx *ctx, struct gck_writer *w,
+    const struct devfile *df, char *buf, size_t cap)
+{
+	struct gck_chunker	 ck;
+	char			 ename[GCK_SNAME + 32];
+	uint64_t		 toread = df->size;
+	size_t			 have = 0, len;
+	unsigned		 part;
+	ssize_t			 n;
+	int			 fd, r = GCK_OK;
+
+	if ((fd = open(df->path, O_RDONLY | O_CLOEXEC)) == -1)
+		return gck_set_syserr(ctx, errno, "cannot open '%s': %s",
+		    df->path, strerror(errno));
+	gck_log(ctx, 2, "adding %s: %llu bytes of device memory", df->name,
+	    (unsigned long long)df->size);
+	gck_chunker_start(&ck);
+	for (part = 0; toread > 0 || have > 0; part++) {
+		while (have < cap && toread > 0) {
+			n = read(fd, buf + have, toread < cap - have ?
+			    (size_t)toread : cap - have);
+			if (n == -1 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				r = n == 0 ? gck_set_syserr(ctx, EIO, "'%s' "
+				    "is shorter than the device memory it "
+				    "holds", df->path) : gck_set_syserr(ctx,
+				    errno, "cannot read '%s': %s", df->path,
+				    strerror(errno));
+				goto out;
+			}
+			have += (size_t)n;
+			toread -= (uint64_t)n;
+		}
+		len = cap == GCK_CHUNK_SIZE ? gck_chunker_scan(&ck, buf, have) :
+		    have;
+		if (len == 0)
+			len = have;
+		gck_entry_name(ename, sizeof ename, df->name, part == 0 &&
+		    len == df->size ? -1 : (long)part);
+		if ((r = gck_writer_add_memory(w, ename, buf, len)) != GCK_OK)
+			goto out;
+		have -= len;
+		memmove(buf, buf + len, have);
+	}
+out:
+	close(fd);
+	return r;
+}
+
 /*
  * Writes the image but for its trailer: the manifest, the files criu
  * wrote that restore reads first (inventory.img first of all), then the
@@ -573,7 +642,7 @@ static int
 stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
     const char *manifest, const struct gck_capture *cap,
     const struct gck_nsview *ns, int fd, const struct gck_parents *parents,
-    struct gck_writer **wp)
+    const struct devfile *dev, size_t ndev, struct gck_writer **wp)
 {
 	const struct gck_sfile	*f;
 	struct gck_writer	*w = NULL;
@@ -624,6 +693,11 @@ stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 			if (r != GCK_OK)
 				goto out;
 		}
+	/* The device memory last: a restore needs the process first. */
+	for (i = 0; i < ndev; i++)
+		if ((r = add_spooled(ctx, w, &dev[i], buf[0], ps.chunk ?
+		    ps.chunk : part_size)) != GCK_OK)
+			goto out;
 	gck_writer_stats(w, &bytes, &holes);
 	gck_log(ctx, 1, "image: %llu bytes of CRIU data, %llu of them zero "
 	    "pages left as holes", (unsigned long long)bytes,
@@ -658,6 +732,7 @@ struct wstate {
 	const char			*criuver;
 	int				 shell_job;
 	const struct gck_cuda_facts	*cf;
+	const char			*spool;	/* of custom storage */
 	struct out			*out;
 	struct gck_nsview		*ns;	/* its PID namespace, not ours */
 	struct gck_mntns		*mnt;	/* its mount namespace */
@@ -699,6 +774,48 @@ cuda_view(struct gck_ctx *ctx, const struct gck_nsview *ns,
 }
 
 /*
+ * The device memory of cf's processes that custom storage spooled under
+ * spool, into *devp (free it), a file a GPU named as namespace ns sees
+ * the process.  Returns GCK_OK or a code.
+ */
+static int
+spooled_files(struct gck_ctx *ctx, const struct gck_cuda_facts *cf,
+    const struct gck_nsview *ns, const char *spool, struct devfile **devp,
+    size_t *np)
+{
+	const struct gck_cproc	*p;
+	struct devfile		*dev;
+	size_t			 i, n = 0;
+	unsigned int		 k;
+
+	*devp = NULL;
+	*np = 0;
+	for (i = 0; cf != NULL && i < cf->nprocs; i++)
+		n += cf->procs[i].custom ? cf->procs[i].ndev : 0;
+	if (n == 0)
+		return GCK_OK;
+	if ((dev = calloc(n, sizeof *dev)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	for (i = 0, n = 0; i < cf->nprocs; i++) {
+		p = &cf->procs[i];
+		for (k = 0; p->custom && k < p->ndev; k++, n++) {
+			gck_cuda_dev_file(dev[n].name, sizeof dev[n].name,
+			    gck_nsview_local(ns, p->pid), k);
+			if (gck_cuda_spool_path(spool, p->pid, k, dev[n].path,
+			    sizeof dev[n].path) == -1) {
+				free(dev);
+				return gck_set_error(ctx, GCK_EINVAL, "the "
+				    "spool's name is too long");
+			}
+			dev[n].size = p->devsize[k];
+		}
+	}
+	*devp = dev;
+	*np = n;
+	return GCK_OK;
+}
+
+/*
  * Writes the image while criu still holds the tree, every process
  * stopped where it was dumped; only its trailer is left, to be written
  * once criu has finished well.  The image records the tree as its PID
@@ -714,10 +831,11 @@ write_image(void *arg)
 	struct gck_cuda_facts		 cfview;
 	const struct gck_cuda_facts	*cf;
 	struct gck_cproc		*cps = NULL;
+	struct devfile			*dev = NULL;
 	char				*manifest = NULL;
 	json_t				*parent = NULL, *mounts = NULL;
 	uint64_t			 dropped;
-	size_t				 i, n, nghosts, nnamed;
+	size_t				 i, n, nghosts, nnamed, ndev = 0;
 	int				 r;
 
 	if ((r = gck_ptree_scan(ctx, w->o->pid, &t)) != GCK_OK ||
@@ -760,7 +878,10 @@ write_image(void *arg)
 		goto out;
 	w->dropped = dropped;
 	n = gck_capture_nfiles(w->cap);
-	if ((files = calloc(n + 1, sizeof *files)) == NULL) {
+	if ((r = spooled_files(ctx, w->cf, w->ns, w->spool, &dev, &ndev)) !=
+	    GCK_OK)
+		goto out;
+	if ((files = calloc(n + ndev + 1, sizeof *files)) == NULL) {
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -769,6 +890,13 @@ write_image(void *arg)
 		files[i].size = gck_capture_file(w->cap, i)->size;
 		files[i].memory = gck_capture_file(w->cap, i)->pages;
 	}
+	for (i = 0; i < ndev; i++) {
+		files[n + i].name = dev[i].name;
+		files[n + i].size = dev[i].size;
+		files[n + i].memory = 1;
+		files[n + i].cuda = 1;
+	}
+	n += ndev;
 	gck_nsview_tree(w->ns, t);
 	if (w->parents != NULL && (parent = gck_parents_json(w->parents)) ==
 	    NULL) {
@@ -790,9 +918,10 @@ write_image(void *arg)
 	    "read" : "writing image");
 	gck_meter_stage(ctx, w->so != w->o ? "stopped" : "writing", 0);
 	r = stream_image(ctx, w->so, manifest, w->cap, w->ns, w->out->fd,
-	    w->parents, &w->w);
+	    w->parents, dev, ndev, &w->w);
 out:
 	gck_ptree_free(t);
+	free(dev);
 	free(cps);
 	free(files);
 	free(manifest);
@@ -1157,10 +1286,43 @@ ckpt_quiesce(struct ckpt *c)
 	    (r = gck_check_interrupt(ctx)) != GCK_OK)
 		return r;
 	gck_cuda_usage(c->cu, c->gpus, c->ngpus, c->cp, c->ncp);
+	/*
+	 * Where the driver has custom storage, device memory goes into
+	 * spool files of ours, beside the work directory, rather than into
+	 * the processes' host memory.
+	 */
+	if (!c->o->gpu_staging && gck_cuda_storage(c->cu)) {
+		snprintf(c->spool, sizeof c->spool, "%s" GCK_SPOOL_SUFFIX,
+		    c->work);
+		if ((r = gck_cuda_store_out(ctx, c->cu, c->cp, c->ncp,
+		    c->spool)) != GCK_OK) {
+			c->spool[0] = '\0';
+			return r;
+		}
+	}
 	if ((r = gck_cuda_step(ctx, c->cu, c->cp, c->ncp, GCK_CS_CHECKPOINT,
 	    0)) != GCK_OK)
 		return r;
+	ckpt_log_storage(c);
 	return gck_check_interrupt(ctx);
+}
+
+/* Says which way each process's device memory went. */
+static void
+ckpt_log_storage(const struct ckpt *c)
+{
+	size_t	i;
+
+	for (i = 0; i < c->ncp; i++)
+		if (c->cp[i].custom)
+			gck_log(c->ctx, 1, "process %d: device memory of %u "
+			    "GPU%s through custom storage", (int)c->cp[i].pid,
+			    c->cp[i].ndev, c->cp[i].ndev == 1 ? "" : "s");
+		else if (c->cp[i].refused)
+			gck_log(c->ctx, 1, "process %d: the driver would not "
+			    "take custom storage (%s): device memory through "
+			    "its host memory", (int)c->cp[i].pid,
+			    gck_cuda_errname(c->cu, c->cp[i].refused));
 }
 
 /* What the manifest says of the CUDA processes, in c->cf. */
@@ -1222,6 +1384,7 @@ ckpt_dump(struct ckpt *c)
 	if (c->ncp > 0) {
 		ckpt_cuda_facts(c);
 		w.cf = &c->cf;
+		w.spool = c->spool;
 	}
 	/*
 	 * criu leaves the TCP connections it dumps frozen (in repair mode,
@@ -1429,6 +1592,8 @@ ckpt_free(struct ckpt *c)
 	 * settled: killed in between, we leave it to the guard.
 	 */
 	gck_rmtree(c->work);
+	if (c->spool[0] != '\0')
+		gck_rmtree(c->spool);
 	gck_guard_free(c->guard);
 	gck_cuda_close(c->cu);
 	free(c->cp);

@@ -314,8 +314,10 @@ proc_gpus(const struct mix *x, json_int_t pid)
 		if (json_unpack(g, "{s:s}", "uuid", &uuid) != 0)
 			continue;
 		mem = jint(g, "memory");
-		o = json_pack("{s:s, s:o}", "uuid", uuid, "memory",
-		    jsize(mem));
+		/* custom: the driver mapped it to gpuckpt, which copied it */
+		o = json_pack("{s:s, s:o, s:s}", "uuid", uuid, "memory",
+		    jsize(mem), "storage", json_is_array(json_object_get(p,
+		    "custom_storage")) ? "custom" : "host");
 		if (o != NULL && (mg = json_object_get(x->gpus, uuid)) !=
 		    NULL) {
 			jset(o, "index", jcopy(mg, "index"));

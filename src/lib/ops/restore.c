@@ -72,6 +72,9 @@ struct rst {
 	struct gck_cuda			*cu;
 	struct gck_cproc		*cp;
 	size_t				 ncp;
+	char				 at[GCK_NAME_MAX + 1];	/* the file
+						   the image is at after
+						   criu: device memory */
 	int				 devs[GCK_GPUS_MAX][2];	/* each GPU's
 					   device node minor, there and here */
 	size_t				 ndevs;
@@ -154,6 +157,21 @@ gpu_preflight(struct gck_ctx *ctx, const struct gck_manifest *m,
 	if ((r = gck_cuda_init(ctx, *cup)) != GCK_OK ||
 	    (r = gck_cuda_devices(ctx, *cup, 1, &host, &nhost)) != GCK_OK)
 		goto out;
+	/*
+	 * Device memory that went through custom storage is not in the
+	 * process's host memory, where a driver without it would look.
+	 */
+	for (i = 0; i < mc->nprocs; i++)
+		if (mc->procs[i].custom && !gck_cuda_storage(*cup)) {
+			gck_cuda_version_string(gck_cuda_version(*cup), ver,
+			    sizeof ver);
+			r = gck_set_error(ctx, GCK_ECUDA, "cannot restore: "
+			    "the device memory of process %d ('%s') went "
+			    "through custom storage, which needs CUDA 13.4 "
+			    "(driver API 13040) or newer; this driver is %s",
+			    (int)mc->procs[i].pid, mc->procs[i].comm, ver);
+			goto out;
+		}
 	if ((r = gck_gpumap_plan(ctx, mc, host, nhost, map, dst, &remap)) !=
 	    GCK_OK)
 		goto out;
@@ -190,6 +208,10 @@ gpu_preflight(struct gck_ctx *ctx, const struct gck_manifest *m,
 		cp[i].pid = mc->procs[i].pid;
 		snprintf(cp[i].comm, sizeof cp[i].comm, "%s",
 		    mc->procs[i].comm);
+		cp[i].custom = mc->procs[i].custom;
+		cp[i].ndev = mc->procs[i].ndev;
+		memcpy(cp[i].devsize, mc->procs[i].devsize,
+		    sizeof cp[i].devsize);
 		for (g = 0; remap && g < mc->ngpus; g++) {
 			if (!(mc->procs[i].gpus & 1ULL << g))
 				continue;
@@ -547,6 +569,9 @@ rst_restore(struct rst *st)
 	    st->dfd == -1 ? &stream : NULL, st->ns ? &st->nsinfo : NULL,
 	    st->guard, &st->keeper, &st->restored)) != GCK_OK)
 		return r;
+	if (st->srv != NULL && gck_serve_file(st->srv) != NULL)
+		snprintf(st->at, sizeof st->at, "%s",
+		    gck_serve_file(st->srv));
 	if ((st->ns || whole(st)) && (r = ns_pids(st)) != GCK_OK)
 		return r;
 	/*
@@ -1038,19 +1063,170 @@ rst_fill(struct rst *st)
 	if ((r = gck_reader_set_frames(st->rd, at, zsize, nf)) != GCK_OK)
 		return r;
 	gck_fill_arm(st->fill, st->pids);
-	for (;;) {
+	/* The device memory after it waits for the GPUs' restore. */
+	snprintf(name, sizeof name, "%s", st->at);
+	while (!gck_manifest_file_cuda(st->m, name)) {
 		while ((n = gck_reader_file_chunk(st->rd, &p, SIZE_MAX,
 		    &hole)) > 0)
 			;
 		if (n < 0)
 			return st->ctx->code;
 		if ((r = gck_reader_file(st->rd, name, sizeof name, &size)) ==
-		    1)
+		    1) {
+			name[0] = '\0';
 			break;
+		}
 		if (r != GCK_OK)
 			return r;
 	}
+	snprintf(st->at, sizeof st->at, "%s", name);
 	return gck_fill_finish(st->fill);
+}
+
+/* Where the GPUs' restore takes device memory from (image_src()). */
+struct isrc {
+	struct rst	*st;
+	pid_t		 pid;		/* the process, as the image has it */
+	char		 want[64];	/* the file wanted, if open */
+	int		 fd;		/* of that file, extracted */
+	char		*buf;		/* an entry, checked */
+	size_t		 len, off, cap;
+	char		 msg[GCK_ERRMAX];	/* why it failed */
+};
+
+/*
+ * The next piece of device memory of GPU k of process p: from the files
+ * extracted (all checked), or from the image as it is read, an entry
+ * at a time, each checked before any of it is given.
+ */
+static ssize_t
+image_src(void *arg, struct gck_ctx *unused, const struct gck_cproc *p,
+    unsigned int k, void *buf, size_t len)
+{
+	struct isrc	*is = arg;
+	struct rst	*st = is->st;
+	char		 want[64], name[GCK_NAME_MAX + 1];
+	uint64_t	 size;
+	ssize_t		 n;
+	int		 r;
+
+	(void)unused;
+	(void)p;
+	gck_cuda_dev_file(want, sizeof want, is->pid, k);
+	if (strcmp(want, is->want) != 0) {
+		/* The file of the next GPU. */
+		if (is->fd != -1)
+			close(is->fd);
+		is->fd = -1;
+		is->len = is->off = 0;
+		if (st->dfd != -1) {
+			if ((is->fd = openat(st->dfd, want, O_RDONLY |
+			    O_CLOEXEC | O_NOFOLLOW)) == -1) {
+				gck_set_syserr(st->ctx, errno, "cannot open "
+				    "'%s' of the image: %s", want,
+				    strerror(errno));
+				goto failed;
+			}
+		} else {
+			if (st->at[0] == '\0') {
+				r = gck_reader_file(st->rd, name, sizeof name,
+				    &size);
+				if (r == 1)
+					snprintf(name, sizeof name, "its end");
+				else if (r != GCK_OK)
+					goto failed;
+			} else
+				snprintf(name, sizeof name, "%s", st->at);
+			st->at[0] = '\0';
+			if (strcmp(name, want) != 0) {
+				gck_set_error(st->ctx, GCK_EFORMAT, "corrupt "
+				    "image: '%s' where the device memory "
+				    "'%s' should be", name, want);
+				goto failed;
+			}
+		}
+		snprintf(is->want, sizeof is->want, "%s", want);
+	}
+	if (is->fd != -1) {
+		do
+			n = read(is->fd, buf, len);
+		while (n == -1 && errno == EINTR);
+		if (n == -1) {
+			gck_set_syserr(st->ctx, errno, "cannot read '%s' of the "
+			    "image: %s", want, strerror(errno));
+			goto failed;
+		}
+		return n;
+	}
+	if (is->off == is->len) {
+		is->off = 0;
+		if ((n = gck_reader_file_entry(st->rd, is->buf, is->cap)) < 0)
+			goto failed;
+		is->len = (size_t)n;
+		if (n == 0)
+			return 0;
+	}
+	n = (ssize_t)(is->len - is->off < len ? is->len - is->off : len);
+	memcpy(buf, is->buf + is->off, (size_t)n);
+	is->off += (size_t)n;
+	return n;
+failed:
+	snprintf(is->msg, sizeof is->msg, "%s", st->ctx->msg);
+	return -1;
+}
+
+/*
+ * The CUDA processes whose device memory went through custom storage,
+ * one after the other in the image's order, onto their GPUs; then the
+ * rest of the image, up to its trailer.  Returns GCK_OK or a code.
+ */
+static int
+rst_custom(struct rst *st)
+{
+	const struct gck_mcuda	*mc = gck_manifest_cuda(st->m);
+	struct isrc		 is;
+	char			 name[GCK_NAME_MAX + 1];
+	uint64_t		 size;
+	size_t			 i, n = 0;
+	int			 r = GCK_OK;
+
+	for (i = 0; i < st->ncp; i++)
+		n += st->cp[i].custom;
+	if (n == 0)
+		return GCK_OK;
+	memset(&is, 0, sizeof is);
+	is.st = st;
+	is.fd = -1;
+	/* (format 2 cuts device memory in chunks; 1, in parts) */
+	is.cap = gck_manifest_format(st->m) > 1 ? GCK_CHUNK_SIZE :
+	    GCK_PART_MAX;
+	if ((is.buf = malloc(is.cap)) == NULL)
+		return gck_set_error(st->ctx, GCK_ENOMEM, "out of memory");
+	for (i = 0; i < st->ncp && r == GCK_OK; i++) {
+		if (!st->cp[i].custom)
+			continue;
+		is.pid = mc->procs[i].pid;
+		is.msg[0] = '\0';
+		gck_log(st->ctx, 1, "process %d: device memory of %u GPU%s "
+		    "through custom storage", (int)st->cp[i].pid,
+		    st->cp[i].ndev, st->cp[i].ndev == 1 ? "" : "s");
+		if ((r = gck_cuda_store_in(st->ctx, st->cu, &st->cp[i],
+		    image_src, &is)) != GCK_OK && is.msg[0] != '\0')
+			/* What the image said, rather than the GPU's step. */
+			r = gck_set_error(st->ctx, r, "%s", is.msg);
+	}
+	if (is.fd != -1)
+		close(is.fd);
+	free(is.buf);
+	if (r != GCK_OK || st->dfd != -1)
+		return r;
+	/* Nothing but the trailer may follow. */
+	if ((r = gck_reader_file(st->rd, name, sizeof name, &size)) == 1)
+		return GCK_OK;
+	if (r == GCK_OK)
+		r = gck_set_error(st->ctx, GCK_EFORMAT, "corrupt image: '%s' "
+		    "after the device memory", name);
+	return r;
 }
 
 /*
@@ -1072,7 +1248,8 @@ rst_run(struct rst *st)
 	gck_pids_signal(st->pids, st->n, SIGCONT);
 	/* Its process groups need a parent in their session no more. */
 	gck_keeper_release(st->keeper);
-	if ((r = gck_cuda_step(st->ctx, st->cu, st->cp, st->ncp,
+	if ((r = rst_custom(st)) != GCK_OK ||
+	    (r = gck_cuda_step(st->ctx, st->cu, st->cp, st->ncp,
 	    GCK_CS_RESTORE, 0)) != GCK_OK ||
 	    (r = gck_cuda_step(st->ctx, st->cu, st->cp, st->ncp,
 	    GCK_CS_UNLOCK, 0)) != GCK_OK)
