@@ -208,7 +208,8 @@ test_expect_success 'gpuinspect shows the GPUs and what each process holds' '
 	total = 0
 	for p in d["processes"]:
 	    want = [{"uuid": g["uuid"], "memory": g["memory"],
-	             "index": idx[g["uuid"]], "name": "NVIDIA H100 80GB HBM3"}
+	             "index": idx[g["uuid"]], "name": "NVIDIA H100 80GB HBM3",
+	             "storage": "host"}
 	            for g in held.get(p["pid"], [])]
 	    assert p["gpus"] == want, (p["pid"], p["gpus"], want)
 	    total += sum(g["memory"] for g in want)
@@ -222,7 +223,7 @@ test_expect_success 'gpuinspect shows the GPUs and what each process holds' '
 	        (g["index"], g["uuid"]), out, re.M), out
 	for pid in pids:
 	    mem = held[pid][0]["memory"]
-	    assert re.search(r"^       pid %d \(\S+\): %.1f MiB$" %
+	    assert re.search(r"^       pid %d \(\S+\): %.1f MiB, host memory$" %
 	        (pid, mem / 1048576), out, re.M), (pid, out)
 	    assert re.search(r"^ *%d .* %.1f MiB  \S" % (pid, mem / 1048576),
 	        out, re.M), (pid, out)

@@ -58,6 +58,7 @@ static const struct option longopts[] = {
 	{ "format",		required_argument,	NULL,	'f' },
 	{ "full-every",		required_argument,	NULL,	'M' },
 	{ "ghost-limit",	required_argument,	NULL,	'G' },
+	{ "gpu-staging",	no_argument,		NULL,	'g' },
 	{ "help",		no_argument,		NULL,	'h' },
 	{ "keep",		required_argument,	NULL,	'N' },
 	{ "kill",		no_argument,		NULL,	'k' },
@@ -102,11 +103,11 @@ static int	checkpoint_tree(const struct args *);
 static const char synopsis[] =
     "usage: gpuckpt [-hkqRsVv] [-c zstd[:LEVEL]|none] [--ext-unix-sk] "
     "[--file-locks]\n"
-    "               [--format 1|2|3] [--ghost-limit size] "
-    "[--lock-timeout seconds]\n"
-    "               [-o file] [--parent image] [--sign key] "
-    "[--stats[=text|json]]\n"
-    "               [--tcp-close | --tcp-established] [--threads n] -p pid\n"
+    "               [--format 1|2|3] [--ghost-limit size] [--gpu-staging]\n"
+    "               [--lock-timeout seconds] [-o file] [--parent image] "
+    "[--sign key]\n"
+    "               [--stats[=text|json]] [--tcp-close | --tcp-established]\n"
+    "               [--threads n] -p pid\n"
     "       gpuckpt --series dir [--count n] [--every seconds] "
     "[--full-every n]\n"
     "               [--keep n] [options] -p pid\n"
@@ -121,6 +122,10 @@ static const char help[] =
     "  -p, --pid=PID            the process tree to checkpoint (required)\n"
     "      --lock-timeout=SECS  wait so long for each CUDA process's lock "
     "(10)\n"
+    "      --gpu-staging        move device memory through the processes' "
+    "host\n"
+    "                           memory, even where the driver has custom "
+    "storage\n"
     "\n"
     "The image:\n"
     "  -o, --output=FILE        write the image to FILE, - for standard "
@@ -566,6 +571,9 @@ parse_args(struct args *a, int argc, char *argv[])
 			break;
 		case 'h':
 			usage(0);
+		case 'g':
+			o->gpu_staging = 1;
+			break;
 		case 'L':
 			if ((ms = tool_seconds(optarg, "lock timeout",
 			    3600)) == -1)

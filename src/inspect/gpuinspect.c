@@ -474,11 +474,13 @@ show_gpus(json_t *d)
 			json_array_foreach(json_object_get(p, "gpus"), l, pg)
 				if (strcmp(str(pg, "uuid"), str(g, "uuid")) ==
 				    0)
-					printf("       pid %lld (%s): %s\n",
-					    (long long)num(p, "pid"),
+					printf("       pid %lld (%s): %s, "
+					    "%s\n", (long long)num(p, "pid"),
 					    str(p, "comm"), size_str(
 					    json_object_get(pg, "memory"),
-					    b, sizeof b));
+					    b, sizeof b), strcmp(str(pg,
+					    "storage"), "custom") == 0 ?
+					    "custom storage" : "host memory");
 	}
 }
 

@@ -1,0 +1,368 @@
+#!/bin/sh
+test_description='device memory through the driver'"'"'s custom storage (CUDA 13.4)'
+. "$GCK_SRCDIR/lib.sh"
+
+require_criu
+require_python
+
+FAKECUDA_DIR=$TRASH/fake
+GPUCKPT_LIBCUDA=$GCK_TESTDIR/fakecuda/libcuda.so.1
+GPUCKPT_LIBNVML=$GCK_TESTDIR/fakecuda/libnvidia-ml.so.1
+FAKECUDA_CALL_TIMEOUT_MS=20000
+export FAKECUDA_DIR GPUCKPT_LIBCUDA GPUCKPT_LIBNVML FAKECUDA_CALL_TIMEOUT_MS
+FAKECTL=$GCK_TESTDIR/fakecuda/fakectl
+CUDAWORK=$GCK_TESTDIR/cudawork
+PLAINWORK=$WORKLOAD
+F=$FAKECUDA_DIR
+A=GPU-aaaaaaaa-1111-4000-8000-000000000001
+B=GPU-bbbbbbbb-1111-4000-8000-000000000002
+GIB=1073741824
+MIB=1048576
+
+mkdir -p "$F/inject" "$F/delay" || exit 1
+printf '%s 9.0 %s 0000:01:00.0 NVIDIA H100 80GB HBM3\n' $A $GIB >"$F/gpus"
+printf '%s 9.0 %s 0000:02:00.0 NVIDIA H100 80GB HBM3\n' $B $GIB >>"$F/gpus"
+# a driver of CUDA 13.4
+drv134() { echo "13040 595.45.04" >"$F/driver"; }
+drv130() { echo "13000 580.65.06" >"$F/driver"; }
+drv134
+
+started=
+test_cleanup() {
+	test -n "$started" && kill_tree $started >/dev/null 2>&1
+	:
+}
+
+cuda_start() {
+	WORKLOAD=$CUDAWORK
+	LD_LIBRARY_PATH=$GCK_TESTDIR/fakecuda
+	export LD_LIBRARY_PATH
+	start_workload "$@"
+	_st=$?
+	unset LD_LIBRARY_PATH
+	WORKLOAD=$PLAINWORK
+	test $_st -eq 0 || return 1
+	started="$started $WPID"
+	WPIDS="$WPID $(proc_descendants $WPID)"
+	WDEVS=$(sed -n 's/^ready .*devs=\([^ ]*\).*/\1/p' "$WSTATUS")
+}
+
+states() {
+	for _p in $WPIDS; do
+		_s=$("$FAKECTL" state $_p) || return 1
+		if test "$_s" != "$1"; then
+			echo >&2 "process $_p is $_s, not $1"
+			return 1
+		fi
+	done
+}
+
+# running_on: the tree runs on, RUNNING, its device memory as it was,
+# its counters moving on, and nothing of ours is left behind.
+running_on() {
+	for _p in $WPIDS; do proc_running $_p || return 1; done &&
+	states RUNNING &&
+	verify_workload $WPID &&
+	_c=$VCOUNTER &&
+	sleep 0.3 &&
+	verify_workload $WPID &&
+	test $VCOUNTER -gt $_c &&
+	grep "^verify ok" "$WSTATUS" | tail -n 1 | grep " devs=$WDEVS\$" &&
+	test -z "$(ls -A "$TMPDIR")"
+}
+
+# anon_kb PID: the private anonymous memory process PID has, in kB.
+anon_kb() {
+	awk '/^RssAnon:/ { print $2 }' /proc/$1/status
+}
+
+# A criu that notes, before it dumps, the private anonymous memory of
+# each process it is to dump (criu dump -t PID: the tree of PID).
+cat >rsscriu <<EOF
+#!/bin/sh
+case " \$* " in
+*" dump "*)
+	t=\$(echo " \$* " | sed -n 's/.* -t \([0-9]*\) .*/\1/p')
+	for p in \$t \$(cat /proc/\$t/task/*/children 2>/dev/null); do
+		echo "\$p \$(awk '/^RssAnon:/ { print \$2 }' /proc/\$p/status)"
+	done >>"$TRASH/rss.log" ;;
+esac
+exec "$CRIU" "\$@"
+EOF
+chmod +x rsscriu
+
+# manifest IMAGE: its manifest, into file manifest.
+manifest() {
+	zstd -qdc "$1" 2>/dev/null | tar -xO gpuckpt.json >manifest ||
+	tar -xOf "$1" gpuckpt.json >manifest
+}
+
+test_expect_success 'checkpoint: device memory through custom storage, not the host memory of the process' '
+	cuda_start w1 -n 2 -m 64 -d 0,1 &&
+	for p in $WPIDS; do anon_kb $p; done >rss.before &&
+	: >"$F/log" && : >rss.log &&
+	GCK_CRIU="$TRASH/rsscriu" "$GCKPT" -v -p $WPID -o img.gck >out 2>err &&
+	for p in $WPIDS; do wait_gone $p || exit 1; done &&
+	test_must_be_empty out &&
+	for p in $WPIDS; do
+		grep "^gpuckpt: process $p: device memory of 1 GPU through custom storage\$" err || exit 1
+	done &&
+	# no process held more than 8 MiB more than before when criu came
+	set -- $(cat rss.before) &&
+	for p in $WPIDS; do
+		now=$(awk -v p=$p "\$1 == p { print \$2 }" rss.log) &&
+		echo "process $p: RssAnon $1 kB before, $now kB at the dump" &&
+		test -n "$now" && test $now -lt $(($1 + 8192)) || exit 1
+		shift
+	done &&
+	test -z "$(ls -A "$TMPDIR")"
+'
+
+test_expect_success 'the manifest names the files of device memory, after criu'"'"'s' '
+	manifest img.gck &&
+	zstd -qdc img.gck | tar -t >list &&
+	python3 - $WPIDS <<-\EOF
+	import json, sys
+	pids = [int(p) for p in sys.argv[1:]]
+	m = json.load(open("manifest"))
+	procs = {p["pid"]: p for p in m["cuda"]["processes"]}
+	files = {f["name"]: f for f in m["files"]}
+	for pid in pids:
+	    cs = procs[pid]["custom_storage"]
+	    assert len(cs) == 1, cs
+	    f = cs[0]
+	    assert f["file"] == "cuda-%d-0.mem" % pid, f
+	    # 64 MiB and the page of the counter
+	    assert 64 << 20 <= f["size"] < 65 << 20, f
+	    assert files[f["file"]]["memory"] is True
+	    assert files[f["file"]]["cuda"] is True
+	    assert files[f["file"]]["size"] == f["size"]
+	names = [l.strip() for l in open("list")]
+	crit = [i for i, n in enumerate(names) if n.startswith("criu/") and
+	        not n.startswith("criu/cuda-")]
+	dev = [i for i, n in enumerate(names) if n.startswith("criu/cuda-")]
+	assert dev and max(crit) < min(dev), names
+	# the processes'"'"' own pages hold none of it: far less than 64 MiB
+	pages = sum(f["size"] for f in m["files"] if f["memory"] and
+	            not f.get("cuda"))
+	assert pages < 16 << 20, pages
+	EOF
+'
+
+test_expect_success 'gpuinspect shows which way each process'"'"'s device memory went' '
+	"$GCKINSPECT" img.gck >summary &&
+	for p in $WPIDS; do
+		grep "^       pid $p (cudawork): 64.0 MiB, custom storage\$" summary || exit 1
+	done &&
+	"$GCKINSPECT" --json img.gck >doc &&
+	python3 -c "
+import json
+d = json.load(open(\"doc\"))
+s = [g[\"storage\"] for p in d[\"processes\"] for g in p[\"gpus\"]]
+assert s == [\"custom\", \"custom\"], s
+"
+'
+
+test_expect_success 'restore from the file: back onto the GPUs through custom storage' '
+	: >"$F/log" &&
+	"$GCKRESTORE" -v img.gck >out 2>err &&
+	echo $WPID >expect &&
+	test_cmp expect out &&
+	for p in $WPIDS; do
+		grep "process $p: device memory of 1 GPU through custom storage\$" err || exit 1
+	done &&
+	running_on
+'
+
+test_expect_success 'cat IMAGE | gpurestore: from a stream' '
+	"$GCKPT" -p $WPID -o img2.gck 2>err &&
+	for p in $WPIDS; do wait_gone $p || exit 1; done &&
+	cat img2.gck | "$GCKRESTORE" >out 2>err &&
+	test_cmp expect out &&
+	test_must_be_empty err &&
+	running_on
+'
+
+test_expect_success 'gpuckpt | gpurestore on one host' '
+	"$GCKPT" -p $WPID 2>ck.err | "$GCKRESTORE" >out 2>err &&
+	test_must_be_empty ck.err &&
+	test_must_be_empty err &&
+	test_cmp expect out &&
+	running_on
+'
+
+test_expect_success 'a snapshot (-R) through custom storage leaves them running' '
+	"$GCKPT" -R -p $WPID -o snap.gck 2>err &&
+	test_must_be_empty err &&
+	running_on &&
+	manifest snap.gck &&
+	grep -q custom_storage manifest
+'
+
+test_expect_success '--parent: the device memory that did not change is referred to' '
+	"$GCKPT" -R --parent snap.gck -p $WPID -o incr.gck 2>err &&
+	test_must_be_empty err &&
+	full=$(wc -c <snap.gck) && incr=$(wc -c <incr.gck) &&
+	echo "full $full, incremental $incr bytes" &&
+	test $incr -lt $((full / 4)) &&
+	running_on &&
+	"$GCKPT" -p $WPID -o last.gck --parent snap.gck 2>err &&
+	for p in $WPIDS; do wait_gone $p || exit 1; done &&
+	"$GCKRESTORE" --parent snap.gck last.gck >out 2>err &&
+	test_cmp expect out &&
+	running_on &&
+	rm -f incr.gck last.gck img2.gck
+'
+
+test_expect_success 'a damaged chunk of device memory is refused' '
+	"$GCKPT" -c none -p $WPID -o raw.gck 2>err &&
+	for p in $WPIDS; do wait_gone $p || exit 1; done &&
+	python3 - <<-\EOF
+	import tarfile
+	t = tarfile.open("raw.gck")
+	m = [x for x in t.getmembers() if x.name.startswith("criu/cuda-")
+	     and x.size > 8192][0]
+	t.close()
+	f = open("raw.gck", "r+b")
+	f.seek(m.offset_data + 4096)
+	b = f.read(1)
+	f.seek(m.offset_data + 4096)
+	f.write(bytes([b[0] ^ 0xff]))
+	f.close()
+	EOF
+	test_status 1 "$GCKRESTORE" raw.gck >out 2>err &&
+	test_line_count err 1 &&
+	test_grep "^gpurestore: corrupt image: checksum mismatch in .*cuda-" err &&
+	for p in $WPIDS; do proc_gone $p || exit 1; done &&
+	test -z "$(ls -A "$TMPDIR")" &&
+	rm raw.gck
+'
+
+test_expect_success 'the image restores once more after that' '
+	"$GCKRESTORE" img.gck >out 2>err &&
+	test_cmp expect out &&
+	running_on
+'
+
+test_expect_success 'a copy failing between the map and the complete call leaves them running' '
+	echo CUDA_ERROR_ILLEGAL_ADDRESS >"$F/inject/dtoh" &&
+	test_status 1 "$GCKPT" -p $WPID -o bad.gck >out 2>err &&
+	rm "$F/inject/dtoh" &&
+	test_line_count err 1 &&
+	test_grep "^gpuckpt: process [0-9]* (.cudawork.): GPU checkpoint failed: CUDA_ERROR_ILLEGAL_ADDRESS.*; process tree $WPID left running\$" err &&
+	test ! -e bad.gck &&
+	running_on
+'
+
+test_expect_success 'a criu failure after the complete call: the memory comes back from the spool' '
+	fake_criu fail-after &&
+	: >"$F/log" &&
+	test_status 1 env GCK_CRIU="$TRASH/fakecriu" \
+	    "$GCKPT" -p $WPID -o bad.gck >out 2>err &&
+	test_grep "criu dump.*injected failure.*; process tree $WPID left running\$" err &&
+	test ! -e bad.gck &&
+	running_on
+'
+
+test_expect_success 'SIGKILL of gpuckpt after the complete call: its guard brings them back from the spool' '
+	fake_criu slow &&
+	{ env GCK_CRIU="$TRASH/fakecriu" "$GCKPT" -p $WPID -o bad.gck \
+	    >out 2>err & } &&
+	gpid=$! &&
+	i=0 &&
+	until test -n "$(ls "$TMPDIR"/*.gpu 2>/dev/null)" &&
+	    states CHECKPOINTED 2>/dev/null || test $i -gt 100; do
+		i=$((i + 1))
+		sleep 0.1
+	done &&
+	states CHECKPOINTED &&
+	sleep 0.5 &&
+	kill -KILL $gpid &&
+	wait $gpid;
+	i=0 &&
+	until states RUNNING 2>/dev/null || test $i -gt 150; do
+		i=$((i + 1))
+		sleep 0.1
+	done &&
+	i=0 &&
+	while test -n "$(ls -A "$TMPDIR")" && test $i -lt 100; do
+		i=$((i + 1))
+		sleep 0.1
+	done &&
+	running_on &&
+	test ! -e bad.gck
+'
+
+test_expect_success 'a process the driver will not take that way goes through its host memory' '
+	victim=$(echo $WPIDS | cut -d" " -f2) &&
+	echo CUDA_ERROR_NOT_SUPPORTED >"$F/inject/storage.$victim" &&
+	"$GCKPT" -v -p $WPID -o mixed.gck >out 2>err &&
+	rm "$F/inject/storage.$victim" &&
+	for p in $WPIDS; do wait_gone $p || exit 1; done &&
+	test_grep "^gpuckpt: process $victim: the driver would not take custom storage (CUDA_ERROR_NOT_SUPPORTED): device memory through its host memory\$" err &&
+	test_grep "^gpuckpt: process $WPID: device memory of 1 GPU through custom storage\$" err &&
+	manifest mixed.gck &&
+	python3 - $WPID $victim <<-\EOF
+	import json, sys
+	root, victim = int(sys.argv[1]), int(sys.argv[2])
+	p = {x["pid"]: x for x in json.load(open("manifest"))["cuda"]["processes"]}
+	assert "custom_storage" in p[root] and "custom_storage" not in p[victim]
+	EOF
+	"$GCKRESTORE" mixed.gck >out 2>err &&
+	test_cmp expect out &&
+	running_on &&
+	rm mixed.gck
+'
+
+test_expect_success '--gpu-staging: through the host memory of the processes' '
+	for p in $WPIDS; do anon_kb $p; done >rss.before &&
+	: >rss.log &&
+	GCK_CRIU="$TRASH/rsscriu" "$GCKPT" --gpu-staging -p $WPID \
+	    -o staged.gck 2>err &&
+	test_must_be_empty err &&
+	for p in $WPIDS; do wait_gone $p || exit 1; done &&
+	# the driver staged each one'"'"'s 64 MiB in its host memory
+	set -- $(cat rss.before) &&
+	for p in $WPIDS; do
+		now=$(awk -v p=$p "\$1 == p { print \$2 }" rss.log) &&
+		echo "process $p: RssAnon $1 kB before, $now kB at the dump" &&
+		test -n "$now" && test $now -ge $(($1 + 65536)) || exit 1
+		shift
+	done &&
+	manifest staged.gck &&
+	! grep -q custom_storage manifest &&
+	"$GCKRESTORE" staged.gck >out 2>err &&
+	test_cmp expect out &&
+	running_on
+'
+
+test_expect_success 'a driver without custom storage: the checkpoint goes through host memory' '
+	drv130 &&
+	test "$("$FAKECTL" driver | grep -o "storage=[a-z]*")" = storage=no &&
+	"$GCKPT" -v -p $WPID -o old.gck 2>err &&
+	for p in $WPIDS; do wait_gone $p || exit 1; done &&
+	! grep "custom storage" err &&
+	manifest old.gck &&
+	! grep -q custom_storage manifest &&
+	"$GCKRESTORE" old.gck >out 2>err &&
+	test_cmp expect out &&
+	running_on &&
+	rm old.gck
+'
+
+test_expect_success 'an image of custom storage on a driver without it: refused before anything runs' '
+	"$GCKPT" -p $WPID --gpu-staging -o keep.gck 2>err &&
+	for p in $WPIDS; do wait_gone $p || exit 1; done &&
+	test_status 1 "$GCKRESTORE" img.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpurestore: cannot restore: the device memory of process $WPID (.cudawork.) went through custom storage, which needs CUDA 13.4 (driver API 13040) or newer; this driver is CUDA 13.0$" err &&
+	for p in $WPIDS; do proc_gone $p || exit 1; done &&
+	test -z "$(ls -A "$TMPDIR")" &&
+	drv134 &&
+	"$GCKRESTORE" keep.gck >out 2>err &&
+	test_cmp expect out &&
+	running_on
+'
+
+test_done
