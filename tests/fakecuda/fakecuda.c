@@ -2904,15 +2904,17 @@ static void
 op_drop_pid(int pid)
 {
 	struct op	*op;
+	uintptr_t	 hid;
 
 	for (;;) {
 		pthread_mutex_lock(&ops.mtx);
 		for (op = ops.list; op != NULL && op->pid != pid; op = op->next)
 			;
+		hid = op != NULL ? op->hid : 0;
 		pthread_mutex_unlock(&ops.mtx);
-		if (op == NULL)
+		if (hid == 0)
 			break;
-		op_free(op_take(op->hid));
+		op_free(op_take(hid));
 	}
 }
 
