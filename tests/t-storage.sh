@@ -365,4 +365,54 @@ test_expect_success 'an image of custom storage on a driver without it: refused 
 	running_on
 '
 
+test_expect_success '--suspend parks device memory in files of ours, not the processes'"'"' host memory' '
+	for p in $WPIDS; do anon_kb $p; done >rss.before &&
+	"$GCKPT" -v --suspend -p $WPID >out 2>err &&
+	test_must_be_empty out &&
+	states CHECKPOINTED &&
+	for p in $WPIDS; do test ! -e "$F/mem/$A/$p" && test ! -e "$F/mem/$B/$p" || exit 1; done &&
+	start=$(awk "{ print \$22 }" /proc/$WPID/stat) &&
+	park="$TMPDIR/gpuckpt-parked.$WPID.$start" &&
+	test_grep "device memory of 2 processes parked in .$park.\$" err &&
+	for p in $WPIDS; do
+		s=$(stat -c %s "$park/$p-0.mem") &&
+		test $s -ge $((64 * MIB)) || exit 1
+	done &&
+	set -- $(cat rss.before) &&
+	for p in $WPIDS; do
+		now=$(anon_kb $p) &&
+		echo "process $p: RssAnon $1 kB before, $now kB suspended" &&
+		test $now -lt $(($1 + 8192)) || exit 1
+		shift
+	done &&
+	"$GCKRESTORE" --resume --gpu-map $A=$B,$B=$A -p $WPID >out 2>err &&
+	test_must_be_empty err &&
+	test ! -e "$park" &&
+	states RUNNING &&
+	verify_workload $WPID &&
+	grep "^verify ok" "$WSTATUS" | tail -n 1 | grep " devs=$B,$A\$" &&
+	"$GCKPT" --suspend -p $WPID &&
+	"$GCKRESTORE" --resume --gpu-map $B=$A,$A=$B -p $WPID &&
+	WDEVS=$A,$B &&
+	running_on
+'
+
+test_expect_success 'a suspend that fails after the parking leaves them on their GPUs, nothing parked' '
+	child=$(echo $WPIDS | cut -d" " -f2) &&
+	echo CUDA_ERROR_ILLEGAL_ADDRESS >"$F/inject/dtoh" &&
+	test_status 1 "$GCKPT" --suspend -p $WPID >out 2>err &&
+	rm "$F/inject/dtoh" &&
+	test_line_count err 1 &&
+	test_grep "GPU checkpoint failed: CUDA_ERROR_ILLEGAL_ADDRESS.*left running on its GPUs\$" err &&
+	running_on
+'
+
+test_expect_success '--suspend --gpu-staging: through the host memory, nothing parked' '
+	"$GCKPT" --suspend --gpu-staging -p $WPID &&
+	states CHECKPOINTED &&
+	test -z "$(ls -A "$TMPDIR")" &&
+	"$GCKRESTORE" --resume -p $WPID &&
+	running_on
+'
+
 test_done

@@ -85,7 +85,7 @@ static const struct option longopts[] = {
 static _Noreturn void	usage(int);
 static void	pid_list(const struct gck_ckpt_result *, char *, size_t);
 static void	handover_note(pid_t, const struct gck_ckpt_result *);
-static int	suspend_tree(pid_t, unsigned int, int);
+static int	suspend_tree(pid_t, unsigned int, int, int);
 static int	series_one(struct gck_ctx *, struct gck_series *,
 		    const struct gck_ckpt_opts *, const struct series *, int);
 static int	series_wait(const struct timespec *, long);
@@ -112,7 +112,8 @@ static const char synopsis[] =
     "[--full-every n]\n"
     "               [--keep n] [options] -p pid\n"
     "       gpuckpt --series dir --now [-qv]\n"
-    "       gpuckpt --suspend [-v] [--lock-timeout seconds] -p pid\n";
+    "       gpuckpt --suspend [-v] [--gpu-staging] [--lock-timeout seconds] "
+    "-p pid\n";
 
 static const char help[] =
     "Checkpoint a running process tree, CUDA state included, into an "
@@ -227,7 +228,7 @@ handover_note(pid_t pid, const struct gck_ckpt_result *res)
 
 /* --suspend: frees the GPUs of tree pid in place.  Returns the exit status. */
 static int
-suspend_tree(pid_t pid, unsigned int lock_ms, int verbose)
+suspend_tree(pid_t pid, unsigned int lock_ms, int staging, int verbose)
 {
 	struct gck_ctx	*ctx;
 	size_t		 n;
@@ -235,7 +236,7 @@ suspend_tree(pid_t pid, unsigned int lock_ms, int verbose)
 
 	tool_signals();
 	ctx = tool_ctx(verbose);
-	if ((r = gck_suspend(ctx, pid, lock_ms, &n)) != GCK_OK)
+	if ((r = gck_suspend(ctx, pid, lock_ms, staging, &n)) != GCK_OK)
 		warnx("%s", gck_error_string(ctx));
 	gck_ctx_free(ctx);
 	return r == GCK_OK ? 0 : 1;
@@ -608,7 +609,8 @@ parse_args(struct args *a, int argc, char *argv[])
 		if (a->sa.dir == NULL || *a->sa.dir == '\0')
 			tool_usage_error(synopsis, "--now is for --series DIR");
 		if (o->pid != 0 || a->sa.set > 0 || a->image_opts > 1 ||
-		    a->suspend || o->lock_ms != GCK_LOCK_TIMEOUT_MS)
+		    a->suspend || o->lock_ms != GCK_LOCK_TIMEOUT_MS ||
+		    o->gpu_staging)
 			tool_usage_error(synopsis, "--series DIR --now takes "
 			    "no other option but -q and -v: it asks the "
 			    "gpuckpt that writes DIR");
@@ -665,7 +667,8 @@ main(int argc, char *argv[])
 
 	parse_args(&a, argc, argv);
 	if (a.suspend)
-		return suspend_tree(a.o.pid, a.o.lock_ms, a.verbose);
+		return suspend_tree(a.o.pid, a.o.lock_ms, a.o.gpu_staging,
+		    a.verbose);
 	if (a.sa.now)
 		return series_request(a.sa.dir, a.verbose);
 	if (a.sa.dir != NULL) {

@@ -298,12 +298,14 @@ void		 gck_waiter_free(struct gck_waiter *);
 
 /*
  * Suspends the CUDA processes of the tree rooted at pid in place: their
- * device memory moves into their host memory and their GPUs are freed,
- * while they keep running on the CPU (their CUDA calls wait).  On
- * failure every process is brought back to where it was.  *np is the
- * number of processes suspended.
+ * device memory moves into their host memory (or, where the driver has
+ * custom storage and staging is 0, into files of ours in $TMPDIR) and
+ * their GPUs are freed, while they keep running on the CPU (their CUDA
+ * calls wait).  On failure every process is brought back to where it
+ * was.  *np is the number of processes suspended.
  */
-int		 gck_suspend(struct gck_ctx *, pid_t, unsigned int, size_t *);
+int		 gck_suspend(struct gck_ctx *, pid_t, unsigned int, int,
+		    size_t *);
 
 /*
  * Brings the suspended CUDA processes of the tree rooted at pid back

@@ -4,18 +4,25 @@
  * No CRIU here: the CUDA processes of a tree are locked and checkpointed
  * (device memory into their host memory, GPUs released) and go on
  * running on the CPU, their CUDA calls waiting; later they are restored,
- * possibly onto other GPUs of the host, and unlocked.
+ * possibly onto other GPUs of the host, and unlocked.  Where the driver
+ * has custom storage, the device memory is parked in files of ours
+ * instead, in a directory named for the tree (park_dir()), which the
+ * resume takes it back from.
  */
 #include "config.h"
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "private.h"
 #include "core/proc.h"
+#include "core/util.h"
 #include "gpu/cuda.h"
 #include "gpu/gpumap.h"
 
@@ -31,6 +38,27 @@ struct cuda_tree {
 static int	cuda_tree_open(struct gck_ctx *, const char *, pid_t,
 		    struct cuda_tree *);
 static void	cuda_tree_close(struct cuda_tree *);
+static int	park_dir(struct gck_ctx *, pid_t, char *, size_t);
+
+/*
+ * Where the device memory of the suspended tree rooted at pid is parked
+ * (custom storage): gpuckpt-parked.PID.START in $TMPDIR (/var/tmp), the
+ * root's start time telling one tree of that PID from another.
+ */
+static int
+park_dir(struct gck_ctx *ctx, pid_t pid, char *buf, size_t len)
+{
+	const char	*tmpdir = getenv("TMPDIR");
+	int		 n;
+
+	if (tmpdir == NULL || *tmpdir == '\0')
+		tmpdir = "/var/tmp";
+	n = snprintf(buf, len, "%s/gpuckpt-parked.%d.%llu", tmpdir, (int)pid,
+	    (unsigned long long)gck_pid_start(pid));
+	if (n < 0 || (size_t)n >= len)
+		return gck_set_error(ctx, GCK_EINVAL, "TMPDIR is too long");
+	return GCK_OK;
+}
 
 /* Finds the CUDA processes of the tree rooted at pid, driver loaded. */
 static int
@@ -67,10 +95,12 @@ cuda_tree_close(struct cuda_tree *ct)
 }
 
 int
-gck_suspend(struct gck_ctx *ctx, pid_t pid, unsigned int lock_ms, size_t *np)
+gck_suspend(struct gck_ctx *ctx, pid_t pid, unsigned int lock_ms,
+    int staging, size_t *np)
 {
 	struct cuda_tree	 ct;
-	char			 why[GCK_ERRMAX];
+	char			 why[GCK_ERRMAX], park[PATH_MAX] = "";
+	size_t			 i, nc = 0;
 	int			 r;
 
 	*np = 0;
@@ -78,6 +108,20 @@ gck_suspend(struct gck_ctx *ctx, pid_t pid, unsigned int lock_ms, size_t *np)
 	    (r = gck_cuda_all_running(ctx, "suspend", ct.cp, ct.ncp)) !=
 	    GCK_OK)
 		goto out;
+	if (!staging && gck_cuda_storage(ct.cu)) {
+		if ((r = park_dir(ctx, pid, park, sizeof park)) != GCK_OK)
+			goto out;
+		/* (one left by a tree of that PID and start is not ours) */
+		if (mkdir(park, 0700) == -1) {
+			r = gck_set_syserr(ctx, errno, "cannot make '%s': %s",
+			    park, strerror(errno));
+			park[0] = '\0';
+			goto out;
+		}
+		if ((r = gck_cuda_store_out(ctx, ct.cu, ct.cp, ct.ncp,
+		    park)) != GCK_OK)
+			goto out;
+	}
 	if ((r = gck_cuda_step(ctx, ct.cu, ct.cp, ct.ncp, GCK_CS_LOCK,
 	    lock_ms)) != GCK_OK || (r = gck_check_interrupt(ctx)) != GCK_OK ||
 	    (r = gck_cuda_step(ctx, ct.cu, ct.cp, ct.ncp, GCK_CS_CHECKPOINT,
@@ -89,8 +133,16 @@ gck_suspend(struct gck_ctx *ctx, pid_t pid, unsigned int lock_ms, size_t *np)
 			    "left running on its GPUs", (int)pid);
 		goto out;
 	}
+	for (i = 0; i < ct.ncp; i++)
+		nc += ct.cp[i].custom;
+	if (nc > 0)
+		gck_log(ctx, 1, "device memory of %zu process%s parked in "
+		    "'%s'", nc, nc == 1 ? "" : "es", park);
 	*np = ct.ncp;
 out:
+	/* Parked memory stays only for a tree suspended that way. */
+	if (park[0] != '\0' && (r != GCK_OK || nc == 0))
+		gck_rmtree(park);
 	cuda_tree_close(&ct);
 	return r;
 }
@@ -103,13 +155,16 @@ gck_resume(struct gck_ctx *ctx, pid_t pid, const char *map, size_t *np)
 	struct gck_cproc	*todo = NULL;
 	unsigned char		 pairs[GCK_GPUS_MAX][2][16];
 	unsigned int		 npairs = 0;
-	char			 ver[32], msg[GCK_ERRMAX];
+	char			 ver[32], msg[GCK_ERRMAX], park[PATH_MAX];
 	size_t			 i, n, m, nhost = 0;
 	int			 r, r2;
 
 	*np = 0;
-	if ((r = cuda_tree_open(ctx, "resume", pid, &ct)) != GCK_OK)
+	if ((r = cuda_tree_open(ctx, "resume", pid, &ct)) != GCK_OK ||
+	    (r = park_dir(ctx, pid, park, sizeof park)) != GCK_OK)
 		goto out;
+	/* Those whose device memory is parked come back from there. */
+	gck_cuda_spool_learn(ct.cu, ct.cp, ct.ncp, park);
 	/*
 	 * Processes left RUNNING (a suspend cut short) are passed over,
 	 * but a tree with none suspended is refused, as is a FAILED one.
@@ -174,8 +229,15 @@ gck_resume(struct gck_ctx *ctx, pid_t pid, const char *map, size_t *np)
 		gck_set_error(ctx, r, "%s", msg);
 	else
 		r = r2;
-	if (r == GCK_OK)
+	if (r == GCK_OK) {
 		*np = ct.ncp;
+		/* Nothing is parked any more. */
+		for (i = 0; i < ct.ncp; i++)
+			if (ct.cp[i].custom)
+				break;
+		if (i < ct.ncp)
+			gck_rmtree(park);
+	}
 out:
 	free(todo);
 	free(host);
