@@ -35,8 +35,8 @@
 #   BENCH_VARIANTS=...    a subset of the variants above (default all;
 #                         empty: none, e.g. for the extras alone)
 #   BENCH_EXTRAS=...      a subset of "none-vs-dump rss-flat restore-file
-#                         incremental cache-again live snapshot" (default
-#                         all);
+#                         incremental cache-again live snapshot storage"
+#                         (default all);
 #                         incremental: an image with --parent after the
 #                         mixed workload rewrote 5% of its memory,
 #                         against a full one; live: downtime of gpusend
@@ -48,6 +48,13 @@
 #                         memory a second, and the snapshots of a series
 #                         (gpuckpt --series), the largest and the 10th,
 #                         against a full image
+#                         storage: a checkpoint and restore of 4 GiB of
+#                         device memory through the stand-in CUDA driver
+#                         of the tests (its copies are memcpy: only the
+#                         host side is measured), custom storage against
+#                         --gpu-staging: the private memory of the
+#                         process at the dump, the peak RSS of gpuckpt
+#                         and gpurestore, CPU-seconds for each GiB
 #   BENCH_LIVE_RATES=...  those rates for "live" (default "0 1 10")
 #   BENCH_PATTERNS=...    how the workload of incremental, live and
 #                         snapshot writes (benchwork -p), each of them
@@ -109,7 +116,7 @@ QUICK=${BENCH_QUICK:-0}
 [ "$QUICK" = 0 ] && REPEAT=${BENCH_REPEAT:-3} || REPEAT=${BENCH_REPEAT:-1}
 WORKLOADS=${BENCH_WORKLOADS-mixed zero90 random}
 VARIANTS=${BENCH_VARIANTS-baseline-pipe baseline-ssh gpuckpt-pipe gpuckpt-ssh gpusend gpusend-par}
-EXTRAS=${BENCH_EXTRAS-none-vs-dump rss-flat restore-file incremental cache-again live snapshot}
+EXTRAS=${BENCH_EXTRAS-none-vs-dump rss-flat restore-file incremental cache-again live snapshot storage}
 LIVE_RATES=${BENCH_LIVE_RATES:-"0 1 10"}	# percent of the memory rewritten a second
 PATTERNS=${BENCH_PATTERNS:-"pages heap runs"}	# benchwork -p of the extras above
 LIMIT=${BENCH_TIMEOUT:-900}
@@ -140,6 +147,117 @@ workload_spec()
 	esac
 }
 
+# storage_one VARIANT REP: 4 GiB of device memory (1/8 of it quick) of
+# one cudawork process on the stand-in driver at CUDA 13.4, checkpointed
+# to a file with (custom) or without (staging: --gpu-staging) custom
+# storage, then restored.  A criu in front of criu notes the process's
+# private memory and CPU time when the dump starts.  Appends "storage
+# VARIANT REP ok|FAIL MiB proc_anon_before_kB proc_anon_dump_kB
+# proc_cpu_s ckpt_rss_kB ckpt_cpu_s rst_rss_kB rst_cpu_s image_B
+# ckpt_anon_peak_kB rst_anon_peak_kB" to RAW.
+storage_one()
+{
+	local v=$1 rep=$2 mib st=FAIL pid f b a pc0 pc1 line
+	local fake=$R/fake.$v.$rep
+
+	mib=$(size 4096)
+	mkdir -p "$fake" || return
+	printf 'GPU-aaaaaaaa-1111-4000-8000-000000000001 9.0 %s 0000:01:00.0 NVIDIA H100 80GB HBM3\n' \
+	    $((mib * 2 * 1048576)) >"$fake/gpus"
+	echo "13040 595.45.04" >"$fake/driver"
+	cat >"$R/rsscriu" <<-EOF
+	#!/bin/sh
+	case " \$* " in
+	*" dump "*)
+		t=\$(echo " \$* " | sed -n 's/.* -t \([0-9]*\) .*/\1/p')
+		echo "\$(awk '/^RssAnon:/ { print \$2 }' /proc/\$t/status) \$(awk '{ print \$14 + \$15 }' /proc/\$t/stat)" >"$R/rss.dump" ;;
+	esac
+	exec "$CRIU" "\$@"
+	EOF
+	chmod +x "$R/rsscriu"
+	f=$R/cuda.status
+	rm -f "$f" "$R/rss.dump" "$R/store.gck"
+	(export FAKECUDA_DIR="$fake" LD_LIBRARY_PATH="$BENCH_TESTDIR/fakecuda"
+	 setsid "$BENCH_TESTDIR/cudawork" -m "$mib" -f "$f" </dev/null \
+	    >"$R/cuda.out" 2>&1 &)
+	wait_line "$f" '^ready ' 600 || { note "cudawork did not start"; cat "$R/cuda.out" >&2; return; }
+	pid=$(sed -n 's/^ready pid=\([0-9]*\).*/\1/p' "$f")
+	live="$live $pid"
+	b=$(awk '/^RssAnon:/ { print $2 }' /proc/$pid/status)
+	pc0=$(awk '{ print $14 + $15 }' /proc/$pid/stat)
+	# (the stand-in's calls wait 10 s by default: staging 4 GiB takes more)
+	export FAKECUDA_DIR="$fake" GPUCKPT_LIBCUDA="$BENCH_TESTDIR/fakecuda/libcuda.so.1" \
+	    GPUCKPT_LIBNVML="$BENCH_TESTDIR/fakecuda/libnvidia-ml.so.1" \
+	    FAKECUDA_CALL_TIMEOUT_MS=$((LIMIT * 1000))
+	echo - >"$R/ck.anon"
+	echo - >"$R/rs.anon"
+	if { GCK_CRIU="$R/rsscriu" "$TIME" -f "%U %S %M" \
+	    -o "$R/ck.time" "$GPUCKPT" $([ "$v" = staging ] && echo --gpu-staging) \
+	    -p "$pid" -o "$R/store.gck" 2>"$R/ck.err" & } &&
+	    { anon_peak gpuckpt "$R/ck.anon"; wait $!; } &&
+	    wait_gone "$pid" 60 &&
+	    { "$TIME" -f "%U %S %M" -o "$R/rs.time" \
+	    "$GPURESTORE" "$R/store.gck" >/dev/null 2>"$R/rs.err" & } &&
+	    { anon_peak gpurestore "$R/rs.anon"; wait $!; }; then
+		kill -USR1 "$pid"
+		if wait_line "$f" '^verify ' 120 && grep -q '^verify ok' "$f"; then
+			st=ok
+		else
+			note "storage $v: the restored process did not verify"
+		fi
+	else
+		note "storage $v failed: $(cat "$R/ck.err" "$R/rs.err" 2>/dev/null | tail -n 2)"
+	fi
+	set -- $(cat "$R/rss.dump" 2>/dev/null) - -
+	a=$1 pc1=$2
+	line="storage $v $rep $st $mib $b $a $(awk -v a="$pc1" -v b="$pc0" 'BEGIN {
+	    if (a == "-") print "-"; else printf "%.2f", (a - b) / 100 }')"
+	line="$line $(rss3_of "$R/ck.time") $(cpu_of "$R/ck.time")"
+	line="$line $(rss3_of "$R/rs.time") $(cpu_of "$R/rs.time")"
+	line="$line $(stat -c %s "$R/store.gck" 2>/dev/null || echo -)"
+	line="$line $(cat "$R/ck.anon") $(cat "$R/rs.anon")"
+	echo "$line" >>"$RAW"
+	[ $st = ok ] || broke=1
+	kill -KILL "$pid" 2>/dev/null
+	wait_gone "$pid" 10
+	unset FAKECUDA_DIR GPUCKPT_LIBCUDA GPUCKPT_LIBNVML FAKECUDA_CALL_TIMEOUT_MS
+	rm -rf "$fake" "$R/store.gck"
+}
+
+# The storage figures, the staging baseline's beside custom storage's.
+storage_report()
+{
+	local v mib b a pc cr cc rr rc img grow g16 ca ra
+
+	grep -q '^storage ' "$RAW" || return 0
+	say ""
+	mib=$(size 4096)
+	say "== device memory: $mib MiB of one process on the stand-in driver (memcpy copies: the host side only) =="
+	for v in staging custom; do
+		set -- $(awk -v v="$v" '$1 == "storage" && $2 == v && $4 == "ok"' "$RAW" | head -n 1)
+		if [ $# -lt 15 ]; then
+			say "  $v: FAILED (see above)"
+			continue
+		fi
+		b=$6 a=$7 pc=$8
+		cr=$(awk -v v="$v" '$1 == "storage" && $2 == v && $4 == "ok" { print $9 }' "$RAW" | median)
+		cc=$(awk -v v="$v" '$1 == "storage" && $2 == v && $4 == "ok" { print $10 }' "$RAW" | median)
+		rr=$(awk -v v="$v" '$1 == "storage" && $2 == v && $4 == "ok" { print $11 }' "$RAW" | median)
+		rc=$(awk -v v="$v" '$1 == "storage" && $2 == v && $4 == "ok" { print $12 }' "$RAW" | median)
+		ca=$(awk -v v="$v" '$1 == "storage" && $2 == v && $4 == "ok" { print $14 }' "$RAW" | median)
+		ra=$(awk -v v="$v" '$1 == "storage" && $2 == v && $4 == "ok" { print $15 }' "$RAW" | median)
+		grow=$(( (a - b) / 1024 ))
+		say "  $v: the process's private memory grew by $grow MiB by the dump; it spent $pc CPU-s ($(quot "$pc" "$(quot "$mib" 1024)" %.2f) a GiB)"
+		say "  $v: gpuckpt $cc CPU-s ($(quot "$cc" "$(quot "$mib" 1024)" %.2f) a GiB), peak private memory $((ca / 1024)) MiB (peak RSS $((cr / 1024)) MiB, the stand-in's mapped device memory included)"
+		say "  $v: gpurestore $rc CPU-s ($(quot "$rc" "$(quot "$mib" 1024)" %.2f) a GiB), peak private memory $((ra / 1024)) MiB (peak RSS $((rr / 1024)) MiB)"
+		if [ "$v" = custom ]; then
+			g16=$((mib * 1024 / 16))
+			say "$(verdict "$(cmp_le "$grow" 8)")  custom storage: the process's private memory does not grow (goal: at most 8 MiB; it grew $grow MiB)"
+			say "$(verdict "$(cmp_le "$ca" "$g16")")  custom storage: gpuckpt's peak private memory $((ca / 1024)) MiB (goal: under 1/16 of the device memory, $((g16 / 1024)) MiB)"
+		fi
+	done
+}
+
 # --- checks ----------------------------------------------------------
 
 [ "$(id -u)" = 0 ] || die "run the benchmark as root"
@@ -163,10 +281,16 @@ for v in $VARIANTS; do
 done
 for x in $EXTRAS; do
 	case $x in
-	none-vs-dump|rss-flat|restore-file|incremental|cache-again|live|snapshot) ;;
-	*) die "unknown extra '$x' (none-vs-dump rss-flat restore-file incremental cache-again live snapshot)" ;;
+	none-vs-dump|rss-flat|restore-file|incremental|cache-again|live|snapshot|storage) ;;
+	*) die "unknown extra '$x' (none-vs-dump rss-flat restore-file incremental cache-again live snapshot storage)" ;;
 	esac
 done
+case " $EXTRAS " in
+*" storage "*)
+	[ -x "${BENCH_TESTDIR:-}/cudawork" ] &&
+	    [ -e "$BENCH_TESTDIR/fakecuda/libcuda.so.1" ] ||
+	    die "the stand-in CUDA driver of the tests is not built (BENCH_TESTDIR)" ;;
+esac
 for p in $PATTERNS; do
 	case $p in
 	pages|heap|runs) ;;
@@ -230,6 +354,43 @@ trap 'exit 143' TERM
 cd "$R" || exit 1
 
 # --- small helpers ---------------------------------------------------
+
+# cpu_of FILE: user + system seconds that /usr/bin/time -f "%U %S %M"
+# wrote on the last line of FILE, or "-".
+cpu_of()
+{
+	tail -n 1 "$1" 2>/dev/null | awk 'NF == 3 { printf "%.2f\n", $1 + $2; ok = 1 }
+	    END { if (!ok) print "-" }'
+}
+
+# anon_peak NAME FILE: samples, every 10 ms, the private anonymous
+# memory (RssAnon) of the oldest process called NAME (gpuckpt's guard is
+# a younger one) until it is gone, and writes the most it saw, in kB, to
+# FILE.  The stand-in driver maps "device memory" into the caller as a
+# file, which RSS would count: on a GPU that is device memory, not the
+# host's.
+anon_peak()
+{
+	local c= m=0 v i=0
+	while [ -z "$c" ] && [ $i -lt 500 ]; do
+		c=$(pgrep -o -x "$1")
+		i=$((i + 1))
+		[ -n "$c" ] || sleep 0.01
+	done
+	while [ -n "$c" ] && [ -d /proc/$c ]; do
+		v=$(awk '/^RssAnon:/ { print $2 }' /proc/$c/status 2>/dev/null)
+		[ -n "$v" ] && [ "$v" -gt $m ] && m=$v
+		sleep 0.01
+	done
+	echo $m >"$2"
+}
+
+# rss3_of FILE: the peak RSS in kB of that last line, or "-".
+rss3_of()
+{
+	tail -n 1 "$1" 2>/dev/null | awk 'NF == 3 { print $3; ok = 1 }
+	    END { if (!ok) print "-" }'
+}
 
 # Writes its arguments as one line to standard output and the results.
 say()
@@ -1720,6 +1881,13 @@ for x in $EXTRAS; do
 			done
 		done
 		;;
+	storage)
+		for rep in $(seq 1 "$REPEAT"); do
+			for v in staging custom; do
+				storage_one "$v" "$rep"
+			done
+		done
+		;;
 	live)
 		for p in $PATTERNS; do
 			for rate in $LIVE_RATES; do
@@ -1739,6 +1907,7 @@ done
 report
 targets
 rf_report
+storage_report
 inc_report
 again_report
 live_report
