@@ -4,13 +4,16 @@
 # allows, and the figures (the ./run of a bundle made by `make
 # gpu-bundle'; HACKING, "A GPU host").
 #
-# usage: run [-fkn] [-o report] [-s "MiB ..."] [-t "test ..."] [-w dir]
+# usage: run [-fkn] [-a api] [-o report] [-s "MiB ..."] [-t "test ..."]
+#            [-w dir]
 #   -o FILE   the report, also printed as it goes (default gpu-report.txt)
 #   -f        use the stand-in driver of the bundle (fake/), as the tests
 #             of a build tree do, on a host without a GPU
+#   -a API    with -f: the stand-in's driver API version (default 13000;
+#             13040, CUDA 13.4, has custom storage)
 #   -n        say what the host allows, and run no test
-#   -t LIST   the tests to run, of: health t-gpu steps suspend roundtrip tree
-#             torch (default all)
+#   -t LIST   the tests to run, of: health t-gpu steps storage suspend
+#             roundtrip tree torch (default all)
 #   -s LIST   the device memory of the figures, in MiB
 #             (default "1024 4096 16384"; with -f "64 256")
 #   -w DIR    where the images go (default a new directory in $TMPDIR
@@ -29,13 +32,15 @@ if [ -z "${GCK_RUN_REAPER:-}" ]; then
 	GCK_RUN_REAPER=1 exec "$B/work/reaper" "$0" "$@"
 fi
 report=gpu-report.txt fake='' sizes='' work='' keep='' tests='' probe=''
-ALL="health t-gpu steps suspend roundtrip tree torch"
+fakeapi=13000
+ALL="health t-gpu steps storage suspend roundtrip tree torch"
 usage() {
-	echo "usage: run [-fkn] [-o report] [-s \"MiB ...\"] [-t \"test ...\"] [-w dir]" >&2
+	echo "usage: run [-fkn] [-a api] [-o report] [-s \"MiB ...\"] [-t \"test ...\"] [-w dir]" >&2
 	exit 2
 }
-while getopts fkno:s:t:w: o; do
+while getopts a:fkno:s:t:w: o; do
 	case $o in
+	a) case $OPTARG in ''|*[!0-9]*) usage ;; esac; fakeapi=$OPTARG ;;
 	f) fake=1 ;;
 	k) keep=1 ;;
 	n) probe=1 ;;
@@ -97,6 +102,7 @@ if [ -n "$fake" ]; then
 	export GPUCKPT_LIBCUDA=$B/fake/libcuda.so.1
 	export GPUCKPT_LIBNVML=$B/fake/libnvidia-ml.so.1
 	mkdir -p "$FAKECUDA_DIR"
+	[ "$fakeapi" = 13000 ] || echo "$fakeapi 595.45.04" >"$FAKECUDA_DIR/driver"
 	echo "GPU-6a0f1c2e-0d5b-4c1e-9a7e-3b2f5d8c9e01 9.0 150000000000 0000:01:00.0 stand-in GPU" \
 	    >"$FAKECUDA_DIR/gpus"
 	WORKLD=$B/fake	# for the workloads only, which load libcuda.so.1
@@ -127,7 +133,7 @@ fi
 api=0 ckapi=no
 if "$FAKECTL" driver >"$work/driver" 2>&1; then
 	api=$(sed -n 's/^api=\([0-9]*\) .*/\1/p' "$work/driver")
-	ckapi=$(sed -n 's/.* checkpoint=//p' "$work/driver")
+	ckapi=$(sed -n 's/.* checkpoint=\([a-z]*\).*/\1/p' "$work/driver")
 	say "CUDA driver API: $api"
 else
 	say "CUDA driver: $(tail -n 1 "$work/driver")"
@@ -272,6 +278,74 @@ steps() {
 	stop $WPID
 }
 
+# Custom storage (driver API 13040, CUDA 13.4) on MiB of device memory:
+# the driver's custom checkpoint and restore through fakectl, timed; a
+# custom checkpoint abandoned by an unlock from another process, which
+# the rollback of gpuckpt takes to leave the process running with its
+# memory; and gpuckpt | gpurestore through it.
+storage() {
+	local m=$1 name="custom storage, $1 MiB" tc tr i
+	if [ "$ckapi" != yes ]; then
+		result skip "$name" "the driver has no checkpoint API"; return
+	fi
+	if [ "$api" -lt 13040 ]; then
+		result skip "$name" "the driver has no custom storage (its API is $api; CUDA 13.4, 13040, is needed)"; return
+	fi
+	start stor$m -m "$m" || { result fail "$name" "$WHY"; return; }
+	if "$FAKECTL" lock $WPID 60000 >"$work/o1" 2>&1 &&
+	    "$FAKECTL" -t checkpoint-storage $WPID "$work/stor" >"$work/o2" 2>&1 &&
+	    [ "$("$FAKECTL" state $WPID)" = CHECKPOINTED ] &&
+	    "$FAKECTL" -t restore-storage $WPID "$work/stor" >"$work/o3" 2>&1 &&
+	    "$FAKECTL" unlock $WPID >"$work/o4" 2>&1 &&
+	    check $WPID; then
+		tc=$(sed -n 's/^time //p' "$work/o2")
+		tr=$(sed -n 's/^time //p' "$work/o3")
+		result pass "$name: the driver's custom checkpoint and restore; memory checked"
+		figure "$(printf '%-30s checkpoint %.3f s (%s GB/s), restore %.3f s (%s GB/s), copies through one pinned buffer' \
+		    "custom storage, $m MiB:" "$tc" "$(gbs "$m" "$tc")" "$tr" "$(gbs "$m" "$tr")")"
+	else
+		result fail "$name" "$(cat "$work"/o[1-4] 2>/dev/null | grep -v '^time' | tail -n 1) ${WHY:-}"
+		stop $WPID
+		return
+	fi
+	rm -f "$work"/stor.*
+	# abandoned: copied, then unlocked before the complete call
+	name="custom storage, $m MiB, abandoned by an unlock"
+	if "$FAKECTL" lock $WPID 60000 >"$work/o1" 2>&1; then
+		"$FAKECTL" -w checkpoint-storage $WPID "$work/stor" >"$work/o2" 2>&1 &
+		i=0
+		while [ ! -s "$work/o2" ] && [ $i -lt 600 ]; do i=$((i + 1)); sleep 0.1; done
+		if "$FAKECTL" unlock $WPID >"$work/o4" 2>&1 &&
+		    [ "$("$FAKECTL" state $WPID)" = RUNNING ] && check $WPID; then
+			result pass "$name: the process runs on with its memory"
+		else
+			result fail "$name" "$(tail -n 1 "$work/o4") state $("$FAKECTL" state $WPID 2>&1) ${WHY:-} (gpuckpt's rollback of a failed copy relies on this)"
+		fi
+		touch "$work/stor.go"
+		wait
+	else
+		result fail "$name" "$(tail -n 1 "$work/o1")"
+	fi
+	rm -f "$work"/stor.*
+	name="gpuckpt | gpurestore through custom storage, $m MiB"
+	if [ -z "$criu_ok" ]; then result skip "$name" "criu cannot work here"; stop $WPID; return; fi
+	local t0 out
+	t0=$(now)
+	(cd "$work" && gpuckpt -v -p $WPID 2>"$work/ckpt.err" |
+	    gpurestore >"$work/restore.out" 2>"$work/restore.err")
+	T=$(since "$t0")
+	out=$(cat "$work/restore.out")
+	if [ "$out" = "$WPID" ] && grep -q "device memory of .* through custom storage" "$work/ckpt.err" &&
+	    check $WPID; then
+		result pass "$name: memory checked on the GPU after"
+		figure "$(printf '%-30s %.3f s (%s GB/s of device memory)' \
+		    "round trip, custom, $m MiB:" "$T" "$(gbs "$m" "$T")")"
+	else
+		result fail "$name" "$(cat "$work/ckpt.err" "$work/restore.err" | tail -n 2 | tr '\n' ' ') ${WHY:-}"
+	fi
+	stop $WPID
+}
+
 # gpuckpt --suspend and gpurestore --resume of MiB.  No criu.
 suspres() {
 	local m=$1 name="--suspend/--resume, $1 MiB" ts
@@ -408,6 +482,7 @@ want() { case " $tests " in *" $1 "*) return 0 ;; esac; return 1; }
 want health && health
 want t-gpu && tgpu
 if want steps; then for m in $sizes; do steps "$m"; done; fi
+if want storage; then for m in $sizes; do storage "$m"; done; fi
 if want suspend; then for m in $sizes; do suspres "$m"; done; fi
 # shellcheck disable=SC2086
 set -- $sizes
