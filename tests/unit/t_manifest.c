@@ -12,12 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include <cmocka.h>
 
 #include "gpuckpt.h"
 #include "unit.h"
 #include "image/manifest.h"
+#include "gpu/cuda.h"
 
 /* One manifest the parser must refuse, and how. */
 struct bad_case {
@@ -53,6 +55,7 @@ static void	test_free_null(void **);
 static void	test_criu_opts(void **);
 static void	test_bad_criu_opts(void **);
 static void	test_kind(void **);
+static void	test_custom_storage(void **);
 
 #define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
 
@@ -629,6 +632,79 @@ test_kind(void **state)
 	check_bad(*state, c, NELEM(c));
 }
 
+#define CS_M(store, files)						\
+	"{\"format\":2,\"root_pid\":7,\"processes\":[{\"pid\":7}],"	\
+	"\"cuda\":{\"driver_version\":13040,\"gpus\":[{\"index\":0,"	\
+	"\"uuid\":\"GPU-aaaaaaaa-1111-4000-8000-000000000001\","		\
+	"\"name\":\"H100\",\"compute_capability\":\"9.0\","		\
+	"\"memory\":1073741824,\"pci_bus_id\":\"0000:01:00.0\"}],"	\
+	"\"processes\":[{\"pid\":7,\"comm\":\"w\",\"gpus\":[{\"uuid\":"	\
+	"\"GPU-aaaaaaaa-1111-4000-8000-000000000001\",\"memory\":8192}]"	\
+	store "}]},\"files\":[{\"name\":\"pages-1.img\",\"size\":4096,"	\
+	"\"memory\":true}" files "]}"
+#define CS_STORE	",\"custom_storage\":[{\"file\":\"cuda-7-0.mem\"," \
+	"\"size\":8192}]"
+#define CS_FILE		",{\"name\":\"cuda-7-0.mem\",\"size\":8192," \
+	"\"memory\":true,\"cuda\":true}"
+
+/*
+ * Device memory of custom storage: the process names its files, a GPU
+ * each in order, and the file list has them as such, with their sizes,
+ * and no other.
+ */
+static void
+test_custom_storage(void **state)
+{
+	const struct gck_mcuda	*mc;
+	struct gck_manifest	*m;
+	static const struct bad_case c[] = {
+		/* named out of its place, or for another process */
+		{ CS_M(",\"custom_storage\":[{\"file\":\"cuda-7-1.mem\","
+		    "\"size\":8192}]", CS_FILE), GCK_EFORMAT, "corrupt image: "
+		    "bad custom storage of CUDA process 7 in the manifest" },
+		{ CS_M(",\"custom_storage\":[{\"file\":\"cuda-8-0.mem\","
+		    "\"size\":8192}]", CS_FILE), GCK_EFORMAT,
+		    "bad custom storage" },
+		{ CS_M(",\"custom_storage\":[{\"file\":\"cuda-7-0.mem\","
+		    "\"size\":-1}]", CS_FILE), GCK_EFORMAT,
+		    "bad custom storage" },
+		{ CS_M(",\"custom_storage\":{}", CS_FILE), GCK_EFORMAT,
+		    "bad custom storage" },
+		/* not in the file list, or of another size there */
+		{ CS_M(CS_STORE, ""), GCK_EFORMAT, "corrupt image: the device "
+		    "memory of process 7, GPU 0, is not in the file list as "
+		    "the manifest gives it" },
+		{ CS_M(CS_STORE, ",{\"name\":\"cuda-7-0.mem\",\"size\":4096,"
+		    "\"memory\":true,\"cuda\":true}"), GCK_EFORMAT,
+		    "is not in the file list as the manifest gives it" },
+		{ CS_M(CS_STORE, ",{\"name\":\"cuda-7-0.mem\",\"size\":8192,"
+		    "\"memory\":true}"), GCK_EFORMAT,
+		    "is not in the file list as the manifest gives it" },
+		/* device memory that is not memory */
+		{ CS_M(CS_STORE, ",{\"name\":\"cuda-7-0.mem\",\"size\":8192,"
+		    "\"cuda\":true}"), GCK_EFORMAT,
+		    "bad file list in the manifest" },
+		/* a file of device memory that no process names */
+		{ CS_M("", CS_FILE), GCK_EFORMAT, "corrupt image: the file list "
+		    "has device memory no CUDA process names" },
+	};
+
+	parse_ok(*state, CS_M(CS_STORE, CS_FILE), &m);
+	mc = gck_manifest_cuda(m);
+	assert_non_null(mc);
+	assert_int_equal(mc->procs[0].custom, 1);
+	assert_int_equal(mc->procs[0].ndev, 1);
+	assert_int_equal(mc->procs[0].devsize[0], 8192);
+	assert_int_equal(gck_manifest_file_cuda(m, "cuda-7-0.mem"), 1);
+	assert_int_equal(gck_manifest_file_memory(m, "cuda-7-0.mem"), 1);
+	assert_int_equal(gck_manifest_file_cuda(m, "pages-1.img"), 0);
+	gck_manifest_free(m);
+	parse_ok(*state, CS_M("", ""), &m);
+	assert_int_equal(gck_manifest_cuda(m)->procs[0].custom, 0);
+	gck_manifest_free(m);
+	check_bad(*state, c, NELEM(c));
+}
+
 static void
 test_free_null(void **state)
 {
@@ -662,6 +738,7 @@ main(void)
 		cmocka_unit_test(test_criu_opts),
 		cmocka_unit_test(test_bad_criu_opts),
 		cmocka_unit_test(test_kind),
+		cmocka_unit_test(test_custom_storage),
 		cmocka_unit_test(test_free_null),
 	};
 
