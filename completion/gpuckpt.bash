@@ -30,7 +30,8 @@ _gck_opts()
 	case $1 in
 	gpuckpt)
 		long='--compress --count --every --ext-unix-sk --file-locks
-		    --format --full-every --ghost-limit --help --keep --kill
+		    --format --full-every --ghost-limit --gpu-staging --help --keep
+		    --kill
 		    --leave-running
 		    --lock-timeout --now --output --parent --pid --quiet --series
 		    --sign --stats --stop --suspend --tcp-close
