@@ -7,15 +7,7 @@ require_python
 
 # The engine runs against the stand-in driver in fakecuda/; the workload
 # loads it as libcuda.so.1 and is, for it, a CUDA process.
-FAKECUDA_DIR=$TRASH/fake
-GPUCKPT_LIBCUDA=$GCK_TESTDIR/fakecuda/libcuda.so.1
-GPUCKPT_LIBNVML=$GCK_TESTDIR/fakecuda/libnvidia-ml.so.1
-FAKECUDA_CALL_TIMEOUT_MS=20000
-export FAKECUDA_DIR GPUCKPT_LIBCUDA GPUCKPT_LIBNVML FAKECUDA_CALL_TIMEOUT_MS
-FAKECTL=$GCK_TESTDIR/fakecuda/fakectl
-CUDAWORK=$GCK_TESTDIR/cudawork
-PLAINWORK=$WORKLOAD
-F=$FAKECUDA_DIR
+. "$GCK_SRCDIR/cuda-lib.sh"
 
 A=GPU-aaaaaaaa-1111-4000-8000-000000000001
 B=GPU-bbbbbbbb-1111-4000-8000-000000000002
@@ -51,38 +43,6 @@ host() {
 
 mkdir -p "$F/inject" "$F/delay" || exit 1
 host $A $B "$C:$A100:8.0"
-
-started=
-test_cleanup() {
-	test -n "$started" && kill_tree $started >/dev/null 2>&1
-	:
-}
-
-# cuda_start NAME [cudawork options]: a tree of CUDA processes.
-cuda_start() {
-	WORKLOAD=$CUDAWORK
-	LD_LIBRARY_PATH=$GCK_TESTDIR/fakecuda
-	export LD_LIBRARY_PATH
-	start_workload "$@"
-	_st=$?
-	unset LD_LIBRARY_PATH
-	WORKLOAD=$PLAINWORK
-	test $_st -eq 0 || return 1
-	started="$started $WPID"
-	WPIDS="$WPID $(proc_descendants $WPID)"
-	WDEVS=$(sed -n 's/^ready .*devs=\([^ ]*\).*/\1/p' "$WSTATUS")
-}
-
-# states STATE: every process of the tree is in this CUDA state.
-states() {
-	for _p in $WPIDS; do
-		_s=$("$FAKECTL" state $_p) || return 1
-		if test "$_s" != "$1"; then
-			echo >&2 "process $_p is $_s, not $1"
-			return 1
-		fi
-	done
-}
 
 # logged ACTION PID...: the fake driver logged a successful ACTION for
 # each PID (since the log was last cleared).

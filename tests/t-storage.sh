@@ -5,15 +5,7 @@ test_description='device memory through the driver'"'"'s custom storage (CUDA 13
 require_criu
 require_python
 
-FAKECUDA_DIR=$TRASH/fake
-GPUCKPT_LIBCUDA=$GCK_TESTDIR/fakecuda/libcuda.so.1
-GPUCKPT_LIBNVML=$GCK_TESTDIR/fakecuda/libnvidia-ml.so.1
-FAKECUDA_CALL_TIMEOUT_MS=20000
-export FAKECUDA_DIR GPUCKPT_LIBCUDA GPUCKPT_LIBNVML FAKECUDA_CALL_TIMEOUT_MS
-FAKECTL=$GCK_TESTDIR/fakecuda/fakectl
-CUDAWORK=$GCK_TESTDIR/cudawork
-PLAINWORK=$WORKLOAD
-F=$FAKECUDA_DIR
+. "$GCK_SRCDIR/cuda-lib.sh"
 A=GPU-aaaaaaaa-1111-4000-8000-000000000001
 B=GPU-bbbbbbbb-1111-4000-8000-000000000002
 GIB=1073741824
@@ -26,36 +18,6 @@ printf '%s 9.0 %s 0000:02:00.0 NVIDIA H100 80GB HBM3\n' $B $GIB >>"$F/gpus"
 drv134() { echo "13040 595.45.04" >"$F/driver"; }
 drv130() { echo "13000 580.65.06" >"$F/driver"; }
 drv134
-
-started=
-test_cleanup() {
-	test -n "$started" && kill_tree $started >/dev/null 2>&1
-	:
-}
-
-cuda_start() {
-	WORKLOAD=$CUDAWORK
-	LD_LIBRARY_PATH=$GCK_TESTDIR/fakecuda
-	export LD_LIBRARY_PATH
-	start_workload "$@"
-	_st=$?
-	unset LD_LIBRARY_PATH
-	WORKLOAD=$PLAINWORK
-	test $_st -eq 0 || return 1
-	started="$started $WPID"
-	WPIDS="$WPID $(proc_descendants $WPID)"
-	WDEVS=$(sed -n 's/^ready .*devs=\([^ ]*\).*/\1/p' "$WSTATUS")
-}
-
-states() {
-	for _p in $WPIDS; do
-		_s=$("$FAKECTL" state $_p) || return 1
-		if test "$_s" != "$1"; then
-			echo >&2 "process $_p is $_s, not $1"
-			return 1
-		fi
-	done
-}
 
 # running_on: the tree runs on, RUNNING, its device memory as it was,
 # its counters moving on, and nothing of ours is left behind.
@@ -74,6 +36,21 @@ running_on() {
 # anon_kb PID: the private anonymous memory process PID has, in kB.
 anon_kb() {
 	awk '/^RssAnon:/ { print $2 }' /proc/$1/status
+}
+
+# dump_anon OP KB: each process's private memory at the dump (rss.log)
+# against what it had before (rss.before, in the order of WPIDS), -OP
+# (lt, ge) that and KB more.
+dump_anon() {
+	_op=$1
+	_kb=$2
+	set -- $(cat rss.before)
+	for _p in $WPIDS; do
+		_now=$(awk -v p=$_p '$1 == p { print $2 }' rss.log)
+		echo "process $_p: RssAnon $1 kB before, $_now kB at the dump"
+		test -n "$_now" && test $_now -$_op $(($1 + _kb)) || return 1
+		shift
+	done
 }
 
 # A criu that notes, before it dumps, the private anonymous memory of
@@ -108,13 +85,7 @@ test_expect_success 'checkpoint: device memory through custom storage, not the h
 		grep "^gpuckpt: process $p: device memory of 1 GPU through custom storage\$" err || exit 1
 	done &&
 	# no process held more than 8 MiB more than before when criu came
-	set -- $(cat rss.before) &&
-	for p in $WPIDS; do
-		now=$(awk -v p=$p "\$1 == p { print \$2 }" rss.log) &&
-		echo "process $p: RssAnon $1 kB before, $now kB at the dump" &&
-		test -n "$now" && test $now -lt $(($1 + 8192)) || exit 1
-		shift
-	done &&
+	dump_anon lt 8192 &&
 	test -z "$(ls -A "$TMPDIR")"
 '
 
@@ -322,13 +293,7 @@ test_expect_success '--gpu-staging: through the host memory of the processes' '
 	test_must_be_empty err &&
 	for p in $WPIDS; do wait_gone $p || exit 1; done &&
 	# the driver staged each one'"'"'s 64 MiB in its host memory
-	set -- $(cat rss.before) &&
-	for p in $WPIDS; do
-		now=$(awk -v p=$p "\$1 == p { print \$2 }" rss.log) &&
-		echo "process $p: RssAnon $1 kB before, $now kB at the dump" &&
-		test -n "$now" && test $now -ge $(($1 + 65536)) || exit 1
-		shift
-	done &&
+	dump_anon ge 65536 &&
 	manifest staged.gck &&
 	! grep -q custom_storage manifest &&
 	"$GCKRESTORE" staged.gck >out 2>err &&
