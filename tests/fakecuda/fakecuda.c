@@ -401,6 +401,8 @@ static void		 delay_read(const char *);
 static void		 log_action(const char *, uint64_t, uint64_t, CUresult,
 			    const char *);
 static CUresult		 act_hang(uint64_t);
+static int		 act_begin(const char *, const char *, CUprocessState,
+			    uint64_t, CUresult *);
 static CUresult		 act_lock(unsigned int, uint64_t);
 static CUresult		 act_checkpoint(uint64_t);
 static CUresult		 act_restore(const struct pair *, size_t, uint64_t);
@@ -1137,6 +1139,40 @@ out:
 }
 
 /*
+ * How an action in the process starts: its delays (delay/A, then
+ * delay/B; B may be NULL), mtx taken, the state it must find, and what
+ * inject/A (else inject/B) says.  Returns 1 for the action to go on, or
+ * 0 with *rp its result; mtx is held either way.
+ */
+static int
+act_begin(const char *a, const char *b, CUprocessState from,
+    uint64_t deadline, CUresult *rp)
+{
+	struct inject	in;
+
+	delay_read(a);
+	if (b != NULL)
+		delay_read(b);
+	pthread_mutex_lock(&fc.mtx);
+	if (fc.state != from) {
+		*rp = CUDA_ERROR_ILLEGAL_STATE;
+		return 0;
+	}
+	in = b != NULL ? inject_first(a, b) : inject_read(a);
+	if (in.hang) {
+		*rp = act_hang(deadline);
+		return 0;
+	}
+	if (in.r != CUDA_SUCCESS) {
+		if (in.failed)
+			state_set(CU_PROCESS_STATE_FAILED);
+		*rp = in.r;
+		return 0;
+	}
+	return 1;
+}
+
+/*
  * LOCKED -> CHECKPOINTED: every allocation is copied to the heap, its
  * addresses go back to an inaccessible reservation and the memory file
  * is removed, which releases the GPU.
@@ -1144,30 +1180,15 @@ out:
 static CUresult
 act_checkpoint(uint64_t deadline)
 {
-	struct inject	 in;
 	struct CUctx_st	*c;
 	struct alloc	*a;
 	char		 path[PATH_MAX];
 	CUresult	 r;
 	size_t		 i, k;
 
-	delay_read("checkpoint");
-	pthread_mutex_lock(&fc.mtx);
-	if (fc.state != CU_PROCESS_STATE_LOCKED) {
-		r = CUDA_ERROR_ILLEGAL_STATE;
+	if (!act_begin("checkpoint", NULL, CU_PROCESS_STATE_LOCKED,
+	    deadline, &r))
 		goto out;
-	}
-	in = inject_read("checkpoint");
-	if (in.hang) {
-		r = act_hang(deadline);
-		goto out;
-	}
-	if (in.r != CUDA_SUCCESS) {
-		if (in.failed)
-			state_set(CU_PROCESS_STATE_FAILED);
-		r = in.r;
-		goto out;
-	}
 	if (fc.op == OP_CKPT)
 		op_abandon();
 	for (k = 0; k < MAXCTX; k++) {
@@ -1260,7 +1281,6 @@ restore_plan(const struct pair *pairs, size_t npairs, int custom,
 static CUresult
 act_restore(const struct pair *pairs, size_t npairs, uint64_t deadline)
 {
-	struct inject		 in;
 	struct CUctx_st		*c;
 	struct alloc		*a;
 	struct gpu		 to[MAXCTX];
@@ -1273,23 +1293,9 @@ act_restore(const struct pair *pairs, size_t npairs, uint64_t deadline)
 	void			*p;
 	int			 fd = -1;
 
-	delay_read("restore");
-	pthread_mutex_lock(&fc.mtx);
-	if (fc.state != CU_PROCESS_STATE_CHECKPOINTED) {
-		r = CUDA_ERROR_ILLEGAL_STATE;
+	if (!act_begin("restore", NULL, CU_PROCESS_STATE_CHECKPOINTED,
+	    deadline, &r))
 		goto out;
-	}
-	in = inject_read("restore");
-	if (in.hang) {
-		r = act_hang(deadline);
-		goto out;
-	}
-	if (in.r != CUDA_SUCCESS) {
-		if (in.failed)
-			state_set(CU_PROCESS_STATE_FAILED);
-		r = in.r;
-		goto out;
-	}
 	if (fc.op == OP_RESTORE)
 		op_abandon();
 	if (fc.custom) {
@@ -1348,26 +1354,11 @@ out:
 static CUresult
 act_unlock(uint64_t deadline)
 {
-	struct inject	in;
 	CUresult	r;
 
-	delay_read("unlock");
-	pthread_mutex_lock(&fc.mtx);
-	if (fc.state != CU_PROCESS_STATE_LOCKED) {
-		r = CUDA_ERROR_ILLEGAL_STATE;
+	if (!act_begin("unlock", NULL, CU_PROCESS_STATE_LOCKED,
+	    deadline, &r))
 		goto out;
-	}
-	in = inject_read("unlock");
-	if (in.hang) {
-		r = act_hang(deadline);
-		goto out;
-	}
-	if (in.r != CUDA_SUCCESS) {
-		if (in.failed)
-			state_set(CU_PROCESS_STATE_FAILED);
-		r = in.r;
-		goto out;
-	}
 	if (fc.op == OP_CKPT)
 		op_abandon();
 	state_set(CU_PROCESS_STATE_RUNNING);
@@ -1463,27 +1454,11 @@ op_abandon(void)
 static CUresult
 act_checkpoint_storage(uint64_t deadline)
 {
-	struct inject	in;
 	CUresult	r;
 
-	delay_read("checkpoint");
-	delay_read("storage");
-	pthread_mutex_lock(&fc.mtx);
-	if (fc.state != CU_PROCESS_STATE_LOCKED) {
-		r = CUDA_ERROR_ILLEGAL_STATE;
+	if (!act_begin("checkpoint", "storage", CU_PROCESS_STATE_LOCKED,
+	    deadline, &r))
 		goto out;
-	}
-	in = inject_first("checkpoint", "storage");
-	if (in.hang) {
-		r = act_hang(deadline);
-		goto out;
-	}
-	if (in.r != CUDA_SUCCESS) {
-		if (in.failed)
-			state_set(CU_PROCESS_STATE_FAILED);
-		r = in.r;
-		goto out;
-	}
 	if (fc.op == OP_CKPT)
 		op_abandon();
 	fc.op = OP_CKPT;
@@ -1510,7 +1485,6 @@ static CUresult
 act_restore_storage(const struct pair *pairs, size_t npairs,
     uint64_t deadline)
 {
-	struct inject		 in;
 	struct CUctx_st		*c;
 	struct alloc		*a;
 	struct gpu		 to[MAXCTX];
@@ -1521,24 +1495,9 @@ act_restore_storage(const struct pair *pairs, size_t npairs,
 	size_t			 i, k;
 	int			 fd = -1;
 
-	delay_read("restore");
-	delay_read("storage");
-	pthread_mutex_lock(&fc.mtx);
-	if (fc.state != CU_PROCESS_STATE_CHECKPOINTED) {
-		r = CUDA_ERROR_ILLEGAL_STATE;
+	if (!act_begin("restore", "storage", CU_PROCESS_STATE_CHECKPOINTED,
+	    deadline, &r))
 		goto out;
-	}
-	in = inject_first("restore", "storage");
-	if (in.hang) {
-		r = act_hang(deadline);
-		goto out;
-	}
-	if (in.r != CUDA_SUCCESS) {
-		if (in.failed)
-			state_set(CU_PROCESS_STATE_FAILED);
-		r = in.r;
-		goto out;
-	}
 	if (fc.op == OP_RESTORE)
 		op_abandon();
 	if (!fc.custom) {
