@@ -42,6 +42,7 @@
 enum death {
 	DIE,			/* without a word */
 	DIE_RENAMED,		/* the same, once the output has its name */
+	DIE_CRIU,		/* the same, while "criu" runs on 600 ms */
 	SETTLED			/* after gck_guard_free() */
 };
 
@@ -68,6 +69,7 @@ static void	assert_killed(pid_t);
 static void	assert_gone(const char *);
 static void	assert_exists(const char *);
 static void	test_resume(void **);
+static void	test_waits_for_criu(void **);
 static void	test_kill(void **);
 static void	test_stay_stopped(void **);
 static void	test_prestopped(void **);
@@ -202,13 +204,20 @@ static void
 gpu_mark(struct gck_ctx *ctx, const struct gck_proc *cand, size_t n,
     const char *work)
 {
-	char	spool[PATH_MAX];
+	char	spool[PATH_MAX], *s;
 	int	fd;
 
 	snprintf(spool, sizeof spool, "%s.gpu/0-0.mem", work);
 	if ((fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) != -1) {
 		if (access(spool, F_OK) == 0)
 			(void)write(fd, "spool", 5);
+		/* and whether the criu it was told of had ended */
+		snprintf(spool, sizeof spool, "%s", work);
+		if ((s = strrchr(spool, '/')) != NULL)
+			snprintf(s, sizeof spool - (size_t)(s - spool),
+			    "/criu.done");
+		if (s != NULL && access(spool, F_OK) == 0)
+			(void)write(fd, "criu", 4);
 		close(fd);
 	}
 }
@@ -243,6 +252,20 @@ guarding(const struct unit *u, const struct tree *t, char intent,
 			_exit(12);
 	if (intent != 0)
 		gck_guard_intent(g, intent);
+	if (death == DIE_CRIU) {
+		/* A criu that outlives us, then ends, the guard told of it. */
+		if ((pid = fork()) == -1)
+			_exit(15);
+		if (pid == 0) {
+			close(gck_guard_fd(g));
+			usleep(600000);
+			if ((i = open(unit_path(u, "criu.done"), O_WRONLY |
+			    O_CREAT | O_CLOEXEC, 0644)) != -1)
+				close(i);
+			_exit(0);
+		}
+		gck_guard_criu(g, pid);
+	}
 	if (death == DIE_RENAMED && rename(unit_path(u, "out.partial"),
 	    unit_path(u, "out")) == -1)
 		_exit(13);
@@ -363,6 +386,29 @@ test_resume(void **state)
 	assert_gone(unit_path(u, "out.partial"));
 }
 
+/*
+ * Dead while the criu it started runs on: the guard waits for that criu
+ * to end before it brings the tree back.
+ */
+static void
+test_waits_for_criu(void **state)
+{
+	struct unit	*u = *state;
+	int		 i;
+
+	tree_start(&cur);
+	run_guard(u, &cur, 0, DIE_CRIU);
+	for (i = 0; i < NPROC; i++)
+		assert_running(cur.pids[i]);
+	assert_exists(mark);
+	assert_int_equal(file_size(mark), 9);	/* spool, and criu ended */
+	assert_gone(unit_path(u, "work"));
+	assert_gone(unit_path(u, "work.gpu"));
+	/* (the criu, orphaned, is ours) */
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
 static void
 test_kill(void **state)
 {
@@ -467,6 +513,8 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_waits_for_criu,
+		    guard_setup, guard_teardown),
 		cmocka_unit_test_setup_teardown(test_resume, guard_setup,
 		    guard_teardown),
 		cmocka_unit_test_setup_teardown(test_kill, guard_setup,

@@ -53,6 +53,7 @@ static _Noreturn void	guard_main(struct gck_ctx *, const struct gck_ptree *,
 			    int, const char *, const char *,
 			    gck_guard_gpu_fn, const struct gck_proc *, size_t);
 static int		traced(pid_t);
+static void		guard_send(struct gck_guard *, char, pid_t);
 
 /* Reads exactly len bytes.  Returns 0, or -1 at end of file. */
 static int
@@ -127,8 +128,8 @@ guard_main(struct gck_ctx *ctx, const struct gck_ptree *t, int fd,
     const char *work, const char *partial, gck_guard_gpu_fn gpu,
     const struct gck_proc *cand, size_t ncand)
 {
-	pid_t			*stopped = NULL, root = 0, keeper = 0;
-	uint64_t		 start = 0, kstart = 0;
+	pid_t			*stopped = NULL, root = 0, keeper = 0, criu = 0;
+	uint64_t		 start = 0, kstart = 0, cstart = 0;
 	size_t			 nstopped = 0, i;
 	char			 c, intent = 0, spool[PATH_MAX];
 	ssize_t			 n;
@@ -162,9 +163,24 @@ guard_main(struct gck_ctx *ctx, const struct gck_ptree *t, int fd,
 			kstart = gck_pid_start(keeper);
 			continue;
 		}
+		if (c == 'C') {
+			/* The criu that dumps the tree. */
+			if (readn(fd, &criu, sizeof criu) != 0)
+				break;
+			cstart = gck_pid_start(criu);
+			continue;
+		}
 		intent = c;
 	}
-	/* gpuckpt is gone without settling the tree. */
+	/*
+	 * gpuckpt is gone without settling the tree: criu first, if it
+	 * still runs (it fails once the image socket is gone, and lets the
+	 * tree go), and whatever still traces the tree.
+	 */
+	for (waited = 0; criu > 0 && cstart != 0 && !gck_pid_gone(criu) &&
+	    gck_pid_start(criu) == cstart && waited < GUARD_CRIU_WAIT_MS;
+	    waited += 50)
+		gck_msleep(50);
 	for (waited = 0; root > 0 && traced(root) &&
 	    waited < GUARD_CRIU_WAIT_MS; waited += 50)
 		gck_msleep(50);
@@ -297,14 +313,33 @@ gck_guard_intent(struct gck_guard *g, char intent)
 void
 gck_guard_tree(struct gck_guard *g, pid_t root)
 {
-	char	buf[1 + sizeof root];
+	guard_send(g, 'P', root);
+}
+
+/*
+ * Tells a checkpoint's guard of the criu that dumps its tree: should
+ * the tool die while criu runs, the guard waits for criu to end before
+ * it settles the tree, as criu may not hold the tree yet (it is traced
+ * only once criu has seized it) and would then dump it meanwhile.
+ */
+void
+gck_guard_criu(struct gck_guard *g, pid_t criu)
+{
+	guard_send(g, 'C', criu);
+}
+
+/* Writes message c with pid to g. */
+static void
+guard_send(struct gck_guard *g, char c, pid_t pid)
+{
+	char	buf[1 + sizeof pid];
 	size_t	off = 0;
 	ssize_t	n;
 
 	if (g == NULL)
 		return;
-	buf[0] = 'P';
-	memcpy(buf + 1, &root, sizeof root);
+	buf[0] = c;
+	memcpy(buf + 1, &pid, sizeof pid);
 	while (off < sizeof buf) {
 		n = write(g->fd, buf + off, sizeof buf - off);
 		if (n == -1 && errno == EINTR)

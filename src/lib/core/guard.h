@@ -18,6 +18,7 @@ int	gck_guard_start(struct gck_ctx *, const struct gck_ptree *,
 	    const struct gck_proc *, size_t, struct gck_guard **);
 void	gck_guard_intent(struct gck_guard *, char);
 void	gck_guard_tree(struct gck_guard *, pid_t);
+void	gck_guard_criu(struct gck_guard *, pid_t);
 int	gck_guard_fd(const struct gck_guard *);
 pid_t	gck_guard_pid(const struct gck_guard *);
 void	gck_guard_free(struct gck_guard *);

@@ -701,7 +701,8 @@ criu_fork(char *const argv[], int logfd, const char *hook, const int *nsfd)
  * child in a process group of its own (so that a terminal's ^C does not
  * reach it: criu is never interrupted half way, whatever happens to
  * us), or, with kp, under a keeper (keeper.c) returned in *kp, of
- * which guard (or NULL) is told, and whose criu inherits the guard's
+ * which guard (or NULL) is told (without, guard is told of criu), and
+ * whose criu inherits the guard's
  * pipe and the descriptors of x (or NULL); with nsfd, in the
  * namespaces nsfd[] name (criu_enter()).
  * While it runs, during(arg, run) serves its image streamer;
@@ -740,7 +741,9 @@ criu_run(struct gck_ctx *ctx, char *const argv[], struct clog *log,
 		oerrno = errno;
 		r = gck_set_syserr(ctx, oerrno, "cannot start criu: %s",
 		    strerror(oerrno));
-	}
+	} else if (guard != NULL)
+		/* Should we die now, the guard waits for criu to be done. */
+		gck_guard_criu(guard, pid);
 	close(p[1]);
 	if (r != GCK_OK) {
 		close(p[0]);
@@ -990,7 +993,7 @@ gck_criu_dump(struct gck_ctx *ctx, pid_t pid, const struct gck_nsview *ns,
 	gck_criu_argv(&cmd);
 	log_argv(ctx, cmd.argv);
 	status = -1;
-	r = criu_run(ctx, cmd.argv, &log, NULL, NULL, NULL, NULL, st->hook,
+	r = criu_run(ctx, cmd.argv, &log, NULL, NULL, d->guard, NULL, st->hook,
 	    ns != NULL ? nsfd : NULL, st->during, st->arg, &status);
 	if (nsfd[0] != -1) {
 		close(nsfd[0]);

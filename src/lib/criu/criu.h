@@ -63,6 +63,7 @@ struct gck_criu_dumpopts {
 	uint64_t	 ghost_limit;	/* 0: criu's own (1 MiB) */
 	char *const	*extra;		/* more options: a mount namespace's */
 	size_t		 nextra;
+	struct gck_guard *guard;	/* told of criu, or NULL */
 };
 /* What a restore gives criu beyond what the image says. */
 #define GCK_CRIU_FIRSTFD	6	/* where criu finds x->fds */

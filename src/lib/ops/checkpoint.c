@@ -1408,6 +1408,7 @@ ckpt_dump(struct ckpt *c)
 	dopts.ghost_limit = c->o->ghost_limit;
 	dopts.extra = c->mnt != NULL ? c->mnt->args : NULL;
 	dopts.nextra = c->mnt != NULL ? c->mnt->nargs : 0;
+	dopts.guard = c->guard;
 	r = gck_criu_dump(ctx, c->o->pid, c->whole ? NULL : c->ns, c->imgdir,
 	    &dopts, &stream);
 	c->dropped = w.dropped;
