@@ -246,7 +246,8 @@ test_expect_success 'SIGKILL of gpuckpt after the complete call: its guard bring
 		i=$((i + 1))
 		sleep 0.1
 	done &&
-	states CHECKPOINTED &&
+	# (not asked again: the stand-in may not answer while criu dumps)
+	test $i -le 100 &&
 	sleep 0.5 &&
 	kill -KILL $gpid &&
 	wait $gpid;

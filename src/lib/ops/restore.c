@@ -867,7 +867,8 @@ rst_prepare(struct rst *st)
 	}
 	gck_reader_set_parents(st->rd, st->refs);
 	if ((r = gpu_preflight(ctx, st->m, st->o->gpu_map, &st->cu, &st->cp,
-	    &st->ncp, st->devs, &st->ndevs)) != GCK_OK || (r = rst_mounts(st)) != GCK_OK)
+	    &st->ncp, st->devs, &st->ndevs)) != GCK_OK ||
+	    (r = rst_mounts(st)) != GCK_OK)
 		return r;
 	st->n = gck_manifest_nprocs(st->m);
 	if ((st->pids = calloc(st->n, sizeof *st->pids)) == NULL ||
