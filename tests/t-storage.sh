@@ -185,6 +185,37 @@ test_expect_success '--parent: the device memory that did not change is referred
 	rm -f incr.gck last.gck img2.gck
 '
 
+test_expect_success 'gpurestore --gpu-map: each GPU'"'"'s memory onto the GPU it is mapped to' '
+	"$GCKPT" -p $WPID -o map.gck 2>err &&
+	for p in $WPIDS; do wait_gone $p || exit 1; done &&
+	"$GCKRESTORE" --gpu-map $A=$B,$B=$A map.gck >out 2>err &&
+	test_cmp expect out &&
+	WDEVS=$B,$A &&
+	running_on &&
+	"$GCKPT" -p $WPID -o map.gck 2>err &&
+	for p in $WPIDS; do wait_gone $p || exit 1; done &&
+	"$GCKRESTORE" --gpu-map $A=$B,$B=$A map.gck >out 2>err &&
+	WDEVS=$A,$B &&
+	running_on &&
+	rm map.gck
+'
+
+test_expect_success 'a spool without room for the device memory: refused, the tree left running' '
+	mkdir small &&
+	mount -t tmpfs -o size=32m tmpfs small &&
+	test_status 1 env TMPDIR="$TRASH/small" "$GCKPT" -p $WPID \
+	    -o nospace.gck >out 2>err;
+	st=$?
+	rest=$(ls -A small)
+	umount small
+	test $st -eq 0 &&
+	test_line_count err 1 &&
+	test_grep "^gpuckpt: process [0-9]* (.cudawork.): GPU checkpoint through custom storage failed: the memory of its GPU 0: No space left on device (in the spool) (and 1 more); process tree $WPID left running\$" err &&
+	test -z "$rest" &&
+	test ! -e nospace.gck &&
+	running_on
+'
+
 test_expect_success 'a damaged chunk of device memory is refused' '
 	"$GCKPT" -c none -p $WPID -o raw.gck 2>err &&
 	for p in $WPIDS; do wait_gone $p || exit 1; done &&

@@ -847,8 +847,9 @@ want_gpu(int g, json_int_t memory)
 {
 	json_t	*o;
 
-	o = json_pack("{s:s, s:I, s:i, s:s}", "uuid", gpus[g].uuid, "memory",
-	    memory, "index", gpus[g].index, "name", gpus[g].name);
+	o = json_pack("{s:s, s:I, s:i, s:s, s:s}", "uuid", gpus[g].uuid,
+	    "memory", memory, "index", gpus[g].index, "name", gpus[g].name,
+	    "storage", "host");
 	assert_non_null(o);
 	return o;
 }
