@@ -658,8 +658,14 @@ test_expect_success 'gpuckpt-slurm refuses --keep without --every, a count that 
 test_expect_success '--watch with no NVML, or no GPU: one line, and the job runs on unwatched' '
 	export SLURM_JOB_ID=1 &&
 	env CUDA_VISIBLE_DEVICES=0 GPUCKPT_LIBNVML=$TRASH/none.so \
-	    "$GCKSLURM" -d "$TRASH/ckpt/nonvml" --watch -- sh -c "sleep 1; exit 3" \
-	    >out 2>err
+	    "$GCKSLURM" -d "$TRASH/ckpt/nonvml" --watch -- sh -c "
+		# until gpuckpt-slurm has seen gpuwatch fail (20 s at most)
+		i=0
+		while ! grep -q \"no longer watched\" \"$TRASH/err\" &&
+		    test \$i -lt 200; do
+			i=\$((i + 1)); sleep 0.1
+		done
+		exit 3" >out 2>err
 	test $? -eq 3 &&
 	test_grep "^gpuwatch: cannot load NVML ($TRASH/none.so): " err &&
 	test_grep "^gpuckpt-slurm: --watch: gpuwatch exited 1, the job.s GPUs are no longer watched\$" err &&

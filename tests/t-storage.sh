@@ -216,6 +216,20 @@ test_expect_success 'a spool without room for the device memory: refused, the tr
 	running_on
 '
 
+test_expect_success 'formats 1 and 2: device memory in parts, or in chunks without patches' '
+	for f in 1 2; do
+		"$GCKPT" --format $f -p $WPID -o f$f.gck 2>err &&
+		test_must_be_empty err &&
+		for p in $WPIDS; do wait_gone $p || exit 1; done &&
+		manifest f$f.gck &&
+		grep -q custom_storage manifest &&
+		"$GCKRESTORE" f$f.gck >out 2>err &&
+		test_cmp expect out &&
+		running_on &&
+		rm f$f.gck || return 1
+	done
+'
+
 test_expect_success 'a damaged chunk of device memory is refused' '
 	"$GCKPT" -c none -p $WPID -o raw.gck 2>err &&
 	for p in $WPIDS; do wait_gone $p || exit 1; done &&

@@ -598,6 +598,12 @@ add_spooled(struct gck_ctx *ctx, struct gck_writer *w,
 		    df->path, strerror(errno));
 	gck_log(ctx, 2, "adding %s: %llu bytes of device memory", df->name,
 	    (unsigned long long)df->size);
+	/* A GPU the process holds nothing on is a file all the same. */
+	if (df->size == 0) {
+		gck_entry_name(ename, sizeof ename, df->name, -1);
+		r = gck_writer_add(w, ename, buf, 0);
+		goto out;
+	}
 	gck_chunker_start(&ck);
 	for (part = 0; toread > 0 || have > 0; part++) {
 		while (have < cap && toread > 0) {
