@@ -217,12 +217,14 @@ storage(int pid, const char *arg, const char *file, int restore,
 	char				 path[PATH_MAX];
 	CUcontext			 ctx = NULL, old;
 	CUdevice			 dev0;
+	CUstream			 stream0 = NULL;
+	CUdeviceptr			 devptr0 = 0;
 	CUresult			 r;
 	unsigned int			 i;
 	size_t				 off, n;
 	ssize_t				 got;
 	void				*buf = NULL, *handle;
-	int				 fd, pinned = 0;
+	int				 fd, pinned = 0, have0;
 
 	action = restore ? "restore-storage" : "checkpoint-storage";
 	*(void **)&cs.checkpoint = resolve("cuCheckpointProcessCheckpoint",
@@ -338,15 +340,18 @@ storage(int pid, const char *arg, const char *file, int restore,
 		while (access(path, F_OK) == -1)
 			usleep(10000);
 	}
-	d = info->ndev > 0 ? &info->dev[0] : NULL;
+	/* (the info is the driver's: the complete call frees it) */
+	if ((have0 = info->ndev > 0)) {
+		stream0 = info->dev[0].stream;
+		devptr0 = info->dev[0].devptr;
+	}
 	if ((r = cs.complete(handle)) != CUDA_SUCCESS)
 		fail(action, arg, r);
 	if (flags & F_CHECK) {
 		check("complete-again", cs.complete(handle));
-		if (d != NULL) {
-			check("sync-ended", cs.sync(d->stream));
-			check("dtoh-ended", cs.dtoh(buf, d->devptr, 1,
-			    d->stream));
+		if (have0) {
+			check("sync-ended", cs.sync(stream0));
+			check("dtoh-ended", cs.dtoh(buf, devptr0, 1, stream0));
 		}
 	}
 	if (pinned)
