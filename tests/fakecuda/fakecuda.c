@@ -391,6 +391,7 @@ static struct CUctx_st	*cur_ctx(void);
 static int		 ctx_valid(CUcontext);
 static int		 mem_path(char *, size_t, const struct gpu *);
 static int		 unmap_to_reserve(uintptr_t, size_t);
+static void		 ctx_unmap(struct CUctx_st *);
 static void		 ctx_destroy(struct CUctx_st *);
 static struct alloc	*alloc_find(uintptr_t, size_t);
 static void		 state_set(CUprocessState);
@@ -919,19 +920,31 @@ unmap_to_reserve(uintptr_t va, size_t len)
 	return 0;
 }
 
-/* Frees a context's memory and its file. */
+/*
+ * Takes a context's memory away from the process: its addresses go back
+ * to an inaccessible reservation and its memory file is removed.
+ */
 static void
-ctx_destroy(struct CUctx_st *c)
+ctx_unmap(struct CUctx_st *c)
 {
 	char	path[PATH_MAX];
 	size_t	i;
 
-	for (i = 0; i < c->nallocs; i++) {
+	for (i = 0; i < c->nallocs; i++)
 		unmap_to_reserve(c->allocs[i].va, c->allocs[i].len);
-		save_free(&c->allocs[i]);
-	}
 	if (mem_path(path, sizeof path, &c->gpu) == 0)
 		unlink(path);
+}
+
+/* Frees a context's memory and its file. */
+static void
+ctx_destroy(struct CUctx_st *c)
+{
+	size_t	i;
+
+	ctx_unmap(c);
+	for (i = 0; i < c->nallocs; i++)
+		save_free(&c->allocs[i]);
 	free(c->allocs);
 	memset(c, 0, sizeof *c);
 }
@@ -1182,7 +1195,6 @@ act_checkpoint(uint64_t deadline)
 {
 	struct CUctx_st	*c;
 	struct alloc	*a;
-	char		 path[PATH_MAX];
 	CUresult	 r;
 	size_t		 i, k;
 
@@ -1206,10 +1218,7 @@ act_checkpoint(uint64_t deadline)
 		c = &fc.ctx[k];
 		if (!c->used)
 			continue;
-		for (i = 0; i < c->nallocs; i++)
-			unmap_to_reserve(c->allocs[i].va, c->allocs[i].len);
-		if (mem_path(path, sizeof path, &c->gpu) == 0)
-			unlink(path);
+		ctx_unmap(c);
 		c->fsize = 0;
 	}
 	state_set(CU_PROCESS_STATE_CHECKPOINTED);
@@ -1424,19 +1433,14 @@ static void
 op_abandon(void)
 {
 	struct CUctx_st	*c;
-	char		 path[PATH_MAX];
-	size_t		 i, k;
+	size_t		 k;
 
 	if (fc.op == OP_RESTORE) {
 		for (k = 0; k < MAXCTX; k++) {
 			c = &fc.ctx[k];
 			if (!c->used)
 				continue;
-			for (i = 0; i < c->nallocs; i++)
-				unmap_to_reserve(c->allocs[i].va,
-				    c->allocs[i].len);
-			if (mem_path(path, sizeof path, &c->gpu) == 0)
-				unlink(path);
+			ctx_unmap(c);
 			c->gpu = fc.opgpu[k];
 		}
 		memcpy(fc.vis, fc.opvis, sizeof fc.vis);
@@ -1561,10 +1565,9 @@ act_complete(const char *args, int abandon, uint64_t deadline)
 {
 	struct inject		 in;
 	struct CUctx_st		*c;
-	char			 path[PATH_MAX];
 	unsigned long long	 id;
 	CUresult		 r;
-	size_t			 i, k;
+	size_t			 k;
 
 	id = strtoull(args, NULL, 10);
 	if (!abandon)
@@ -1598,11 +1601,7 @@ act_complete(const char *args, int abandon, uint64_t deadline)
 			c = &fc.ctx[k];
 			if (!c->used)
 				continue;
-			for (i = 0; i < c->nallocs; i++)
-				unmap_to_reserve(c->allocs[i].va,
-				    c->allocs[i].len);
-			if (mem_path(path, sizeof path, &c->gpu) == 0)
-				unlink(path);
+			ctx_unmap(c);
 		}
 		fc.custom = 1;
 	} else
