@@ -82,8 +82,7 @@ int	gck_cuda_version(const struct gck_cuda *);
 const char *gck_cuda_release(const struct gck_cuda *);
 int	gck_cuda_has_nvml(const struct gck_cuda *);
 int	gck_cuda_storage(const struct gck_cuda *);
-int	gck_cuda_store_out(struct gck_ctx *, struct gck_cuda *,
-	    struct gck_cproc *, size_t, const char *);
+int	gck_cuda_store_out(struct gck_ctx *, struct gck_cuda *, const char *);
 int	gck_cuda_store_in(struct gck_ctx *, struct gck_cuda *,
 	    struct gck_cproc *, gck_cuda_src_fn, void *);
 void	gck_cuda_spool_learn(struct gck_cuda *, struct gck_cproc *, size_t,

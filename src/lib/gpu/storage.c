@@ -506,11 +506,8 @@ gck_cuda_spool_learn(struct gck_cuda *cu, struct gck_cproc *cp, size_t n,
  * driver will not take that way goes through its host memory.
  */
 int
-gck_cuda_store_out(struct gck_ctx *ctx, struct gck_cuda *cu,
-    struct gck_cproc *cp, size_t n, const char *dir)
+gck_cuda_store_out(struct gck_ctx *ctx, struct gck_cuda *cu, const char *dir)
 {
-	(void)cp;
-	(void)n;
 	if (!gck_cuda_storage(cu))
 		return GCK_OK;
 	if (mkdir(dir, 0700) == -1 && errno != EEXIST)

@@ -1300,8 +1300,7 @@ ckpt_quiesce(struct ckpt *c)
 	if (!c->o->gpu_staging && gck_cuda_storage(c->cu)) {
 		snprintf(c->spool, sizeof c->spool, "%s" GCK_SPOOL_SUFFIX,
 		    c->work);
-		if ((r = gck_cuda_store_out(ctx, c->cu, c->cp, c->ncp,
-		    c->spool)) != GCK_OK) {
+		if ((r = gck_cuda_store_out(ctx, c->cu, c->spool)) != GCK_OK) {
 			c->spool[0] = '\0';
 			return r;
 		}

@@ -118,8 +118,7 @@ gck_suspend(struct gck_ctx *ctx, pid_t pid, unsigned int lock_ms,
 			park[0] = '\0';
 			goto out;
 		}
-		if ((r = gck_cuda_store_out(ctx, ct.cu, ct.cp, ct.ncp,
-		    park)) != GCK_OK)
+		if ((r = gck_cuda_store_out(ctx, ct.cu, park)) != GCK_OK)
 			goto out;
 	}
 	if ((r = gck_cuda_step(ctx, ct.cu, ct.cp, ct.ncp, GCK_CS_LOCK,
