@@ -55,6 +55,7 @@ test_eval_() {
 test_expect_success() {
 	test_count=$((test_count + 1))
 	echo >&2 "expecting success of $test_count - $1"
+	: >"$TRASH/.test-start"
 	{
 		test -n "$BASH_VERSION" && set -x
 		test_eval_ "$2"
@@ -67,7 +68,21 @@ test_expect_success() {
 		test_failed=$((test_failed + 1))
 		echo "not ok $test_count - $1"
 		printf '%s\n' "$2" | sed 's/^/#	/'
+		test_show_ >&2
 	fi
+}
+
+# test_show_: into the log, what a failed test's commands wrote to the
+# files its checks read ("err", "out" in the trash directory), where it
+# wrote them: a message sent there is otherwise lost with the trash.
+test_show_() {
+	for _f in err out; do
+		test -f "$TRASH/$_f" && test "$TRASH/$_f" -nt "$TRASH/.test-start" ||
+		    continue
+		echo "--- $_f, as the failed test left it:"
+		head -c 4096 "$TRASH/$_f"
+		echo "---"
+	done
 }
 
 # san_benign: drops from $GCK_SANDIR the files that hold only
