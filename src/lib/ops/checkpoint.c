@@ -946,7 +946,8 @@ out:
  * - session 0 is the one a process has when no ancestor ever called
  *   setsid() in this PID namespace (children of an init that never did,
  *   or of a session leader outside the namespace), and CRIU cannot
- *   record it;
+ *   record it; a process of the tree that has just exited shows it too,
+ *   and is no reason to refuse;
  * - a pipe to a process outside the tree (a pipeline's other end, as in
  *   `a | b &`) could never be joined up again: criu would dump it, and
  *   the restored end would find nobody there.
@@ -969,7 +970,8 @@ tree_restorable(struct gck_ctx *ctx, const struct gck_ptree *t,
 			    "master side of a terminal (/dev/ptmx on fd %d), "
 			    "which a restore could not give back", (int)root,
 			    (int)p->pid, p->comm, fd);
-		if (gck_nsview_sid(ns, p) == 0)
+		/* (one that exited as it was looked at has no session) */
+		if (gck_nsview_sid(ns, p) == 0 && !gck_pid_dying(p->pid))
 			return gck_set_error(ctx, GCK_EINVAL, "cannot "
 			    "checkpoint pid %d: process %d ('%s') is in session "
 			    "0 (its session leader is outside this PID "
