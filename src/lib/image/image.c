@@ -67,6 +67,7 @@ struct gck_writer {
 	int		 ioerr;
 	int		 finished, abandoned;
 	int		 format, dk;	/* version, its digest kind */
+	int		 level;		/* of compression, 0: none */
 	struct gck_dstate *ds;
 	const struct gck_parents *parents;	/* chunks not stored again */
 	struct gck_memo	*memo;		/* digests of chunks known, or NULL */
@@ -180,6 +181,9 @@ struct gck_reader {
 };
 
 static int	w_archive_error(struct gck_writer *);
+static int	w_add_planned(struct gck_writer *, const char *, size_t,
+		    const unsigned char *, int (*)(void *, const uint32_t *,
+		    char *const *, size_t), void *);
 static int	r_archive_error(struct gck_reader *, int);
 static int	r_next(struct gck_reader *, struct archive_entry **);
 static int	r_check_entry(struct gck_reader *, struct archive_entry *,
@@ -280,6 +284,7 @@ gck_writer_new2(struct gck_ctx *ctx, int fd, int level, size_t part_size,
 	w->part_size = part_size;
 	w->mtime = time(NULL);
 	w->format = format;
+	w->level = level;
 	w->dk = format == 1 ? GCK_DK_XXH3 : GCK_DK_SHA256;
 	/*
 	 * Version 1 is one zstd frame; version 2 a frame for each entry,
@@ -674,7 +679,7 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 	archive_entry_set_size(e, (la_int64_t)len);
 	/* Format 3: each page's digest, in the index, and against the
 	 * pages of the parents. */
-	if (sparse == 2 && w->format > 2) {
+	if (sparse >= 2 && w->format > 2) {
 		if ((r = w_pages(w, buf, len)) != GCK_OK ||
 		    (r = w_pidx(w, len / GCK_PAGE)) != GCK_OK)
 			goto out;
@@ -698,7 +703,7 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 		ref = 1;
 	} else {
 		/* (holes are checked against the size: it comes first) */
-		if (sparse)
+		if (sparse == 1 || sparse == 2)
 			h = add_holes(e, buf, len, w->ds, w->dk, &d);
 		if (h == 0 && (sparse && w->memo != NULL &&
 		    w->dk == GCK_DK_SHA256 ?
@@ -721,7 +726,7 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 	}
 	if ((r = w_entry(w, e, name, buf, ref ? 0 : len, len, &d, ref ?
 	    GCK_EK_REF : GCK_EK_DATA)) != GCK_OK ||
-	    (sparse == 2 && w->format > 2 && (r = w_mem(w, &d, len)) !=
+	    (sparse >= 2 && w->format > 2 && (r = w_mem(w, &d, len)) !=
 	    GCK_OK))
 		goto out;
 	w->holes += h;
@@ -758,6 +763,123 @@ gck_writer_add_memory(struct gck_writer *w, const char *name,
     const void *buf, size_t len)
 {
 	return w_add(w, name, buf, len, 2);
+}
+
+/*
+ * As gck_writer_add_memory(), its zero pages left as they are: an entry
+ * of its data whole, whatever a parent has (w has none), whose frame
+ * gck_writer_add_memory_frame() can take into another image as it is.
+ */
+int
+gck_writer_add_memory_whole(struct gck_writer *w, const char *name,
+    const void *buf, size_t len)
+{
+	return w_add(w, name, buf, len, 3);
+}
+
+/*
+ * As gck_writer_add_memory(), for a chunk of len bytes of digest d
+ * whose pages' digests are pdig (format 3), that another writer of the
+ * same format and level wrote with gck_writer_add_memory_whole() as
+ * frame (flen bytes).  A chunk the parents of w have, or of which they
+ * have pages, is written as a reference or a patch of theirs (the
+ * patch's pages through fetch(), as in w_add_planned()); any other
+ * takes frame as its own, not compressed again (frame NULL: none to
+ * take).  Returns GCK_OK, 1 with
+ * nothing written when the chunk is to be added from its data, or a
+ * code.
+ */
+int
+gck_writer_add_memory_frame(struct gck_writer *w, const char *name,
+    size_t len, const struct gck_digest *d, const unsigned char *pdig,
+    const void *frame, size_t flen, int (*fetch)(void *, const uint32_t *,
+    char *const *, size_t), void *arg)
+{
+	char		 hex[GCK_DIGEST_HEX];
+	uint64_t	 fr;
+	json_t		*o;
+	size_t		 n = len / GCK_PAGE;
+	int		 r;
+
+	if (w->format < 2 || d->kind != w->dk || len == 0 ||
+	    (w->format > 2 && (len % GCK_PAGE != 0 || len > GCK_CHUNK_SIZE)))
+		return 1;
+	if ((r = gck_check_interrupt(w->ctx)) != GCK_OK)
+		return r;
+	if (w->parents != NULL && gck_parents_has(w->parents, d))
+		return w->format > 2 ? gck_writer_add_memory_ref(w, name, d,
+		    len, pdig) : 1;
+	if (w->format > 2 && (r = w_add_planned(w, name, len, pdig, fetch,
+	    arg)) != 1)
+		return r;
+	if (frame == NULL)
+		return 1;
+	if (w->format > 2 && ((r = w_pages_of(w, pdig, n)) != GCK_OK ||
+	    (r = w_pidx(w, n)) != GCK_OK))
+		return r;
+	fr = gck_zout_frames(w->z);
+	if ((r = gck_zout_put_frame(w->z, frame, flen)) != GCK_OK)
+		return r;
+	gck_digest_hex(d, hex);
+	o = json_pack("{s:s, s:I, s:s}", "name", name, "size",
+	    (json_int_t)len, gck_digest_name(w->dk), hex);
+	if (o == NULL || json_array_append_new(w->entries, o) != 0 ||
+	    w_note_frame(w, fr) != GCK_OK ||
+	    (w->format > 2 && w_mem(w, d, len) != GCK_OK))
+		return gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+	w->count++;
+	w->bytes += len;
+	w->pagebytes += len;
+	return GCK_OK;
+}
+
+/* Whether w takes frames of a writer of format and level as they are. */
+int
+gck_writer_takes_frames(const struct gck_writer *w, int format, int level)
+{
+	return w->format > 1 && w->format == format && w->level == level;
+}
+
+/* Writes out every entry w has compressed so far (gck_writer_entry()). */
+int
+gck_writer_sync(struct gck_writer *w)
+{
+	return gck_zout_sync(w->z);
+}
+
+/*
+ * Entry i of w (from 0), once gck_writer_sync() has written it out: its
+ * size, digest, and where its frame is in w's output (format 2 and
+ * later).  Returns GCK_OK or a code.
+ */
+int
+gck_writer_entry(struct gck_writer *w, size_t i, uint64_t *sizep,
+    struct gck_digest *dp, uint64_t *atp, uint64_t *lenp)
+{
+	json_t		*o;
+	const char	*hex;
+
+	if (i >= w->count || w->format < 2 ||
+	    (o = json_array_get(w->entries, i)) == NULL ||
+	    (hex = json_string_value(json_object_get(o,
+	    gck_digest_name(w->dk)))) == NULL ||
+	    gck_digest_parse(w->dk, hex, strlen(hex), dp) == -1 ||
+	    gck_zout_frame(w->z, w->frame[i], atp, lenp) == -1)
+		return gck_set_error(w->ctx, GCK_EINVAL, "no entry %zu "
+		    "written out", i);
+	*sizep = (uint64_t)json_integer_value(json_object_get(o, "size"));
+	return GCK_OK;
+}
+
+/*
+ * The digests of the pages of the memory w holds so far, in order
+ * (format 3), GCK_PDIG bytes each: *np of them.
+ */
+const unsigned char *
+gck_writer_page_digests(const struct gck_writer *w, uint64_t *np)
+{
+	*np = w->npidx;
+	return w->pidx;
 }
 
 /*

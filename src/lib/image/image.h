@@ -52,6 +52,18 @@ int	gck_writer_add_memory_ref(struct gck_writer *, const char *,
 	    const struct gck_digest *, size_t, const unsigned char *);
 int	gck_writer_add_pages(struct gck_writer *, const char *, const void *,
 	    size_t);
+int	gck_writer_add_memory_whole(struct gck_writer *, const char *,
+	    const void *, size_t);
+int	gck_writer_add_memory_frame(struct gck_writer *, const char *, size_t,
+	    const struct gck_digest *, const unsigned char *, const void *,
+	    size_t, int (*)(void *, const uint32_t *, char *const *, size_t),
+	    void *);
+int	gck_writer_takes_frames(const struct gck_writer *, int, int);
+int	gck_writer_sync(struct gck_writer *);
+int	gck_writer_entry(struct gck_writer *, size_t, uint64_t *,
+	    struct gck_digest *, uint64_t *, uint64_t *);
+const unsigned char *gck_writer_page_digests(const struct gck_writer *,
+	    uint64_t *);
 void	gck_writer_stats(const struct gck_writer *, uint64_t *, uint64_t *);
 void	gck_writer_counts(const struct gck_writer *, uint64_t *, uint64_t *);
 uint64_t gck_reader_inbytes(const struct gck_reader *);

@@ -672,6 +672,31 @@ gck_zout_sync(struct gck_zout *z)
 	return GCK_OK;
 }
 
+/*
+ * Writes out frame (len bytes) as the next frame, after every frame
+ * ended so far: one compressed elsewhere as this stream's are (its
+ * checksum and size in its header), or, this stream not compressed,
+ * the bytes themselves.  Returns GCK_OK or a code.
+ */
+int
+gck_zout_put_frame(struct gck_zout *z, const void *p, size_t len)
+{
+	int	r;
+
+	if (z->stream || z->curlen != 0)
+		return gck_set_error(z->ctx, GCK_EINVAL, "a frame put in the "
+		    "middle of another");
+	if ((r = gck_zout_sync(z)) != GCK_OK ||
+	    (r = zout_note(z, z->off)) != GCK_OK ||
+	    (r = zout_put(z, p, len)) != GCK_OK)
+		return r;
+	if (z->pool != NULL)
+		z->written++;
+	else
+		z->written = z->nframes;
+	return GCK_OK;
+}
+
 /* The bytes written to the output so far. */
 uint64_t
 gck_zout_bytes(const struct gck_zout *z)

@@ -35,6 +35,7 @@ int	gck_zout_new(struct gck_ctx *, int, int, int, struct gck_zout **);
 int	gck_zout_write(struct gck_zout *, const void *, size_t);
 int	gck_zout_frame_end(struct gck_zout *);
 int	gck_zout_sync(struct gck_zout *);
+int	gck_zout_put_frame(struct gck_zout *, const void *, size_t);
 uint64_t gck_zout_frames(const struct gck_zout *);
 uint64_t gck_zout_bytes(const struct gck_zout *);
 int	gck_zout_frame(const struct gck_zout *, uint64_t, uint64_t *,
