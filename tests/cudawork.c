@@ -21,7 +21,11 @@
  * up the GPU its context is on now; the root then appends
  *	verify ok sum=HEX counter=N thread=N child=PID|0 devs=UUID[,...]
  * (counter and thread: the root's counter) or "verify FAIL pid PID:
- * what".  A process that cannot start makes the root append "error pid
+ * what".  On SIGUSR2 the root rewrites one page (4 KiB) in every 64 of
+ * its device memory, all over it, with a pattern of its own, takes its
+ * checksum again and appends "rewrote sum=HEX pages=N", the sum as
+ * "verify" will give it (a training step's update at its sparsest: the
+ * changes scattered, nowhere a run).  A process that cannot start makes the root append "error pid
  * PID: what" and exit 1.  The status file is opened for each line and
  * written with one write(2).  Descriptors other than 0, 1 and 2 that it
  * inherits are closed first; the root and the children talk over pipes
@@ -83,6 +87,9 @@ static int		 put_line(int, const char *);
 static int		 get_line(int, char *, size_t, int);
 static _Noreturn void	 child_main(int, int, int, unsigned long);
 static void		 verify(void);
+static void		 rewrite(void);
+static volatile sig_atomic_t	 want_rewrite;
+static uint64_t			 kids_sum;	/* the children's, xored */
 
 static struct cuda		 cu;
 static CUdeviceptr		 dbuf, dctr;
@@ -386,6 +393,44 @@ child_main(int ordinal, int in, int out, unsigned long mib)
 	}
 }
 
+static void
+on_usr2(int sig)
+{
+	(void)sig;
+	want_rewrite = 1;
+}
+
+/* The root's SIGUSR2: one page in 64 rewritten, its checksum again. */
+static void
+rewrite(void)
+{
+	static uint64_t	 seed = 0x9e3779b97f4a7c15ULL;
+	CUresult	 r;
+	size_t		 off;
+	unsigned long	 n = 0;
+
+	for (off = 0; off < nbytes; off += 64 * 4096, n++) {
+		seed = work_fill(chunk, 4096 / sizeof(uint64_t), seed);
+		if ((r = cu.MemcpyHtoD(dbuf + off, chunk, 4096)) !=
+		    CUDA_SUCCESS) {
+			work_status("error pid %ld: cuMemcpyHtoD: %s",
+			    (long)getpid(), cuname(r));
+			return;
+		}
+	}
+	sum = WORK_FNV_INIT;
+	for (off = 0; off < nbytes; off += CHUNK) {
+		if ((r = cu.MemcpyDtoH(chunk, dbuf + off, CHUNK)) !=
+		    CUDA_SUCCESS) {
+			work_status("error pid %ld: cuMemcpyDtoH: %s",
+			    (long)getpid(), cuname(r));
+			return;
+		}
+		sum = work_fnv(sum, chunk, CHUNK / sizeof(uint64_t));
+	}
+	work_status("rewrote sum=%016" PRIx64 " pages=%lu", sum ^ kids_sum, n);
+}
+
 /* The root asks every child, checks itself, and writes the verdict. */
 static void
 verify(void)
@@ -488,6 +533,7 @@ main(int argc, char *argv[])
 
 	work_close_inherited();
 	work_signals(0);
+	signal(SIGUSR2, on_usr2);
 
 	for (i = 1; i < nproc; i++)
 		if (pipe(p1[i]) == -1 || pipe(p2[i]) == -1) {
@@ -503,6 +549,7 @@ main(int argc, char *argv[])
 			return 1;
 		case 0:
 			signal(SIGUSR1, SIG_IGN);
+			signal(SIGUSR2, SIG_IGN);
 			for (j = 1; j < nproc; j++) {
 				if (j != i) {
 					close(p1[j][0]);
@@ -542,6 +589,7 @@ main(int argc, char *argv[])
 		snprintf(devs + strlen(devs), sizeof devs - strlen(devs), ",%s",
 		    p + 1);
 	}
+	kids_sum = total ^ sum;
 	work_status("ready pid=%ld sum=%016" PRIx64 " child=%ld mib=%lu "
 	    "nproc=%d devs=%s", (long)getpid(), total,
 	    (long)(nproc > 1 ? kids[1] : 0), mib, nproc, devs);
@@ -550,6 +598,10 @@ main(int argc, char *argv[])
 		if (work_want_verify) {
 			work_want_verify = 0;
 			verify();
+		}
+		if (want_rewrite) {
+			want_rewrite = 0;
+			rewrite();
 		}
 		work_msleep(10);
 	}

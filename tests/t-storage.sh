@@ -54,11 +54,13 @@ dump_anon() {
 }
 
 # A criu that notes, before it dumps, the private anonymous memory of
-# each process it is to dump (criu dump -t PID: the tree of PID).
+# each process it is to dump (criu dump -t PID: the tree of PID), and,
+# where keep-spool is, copies the spool of device memory as it is then.
 cat >rsscriu <<EOF
 #!/bin/sh
 case " \$* " in
 *" dump "*)
+	test ! -e "$TRASH/keep-spool" || cp -R "$TMPDIR"/*.gpu "$TRASH/spool.dump"
 	t=\$(echo " \$* " | sed -n 's/.* -t \([0-9]*\) .*/\1/p')
 	for p in \$t \$(cat /proc/\$t/task/*/children 2>/dev/null); do
 		echo "\$p \$(awk '/^RssAnon:/ { print \$2 }' /proc/\$p/status)"
@@ -77,13 +79,16 @@ manifest() {
 test_expect_success 'checkpoint: device memory through custom storage, not the host memory of the process' '
 	cuda_start w1 -n 2 -m 64 -d 0,1 &&
 	for p in $WPIDS; do anon_kb $p; done >rss.before &&
-	: >"$F/log" && : >rss.log &&
+	: >"$F/log" && : >rss.log && : >keep-spool &&
 	GCK_CRIU="$TRASH/rsscriu" "$GCKPT" -v -p $WPID -o img.gck >out 2>err &&
+	rm keep-spool &&
 	for p in $WPIDS; do wait_gone $p || exit 1; done &&
 	test_must_be_empty out &&
 	for p in $WPIDS; do
 		grep "^gpuckpt: process $p: device memory of 1 GPU through custom storage\$" err || exit 1
 	done &&
+	# each chunk as it was compressed during the copy, none again
+	test "$(grep -c "^gpuckpt: image: cuda-[0-9]*-0\.mem: [1-9][0-9]* chunks as the spool compressed them, 0 referred to or patched, 0 from their data\$" err)" = 2 &&
 	# no process held more than 8 MiB more than before when criu came
 	dump_anon lt 8192 &&
 	test -z "$(ls -A "$TMPDIR")"
@@ -117,6 +122,20 @@ test_expect_success 'the manifest names the files of device memory, after criu'"
 	pages = sum(f["size"] for f in m["files"] if f["memory"] and
 	            not f.get("cuda"))
 	assert pages < 16 << 20, pages
+	EOF
+'
+
+test_expect_success 'the image holds the very chunks the copy compressed into the spool, before criu ran' '
+	ls spool.dump/*.mem.idx >idx &&
+	test_line_count idx 2 &&
+	python3 - img.gck spool.dump/*.mem <<-\EOF
+	import sys
+	img = open(sys.argv[1], "rb").read()
+	for path in sys.argv[2:]:
+	    spool = open(path, "rb").read()
+	    # zstd frames, each the entry of a chunk, as the image has them
+	    assert spool[:4] == b"\x28\xb5\x2f\xfd", path
+	    assert img.find(spool) > 0, path
 	EOF
 '
 
@@ -171,8 +190,11 @@ test_expect_success 'a snapshot (-R) through custom storage leaves them running'
 '
 
 test_expect_success '--parent: the device memory that did not change is referred to' '
-	"$GCKPT" -R --parent snap.gck -p $WPID -o incr.gck 2>err &&
-	test_must_be_empty err &&
+	"$GCKPT" -v -R --parent snap.gck -p $WPID -o incr.gck 2>err &&
+	# of the chunks in the spool, those the parent has are referred to
+	awk "/chunks as the spool compressed them/ { n++
+		if (\$4 > 4 || \$11 < 60 || \$16 != 0) bad = 1 }
+	    END { exit !(n == 2 && !bad) }" err &&
 	full=$(wc -c <snap.gck) && incr=$(wc -c <incr.gck) &&
 	echo "full $full, incremental $incr bytes" &&
 	test $incr -lt $((full / 4)) &&
@@ -276,6 +298,22 @@ test_expect_success 'a criu failure after the complete call: the memory comes ba
 	test_status 1 env GCK_CRIU="$TRASH/fakecriu" \
 	    "$GCKPT" -p $WPID -o bad.gck >out 2>err &&
 	test_grep "criu dump.*injected failure.*; process tree $WPID left running\$" err &&
+	test ! -e bad.gck &&
+	running_on
+'
+
+test_expect_success 'with --parent: the chunks the parent has, kept uncompressed in the spool, come back too' '
+	fake_criu fail-after &&
+	cat >lscriu <<-EOF &&
+	#!/bin/sh
+	ls "$TMPDIR"/*.gpu >"$TRASH/spool.ls"
+	exec "$TRASH/fakecriu" "\$@"
+	EOF
+	chmod +x lscriu &&
+	test_status 1 env GCK_CRIU="$TRASH/lscriu" \
+	    "$GCKPT" --parent img.gck -p $WPID -o bad.gck >out 2>err &&
+	test_grep "criu dump.*injected failure.*; process tree $WPID left running\$" err &&
+	test "$(grep -c "^[0-9]*-0\.mem\.raw\$" spool.ls)" = 2 &&
 	test ! -e bad.gck &&
 	running_on
 '
@@ -424,6 +462,55 @@ test_expect_success '--suspend --gpu-staging: through the host memory, nothing p
 	test -z "$(ls -A "$TMPDIR")" &&
 	"$GCKRESTORE" --resume -p $WPID &&
 	running_on
+'
+
+# (late: the older images no longer hold the memory the tree has)
+test_expect_success '--parent after one page in 64 rewritten all over: patches of the parent'"'"'s chunks' '
+	"$GCKPT" -R -p $WPID -o base.gck 2>err &&
+	test_must_be_empty err &&
+	n=$(grep -c "^rewrote " "$WSTATUS"; :) &&
+	kill -USR2 $WPID &&
+	i=0 && while test "$(grep -c "^rewrote " "$WSTATUS")" -le $n; do
+		i=$((i + 1)) && test $i -lt 100 && sleep 0.1 || return 1
+	done &&
+	"$GCKPT" -v --parent base.gck -p $WPID -o scat.gck 2>err &&
+	for p in $WPIDS; do wait_gone $p || exit 1; done &&
+	# every chunk of the root'"'"'s a patch (or a reference), none whole
+	grep "^gpuckpt: image: cuda-$WPID-0\.mem: 0 chunks as the spool compressed them, [1-9][0-9]* referred to or patched, 0 from their data\$" err &&
+	full=$(wc -c <base.gck) && incr=$(wc -c <scat.gck) &&
+	echo "full $full, incremental $incr bytes" &&
+	test $incr -lt $((full / 8)) &&
+	"$GCKRESTORE" --parent base.gck scat.gck >out 2>err &&
+	test_cmp expect out &&
+	running_on &&
+	rm -f base.gck scat.gck
+'
+
+# (last: the memory of the tree is lost with it)
+test_expect_success 'a spool damaged before the rollback: never given to the GPU, said' '
+	cat >dmgcriu <<-EOF &&
+	#!/bin/sh
+	case " \$* " in
+	*" dump "*)
+		"$CRIU" "\$@" || exit
+		for f in "$TMPDIR"/*.gpu/*.mem; do
+			printf XXXXXXXX | dd of="\$f" bs=1 seek=65536 conv=notrunc 2>/dev/null
+		done
+		echo "Error (criu/cr-dump.c:2184): injected failure" >&2
+		exit 1 ;;
+	esac
+	exec "$CRIU" "\$@"
+	EOF
+	chmod +x dmgcriu &&
+	test_status 1 env GCK_CRIU="$TRASH/dmgcriu" \
+	    "$GCKPT" -p $WPID -o bad.gck >out 2>err &&
+	test_line_count err 1 &&
+	test_grep "^gpuckpt: criu dump of pid $WPID failed: injected failure; process tree $WPID left running, but process [0-9]* (.cudawork.): GPU restore through custom storage failed: the spool.s copy of the memory of its GPU 0 is damaged (it does not match its digest), and was not given to the GPU" err &&
+	test ! -e bad.gck &&
+	for p in $WPIDS; do proc_running $p || exit 1; done &&
+	"$FAKECTL" state $WPID >state &&
+	echo CHECKPOINTED >want &&
+	test_cmp want state
 '
 
 test_done

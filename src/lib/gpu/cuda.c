@@ -785,12 +785,17 @@ describe(const struct gck_cuda *cu, const struct gck_cproc *p,
 	const char	*step = step_names[p->step];
 	int		 st = p->state;
 
-	if (p->custom && p->syserr != 0)
+	if (p->custom && p->syserr == EBADMSG && cu->src == NULL)
+		snprintf(buf, len, "process %d ('%s'): GPU %s through custom "
+		    "storage failed: the spool's copy of the memory of its GPU "
+		    "%u is damaged (it does not match its digest), and was not "
+		    "given to the GPU", (int)p->pid, p->comm, step, p->faildev);
+	else if (p->custom && p->syserr != 0)
 		snprintf(buf, len, "process %d ('%s'): GPU %s through custom "
 		    "storage failed: the memory of its GPU %u: %s%s",
 		    (int)p->pid, p->comm, step, p->faildev,
-		    strerror(p->syserr), p->step == GCK_CS_RESTORE ? "" :
-		    " (in the spool)");
+		    strerror(p->syserr), p->step == GCK_CS_RESTORE &&
+		    cu->src != NULL ? "" : " (in the spool)");
 	else if (p->custom && p->srcfail != 0)
 		snprintf(buf, len, "process %d ('%s'): GPU %s through custom "
 		    "storage failed: %s its GPU %u", (int)p->pid, p->comm,
@@ -976,11 +981,12 @@ gck_cuda_all_running(struct gck_ctx *ctx, const char *what,
 /*
  * Brings the CUDA processes among cand back onto their GPUs, through a
  * driver of its own: the guard, which calls it, was forked before
- * gpuckpt initialized one.
+ * gpuckpt initialized one.  Device memory that went through custom
+ * storage comes back from the spool beside work, files of sops.
  */
 void
 gck_cuda_bring_back(struct gck_ctx *ctx, const struct gck_proc *cand,
-    size_t ncand, const char *work)
+    size_t ncand, const char *work, const struct gck_cuda_spool *sops)
 {
 	struct gck_cuda		*cu = NULL;
 	struct gck_cproc	*cp = NULL;
@@ -994,7 +1000,7 @@ gck_cuda_bring_back(struct gck_ctx *ctx, const struct gck_proc *cand,
 		/* Device memory that went through custom storage: its spool. */
 		if (work != NULL && (size_t)snprintf(spool, sizeof spool,
 		    "%s" GCK_SPOOL_SUFFIX, work) < sizeof spool)
-			gck_cuda_spool_learn(cu, cp, ncp, spool);
+			gck_cuda_spool_learn(cu, cp, ncp, spool, sops);
 		gck_cuda_settle(cu, cp, ncp, why, sizeof why);
 	}
 	free(cp);

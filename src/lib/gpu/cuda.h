@@ -74,6 +74,28 @@ struct gck_ctx;
 typedef ssize_t (*gck_cuda_src_fn)(void *, struct gck_ctx *,
     const struct gck_cproc *, unsigned int, void *, size_t);
 
+/*
+ * Where a checkpoint through custom storage puts each GPU's memory of a
+ * process, and a rollback finds it again: a file a GPU, path
+ * (gck_cuda_spool_path()).  create(arg, path, pid, GPU, size) starts
+ * one and put() adds the next bytes to it, commit() ends it whole;
+ * open(arg, path) finds one again, its size in *sizep, and get() reads
+ * it on (the bytes, 0 at its end, -1 with errno); drop() lets go of
+ * either (a file created but not committed is removed).  Each other
+ * returns 0 or an errno value, create() and open() with a handle.
+ * NULL as a whole: the memory as it is (gck_cuda_store_out()).
+ */
+struct gck_cuda_spool {
+	int	 (*create)(void *, const char *, pid_t, unsigned int, uint64_t,
+		    void **);
+	int	 (*put)(void *, const void *, size_t);
+	int	 (*commit)(void *);
+	int	 (*open)(void *, const char *, uint64_t *, void **);
+	ssize_t	 (*get)(void *, void *, size_t);
+	void	 (*drop)(void *);
+	void	*arg;
+};
+
 const char *gck_nvml_path(void);
 int	gck_cuda_open(struct gck_ctx *, struct gck_cuda **);
 int	gck_cuda_init(struct gck_ctx *, struct gck_cuda *);
@@ -82,11 +104,12 @@ int	gck_cuda_version(const struct gck_cuda *);
 const char *gck_cuda_release(const struct gck_cuda *);
 int	gck_cuda_has_nvml(const struct gck_cuda *);
 int	gck_cuda_storage(const struct gck_cuda *);
-int	gck_cuda_store_out(struct gck_ctx *, struct gck_cuda *, const char *);
+int	gck_cuda_store_out(struct gck_ctx *, struct gck_cuda *, const char *,
+	    const struct gck_cuda_spool *);
 int	gck_cuda_store_in(struct gck_ctx *, struct gck_cuda *,
 	    struct gck_cproc *, gck_cuda_src_fn, void *);
 void	gck_cuda_spool_learn(struct gck_cuda *, struct gck_cproc *, size_t,
-	    const char *);
+	    const char *, const struct gck_cuda_spool *);
 int	gck_cuda_spool_path(const char *, pid_t, unsigned int, char *,
 	    size_t);
 void	gck_cuda_dev_file(char *, size_t, pid_t, unsigned int);
@@ -110,7 +133,7 @@ int	gck_cuda_prepare(struct gck_ctx *, const char *, pid_t,
 int	gck_cuda_all_running(struct gck_ctx *, const char *,
 	    const struct gck_cproc *, size_t);
 void	gck_cuda_bring_back(struct gck_ctx *, const struct gck_proc *, size_t,
-	    const char *);
+	    const char *, const struct gck_cuda_spool *);
 int	gck_cuda_candidates(struct gck_ctx *, const struct gck_ptree *,
 	    struct gck_proc **, size_t *);
 

@@ -31,6 +31,7 @@ struct gck_cuda {
 	 * takes it from instead (src, or NULL: the directory).
 	 */
 	char	*spool;
+	const struct gck_cuda_spool *sops;	/* its files' */
 	gck_cuda_src_fn src;
 	void	*srcarg;
 

@@ -4,14 +4,17 @@
  *
  * A checkpoint has the driver map each GPU's memory of a locked process
  * into us, and copies it, a GPU a thread, through a ring of buffers of
- * our own (pinned where the driver gives them) into a spool file a GPU;
- * the complete call then leaves the process CHECKPOINTED with nothing
- * of its device memory in its host memory.  The spool waits for the
- * image, which takes it once criu has dumped the tree: the driver must
- * have finished before criu reads the process, and the image's manifest,
- * written first, lists criu's files.  A restore mirrors it, the memory
- * coming from the image (or, to roll a failed checkpoint back, from the
- * spool), each piece checked before it is copied to the GPU.
+ * our own (pinned where the driver gives them) into a spool file a GPU,
+ * whose form the caller chooses (struct gck_cuda_spool: a checkpoint's
+ * are the image's own compressed chunks, a suspend's the memory as it
+ * is); the complete call then leaves the process CHECKPOINTED with
+ * nothing of its device memory in its host memory.  The spool waits for
+ * the image, which takes it once criu has dumped the tree: the driver
+ * must have finished before criu reads the process, and the image's
+ * manifest, written first, lists criu's files.  A restore mirrors it,
+ * the memory coming from the image (or, to roll a failed checkpoint
+ * back, from the spool), each piece checked before it is copied to the
+ * GPU.
  */
 #include "config.h"
 
@@ -144,16 +147,56 @@ ring_close(struct gck_cuda *cu, struct ring *rg)
 		cu->PrimaryCtxRelease(rg->dev);
 }
 
+/* A spool file of the memory as it is (no struct gck_cuda_spool). */
+struct rawfile {
+	int		 fd;
+	int		 done;
+	char		 path[PATH_MAX];
+};
+
 static int
-write_all(int fd, const char *p, size_t n)
+raw_create(void *arg, const char *path, pid_t pid, unsigned int k,
+    uint64_t size, void **hp)
 {
-	ssize_t	w;
+	struct rawfile	*f;
+	int		 e;
+
+	(void)arg;
+	(void)pid;
+	(void)k;
+	if ((f = calloc(1, sizeof *f)) == NULL)
+		return ENOMEM;
+	snprintf(f->path, sizeof f->path, "%s", path);
+	if ((f->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	    0600)) == -1) {
+		e = errno;
+		free(f);
+		return e;
+	}
+	/* Its full size first: a copy never stops half-way for room. */
+	if (size > 0 && (e = posix_fallocate(f->fd, 0, (off_t)size)) != 0 &&
+	    e != EOPNOTSUPP && e != EINVAL) {
+		close(f->fd);
+		unlink(path);
+		free(f);
+		return e;
+	}
+	*hp = f;
+	return 0;
+}
+
+static int
+raw_put(void *h, const void *buf, size_t n)
+{
+	struct rawfile	*f = h;
+	const char	*p = buf;
+	ssize_t		 w;
 
 	while (n > 0) {
-		if ((w = write(fd, p, n)) == -1) {
+		if ((w = write(f->fd, p, n)) == -1) {
 			if (errno == EINTR)
 				continue;
-			return -1;
+			return errno;
 		}
 		p += w;
 		n -= (size_t)w;
@@ -161,36 +204,104 @@ write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+static int
+raw_commit(void *h)
+{
+	struct rawfile	*f = h;
+	int		 fd = f->fd;
+
+	f->fd = -1;
+	if (close(fd) == -1)
+		return errno;
+	f->done = 1;
+	return 0;
+}
+
+static int
+raw_open(void *arg, const char *path, uint64_t *sizep, void **hp)
+{
+	struct rawfile	*f;
+	struct stat	 st;
+	int		 e;
+
+	(void)arg;
+	if ((f = calloc(1, sizeof *f)) == NULL)
+		return ENOMEM;
+	f->done = 1;
+	if ((f->fd = open(path, O_RDONLY | O_CLOEXEC)) == -1 ||
+	    fstat(f->fd, &st) == -1) {
+		e = errno;
+		if (f->fd != -1)
+			close(f->fd);
+		free(f);
+		return e;
+	}
+	*sizep = (uint64_t)st.st_size;
+	*hp = f;
+	return 0;
+}
+
+static ssize_t
+raw_get(void *h, void *buf, size_t len)
+{
+	struct rawfile	*f = h;
+	ssize_t		 n;
+
+	do
+		n = read(f->fd, buf, len);
+	while (n == -1 && errno == EINTR);
+	return n;
+}
+
+static void
+raw_drop(void *h)
+{
+	struct rawfile	*f = h;
+
+	if (f == NULL)
+		return;
+	if (f->fd != -1)
+		close(f->fd);
+	if (!f->done)
+		unlink(f->path);
+	free(f);
+}
+
+static const struct gck_cuda_spool rawspool = {
+	raw_create, raw_put, raw_commit, raw_open, raw_get, raw_drop, NULL
+};
+
+/* The files of cu's spool. */
+static const struct gck_cuda_spool *
+spool_ops(const struct gck_cuda *cu)
+{
+	return cu->sops != NULL ? cu->sops : &rawspool;
+}
+
 /*
- * Copies GPU j->k's memory into its spool file, made to its full size
- * first (a copy never stops half-way for want of room): one buffer is
- * written while the driver fills the other.
+ * Copies GPU j->k's memory into its spool file: one buffer is put there
+ * while the driver fills the other.
  */
 static void *
 copy_out_main(void *arg)
 {
-	struct devjob	*j = arg;
-	struct gck_cuda	*cu = j->cu;
-	struct ring	 rg;
-	char		 path[PATH_MAX];
-	uint64_t	 size = j->d->size, off, next;
-	size_t		 n, i = 0;
-	int		 fd, e;
+	struct devjob			*j = arg;
+	struct gck_cuda			*cu = j->cu;
+	const struct gck_cuda_spool	*so = spool_ops(cu);
+	struct ring			 rg;
+	char				 path[PATH_MAX];
+	uint64_t			 size = j->d->size, off, next;
+	size_t				 n, i = 0;
+	void				*h = NULL;
+	int				 e;
 
 	if (gck_cuda_spool_path(cu->spool, j->p->pid, j->k, path,
 	    sizeof path) == -1) {
 		j->syserr = ENAMETOOLONG;
 		return NULL;
 	}
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-	    0600)) == -1) {
-		j->syserr = errno;
-		return NULL;
-	}
-	if (size > 0 && (e = posix_fallocate(fd, 0, (off_t)size)) != 0 &&
-	    e != EOPNOTSUPP && e != EINVAL) {
+	if ((e = so->create(so->arg, path, j->p->pid, j->k, size, &h)) != 0) {
 		j->syserr = e;
-		close(fd);
 		return NULL;
 	}
 	ring_open(cu, &rg);
@@ -213,34 +324,37 @@ copy_out_main(void *arg)
 		    RING_BUF ? (size_t)(size - next) : RING_BUF,
 		    j->d->stream)) != CUDA_SUCCESS)
 			goto out;
-		if (write_all(fd, rg.buf[i], n) == -1) {
-			j->syserr = errno;
+		if ((e = so->put(h, rg.buf[i], n)) != 0) {
+			j->syserr = e;
 			/* (the copy under way must end before its buffer) */
 			cu->StreamSynchronize(j->d->stream);
 			goto out;
 		}
 	}
+	if ((e = so->commit(h)) != 0)
+		j->syserr = e;
 out:
 	ring_close(cu, &rg);
-	if (close(fd) == -1 && j->syserr == 0 && j->cuerr == CUDA_SUCCESS)
-		j->syserr = errno;
+	so->drop(h);
 	return NULL;
 }
+
+/* The spool files of a rollback's GPUs, open. */
+struct spooled {
+	const struct gck_cuda_spool	*so;
+	void				*h[GCK_GPUS_MAX];
+};
 
 /* The next piece of GPU k's memory from its spool file (a rollback). */
 static ssize_t
 spool_src(void *arg, struct gck_ctx *ctx, const struct gck_cproc *p,
     unsigned int k, void *buf, size_t len)
 {
-	int	*fds = arg;
-	ssize_t	 n;
+	struct spooled	*sp = arg;
 
 	(void)ctx;
 	(void)p;
-	do
-		n = read(fds[k], buf, len);
-	while (n == -1 && errno == EINTR);
-	return n;
+	return sp->so->get(sp->h[k], buf, len);
 }
 
 /*
@@ -269,7 +383,11 @@ copy_in_main(void *arg)
 			n = j->src(j->srcarg, j->ctx, j->p, j->k,
 			    (char *)rg.buf[i] + got, RING_BUF - got);
 			if (n < 0) {
-				j->srcfail = 1;
+				/* (the spool's errno; a source's, its ctx) */
+				if (j->ctx == NULL && j->src == spool_src)
+					j->syserr = errno != 0 ? errno : EIO;
+				else
+					j->srcfail = 1;
 				goto out;
 			}
 			if (n == 0)
@@ -401,22 +519,30 @@ gck_cuda_store_copy_back(struct gck_cuda *cu, struct gck_cproc *p)
 	struct gck_cu_restore_args	 a;
 	struct gck_cu_storage		*info = NULL;
 	struct devjob			 jobs[GCK_GPUS_MAX];
+	struct spooled			 sp;
 	char				 path[PATH_MAX];
-	int				 fds[GCK_GPUS_MAX];
+	uint64_t			 size;
 	unsigned int			 k, nfd = 0;
 	CUresult			 r;
-	int				 ret = -1;
+	int				 ret = -1, e;
 
+	sp.so = spool_ops(cu);
 	if (cu->src == NULL) {
-		for (nfd = 0; nfd < p->ndev; nfd++)
-			if (cu->spool == NULL || gck_cuda_spool_path(cu->spool,
-			    p->pid, nfd, path, sizeof path) == -1 ||
-			    (fds[nfd] = open(path, O_RDONLY | O_CLOEXEC)) ==
-			    -1) {
-				p->syserr = cu->spool == NULL ? ENOENT : errno;
+		for (nfd = 0; nfd < p->ndev; nfd++) {
+			e = cu->spool == NULL ? ENOENT :
+			    gck_cuda_spool_path(cu->spool, p->pid, nfd, path,
+			    sizeof path) == -1 ? ENAMETOOLONG :
+			    sp.so->open(sp.so->arg, path, &size, &sp.h[nfd]);
+			if (e == 0 && size != p->devsize[nfd]) {
+				sp.so->drop(sp.h[nfd]);
+				e = EIO;
+			}
+			if (e != 0) {
+				p->syserr = e;
 				p->faildev = nfd;
 				goto out;
 			}
+		}
 	}
 	memset(&a, 0, sizeof a);
 	a.pairs = p->npairs > 0 ? (CUcheckpointGpuPair *)p->pairs : NULL;
@@ -445,7 +571,7 @@ gck_cuda_store_copy_back(struct gck_cuda *cu, struct gck_cproc *p)
 		jobs[k].d = &info->dev[k];
 		jobs[k].k = k;
 		jobs[k].src = cu->src != NULL ? cu->src : spool_src;
-		jobs[k].srcarg = cu->src != NULL ? cu->srcarg : fds;
+		jobs[k].srcarg = cu->src != NULL ? cu->srcarg : &sp;
 		jobs[k].ctx = NULL;
 	}
 	/* One source read in order (an image) takes the GPUs in turn. */
@@ -463,7 +589,7 @@ gck_cuda_store_copy_back(struct gck_cuda *cu, struct gck_cproc *p)
 	ret = 0;
 out:
 	while (nfd > 0)
-		close(fds[--nfd]);
+		sp.so->drop(sp.h[--nfd]);
 	return ret;
 }
 
@@ -474,24 +600,30 @@ out:
  */
 void
 gck_cuda_spool_learn(struct gck_cuda *cu, struct gck_cproc *cp, size_t n,
-    const char *dir)
+    const char *dir, const struct gck_cuda_spool *sops)
 {
-	struct stat	st;
-	char		path[PATH_MAX];
-	size_t		i;
-	unsigned int	k;
+	const struct gck_cuda_spool	*so;
+	char				 path[PATH_MAX];
+	uint64_t			 size;
+	size_t				 i;
+	unsigned int			 k;
+	void				*h;
 
 	if (dir == NULL || (cu->spool == NULL &&
 	    (cu->spool = strdup(dir)) == NULL))
 		return;
+	cu->sops = sops;
+	so = spool_ops(cu);
 	for (i = 0; i < n; i++) {
 		if (cp[i].custom)
 			continue;
 		for (k = 0; k < GCK_GPUS_MAX; k++) {
 			if (gck_cuda_spool_path(dir, cp[i].pid, k, path,
-			    sizeof path) == -1 || stat(path, &st) == -1)
+			    sizeof path) == -1 || so->open(so->arg, path,
+			    &size, &h) != 0)
 				break;
-			cp[i].devsize[k] = (uint64_t)st.st_size;
+			so->drop(h);
+			cp[i].devsize[k] = size;
 		}
 		if (k > 0) {
 			cp[i].custom = 1;
@@ -502,11 +634,13 @@ gck_cuda_spool_learn(struct gck_cuda *cu, struct gck_cproc *cp, size_t n,
 
 /*
  * Has the CHECKPOINT step go through custom storage where the driver
- * offers it, into spool files under dir (made here); a process the
- * driver will not take that way goes through its host memory.
+ * offers it, into spool files of sops (NULL: the memory as it is) under
+ * dir (made here); a process the driver will not take that way goes
+ * through its host memory.
  */
 int
-gck_cuda_store_out(struct gck_ctx *ctx, struct gck_cuda *cu, const char *dir)
+gck_cuda_store_out(struct gck_ctx *ctx, struct gck_cuda *cu, const char *dir,
+    const struct gck_cuda_spool *sops)
 {
 	if (!gck_cuda_storage(cu))
 		return GCK_OK;
@@ -516,6 +650,7 @@ gck_cuda_store_out(struct gck_ctx *ctx, struct gck_cuda *cu, const char *dir)
 	free(cu->spool);
 	if ((cu->spool = strdup(dir)) == NULL)
 		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	cu->sops = sops;
 	return GCK_OK;
 }
 

@@ -39,6 +39,7 @@
 #include "criu/zeroscan.h"
 #include "gpu/cuda.h"
 #include "image/chunker.h"
+#include "image/devspool.h"
 #include "image/digest.h"
 #include "image/image.h"
 #include "image/manifest.h"
@@ -87,6 +88,8 @@ struct ckpt {
 	struct out			 out;
 	char				*work;
 	char				 spool[PATH_MAX];	/* of GPUs */
+	struct gck_devspool_conf	 dsconf;	/* its files, */
+	struct gck_cuda_spool		 dsops;		/* the image's chunks */
 	char				 imgdir[PATH_MAX];
 	char				 criuver[64];
 	char				 cudaver[16];
@@ -137,6 +140,9 @@ static int	ckpt_stage(struct ckpt *);
 static int	ckpt_quiesce(struct ckpt *);
 static void	ckpt_cuda_facts(struct ckpt *);
 static void	ckpt_log_storage(const struct ckpt *);
+static pid_t	ns_local(void *, pid_t);
+static void	guard_bring_back(struct gck_ctx *, const struct gck_proc *,
+		    size_t, const char *);
 static int	ckpt_dump(struct ckpt *);
 static int	ckpt_commit(struct ckpt *);
 static int	snap_wanted(const struct ckpt *);
@@ -578,67 +584,6 @@ struct devfile {
 };
 
 /*
- * Adds the device memory spooled in df, as memory: in chunks cut as a
- * process's pages are (format 2), each its entry, or in parts.
- */
-static int
-add_spooled(struct gck_ctx *ctx, struct gck_writer *w,
-    const struct devfile *df, char *buf, size_t cap)
-{
-	struct gck_chunker	 ck;
-	char			 ename[GCK_SNAME + 32];
-	uint64_t		 toread = df->size;
-	size_t			 have = 0, len;
-	unsigned		 part;
-	ssize_t			 n;
-	int			 fd, r = GCK_OK;
-
-	if ((fd = open(df->path, O_RDONLY | O_CLOEXEC)) == -1)
-		return gck_set_syserr(ctx, errno, "cannot open '%s': %s",
-		    df->path, strerror(errno));
-	gck_log(ctx, 2, "adding %s: %llu bytes of device memory", df->name,
-	    (unsigned long long)df->size);
-	/* A GPU the process holds nothing on is a file all the same. */
-	if (df->size == 0) {
-		gck_entry_name(ename, sizeof ename, df->name, -1);
-		r = gck_writer_add(w, ename, buf, 0);
-		goto out;
-	}
-	gck_chunker_start(&ck);
-	for (part = 0; toread > 0 || have > 0; part++) {
-		while (have < cap && toread > 0) {
-			n = read(fd, buf + have, toread < cap - have ?
-			    (size_t)toread : cap - have);
-			if (n == -1 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				r = n == 0 ? gck_set_syserr(ctx, EIO, "'%s' "
-				    "is shorter than the device memory it "
-				    "holds", df->path) : gck_set_syserr(ctx,
-				    errno, "cannot read '%s': %s", df->path,
-				    strerror(errno));
-				goto out;
-			}
-			have += (size_t)n;
-			toread -= (uint64_t)n;
-		}
-		len = cap == GCK_CHUNK_SIZE ? gck_chunker_scan(&ck, buf, have) :
-		    have;
-		if (len == 0)
-			len = have;
-		gck_entry_name(ename, sizeof ename, df->name, part == 0 &&
-		    len == df->size ? -1 : (long)part);
-		if ((r = gck_writer_add_memory(w, ename, buf, len)) != GCK_OK)
-			goto out;
-		have -= len;
-		memmove(buf, buf + len, have);
-	}
-out:
-	close(fd);
-	return r;
-}
-
-/*
  * Writes the image but for its trailer: the manifest, the files criu
  * wrote that restore reads first (inventory.img first of all), then the
  * memory pages of each task, read again from the stopped tree, in the
@@ -699,11 +644,17 @@ stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 			if (r != GCK_OK)
 				goto out;
 		}
-	/* The device memory last: a restore needs the process first. */
-	for (i = 0; i < ndev; i++)
-		if ((r = add_spooled(ctx, w, &dev[i], buf[0], ps.chunk ?
-		    ps.chunk : part_size)) != GCK_OK)
+	/*
+	 * The device memory last, a restore needs the process first: the
+	 * chunks that wait in the spool, compressed as they will be here.
+	 */
+	for (i = 0; i < ndev; i++) {
+		gck_log(ctx, 2, "adding %s: %llu bytes of device memory",
+		    dev[i].name, (unsigned long long)dev[i].size);
+		if ((r = gck_devspool_splice(ctx, w, dev[i].path, dev[i].name,
+		    dev[i].size)) != GCK_OK)
 			goto out;
+	}
 	gck_writer_stats(w, &bytes, &holes);
 	gck_log(ctx, 1, "image: %llu bytes of CRIU data, %llu of them zero "
 	    "pages left as holes", (unsigned long long)bytes,
@@ -1241,7 +1192,7 @@ ckpt_stage(struct ckpt *c)
 	if ((r = gck_workdir_name(ctx, c->o->tmpdir, &c->work)) != GCK_OK ||
 	    (r = out_name(ctx, c->o, &c->out)) != GCK_OK ||
 	    (r = gck_guard_start(ctx, c->pre, c->work, c->out.tmp,
-	    gck_cuda_bring_back, c->cand, c->ncand, &c->guard)) != GCK_OK)
+	    guard_bring_back, c->cand, c->ncand, &c->guard)) != GCK_OK)
 		return r;
 	if ((r = gck_workdir_make(ctx, &c->work)) != GCK_OK ||
 	    (c->ns != NULL && !c->whole && (r = gck_criu_ns_check(ctx, c->ns,
@@ -1302,7 +1253,18 @@ ckpt_quiesce(struct ckpt *c)
 	if (!c->o->gpu_staging && gck_cuda_storage(c->cu)) {
 		snprintf(c->spool, sizeof c->spool, "%s" GCK_SPOOL_SUFFIX,
 		    c->work);
-		if ((r = gck_cuda_store_out(ctx, c->cu, c->spool)) != GCK_OK) {
+		c->dsconf.format = c->o->format > 1 || c->o->format == 0 ?
+		    (c->o->format ? c->o->format : GCK_FORMAT_VERSION) : 2;
+		c->dsconf.level = c->snap ? c->so.level : c->o->level;
+		c->dsconf.threads = c->o->threads;
+		/* (the image's parents, as write_image() has them) */
+		c->dsconf.parents = c->snap ? c->pool : c->parents != NULL ?
+		    c->parents : c->o->have;
+		c->dsconf.local = ns_local;
+		c->dsconf.arg = c->ns;
+		gck_devspool_ops(&c->dsconf, &c->dsops);
+		if ((r = gck_cuda_store_out(ctx, c->cu, c->spool, &c->dsops)) !=
+		    GCK_OK) {
 			c->spool[0] = '\0';
 			return r;
 		}
@@ -1312,6 +1274,27 @@ ckpt_quiesce(struct ckpt *c)
 		return r;
 	ckpt_log_storage(c);
 	return gck_check_interrupt(ctx);
+}
+
+/* The PID the image gives the process that is pid here. */
+static pid_t
+ns_local(void *arg, pid_t pid)
+{
+	return gck_nsview_local(arg, pid);
+}
+
+/*
+ * The guard's bring-back of the GPUs: device memory that went through
+ * custom storage is in the spool as the image's chunks.
+ */
+static void
+guard_bring_back(struct gck_ctx *ctx, const struct gck_proc *cand,
+    size_t ncand, const char *work)
+{
+	struct gck_cuda_spool	ops;
+
+	gck_devspool_ops(NULL, &ops);
+	gck_cuda_bring_back(ctx, cand, ncand, work, &ops);
 }
 
 /* Says which way each process's device memory went. */

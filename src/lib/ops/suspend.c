@@ -118,7 +118,7 @@ gck_suspend(struct gck_ctx *ctx, pid_t pid, unsigned int lock_ms,
 			park[0] = '\0';
 			goto out;
 		}
-		if ((r = gck_cuda_store_out(ctx, ct.cu, park)) != GCK_OK)
+		if ((r = gck_cuda_store_out(ctx, ct.cu, park, NULL)) != GCK_OK)
 			goto out;
 	}
 	if ((r = gck_cuda_step(ctx, ct.cu, ct.cp, ct.ncp, GCK_CS_LOCK,
@@ -163,7 +163,7 @@ gck_resume(struct gck_ctx *ctx, pid_t pid, const char *map, size_t *np)
 	    (r = park_dir(ctx, pid, park, sizeof park)) != GCK_OK)
 		goto out;
 	/* Those whose device memory is parked come back from there. */
-	gck_cuda_spool_learn(ct.cu, ct.cp, ct.ncp, park);
+	gck_cuda_spool_learn(ct.cu, ct.cp, ct.ncp, park, NULL);
 	/*
 	 * Processes left RUNNING (a suspend cut short) are passed over,
 	 * but a tree with none suspended is refused, as is a FAILED one.
