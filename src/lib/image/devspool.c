@@ -186,21 +186,13 @@ fail:
 static int
 ds_known(struct dsw *s, const char *p, size_t len, struct gck_digest *d)
 {
-	size_t	i, ent, n = len / GCK_PAGE;
+	size_t	ent, n = len / GCK_PAGE;
 
 	if (s->parents == NULL || len % GCK_PAGE != 0)
 		return 0;
 	if (gck_digest_buf(GCK_DK_SHA256, p, len, d) == -1)
 		return -1;
-	for (i = 0; i < n; i++) {
-		s->pzero[i] = (unsigned char)gck_zero_page(p + i * GCK_PAGE,
-		    GCK_PAGE);
-		if (s->pzero[i])
-			memcpy(s->pdz + i * GCK_PDIG, gck_page_zero_digest(),
-			    GCK_PDIG);
-		else
-			gck_page_digest(p + i * GCK_PAGE, s->pdz + i * GCK_PDIG);
-	}
+	gck_pages_digest(p, n, s->pdz, s->pzero);
 	if (gck_parents_has(s->parents, d))
 		return 1;
 	return s->ptab != NULL && gck_patch_plan(s->ptab, s->pdz, s->pzero,
@@ -276,8 +268,8 @@ ds_cut(struct dsw *s, size_t len)
 	if (e == 1) {
 		if ((e = ds_keep_raw(s, s->buf, len, &d)) != 0)
 			return e;
-	} else if (gck_writer_add_memory_whole(s->w, ename, s->buf, len) !=
-	    GCK_OK)
+	} else if (gck_writer_add_memory_whole(s->w, ename, s->buf, len,
+	    s->parents != NULL && len % GCK_PAGE == 0 ? &d : NULL) != GCK_OK)
 		return ds_errno(s->ctx);
 	s->part++;
 	s->have -= len;

@@ -68,6 +68,7 @@ struct gck_writer {
 	int		 finished, abandoned;
 	int		 format, dk;	/* version, its digest kind */
 	int		 level;		/* of compression, 0: none */
+	const struct gck_digest *given;	/* of the chunk being added */
 	struct gck_dstate *ds;
 	const struct gck_parents *parents;	/* chunks not stored again */
 	struct gck_memo	*memo;		/* digests of chunks known, or NULL */
@@ -448,7 +449,7 @@ w_pidx(struct gck_writer *w, size_t n)
 static int
 w_pages(struct gck_writer *w, const char *buf, size_t len)
 {
-	size_t	 i, n = len / GCK_PAGE;
+	size_t	 n = len / GCK_PAGE;
 
 	if (len % GCK_PAGE != 0 || len > GCK_CHUNK_SIZE)
 		return gck_set_error(w->ctx, GCK_EINVAL, "a chunk of memory of "
@@ -457,17 +458,29 @@ w_pages(struct gck_writer *w, const char *buf, size_t len)
 	if (w->pdz == NULL && ((w->pdz = malloc(GCK_PATCH_RUNS * GCK_PDIG)) ==
 	    NULL || (w->pzero = malloc(GCK_PATCH_RUNS)) == NULL))
 		return gck_set_error(w->ctx, GCK_ENOMEM, "out of memory");
+	gck_pages_digest(buf, n, w->pdz, w->pzero);
+	return GCK_OK;
+}
+
+/*
+ * The digests of the n pages at buf into pd (GCK_PDIG bytes each), and
+ * into zero which of them hold only zeros.
+ */
+void
+gck_pages_digest(const char *buf, size_t n, unsigned char *pd,
+    unsigned char *zero)
+{
+	size_t	i;
+
 	for (i = 0; i < n; i++) {
-		w->pzero[i] = (unsigned char)gck_zero_page(buf + i * GCK_PAGE,
+		zero[i] = (unsigned char)gck_zero_page(buf + i * GCK_PAGE,
 		    GCK_PAGE);
-		if (w->pzero[i])
-			memcpy(w->pdz + i * GCK_PDIG, gck_page_zero_digest(),
+		if (zero[i])
+			memcpy(pd + i * GCK_PDIG, gck_page_zero_digest(),
 			    GCK_PDIG);
 		else
-			gck_page_digest(buf + i * GCK_PAGE, w->pdz + i *
-			    GCK_PDIG);
+			gck_page_digest(buf + i * GCK_PAGE, pd + i * GCK_PDIG);
 	}
-	return GCK_OK;
 }
 
 /*
@@ -705,7 +718,9 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 		/* (holes are checked against the size: it comes first) */
 		if (sparse == 1 || sparse == 2)
 			h = add_holes(e, buf, len, w->ds, w->dk, &d);
-		if (h == 0 && (sparse && w->memo != NULL &&
+		if (w->given != NULL && w->given->kind == w->dk)
+			d = *w->given;		/* the caller's, of buf */
+		else if (h == 0 && (sparse && w->memo != NULL &&
 		    w->dk == GCK_DK_SHA256 ?
 		    gck_memo_digest(w->memo, buf, len, &d) :
 		    gck_digest_buf(w->dk, buf, len, &d)) == -1) {
@@ -769,12 +784,18 @@ gck_writer_add_memory(struct gck_writer *w, const char *name,
  * As gck_writer_add_memory(), its zero pages left as they are: an entry
  * of its data whole, whatever a parent has (w has none), whose frame
  * gck_writer_add_memory_frame() can take into another image as it is.
+ * d, if not NULL, is its digest, known already.
  */
 int
 gck_writer_add_memory_whole(struct gck_writer *w, const char *name,
-    const void *buf, size_t len)
+    const void *buf, size_t len, const struct gck_digest *d)
 {
-	return w_add(w, name, buf, len, 3);
+	int	r;
+
+	w->given = d;
+	r = w_add(w, name, buf, len, 3);
+	w->given = NULL;
+	return r;
 }
 
 /*

@@ -53,7 +53,7 @@ int	gck_writer_add_memory_ref(struct gck_writer *, const char *,
 int	gck_writer_add_pages(struct gck_writer *, const char *, const void *,
 	    size_t);
 int	gck_writer_add_memory_whole(struct gck_writer *, const char *,
-	    const void *, size_t);
+	    const void *, size_t, const struct gck_digest *);
 int	gck_writer_add_memory_frame(struct gck_writer *, const char *, size_t,
 	    const struct gck_digest *, const unsigned char *, const void *,
 	    size_t, int (*)(void *, const uint32_t *, char *const *, size_t),
@@ -90,5 +90,7 @@ struct gck_memo;
 void	gck_writer_set_memo(struct gck_writer *, struct gck_memo *);
 int	gck_reader_copy(struct gck_reader *, struct gck_writer *);
 int	gck_zero_page(const char *, size_t);
+void	gck_pages_digest(const char *, size_t, unsigned char *,
+	    unsigned char *);
 
 #endif /* GCK_IMAGE_IMAGE_H */
