@@ -54,7 +54,11 @@
 #                         host side is measured), custom storage against
 #                         --gpu-staging: the private memory of the
 #                         process at the dump, the peak RSS of gpuckpt
-#                         and gpurestore, CPU-seconds for each GiB
+#                         and gpurestore, CPU-seconds for each GiB; then
+#                         images of the restored process with --parent
+#                         through custom storage, after it rewrote one
+#                         page in 64 all over its device memory, and with
+#                         nothing rewritten
 #   BENCH_LIVE_RATES=...  those rates for "live" (default "0 1 10")
 #   BENCH_PATTERNS=...    how the workload of incremental, live and
 #                         snapshot writes (benchwork -p), each of them
@@ -205,6 +209,7 @@ storage_one()
 		else
 			note "storage $v: the restored process did not verify"
 		fi
+		[ "$st" = ok ] && [ "$v" = custom ] && storage_incr "$pid" "$rep" "$mib"
 	else
 		note "storage $v failed: $(cat "$R/ck.err" "$R/rs.err" 2>/dev/null | tail -n 2)"
 	fi
@@ -222,6 +227,46 @@ storage_one()
 	wait_gone "$pid" 10
 	unset FAKECUDA_DIR GPUCKPT_LIBCUDA GPUCKPT_LIBNVML FAKECUDA_CALL_TIMEOUT_MS
 	rm -rf "$fake" "$R/store.gck"
+}
+
+# rewrote_after FILE N: waits (2 minutes at most) for cudawork's status
+# FILE to say "rewrote" more than N times.
+rewrote_after()
+{
+	local i=0
+
+	while [ "$(grep -c '^rewrote ' "$1")" -le "$2" ]; do
+		i=$((i + 1))
+		[ $i -le 1200 ] || return 1
+		sleep 0.1
+	done
+}
+
+# storage_incr PID REP MIB: of the restored process PID, images with
+# --parent of the full one ($R/store.gck), through custom storage: with
+# nothing rewritten since, and after cudawork rewrote one page in 64 of
+# its device memory all over it (SIGUSR2).  Appends "storage-incr REP
+# ok|FAIL MIB full_B same_B same_cpu_s scattered_B scattered_cpu_s".
+storage_incr()
+{
+	local pid=$1 rep=$2 mib=$3 st=FAIL f=$R/cuda.status n line
+
+	line="storage-incr $rep"
+	if "$TIME" -f "%U %S %M" -o "$R/si1.time" "$GPUCKPT" -R \
+	    --parent "$R/store.gck" -p "$pid" -o "$R/same.gck" 2>"$R/si.err" &&
+	    n=$(grep -c '^rewrote ' "$f"; :) && kill -USR2 "$pid" &&
+	    rewrote_after "$f" "$n" &&
+	    "$TIME" -f "%U %S %M" -o "$R/si2.time" "$GPUCKPT" -R \
+	    --parent "$R/store.gck" -p "$pid" -o "$R/scat.gck" 2>"$R/si.err"; then
+		st=ok
+	else
+		note "storage --parent failed: $(tail -n 2 "$R/si.err")"
+	fi
+	line="$line $st $mib $(stat -c %s "$R/store.gck" 2>/dev/null || echo -)"
+	line="$line $(stat -c %s "$R/same.gck" 2>/dev/null || echo -) $(cpu_of "$R/si1.time")"
+	line="$line $(stat -c %s "$R/scat.gck" 2>/dev/null || echo -) $(cpu_of "$R/si2.time")"
+	echo "$line" >>"$RAW"
+	rm -f "$R/same.gck" "$R/scat.gck"
 }
 
 # The storage figures, the staging baseline's beside custom storage's.
@@ -256,6 +301,10 @@ storage_report()
 			say "$(verdict "$(cmp_le "$ca" "$g16")")  custom storage: gpuckpt's peak private memory $((ca / 1024)) MiB (goal: under 1/16 of the device memory, $((g16 / 1024)) MiB)"
 		fi
 	done
+	set -- $(awk '$1 == "storage-incr" && $3 == "ok"' "$RAW" | head -n 1)
+	[ $# -ge 9 ] || return 0
+	say "  custom, --parent of the full image ($(($5 / 1048576)) MiB), after one page in 64 rewritten all over: $(($8 / 1048576)) MiB ($(quot "$8" "$5" %.3f) of it), gpuckpt $9 CPU-s"
+	say "  custom, --parent of the full image, nothing rewritten: $(($6 / 1048576)) MiB ($(quot "$6" "$5" %.3f) of it), gpuckpt $7 CPU-s"
 }
 
 # --- checks ----------------------------------------------------------
