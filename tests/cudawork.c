@@ -88,7 +88,6 @@ static int		 get_line(int, char *, size_t, int);
 static _Noreturn void	 child_main(int, int, int, unsigned long);
 static void		 verify(void);
 static void		 rewrite(void);
-static volatile sig_atomic_t	 want_rewrite;
 static uint64_t			 kids_sum;	/* the children's, xored */
 
 static struct cuda		 cu;
@@ -393,13 +392,6 @@ child_main(int ordinal, int in, int out, unsigned long mib)
 	}
 }
 
-static void
-on_usr2(int sig)
-{
-	(void)sig;
-	want_rewrite = 1;
-}
-
 /* The root's SIGUSR2: one page in 64 rewritten, its checksum again. */
 static void
 rewrite(void)
@@ -533,7 +525,7 @@ main(int argc, char *argv[])
 
 	work_close_inherited();
 	work_signals(0);
-	signal(SIGUSR2, on_usr2);
+	signal(SIGUSR2, work_on_usr2);
 
 	for (i = 1; i < nproc; i++)
 		if (pipe(p1[i]) == -1 || pipe(p2[i]) == -1) {
@@ -599,8 +591,8 @@ main(int argc, char *argv[])
 			work_want_verify = 0;
 			verify();
 		}
-		if (want_rewrite) {
-			want_rewrite = 0;
+		if (work_want_rewrite) {
+			work_want_rewrite = 0;
 			rewrite();
 		}
 		work_msleep(10);

@@ -84,7 +84,6 @@
 static void	 child_loop(int, int);
 static int	 heap_fill(uint64_t, unsigned long);
 static void	 keep_rewriting(void);
-static void	 on_usr2(int);
 static void	 rewrite(void);
 static void	 rewrite_units(void);
 static void	*ticker(void *);
@@ -113,7 +112,6 @@ static double			 wdue;		/* -w: bytes due */
 static size_t			 wnext;		/* -w: the unit to rewrite next */
 static uint64_t			 wseed;
 static unsigned long		 rewrites;
-static volatile sig_atomic_t	 want_rewrite;
 
 #define WRUN_WORDS	((2u << 20) / 8)
 #define WPAGE_WORDS	(WORK_PAGE / 8)
@@ -238,13 +236,6 @@ heap_fill(uint64_t x, unsigned long zpct)
 		nunit++;
 	}
 	return 0;
-}
-
-static void
-on_usr2(int sig)
-{
-	(void)sig;
-	want_rewrite = 1;
 }
 
 /* -r: rewrites rpct percent of the memory in aligned runs of 2 MiB. */
@@ -527,7 +518,7 @@ main(int argc, char *argv[])
 	work_close_inherited();
 	work_signals(0);
 	if (rpct > 0)
-		signal(SIGUSR2, on_usr2);
+		signal(SIGUSR2, work_on_usr2);
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	srandom((unsigned)(getpid() ^ ts.tv_nsec));
@@ -658,8 +649,8 @@ main(int argc, char *argv[])
 		    pgiven ? " pattern=" : "", pgiven ? patterns[pattern] : "");
 	for (;;) {
 		counter++;
-		if (want_rewrite) {
-			want_rewrite = 0;
+		if (work_want_rewrite) {
+			work_want_rewrite = 0;
 			rewrite();
 		}
 		if (wpct > 0)

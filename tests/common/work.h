@@ -1,11 +1,12 @@
 /*
  * work.h: what the workloads of the tests and the benchmark share (the
- * status file, sleeping, the SIGUSR1 request, a pattern and its
- * checksum).  Header only, so that nvcc compiles it into gpuwork too.
+ * status file, sleeping, the SIGUSR1 and SIGUSR2 requests, a pattern and
+ * its checksum).  Header only, so that nvcc compiles it into gpuwork too.
  *
  * A program sets work_statusfile, calls work_close_inherited() and
  * work_signals(), and then appends lines with work_status(); its loop
- * checks work_want_verify.
+ * checks work_want_verify, and work_want_rewrite where it takes
+ * work_on_usr2() as SIGUSR2's handler.
  */
 #ifndef GCK_TESTS_WORK_H
 #define GCK_TESTS_WORK_H
@@ -27,6 +28,7 @@
 
 static const char		*work_statusfile;
 static volatile sig_atomic_t	 work_want_verify;
+static volatile sig_atomic_t	 work_want_rewrite;
 
 /*
  * Appends a line to work_statusfile.  The file is opened for each line
@@ -76,6 +78,13 @@ work_on_usr1(int sig)
 {
 	(void)sig;
 	work_want_verify = 1;
+}
+
+static inline void
+work_on_usr2(int sig)
+{
+	(void)sig;
+	work_want_rewrite = 1;
 }
 
 /*

@@ -119,9 +119,9 @@ ds_errno(const struct gck_ctx *ctx)
 	return ctx->code == GCK_ENOMEM ? ENOMEM : EIO;
 }
 
-/* The file beside path of suffix sfx (".idx", ".raw"). */
+/* The file beside spool file path of suffix sfx (".idx", ".raw"). */
 static int
-idx_path(char *buf, size_t len, const char *path, const char *sfx)
+side_path(char *buf, size_t len, const char *path, const char *sfx)
 {
 	int	n = snprintf(buf, len, "%s%s", path, sfx);
 
@@ -212,7 +212,7 @@ ds_keep_raw(struct dsw *s, const char *p, size_t len,
 	ssize_t		 w;
 
 	if (s->rawfd == -1) {
-		if (idx_path(rpath, sizeof rpath, s->path, ".raw") == -1)
+		if (side_path(rpath, sizeof rpath, s->path, ".raw") == -1)
 			return ENAMETOOLONG;
 		if ((s->rawfd = open(rpath, O_WRONLY | O_CREAT | O_TRUNC |
 		    O_CLOEXEC, 0600)) == -1)
@@ -330,7 +330,7 @@ ds_commit(void *h)
 			return e;
 	if (gck_writer_sync(s->w) != GCK_OK)
 		return ds_errno(s->ctx);
-	if (idx_path(ipath, sizeof ipath, s->path, ".idx") == -1)
+	if (side_path(ipath, sizeof ipath, s->path, ".idx") == -1)
 		return ENAMETOOLONG;
 	if ((fd = open(ipath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
 	    0600)) == -1)
@@ -419,9 +419,9 @@ dsw_drop(struct dsw *s)
 		close(s->rawfd);
 	if (!s->committed) {
 		unlink(s->path);
-		if (idx_path(ipath, sizeof ipath, s->path, ".idx") == 0)
+		if (side_path(ipath, sizeof ipath, s->path, ".idx") == 0)
 			unlink(ipath);
-		if (idx_path(ipath, sizeof ipath, s->path, ".raw") == 0)
+		if (side_path(ipath, sizeof ipath, s->path, ".raw") == 0)
 			unlink(ipath);
 	}
 	gck_ctx_free(s->ctx);
@@ -442,7 +442,7 @@ dsr_open(const char *path, struct dsr *r)
 	memset(r, 0, sizeof *r);
 	r->fd = -1;
 	r->rawfd = -1;
-	if (idx_path(ipath, sizeof ipath, path, ".idx") == -1)
+	if (side_path(ipath, sizeof ipath, path, ".idx") == -1)
 		return ENAMETOOLONG;
 	if ((fd = open(ipath, O_RDONLY | O_CLOEXEC)) == -1)
 		return errno;
@@ -457,7 +457,7 @@ dsr_open(const char *path, struct dsr *r)
 	    r->h.dk != GCK_DK_SHA256 || r->h.format < 2 || r->h.format > 3)
 		return EIO;
 	/* (only where some chunk was kept raw) */
-	if (idx_path(ipath, sizeof ipath, path, ".raw") == -1)
+	if (side_path(ipath, sizeof ipath, path, ".raw") == -1)
 		return ENAMETOOLONG;
 	if ((r->rawfd = open(ipath, O_RDONLY | O_CLOEXEC)) == -1 &&
 	    errno != ENOENT)

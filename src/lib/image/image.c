@@ -68,7 +68,6 @@ struct gck_writer {
 	int		 finished, abandoned;
 	int		 format, dk;	/* version, its digest kind */
 	int		 level;		/* of compression, 0: none */
-	const struct gck_digest *given;	/* of the chunk being added */
 	struct gck_dstate *ds;
 	const struct gck_parents *parents;	/* chunks not stored again */
 	struct gck_memo	*memo;		/* digests of chunks known, or NULL */
@@ -671,9 +670,14 @@ gck_writer_pages(const struct gck_writer *w, struct gck_ptab *t)
 	return GCK_OK;
 }
 
+/*
+ * Adds entry name of len bytes of buf: sparse 0 a file, 1 pages, 2 a
+ * chunk of memory, 3 a chunk of memory whole (no holes); given, if not
+ * NULL, the digest of buf, known already.
+ */
 static int
 w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
-    int sparse)
+    int sparse, const struct gck_digest *given)
 {
 	struct archive_entry	*e = NULL;
 	struct gck_patch	*p = NULL;
@@ -718,8 +722,8 @@ w_add(struct gck_writer *w, const char *name, const void *buf, size_t len,
 		/* (holes are checked against the size: it comes first) */
 		if (sparse == 1 || sparse == 2)
 			h = add_holes(e, buf, len, w->ds, w->dk, &d);
-		if (w->given != NULL && w->given->kind == w->dk)
-			d = *w->given;		/* the caller's, of buf */
+		if (given != NULL && given->kind == w->dk)
+			d = *given;		/* the caller's, of buf */
 		else if (h == 0 && (sparse && w->memo != NULL &&
 		    w->dk == GCK_DK_SHA256 ?
 		    gck_memo_digest(w->memo, buf, len, &d) :
@@ -764,7 +768,7 @@ int
 gck_writer_add(struct gck_writer *w, const char *name, const void *buf,
     size_t len)
 {
-	return w_add(w, name, buf, len, 0);
+	return w_add(w, name, buf, len, 0, NULL);
 }
 
 /*
@@ -777,7 +781,7 @@ int
 gck_writer_add_memory(struct gck_writer *w, const char *name,
     const void *buf, size_t len)
 {
-	return w_add(w, name, buf, len, 2);
+	return w_add(w, name, buf, len, 2, NULL);
 }
 
 /*
@@ -790,12 +794,7 @@ int
 gck_writer_add_memory_whole(struct gck_writer *w, const char *name,
     const void *buf, size_t len, const struct gck_digest *d)
 {
-	int	r;
-
-	w->given = d;
-	r = w_add(w, name, buf, len, 3);
-	w->given = NULL;
-	return r;
+	return w_add(w, name, buf, len, 3, d);
 }
 
 /*
@@ -1016,7 +1015,7 @@ int
 gck_writer_add_pages(struct gck_writer *w, const char *name, const void *buf,
     size_t len)
 {
-	return w_add(w, name, buf, len, 1);
+	return w_add(w, name, buf, len, 1, NULL);
 }
 
 /*
@@ -1175,7 +1174,7 @@ w_index(struct gck_writer *w)
 		    GCK_PIDX_PART;
 		gck_pidx_name(name, sizeof name, part);
 		if ((r = w_add(w, name, w->pidx + off * GCK_PDIG, (size_t)n *
-		    GCK_PDIG, 0)) != GCK_OK)
+		    GCK_PDIG, 0, NULL)) != GCK_OK)
 			return r;
 	}
 	return GCK_OK;

@@ -140,6 +140,7 @@ static int	ckpt_stage(struct ckpt *);
 static int	ckpt_quiesce(struct ckpt *);
 static void	ckpt_cuda_facts(struct ckpt *);
 static void	ckpt_log_storage(const struct ckpt *);
+static const struct gck_parents *ckpt_parents(const struct ckpt *);
 static pid_t	ns_local(void *, pid_t);
 static void	guard_bring_back(struct gck_ctx *, const struct gck_proc *,
 		    size_t, const char *);
@@ -1253,13 +1254,12 @@ ckpt_quiesce(struct ckpt *c)
 	if (!c->o->gpu_staging && gck_cuda_storage(c->cu)) {
 		snprintf(c->spool, sizeof c->spool, "%s" GCK_SPOOL_SUFFIX,
 		    c->work);
-		c->dsconf.format = c->o->format > 1 || c->o->format == 0 ?
-		    (c->o->format ? c->o->format : GCK_FORMAT_VERSION) : 2;
+		/* (format 1's chunks are compressed again, from format 2) */
+		c->dsconf.format = c->o->format == 0 ? GCK_FORMAT_VERSION :
+		    c->o->format < 2 ? 2 : c->o->format;
 		c->dsconf.level = c->snap ? c->so.level : c->o->level;
 		c->dsconf.threads = c->o->threads;
-		/* (the image's parents, as write_image() has them) */
-		c->dsconf.parents = c->snap ? c->pool : c->parents != NULL ?
-		    c->parents : c->o->have;
+		c->dsconf.parents = ckpt_parents(c);
 		c->dsconf.local = ns_local;
 		c->dsconf.arg = c->ns;
 		gck_devspool_ops(&c->dsconf, &c->dsops);
@@ -1274,6 +1274,17 @@ ckpt_quiesce(struct ckpt *c)
 		return r;
 	ckpt_log_storage(c);
 	return gck_check_interrupt(ctx);
+}
+
+/*
+ * The images whose chunks the image refers to rather than store again:
+ * a snapshot's rounds, --parent's, or the receiver's cache.
+ */
+static const struct gck_parents *
+ckpt_parents(const struct ckpt *c)
+{
+	return c->snap ? c->pool : c->parents != NULL ? c->parents :
+	    c->o->have;
 }
 
 /* The PID the image gives the process that is pid here. */
@@ -1369,8 +1380,7 @@ ckpt_dump(struct ckpt *c)
 	w.criuver = c->criuver;
 	w.shell_job = c->shell_job;
 	w.out = c->snap ? &c->delta : &c->out;
-	w.parents = c->snap ? c->pool : c->parents != NULL ? c->parents :
-	    c->o->have;
+	w.parents = ckpt_parents(c);
 	if (c->ncp > 0) {
 		ckpt_cuda_facts(c);
 		w.cf = &c->cf;
