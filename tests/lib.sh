@@ -83,6 +83,13 @@ test_show_() {
 		head -c 4096 "$TRASH/$_f"
 		echo "---"
 	done
+	# a suite's own account of what it runs on (t-slurm.sh: the nodes,
+	# the jobs, the daemons' logs)
+	if command -v test_failed_hook >/dev/null 2>&1; then
+		echo "--- test_failed_hook:"
+		test_failed_hook
+		echo "---"
+	fi
 }
 
 # san_benign: drops from $GCK_SANDIR the files that hold only

@@ -19,6 +19,17 @@ test_cleanup() {
 	stop_slurm
 }
 
+# For a failed test: the node's state and reason, the jobs, what runs
+# under the reaper, and the end of both daemons' logs.
+test_failed_hook() {
+	sinfo -R 2>&1
+	scontrol -o show node 2>&1
+	squeue -t all -o "%i %j %T %r %S" 2>&1
+	ps -o pid,ppid,stat,comm,args -p "$(proc_descendants "$GCK_REAPER" |
+	    tr "\n" , | sed "s/,\$//")" 2>&1
+	tail -n 40 "$TRASH/slurm/slurmctld.log" "$TRASH/slurm/slurmd.log" 2>&1
+}
+
 # job NAME [COMMANDS]: writes NAME.sh, a batch script that runs
 # COMMANDS, then the counter under gpuckpt-slurm with the image in
 # ckpt/NAME; the counter's options are taken from NAME.args.
@@ -513,6 +524,28 @@ test_expect_success '--watch, a node its user cannot drain: the requeued job is 
 	restored_gpujob wn $g $inner
 '
 
+# kill_leftover_guards: once the requeued job has left the node (it is
+# drained), kills the gpuckpt processes it left under the reaper, the
+# guards of snapshots stuck in the driver, until five looks in a row, a
+# fifth of a second apart, find none: one reparented as its gpuckpt died
+# may be missed by a look.
+kill_leftover_guards() {
+	_q=0
+	while test $_q -lt 5; do
+		_q=$((_q + 1))
+		for _p in $(proc_descendants "$GCK_REAPER"); do
+			test "$(cat /proc/$_p/comm 2>/dev/null)" = gpuckpt || continue
+			# not one already dead, waiting for the reaper
+			case $(sed 's/.*) //' /proc/$_p/stat 2>/dev/null) in
+			Z*|'') continue ;;
+			esac
+			kill -KILL $_p 2>/dev/null
+			_q=0
+		done
+		sleep 0.2
+	done
+}
+
 test_expect_success '--watch: Xid 79 and a driver that no longer answers: bounded by --watch-timeout, requeued, restored from the newest periodic snapshot' '
 	gpujob wx "--every 1 --watch --on-fatal=snapshot,drain,requeue --watch-timeout=3" \
 	    FAKECUDA_CALL_TIMEOUT_MS=600000 &&
@@ -543,14 +576,14 @@ test_expect_success '--watch: Xid 79 and a driver that no longer answers: bounde
 	test_grep "^gpuckpt-slurm: snapshot failed: not done in 3 s (--watch-timeout)\$" wx.out &&
 	! test -e ckpt/wx/image.gck &&
 	drained "gpuckpt-slurm: $A: Xid 79: the GPU has fallen off the bus" &&
+	# the tree it was, not checkpointed, ended with the job: it does not
+	# run on beside the copy restored from the snapshot
+	wait_gone $inner &&
 	# What the hang leaves, waiting on the stand-in driver for a process
 	# that is gone: the guard of the snapshot killed.  A new node has
 	# none; here the stand-in, which names a process by its PID in its
 	# namespace, would take the restored one for it.
-	for p in $(proc_descendants "$GCK_REAPER"); do
-		test "$(cat /proc/$p/comm 2>/dev/null)" != gpuckpt ||
-		kill -KILL $p 2>/dev/null
-	done &&
+	kill_leftover_guards &&
 	scontrol update NodeName="$slurm_node" State=RESUME &&
 	wait_for_line wx.out "^gpurestore: restored snapshot " 60 &&
 	restored_gpujob wx $g $inner
@@ -559,11 +592,14 @@ test_expect_success '--watch: Xid 79 and a driver that no longer answers: bounde
 test_expect_success '--watch: a fatal event by default: no snapshot, requeued to start anew when there is nothing to restart from' '
 	gpujob wf --watch &&
 	g=$JOB &&
+	wait_for_line wf.status "^ready " 30 &&
+	first=$(sed -n "s/^ready pid=\([0-9]*\).*/\1/p" wf.status) &&
 	wait_for_line wf.out "^gpuwatch: watching $A\$" 30 &&
 	echo dbe >>"$F/events/$A" &&
 	wait_for_line wf.out "^gpuckpt-slurm: requeueing job $g: nothing to restart it from, it starts anew\$" 60 &&
 	! grep "checkpointing" wf.out &&
 	drained "gpuckpt-slurm: $A: a double-bit ECC error" &&
+	wait_gone $first &&
 	scontrol update NodeName="$slurm_node" State=RESUME &&
 	wait_for_line wf.out "^gpuckpt-slurm: restart 1 of job $g: no image in " 60 &&
 	wait_job_state $g RUNNING 60 &&
