@@ -536,8 +536,8 @@ kill_leftover_guards() {
 		for _p in $(proc_descendants "$GCK_REAPER"); do
 			test "$(cat /proc/$_p/comm 2>/dev/null)" = gpuckpt || continue
 			# not one already dead, waiting for the reaper
-			case $(sed 's/.*) //' /proc/$_p/stat 2>/dev/null) in
-			Z*|'') continue ;;
+			case $(proc_field $_p 3) in
+			Z|'') continue ;;
 			esac
 			kill -KILL $_p 2>/dev/null
 			_q=0
