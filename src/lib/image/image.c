@@ -170,6 +170,8 @@ struct gck_reader {
 	int			 etbegun;	/* we asked the taker */
 	void			*eth;		/* it takes it: the handle */
 	int			 etfail;	/* and failed */
+	char			*tkbuf;		/* the entry, for a checked */
+	size_t			 tkcap;		/* taker */
 	char			*ttext;		/* the trailer read, or NULL */
 	size_t			 tlen;
 	char			*sig;		/* its signature, or NULL */
@@ -201,6 +203,7 @@ static void	r_predigest(struct gck_reader *);
 static void	r_ref_take(struct gck_reader *);
 static void	r_ref_drop(struct gck_reader *);
 static void	r_take(struct gck_reader *, uint64_t, const void *, size_t);
+static void	r_take_begin(struct gck_reader *, const struct gck_taker *);
 static int	r_taken(struct gck_reader *);
 static int	r_sparse_map(struct gck_reader *, uint64_t, uint64_t);
 static int	r_padding(struct gck_reader *, uint64_t);
@@ -1464,9 +1467,11 @@ frame_examine(void *arg, const char *buf, size_t len, struct gck_zres *res)
 	struct archive		*a;
 	struct archive_entry	*e;
 	struct gck_dstate	*ds = NULL;
+	struct gck_digest	 hd;
 	const char		*xn, *name;
 	const void		*xv, *p, *pmap = NULL;
 	void			*h = NULL;
+	char			*copy = NULL;
 	size_t			 xl, l, pmaplen = 0;
 	la_int64_t		 off, so, sl;
 	uint64_t		 refsize = 0;
@@ -1509,13 +1514,29 @@ frame_examine(void *arg, const char *buf, size_t len, struct gck_zres *res)
 		goto out;
 	res->data_off = (uint64_t)archive_filter_bytes(a, 0);
 	res->size = (uint64_t)archive_entry_size(e);
-	/* A taker may take the data as it is digested. */
+	hd = res->d;
+	/*
+	 * A taker may take the data as it is digested; one that is checked,
+	 * a copy of it once it is (a hole is zeros).
+	 */
 	if (t != NULL && (name = archive_entry_pathname(e)) != NULL &&
-	    (h = t->begin(t->arg, name)) != NULL)
-		res->taken = 1;
+	    (h = t->begin(t->arg, name)) != NULL) {
+		if (!t->checked)
+			res->taken = 1;
+		else if (res->size > GCK_PART_MAX || (copy = calloc(1,
+		    res->size > 0 ? (size_t)res->size : 1)) == NULL)
+			h = NULL;
+	}
 	while ((ret = archive_read_data_block(a, &p, &l, &off)) == ARCHIVE_OK) {
 		gck_dstate_update(ds, p, l);
-		if (h != NULL && !res->terr && l > 0 && (off < 0 ||
+		if (copy != NULL) {
+			if (off < 0 || (uint64_t)off > res->size ||
+			    l > res->size - (uint64_t)off) {
+				free(copy);
+				copy = NULL;
+			} else if (l > 0)
+				memcpy(copy + off, p, l);
+		} else if (h != NULL && !res->terr && l > 0 && (off < 0 ||
 		    t->take(t->arg, h, (uint64_t)off, p, l) == -1))
 			res->terr = 1;
 	}
@@ -1532,7 +1553,13 @@ frame_examine(void *arg, const char *buf, size_t len, struct gck_zres *res)
 	}
 	gck_dstate_final(ds, &res->d);
 	res->ok = 1;
+	if (copy != NULL && gck_digest_equal(&hd, &res->d)) {
+		res->taken = 1;
+		res->terr = t->take(t->arg, h, 0, copy, (size_t)res->size) ==
+		    -1;
+	}
 out:
+	free(copy);
 	gck_dstate_free(ds);
 	archive_read_free(a);
 }
@@ -1645,6 +1672,7 @@ gck_reader_free(struct gck_reader *r)
 	gck_zin_free(r->z);
 	r_ref_drop(r);
 	free(r->epatch);
+	free(r->tkbuf);
 	free(r->pstored);
 	free(r->pchunk);
 	if (r->own_parents)
@@ -2797,13 +2825,44 @@ r_take(struct gck_reader *r, uint64_t off, const void *p, size_t n)
 
 	if (t == NULL || r->etaken)
 		return;
-	if (!r->etbegun) {
-		r->etbegun = 1;
-		r->eth = t->begin(t->arg, r->ename);
-	}
-	if (r->eth != NULL && !r->etfail && t->take(t->arg, r->eth, off, p,
-	    n) == -1)
+	if (!r->etbegun)
+		r_take_begin(r, t);
+	if (r->eth == NULL || r->etfail)
+		return;
+	if (!t->checked) {
+		if (t->take(t->arg, r->eth, off, p, n) == -1)
+			r->etfail = 1;
+	} else if (off > r->esize || n > r->esize - off)
 		r->etfail = 1;
+	else
+		memcpy(r->tkbuf + off, p, n);
+}
+
+/*
+ * Asks the taker whether it takes the entry; one that is checked has it
+ * kept whole, from zeros, till it is.
+ */
+static void
+r_take_begin(struct gck_reader *r, const struct gck_taker *t)
+{
+	char	*nb;
+
+	r->etbegun = 1;
+	if ((r->eth = t->begin(t->arg, r->ename)) == NULL || !t->checked)
+		return;
+	if (r->esize > GCK_PART_MAX) {
+		r->etfail = 1;
+		return;
+	}
+	if (r->tkcap < r->esize) {
+		if ((nb = realloc(r->tkbuf, (size_t)r->esize)) == NULL) {
+			r->etfail = 1;
+			return;
+		}
+		r->tkbuf = nb;
+		r->tkcap = (size_t)r->esize;
+	}
+	memset(r->tkbuf, 0, (size_t)r->esize);
 }
 
 /*
@@ -2818,6 +2877,14 @@ r_taken(struct gck_reader *r)
 
 	if (t == NULL)
 		return GCK_OK;
+	/* A checked taker has the entry now: all of it, holes and all. */
+	if (t->checked && !r->etaken) {
+		if (!r->etbegun)
+			r_take_begin(r, t);
+		if (r->eth != NULL && !r->etfail && t->take(t->arg, r->eth, 0,
+		    r->tkbuf, (size_t)r->esize) == -1)
+			r->etfail = 1;
+	}
 	if (r->etaken)
 		by = r->eterr ? GCK_TAKEN_FAILED : GCK_TAKEN_WORKER;
 	else if (r->eth != NULL || r->etfail)

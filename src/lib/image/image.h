@@ -17,6 +17,10 @@ struct gck_writer;
  * entry it calls accepted(arg, name, its digest, the bytes of data it
  * holds, by) on its own thread, by one of GCK_TAKEN_*; a code it
  * returns (its message on the reader's context) fails the read.
+ * A taker that is checked takes only data checked against its digest:
+ * a worker's, once the frame's digest is that its header gives; the
+ * reader's thread hands it the whole entry at once (holes as zeros),
+ * once it has checked it, just before accepted().
  */
 #define GCK_TAKEN_NONE		0	/* not handed on */
 #define GCK_TAKEN_WORKER	1	/* all of it, by the worker */
@@ -32,6 +36,7 @@ struct gck_taker {
 	int	 (*accepted)(void *, const char *, const struct gck_digest *,
 		    uint64_t, int);
 	void	*arg;
+	int	 checked;
 };
 
 /* image.c: what the streamers need of the reader and writer */

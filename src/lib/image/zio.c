@@ -1699,6 +1699,9 @@ gck_zin_set_index(struct gck_zin *z, const uint64_t *at,
 {
 	size_t	i;
 
+	/* (not while the frames of an index given before are read) */
+	if (z->ix_on)
+		return GCK_OK;
 	for (i = 0; i < n; i++)
 		if (zsize[i] == 0 || zsize[i] > ZIO_FRAME_MAX ||
 		    (i > 0 && at[i] != at[i - 1] + zsize[i - 1]))
