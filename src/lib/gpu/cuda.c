@@ -870,6 +870,65 @@ gck_cuda_step(struct gck_ctx *ctx, struct gck_cuda *cu,
 }
 
 /*
+ * Starts the restore of each process of procs whose device memory went
+ * through custom storage: the driver maps its GPUs, for the caller to
+ * write their memory from any thread (gck_cuda_store_write()), then
+ * gck_cuda_end_in() to end.  On failure the message names the process.
+ */
+int
+gck_cuda_map_in(struct gck_ctx *ctx, struct gck_cuda *cu,
+    struct gck_cproc *procs, size_t n)
+{
+	char			 buf[GCK_ERRMAX];
+	struct gck_cproc	*p;
+	size_t			 i;
+
+	for (i = 0; i < n; i++) {
+		p = &procs[i];
+		if (!p->custom)
+			continue;
+		p->step = GCK_CS_RESTORE;
+		p->cuerr = CUDA_SUCCESS;
+		p->failed = p->getstate = p->syserr = p->srcfail = 0;
+		if (read_state(cu, p) == -1 ||
+		    p->state != (int)step_from[GCK_CS_RESTORE] ||
+		    !gck_cuda_storage(cu) || gck_cuda_store_map_in(cu, p) == -1) {
+			describe(cu, p, 0, buf, sizeof buf);
+			return gck_set_error(ctx, GCK_ECUDA, "%s", buf);
+		}
+	}
+	return GCK_OK;
+}
+
+/*
+ * Ends the restores gck_cuda_map_in() started (end: 1), each process
+ * then LOCKED; or lets go of their mappings (0: they are to be killed).
+ * Returns GCK_OK or a code.
+ */
+int
+gck_cuda_end_in(struct gck_ctx *ctx, struct gck_cuda *cu,
+    struct gck_cproc *procs, size_t n, int end)
+{
+	char	buf[GCK_ERRMAX];
+	size_t	i, first = n;
+
+	for (i = 0; i < n; i++) {
+		if (procs[i].inmap == NULL)
+			continue;
+		if (gck_cuda_store_end_in(cu, &procs[i], end && first == n) ==
+		    -1 || (end && first == n && (read_state(cu, &procs[i]) ==
+		    -1 || procs[i].state != (int)step_to[GCK_CS_RESTORE]))) {
+			procs[i].failed = 1;
+			first = i;
+		}
+	}
+	if (first == n)
+		return GCK_OK;
+	describe(cu, &procs[first], 0, buf, sizeof buf);
+	return gck_set_error(ctx, GCK_ECUDA, "%s", buf);
+}
+
+/*
  * Brings every process back to RUNNING (restoring onto the same GPUs
  * what was checkpointed), all at once.  The processes must be able to
  * run: their restore threads do the work.  Returns the number that could

@@ -61,6 +61,7 @@ struct gck_cproc {
 	int		 srcfail;	/* its memory's source failed (1), or
 					   did not fit the GPU (-1, -2) */
 	unsigned int	 faildev;	/* the GPU that failed */
+	void		*inmap;		/* its GPUs, mapped for a restore */
 };
 
 /*
@@ -108,6 +109,12 @@ int	gck_cuda_store_out(struct gck_ctx *, struct gck_cuda *, const char *,
 	    const struct gck_cuda_spool *);
 int	gck_cuda_store_in(struct gck_ctx *, struct gck_cuda *,
 	    struct gck_cproc *, gck_cuda_src_fn, void *);
+int	gck_cuda_map_in(struct gck_ctx *, struct gck_cuda *,
+	    struct gck_cproc *, size_t);
+int	gck_cuda_store_write(struct gck_cuda *, const struct gck_cproc *,
+	    unsigned int, uint64_t, const void *, size_t);
+int	gck_cuda_end_in(struct gck_ctx *, struct gck_cuda *,
+	    struct gck_cproc *, size_t, int);
 void	gck_cuda_spool_learn(struct gck_cuda *, struct gck_cproc *, size_t,
 	    const char *, const struct gck_cuda_spool *);
 int	gck_cuda_spool_path(const char *, pid_t, unsigned int, char *,

@@ -76,5 +76,7 @@ struct gck_cuda {
 
 int	gck_cuda_store_copy_out(struct gck_cuda *, struct gck_cproc *);
 int	gck_cuda_store_copy_back(struct gck_cuda *, struct gck_cproc *);
+int	gck_cuda_store_map_in(struct gck_cuda *, struct gck_cproc *);
+int	gck_cuda_store_end_in(struct gck_cuda *, struct gck_cproc *, int);
 
 #endif /* GCK_GPU_CUDAPRIV_H */

@@ -593,6 +593,123 @@ out:
 	return ret;
 }
 
+/* A restore's mapping of a process's GPUs, written from any thread. */
+struct inmap {
+	struct gck_cu_storage	*info;
+	CUcontext		 c;
+	CUdevice		 dev;
+	int			 retained;
+};
+
+/*
+ * Starts the restore of process p, CHECKPOINTED through custom storage,
+ * onto the GPUs of p->pairs (none: its own): the driver maps them, for
+ * gck_cuda_store_write() to fill and gck_cuda_store_end_in() to end.
+ * Returns 0, or -1 with p->cuerr, p->syserr or p->srcfail set.
+ */
+int
+gck_cuda_store_map_in(struct gck_cuda *cu, struct gck_cproc *p)
+{
+	struct gck_cu_restore_args	 a;
+	struct gck_cu_storage		*info = NULL;
+	struct inmap			*m;
+	unsigned int			 k;
+	CUresult			 r;
+
+	if ((m = calloc(1, sizeof *m)) == NULL) {
+		p->syserr = ENOMEM;
+		return -1;
+	}
+	memset(&a, 0, sizeof a);
+	a.pairs = p->npairs > 0 ? (CUcheckpointGpuPair *)p->pairs : NULL;
+	a.npairs = p->npairs;
+	a.storage_out = &info;
+	if ((r = cu->Restore((int)p->pid, (CUcheckpointRestoreArgs *)&a)) !=
+	    CUDA_SUCCESS) {
+		p->cuerr = r;
+		free(m);
+		return -1;
+	}
+	if (info == NULL || info->ndev != p->ndev ||
+	    (info->ndev > 0 && info->dev == NULL)) {
+		p->cuerr = CUDA_ERROR_INVALID_VALUE;
+		p->srcfail = info != NULL ? -2 : 0;
+		free(m);
+		return -1;
+	}
+	for (k = 0; k < info->ndev; k++)
+		if (info->dev[k].size != p->devsize[k]) {
+			p->srcfail = -2;
+			p->faildev = k;
+			free(m);
+			return -1;
+		}
+	m->info = info;
+	/* The writes come from threads with no context of their own. */
+	if (cu->DeviceGet(&m->dev, 0) == CUDA_SUCCESS &&
+	    cu->PrimaryCtxRetain(&m->c, m->dev) == CUDA_SUCCESS)
+		m->retained = 1;
+	p->inmap = m;
+	return 0;
+}
+
+/*
+ * Writes len bytes at buf to offset off of the memory of GPU k of
+ * process p, mapped by gck_cuda_store_map_in(), on any thread; they are
+ * on the GPU when it returns.  Returns CUDA_SUCCESS or a CUresult.
+ */
+int
+gck_cuda_store_write(struct gck_cuda *cu, const struct gck_cproc *p,
+    unsigned int k, uint64_t off, const void *buf, size_t len)
+{
+	const struct inmap		*m = p->inmap;
+	const struct gck_cu_storage_dev	*d;
+	CUcontext			 c;
+	CUresult			 r;
+	int				 pushed;
+
+	if (m == NULL || k >= m->info->ndev)
+		return CUDA_ERROR_INVALID_VALUE;
+	d = &m->info->dev[k];
+	if (off > d->size || len > d->size - off)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (len == 0)
+		return CUDA_SUCCESS;
+	pushed = m->retained && cu->CtxPushCurrent(m->c) == CUDA_SUCCESS;
+	if ((r = cu->MemcpyHtoDAsync(d->devptr + off, buf, len, d->stream)) ==
+	    CUDA_SUCCESS)
+		r = cu->StreamSynchronize(d->stream);
+	if (pushed)
+		cu->CtxPopCurrent(&c);
+	return r;
+}
+
+/*
+ * Ends the restore that gck_cuda_store_map_in() started, with the
+ * complete call (end: 1), or lets go of its mapping (0: the process is
+ * to be killed).  Returns 0, or -1 with p->cuerr set.
+ */
+int
+gck_cuda_store_end_in(struct gck_cuda *cu, struct gck_cproc *p, int end)
+{
+	struct inmap	*m = p->inmap;
+	CUresult	 r = CUDA_SUCCESS;
+
+	if (m == NULL)
+		return 0;
+	if (end)
+		r = cu->OperationComplete(m->info->handle);
+	if (m->retained)
+		cu->PrimaryCtxRelease(m->dev);
+	free(m);
+	p->inmap = NULL;
+	if (r != CUDA_SUCCESS) {
+		p->cuerr = r;
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * For the processes of cp that are CHECKPOINTED with spool files under
  * dir: that their memory went through custom storage, and its sizes (a
