@@ -48,6 +48,9 @@
  *			read at each cuMemcpyDtoHAsync() or
  *			cuMemcpyHtoDAsync() in the caller: "ERRORNAME"
  *			makes the copy fail with that error.
+ *	copies		where it is, a line for each copy to or from the
+ *			memory custom storage maps: "htod|dtoh PID GPU
+ *			OFFSET BYTES" (PID as the caller sees it).
  *	delay/ACTION	milliseconds that ACTION sleeps before its work.
  *	log		one line per action, with one write(2):
  *			ACTION KEY START_NS END_NS RESULT STATE [PAIRS]
@@ -2951,6 +2954,38 @@ op_holding(uintptr_t p, size_t n, int write)
 	return NULL;
 }
 
+/*
+ * copies, where it is: a line for each copy of an operation, with one
+ * write(2): "htod|dtoh PID GPU OFFSET BYTES", PID as the caller sees
+ * it, OFFSET in the memory of its GPU (its Nth).
+ */
+static void
+copy_note(const struct op *op, uintptr_t p, size_t n, int htod)
+{
+	const struct gck_cu_storage_dev	*d;
+	char				 path[PATH_MAX], line[128];
+	unsigned int			 i;
+	int				 fd, len;
+
+	snprintf(path, sizeof path, "%s/copies", fc.dir);
+	if (access(path, F_OK) == -1)
+		return;
+	for (i = 0; i < op->info.ndev; i++) {
+		d = &op->dev[i];
+		if (d->devptr != 0 && p >= d->devptr && p - d->devptr < d->size)
+			break;
+	}
+	if (i == op->info.ndev)
+		return;
+	len = snprintf(line, sizeof line, "%s %d %u %llu %zu\n", htod ? "htod" :
+	    "dtoh", op->pid, i, (unsigned long long)(p - op->dev[i].devptr), n);
+	if ((fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)) == -1)
+		return;
+	if (write(fd, line, (size_t)len) != len)
+		(void)0;
+	close(fd);
+}
+
 /* inject/dtoh or inject/htod: "ERRORNAME" fails each copy so. */
 static CUresult
 copy_inject(const char *what)
@@ -3002,6 +3037,7 @@ async_copy(void *host, uintptr_t dev, size_t n, CUstream stream, int htod)
 		memcpy((void *)dev, host, n);
 	else
 		memcpy(host, (void *)dev, n);
+	copy_note(op, dev, n, htod);
 out:
 	if (op != NULL) {
 		pthread_mutex_lock(&ops.mtx);
