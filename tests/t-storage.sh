@@ -158,9 +158,16 @@ test_expect_success 'restore from the file: back onto the GPUs through custom st
 	"$GCKRESTORE" -v img.gck >out 2>err &&
 	echo $WPID >expect &&
 	test_cmp expect out &&
-	for p in $WPIDS; do
-		grep "process $p: device memory of 1 GPU through custom storage\$" err || exit 1
-	done &&
+	test_grep "device memory of 2 GPUs of 2 processes through custom storage: each chunk to its GPU as it is decompressed\$" err &&
+	! grep "process [0-9]*: device memory of 1 GPU through custom storage\$" err &&
+	# every byte of both GPUs given, checked, by the workers or the reader
+	sed -n "s/.*device memory given to the GPUs: \([0-9]*\) bytes by the decompressing workers, \([0-9]*\) by the reader\$/\1 \2/p" err >given &&
+	read w r <given &&
+	echo "workers $w, reader $r" &&
+	manifest img.gck &&
+	python3 -c "import json; print(sum(f[\"size\"] for f in json.load(open(\"manifest\"))[\"files\"] if f.get(\"cuda\")))" >dev.bytes &&
+	test $((w + r)) -eq $(cat dev.bytes) &&
+	test $w -gt 0 &&
 	running_on
 '
 
@@ -256,11 +263,20 @@ test_expect_success 'a damaged chunk of device memory is refused' '
 	"$GCKPT" -c none -p $WPID -o raw.gck 2>err &&
 	for p in $WPIDS; do wait_gone $p || exit 1; done &&
 	python3 - <<-\EOF
-	import tarfile
+	import re, tarfile
 	t = tarfile.open("raw.gck")
-	m = [x for x in t.getmembers() if x.name.startswith("criu/cuda-")
-	     and x.size > 8192][0]
+	ms = t.getmembers()
+	# a chunk halfway through: those before it reach the GPUs
+	c = [x for x in ms if x.name.startswith("criu/cuda-")
+	     and x.size > 8192]
+	m = c[len(c) // 2]
 	t.close()
+	# where the damaged byte lies in the memory of its GPU
+	file = re.match(r"criu/cuda-[0-9]+-[0-9]+\.mem", m.name).group(0)
+	off = sum(x.size for x in ms[:ms.index(m)] if x.name == file or
+	          x.name.startswith(file + "."))
+	pid, gpu = re.match(r"criu/cuda-([0-9]+)-([0-9]+)", m.name).groups()
+	open("damaged", "w").write("%s %s %d\n" % (pid, gpu, off + 4096))
 	f = open("raw.gck", "r+b")
 	f.seek(m.offset_data + 4096)
 	b = f.read(1)
@@ -268,11 +284,18 @@ test_expect_success 'a damaged chunk of device memory is refused' '
 	f.write(bytes([b[0] ^ 0xff]))
 	f.close()
 	EOF
+	: >"$F/copies" &&
 	test_status 1 "$GCKRESTORE" raw.gck >out 2>err &&
+	mv "$F/copies" copies &&
 	test_line_count err 1 &&
 	test_grep "^gpurestore: corrupt image: checksum mismatch in .*cuda-" err &&
 	for p in $WPIDS; do proc_gone $p || exit 1; done &&
 	test -z "$(ls -A "$TMPDIR")" &&
+	# the damaged chunk never reached its GPU, though others did
+	read dpid dgpu doff <damaged &&
+	grep "^htod " copies >htod &&
+	awk -v p=$dpid -v g=$dgpu -v o=$doff "\$1 == \"htod\" && \$2 == p && \$3 == g && \$4 <= o && o < \$4 + \$5" copies >reached &&
+	test_must_be_empty reached &&
 	rm raw.gck
 '
 

@@ -38,6 +38,7 @@
 #include "criu/streamer.h"
 #include "gpu/cuda.h"
 #include "gpu/gpumap.h"
+#include "image/devfill.h"
 #include "image/image.h"
 #include "image/manifest.h"
 #include "image/names.h"
@@ -64,6 +65,9 @@ struct rst {
 	struct gck_parents		*refs;	/* the reader's: these or a pool */
 	struct gck_serve		*srv;
 	struct gck_fill			*fill;	/* memory written in place */
+	struct gck_parents		*self;	/* an image file's own trailer */
+	struct gck_devfill		*devfill;	/* device memory given
+						   to all GPUs at once */
 	int				 infd;	/* the stream, or its copy */
 	int				 tmpfd;	/* the copy, or -1 */
 	off_t				 inoff;	/* where the stream began */
@@ -116,6 +120,7 @@ static int	rst_plan(struct rst *);
 static int	rst_mounts(struct rst *);
 static int	whole(const struct rst *);
 static int	rst_fill(struct rst *);
+static int	rst_devfill(struct rst *);
 static int	source_stopped(const struct rst *);
 static int	end_source(struct rst *);
 static uint64_t	in_size(int, off_t);
@@ -1035,7 +1040,8 @@ rst_plan(struct rst *st)
 	else if ((r = gck_serve_fill(st->srv, self, st->refs,
 	    &st->fill)) == GCK_OK && st->fill != NULL)
 		gck_reader_set_taker(st->rd, gck_fill_taker(st->fill));
-	gck_parents_free(self);
+	/* (and its device memory, after) */
+	st->self = self;
 	return r;
 }
 
@@ -1177,6 +1183,66 @@ failed:
 }
 
 /*
+ * From an image file, the device memory that went through custom
+ * storage, each chunk to its GPU by the worker that decompresses it, on
+ * every CPU (devfill.c), as the reader reads on to the image's trailer.
+ * Returns 1 where that cannot be (nothing read), else GCK_OK or a code.
+ */
+static int
+rst_devfill(struct rst *st)
+{
+	struct gck_ctx	*ctx = st->ctx;
+	const uint64_t	*at, *zsize;
+	const void	*p;
+	char		 name[GCK_NAME_MAX + 1];
+	uint64_t	 size;
+	size_t		 nf, ngpu, nproc;
+	ssize_t		 n;
+	int		 r, hole;
+
+	if (st->self == NULL)
+		return 1;
+	if ((r = gck_devfill_plan(ctx, st->m, st->self, st->cu, st->cp,
+	    st->ncp, &st->devfill)) != GCK_OK)
+		return r;
+	if (st->devfill == NULL)
+		return 1;
+	gck_devfill_counts(st->devfill, &ngpu, &nproc);
+	gck_log(ctx, 1, "device memory of %zu GPU%s of %zu process%s through "
+	    "custom storage: each chunk to its GPU as it is decompressed",
+	    ngpu, ngpu == 1 ? "" : "s", nproc, nproc == 1 ? "" : "es");
+	if ((r = gck_cuda_map_in(ctx, st->cu, st->cp, st->ncp)) != GCK_OK)
+		return r;
+	gck_devfill_frames(st->devfill, &at, &zsize, &nf);
+	if ((r = gck_reader_set_frames(st->rd, at, zsize, nf)) != GCK_OK)
+		return r;
+	gck_reader_set_taker(st->rd, gck_devfill_taker(st->devfill));
+	/* The files of device memory, each read to its end, then the trailer. */
+	snprintf(name, sizeof name, "%s", st->at);
+	st->at[0] = '\0';
+	for (;;) {
+		if (name[0] == '\0' && (r = gck_reader_file(st->rd, name,
+		    sizeof name, &size)) != GCK_OK) {
+			if (r != 1)
+				return r;
+			break;
+		}
+		if (!gck_manifest_file_cuda(st->m, name))
+			return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
+			    "'%s' after the device memory", name);
+		while ((n = gck_reader_file_chunk(st->rd, &p, SIZE_MAX,
+		    &hole)) > 0)
+			;
+		if (n < 0)
+			return ctx->code;
+		name[0] = '\0';
+	}
+	if ((r = gck_devfill_finish(st->devfill)) != GCK_OK)
+		return r;
+	return gck_cuda_end_in(ctx, st->cu, st->cp, st->ncp, 1);
+}
+
+/*
  * The CUDA processes whose device memory went through custom storage,
  * one after the other in the image's order, onto their GPUs; then the
  * rest of the image, up to its trailer.  Returns GCK_OK or a code.
@@ -1195,6 +1261,9 @@ rst_custom(struct rst *st)
 		n += st->cp[i].custom;
 	if (n == 0)
 		return GCK_OK;
+	if (st->dfd == -1 && (r = rst_devfill(st)) != 1)
+		return r;
+	r = GCK_OK;
 	memset(&is, 0, sizeof is);
 	is.st = st;
 	is.fd = -1;
@@ -1462,6 +1531,9 @@ out:
 	/* (its workers write through st.fill until they stop) */
 	gck_reader_free(st.rd);
 	gck_fill_free(st.fill);
+	gck_devfill_free(st.devfill);
+	gck_cuda_end_in(ctx, st.cu, st.cp, st.ncp, 0);
+	gck_parents_free(st.self);
 	if (st.tmpfd != -1)
 		close(st.tmpfd);
 	gck_parents_free(st.parents);

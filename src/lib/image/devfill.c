@@ -1,0 +1,405 @@
+/*
+ * devfill.c: a restore from an image file gives the device memory that
+ * went through custom storage to its GPUs on every CPU.
+ *
+ * The image holds each GPU's memory as a file of chunks (devspool.c),
+ * one file after the other; read one entry after the other, each chunk
+ * would be decompressed, checked and copied on the reader's one thread.
+ * But an image file's trailer says where each chunk is and what it is,
+ * so, as fill.c does for the processes' memory, the decompressing
+ * workers (image.c) each write the chunk they decompress straight into
+ * its GPU, at the offset the trailer gives, while the reader's thread
+ * goes on: the chunks of the GPUs are decompressed, digested and copied
+ * many at once, a GPU's next while its last are still being copied, and
+ * across the GPUs where one's file ends and the next begins.  A chunk
+ * is written only once it is checked: the taker is a checked one
+ * (struct gck_taker), so a worker hands it on once the frame's data has
+ * the digest its header gives, and the reader's thread, what no worker
+ * handed on, once it has checked it.
+ * The reader then checks every entry as ever; each chunk must have the
+ * digest the trailer names, and be written exactly once, whole, before
+ * the driver is told the memory is there.
+ */
+#include "config.h"
+
+#include <sys/types.h>
+
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+
+#include "private.h"
+#include "core/util.h"
+#include "gpu/cuda.h"
+#include "image/devfill.h"
+#include "image/digest.h"
+#include "image/image.h"
+#include "image/manifest.h"
+#include "image/names.h"
+#include "image/parent.h"
+
+struct dffile;
+
+/* A chunk of a GPU's memory: a part of its file. */
+struct dfpart {
+	struct dffile		*file;
+	uint64_t		 off, size;	/* in the GPU's memory */
+	struct gck_digest	 d;		/* the trailer's */
+	atomic_uint_fast64_t	 taken;		/* bytes written */
+	int			 accepted;	/* 1 + GCK_TAKEN_*, once checked */
+};
+
+/* The memory of GPU k of a process: a file of the image. */
+struct dffile {
+	char		 name[GCK_NAME_MAX + 1];	/* cuda-PID-K.mem */
+	int		 whole;		/* one entry, not in parts */
+	size_t		 proc;		/* its process, in the caller's list */
+	unsigned int	 k;
+	uint64_t	 size;
+	struct dfpart	*part;
+	size_t		 npart, cappart;
+};
+
+struct gck_devfill {
+	struct gck_ctx		*ctx;
+	struct gck_cuda		*cu;
+	struct gck_cproc	*cp;
+	struct dffile		*file;
+	size_t			 nfile, capfile;
+	uint64_t		*at, *zsize;	/* the frames, in order */
+	size_t			 nframes, capat, capzsize;
+	struct gck_taker	 taker;
+	atomic_int		 fail;		/* the first CUresult, or 0 */
+	struct dfpart		*failpart;
+	uint64_t		 byw, byr;	/* bytes by workers, by reader */
+};
+
+static struct dffile *
+df_file(struct gck_devfill *df, const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < df->nfile; i++)
+		if (strcmp(df->file[i].name, name) == 0)
+			return &df->file[i];
+	return NULL;
+}
+
+/* The chunk that entry name is, or NULL if none of ours. */
+static struct dfpart *
+df_part(struct gck_devfill *df, const char *name)
+{
+	struct dffile	*ff;
+	char		 file[GCK_NAME_MAX + 1];
+	long		 part;
+
+	if (gck_entry_parse(name, file, sizeof file, &part) == -1 ||
+	    (ff = df_file(df, file)) == NULL)
+		return NULL;
+	if (ff->whole)
+		return part == -1 ? &ff->part[0] : NULL;
+	if (part < 0 || (size_t)part >= ff->npart)
+		return NULL;
+	return &ff->part[part];
+}
+
+/*
+ * Notes chunk e, part part of the file of a GPU's memory file.  Returns
+ * 1, 0 where the parts are not in order, or a code.
+ */
+static int
+df_add(struct gck_devfill *df, const char *file, long part,
+    const struct gck_tentry *e)
+{
+	struct dffile	*ff;
+	struct dfpart	*p;
+	int		 r;
+
+	if ((ff = df_file(df, file)) == NULL) {
+		if (part > 0 || (r = gck_grow(df->ctx, &df->file,
+		    &df->capfile, df->nfile, sizeof *df->file)) != GCK_OK)
+			return part > 0 ? 0 : r;
+		ff = &df->file[df->nfile++];
+		memset(ff, 0, sizeof *ff);
+		snprintf(ff->name, sizeof ff->name, "%s", file);
+		ff->whole = part == -1;
+		ff->proc = SIZE_MAX;
+	} else if (ff->whole || part != (long)ff->npart)
+		return 0;
+	if ((r = gck_grow(df->ctx, &ff->part, &ff->cappart, ff->npart,
+	    sizeof *ff->part)) != GCK_OK || (r = gck_grow(df->ctx, &df->at,
+	    &df->capat, df->nframes, sizeof *df->at)) != GCK_OK ||
+	    (r = gck_grow(df->ctx, &df->zsize, &df->capzsize, df->nframes,
+	    sizeof *df->zsize)) != GCK_OK)
+		return r;
+	p = &ff->part[ff->npart++];
+	memset(p, 0, sizeof *p);
+	p->file = ff;
+	p->off = ff->size;
+	p->size = e->size;
+	p->d = e->d;
+	atomic_init(&p->taken, 0);
+	ff->size += e->size;
+	df->at[df->nframes] = e->at;
+	df->zsize[df->nframes++] = e->zsize;
+	return 1;
+}
+
+/*
+ * Binds each file to its process among cp (n of them, in the order of
+ * the manifest's CUDA processes) and GPU: every GPU of each process
+ * whose memory went through custom storage has its file, of the size
+ * the driver will map.  Returns 1 or 0.
+ */
+static int
+df_bind(struct gck_devfill *df, const struct gck_mcuda *mc,
+    const struct gck_cproc *cp, size_t n)
+{
+	char		 name[64];
+	struct dffile	*ff;
+	size_t		 i, nbound = 0;
+	unsigned int	 k;
+
+	for (i = 0; i < n && i < mc->nprocs; i++) {
+		if (!cp[i].custom)
+			continue;
+		for (k = 0; k < cp[i].ndev; k++) {
+			gck_cuda_dev_file(name, sizeof name, mc->procs[i].pid,
+			    k);
+			if ((ff = df_file(df, name)) == NULL ||
+			    ff->proc != SIZE_MAX || ff->size != cp[i].devsize[k])
+				return 0;
+			ff->proc = i;
+			ff->k = k;
+			nbound++;
+		}
+	}
+	return nbound > 0 && nbound == df->nfile;
+}
+
+static void	*df_begin(void *, const char *);
+static int	 df_take(void *, void *, uint64_t, const void *, size_t);
+static int	 df_accepted(void *, const char *, const struct gck_digest *,
+		    uint64_t, int);
+
+/*
+ * Plans the restore of the device memory of the processes of cp (n of
+ * them, as the manifest m lists its CUDA processes) from the image file
+ * whose trailer self has read.  Returns GCK_OK with *dfp, or with *dfp
+ * NULL where the image is not as this needs (the memory is then given
+ * to the GPUs in the image's order, and the reader says what is wrong),
+ * or a code.
+ */
+int
+gck_devfill_plan(struct gck_ctx *ctx, const struct gck_manifest *m,
+    const struct gck_parents *self, struct gck_cuda *cu,
+    struct gck_cproc *cp, size_t n, struct gck_devfill **dfp)
+{
+	const struct gck_mcuda	*mc = gck_manifest_cuda(m);
+	struct gck_devfill	*df;
+	struct gck_tentry	 e;
+	char			 file[GCK_NAME_MAX + 1];
+	size_t			 i, ne;
+	long			 part;
+	int			 r = GCK_OK;
+
+	*dfp = NULL;
+	if (mc == NULL || self == NULL)
+		return GCK_OK;
+	if ((df = calloc(1, sizeof *df)) == NULL)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	df->ctx = ctx;
+	df->cu = cu;
+	df->cp = cp;
+	atomic_init(&df->fail, 0);
+	ne = gck_parents_nentries(self);
+	for (i = 0; i < ne; i++) {
+		if (gck_parents_entry(self, i, &e) == -1)
+			goto none;
+		if (gck_entry_parse(e.name, file, sizeof file, &part) == -1 ||
+		    !gck_manifest_file_cuda(m, file))
+			continue;
+		if ((r = df_add(df, file, part, &e)) != 1)
+			goto none;
+	}
+	if (!df_bind(df, mc, cp, n))
+		goto none;
+	df->taker.begin = df_begin;
+	df->taker.take = df_take;
+	df->taker.accepted = df_accepted;
+	df->taker.arg = df;
+	df->taker.checked = 1;
+	*dfp = df;
+	return GCK_OK;
+none:
+	gck_devfill_free(df);
+	return r == 0 || r == 1 ? GCK_OK : r;
+}
+
+/* Where the chunks' frames are, in the image's order. */
+void
+gck_devfill_frames(const struct gck_devfill *df, const uint64_t **atp,
+    const uint64_t **zsizep, size_t *np)
+{
+	*atp = df->at;
+	*zsizep = df->zsize;
+	*np = df->nframes;
+}
+
+const struct gck_taker *
+gck_devfill_taker(struct gck_devfill *df)
+{
+	return &df->taker;
+}
+
+/* The GPUs to be given memory, and the processes they are of. */
+void
+gck_devfill_counts(const struct gck_devfill *df, size_t *ngpup,
+    size_t *nprocp)
+{
+	size_t	i, j, np = 0;
+
+	for (i = 0; i < df->nfile; i++) {
+		for (j = 0; j < i; j++)
+			if (df->file[j].proc == df->file[i].proc)
+				break;
+		np += j == i;
+	}
+	*ngpup = df->nfile;
+	*nprocp = np;
+}
+
+static void *
+df_begin(void *arg, const char *name)
+{
+	return df_part(arg, name);
+}
+
+/*
+ * Writes len bytes at data, bytes [off, off + len) of chunk h, checked,
+ * to its GPU.  Run by any thread.  Returns 0 or -1.
+ */
+static int
+df_take(void *arg, void *h, uint64_t off, const void *data, size_t len)
+{
+	struct gck_devfill	*df = arg;
+	struct dfpart		*p = h;
+	int			 r, none = 0;
+
+	atomic_fetch_add(&p->taken, len);
+	if (off > p->size || len > p->size - off)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else
+		r = gck_cuda_store_write(df->cu, &df->cp[p->file->proc],
+		    p->file->k, p->off + off, data, len);
+	if (r == CUDA_SUCCESS)
+		return 0;
+	if (atomic_compare_exchange_strong(&df->fail, &none, r))
+		df->failpart = p;
+	return -1;
+}
+
+/* The first write that failed.  Returns its code. */
+static int
+df_error(struct gck_devfill *df)
+{
+	const struct dfpart	*p = df->failpart;
+
+	return gck_set_error(df->ctx, GCK_ECUDA, "cannot give process %d "
+	    "('%s') its memory of GPU %u at offset %" PRIu64 ": %s",
+	    (int)df->cp[p->file->proc].pid, df->cp[p->file->proc].comm,
+	    p->file->k, p->off, gck_cuda_errname(df->cu,
+	    atomic_load(&df->fail)));
+}
+
+/*
+ * The reader has checked entry name, whose digest is d and which holds
+ * data bytes of data, given to its GPU by.  Returns GCK_OK or a code.
+ */
+static int
+df_accepted(void *arg, const char *name, const struct gck_digest *d,
+    uint64_t data, int by)
+{
+	struct gck_devfill	*df = arg;
+	struct dfpart		*p;
+	char			 shown[GCK_ENAME_MAX + 16];
+
+	(void)data;
+	if ((p = df_part(df, name)) == NULL)
+		return GCK_OK;
+	gck_entry_display(name, shown, sizeof shown);
+	if (p->accepted)
+		return gck_set_error(df->ctx, GCK_ECORRUPT, "corrupt image: %s "
+		    "twice", shown);
+	p->accepted = 1 + by;
+	if (!gck_digest_equal(d, &p->d))
+		return gck_set_error(df->ctx, GCK_ECORRUPT, "corrupt image: %s "
+		    "is not the chunk its trailer names", shown);
+	if (by == GCK_TAKEN_FAILED)
+		return atomic_load(&df->fail) != 0 ? df_error(df) :
+		    gck_set_error(df->ctx, GCK_ENOMEM, "out of memory");
+	if (by == GCK_TAKEN_NONE)
+		return gck_set_error(df->ctx, GCK_ECORRUPT, "corrupt image: %s "
+		    "was not given to its GPU", shown);
+	if (by == GCK_TAKEN_WORKER)
+		df->byw += p->size;
+	else
+		df->byr += p->size;
+	return GCK_OK;
+}
+
+/*
+ * The reader has read the whole image: checks that every chunk was
+ * checked and written once, whole, to its GPU.  Returns GCK_OK or a
+ * code.
+ */
+int
+gck_devfill_finish(struct gck_devfill *df)
+{
+	struct dfpart	*p;
+	char		 name[GCK_ENAME_MAX], shown[GCK_ENAME_MAX + 16];
+	size_t		 i, k;
+
+	if (atomic_load(&df->fail) != 0)
+		return df_error(df);
+	for (i = 0; i < df->nfile; i++)
+		for (k = 0; k < df->file[i].npart; k++) {
+			p = &df->file[i].part[k];
+			gck_entry_name(name, sizeof name, df->file[i].name,
+			    df->file[i].whole ? -1 : (long)k);
+			gck_entry_display(name, shown, sizeof shown);
+			if (!p->accepted)
+				return gck_set_error(df->ctx, GCK_ECORRUPT,
+				    "corrupt image: %s is missing", shown);
+			if (atomic_load(&p->taken) != p->size)
+				return gck_set_error(df->ctx, GCK_ECORRUPT,
+				    "corrupt image: %" PRIu64 " bytes were "
+				    "given to a GPU for %s, which holds %"
+				    PRIu64, (uint64_t)atomic_load(&p->taken),
+				    shown, p->size);
+		}
+	gck_log(df->ctx, 1, "device memory given to the GPUs: %" PRIu64
+	    " bytes by the decompressing workers, %" PRIu64 " by the reader",
+	    df->byw, df->byr);
+	return GCK_OK;
+}
+
+void
+gck_devfill_free(struct gck_devfill *df)
+{
+	size_t	i;
+
+	if (df == NULL)
+		return;
+	for (i = 0; i < df->nfile; i++)
+		free(df->file[i].part);
+	free(df->file);
+	free(df->at);
+	free(df->zsize);
+	free(df);
+}
