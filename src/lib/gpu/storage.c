@@ -507,6 +507,44 @@ gck_cuda_store_copy_out(struct gck_cuda *cu, struct gck_cproc *p)
 }
 
 /*
+ * Asks the driver to restore process p, CHECKPOINTED through custom
+ * storage, onto the GPUs of p->pairs (none: its own), and checks that it
+ * maps each GPU at the size checkpointed.  Returns the mapping, or NULL
+ * with p->cuerr or p->srcfail set.
+ */
+static struct gck_cu_storage *
+restore_mapped(struct gck_cuda *cu, struct gck_cproc *p)
+{
+	struct gck_cu_restore_args	 a;
+	struct gck_cu_storage		*info = NULL;
+	unsigned int			 k;
+	CUresult			 r;
+
+	memset(&a, 0, sizeof a);
+	a.pairs = p->npairs > 0 ? (CUcheckpointGpuPair *)p->pairs : NULL;
+	a.npairs = p->npairs;
+	a.storage_out = &info;
+	if ((r = cu->Restore((int)p->pid, (CUcheckpointRestoreArgs *)&a)) !=
+	    CUDA_SUCCESS) {
+		p->cuerr = r;
+		return NULL;
+	}
+	if (info == NULL || info->ndev != p->ndev ||
+	    (info->ndev > 0 && info->dev == NULL)) {
+		p->cuerr = CUDA_ERROR_INVALID_VALUE;
+		p->srcfail = info != NULL ? -2 : 0;
+		return NULL;
+	}
+	for (k = 0; k < info->ndev; k++)
+		if (info->dev[k].size != p->devsize[k]) {
+			p->srcfail = -2;
+			p->faildev = k;
+			return NULL;
+		}
+	return info;
+}
+
+/*
  * The restore of process p, CHECKPOINTED through custom storage, onto
  * the GPUs of p->pairs (none: its own), its memory taken from cu->src,
  * else from its spool files under cu->spool.  Returns 0 with p LOCKED
@@ -516,7 +554,6 @@ gck_cuda_store_copy_out(struct gck_cuda *cu, struct gck_cproc *p)
 int
 gck_cuda_store_copy_back(struct gck_cuda *cu, struct gck_cproc *p)
 {
-	struct gck_cu_restore_args	 a;
 	struct gck_cu_storage		*info = NULL;
 	struct devjob			 jobs[GCK_GPUS_MAX];
 	struct spooled			 sp;
@@ -544,28 +581,10 @@ gck_cuda_store_copy_back(struct gck_cuda *cu, struct gck_cproc *p)
 			}
 		}
 	}
-	memset(&a, 0, sizeof a);
-	a.pairs = p->npairs > 0 ? (CUcheckpointGpuPair *)p->pairs : NULL;
-	a.npairs = p->npairs;
-	a.storage_out = &info;
-	if ((r = cu->Restore((int)p->pid, (CUcheckpointRestoreArgs *)&a)) !=
-	    CUDA_SUCCESS) {
-		p->cuerr = r;
+	if ((info = restore_mapped(cu, p)) == NULL)
 		goto out;
-	}
-	if (info == NULL || info->ndev != p->ndev ||
-	    (info->ndev > 0 && info->dev == NULL)) {
-		p->cuerr = CUDA_ERROR_INVALID_VALUE;
-		p->srcfail = info != NULL ? -2 : 0;
-		goto out;
-	}
 	memset(jobs, 0, sizeof jobs);
 	for (k = 0; k < info->ndev; k++) {
-		if (info->dev[k].size != p->devsize[k]) {
-			p->srcfail = -2;
-			p->faildev = k;
-			goto out;
-		}
 		jobs[k].cu = cu;
 		jobs[k].p = p;
 		jobs[k].d = &info->dev[k];
@@ -610,41 +629,16 @@ struct inmap {
 int
 gck_cuda_store_map_in(struct gck_cuda *cu, struct gck_cproc *p)
 {
-	struct gck_cu_restore_args	 a;
-	struct gck_cu_storage		*info = NULL;
-	struct inmap			*m;
-	unsigned int			 k;
-	CUresult			 r;
+	struct inmap	*m;
 
 	if ((m = calloc(1, sizeof *m)) == NULL) {
 		p->syserr = ENOMEM;
 		return -1;
 	}
-	memset(&a, 0, sizeof a);
-	a.pairs = p->npairs > 0 ? (CUcheckpointGpuPair *)p->pairs : NULL;
-	a.npairs = p->npairs;
-	a.storage_out = &info;
-	if ((r = cu->Restore((int)p->pid, (CUcheckpointRestoreArgs *)&a)) !=
-	    CUDA_SUCCESS) {
-		p->cuerr = r;
+	if ((m->info = restore_mapped(cu, p)) == NULL) {
 		free(m);
 		return -1;
 	}
-	if (info == NULL || info->ndev != p->ndev ||
-	    (info->ndev > 0 && info->dev == NULL)) {
-		p->cuerr = CUDA_ERROR_INVALID_VALUE;
-		p->srcfail = info != NULL ? -2 : 0;
-		free(m);
-		return -1;
-	}
-	for (k = 0; k < info->ndev; k++)
-		if (info->dev[k].size != p->devsize[k]) {
-			p->srcfail = -2;
-			p->faildev = k;
-			free(m);
-			return -1;
-		}
-	m->info = info;
 	/* The writes come from threads with no context of their own. */
 	if (cu->DeviceGet(&m->dev, 0) == CUDA_SUCCESS &&
 	    cu->PrimaryCtxRetain(&m->c, m->dev) == CUDA_SUCCESS)
