@@ -687,6 +687,19 @@ test_custom_storage(void **state)
 		/* a file of device memory that no process names */
 		{ CS_M("", CS_FILE), GCK_EFORMAT, "corrupt image: the file list "
 		    "has device memory no CUDA process names" },
+		/* chunks not of whole pages, negative, or over a part's most */
+		{ CS_M(",\"custom_storage\":[{\"file\":\"cuda-7-0.mem\","
+		    "\"size\":8192,\"chunk\":4097}]", CS_FILE), GCK_EFORMAT,
+		    "bad custom storage" },
+		{ CS_M(",\"custom_storage\":[{\"file\":\"cuda-7-0.mem\","
+		    "\"size\":8192,\"chunk\":-4096}]", CS_FILE), GCK_EFORMAT,
+		    "bad custom storage" },
+		{ CS_M(",\"custom_storage\":[{\"file\":\"cuda-7-0.mem\","
+		    "\"size\":8192,\"chunk\":134217728}]", CS_FILE),
+		    GCK_EFORMAT, "bad custom storage" },
+		{ CS_M(",\"custom_storage\":[{\"file\":\"cuda-7-0.mem\","
+		    "\"size\":8192,\"chunk\":\"1M\"}]", CS_FILE), GCK_EFORMAT,
+		    "bad custom storage" },
 	};
 
 	parse_ok(*state, CS_M(CS_STORE, CS_FILE), &m);
@@ -695,9 +708,16 @@ test_custom_storage(void **state)
 	assert_int_equal(mc->procs[0].custom, 1);
 	assert_int_equal(mc->procs[0].ndev, 1);
 	assert_int_equal(mc->procs[0].devsize[0], 8192);
+	/* (an older image's: its chunks of any size) */
+	assert_int_equal(mc->procs[0].devchunk[0], 0);
 	assert_int_equal(gck_manifest_file_cuda(m, "cuda-7-0.mem"), 1);
 	assert_int_equal(gck_manifest_file_memory(m, "cuda-7-0.mem"), 1);
 	assert_int_equal(gck_manifest_file_cuda(m, "pages-1.img"), 0);
+	gck_manifest_free(m);
+	parse_ok(*state, CS_M(",\"custom_storage\":[{\"file\":"
+	    "\"cuda-7-0.mem\",\"size\":8192,\"chunk\":1048576}]", CS_FILE),
+	    &m);
+	assert_int_equal(gck_manifest_cuda(m)->procs[0].devchunk[0], 1048576);
 	gck_manifest_free(m);
 	parse_ok(*state, CS_M("", ""), &m);
 	assert_int_equal(gck_manifest_cuda(m)->procs[0].custom, 0);

@@ -153,6 +153,8 @@ struct gck_mcproc {
 	int		 custom;	/* its device memory in files: */
 	unsigned int	 ndev;		/* one a GPU the driver described */
 	uint64_t	 devsize[GCK_GPUS_MAX];
+	uint64_t	 devchunk[GCK_GPUS_MAX];	/* each part's bytes
+						   but the last, or 0 */
 };
 
 struct gck_mcuda {

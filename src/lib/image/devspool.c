@@ -5,8 +5,11 @@
  * A checkpoint's device memory must leave the GPUs before criu dumps
  * the tree, and the image holds it only after criu's files, so it
  * waits in a spool file a GPU.  What waits there is what the image will
- * hold: as the memory comes off the GPU it is cut into chunks as a
- * process's memory is, and each chunk digested and compressed, on the
+ * hold: as the memory comes off the GPU it is cut into chunks of
+ * GCK_CHUNK_SIZE bytes, the last the rest (device memory does not move
+ * about as a heap's does, and a restore from a stream can then tell
+ * where each chunk goes before it has read the rest: the manifest says
+ * so, gpuckpt-image(5)), and each chunk digested and compressed, on the
  * CPUs, into the entry it will be, a frame of its own.  Beside each
  * file, its index (path.idx) lists the chunks: size, digest, where the
  * frame is, and the digests of the chunk's pages (format 3).
@@ -39,7 +42,6 @@
 #include "private.h"
 #include "core/util.h"
 #include "gpu/cuda.h"
-#include "image/chunker.h"
 #include "image/devspool.h"
 #include "image/digest.h"
 #include "image/image.h"
@@ -75,7 +77,6 @@ struct dsw {
 	char			 path[PATH_MAX];
 	char			 file[64];	/* its file in the image */
 	uint64_t		 size, got;
-	struct gck_chunker	 ck;
 	char			*buf;
 	size_t			 have;
 	long			 part;
@@ -156,7 +157,6 @@ ds_create(void *arg, const char *path, pid_t pid, unsigned int k,
 	snprintf(s->path, sizeof s->path, "%s", path);
 	gck_cuda_dev_file(s->file, sizeof s->file, c->local != NULL ?
 	    c->local(c->arg, pid) : pid, k);
-	gck_chunker_start(&s->ck);
 	if ((s->ctx = gck_ctx_new()) == NULL ||
 	    (s->buf = malloc(GCK_CHUNK_SIZE)) == NULL) {
 		e = ENOMEM;
@@ -277,13 +277,11 @@ ds_cut(struct dsw *s, size_t len)
 	return 0;
 }
 
-/* Cuts the next chunk of s->buf where the chunker says. */
+/* Cuts the next chunk: all of s->buf, full or the memory's last. */
 static int
 ds_next(struct dsw *s)
 {
-	size_t	len = gck_chunker_scan(&s->ck, s->buf, s->have);
-
-	return ds_cut(s, len == 0 ? s->have : len);
+	return ds_cut(s, s->have);
 }
 
 static int

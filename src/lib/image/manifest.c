@@ -24,6 +24,7 @@
 #include "gpu/cuda.h"
 #include "image/manifest.h"
 #include "image/names.h"
+#include "image/patch.h"
 
 #define MANIFEST_PROCS_MAX	65536
 #define MANIFEST_FILES_MAX	65536
@@ -256,7 +257,8 @@ proc_json(const struct gck_proc *p)
  */
 /*
  * The device memory of p that went through custom storage: a file a GPU
- * as the driver described them, with its size.
+ * as the driver described them, with its size, and that of its chunks
+ * (devspool.c cuts them so).
  */
 static json_t *
 custom_json(const struct gck_cproc *p)
@@ -269,8 +271,9 @@ custom_json(const struct gck_cproc *p)
 		return NULL;
 	for (k = 0; k < p->ndev; k++) {
 		gck_cuda_dev_file(name, sizeof name, p->pid, k);
-		if (json_array_append_new(a, json_pack("{s:s, s:I}", "file",
-		    name, "size", (json_int_t)p->devsize[k])) != 0) {
+		if (json_array_append_new(a, json_pack("{s:s, s:I, s:I}",
+		    "file", name, "size", (json_int_t)p->devsize[k], "chunk",
+		    (json_int_t)GCK_CHUNK_SIZE)) != 0) {
 			json_decref(a);
 			return NULL;
 		}
@@ -733,7 +736,7 @@ static int
 custom_parse(struct gck_ctx *ctx, struct gck_mcproc *cp, json_t *a)
 {
 	json_t		*d;
-	json_int_t	 size;
+	json_int_t	 size, chunk;
 	const char	*file;
 	char		 want[64];
 	size_t		 k;
@@ -744,10 +747,15 @@ custom_parse(struct gck_ctx *ctx, struct gck_mcproc *cp, json_t *a)
 		goto bad;
 	json_array_foreach(a, k, d) {
 		gck_cuda_dev_file(want, sizeof want, cp->pid, (unsigned int)k);
-		if (json_unpack(d, "{s:s, s:I}", "file", &file, "size",
-		    &size) != 0 || size < 0 || strcmp(file, want) != 0)
+		chunk = 0;
+		/* (no chunk: an older image, its parts of any size) */
+		if (json_unpack(d, "{s:s, s:I, s?I}", "file", &file, "size",
+		    &size, "chunk", &chunk) != 0 || size < 0 ||
+		    strcmp(file, want) != 0 || chunk < 0 ||
+		    chunk % GCK_PAGE != 0 || chunk > GCK_PART_MAX)
 			goto bad;
 		cp->devsize[k] = (uint64_t)size;
+		cp->devchunk[k] = (uint64_t)chunk;
 	}
 	cp->custom = 1;
 	cp->ndev = (unsigned int)json_array_size(a);
