@@ -171,12 +171,41 @@ test_expect_success 'restore from the file: back onto the GPUs through custom st
 	running_on
 '
 
-test_expect_success 'cat IMAGE | gpurestore: from a stream' '
+test_expect_success 'cat IMAGE | gpurestore: from a stream, each chunk to its GPU as the manifest places it' '
 	"$GCKPT" -p $WPID -o img2.gck 2>err &&
 	for p in $WPIDS; do wait_gone $p || exit 1; done &&
-	cat img2.gck | "$GCKRESTORE" >out 2>err &&
+	manifest img2.gck &&
+	# every GPU'"'"'s file in chunks of 1 MiB, the last the rest
+	python3 - <<-\EOF &&
+	import json
+	m = json.load(open("manifest"))
+	cs = [c for p in m["cuda"]["processes"] for c in p["custom_storage"]]
+	assert len(cs) == 2 and all(c["chunk"] == 1 << 20 for c in cs), cs
+	EOF
+	zstd -qdc img2.gck >img2.tar &&
+	python3 - <<-\EOF &&
+	import re, tarfile
+	sizes = {}
+	for x in tarfile.open("img2.tar"):
+	    m = re.match(r"criu/(cuda-[0-9]+-[0-9]+\.mem)(\.part([0-9]+))?$",
+	                 x.name)
+	    if m:
+	        sizes.setdefault(m.group(1), []).append(x.size)
+	assert len(sizes) == 2, sizes
+	for f, s in sizes.items():
+	    assert len(s) > 1 and all(n == 1 << 20 for n in s[:-1]), (f, s)
+	    assert 0 < s[-1] <= 1 << 20, (f, s)
+	EOF
+	rm img2.tar &&
+	cat img2.gck | "$GCKRESTORE" -v >out 2>err &&
 	test_cmp expect out &&
-	test_must_be_empty err &&
+	test_grep "device memory of 2 GPUs of 2 processes through custom storage: each chunk to its GPU as it is decompressed\$" err &&
+	sed -n "s/.*device memory given to the GPUs: \([0-9]*\) bytes by the decompressing workers, \([0-9]*\) by the reader\$/\1 \2/p" err >given &&
+	read w r <given &&
+	echo "workers $w, reader $r" &&
+	python3 -c "import json; print(sum(f[\"size\"] for f in json.load(open(\"manifest\"))[\"files\"] if f.get(\"cuda\")))" >dev.bytes &&
+	test $((w + r)) -eq $(cat dev.bytes) &&
+	test $w -gt 0 &&
 	running_on
 '
 
@@ -284,18 +313,26 @@ test_expect_success 'a damaged chunk of device memory is refused' '
 	f.write(bytes([b[0] ^ 0xff]))
 	f.close()
 	EOF
-	: >"$F/copies" &&
-	test_status 1 "$GCKRESTORE" raw.gck >out 2>err &&
-	mv "$F/copies" copies &&
-	test_line_count err 1 &&
-	test_grep "^gpurestore: corrupt image: checksum mismatch in .*cuda-" err &&
-	for p in $WPIDS; do proc_gone $p || exit 1; done &&
-	test -z "$(ls -A "$TMPDIR")" &&
-	# the damaged chunk never reached its GPU, though others did
 	read dpid dgpu doff <damaged &&
-	grep "^htod " copies >htod &&
-	awk -v p=$dpid -v g=$dgpu -v o=$doff "\$1 == \"htod\" && \$2 == p && \$3 == g && \$4 <= o && o < \$4 + \$5" copies >reached &&
-	test_must_be_empty reached &&
+	# from the file (its trailer places the chunks), then from a stream
+	# (its manifest does)
+	for how in file stream; do
+		: >"$F/copies" &&
+		if test $how = file; then
+			test_status 1 "$GCKRESTORE" raw.gck >out 2>err
+		else
+			cat raw.gck | test_status 1 "$GCKRESTORE" >out 2>err
+		fi &&
+		mv "$F/copies" copies &&
+		test_line_count err 1 &&
+		test_grep "^gpurestore: corrupt image: checksum mismatch in .*cuda-" err &&
+		for p in $WPIDS; do proc_gone $p || return 1; done &&
+		test -z "$(ls -A "$TMPDIR")" &&
+		# the damaged chunk never reached its GPU, though others did
+		grep "^htod " copies >htod &&
+		awk -v p=$dpid -v g=$dgpu -v o=$doff "\$1 == \"htod\" && \$2 == p && \$3 == g && \$4 <= o && o < \$4 + \$5" copies >reached &&
+		test_must_be_empty reached || return 1
+	done &&
 	rm raw.gck
 '
 
@@ -303,6 +340,39 @@ test_expect_success 'the image restores once more after that' '
 	"$GCKRESTORE" img.gck >out 2>err &&
 	test_cmp expect out &&
 	running_on
+'
+
+test_expect_success 'a stream whose manifest misplaces the chunks is refused, in one line' '
+	"$GCKPT" -c none -p $WPID -o raw.gck 2>err &&
+	for p in $WPIDS; do wait_gone $p || exit 1; done &&
+	# chunks of 512 KiB, the manifest says, its digest made to match
+	python3 - <<-\EOF &&
+	import hashlib, re, tarfile
+	t = tarfile.open("raw.gck")
+	m = t.getmember("gpuckpt.json")
+	t.close()
+	b = bytearray(open("raw.gck", "rb").read())
+	old = bytes(b[m.offset_data:m.offset_data + m.size])
+	new, n = re.subn(rb"\"chunk\": *1048576", b"\"chunk\":  524288", old)
+	assert n == 2 and len(new) == len(old), n
+	b[m.offset_data:m.offset_data + m.size] = new
+	h0 = hashlib.sha256(old).hexdigest().encode()
+	h1 = hashlib.sha256(new).hexdigest().encode()
+	i = b.index(h0)
+	assert i < m.offset_data, i
+	b[i:i + len(h0)] = h1
+	open("lying.gck", "wb").write(b)
+	EOF
+	cat lying.gck | test_status 1 "$GCKRESTORE" >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpurestore: corrupt image: .cuda-$WPID-0\.mem. part 0 holds more than the 524288 bytes its manifest gives; the restored process tree $WPID was killed\$" err &&
+	for p in $WPIDS; do proc_gone $p || exit 1; done &&
+	test -z "$(ls -A "$TMPDIR")" &&
+	"$GCKRESTORE" raw.gck >out 2>err &&
+	test_cmp expect out &&
+	running_on &&
+	rm raw.gck lying.gck
 '
 
 test_expect_success 'a copy failing between the map and the complete call leaves them running' '
@@ -499,7 +569,8 @@ test_expect_success '--parent after one page in 64 rewritten all over: patches o
 	"$GCKPT" -v --parent base.gck -p $WPID -o scat.gck 2>err &&
 	for p in $WPIDS; do wait_gone $p || exit 1; done &&
 	# every chunk of the root'"'"'s a patch (or a reference), none whole
-	grep "^gpuckpt: image: cuda-$WPID-0\.mem: 0 chunks as the spool compressed them, [1-9][0-9]* referred to or patched, 0 from their data\$" err &&
+	# but its last, the page of its counter alone, which changed
+	grep "^gpuckpt: image: cuda-$WPID-0\.mem: 1 chunks as the spool compressed them, 64 referred to or patched, 0 from their data\$" err &&
 	full=$(wc -c <base.gck) && incr=$(wc -c <scat.gck) &&
 	echo "full $full, incremental $incr bytes" &&
 	test $incr -lt $((full / 8)) &&

@@ -1,6 +1,6 @@
 /*
- * devfill.c: a restore from an image file gives the device memory that
- * went through custom storage to its GPUs on every CPU.
+ * devfill.c: a restore gives the device memory that went through custom
+ * storage to its GPUs on every CPU.
  *
  * The image holds each GPU's memory as a file of chunks (devspool.c),
  * one file after the other; read one entry after the other, each chunk
@@ -19,6 +19,13 @@
  * The reader then checks every entry as ever; each chunk must have the
  * digest the trailer names, and be written exactly once, whole, before
  * the driver is told the memory is there.
+ *
+ * A stream has no trailer to read first, but its manifest gives each
+ * GPU's file's size and the size of its chunks (every one but the last,
+ * devspool.c): where each chunk goes is known all the same, and the
+ * workers write the chunks they decompress as they do from a file, as
+ * the stream comes.  Their digests are checked as each entry's is, and
+ * against the trailer at the end, before any process is unlocked.
  */
 #include "config.h"
 
@@ -49,9 +56,10 @@ struct dffile;
 struct dfpart {
 	struct dffile		*file;
 	uint64_t		 off, size;	/* in the GPU's memory */
-	struct gck_digest	 d;		/* the trailer's */
+	struct gck_digest	 d;		/* the trailer's, if known */
 	atomic_uint_fast64_t	 taken;		/* bytes written */
 	int			 accepted;	/* 1 + GCK_TAKEN_*, once checked */
+	atomic_int		 over;		/* holds more than size */
 };
 
 /* The memory of GPU k of a process: a file of the image. */
@@ -76,6 +84,7 @@ struct gck_devfill {
 	struct gck_taker	 taker;
 	atomic_int		 fail;		/* the first CUresult, or 0 */
 	struct dfpart		*failpart;
+	int			 stream;	/* planned from the manifest */
 	uint64_t		 byw, byr;	/* bytes by workers, by reader */
 };
 
@@ -144,6 +153,7 @@ df_add(struct gck_devfill *df, const char *file, long part,
 	p->size = e->size;
 	p->d = e->d;
 	atomic_init(&p->taken, 0);
+	atomic_init(&p->over, 0);
 	ff->size += e->size;
 	df->at[df->nframes] = e->at;
 	df->zsize[df->nframes++] = e->zsize;
@@ -182,6 +192,51 @@ df_bind(struct gck_devfill *df, const struct gck_mcuda *mc,
 	return nbound > 0 && nbound == df->nfile;
 }
 
+/*
+ * Plans, from the manifest alone, the files of the processes of cp (n
+ * of them, as mc lists them): each GPU's file in chunks of the size the
+ * manifest gives, the last the rest; one of a chunk or less, one entry.
+ * Returns 1, 0 where the manifest does not give the chunks' size (an
+ * older image), or a code.
+ */
+static int
+df_plan_manifest(struct gck_devfill *df, const struct gck_mcuda *mc,
+    const struct gck_cproc *cp, size_t n)
+{
+	const struct gck_mcproc	*mp;
+	struct gck_tentry	 e;
+	char			 file[64];
+	uint64_t		 off, c;
+	size_t			 i;
+	unsigned int		 k;
+	long			 part;
+	int			 r;
+
+	for (i = 0; i < n && i < mc->nprocs; i++) {
+		if (!cp[i].custom)
+			continue;
+		mp = &mc->procs[i];
+		for (k = 0; k < mp->ndev; k++) {
+			if ((c = mp->devchunk[k]) == 0)
+				return 0;
+			gck_cuda_dev_file(file, sizeof file, mp->pid, k);
+			memset(&e, 0, sizeof e);
+			e.size = mp->devsize[k];
+			if (mp->devsize[k] <= c &&
+			    (r = df_add(df, file, -1, &e)) != 1)
+				return r;
+			for (off = 0, part = 0; mp->devsize[k] > c &&
+			    off < mp->devsize[k]; off += c, part++) {
+				e.size = mp->devsize[k] - off < c ?
+				    mp->devsize[k] - off : c;
+				if ((r = df_add(df, file, part, &e)) != 1)
+					return r;
+			}
+		}
+	}
+	return 1;
+}
+
 static void	*df_begin(void *, const char *);
 static int	 df_take(void *, void *, uint64_t, const void *, size_t);
 static int	 df_accepted(void *, const char *, const struct gck_digest *,
@@ -190,7 +245,8 @@ static int	 df_accepted(void *, const char *, const struct gck_digest *,
 /*
  * Plans the restore of the device memory of the processes of cp (n of
  * them, as the manifest m lists its CUDA processes) from the image file
- * whose trailer self has read.  Returns GCK_OK with *dfp, or with *dfp
+ * whose trailer self has read, or (self NULL) from a stream, as its
+ * manifest gives the chunks.  Returns GCK_OK with *dfp, or with *dfp
  * NULL where the image is not as this needs (the memory is then given
  * to the GPUs in the image's order, and the reader says what is wrong),
  * or a code.
@@ -209,7 +265,7 @@ gck_devfill_plan(struct gck_ctx *ctx, const struct gck_manifest *m,
 	int			 r = GCK_OK;
 
 	*dfp = NULL;
-	if (mc == NULL || self == NULL)
+	if (mc == NULL)
 		return GCK_OK;
 	if ((df = calloc(1, sizeof *df)) == NULL)
 		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
@@ -217,7 +273,8 @@ gck_devfill_plan(struct gck_ctx *ctx, const struct gck_manifest *m,
 	df->cu = cu;
 	df->cp = cp;
 	atomic_init(&df->fail, 0);
-	ne = gck_parents_nentries(self);
+	df->stream = self == NULL;
+	ne = self != NULL ? gck_parents_nentries(self) : 0;
 	for (i = 0; i < ne; i++) {
 		if (gck_parents_entry(self, i, &e) == -1)
 			goto none;
@@ -227,7 +284,8 @@ gck_devfill_plan(struct gck_ctx *ctx, const struct gck_manifest *m,
 		if ((r = df_add(df, file, part, &e)) != 1)
 			goto none;
 	}
-	if (!df_bind(df, mc, cp, n))
+	if ((self == NULL && (r = df_plan_manifest(df, mc, cp, n)) != 1) ||
+	    !df_bind(df, mc, cp, n))
 		goto none;
 	df->taker.begin = df_begin;
 	df->taker.take = df_take;
@@ -292,11 +350,12 @@ df_take(void *arg, void *h, uint64_t off, const void *data, size_t len)
 	int			 r, none = 0;
 
 	atomic_fetch_add(&p->taken, len);
-	if (off > p->size || len > p->size - off)
-		r = CUDA_ERROR_INVALID_VALUE;
-	else
-		r = gck_cuda_store_write(df->cu, &df->cp[p->file->proc],
-		    p->file->k, p->off + off, data, len);
+	if (off > p->size || len > p->size - off) {
+		atomic_store(&p->over, 1);
+		return -1;
+	}
+	r = gck_cuda_store_write(df->cu, &df->cp[p->file->proc], p->file->k,
+	    p->off + off, data, len);
 	if (r == CUDA_SUCCESS)
 		return 0;
 	if (atomic_compare_exchange_strong(&df->fail, &none, r))
@@ -328,18 +387,30 @@ df_accepted(void *arg, const char *name, const struct gck_digest *d,
 	struct gck_devfill	*df = arg;
 	struct dfpart		*p;
 	char			 shown[GCK_ENAME_MAX + 16];
+	char			 file[GCK_NAME_MAX + 1];
+	long			 part;
 
 	(void)data;
-	if ((p = df_part(df, name)) == NULL)
-		return GCK_OK;
 	gck_entry_display(name, shown, sizeof shown);
+	if ((p = df_part(df, name)) == NULL) {
+		if (gck_entry_parse(name, file, sizeof file, &part) == 0 &&
+		    df_file(df, file) != NULL)
+			return gck_set_error(df->ctx, GCK_ECORRUPT, "corrupt "
+			    "image: %s is not a chunk its %s gives", shown,
+			    df->stream ? "manifest" : "trailer");
+		return GCK_OK;
+	}
 	if (p->accepted)
 		return gck_set_error(df->ctx, GCK_ECORRUPT, "corrupt image: %s "
 		    "twice", shown);
 	p->accepted = 1 + by;
-	if (!gck_digest_equal(d, &p->d))
+	if (!df->stream && !gck_digest_equal(d, &p->d))
 		return gck_set_error(df->ctx, GCK_ECORRUPT, "corrupt image: %s "
 		    "is not the chunk its trailer names", shown);
+	if (atomic_load(&p->over))
+		return gck_set_error(df->ctx, GCK_ECORRUPT, "corrupt image: %s "
+		    "holds more than the %" PRIu64 " bytes its %s gives", shown,
+		    p->size, df->stream ? "manifest" : "trailer");
 	if (by == GCK_TAKEN_FAILED)
 		return atomic_load(&df->fail) != 0 ? df_error(df) :
 		    gck_set_error(df->ctx, GCK_ENOMEM, "out of memory");

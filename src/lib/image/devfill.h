@@ -13,8 +13,8 @@ struct gck_parents;
 struct gck_taker;
 
 /*
- * devfill.c: a restore from an image file gives the device memory that
- * went through custom storage to its GPUs on every CPU.
+ * devfill.c: a restore gives the device memory that went through custom
+ * storage to its GPUs on every CPU.
  */
 int	gck_devfill_plan(struct gck_ctx *, const struct gck_manifest *,
 	    const struct gck_parents *, struct gck_cuda *, struct gck_cproc *,

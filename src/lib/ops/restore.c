@@ -1183,10 +1183,12 @@ failed:
 }
 
 /*
- * From an image file, the device memory that went through custom
- * storage, each chunk to its GPU by the worker that decompresses it, on
- * every CPU (devfill.c), as the reader reads on to the image's trailer.
- * Returns 1 where that cannot be (nothing read), else GCK_OK or a code.
+ * The device memory that went through custom storage, each chunk to its
+ * GPU by the worker that decompresses it, on every CPU (devfill.c), as
+ * the reader reads on to the image's trailer: where the chunks are, an
+ * image file's trailer says, else the manifest.  Returns 1 where that
+ * cannot be (an older image's, from a stream; nothing read), else GCK_OK
+ * or a code.
  */
 static int
 rst_devfill(struct rst *st)
@@ -1200,8 +1202,6 @@ rst_devfill(struct rst *st)
 	ssize_t		 n;
 	int		 r, hole;
 
-	if (st->self == NULL)
-		return 1;
 	if ((r = gck_devfill_plan(ctx, st->m, st->self, st->cu, st->cp,
 	    st->ncp, &st->devfill)) != GCK_OK)
 		return r;
@@ -1214,7 +1214,8 @@ rst_devfill(struct rst *st)
 	if ((r = gck_cuda_map_in(ctx, st->cu, st->cp, st->ncp)) != GCK_OK)
 		return r;
 	gck_devfill_frames(st->devfill, &at, &zsize, &nf);
-	if ((r = gck_reader_set_frames(st->rd, at, zsize, nf)) != GCK_OK)
+	if (st->self != NULL &&
+	    (r = gck_reader_set_frames(st->rd, at, zsize, nf)) != GCK_OK)
 		return r;
 	gck_reader_set_taker(st->rd, gck_devfill_taker(st->devfill));
 	/* The files of device memory, each read to its end, then the trailer. */
