@@ -54,7 +54,9 @@
 #                         host side is measured), custom storage against
 #                         --gpu-staging: the private memory of the
 #                         process at the dump, the peak RSS of gpuckpt
-#                         and gpurestore, CPU-seconds for each GiB; then
+#                         and gpurestore, CPU-seconds for each GiB, the
+#                         restore from the file and (custom-stream) from
+#                         a pipe; then
 #                         images of the restored process with --parent
 #                         through custom storage, after it rewrote one
 #                         page in 64 all over its device memory, and with
@@ -151,10 +153,25 @@ workload_spec()
 	esac
 }
 
+# rs_from VARIANT IMAGE COMMAND...: runs COMMAND on IMAGE, a file, or
+# for custom-stream a pipe from cat(1).
+rs_from()
+{
+	local v=$1 img=$2
+
+	shift 2
+	if [ "$v" = custom-stream ]; then
+		cat "$img" | "$@"
+	else
+		"$@" "$img"
+	fi
+}
+
 # storage_one VARIANT REP: 4 GiB of device memory (1/8 of it quick) of
 # one cudawork process on the stand-in driver at CUDA 13.4, checkpointed
-# to a file with (custom) or without (staging: --gpu-staging) custom
-# storage, then restored.  A criu in front of criu notes the process's
+# to a file with (custom, custom-stream) or without (staging:
+# --gpu-staging) custom storage, then restored from the file, or from a
+# pipe (custom-stream).  A criu in front of criu notes the process's
 # private memory and CPU time when the dump starts.  Appends "storage
 # VARIANT REP ok|FAIL MiB proc_anon_before_kB proc_anon_dump_kB
 # proc_cpu_s ckpt_rss_kB ckpt_cpu_s rst_rss_kB rst_cpu_s image_B
@@ -200,8 +217,8 @@ storage_one()
 	    -p "$pid" -o "$R/store.gck" 2>"$R/ck.err" & } &&
 	    { anon_peak gpuckpt "$R/ck.anon"; wait $!; } &&
 	    wait_gone "$pid" 60 &&
-	    { "$TIME" -f "%U %S %M" -o "$R/rs.time" \
-	    "$GPURESTORE" "$R/store.gck" >/dev/null 2>"$R/rs.err" & } &&
+	    { rs_from "$v" "$R/store.gck" "$TIME" -f "%U %S %M" -o "$R/rs.time" \
+	    "$GPURESTORE" >/dev/null 2>"$R/rs.err" & } &&
 	    { anon_peak gpurestore "$R/rs.anon"; wait $!; }; then
 		kill -USR1 "$pid"
 		if wait_line "$f" '^verify ' 120 && grep -q '^verify ok' "$f"; then
@@ -278,7 +295,7 @@ storage_report()
 	say ""
 	mib=$(size 4096)
 	say "== device memory: $mib MiB of one process on the stand-in driver (memcpy copies: the host side only) =="
-	for v in staging custom; do
+	for v in staging custom custom-stream; do
 		set -- $(awk -v v="$v" '$1 == "storage" && $2 == v && $4 == "ok"' "$RAW" | head -n 1)
 		if [ $# -lt 15 ]; then
 			say "  $v: FAILED (see above)"
@@ -1932,7 +1949,7 @@ for x in $EXTRAS; do
 		;;
 	storage)
 		for rep in $(seq 1 "$REPEAT"); do
-			for v in staging custom; do
+			for v in staging custom custom-stream; do
 				storage_one "$v" "$rep"
 			done
 		done
