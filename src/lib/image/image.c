@@ -2862,7 +2862,8 @@ r_take_begin(struct gck_reader *r, const struct gck_taker *t)
 		r->tkbuf = nb;
 		r->tkcap = (size_t)r->esize;
 	}
-	memset(r->tkbuf, 0, (size_t)r->esize);
+	if (r->esize > 0)
+		memset(r->tkbuf, 0, (size_t)r->esize);
 }
 
 /*
