@@ -2,7 +2,8 @@
  * cudawork -- a tree of CUDA processes whose device memory can be
  * checked after a checkpoint and restore.
  *
- * usage: cudawork [-n nproc] [-m MiB] [-d devlist] -f statusfile
+ * usage: cudawork [-n nproc] [-m MiB] [-d devlist] [-e ordinal]
+ *	  -f statusfile
  *
  * It forks nproc - 1 children (default 1 process in all) before it
  * touches CUDA.  Then each process loads libcuda.so.1, takes device
@@ -25,7 +26,9 @@
  * its device memory, all over it, with a pattern of its own, takes its
  * checksum again and appends "rewrote sum=HEX pages=N", the sum as
  * "verify" will give it (a training step's update at its sparsest: the
- * changes scattered, nowhere a run).  A process that cannot start makes the root append "error pid
+ * changes scattered, nowhere a run).  With -e the root also holds the
+ * primary context of device ordinal, never current and with no memory
+ * on it (a GPU it holds nothing on).  A process that cannot start makes the root append "error pid
  * PID: what" and exit 1.  The status file is opened for each line and
  * written with one write(2).  Descriptors other than 0, 1 and 2 that it
  * inherits are closed first; the root and the children talk over pipes
@@ -107,7 +110,7 @@ static _Noreturn void
 usage(void)
 {
 	fprintf(stderr, "usage: cudawork [-n nproc] [-m MiB] [-d devlist] "
-	    "-f statusfile\n");
+	    "[-e ordinal] -f statusfile\n");
 	exit(2);
 }
 
@@ -478,12 +481,22 @@ main(int argc, char *argv[])
 	char			*ep, *p;
 	unsigned long		 mib = 8, v;
 	uint64_t		 total;
-	int			 ch, i, j, ndev = 0, dev[MAXPROC];
+	int			 ch, i, j, ndev = 0, dev[MAXPROC], empty = -1;
+	CUcontext		 ectx;
+	CUdevice		 edev;
+	CUresult		 r;
 	int			 p1[MAXPROC][2], p2[MAXPROC][2];
 	long			 n;
 
-	while ((ch = getopt(argc, argv, "d:f:m:n:")) != -1) {
+	while ((ch = getopt(argc, argv, "d:e:f:m:n:")) != -1) {
 		switch (ch) {
+		case 'e':
+			errno = 0;
+			v = strtoul(optarg, &ep, 10);
+			if (errno || *ep != '\0' || ep == optarg || v > 1024)
+				usage();
+			empty = (int)v;
+			break;
 		case 'd':
 			ndev = 0;
 			for (p = optarg; ; p = ep + 1) {
@@ -562,6 +575,12 @@ main(int argc, char *argv[])
 
 	if (cuda_start(dev[0], mib) == -1 || device_uuid(devs) == -1) {
 		work_status("error pid %ld: %s", (long)getpid(), failure);
+		return 1;
+	}
+	if (empty != -1 && ((r = cu.DeviceGet(&edev, empty)) != CUDA_SUCCESS ||
+	    (r = cu.PrimaryCtxRetain(&ectx, edev)) != CUDA_SUCCESS)) {
+		work_status("error pid %ld: a context on device %d: %s",
+		    (long)getpid(), empty, cuname(r));
 		return 1;
 	}
 	total = sum;

@@ -607,4 +607,36 @@ test_expect_success 'a spool damaged before the rollback: never given to the GPU
 	test_cmp want state
 '
 
+test_expect_success 'a GPU the process holds nothing on: an empty file, given back from a file and from a stream' '
+	cuda_start w3 -n 1 -m 8 -d 0 -e 1 &&
+	echo $WPID >expect &&
+	for how in file stream; do
+		"$GCKPT" -p $WPID -o empty.gck 2>err &&
+		test_must_be_empty err &&
+		wait_gone $WPID &&
+		manifest empty.gck &&
+		python3 - $WPID <<-\EOF &&
+		import json, sys
+		pid = int(sys.argv[1])
+		m = json.load(open("manifest"))
+		cs = {p["pid"]: p for p in m["cuda"]["processes"]}[pid]
+		cs = cs["custom_storage"]
+		assert [c["file"] for c in cs] == ["cuda-%d-%d.mem" % (pid, k)
+		                                   for k in (0, 1)], cs
+		assert cs[0]["size"] >= 8 << 20 and cs[1]["size"] == 0, cs
+		files = {f["name"]: f for f in m["files"]}
+		assert files["cuda-%d-1.mem" % pid]["size"] == 0
+		EOF
+		if test $how = file; then
+			"$GCKRESTORE" -v empty.gck >out 2>err
+		else
+			cat empty.gck | "$GCKRESTORE" -v >out 2>err
+		fi &&
+		test_cmp expect out &&
+		test_grep "device memory of 2 GPUs of 1 process through custom storage: each chunk to its GPU as it is decompressed\$" err &&
+		running_on || return 1
+	done &&
+	rm empty.gck
+'
+
 test_done
