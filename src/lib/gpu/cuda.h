@@ -2,6 +2,7 @@
 #define GCK_GPU_CUDA_H
 
 struct gck_ctx;
+struct gck_pinpool;
 struct gck_cuda;
 struct gck_proc;
 struct gck_ptree;
@@ -115,6 +116,11 @@ int	gck_cuda_store_write(struct gck_cuda *, const struct gck_cproc *,
 	    unsigned int, uint64_t, const void *, size_t);
 int	gck_cuda_end_in(struct gck_ctx *, struct gck_cuda *,
 	    struct gck_cproc *, size_t, int);
+struct gck_pinpool *gck_cuda_pinpool_new(struct gck_cuda *, size_t, size_t);
+void	*gck_cuda_pinpool_get(struct gck_pinpool *, size_t);
+int	 gck_cuda_pinpool_owns(const struct gck_pinpool *, const void *);
+int	 gck_cuda_pinpool_put(struct gck_pinpool *, void *);
+void	 gck_cuda_pinpool_free(struct gck_pinpool *);
 void	gck_cuda_spool_learn(struct gck_cuda *, struct gck_cproc *, size_t,
 	    const char *, const struct gck_cuda_spool *);
 int	gck_cuda_spool_path(const char *, pid_t, unsigned int, char *,

@@ -705,6 +705,130 @@ gck_cuda_store_end_in(struct gck_cuda *cu, struct gck_cproc *p, int end)
 }
 
 /*
+ * Page-locked buffers of size bytes, for copies to the GPUs from any
+ * thread: allocated through the primary context of the first GPU, as
+ * the checkpoint's ring is.
+ */
+struct gck_pinpool {
+	struct gck_cuda	*cu;
+	pthread_mutex_t	 mtx;
+	void		**buf;		/* the free ones: free[0, nfree) */
+	void		**all;
+	size_t		 nall, nfree, size;
+	CUdevice	 dev;
+};
+
+/*
+ * Up to n buffers of size bytes each.  Returns the pool, or NULL where
+ * the driver gives none (the copies then go through its staging).
+ */
+struct gck_pinpool *
+gck_cuda_pinpool_new(struct gck_cuda *cu, size_t n, size_t size)
+{
+	struct gck_pinpool	*pp;
+	CUcontext		 c;
+
+	if (cu == NULL || cu->MemHostAlloc == NULL || n == 0 ||
+	    (pp = calloc(1, sizeof *pp)) == NULL)
+		return NULL;
+	if ((pp->all = calloc(n, sizeof *pp->all)) == NULL ||
+	    (pp->buf = calloc(n, sizeof *pp->buf)) == NULL ||
+	    cu->DeviceGet(&pp->dev, 0) != CUDA_SUCCESS) {
+		free(pp->all);
+		free(pp->buf);
+		free(pp);
+		return NULL;
+	}
+	pp->cu = cu;
+	pp->size = size;
+	pthread_mutex_init(&pp->mtx, NULL);
+	if (cu->PrimaryCtxRetain(&c, pp->dev) != CUDA_SUCCESS) {
+		gck_cuda_pinpool_free(pp);
+		return NULL;
+	}
+	if (cu->CtxPushCurrent(c) == CUDA_SUCCESS) {
+		while (pp->nall < n && cu->MemHostAlloc(&pp->all[pp->nall],
+		    size, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS) {
+			pp->buf[pp->nall] = pp->all[pp->nall];
+			pp->nall++;
+		}
+		cu->CtxPopCurrent(&c);
+	}
+	cu->PrimaryCtxRelease(pp->dev);
+	pp->nfree = pp->nall;
+	if (pp->nall == 0) {
+		gck_cuda_pinpool_free(pp);
+		return NULL;
+	}
+	return pp;
+}
+
+/* A free buffer of the pool (NULL: none, or none that big), any thread. */
+void *
+gck_cuda_pinpool_get(struct gck_pinpool *pp, size_t len)
+{
+	void	*b = NULL;
+
+	if (pp == NULL || len > pp->size)
+		return NULL;
+	pthread_mutex_lock(&pp->mtx);
+	if (pp->nfree > 0)
+		b = pp->buf[--pp->nfree];
+	pthread_mutex_unlock(&pp->mtx);
+	return b;
+}
+
+/* Whether b is one of the pool's buffers. */
+int
+gck_cuda_pinpool_owns(const struct gck_pinpool *pp, const void *b)
+{
+	size_t	i;
+
+	if (pp == NULL || b == NULL)
+		return 0;
+	for (i = 0; i < pp->nall && pp->all[i] != b; i++)
+		;
+	return i < pp->nall;
+}
+
+/* Gives back b, if it is one of the pool's.  Returns 1 if it was. */
+int
+gck_cuda_pinpool_put(struct gck_pinpool *pp, void *b)
+{
+	if (!gck_cuda_pinpool_owns(pp, b))
+		return 0;
+	pthread_mutex_lock(&pp->mtx);
+	pp->buf[pp->nfree++] = b;
+	pthread_mutex_unlock(&pp->mtx);
+	return 1;
+}
+
+void
+gck_cuda_pinpool_free(struct gck_pinpool *pp)
+{
+	CUcontext	c;
+	int		retained, pushed = 0;
+
+	if (pp == NULL)
+		return;
+	/* (freed as they were allocated, in the first GPU's context) */
+	retained = pp->nall > 0 &&
+	    pp->cu->PrimaryCtxRetain(&c, pp->dev) == CUDA_SUCCESS;
+	if (retained)
+		pushed = pp->cu->CtxPushCurrent(c) == CUDA_SUCCESS;
+	while (pp->nall > 0)
+		pp->cu->MemFreeHost(pp->all[--pp->nall]);
+	if (pushed)
+		pp->cu->CtxPopCurrent(&c);
+	if (retained)
+		pp->cu->PrimaryCtxRelease(pp->dev);
+	pthread_mutex_destroy(&pp->mtx);
+	free(pp->all);
+	free(pp->buf);
+	free(pp);
+}
+
+/*
  * For the processes of cp that are CHECKPOINTED with spool files under
  * dir: that their memory went through custom storage, and its sizes (a
  * guard bringing back the tree of a checkpoint that died).
