@@ -1472,6 +1472,8 @@ frame_examine(void *arg, const char *buf, size_t len, struct gck_zres *res)
 	const void		*xv, *p, *pmap = NULL;
 	void			*h = NULL;
 	char			*copy = NULL;
+	int			 lent = 0;
+	uint64_t		 filled = 0;
 	size_t			 xl, l, pmaplen = 0;
 	la_int64_t		 off, so, sl;
 	uint64_t		 refsize = 0;
@@ -1523,8 +1525,13 @@ frame_examine(void *arg, const char *buf, size_t len, struct gck_zres *res)
 	    (h = t->begin(t->arg, name)) != NULL) {
 		if (!t->checked)
 			res->taken = 1;
-		else if (res->size > GCK_PART_MAX || (copy = calloc(1,
-		    res->size > 0 ? (size_t)res->size : 1)) == NULL)
+		else if (res->size > GCK_PART_MAX)
+			h = NULL;
+		else if (t->buf_get != NULL && res->size > 0 && (copy =
+		    t->buf_get(t->arg, (size_t)res->size)) != NULL)
+			lent = 1;
+		else if ((copy = calloc(1, res->size > 0 ? (size_t)res->size :
+		    1)) == NULL)
 			h = NULL;
 	}
 	while ((ret = archive_read_data_block(a, &p, &l, &off)) == ARCHIVE_OK) {
@@ -1532,10 +1539,16 @@ frame_examine(void *arg, const char *buf, size_t len, struct gck_zres *res)
 		if (copy != NULL) {
 			if (off < 0 || (uint64_t)off > res->size ||
 			    l > res->size - (uint64_t)off) {
-				free(copy);
-				copy = NULL;
-			} else if (l > 0)
+				h = NULL;
+			} else if (l > 0) {
+				/* (a hole before it: zeros) */
+				if ((uint64_t)off > filled)
+					memset(copy + filled, 0,
+					    (size_t)((uint64_t)off - filled));
 				memcpy(copy + off, p, l);
+				if ((uint64_t)off + l > filled)
+					filled = (uint64_t)off + l;
+			}
 		} else if (h != NULL && !res->terr && l > 0 && (off < 0 ||
 		    t->take(t->arg, h, (uint64_t)off, p, l) == -1))
 			res->terr = 1;
@@ -1553,13 +1566,18 @@ frame_examine(void *arg, const char *buf, size_t len, struct gck_zres *res)
 	}
 	gck_dstate_final(ds, &res->d);
 	res->ok = 1;
-	if (copy != NULL && gck_digest_equal(&hd, &res->d)) {
+	if (copy != NULL && h != NULL && gck_digest_equal(&hd, &res->d)) {
+		if (filled < res->size)
+			memset(copy + filled, 0, (size_t)(res->size - filled));
 		res->taken = 1;
 		res->terr = t->take(t->arg, h, 0, copy, (size_t)res->size) ==
 		    -1;
 	}
 out:
-	free(copy);
+	if (lent)
+		t->buf_put(t->arg, copy);
+	else
+		free(copy);
 	gck_dstate_free(ds);
 	archive_read_free(a);
 }

@@ -20,7 +20,10 @@ struct gck_writer;
  * A taker that is checked takes only data checked against its digest:
  * a worker's, once the frame's digest is that its header gives; the
  * reader's thread hands it the whole entry at once (holes as zeros),
- * once it has checked it, just before accepted().
+ * once it has checked it, just before accepted().  A worker keeps such
+ * an entry in a buffer of buf_get(arg, its length), if there is one
+ * (NULL: none, or none at hand), given back by buf_put(arg, it) after
+ * take(); else in one of its own.  Both run on any thread.
  */
 #define GCK_TAKEN_NONE		0	/* not handed on */
 #define GCK_TAKEN_WORKER	1	/* all of it, by the worker */
@@ -37,6 +40,8 @@ struct gck_taker {
 		    uint64_t, int);
 	void	*arg;
 	int	 checked;
+	void	*(*buf_get)(void *, size_t);	/* or NULL */
+	void	 (*buf_put)(void *, void *);
 };
 
 /* image.c: what the streamers need of the reader and writer */
