@@ -50,7 +50,9 @@
  *			makes the copy fail with that error.
  *	copies		where it is, a line for each copy to or from the
  *			memory custom storage maps: "htod|dtoh PID GPU
- *			OFFSET BYTES" (PID as the caller sees it).
+ *			OFFSET BYTES pinned|pageable" (PID as the caller
+ *			sees it; pinned: the host side is memory
+ *			cuMemHostAlloc() gave).
  *	delay/ACTION	milliseconds that ACTION sleeps before its work.
  *	log		one line per action, with one write(2):
  *			ACTION KEY START_NS END_NS RESULT STATE [PAIRS]
@@ -2960,12 +2962,15 @@ op_holding(uintptr_t p, size_t n, int write)
  * it, OFFSET in the memory of its GPU (its Nth).
  */
 static void
-copy_note(const struct op *op, uintptr_t p, size_t n, int htod)
+copy_note(const struct op *op, uintptr_t p, const void *host, size_t n,
+    int htod)
 {
 	const struct gck_cu_storage_dev	*d;
 	char				 path[PATH_MAX], line[128];
+	uintptr_t			 h = (uintptr_t)host, b;
 	unsigned int			 i;
-	int				 fd, len;
+	size_t				 k;
+	int				 fd, len, pinned = 0;
 
 	snprintf(path, sizeof path, "%s/copies", fc.dir);
 	if (access(path, F_OK) == -1)
@@ -2977,8 +2982,17 @@ copy_note(const struct op *op, uintptr_t p, size_t n, int htod)
 	}
 	if (i == op->info.ndev)
 		return;
-	len = snprintf(line, sizeof line, "%s %d %u %llu %zu\n", htod ? "htod" :
-	    "dtoh", op->pid, i, (unsigned long long)(p - op->dev[i].devptr), n);
+	/* (the host side: memory cuMemHostAlloc() gave, or not) */
+	pthread_mutex_lock(&ops.mtx);
+	for (k = 0; k < ops.nhost && !pinned; k++) {
+		b = (uintptr_t)ops.host[k].p;
+		pinned = h >= b && h - b <= ops.host[k].len &&
+		    n <= ops.host[k].len - (h - b);
+	}
+	pthread_mutex_unlock(&ops.mtx);
+	len = snprintf(line, sizeof line, "%s %d %u %llu %zu %s\n", htod ?
+	    "htod" : "dtoh", op->pid, i, (unsigned long long)(p -
+	    op->dev[i].devptr), n, pinned ? "pinned" : "pageable");
 	if ((fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)) == -1)
 		return;
 	if (write(fd, line, (size_t)len) != len)
@@ -3037,7 +3051,7 @@ async_copy(void *host, uintptr_t dev, size_t n, CUstream stream, int htod)
 		memcpy((void *)dev, host, n);
 	else
 		memcpy(host, (void *)dev, n);
-	copy_note(op, dev, n, htod);
+	copy_note(op, dev, host, n, htod);
 out:
 	if (op != NULL) {
 		pthread_mutex_lock(&ops.mtx);
