@@ -154,16 +154,21 @@ assert s == [\"custom\", \"custom\"], s
 '
 
 test_expect_success 'restore from the file: back onto the GPUs through custom storage' '
-	: >"$F/log" &&
+	: >"$F/log" && : >"$F/copies" &&
 	"$GCKRESTORE" -v img.gck >out 2>err &&
+	mv "$F/copies" copies &&
 	echo $WPID >expect &&
 	test_cmp expect out &&
 	test_grep "device memory of 2 GPUs of 2 processes through custom storage: each chunk to its GPU as it is decompressed\$" err &&
 	! grep "process [0-9]*: device memory of 1 GPU through custom storage\$" err &&
 	# every byte of both GPUs given, checked, by the workers or the reader
-	sed -n "s/.*device memory given to the GPUs: \([0-9]*\) bytes by the decompressing workers, \([0-9]*\) by the reader\$/\1 \2/p" err >given &&
-	read w r <given &&
-	echo "workers $w, reader $r" &&
+	sed -n "s/.*device memory given to the GPUs: \([0-9]*\) bytes by the decompressing workers (\([0-9]*\) from page-locked buffers), \([0-9]*\) by the reader\$/\1 \2 \3/p" err >given &&
+	read w pin r <given &&
+	echo "workers $w ($pin pinned), reader $r" &&
+	# the workers'"'"' copies went from page-locked memory, as the driver saw
+	awk "\$1 == \"htod\" && \$6 == \"pinned\" { n += \$5 } END { print n + 0 }" copies >pinned &&
+	test $(cat pinned) -eq $pin &&
+	test $pin -eq $w &&
 	manifest img.gck &&
 	python3 -c "import json; print(sum(f[\"size\"] for f in json.load(open(\"manifest\"))[\"files\"] if f.get(\"cuda\")))" >dev.bytes &&
 	test $((w + r)) -eq $(cat dev.bytes) &&
@@ -197,12 +202,18 @@ test_expect_success 'cat IMAGE | gpurestore: from a stream, each chunk to its GP
 	    assert 0 < s[-1] <= 1 << 20, (f, s)
 	EOF
 	rm img2.tar &&
+	: >"$F/copies" &&
 	cat img2.gck | "$GCKRESTORE" -v >out 2>err &&
+	mv "$F/copies" copies &&
 	test_cmp expect out &&
 	test_grep "device memory of 2 GPUs of 2 processes through custom storage: each chunk to its GPU as it is decompressed\$" err &&
-	sed -n "s/.*device memory given to the GPUs: \([0-9]*\) bytes by the decompressing workers, \([0-9]*\) by the reader\$/\1 \2/p" err >given &&
-	read w r <given &&
-	echo "workers $w, reader $r" &&
+	sed -n "s/.*device memory given to the GPUs: \([0-9]*\) bytes by the decompressing workers (\([0-9]*\) from page-locked buffers), \([0-9]*\) by the reader\$/\1 \2 \3/p" err >given &&
+	read w pin r <given &&
+	echo "workers $w ($pin pinned), reader $r" &&
+	# the workers'"'"' copies went from page-locked memory, as the driver saw
+	awk "\$1 == \"htod\" && \$6 == \"pinned\" { n += \$5 } END { print n + 0 }" copies >pinned &&
+	test $(cat pinned) -eq $pin &&
+	test $pin -eq $w &&
 	python3 -c "import json; print(sum(f[\"size\"] for f in json.load(open(\"manifest\"))[\"files\"] if f.get(\"cuda\")))" >dev.bytes &&
 	test $((w + r)) -eq $(cat dev.bytes) &&
 	test $w -gt 0 &&
@@ -412,21 +423,34 @@ test_expect_success 'with --parent: the chunks the parent has, kept uncompressed
 '
 
 test_expect_success 'SIGKILL of gpuckpt after the complete call: its guard brings them back from the spool' '
-	fake_criu slow &&
-	{ env GCK_CRIU="$TRASH/fakecriu" "$GCKPT" -p $WPID -o bad.gck \
+	# a criu that says it has started, then holds the dump there: the
+	# processes are CHECKPOINTED by then, their memory in the spool
+	cat >holdcriu <<-EOF &&
+	#!/bin/sh
+	case " \$* " in
+	*" dump "*)
+		echo \$\$ >"$TRASH/criu.started"
+		exec sleep 60 ;;
+	esac
+	exec "$CRIU" "\$@"
+	EOF
+	chmod +x holdcriu &&
+	rm -f criu.started &&
+	{ env GCK_CRIU="$TRASH/holdcriu" "$GCKPT" -p $WPID -o bad.gck \
 	    >out 2>err & } &&
 	gpid=$! &&
 	i=0 &&
-	until test -n "$(ls "$TMPDIR"/*.gpu 2>/dev/null)" &&
-	    states CHECKPOINTED 2>/dev/null || test $i -gt 100; do
+	until test -s criu.started || test $i -gt 300; do
 		i=$((i + 1))
 		sleep 0.1
 	done &&
-	# (not asked again: the stand-in may not answer while criu dumps)
-	test $i -le 100 &&
-	sleep 0.5 &&
+	test -s criu.started &&
+	states CHECKPOINTED &&
+	test -n "$(ls "$TMPDIR"/*.gpu)" &&
 	kill -KILL $gpid &&
-	wait $gpid;
+	{ wait $gpid || :; } &&
+	# then criu ends, without a dump: the guard takes over from there
+	kill -KILL $(cat criu.started) &&
 	i=0 &&
 	until states RUNNING 2>/dev/null || test $i -gt 150; do
 		i=$((i + 1))

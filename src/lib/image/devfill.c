@@ -49,6 +49,7 @@
 #include "image/manifest.h"
 #include "image/names.h"
 #include "image/parent.h"
+#include "image/zio.h"
 
 struct dffile;
 
@@ -85,6 +86,8 @@ struct gck_devfill {
 	atomic_int		 fail;		/* the first CUresult, or 0 */
 	struct dfpart		*failpart;
 	int			 stream;	/* planned from the manifest */
+	struct gck_pinpool	*pool;		/* the workers' buffers */
+	atomic_uint_fast64_t	 pinned;	/* bytes given from them */
 	uint64_t		 byw, byr;	/* bytes by workers, by reader */
 };
 
@@ -239,6 +242,8 @@ df_plan_manifest(struct gck_devfill *df, const struct gck_mcuda *mc,
 
 static void	*df_begin(void *, const char *);
 static int	 df_take(void *, void *, uint64_t, const void *, size_t);
+static void	*df_buf_get(void *, size_t);
+static void	 df_buf_put(void *, void *);
 static int	 df_accepted(void *, const char *, const struct gck_digest *,
 		    uint64_t, int);
 
@@ -273,6 +278,7 @@ gck_devfill_plan(struct gck_ctx *ctx, const struct gck_manifest *m,
 	df->cu = cu;
 	df->cp = cp;
 	atomic_init(&df->fail, 0);
+	atomic_init(&df->pinned, 0);
 	df->stream = self == NULL;
 	ne = self != NULL ? gck_parents_nentries(self) : 0;
 	for (i = 0; i < ne; i++) {
@@ -292,6 +298,16 @@ gck_devfill_plan(struct gck_ctx *ctx, const struct gck_manifest *m,
 	df->taker.accepted = df_accepted;
 	df->taker.arg = df;
 	df->taker.checked = 1;
+	/*
+	 * The workers check each chunk in a page-locked buffer, one a worker
+	 * at most at a time, for the copy to go straight to the GPU.
+	 */
+	i = (size_t)gck_zio_cpus();
+	if ((df->pool = gck_cuda_pinpool_new(cu, i < 64 ? i : 64,
+	    GCK_CHUNK_SIZE)) != NULL) {
+		df->taker.buf_get = df_buf_get;
+		df->taker.buf_put = df_buf_put;
+	}
 	*dfp = df;
 	return GCK_OK;
 none:
@@ -338,6 +354,22 @@ df_begin(void *arg, const char *name)
 	return df_part(arg, name);
 }
 
+static void *
+df_buf_get(void *arg, size_t len)
+{
+	struct gck_devfill	*df = arg;
+
+	return gck_cuda_pinpool_get(df->pool, len);
+}
+
+static void
+df_buf_put(void *arg, void *buf)
+{
+	struct gck_devfill	*df = arg;
+
+	gck_cuda_pinpool_put(df->pool, buf);
+}
+
 /*
  * Writes len bytes at data, bytes [off, off + len) of chunk h, checked,
  * to its GPU.  Run by any thread.  Returns 0 or -1.
@@ -356,8 +388,11 @@ df_take(void *arg, void *h, uint64_t off, const void *data, size_t len)
 	}
 	r = gck_cuda_store_write(df->cu, &df->cp[p->file->proc], p->file->k,
 	    p->off + off, data, len);
-	if (r == CUDA_SUCCESS)
+	if (r == CUDA_SUCCESS) {
+		if (gck_cuda_pinpool_owns(df->pool, data))
+			atomic_fetch_add(&df->pinned, len);
 		return 0;
+	}
 	if (atomic_compare_exchange_strong(&df->fail, &none, r))
 		df->failpart = p;
 	return -1;
@@ -455,8 +490,9 @@ gck_devfill_finish(struct gck_devfill *df)
 				    shown, p->size);
 		}
 	gck_log(df->ctx, 1, "device memory given to the GPUs: %" PRIu64
-	    " bytes by the decompressing workers, %" PRIu64 " by the reader",
-	    df->byw, df->byr);
+	    " bytes by the decompressing workers (%" PRIu64 " from page-locked "
+	    "buffers), %" PRIu64 " by the reader", df->byw,
+	    (uint64_t)atomic_load(&df->pinned), df->byr);
 	return GCK_OK;
 }
 
@@ -467,6 +503,7 @@ gck_devfill_free(struct gck_devfill *df)
 
 	if (df == NULL)
 		return;
+	gck_cuda_pinpool_free(df->pool);
 	for (i = 0; i < df->nfile; i++)
 		free(df->file[i].part);
 	free(df->file);
