@@ -33,6 +33,21 @@ running_on() {
 	test -z "$(ls -A "$TMPDIR")"
 }
 
+# given_ok: gpurestore -v (its err) gave every byte of device memory the
+# manifest lists, checked, to the GPUs, the workers some of it, all of
+# theirs from page-locked buffers, as the stand-in saw (copies).
+given_ok() {
+	sed -n "s/.*device memory given to the GPUs: \([0-9]*\) bytes by the decompressing workers (\([0-9]*\) from page-locked buffers), \([0-9]*\) by the reader\$/\1 \2 \3/p" err >given &&
+	read _w _pin _r <given &&
+	echo "workers $_w ($_pin pinned), reader $_r" &&
+	awk '$1 == "htod" && $6 == "pinned" { n += $5 } END { print n + 0 }' copies >pinned &&
+	test $(cat pinned) -eq $_pin &&
+	test $_pin -eq $_w &&
+	test $_w -gt 0 &&
+	python3 -c 'import json; print(sum(f["size"] for f in json.load(open("manifest"))["files"] if f.get("cuda")))' >dev.bytes &&
+	test $((_w + _r)) -eq $(cat dev.bytes)
+}
+
 # anon_kb PID: the private anonymous memory process PID has, in kB.
 anon_kb() {
 	awk '/^RssAnon:/ { print $2 }' /proc/$1/status
@@ -162,17 +177,8 @@ test_expect_success 'restore from the file: back onto the GPUs through custom st
 	test_grep "device memory of 2 GPUs of 2 processes through custom storage: each chunk to its GPU as it is decompressed\$" err &&
 	! grep "process [0-9]*: device memory of 1 GPU through custom storage\$" err &&
 	# every byte of both GPUs given, checked, by the workers or the reader
-	sed -n "s/.*device memory given to the GPUs: \([0-9]*\) bytes by the decompressing workers (\([0-9]*\) from page-locked buffers), \([0-9]*\) by the reader\$/\1 \2 \3/p" err >given &&
-	read w pin r <given &&
-	echo "workers $w ($pin pinned), reader $r" &&
-	# the workers'"'"' copies went from page-locked memory, as the driver saw
-	awk "\$1 == \"htod\" && \$6 == \"pinned\" { n += \$5 } END { print n + 0 }" copies >pinned &&
-	test $(cat pinned) -eq $pin &&
-	test $pin -eq $w &&
 	manifest img.gck &&
-	python3 -c "import json; print(sum(f[\"size\"] for f in json.load(open(\"manifest\"))[\"files\"] if f.get(\"cuda\")))" >dev.bytes &&
-	test $((w + r)) -eq $(cat dev.bytes) &&
-	test $w -gt 0 &&
+	given_ok &&
 	running_on
 '
 
@@ -207,16 +213,7 @@ test_expect_success 'cat IMAGE | gpurestore: from a stream, each chunk to its GP
 	mv "$F/copies" copies &&
 	test_cmp expect out &&
 	test_grep "device memory of 2 GPUs of 2 processes through custom storage: each chunk to its GPU as it is decompressed\$" err &&
-	sed -n "s/.*device memory given to the GPUs: \([0-9]*\) bytes by the decompressing workers (\([0-9]*\) from page-locked buffers), \([0-9]*\) by the reader\$/\1 \2 \3/p" err >given &&
-	read w pin r <given &&
-	echo "workers $w ($pin pinned), reader $r" &&
-	# the workers'"'"' copies went from page-locked memory, as the driver saw
-	awk "\$1 == \"htod\" && \$6 == \"pinned\" { n += \$5 } END { print n + 0 }" copies >pinned &&
-	test $(cat pinned) -eq $pin &&
-	test $pin -eq $w &&
-	python3 -c "import json; print(sum(f[\"size\"] for f in json.load(open(\"manifest\"))[\"files\"] if f.get(\"cuda\")))" >dev.bytes &&
-	test $((w + r)) -eq $(cat dev.bytes) &&
-	test $w -gt 0 &&
+	given_ok &&
 	running_on
 '
 
