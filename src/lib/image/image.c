@@ -1452,75 +1452,29 @@ frame_discard(void *arg, struct gck_zres *res)
 }
 
 /*
- * Run by a decompressing worker on a frame of format 2, which holds one
- * tar entry: where its data starts, and its SHA-256 as gpuckpt-image(5)
- * defines it (with holes, the regions stored and the size after the
- * bytes stored), so that the reader's thread need not digest it.  The
- * reader still parses the entry itself and uses this only where it
- * finds the same entry at the same place.
+ * frame_examine()'s data of entry e (its header digest in res->d): its
+ * SHA-256 into res->d, digested by ds, and handed to the taker t as it
+ * takes it; a checked one, a copy of it once it has its digest (a hole
+ * is zeros).
  */
 static void
-frame_examine(void *arg, const char *buf, size_t len, struct gck_zres *res)
+frame_data(const struct gck_taker *t, struct archive *a,
+    struct archive_entry *e, struct gck_dstate *ds, struct gck_zres *res)
 {
-	struct gck_reader	*r = arg;
-	const struct gck_taker	*t;
-	struct archive		*a;
-	struct archive_entry	*e;
-	struct gck_dstate	*ds = NULL;
 	struct gck_digest	 hd;
-	const char		*xn, *name;
-	const void		*xv, *p, *pmap = NULL;
+	const char		*name;
+	const void		*p;
 	void			*h = NULL;
 	char			*copy = NULL;
-	int			 lent = 0;
+	int			 lent = 0, ret;
 	uint64_t		 filled = 0;
-	size_t			 xl, l, pmaplen = 0;
+	size_t			 l;
 	la_int64_t		 off, so, sl;
-	uint64_t		 refsize = 0;
-	int			 sha = 0, ret;
 
-	res->ok = 0;
-	t = __atomic_load_n(&r->taker, __ATOMIC_ACQUIRE);
-	if ((a = archive_read_new()) == NULL)
-		return;
-	if (archive_read_support_format_tar(a) != ARCHIVE_OK ||
-	    archive_read_open_memory(a, buf, len) != ARCHIVE_OK ||
-	    archive_read_next_header(a, &e) != ARCHIVE_OK ||
-	    (ds = gck_dstate_new()) == NULL ||
-	    gck_dstate_reset(ds, GCK_DK_SHA256) == -1)
-		goto out;
-	archive_entry_xattr_reset(e);
-	while (archive_entry_xattr_next(e, &xn, &xv, &xl) == ARCHIVE_OK)
-		if (strcmp(xn, XATTR_PREFIX "sha256") == 0)
-			sha = gck_digest_parse(GCK_DK_SHA256, xv, xl,
-			    &res->d) == 0;
-		else if (strcmp(xn, XATTR_PREFIX "ref") == 0)
-			refsize = gck_ref_size(xv, xl);
-		else if (strcmp(xn, XATTR_PREFIX "patch") == 0) {
-			pmap = xv;
-			pmaplen = xl;
-		}
-	if (pmap != NULL) {
-		if (sha && refsize > 0 &&
-		    !__atomic_load_n(&r->no_fetch, __ATOMIC_RELAXED))
-			frame_patch(r, t, a, e, res, pmap, pmaplen, refsize);
-		goto out;
-	}
-	if (sha && refsize > 0 && archive_entry_size(e) == 0) {
-		if (!__atomic_load_n(&r->no_fetch, __ATOMIC_RELAXED))
-			frame_fetch(r, t, archive_entry_pathname(e), res,
-			    refsize);
-		goto out;
-	}
-	if (!sha || archive_entry_size(e) < 0)
-		goto out;
 	res->data_off = (uint64_t)archive_filter_bytes(a, 0);
 	res->size = (uint64_t)archive_entry_size(e);
 	hd = res->d;
-	/*
-	 * A taker may take the data as it is digested; one that is checked,
-	 * a copy of it once it is (a hole is zeros).
-	 */
+	/* (a taker may take the data as it is digested) */
 	if (t != NULL && (name = archive_entry_pathname(e)) != NULL &&
 	    (h = t->begin(t->arg, name)) != NULL) {
 		if (!t->checked)
@@ -1578,6 +1532,67 @@ out:
 		t->buf_put(t->arg, copy);
 	else
 		free(copy);
+}
+
+/*
+ * Run by a decompressing worker on a frame of format 2, which holds one
+ * tar entry: where its data starts, and its SHA-256 as gpuckpt-image(5)
+ * defines it (with holes, the regions stored and the size after the
+ * bytes stored), so that the reader's thread need not digest it.  The
+ * reader still parses the entry itself and uses this only where it
+ * finds the same entry at the same place.
+ */
+static void
+frame_examine(void *arg, const char *buf, size_t len, struct gck_zres *res)
+{
+	struct gck_reader	*r = arg;
+	const struct gck_taker	*t;
+	struct archive		*a;
+	struct archive_entry	*e;
+	struct gck_dstate	*ds = NULL;
+	const char		*xn;
+	const void		*xv, *pmap = NULL;
+	size_t			 xl, pmaplen = 0;
+	uint64_t		 refsize = 0;
+	int			 sha = 0;
+
+	res->ok = 0;
+	t = __atomic_load_n(&r->taker, __ATOMIC_ACQUIRE);
+	if ((a = archive_read_new()) == NULL)
+		return;
+	if (archive_read_support_format_tar(a) != ARCHIVE_OK ||
+	    archive_read_open_memory(a, buf, len) != ARCHIVE_OK ||
+	    archive_read_next_header(a, &e) != ARCHIVE_OK ||
+	    (ds = gck_dstate_new()) == NULL ||
+	    gck_dstate_reset(ds, GCK_DK_SHA256) == -1)
+		goto out;
+	archive_entry_xattr_reset(e);
+	while (archive_entry_xattr_next(e, &xn, &xv, &xl) == ARCHIVE_OK)
+		if (strcmp(xn, XATTR_PREFIX "sha256") == 0)
+			sha = gck_digest_parse(GCK_DK_SHA256, xv, xl,
+			    &res->d) == 0;
+		else if (strcmp(xn, XATTR_PREFIX "ref") == 0)
+			refsize = gck_ref_size(xv, xl);
+		else if (strcmp(xn, XATTR_PREFIX "patch") == 0) {
+			pmap = xv;
+			pmaplen = xl;
+		}
+	if (pmap != NULL) {
+		if (sha && refsize > 0 &&
+		    !__atomic_load_n(&r->no_fetch, __ATOMIC_RELAXED))
+			frame_patch(r, t, a, e, res, pmap, pmaplen, refsize);
+		goto out;
+	}
+	if (sha && refsize > 0 && archive_entry_size(e) == 0) {
+		if (!__atomic_load_n(&r->no_fetch, __ATOMIC_RELAXED))
+			frame_fetch(r, t, archive_entry_pathname(e), res,
+			    refsize);
+		goto out;
+	}
+	if (!sha || archive_entry_size(e) < 0)
+		goto out;
+	frame_data(t, a, e, ds, res);
+out:
 	gck_dstate_free(ds);
 	archive_read_free(a);
 }
