@@ -247,40 +247,45 @@ static void	 df_buf_put(void *, void *);
 static int	 df_accepted(void *, const char *, const struct gck_digest *,
 		    uint64_t, int);
 
+static struct gck_devfill *
+df_new(struct gck_ctx *ctx)
+{
+	struct gck_devfill	*df;
+
+	if ((df = calloc(1, sizeof *df)) == NULL) {
+		gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+		return NULL;
+	}
+	df->ctx = ctx;
+	atomic_init(&df->fail, 0);
+	atomic_init(&df->pinned, 0);
+	return df;
+}
+
 /*
- * Plans the restore of the device memory of the processes of cp (n of
- * them, as the manifest m lists its CUDA processes) from the image file
- * whose trailer self has read, or (self NULL) from a stream, as its
- * manifest gives the chunks.  Returns GCK_OK with *dfp, or with *dfp
- * NULL where the image is not as this needs (the memory is then given
- * to the GPUs in the image's order, and the reader says what is wrong),
- * or a code.
+ * Notes, from the trailer self of the image file being read (m its
+ * manifest), where each chunk of its device memory is and what it is,
+ * so that self need not be kept: gck_devfill_plan() then plans with
+ * that.  Returns GCK_OK with *dfp, or with *dfp NULL where the trailer
+ * is not as this needs (the memory is then given to the GPUs in the
+ * image's order, and the reader says what is wrong), or a code.
  */
 int
-gck_devfill_plan(struct gck_ctx *ctx, const struct gck_manifest *m,
-    const struct gck_parents *self, struct gck_cuda *cu,
-    struct gck_cproc *cp, size_t n, struct gck_devfill **dfp)
+gck_devfill_index(struct gck_ctx *ctx, const struct gck_manifest *m,
+    const struct gck_parents *self, struct gck_devfill **dfp)
 {
-	const struct gck_mcuda	*mc = gck_manifest_cuda(m);
 	struct gck_devfill	*df;
 	struct gck_tentry	 e;
 	char			 file[GCK_NAME_MAX + 1];
-	size_t			 i, ne;
+	size_t			 i, ne = gck_parents_nentries(self);
 	long			 part;
 	int			 r = GCK_OK;
 
 	*dfp = NULL;
-	if (mc == NULL)
+	if (gck_manifest_cuda(m) == NULL)
 		return GCK_OK;
-	if ((df = calloc(1, sizeof *df)) == NULL)
-		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-	df->ctx = ctx;
-	df->cu = cu;
-	df->cp = cp;
-	atomic_init(&df->fail, 0);
-	atomic_init(&df->pinned, 0);
-	df->stream = self == NULL;
-	ne = self != NULL ? gck_parents_nentries(self) : 0;
+	if ((df = df_new(ctx)) == NULL)
+		return ctx->code;
 	for (i = 0; i < ne; i++) {
 		if (gck_parents_entry(self, i, &e) == -1)
 			goto none;
@@ -290,7 +295,44 @@ gck_devfill_plan(struct gck_ctx *ctx, const struct gck_manifest *m,
 		if ((r = df_add(df, file, part, &e)) != 1)
 			goto none;
 	}
-	if ((self == NULL && (r = df_plan_manifest(df, mc, cp, n)) != 1) ||
+	*dfp = df;
+	return GCK_OK;
+none:
+	gck_devfill_free(df);
+	return r == 0 || r == 1 ? GCK_OK : r;
+}
+
+/*
+ * Plans the restore of the device memory of the processes of cp (n of
+ * them, as the manifest m lists its CUDA processes, cu their driver):
+ * *dfp is what gck_devfill_index() noted of an image file, or NULL for
+ * a stream, whose manifest gives the chunks.  Returns GCK_OK with *dfp,
+ * or with *dfp NULL (freed) where the image is not as this needs, as
+ * gck_devfill_index(), or a code.
+ */
+int
+gck_devfill_plan(struct gck_ctx *ctx, const struct gck_manifest *m,
+    struct gck_cuda *cu, struct gck_cproc *cp, size_t n,
+    struct gck_devfill **dfp)
+{
+	const struct gck_mcuda	*mc = gck_manifest_cuda(m);
+	struct gck_devfill	*df = *dfp;
+	size_t			 i;
+	int			 r = GCK_OK;
+
+	*dfp = NULL;
+	if (mc == NULL) {
+		gck_devfill_free(df);
+		return GCK_OK;
+	}
+	if (df == NULL) {
+		if ((df = df_new(ctx)) == NULL)
+			return ctx->code;
+		df->stream = 1;
+	}
+	df->cu = cu;
+	df->cp = cp;
+	if ((df->stream && (r = df_plan_manifest(df, mc, cp, n)) != 1) ||
 	    !df_bind(df, mc, cp, n))
 		goto none;
 	df->taker.begin = df_begin;
@@ -315,14 +357,17 @@ none:
 	return r == 0 || r == 1 ? GCK_OK : r;
 }
 
-/* Where the chunks' frames are, in the image's order. */
+/*
+ * Where the chunks' frames are in the image file, in the image's order
+ * (none, for a stream).
+ */
 void
 gck_devfill_frames(const struct gck_devfill *df, const uint64_t **atp,
     const uint64_t **zsizep, size_t *np)
 {
 	*atp = df->at;
 	*zsizep = df->zsize;
-	*np = df->nframes;
+	*np = df->stream ? 0 : df->nframes;
 }
 
 const struct gck_taker *

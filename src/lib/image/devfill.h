@@ -16,9 +16,11 @@ struct gck_taker;
  * devfill.c: a restore gives the device memory that went through custom
  * storage to its GPUs on every CPU.
  */
+int	gck_devfill_index(struct gck_ctx *, const struct gck_manifest *,
+	    const struct gck_parents *, struct gck_devfill **);
 int	gck_devfill_plan(struct gck_ctx *, const struct gck_manifest *,
-	    const struct gck_parents *, struct gck_cuda *, struct gck_cproc *,
-	    size_t, struct gck_devfill **);
+	    struct gck_cuda *, struct gck_cproc *, size_t,
+	    struct gck_devfill **);
 void	gck_devfill_frames(const struct gck_devfill *, const uint64_t **,
 	    const uint64_t **, size_t *);
 const struct gck_taker *gck_devfill_taker(struct gck_devfill *);

@@ -65,7 +65,8 @@ struct rst {
 	struct gck_parents		*refs;	/* the reader's: these or a pool */
 	struct gck_serve		*srv;
 	struct gck_fill			*fill;	/* memory written in place */
-	struct gck_parents		*self;	/* an image file's own trailer */
+	int				 indexed;	/* an image file's own
+							   trailer was read */
 	struct gck_devfill		*devfill;	/* device memory given
 						   to all GPUs at once */
 	int				 infd;	/* the stream, or its copy */
@@ -1040,8 +1041,11 @@ rst_plan(struct rst *st)
 	else if ((r = gck_serve_fill(st->srv, self, st->refs,
 	    &st->fill)) == GCK_OK && st->fill != NULL)
 		gck_reader_set_taker(st->rd, gck_fill_taker(st->fill));
-	/* (and its device memory, after) */
-	st->self = self;
+	/* (and its device memory, after: where each chunk is) */
+	if (r == GCK_OK && (r = gck_devfill_index(st->ctx, st->m, self,
+	    &st->devfill)) == GCK_OK)
+		st->indexed = 1;
+	gck_parents_free(self);
 	return r;
 }
 
@@ -1202,8 +1206,11 @@ rst_devfill(struct rst *st)
 	ssize_t		 n;
 	int		 r, hole;
 
-	if ((r = gck_devfill_plan(ctx, st->m, st->self, st->cu, st->cp,
-	    st->ncp, &st->devfill)) != GCK_OK)
+	/* (an image file whose trailer does not serve: as it comes) */
+	if (st->indexed && st->devfill == NULL)
+		return 1;
+	if ((r = gck_devfill_plan(ctx, st->m, st->cu, st->cp, st->ncp,
+	    &st->devfill)) != GCK_OK)
 		return r;
 	if (st->devfill == NULL)
 		return 1;
@@ -1214,7 +1221,7 @@ rst_devfill(struct rst *st)
 	if ((r = gck_cuda_map_in(ctx, st->cu, st->cp, st->ncp)) != GCK_OK)
 		return r;
 	gck_devfill_frames(st->devfill, &at, &zsize, &nf);
-	if (st->self != NULL &&
+	if (nf > 0 &&
 	    (r = gck_reader_set_frames(st->rd, at, zsize, nf)) != GCK_OK)
 		return r;
 	gck_reader_set_taker(st->rd, gck_devfill_taker(st->devfill));
@@ -1534,7 +1541,6 @@ out:
 	gck_fill_free(st.fill);
 	gck_devfill_free(st.devfill);
 	gck_cuda_end_in(ctx, st.cu, st.cp, st.ncp, 0);
-	gck_parents_free(st.self);
 	if (st.tmpfd != -1)
 		close(st.tmpfd);
 	gck_parents_free(st.parents);
