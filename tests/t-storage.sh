@@ -217,11 +217,47 @@ test_expect_success 'cat IMAGE | gpurestore: from a stream, each chunk to its GP
 	running_on
 '
 
-test_expect_success 'gpuckpt | gpurestore on one host' '
-	"$GCKPT" -p $WPID 2>ck.err | "$GCKRESTORE" >out 2>err &&
+test_expect_success 'gpuckpt | gpurestore on one host: each GPU'"'"'s file to its GPU, all at once' '
+	: >"$F/copies" &&
+	"$GCKPT" -p $WPID 2>ck.err | "$GCKRESTORE" -v >out 2>pipe.err &&
+	mv "$F/copies" pipe.copies &&
 	test_must_be_empty ck.err &&
-	test_must_be_empty err &&
 	test_cmp expect out &&
+	# the image is read whole first, its source still here; then a
+	# thread a GPU, from page-locked buffers, every byte of the GPUs
+	# (of the sizes the image of the same tree gives)
+	sed -n "s/.*device memory given to the GPUs from the extracted image: \([0-9]*\) bytes (\([0-9]*\) from page-locked buffers), 2 GPUs, 2 at once\$/\1 \2/p" pipe.err >given &&
+	read _b _pin <given &&
+	awk "\$1 == \"htod\" && \$6 == \"pinned\" { n += \$5 } END { print n + 0 }" pipe.copies >pinned &&
+	test $(cat pinned) -eq $_pin &&
+	test $_pin -eq $_b &&
+	manifest img.gck &&
+	python3 -c "import json; print(sum(f[\"size\"] for f in json.load(open(\"manifest\"))[\"files\"] if f.get(\"cuda\")))" >dev.bytes &&
+	test $_b -eq $(cat dev.bytes) &&
+	test $_b -gt 0 &&
+	# both processes'"'"' GPUs given memory
+	awk "\$1 == \"htod\" { print \$2, \$3 }" pipe.copies | sort -u >gpus &&
+	test $(wc -l <gpus) -eq 2 &&
+	running_on
+'
+
+test_expect_success 'the same, a copy to a GPU failing: the restored tree killed, the image kept, and it restores' '
+	echo CUDA_ERROR_LAUNCH_FAILED >"$F/inject/htod" &&
+	{ "$GCKPT" -p $WPID 2>ck.err; echo $? >ck.st; } |
+	    "$GCKRESTORE" >rs.out 2>rs.err
+	test $? = 1 &&
+	rm "$F/inject/htod" &&
+	test "$(cat ck.st)" = 0 &&
+	test_must_be_empty ck.err &&
+	test_must_be_empty rs.out &&
+	test_line_count rs.err 1 &&
+	test_grep "^gpurestore: cannot give process [0-9]* (.cudawork.) its memory of GPU 0 at offset [0-9]*: CUDA_ERROR_LAUNCH_FAILED; the restored process tree was killed, and its source had been ended: the image is kept in .$TMPDIR/gpuckpt\\.[A-Za-z0-9]*\\.gck. (restore it from there)\$" rs.err &&
+	kept=$(sed -n "s/.*image is kept in .\\([^ ]*\\.gck\\). .*/\\1/p" rs.err) &&
+	test -f "$kept" &&
+	for p in $WPIDS; do wait_gone $p || return 1; done &&
+	"$GCKRESTORE" "$kept" >out &&
+	test_cmp expect out &&
+	rm "$kept" &&
 	running_on
 '
 

@@ -332,10 +332,13 @@ storage() {
 	local t0 out
 	t0=$(now)
 	(cd "$work" && gpuckpt -v -p $WPID 2>"$work/ckpt.err" |
-	    gpurestore >"$work/restore.out" 2>"$work/restore.err")
+	    gpurestore -v >"$work/restore.out" 2>"$work/restore.err")
 	T=$(since "$t0")
 	out=$(cat "$work/restore.out")
+	# (its source on this host, the image is read whole first, then
+	# given to the GPU from page-locked buffers)
 	if [ "$out" = "$WPID" ] && grep -q "device memory of .* through custom storage" "$work/ckpt.err" &&
+	    grep -q "device memory given to the GPUs from the extracted image: [1-9][0-9]* bytes ([1-9][0-9]* from page-locked buffers)" "$work/restore.err" &&
 	    check $WPID; then
 		result pass "$name: memory checked on the GPU after"
 		figure "$(printf '%-30s %.3f s (%s GB/s of device memory)' \

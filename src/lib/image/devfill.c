@@ -26,17 +26,26 @@
  * workers write the chunks they decompress as they do from a file, as
  * the stream comes.  Their digests are checked as each entry's is, and
  * against the trailer at the end, before any process is unlocked.
+ *
+ * An image read whole first (its source was on this host) is in files,
+ * each checked as it came: a thread a GPU's file gives it to its GPU,
+ * all the GPUs at once (gck_devfill_dir()).
  */
 #include "config.h"
 
 #include <sys/types.h>
+#include <sys/stat.h>
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cuda.h>
 
@@ -164,6 +173,23 @@ df_add(struct gck_devfill *df, const char *file, long part,
 }
 
 /*
+ * The next GPU, from GPU *kp of process *ip on, of a process of cp (n of
+ * them, as mc lists them) whose memory went through custom storage: sets
+ * *ip, *kp and the name of its file.  Returns 1, or 0 past the last.
+ */
+static int
+df_gpu(const struct gck_mcuda *mc, const struct gck_cproc *cp, size_t n,
+    size_t *ip, unsigned int *kp, char *name, size_t len)
+{
+	for (; *ip < n && *ip < mc->nprocs; (*ip)++, *kp = 0)
+		if (cp[*ip].custom && *kp < cp[*ip].ndev) {
+			gck_cuda_dev_file(name, len, mc->procs[*ip].pid, *kp);
+			return 1;
+		}
+	return 0;
+}
+
+/*
  * Binds each file to its process among cp (n of them, in the order of
  * the manifest's CUDA processes) and GPU: every GPU of each process
  * whose memory went through custom storage has its file, of the size
@@ -178,19 +204,14 @@ df_bind(struct gck_devfill *df, const struct gck_mcuda *mc,
 	size_t		 i, nbound = 0;
 	unsigned int	 k;
 
-	for (i = 0; i < n && i < mc->nprocs; i++) {
-		if (!cp[i].custom)
-			continue;
-		for (k = 0; k < cp[i].ndev; k++) {
-			gck_cuda_dev_file(name, sizeof name, mc->procs[i].pid,
-			    k);
-			if ((ff = df_file(df, name)) == NULL ||
-			    ff->proc != SIZE_MAX || ff->size != cp[i].devsize[k])
-				return 0;
-			ff->proc = i;
-			ff->k = k;
-			nbound++;
-		}
+	for (i = 0, k = 0; df_gpu(mc, cp, n, &i, &k, name, sizeof name);
+	    k++) {
+		if ((ff = df_file(df, name)) == NULL || ff->proc != SIZE_MAX ||
+		    ff->size != cp[i].devsize[k])
+			return 0;
+		ff->proc = i;
+		ff->k = k;
+		nbound++;
 	}
 	return nbound > 0 && nbound == df->nfile;
 }
@@ -555,4 +576,219 @@ gck_devfill_free(struct gck_devfill *df)
 	free(df->at);
 	free(df->zsize);
 	free(df);
+}
+
+/*
+ * From an image extracted whole first (each entry checked as it came,
+ * the trailer last), each GPU's file is given to its GPU by a thread of
+ * its own, all the GPUs at once, through page-locked buffers.
+ */
+#define DD_THREADS	64	/* at most */
+
+/* A GPU's file. */
+struct ddjob {
+	size_t		 proc;	/* among the caller's processes */
+	unsigned int	 k;
+	int		 fd;
+	uint64_t	 size;
+};
+
+struct ddrun {
+	struct gck_cuda		*cu;
+	struct gck_cproc	*cp;
+	struct gck_pinpool	*pool;
+	struct ddjob		*job;
+	size_t			 njob;
+	atomic_size_t		 next;
+	atomic_int		 stop;
+	atomic_uint_fast64_t	 bytes, pinned;
+	pthread_mutex_t		 mu;
+	/* The first failure: */
+	size_t			 fjob;
+	uint64_t		 foff;
+	int			 ferrno;	/* of a read, or 0 */
+	int			 fcuda;		/* of a write, or 0 */
+};
+
+/* Notes the first failure, at offset off of job j. */
+static void
+dd_fail(struct ddrun *d, size_t j, uint64_t off, int eno, int cuerr)
+{
+	pthread_mutex_lock(&d->mu);
+	if (!atomic_load(&d->stop)) {
+		d->fjob = j;
+		d->foff = off;
+		d->ferrno = eno;
+		d->fcuda = cuerr;
+		atomic_store(&d->stop, 1);
+	}
+	pthread_mutex_unlock(&d->mu);
+}
+
+/* One job after another, each read whole and written to its GPU. */
+static void *
+dd_thread(void *arg)
+{
+	struct ddrun	*d = arg;
+	struct ddjob	*jb;
+	char		*buf, *own = NULL;
+	uint64_t	 off;
+	size_t		 j, want;
+	ssize_t		 n;
+	int		 r;
+
+	if ((buf = gck_cuda_pinpool_get(d->pool, GCK_CHUNK_SIZE)) == NULL &&
+	    (buf = own = malloc(GCK_CHUNK_SIZE)) == NULL) {
+		dd_fail(d, SIZE_MAX, 0, ENOMEM, 0);
+		return NULL;
+	}
+	while (!atomic_load(&d->stop) &&
+	    (j = atomic_fetch_add(&d->next, 1)) < d->njob) {
+		jb = &d->job[j];
+		for (off = 0; off < jb->size && !atomic_load(&d->stop);
+		    off += (uint64_t)n) {
+			want = jb->size - off < GCK_CHUNK_SIZE ?
+			    (size_t)(jb->size - off) : GCK_CHUNK_SIZE;
+			do
+				n = pread(jb->fd, buf, want, (off_t)off);
+			while (n == -1 && errno == EINTR);
+			if (n <= 0) {
+				dd_fail(d, j, off, n == 0 ? EIO : errno, 0);
+				break;
+			}
+			r = gck_cuda_store_write(d->cu, &d->cp[jb->proc],
+			    jb->k, off, buf, (size_t)n);
+			if (r != CUDA_SUCCESS) {
+				dd_fail(d, j, off, 0, r);
+				break;
+			}
+			atomic_fetch_add(&d->bytes, (uint64_t)n);
+			if (own == NULL)
+				atomic_fetch_add(&d->pinned, (uint64_t)n);
+		}
+	}
+	if (own == NULL)
+		gck_cuda_pinpool_put(d->pool, buf);
+	free(own);
+	return NULL;
+}
+
+/* The first failure, as the error of ctx.  Returns its code. */
+static int
+dd_error(struct gck_ctx *ctx, const struct ddrun *d, const char *dir)
+{
+	const struct ddjob	*jb;
+	const struct gck_cproc	*p;
+
+	if (d->fjob == SIZE_MAX)
+		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+	jb = &d->job[d->fjob];
+	p = &d->cp[jb->proc];
+	if (d->fcuda != 0)
+		return gck_set_error(ctx, GCK_ECUDA, "cannot give process %d "
+		    "('%s') its memory of GPU %u at offset %" PRIu64 ": %s",
+		    (int)p->pid, p->comm, jb->k, d->foff,
+		    gck_cuda_errname(d->cu, d->fcuda));
+	return gck_set_syserr(ctx, d->ferrno, "cannot read the memory of GPU "
+	    "%u of process %d at offset %" PRIu64 " in '%s': %s", jb->k,
+	    (int)p->pid, d->foff, dir, d->ferrno == EIO ? "it ends there" :
+	    strerror(d->ferrno));
+}
+
+/* The GPUs' files of the processes of cp, opened in d->job. */
+static int
+dd_jobs(struct gck_ctx *ctx, const struct gck_mcuda *mc,
+    struct gck_cproc *cp, size_t n, int dfd, struct ddrun *d)
+{
+	char		 name[64];
+	struct stat	 sb;
+	struct ddjob	*jb;
+	size_t		 i, cap = 0;
+	unsigned int	 k;
+	int		 r;
+
+	for (i = 0, k = 0; df_gpu(mc, cp, n, &i, &k, name, sizeof name);
+	    k++) {
+		if ((r = gck_grow(ctx, &d->job, &cap, d->njob,
+		    sizeof *d->job)) != GCK_OK)
+			return r;
+		jb = &d->job[d->njob];
+		jb->proc = i;
+		jb->k = k;
+		if ((jb->fd = openat(dfd, name, O_RDONLY | O_CLOEXEC |
+		    O_NOFOLLOW)) == -1)
+			return gck_set_syserr(ctx, errno, "cannot open '%s' of "
+			    "the image: %s", name, strerror(errno));
+		d->njob++;
+		if (fstat(jb->fd, &sb) == -1)
+			return gck_set_syserr(ctx, errno, "cannot stat '%s' of "
+			    "the image: %s", name, strerror(errno));
+		jb->size = (uint64_t)sb.st_size;
+		if (!S_ISREG(sb.st_mode) || jb->size != cp[i].devsize[k])
+			return gck_set_error(ctx, GCK_ECORRUPT, "corrupt image: "
+			    "'%s' holds %" PRIu64 " bytes where the memory of "
+			    "its GPU is %" PRIu64, name, jb->size,
+			    cp[i].devsize[k]);
+	}
+	return GCK_OK;
+}
+
+/*
+ * Gives the device memory of the processes of cp (n of them, as the
+ * manifest m lists its CUDA processes) that went through custom storage
+ * to their GPUs, from the image extracted in directory dfd (dir, its
+ * name, for messages): all their GPUs mapped, then a thread a GPU's
+ * file, then the complete calls.  Returns GCK_OK or a code; on failure
+ * the mappings stay for gck_cuda_end_in() to let go.
+ */
+int
+gck_devfill_dir(struct gck_ctx *ctx, const struct gck_manifest *m,
+    struct gck_cuda *cu, struct gck_cproc *cp, size_t n, int dfd,
+    const char *dir)
+{
+	const struct gck_mcuda	*mc = gck_manifest_cuda(m);
+	struct ddrun		 d;
+	pthread_t		 tid[DD_THREADS];
+	size_t			 i, nt = 0, want;
+	int			 r;
+
+	if (mc == NULL)
+		return GCK_OK;
+	memset(&d, 0, sizeof d);
+	d.cu = cu;
+	d.cp = cp;
+	atomic_init(&d.next, 0);
+	atomic_init(&d.stop, 0);
+	atomic_init(&d.bytes, 0);
+	atomic_init(&d.pinned, 0);
+	pthread_mutex_init(&d.mu, NULL);
+	if ((r = dd_jobs(ctx, mc, cp, n, dfd, &d)) != GCK_OK ||
+	    (r = gck_cuda_map_in(ctx, cu, cp, n)) != GCK_OK)
+		goto out;
+	want = d.njob < DD_THREADS ? d.njob : DD_THREADS;
+	d.pool = gck_cuda_pinpool_new(cu, want, GCK_CHUNK_SIZE);
+	for (nt = 0; nt < want; nt++)
+		if (pthread_create(&tid[nt], NULL, dd_thread, &d) != 0)
+			break;
+	if (nt == 0 && want > 0)
+		dd_thread(&d);
+	for (i = 0; i < nt; i++)
+		pthread_join(tid[i], NULL);
+	if (atomic_load(&d.stop)) {
+		r = dd_error(ctx, &d, dir);
+		goto out;
+	}
+	gck_log(ctx, 1, "device memory given to the GPUs from the extracted "
+	    "image: %" PRIu64 " bytes (%" PRIu64 " from page-locked buffers), "
+	    "%zu GPU%s, %zu at once", (uint64_t)atomic_load(&d.bytes),
+	    (uint64_t)atomic_load(&d.pinned), d.njob, d.njob == 1 ? "" : "s",
+	    nt > 0 ? nt : (size_t)1);
+	r = gck_cuda_end_in(ctx, cu, cp, n, 1);
+out:
+	gck_cuda_pinpool_free(d.pool);
+	for (i = 0; i < d.njob; i++)
+		close(d.job[i].fd);
+	free(d.job);
+	pthread_mutex_destroy(&d.mu);
+	return r;
 }

@@ -27,5 +27,7 @@ const struct gck_taker *gck_devfill_taker(struct gck_devfill *);
 void	gck_devfill_counts(const struct gck_devfill *, size_t *, size_t *);
 int	gck_devfill_finish(struct gck_devfill *);
 void	gck_devfill_free(struct gck_devfill *);
+int	gck_devfill_dir(struct gck_ctx *, const struct gck_manifest *,
+	    struct gck_cuda *, struct gck_cproc *, size_t, int, const char *);
 
 #endif /* GCK_IMAGE_DEVFILL_H */

@@ -1094,21 +1094,23 @@ rst_fill(struct rst *st)
 	return gck_fill_finish(st->fill);
 }
 
-/* Where the GPUs' restore takes device memory from (image_src()). */
+/*
+ * Where the GPUs' restore takes device memory from (image_src()), for
+ * an older image read as a stream.
+ */
 struct isrc {
 	struct rst	*st;
 	pid_t		 pid;		/* the process, as the image has it */
-	char		 want[64];	/* the file wanted, if open */
-	int		 fd;		/* of that file, extracted */
+	char		 want[64];	/* the file being read */
 	char		*buf;		/* an entry, checked */
 	size_t		 len, off, cap;
 	char		 msg[GCK_ERRMAX];	/* why it failed */
 };
 
 /*
- * The next piece of device memory of GPU k of process p: from the files
- * extracted (all checked), or from the image as it is read, an entry
- * at a time, each checked before any of it is given.
+ * The next piece of device memory of GPU k of process p, from the image
+ * as it is read, an entry at a time, each checked before any of it is
+ * given.
  */
 static ssize_t
 image_src(void *arg, struct gck_ctx *unused, const struct gck_cproc *p,
@@ -1126,48 +1128,23 @@ image_src(void *arg, struct gck_ctx *unused, const struct gck_cproc *p,
 	gck_cuda_dev_file(want, sizeof want, is->pid, k);
 	if (strcmp(want, is->want) != 0) {
 		/* The file of the next GPU. */
-		if (is->fd != -1)
-			close(is->fd);
-		is->fd = -1;
 		is->len = is->off = 0;
-		if (st->dfd != -1) {
-			if ((is->fd = openat(st->dfd, want, O_RDONLY |
-			    O_CLOEXEC | O_NOFOLLOW)) == -1) {
-				gck_set_syserr(st->ctx, errno, "cannot open "
-				    "'%s' of the image: %s", want,
-				    strerror(errno));
+		if (st->at[0] == '\0') {
+			r = gck_reader_file(st->rd, name, sizeof name, &size);
+			if (r == 1)
+				snprintf(name, sizeof name, "its end");
+			else if (r != GCK_OK)
 				goto failed;
-			}
-		} else {
-			if (st->at[0] == '\0') {
-				r = gck_reader_file(st->rd, name, sizeof name,
-				    &size);
-				if (r == 1)
-					snprintf(name, sizeof name, "its end");
-				else if (r != GCK_OK)
-					goto failed;
-			} else
-				snprintf(name, sizeof name, "%s", st->at);
-			st->at[0] = '\0';
-			if (strcmp(name, want) != 0) {
-				gck_set_error(st->ctx, GCK_EFORMAT, "corrupt "
-				    "image: '%s' where the device memory "
-				    "'%s' should be", name, want);
-				goto failed;
-			}
-		}
-		snprintf(is->want, sizeof is->want, "%s", want);
-	}
-	if (is->fd != -1) {
-		do
-			n = read(is->fd, buf, len);
-		while (n == -1 && errno == EINTR);
-		if (n == -1) {
-			gck_set_syserr(st->ctx, errno, "cannot read '%s' of the "
-			    "image: %s", want, strerror(errno));
+		} else
+			snprintf(name, sizeof name, "%s", st->at);
+		st->at[0] = '\0';
+		if (strcmp(name, want) != 0) {
+			gck_set_error(st->ctx, GCK_EFORMAT, "corrupt image: "
+			    "'%s' where the device memory '%s' should be",
+			    name, want);
 			goto failed;
 		}
-		return n;
+		snprintf(is->want, sizeof is->want, "%s", want);
 	}
 	if (is->off == is->len) {
 		is->off = 0;
@@ -1252,8 +1229,10 @@ rst_devfill(struct rst *st)
 
 /*
  * The CUDA processes whose device memory went through custom storage,
- * one after the other in the image's order, onto their GPUs; then the
- * rest of the image, up to its trailer.  Returns GCK_OK or a code.
+ * onto their GPUs: from an image extracted first, a thread a GPU's file,
+ * all at once (devfill.c); else as the rest of the image is read, up to
+ * its trailer, by the workers, or, for an older stream, one process
+ * after the other in the image's order.  Returns GCK_OK or a code.
  */
 static int
 rst_custom(struct rst *st)
@@ -1269,12 +1248,14 @@ rst_custom(struct rst *st)
 		n += st->cp[i].custom;
 	if (n == 0)
 		return GCK_OK;
-	if (st->dfd == -1 && (r = rst_devfill(st)) != 1)
+	if (st->dfd != -1)
+		return gck_devfill_dir(st->ctx, st->m, st->cu, st->cp, st->ncp,
+		    st->dfd, st->imgdir);
+	if ((r = rst_devfill(st)) != 1)
 		return r;
 	r = GCK_OK;
 	memset(&is, 0, sizeof is);
 	is.st = st;
-	is.fd = -1;
 	/* (format 2 cuts device memory in chunks; 1, in parts) */
 	is.cap = gck_manifest_format(st->m) > 1 ? GCK_CHUNK_SIZE :
 	    GCK_PART_MAX;
@@ -1293,10 +1274,8 @@ rst_custom(struct rst *st)
 			/* What the image said, rather than the GPU's step. */
 			r = gck_set_error(st->ctx, r, "%s", is.msg);
 	}
-	if (is.fd != -1)
-		close(is.fd);
 	free(is.buf);
-	if (r != GCK_OK || st->dfd != -1)
+	if (r != GCK_OK)
 		return r;
 	/* Nothing but the trailer may follow. */
 	if ((r = gck_reader_file(st->rd, name, sizeof name, &size)) == 1)
