@@ -56,7 +56,8 @@
 #                         process at the dump, the peak RSS of gpuckpt
 #                         and gpurestore, CPU-seconds for each GiB, the
 #                         restore from the file and (custom-stream) from
-#                         a pipe; then
+#                         a pipe, and (custom-local) gpuckpt | gpurestore
+#                         on this host; then
 #                         images of the restored process with --parent
 #                         through custom storage, after it rewrote one
 #                         page in 64 all over its device memory, and with
@@ -171,7 +172,7 @@ rs_from()
 # one cudawork process on the stand-in driver at CUDA 13.4, checkpointed
 # to a file with (custom, custom-stream) or without (staging:
 # --gpu-staging) custom storage, then restored from the file, or from a
-# pipe (custom-stream).  A criu in front of criu notes the process's
+# pipe (custom-stream); or (custom-local) gpuckpt | gpurestore here.  A criu in front of criu notes the process's
 # private memory and CPU time when the dump starts.  Appends "storage
 # VARIANT REP ok|FAIL MiB proc_anon_before_kB proc_anon_dump_kB
 # proc_cpu_s ckpt_rss_kB ckpt_cpu_s rst_rss_kB rst_cpu_s image_B
@@ -212,7 +213,9 @@ storage_one()
 	    FAKECUDA_CALL_TIMEOUT_MS=$((LIMIT * 1000))
 	echo - >"$R/ck.anon"
 	echo - >"$R/rs.anon"
-	if { GCK_CRIU="$R/rsscriu" "$TIME" -f "%U %S %M" \
+	if [ "$v" = custom-local ]; then
+		storage_local "$pid" && st=ok
+	elif { GCK_CRIU="$R/rsscriu" "$TIME" -f "%U %S %M" \
 	    -o "$R/ck.time" "$GPUCKPT" $([ "$v" = staging ] && echo --gpu-staging) \
 	    -p "$pid" -o "$R/store.gck" 2>"$R/ck.err" & } &&
 	    { anon_peak gpuckpt "$R/ck.anon"; wait $!; } &&
@@ -230,6 +233,15 @@ storage_one()
 	else
 		note "storage $v failed: $(cat "$R/ck.err" "$R/rs.err" 2>/dev/null | tail -n 2)"
 	fi
+	if [ "$st" = ok ] && [ "$v" = custom-local ]; then
+		st=FAIL
+		kill -USR1 "$pid"
+		if wait_line "$f" '^verify ' 120 && grep -q '^verify ok' "$f"; then
+			st=ok
+		else
+			note "storage $v: the restored process did not verify"
+		fi
+	fi
 	set -- $(cat "$R/rss.dump" 2>/dev/null) - -
 	a=$1 pc1=$2
 	line="storage $v $rep $st $mib $b $a $(awk -v a="$pc1" -v b="$pc0" 'BEGIN {
@@ -244,6 +256,29 @@ storage_one()
 	wait_gone "$pid" 10
 	unset FAKECUDA_DIR GPUCKPT_LIBCUDA GPUCKPT_LIBNVML FAKECUDA_CALL_TIMEOUT_MS
 	rm -rf "$fake" "$R/store.gck"
+}
+
+# storage_local PID: gpuckpt -p PID | gpurestore on this host, each
+# side timed, their peak private memory noted (ck.anon, rs.anon).
+# gpurestore reads the whole image first, the source still here, then
+# gives each GPU its memory from the extracted files.
+storage_local()
+{
+	local pp ap r
+
+	{ GCK_CRIU="$R/rsscriu" "$TIME" -f "%U %S %M" -o "$R/ck.time" \
+	    "$GPUCKPT" -p "$1" 2>"$R/ck.err" |
+	    "$TIME" -f "%U %S %M" -o "$R/rs.time" "$GPURESTORE" >/dev/null \
+	    2>"$R/rs.err"; } &
+	pp=$!
+	anon_peak gpuckpt "$R/ck.anon" &
+	ap=$!
+	anon_peak gpurestore "$R/rs.anon"
+	wait $ap
+	wait $pp
+	r=$?
+	[ $r = 0 ] || note "storage custom-local failed: $(cat "$R/ck.err" "$R/rs.err" 2>/dev/null | tail -n 2)"
+	return $r
 }
 
 # rewrote_after FILE N: waits (2 minutes at most) for cudawork's status
@@ -295,7 +330,7 @@ storage_report()
 	say ""
 	mib=$(size 4096)
 	say "== device memory: $mib MiB of one process on the stand-in driver (memcpy copies: the host side only) =="
-	for v in staging custom custom-stream; do
+	for v in staging custom custom-stream custom-local; do
 		set -- $(awk -v v="$v" '$1 == "storage" && $2 == v && $4 == "ok"' "$RAW" | head -n 1)
 		if [ $# -lt 15 ]; then
 			say "  $v: FAILED (see above)"
@@ -1949,7 +1984,8 @@ for x in $EXTRAS; do
 		;;
 	storage)
 		for rep in $(seq 1 "$REPEAT"); do
-			for v in staging custom custom-stream; do
+			for v in staging custom custom-stream \
+			    custom-local; do
 				storage_one "$v" "$rep"
 			done
 		done
