@@ -464,17 +464,27 @@ df_take(void *arg, void *h, uint64_t off, const void *data, size_t len)
 	return -1;
 }
 
+/*
+ * A write of process p's memory of GPU k at offset off that failed with
+ * CUresult cuerr, as the error of ctx.  Returns its code.
+ */
+static int
+df_write_error(struct gck_ctx *ctx, struct gck_cuda *cu,
+    const struct gck_cproc *p, unsigned int k, uint64_t off, int cuerr)
+{
+	return gck_set_error(ctx, GCK_ECUDA, "cannot give process %d ('%s') "
+	    "its memory of GPU %u at offset %" PRIu64 ": %s", (int)p->pid,
+	    p->comm, k, off, gck_cuda_errname(cu, cuerr));
+}
+
 /* The first write that failed.  Returns its code. */
 static int
 df_error(struct gck_devfill *df)
 {
 	const struct dfpart	*p = df->failpart;
 
-	return gck_set_error(df->ctx, GCK_ECUDA, "cannot give process %d "
-	    "('%s') its memory of GPU %u at offset %" PRIu64 ": %s",
-	    (int)df->cp[p->file->proc].pid, df->cp[p->file->proc].comm,
-	    p->file->k, p->off, gck_cuda_errname(df->cu,
-	    atomic_load(&df->fail)));
+	return df_write_error(df->ctx, df->cu, &df->cp[p->file->proc],
+	    p->file->k, p->off, atomic_load(&df->fail));
 }
 
 /*
@@ -685,10 +695,7 @@ dd_error(struct gck_ctx *ctx, const struct ddrun *d, const char *dir)
 	jb = &d->job[d->fjob];
 	p = &d->cp[jb->proc];
 	if (d->fcuda != 0)
-		return gck_set_error(ctx, GCK_ECUDA, "cannot give process %d "
-		    "('%s') its memory of GPU %u at offset %" PRIu64 ": %s",
-		    (int)p->pid, p->comm, jb->k, d->foff,
-		    gck_cuda_errname(d->cu, d->fcuda));
+		return df_write_error(ctx, d->cu, p, jb->k, d->foff, d->fcuda);
 	return gck_set_syserr(ctx, d->ferrno, "cannot read the memory of GPU "
 	    "%u of process %d at offset %" PRIu64 " in '%s': %s", jb->k,
 	    (int)p->pid, d->foff, dir, d->ferrno == EIO ? "it ends there" :
