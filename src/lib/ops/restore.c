@@ -471,6 +471,19 @@ out:
 	return r;
 }
 
+/* Whether a process of list is there still, a zombie or not. */
+static int
+psts_there(const struct gck_pst *list, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		if (gck_pid_state(list[i].pid) != 0 && (list[i].start == 0 ||
+		    gck_pid_start(list[i].pid) == list[i].start))
+			return 1;
+	return 0;
+}
+
 /*
  * Kills what there is of the restored tree, with its keeper, and reaps
  * what comes to us of it (as their parents die, we are their subreaper).
@@ -511,12 +524,17 @@ tree_kill(struct rst *st)
 		}
 		gck_psts_signal(all, n, SIGKILL);
 		gck_psts_signal(all, n, SIGCONT);
+		/*
+		 * Until each is reaped, not merely dead: a zombie that
+		 * comes to us as its keeper dies would hold its PID for
+		 * as long as we live (the next snapshot of a series, say).
+		 */
 		for (waited = 0; waited < 5000; waited += 10) {
 			for (i = 0; i < n; i++)
 				while (waitpid(all[i].pid, NULL,
 				    WNOHANG | __WALL) > 0)
 					;
-			if (gck_psts_wait_gone(all, n, 0) == 0)
+			if (!psts_there(all, n))
 				break;
 			gck_msleep(10);
 		}
