@@ -31,7 +31,7 @@ _gck_opts()
 	gpuckpt)
 		long='--compress --count --every --ext-unix-sk --file-locks
 		    --format --full-every --ghost-limit --gpu-staging --help --keep
-		    --kill
+		    --kill --launch
 		    --leave-running
 		    --lock-timeout --now --output --parent --pid --quiet --series
 		    --sign --stats --stop --suspend --tcp-close

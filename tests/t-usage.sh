@@ -68,7 +68,7 @@ for prog in ckpt/gpuckpt restore/gpurestore send/gpusend recv/gpurecv \
 	test_expect_success "$name --help: each short option on a line" "
 		'$bin' --help >out &&
 		sed -n 's/.*getopt_long(argc, argv, \"\\([^\"]*\\)\".*/\\1/p' \
-		    '$src' | tr -d : | fold -w 1 >letters &&
+		    '$src' | tr -d :+ | fold -w 1 >letters &&
 		test -s letters &&
 		for l in \$(cat letters); do
 			grep -e \"^  -\$l[, ]\" out >/dev/null ||

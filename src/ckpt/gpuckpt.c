@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <err.h>
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -41,6 +42,8 @@ struct args {
 	int			 output;	/* -o given */
 	int			 image_opts;	/* options that make an image */
 	int			 after_set;	/* -k, -R or -s given */
+	int			 launch;	/* --launch */
+	char			**cmd;		/* its command */
 };
 
 /* SIGUSR1 came: a snapshot is asked for now (gpuckpt --series --now). */
@@ -62,6 +65,7 @@ static const struct option longopts[] = {
 	{ "help",		no_argument,		NULL,	'h' },
 	{ "keep",		required_argument,	NULL,	'N' },
 	{ "kill",		no_argument,		NULL,	'k' },
+	{ "launch",		no_argument,		NULL,	'l' },
 	{ "lock-timeout",	required_argument,	NULL,	'L' },
 	{ "output",		required_argument,	NULL,	'o' },
 	{ "parent",		required_argument,	NULL,	'P' },
@@ -99,6 +103,7 @@ static void	series_check(const struct gck_ckpt_opts *,
 static int	image_option(struct args *, int, const char *);
 static void	parse_args(struct args *, int, char *[]);
 static int	checkpoint_tree(const struct args *);
+static _Noreturn void	launch(const struct args *);
 
 static const char synopsis[] =
     "usage: gpuckpt [-hkqRsVv] [-c zstd[:LEVEL]|none] [--ext-unix-sk] "
@@ -113,7 +118,8 @@ static const char synopsis[] =
     "               [--keep n] [options] -p pid\n"
     "       gpuckpt --series dir --now [-qv]\n"
     "       gpuckpt --suspend [-v] [--gpu-staging] [--lock-timeout seconds] "
-    "-p pid\n";
+    "-p pid\n"
+    "       gpuckpt --launch [-v] command [argument ...]\n";
 
 static const char help[] =
     "Checkpoint a running process tree, CUDA state included, into an "
@@ -127,6 +133,10 @@ static const char help[] =
     "host\n"
     "                           memory, even where the driver has custom "
     "storage\n"
+    "      --launch CMD [ARG]   run CMD under a job file of its own (NVIDIA "
+    "r590 or\n"
+    "                           newer), for its processes to be "
+    "checkpointed as one\n"
     "\n"
     "The image:\n"
     "  -o, --output=FILE        write the image to FILE, - for standard "
@@ -557,7 +567,8 @@ parse_args(struct args *a, int argc, char *argv[])
 	o->level = GCK_ZSTD_LEVEL;
 	o->after = GCK_AFTER_DEFAULT;
 	o->outfd = STDOUT_FILENO;
-	while ((ch = getopt_long(argc, argv, "c:hko:p:qRsVv", longopts,
+	/* ("+": the options of a command run by --launch are its own) */
+	while ((ch = getopt_long(argc, argv, "+c:hko:p:qRsVv", longopts,
 	    NULL)) != -1) {
 		if (image_option(a, ch, optarg))
 			continue;
@@ -574,6 +585,9 @@ parse_args(struct args *a, int argc, char *argv[])
 			usage(0);
 		case 'g':
 			o->gpu_staging = 1;
+			break;
+		case 'l':
+			a->launch = 1;
 			break;
 		case 'L':
 			if ((ms = tool_seconds(optarg, "lock timeout",
@@ -602,6 +616,17 @@ parse_args(struct args *a, int argc, char *argv[])
 			usage(2);
 		}
 	}
+	if (a->launch) {
+		if (argc - optind == 0)
+			tool_usage_error(synopsis, "--launch: no command given");
+		if (o->pid != 0 || a->sa.dir != NULL || a->sa.set > 0 ||
+		    a->image_opts > 0 || a->suspend || a->quiet ||
+		    o->lock_ms != GCK_LOCK_TIMEOUT_MS || o->gpu_staging)
+			tool_usage_error(synopsis, "--launch takes no other "
+			    "option but -v: it runs a command");
+		a->cmd = argv + optind;
+		return;
+	}
 	if (argc - optind != 0)
 		tool_usage_error(synopsis, "unexpected operand '%s': gpuckpt "
 		    "takes none", argv[optind]);
@@ -625,6 +650,33 @@ parse_args(struct args *a, int argc, char *argv[])
 		    "criu options");
 		usage(2);
 	}
+}
+
+/*
+ * Runs the command in this process under a job file of its own, as
+ * cuda-checkpoint --launch-job does: the driver then checkpoints the
+ * processes that come of it as one job.  Exits 126 or 127 as env(1)
+ * does when the command cannot be run, 1 when no job file can be made.
+ */
+static _Noreturn void
+launch(const struct args *a)
+{
+	struct gck_ctx	*ctx;
+	char		 val[64];
+	int		 fd;
+
+	ctx = tool_ctx(a->verbose);
+	if (gck_job_new(ctx, &fd, val, sizeof val) != GCK_OK)
+		errx(1, "cannot launch '%s': %s", a->cmd[0],
+		    gck_error_string(ctx));
+	gck_ctx_free(ctx);
+	if (setenv(GCK_JOB_ENV, val, 1) == -1)
+		err(1, "cannot launch '%s': setenv", a->cmd[0]);
+	if (a->verbose)
+		warnx("running '%s' under job file %s", a->cmd[0], val);
+	execvp(a->cmd[0], a->cmd);
+	warn("cannot run '%s'", a->cmd[0]);
+	_exit(errno == ENOENT ? 127 : 126);
 }
 
 /* The checkpoint of the tree into one image.  Returns the exit status. */
@@ -666,6 +718,8 @@ main(int argc, char *argv[])
 	struct args	a;
 
 	parse_args(&a, argc, argv);
+	if (a.launch)
+		launch(&a);
 	if (a.suspend)
 		return suspend_tree(a.o.pid, a.o.lock_ms, a.o.gpu_staging,
 		    a.verbose);

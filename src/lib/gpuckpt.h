@@ -724,4 +724,14 @@ int		 gck_health_wait(struct gck_ctx *, struct gck_health *, long,
 		    struct gck_health_event *);
 void		 gck_health_close(struct gck_health *);
 
+/*
+ * A job file (gpuckpt --launch): the driver (r590 or newer) checkpoints
+ * the processes whose environment names one as one job.  gck_job_new()
+ * makes it for a command this process is about to exec: *fdp, open
+ * across exec, and the value of GCK_JOB_ENV (len bytes of val) to set.
+ * Returns GCK_OK, or GCK_ECUDA (no driver, or one older than r590).
+ */
+#define GCK_JOB_ENV	"CUDA_CHECKPOINT_JOB_FILE"
+int		 gck_job_new(struct gck_ctx *, int *, char *, size_t);
+
 #endif /* GPUCKPT_H */

@@ -11,6 +11,7 @@ struct gck_ptree;
 #define GCK_CUDA_CKPT_VERSION	12080	/* checkpoint API: r570, CUDA 12.8 */
 #define GCK_CUDA_REMAP_VERSION	13000	/* GPU remapping: r580, CUDA 13.0 */
 #define GCK_CUDA_STORAGE_VERSION 13040	/* custom storage: CUDA 13.4 */
+#define GCK_CUDA_JOB_VERSION	13010	/* job files: r590, CUDA 13.1 */
 #define GCK_GPUS_MAX		64
 
 struct gck_cuda;
