@@ -31,7 +31,8 @@
  * on it (a GPU it holds nothing on).  A process that cannot start makes the root append "error pid
  * PID: what" and exit 1.  The status file is opened for each line and
  * written with one write(2).  Descriptors other than 0, 1 and 2 that it
- * inherits are closed first; the root and the children talk over pipes
+ * inherits are closed first (but a job file of its own, gpuckpt
+ * --launch); the root and the children talk over pipes
  * made before the fork, open for their whole life.
  */
 

@@ -4,7 +4,9 @@ test_description='gpuckpt --launch: a command under a job file of its own'
 
 . "$GCK_SRCDIR/cuda-lib.sh"
 
-mkdir -p "$F" || exit 1
+require_criu
+
+mkdir -p "$F/delay" || exit 1
 printf 'GPU-aaaaaaaa-1111-4000-8000-000000000001 9.0 1073741824 0000:01:00.0 NVIDIA H100 80GB HBM3\n' >"$F/gpus"
 
 test_expect_success 'the command runs in place, the job file a memfd named by its PID' '
@@ -68,6 +70,126 @@ test_expect_success 'usage: --launch with no command, or with options of a check
 	test_grep "^gpuckpt: --launch: no command given$" err &&
 	test_status 2 "$GCKPT" -p 1 --launch true >out 2>err &&
 	test_grep "^gpuckpt: --launch takes no other option but -v" err
+'
+
+# A job: cudawork started by gpuckpt --launch, in place of it.
+printf '#!/bin/sh\nexec "%s" --launch "%s" "$@"\n' "$GCKPT" "$CUDAWORK" \
+    >"$TRASH/launchwork" && chmod +x "$TRASH/launchwork" || exit 1
+job_start() {
+	_cw=$CUDAWORK
+	CUDAWORK=$TRASH/launchwork
+	cuda_start "$@"
+	_st=$?
+	CUDAWORK=$_cw
+	return $_st
+}
+
+# serial ACTION PID...: one successful ACTION of each in the log, no two
+# of them at once.
+serial() {
+	_a=$1
+	shift
+	for _p in "$@"; do
+		grep "^$_a $_p .* CUDA_SUCCESS " "$F/log" | tail -n 1
+	done | sort -k3,3n | awk -v n=$# '
+	{ if (c > 0 && $3 < e) bad = 1; e = $4; c++ }
+	END { exit !(c == n && !bad) }' && return 0
+	echo >&2 "no $_a of each, one after the other:"
+	cat >&2 "$F/log"
+	return 1
+}
+
+test_expect_success 'a job of two CUDA processes is checkpointed one process at a time' '
+	echo "13040 595.10.01" >"$F/driver" &&
+	job_start j1 -n 2 -m 4 &&
+	test $(echo $WPIDS | wc -w) -eq 2 &&
+	test "$(tr "\0" "\n" </proc/$WCHILD/environ |
+	    sed -n "s/^CUDA_CHECKPOINT_JOB_FILE=//p")" = "$(tr "\0" "\n" \
+	    </proc/$WPID/environ | sed -n "s/^CUDA_CHECKPOINT_JOB_FILE=//p")" &&
+	fd=$(tr "\0" "\n" </proc/$WPID/environ |
+	    sed -n "s|^CUDA_CHECKPOINT_JOB_FILE=/proc/$WPID/fd/||p") &&
+	test -n "$fd" &&
+	verify_workload $WPID &&
+	echo 300 >"$F/delay/lock" &&
+	echo 300 >"$F/delay/checkpoint" &&
+	: >"$F/log" &&
+	"$GCKPT" -v -p $WPID -o img.gck >out 2>err &&
+	for p in $WPIDS; do wait_gone $p || return 1; done &&
+	test_grep "a job: its file is descriptor $fd of process $WPID; its processes one at a time" err &&
+	serial lock $WPIDS &&
+	serial checkpoint $WPIDS &&
+	! grep -q "storage" "$F/log"
+'
+
+test_expect_success 'gpuinspect: the image is of a job, its file where' '
+	test_status 0 "$GCKINSPECT" img.gck >out 2>err &&
+	test_grep "^job         its CUDA processes one job (gpuckpt --launch), its file descriptor $fd of process $WPID\$" out &&
+	test_status 0 "$GCKINSPECT" --json img.gck >out 2>err &&
+	python3 -c "
+import json, sys
+c = json.load(open(\"out\"))[\"cuda\"]
+sys.exit(c[\"job\"] != {\"holder\": $WPID, \"fd\": $fd})"
+'
+
+test_expect_success 'gpurestore names the job to the driver and restores it one at a time' '
+	echo 300 >"$F/delay/restore" &&
+	echo 300 >"$F/delay/unlock" &&
+	: >"$F/log" &&
+	"$GCKRESTORE" -v img.gck >out 2>err &&
+	echo $WPID >expect &&
+	test_cmp expect out &&
+	serial restore $WPIDS &&
+	serial unlock $WPIDS &&
+	states RUNNING &&
+	readlink /proc/$WPID/fd/$fd >link &&
+	test_grep "^/memfd:cuda-checkpoint-job" link &&
+	verify_workload $WPID
+'
+
+test_expect_success 'the stand-in driver refuses a caller that does not name the job' '
+	rm -f "$F/delay/lock" "$F/delay/checkpoint" "$F/delay/restore" \
+	    "$F/delay/unlock" &&
+	test_status 1 "$FAKECTL" lock $WPID >out 2>err &&
+	test_grep "CUDA_ERROR_INVALID_VALUE" err &&
+	states RUNNING
+'
+
+test_expect_success 'gpuckpt --suspend, gpurestore --resume: one at a time too' '
+	echo 200 >"$F/delay/checkpoint" &&
+	echo 200 >"$F/delay/restore" &&
+	: >"$F/log" &&
+	test_status 0 "$GCKPT" --suspend -p $WPID >out 2>err &&
+	serial checkpoint $WPIDS &&
+	states CHECKPOINTED &&
+	test_status 0 "$GCKRESTORE" --resume -p $WPID >out 2>err &&
+	serial restore $WPIDS &&
+	states RUNNING &&
+	verify_workload $WPID &&
+	rm -f "$F/delay/checkpoint" "$F/delay/restore"
+'
+
+test_expect_success 'part of a job, without the process that holds its file: refused, left running' '
+	kill_tree $WPID &&
+	started= &&
+	cat >"$TRASH/holdwork" <<-EOF &&
+	#!/bin/sh
+	"$CUDAWORK" "\$@" &
+	wait
+	EOF
+	chmod +x "$TRASH/holdwork" &&
+	printf "#!/bin/sh\nexec \"%s\" --launch \"%s\" \"\$@\"\n" "$GCKPT" \
+	    "$TRASH/holdwork" >"$TRASH/launchwork" &&
+	job_start j2 -n 1 -m 4 &&
+	holder=$(cat /proc/$WPID/stat | cut -d" " -f4) &&
+	: >"$F/log" &&
+	test_status 1 "$GCKPT" -p $WPID -o img2.gck >out 2>err &&
+	test_line_count err 1 &&
+	test_grep "^gpuckpt: cannot checkpoint pid $WPID: process $WPID is of a job whose file ./proc/$holder/fd/[0-9]*. is not one that a process of the tree holds (start the job with gpuckpt --launch, and take the whole tree it starts)" err &&
+	test_must_be_empty "$F/log" &&
+	test ! -e img2.gck &&
+	states RUNNING &&
+	verify_workload $WPID &&
+	kill_tree $holder
 '
 
 test_done

@@ -360,6 +360,11 @@ show_source(json_t *d)
 	else
 		printf(", no CUDA");
 	printf("\n");
+	if (json_is_object(c) && json_is_object(p = json_object_get(c,
+	    "job")))
+		printf("job         its CUDA processes one job (gpuckpt "
+		    "--launch), its file descriptor %lld of process %lld\n",
+		    (long long)num(p, "fd"), (long long)num(p, "holder"));
 	if (strcmp(str(o, "compress"), "zstd") == 0)
 		printf("options     zstd level %lld", (long long)num(o, "level"));
 	else

@@ -18,6 +18,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -107,13 +108,25 @@ work_signals(int flags)
 /*
  * Closes the descriptors above 2: those inherited from the test harness
  * or the shell (log files, make's jobserver pipes) are not part of the
- * state under test.
+ * state under test.  A job file that CUDA_CHECKPOINT_JOB_FILE names as
+ * this process's own (gpuckpt --launch) stays: it is the job's.
  */
 static inline void
 work_close_inherited(void)
 {
-	int	fd;
+	const char	*jf = getenv("CUDA_CHECKPOINT_JOB_FILE");
+	char		 own[64];
+	int		 fd, keep = -1, n;
 
+	snprintf(own, sizeof own, "/proc/%d/fd/", (int)getpid());
+	if (jf != NULL && strncmp(jf, own, strlen(own)) == 0 &&
+	    sscanf(jf + strlen(own), "%d%n", &keep, &n) == 1 &&
+	    jf[strlen(own) + (size_t)n] == '\0' && keep > 2) {
+		for (fd = 3; fd < 1024; fd++)
+			if (fd != keep)
+				close(fd);
+		return;
+	}
 	if (close_range(3, ~0U, 0) == -1)
 		for (fd = 3; fd < 1024; fd++)
 			close(fd);

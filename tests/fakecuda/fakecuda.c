@@ -102,7 +102,8 @@
  * As in the real driver, only the process itself changes its state, in
  * its restore thread.  cuCheckpointProcess{Lock,Checkpoint,Restore,
  * Unlock}() called in another process write proc/KEY/req,
- *	SEQ ACTION DEADLINE_NS [TIMEOUT_MS | OLDUUID=NEWUUID ...]
+ *	SEQ ACTION DEADLINE_NS JOB [TIMEOUT_MS | OLDUUID=NEWUUID ...]
+ * (JOB: the caller's job, see below, or "-")
  * and wait for proc/KEY/ack, "SEQ CODE NAME".  The restore thread looks
  * for req every millisecond, takes it away, and does the action unless
  * the deadline has passed.  A caller that has waited long enough (a
@@ -114,6 +115,21 @@
  * CUDA_ERROR_UNKNOWN.  A process forked from one that called cuInit()
  * cannot use the driver: every call fails with
  * CUDA_ERROR_NOT_INITIALIZED, cuInit() included.
+ *
+ * Job files (driver version 13010, r590): a process whose environment
+ * names a file in CUDA_CHECKPOINT_JOB_FILE at cuInit() is of that job.
+ * The file holds the job's ID, written by the first process of the job
+ * to find it empty ("job-PID-NS"), and the process keeps the ID in its
+ * memory, so that one restored from an image is of its job still (CRIU
+ * gives a memfd its contents back).  A file that cannot be opened makes
+ * cuInit() fail with CUDA_ERROR_INVALID_VALUE.  An action on a process
+ * of a job fails with CUDA_ERROR_INVALID_VALUE unless its caller names
+ * the same job in its own CUDA_CHECKPOINT_JOB_FILE, with
+ * CUDA_ERROR_NOT_PERMITTED while another action is under way on a
+ * process of the job (they go one at a time; job.ID is its lock), and
+ * custom storage with CUDA_ERROR_NOT_SUPPORTED (the driver does not
+ * offer it to a job).  The real driver's codes for these cases are not
+ * documented: these are the stand-in's own.
  *
  * Custom storage (driver API 13040, CUDA 13.4; the layouts are in
  * src/lib/gpu/custom.h).  From driver version 13040 cuGetProcAddress()
@@ -248,6 +264,8 @@ CUresult CUDAAPI cuCheckpointOperationComplete(void *);
 #define CKPT_VERSION	12080		/* the checkpoint API */
 #define REMAP_VERSION	13000		/* restore with GPU pairs */
 #define STORAGE_VERSION	13040		/* custom storage */
+#define JOB_VERSION	13010		/* job files (r590) */
+#define JOB_ENV		"CUDA_CHECKPOINT_JOB_FILE"
 #define CALL_TIMEOUT_MS	10000
 #define LOCK_SLACK_MS	2000
 #define MS		1000000ULL	/* ns */
@@ -474,6 +492,7 @@ static struct {
 	int		 op;		/* OP_*: the pending operation */
 	unsigned long long opid;
 	int		 custom;	/* checkpointed to custom storage */
+	char		 job[64];	/* its job's ID, or "" */
 	struct gpu	 opgpu[MAXCTX];	/* a pending restore's old GPUs */
 	unsigned char	 opvis[MAXGPUS][16];	/* and visible GPUs */
 } fc = {
@@ -1643,6 +1662,84 @@ pairs_parse(char *p, struct pair *pairs, size_t *np)
 }
 
 /*
+ * The ID of the job whose file path names, into id (len bytes): what
+ * the file holds, written by its first process when it was empty (with
+ * create).  Returns 0, or -1 when the file cannot be read.
+ */
+static int
+job_id(const char *path, int create, char *id, size_t len)
+{
+	char	buf[64];
+	ssize_t	n;
+	int	fd;
+
+	if ((fd = open(path, (create ? O_RDWR : O_RDONLY) | O_CLOEXEC)) == -1)
+		return -1;
+	if (create)
+		flock(fd, LOCK_EX);
+	n = pread(fd, buf, sizeof buf - 1, 0);
+	if (n == 0 && create) {
+		n = snprintf(buf, sizeof buf, "job-%ld-%llu\n", (long)getpid(),
+		    (unsigned long long)now_ns());
+		if (pwrite(fd, buf, (size_t)n, 0) != n)
+			n = -1;
+	}
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	if (buf[0] == '\0')
+		return -1;
+	snprintf(id, len, "%s", buf);
+	return 0;
+}
+
+/*
+ * The job the caller of the checkpoint API names (its JOB_ENV), as a
+ * word of a request: its ID, or "-".
+ */
+static void
+caller_job(char *id, size_t len)
+{
+	const char	*path = getenv(JOB_ENV);
+
+	if (driver_version() < JOB_VERSION || path == NULL || *path == '\0' ||
+	    job_id(path, 0, id, len) == -1)
+		snprintf(id, len, "-");
+}
+
+/*
+ * Before an action on a process of a job: the caller must name that
+ * job, and no other action may be under way on a process of it (*fdp
+ * holds the job's lock until job_end()).
+ */
+static CUresult
+job_begin(const char *caller, const char *action, int *fdp)
+{
+	char	path[PATH_MAX];
+	int	fd;
+
+	*fdp = -1;
+	if (fc.job[0] == '\0' || strcmp(action, "state") == 0)
+		return CUDA_SUCCESS;
+	if (strcmp(caller, fc.job) != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (strcmp(action, "checkpoint-storage") == 0 ||
+	    strcmp(action, "restore-storage") == 0)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	snprintf(path, sizeof path, "%s/job.%s", fc.dir, fc.job);
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) == -1)
+		return CUDA_ERROR_OPERATING_SYSTEM;
+	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		close(fd);
+		return CUDA_ERROR_NOT_PERMITTED;
+	}
+	*fdp = fd;
+	return CUDA_SUCCESS;
+}
+
+/*
  * Takes proc/KEY/req ("SEQ ACTION DEADLINE_NS [ARGS]"), does the action
  * unless the caller's deadline has passed, logs it and answers in
  * proc/KEY/ack ("SEQ CODE NAME").
@@ -1652,11 +1749,12 @@ request_handle(const char *req)
 {
 	struct pair	 pairs[MAXPAIRS];
 	char		 busy[PATH_MAX], ack[PATH_MAX], buf[16384], extra[8192];
-	char		 text[256], *p = buf, *seq, *action, *dl, *args;
+	char		 text[256], *p = buf, *seq, *action, *dl, *job, *args;
 	unsigned long	 ms;
 	uint64_t	 start, deadline;
 	size_t		 npairs = 0;
 	CUresult	 r;
+	int		 jfd;
 
 	snprintf(busy, sizeof busy, "%s.busy", req);
 	if (rename(req, busy) == -1)
@@ -1668,9 +1766,10 @@ request_handle(const char *req)
 	unlink(busy);
 	start = now_ns();
 	if ((seq = next_word(&p)) == NULL || (action = next_word(&p)) == NULL ||
-	    (dl = next_word(&p)) == NULL)
+	    (dl = next_word(&p)) == NULL || (job = next_word(&p)) == NULL)
 		return;
 	deadline = strtoull(dl, NULL, 10);
+	jfd = -1;
 	args = p + strspn(p, " \t");
 	args[strcspn(args, "\r\n")] = '\0';
 	snprintf(extra, sizeof extra, "%s", strcmp(action, "restore") == 0 ||
@@ -1678,6 +1777,8 @@ request_handle(const char *req)
 
 	if (deadline != 0 && start > deadline)
 		r = CUDA_ERROR_TIMEOUT;
+	else if ((r = job_begin(job, action, &jfd)) != CUDA_SUCCESS)
+		;
 	else if (strcmp(action, "lock") == 0) {
 		ms = strtoul(args, NULL, 10);
 		r = act_lock(ms > UINT_MAX ? UINT_MAX : (unsigned int)ms,
@@ -1712,6 +1813,8 @@ request_handle(const char *req)
 		r = CUDA_SUCCESS;
 	} else
 		r = CUDA_ERROR_INVALID_VALUE;
+	if (jfd != -1)
+		close(jfd);		/* the job's lock */
 
 	if (strcmp(action, "state") != 0) {
 		pthread_mutex_lock(&fc.mtx);
@@ -1834,7 +1937,7 @@ cuInit(unsigned int Flags)
 	pthread_condattr_t	 ca;
 	pthread_t		 th;
 	sigset_t		 all, old;
-	const char		*dir, *cvd;
+	const char		*dir, *cvd, *jf;
 	uintptr_t		 base;
 	void			*va = MAP_FAILED;
 	CUresult		 r;
@@ -1870,6 +1973,13 @@ cuInit(unsigned int Flags)
 	    MAP_NORESERVE, -1, 0);
 	if (va == MAP_FAILED) {
 		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	/* A job file named: the process is of that job (r590). */
+	if (driver_version() >= JOB_VERSION &&
+	    (jf = getenv(JOB_ENV)) != NULL && *jf != '\0' &&
+	    job_id(jf, 1, fc.job, sizeof fc.job) == -1) {
+		r = CUDA_ERROR_INVALID_VALUE;
 		goto out;
 	}
 	base = ((uintptr_t)va + VA_ALIGN - 1) & ~(VA_ALIGN - 1);
@@ -2517,6 +2627,7 @@ tool_call(int pid, const char *action, const char *args,
 {
 	char		 pdir[PDIRLEN], path[PATH_MAX], req[PATH_MAX];
 	char		 seq[96], suffix[64], *text = NULL, buf[256], *p, *w;
+	char		 job[64];
 	uint64_t	 deadline;
 	unsigned int	 n;
 	CUresult	 r;
@@ -2544,13 +2655,14 @@ tool_call(int pid, const char *action, const char *args,
 	snprintf(seq, sizeof seq, "%ld.%u.%llu", (long)getpid(), n,
 	    (unsigned long long)now_ns());
 	snprintf(suffix, sizeof suffix, ".%ld.%u", (long)getpid(), n);
-	len = strlen(seq) + strlen(action) + strlen(args) + 64;
+	len = strlen(seq) + strlen(action) + strlen(args) + 64 + sizeof job;
 	if ((text = malloc(len)) == NULL) {
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 		goto out;
 	}
-	snprintf(text, len, "%s %s %llu%s%s\n", seq, action,
-	    (unsigned long long)deadline, *args ? " " : "", args);
+	caller_job(job, sizeof job);
+	snprintf(text, len, "%s %s %llu %s%s%s\n", seq, action,
+	    (unsigned long long)deadline, job, *args ? " " : "", args);
 	snprintf(req, sizeof req, "%s/req", pdir);
 	if (write_atomic(req, suffix, text) == -1) {
 		r = CUDA_ERROR_OPERATING_SYSTEM;

@@ -56,6 +56,7 @@ static void	test_criu_opts(void **);
 static void	test_bad_criu_opts(void **);
 static void	test_kind(void **);
 static void	test_custom_storage(void **);
+static void	test_cuda_job(void **);
 
 #define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
 
@@ -632,6 +633,44 @@ test_kind(void **state)
 	check_bad(*state, c, NELEM(c));
 }
 
+#define JOB_M(job)							\
+	"{\"format\":2,\"root_pid\":7,\"processes\":[{\"pid\":7},"	\
+	"{\"pid\":8,\"ppid\":7}],"					\
+	"\"cuda\":{\"driver_version\":13010,\"gpus\":[],"		\
+	"\"processes\":[]" job "},\"files\":[]}"
+
+/*
+ * A job (gpuckpt --launch): its file's holder is a process of the list,
+ * its descriptor a number; without the key, no job.
+ */
+static void
+test_cuda_job(void **state)
+{
+	struct gck_manifest	*m;
+	static const struct bad_case c[] = {
+		{ JOB_M(",\"job\":{\"holder\":9,\"fd\":3}"), GCK_EFORMAT,
+		    "corrupt image: the job's file is held by process 9, "
+		    "which is not in the process list" },
+		{ JOB_M(",\"job\":{\"holder\":8,\"fd\":-1}"), GCK_EFORMAT,
+		    "corrupt image: bad job in the manifest" },
+		{ JOB_M(",\"job\":{\"holder\":0,\"fd\":3}"), GCK_EFORMAT,
+		    "bad job" },
+		{ JOB_M(",\"job\":{\"holder\":8}"), GCK_EFORMAT, "bad job" },
+		{ JOB_M(",\"job\":{\"holder\":\"8\",\"fd\":3}"),
+		    GCK_EFORMAT, "bad job" },
+		{ JOB_M(",\"job\":[8,3]"), GCK_EFORMAT, "bad job" },
+	};
+
+	parse_ok(*state, JOB_M(",\"job\":{\"holder\":8,\"fd\":3}"), &m);
+	assert_int_equal(gck_manifest_cuda(m)->job_holder, 8);
+	assert_int_equal(gck_manifest_cuda(m)->job_fd, 3);
+	gck_manifest_free(m);
+	parse_ok(*state, JOB_M(""), &m);
+	assert_int_equal(gck_manifest_cuda(m)->job_holder, 0);
+	gck_manifest_free(m);
+	check_bad(*state, c, NELEM(c));
+}
+
 #define CS_M(store, files)						\
 	"{\"format\":2,\"root_pid\":7,\"processes\":[{\"pid\":7}],"	\
 	"\"cuda\":{\"driver_version\":13040,\"gpus\":[{\"index\":0,"	\
@@ -759,6 +798,7 @@ main(void)
 		cmocka_unit_test(test_bad_criu_opts),
 		cmocka_unit_test(test_kind),
 		cmocka_unit_test(test_custom_storage),
+		cmocka_unit_test(test_cuda_job),
 		cmocka_unit_test(test_free_null),
 	};
 

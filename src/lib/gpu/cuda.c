@@ -398,6 +398,17 @@ gck_cuda_release(const struct gck_cuda *cu)
 	return cu->release[0] != '\0' ? cu->release : NULL;
 }
 
+/*
+ * Has each step take the processes one after the other (serial: 1), as
+ * the driver wants it for the processes of one job (job.c), rather than
+ * all at once.
+ */
+void
+gck_cuda_set_serial(struct gck_cuda *cu, int serial)
+{
+	cu->serial = serial;
+}
+
 int
 gck_cuda_has_nvml(const struct gck_cuda *cu)
 {
@@ -759,7 +770,9 @@ run_all(struct gck_cuda *cu, struct gck_cproc *procs, size_t n,
 	for (i = 0; i < n; i++) {
 		struct step_job	 one = { cu, &procs[i], step, lock_ms };
 
-		if (jobs == NULL || th == NULL || started == NULL) {
+		/* The driver takes the processes of a job one at a time. */
+		if (cu->serial || jobs == NULL || th == NULL ||
+		    started == NULL) {
 			fn(&one);
 			continue;
 		}
@@ -1054,6 +1067,8 @@ gck_cuda_bring_back(struct gck_ctx *ctx, const struct gck_proc *cand,
 
 	if (ncand == 0 || gck_cuda_open(ctx, &cu) != GCK_OK)
 		return;
+	/* A job's, named to us by the checkpoint (job.c): one at a time. */
+	cu->serial = getenv(GCK_JOB_ENV) != NULL;
 	if (gck_cuda_init(ctx, cu) == GCK_OK &&
 	    gck_cuda_find(ctx, cu, cand, ncand, &cp, &ncp) == GCK_OK) {
 		/* Device memory that went through custom storage: its spool. */

@@ -106,6 +106,7 @@ void	gck_cuda_close(struct gck_cuda *);
 int	gck_cuda_version(const struct gck_cuda *);
 const char *gck_cuda_release(const struct gck_cuda *);
 int	gck_cuda_has_nvml(const struct gck_cuda *);
+void	gck_cuda_set_serial(struct gck_cuda *, int);
 int	gck_cuda_storage(const struct gck_cuda *);
 int	gck_cuda_store_out(struct gck_ctx *, struct gck_cuda *, const char *,
 	    const struct gck_cuda_spool *);
@@ -170,6 +171,8 @@ struct gck_mcuda {
 	size_t		 ngpus;
 	struct gck_mcproc *procs;
 	size_t		 nprocs;
+	pid_t		 job_holder;	/* of a job: its file's holder */
+	int		 job_fd;	/* and descriptor (holder 0: none) */
 };
 
 /* What the manifest records of the GPUs at checkpoint time. */
@@ -182,6 +185,8 @@ struct gck_cuda_facts {
 	size_t			 ngpus;
 	const struct gck_cproc	*procs;
 	size_t			 nprocs;
+	pid_t			 job_holder;	/* a job's file: fd job_fd */
+	int			 job_fd;	/* of this process, or 0 */
 };
 
 #endif /* GCK_GPU_CUDA_H */

@@ -24,6 +24,7 @@ struct gck_cuda {
 	void	*lib, *nvml;
 	int	 version;
 	int	 inited;
+	int	 serial;		/* one process at a time (a job) */
 	char	 release[80];		/* from NVML, or "" */
 	/*
 	 * Custom storage: the directory where a checkpoint's device

@@ -29,9 +29,24 @@
 #include <unistd.h>
 
 #include "private.h"
+#include "core/proc.h"
 #include "core/util.h"
 #include "gpu/cuda.h"
 #include "gpu/job.h"
+
+/* Whether path (/proc/PID/fd/N) is a job file gck_job_new() made. */
+static int
+job_file(const char *path)
+{
+	char	link[128];
+	ssize_t	n;
+
+	if ((n = readlink(path, link, sizeof link - 1)) <= 0)
+		return 0;
+	link[n] = '\0';
+	return strncmp(link, "/memfd:" GCK_JOB_NAME,
+	    strlen("/memfd:" GCK_JOB_NAME)) == 0;
+}
 
 /*
  * Makes a job file for a command about to be run by this process: a
@@ -121,4 +136,91 @@ gck_job_of(pid_t pid, char *val, size_t len)
 		}
 	free(buf);
 	return found;
+}
+
+/*
+ * Whether the CUDA processes among cand (ncand of them) of tree t, rooted
+ * at root, are of a job: the file their environment names must be one a
+ * process of the tree holds (/proc/PID/fd/N, a memfd of ours), the same
+ * for each of them, and the tree not in a PID namespace of its own
+ * (in_ns).  The driver is then told of it through this process's
+ * environment (GCK_JOB_ENV), and *holderp and *fdp say where the file
+ * is; without a job, the variable goes and *holderp is 0.  what is the
+ * operation ("checkpoint").  Returns GCK_OK or a code.
+ */
+int
+gck_job_setup(struct gck_ctx *ctx, const char *what, pid_t root,
+    const struct gck_ptree *t, const struct gck_proc *cand, size_t ncand,
+    int in_ns, pid_t *holderp, int *fdp)
+{
+	char	 val[256], first[256], path[64];
+	pid_t	 holder = 0, who = 0;
+	size_t	 i;
+	int	 fd = -1, nc = 0;
+
+	*holderp = 0;
+	*fdp = 0;
+	for (i = 0; i < ncand; i++) {
+		if (gck_job_of(cand[i].pid, val, sizeof val) != 1)
+			continue;
+		if (who == 0) {
+			snprintf(first, sizeof first, "%s", val);
+			who = cand[i].pid;
+		} else if (strcmp(val, first) != 0)
+			return gck_set_error(ctx, GCK_EINVAL, "cannot %s pid "
+			    "%d: processes %d and %d are of two jobs ('%s' and "
+			    "'%s'): take each job by itself", what, (int)root,
+			    (int)who, (int)cand[i].pid, first, val);
+	}
+	if (who == 0) {
+		(void)unsetenv(GCK_JOB_ENV);
+		return GCK_OK;
+	}
+	if (in_ns)
+		return gck_set_error(ctx, GCK_EINVAL, "cannot %s pid %d: "
+		    "process %d is of a job ('%s'), and a job in a PID "
+		    "namespace of its own is not supported", what, (int)root,
+		    (int)who, first);
+	if (sscanf(first, "/proc/%d/fd/%d%n", &holder, &fd, &nc) != 2 ||
+	    first[nc] != '\0' || fd < 0)
+		holder = 0;
+	for (i = 0; holder > 0 && i < t->n; i++)
+		if (t->procs[i].pid == holder)
+			break;
+	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)holder, fd);
+	if (holder <= 0 || i == t->n || !job_file(path))
+		return gck_set_error(ctx, GCK_EINVAL, "cannot %s pid %d: "
+		    "process %d is of a job whose file '%s' is not one that a "
+		    "process of the tree holds (start the job with gpuckpt "
+		    "--launch, and take the whole tree it starts)", what,
+		    (int)root, (int)who, first);
+	if (setenv(GCK_JOB_ENV, path, 1) == -1)
+		return gck_set_syserr(ctx, errno, "cannot name the job file: "
+		    "%s", strerror(errno));
+	*holderp = holder;
+	*fdp = fd;
+	gck_log(ctx, 1, "a job: its file is descriptor %d of process %d; "
+	    "its processes one at a time", fd, (int)holder);
+	return GCK_OK;
+}
+
+/*
+ * Names to the driver (GCK_JOB_ENV) the job file of a tree restored
+ * here: descriptor fd of process holder, as this host sees it, which
+ * criu gave back as the memfd it was.  Returns GCK_OK or a code.
+ */
+int
+gck_job_name(struct gck_ctx *ctx, pid_t holder, int fd)
+{
+	char	path[64];
+
+	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)holder, fd);
+	if (!job_file(path))
+		return gck_set_error(ctx, GCK_EINVAL, "the job's file, "
+		    "descriptor %d of restored process %d, is not there", fd,
+		    (int)holder);
+	if (setenv(GCK_JOB_ENV, path, 1) == -1)
+		return gck_set_syserr(ctx, errno, "cannot name the job file: "
+		    "%s", strerror(errno));
+	return GCK_OK;
 }

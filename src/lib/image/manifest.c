@@ -339,6 +339,13 @@ cuda_json(const struct gck_cuda_facts *cf)
 	    "nvml", cf->nvml,
 	    "gpus", gpus,
 	    "processes", procs);
+	/* A job (gpuckpt --launch): who holds its file, where. */
+	if (c != NULL && cf->job_holder > 0 && json_object_set_new(c, "job",
+	    json_pack("{s:i, s:i}", "holder", (int)cf->job_holder, "fd",
+	    cf->job_fd)) != 0) {
+		json_decref(c);
+		c = NULL;
+	}
 	return c;
 }
 
@@ -834,6 +841,36 @@ gck_manifest_file_memory(const struct gck_manifest *m, const char *name)
 }
 
 /*
+ * A job's entry of the CUDA section (NULL: none): the process of the
+ * image that holds its file, and the descriptor.  Returns GCK_OK or a
+ * code.
+ */
+static int
+job_parse(struct gck_ctx *ctx, const struct gck_manifest *m,
+    struct gck_mcuda *mc, json_t *j)
+{
+	json_int_t	holder, fd;
+	size_t		i;
+
+	if (j == NULL)
+		return GCK_OK;
+	if (json_unpack(j, "{s:I, s:I}", "holder", &holder, "fd", &fd) != 0 ||
+	    holder <= 0 || holder > INT32_MAX || fd < 0 || fd > INT32_MAX)
+		return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: bad "
+		    "job in the manifest");
+	for (i = 0; i < m->n; i++)
+		if (m->procs[i].pid == holder)
+			break;
+	if (i == m->n)
+		return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: the "
+		    "job's file is held by process %lld, which is not in the "
+		    "process list", (long long)holder);
+	mc->job_holder = (pid_t)holder;
+	mc->job_fd = (int)fd;
+	return GCK_OK;
+}
+
+/*
  * Parses and checks the GPU section: null (no CUDA process), or GPUs
  * with well-formed, distinct UUIDs and processes of the tree that use
  * only those GPUs.
@@ -949,7 +986,7 @@ cuda_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *c)
 		}
 	}
 	mc->nprocs = json_array_size(procs);
-	return GCK_OK;
+	return job_parse(ctx, m, mc, json_object_get(c, "job"));
 }
 
 /*

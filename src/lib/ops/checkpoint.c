@@ -38,6 +38,7 @@
 #include "criu/ttynull.h"
 #include "criu/zeroscan.h"
 #include "gpu/cuda.h"
+#include "gpu/job.h"
 #include "image/chunker.h"
 #include "image/devspool.h"
 #include "image/digest.h"
@@ -81,6 +82,8 @@ struct ckpt {
 	struct gck_gpu			*gpus;
 	size_t				 ngpus;
 	struct gck_cuda_facts		 cf;
+	pid_t				 job_holder;	/* a job: its file's */
+	int				 job_fd;	/* holder, and fd */
 	struct gck_capture		*cap;
 	struct gck_writer		*writer;	/* but its trailer */
 	struct gck_parents		*parents;	/* --parent's image */
@@ -135,6 +138,7 @@ static int	stream_image(struct gck_ctx *, const struct gck_ckpt_opts *,
 static int	tree_restorable(struct gck_ctx *, const struct gck_ptree *,
 		    const struct gck_nsview *, pid_t);
 static int	tree_pidns(struct ckpt *);
+static int	ckpt_job(struct ckpt *);
 static int	ckpt_preflight(struct ckpt *);
 static int	ckpt_stage(struct ckpt *);
 static int	ckpt_quiesce(struct ckpt *);
@@ -1162,9 +1166,12 @@ ckpt_preflight(struct ckpt *c)
 	if (c->whole)
 		c->mnt->whole = 1;
 	if ((r = gck_cuda_candidates(ctx, c->pre, &c->cand, &c->ncand)) !=
-	    GCK_OK || (r = gck_cuda_prepare(ctx, "checkpoint", o->pid, c->cand,
+	    GCK_OK || (r = ckpt_job(c)) != GCK_OK ||
+	    (r = gck_cuda_prepare(ctx, "checkpoint", o->pid, c->cand,
 	    c->ncand, &c->cu)) != GCK_OK)
 		return r;
+	if (c->cu != NULL)
+		gck_cuda_set_serial(c->cu, c->job_holder > 0);
 	/*
 	 * A root that does not lead its own session, or has a controlling
 	 * terminal, belongs to a shell's job: CRIU must be told.
@@ -1174,6 +1181,18 @@ ckpt_preflight(struct ckpt *c)
 	if ((r = gck_check_interrupt(ctx)) != GCK_OK)
 		return r;
 	return gck_criu_version(ctx, c->criuver, sizeof c->criuver);
+}
+
+/*
+ * Whether the tree's CUDA processes are of a job (gpuckpt --launch):
+ * see gck_job_setup().  Returns GCK_OK or a code, before anything is
+ * touched.
+ */
+static int
+ckpt_job(struct ckpt *c)
+{
+	return gck_job_setup(c->ctx, "checkpoint", c->o->pid, c->pre,
+	    c->cand, c->ncand, c->ns != NULL, &c->job_holder, &c->job_fd);
 }
 
 /*
@@ -1251,7 +1270,9 @@ ckpt_quiesce(struct ckpt *c)
 	 * spool files of ours, beside the work directory, rather than into
 	 * the processes' host memory.
 	 */
-	if (!c->o->gpu_staging && gck_cuda_storage(c->cu)) {
+	/* (the driver offers none to a job) */
+	if (!c->o->gpu_staging && c->job_holder == 0 &&
+	    gck_cuda_storage(c->cu)) {
 		snprintf(c->spool, sizeof c->spool, "%s" GCK_SPOOL_SUFFIX,
 		    c->work);
 		/* (format 1's chunks are compressed again, from format 2) */
@@ -1343,6 +1364,8 @@ ckpt_cuda_facts(struct ckpt *c)
 	cf->ngpus = c->ngpus;
 	cf->procs = c->cp;
 	cf->nprocs = c->ncp;
+	cf->job_holder = c->job_holder;
+	cf->job_fd = c->job_fd;
 }
 
 /*

@@ -37,6 +37,7 @@
 #include "criu/fill.h"
 #include "criu/streamer.h"
 #include "gpu/cuda.h"
+#include "gpu/job.h"
 #include "gpu/gpumap.h"
 #include "image/devfill.h"
 #include "image/image.h"
@@ -1305,6 +1306,34 @@ rst_custom(struct rst *st)
 }
 
 /*
+ * An image of a job (gpuckpt --launch): the driver is told of its file,
+ * which criu gave back to the process that held it, and takes its
+ * processes one at a time.  Returns GCK_OK or a code.
+ */
+static int
+rst_job(struct rst *st)
+{
+	const struct gck_mcuda	*mc = gck_manifest_cuda(st->m);
+	size_t			 i;
+
+	if (mc == NULL || st->cu == NULL)
+		return GCK_OK;
+	if (mc->job_holder == 0) {
+		(void)unsetenv(GCK_JOB_ENV);
+		return GCK_OK;
+	}
+	for (i = 0; i < st->n; i++)
+		if (gck_manifest_pid(st->m, i) == mc->job_holder)
+			break;
+	if (i == st->n)
+		return gck_set_error(st->ctx, GCK_EFORMAT, "corrupt image: "
+		    "the job's file is held by process %d, which is not in "
+		    "the image", (int)mc->job_holder);
+	gck_cuda_set_serial(st->cu, 1);
+	return gck_job_name(st->ctx, st->pids[i], mc->job_fd);
+}
+
+/*
  * Every process is there: lets the tree continue.  Its CUDA processes
  * stay locked, their CUDA calls waiting, while their restore threads
  * bring the device memory back; should that fail, the tree is killed.
@@ -1315,6 +1344,7 @@ rst_run(struct rst *st)
 	int	r;
 
 	if ((r = gck_check_interrupt(st->ctx)) != GCK_OK ||
+	    (r = rst_job(st)) != GCK_OK ||
 	    (st->ready != NULL && (r = st->ready(st->ctx, st->ready_arg,
 	    st->pids[0])) != GCK_OK))
 		return r;

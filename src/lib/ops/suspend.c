@@ -24,6 +24,7 @@
 #include "core/proc.h"
 #include "core/util.h"
 #include "gpu/cuda.h"
+#include "gpu/job.h"
 #include "gpu/gpumap.h"
 
 struct cuda_tree {
@@ -33,6 +34,7 @@ struct cuda_tree {
 	struct gck_cuda		*cu;
 	struct gck_cproc	*cp;
 	size_t			 ncp;
+	pid_t			 job_holder;	/* of a job (job.c) */
 };
 
 static int	cuda_tree_open(struct gck_ctx *, const char *, pid_t,
@@ -65,15 +67,19 @@ static int
 cuda_tree_open(struct gck_ctx *ctx, const char *what, pid_t pid,
     struct cuda_tree *ct)
 {
-	int	r;
+	int	r, fd;
 
 	memset(ct, 0, sizeof *ct);
 	if ((r = gck_ptree_scan(ctx, pid, &ct->t)) != GCK_OK ||
 	    (r = gck_cuda_candidates(ctx, ct->t, &ct->cand, &ct->ncand)) !=
 	    GCK_OK ||
+	    (r = gck_job_setup(ctx, what, pid, ct->t, ct->cand, ct->ncand, 0,
+	    &ct->job_holder, &fd)) != GCK_OK ||
 	    (r = gck_cuda_prepare(ctx, what, pid, ct->cand, ct->ncand,
 	    &ct->cu)) != GCK_OK)
 		return r;
+	if (ct->cu != NULL)
+		gck_cuda_set_serial(ct->cu, ct->job_holder > 0);
 	if (ct->cu != NULL &&
 	    ((r = gck_cuda_init(ctx, ct->cu)) != GCK_OK ||
 	    (r = gck_cuda_find(ctx, ct->cu, ct->cand, ct->ncand, &ct->cp,
@@ -108,7 +114,8 @@ gck_suspend(struct gck_ctx *ctx, pid_t pid, unsigned int lock_ms,
 	    (r = gck_cuda_all_running(ctx, "suspend", ct.cp, ct.ncp)) !=
 	    GCK_OK)
 		goto out;
-	if (!staging && gck_cuda_storage(ct.cu)) {
+	/* (the driver offers no custom storage to a job) */
+	if (!staging && ct.job_holder == 0 && gck_cuda_storage(ct.cu)) {
 		if ((r = park_dir(ctx, pid, park, sizeof park)) != GCK_OK)
 			goto out;
 		/* (one left by a tree of that PID and start is not ours) */
