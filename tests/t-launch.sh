@@ -168,6 +168,35 @@ test_expect_success 'gpuckpt --suspend, gpurestore --resume: one at a time too' 
 	rm -f "$F/delay/checkpoint" "$F/delay/restore"
 '
 
+test_expect_success 'a job restored in a PID namespace of its own is checkpointed and restored again' '
+	# (the stand-in logs a process by its PID in its namespace)
+	keys=$WPIDS &&
+	"$GCKPT" -p $WPID -o img3.gck 2>err &&
+	for p in $WPIDS; do wait_gone $p || return 1; done &&
+	"$GCKRESTORE" --pidns img3.gck >out 2>err &&
+	root=$(cat out) &&
+	test "$root" != $WPID &&
+	WPIDS="$root $(proc_descendants $root)" &&
+	test $(echo $WPIDS | wc -w) -eq 2 &&
+	states RUNNING &&
+	verify_workload $root &&
+	echo 300 >"$F/delay/checkpoint" &&
+	: >"$F/log" &&
+	"$GCKPT" -v -p $root -o img4.gck 2>err &&
+	for p in $WPIDS; do wait_gone $p || return 1; done &&
+	test_grep "a job: its file is descriptor $fd of process $WPID; its processes one at a time" err &&
+	serial checkpoint $keys &&
+	"$GCKINSPECT" img4.gck >out &&
+	test_grep "^job .* its file descriptor $fd of process $WPID\$" out &&
+	rm -f "$F/delay/checkpoint" &&
+	"$GCKRESTORE" --pidns img4.gck >out 2>err &&
+	root=$(cat out) &&
+	WPIDS="$root $(proc_descendants $root)" &&
+	states RUNNING &&
+	verify_workload $root &&
+	WPID=$root
+'
+
 test_expect_success 'part of a job, without the process that holds its file: refused, left running' '
 	kill_tree $WPID &&
 	started= &&

@@ -141,20 +141,21 @@ gck_job_of(pid_t pid, char *val, size_t len)
 /*
  * Whether the CUDA processes among cand (ncand of them) of tree t, rooted
  * at root, are of a job: the file their environment names must be one a
- * process of the tree holds (/proc/PID/fd/N, a memfd of ours), the same
- * for each of them, and the tree not in a PID namespace of its own
- * (in_ns).  The driver is then told of it through this process's
- * environment (GCK_JOB_ENV), and *holderp and *fdp say where the file
- * is; without a job, the variable goes and *holderp is 0.  what is the
+ * process of the tree holds (/proc/PID/fd/N, PID as the tree's PID
+ * namespace ns sees it, NULL for ours; a memfd of ours), the same for
+ * each of them.  The driver is then told of it through this process's
+ * environment (GCK_JOB_ENV), by the holder's PID here, and *holderp (the
+ * holder's PID in ns, the image's) and *fdp say where the file is;
+ * without a job, the variable goes and *holderp is 0.  what is the
  * operation ("checkpoint").  Returns GCK_OK or a code.
  */
 int
 gck_job_setup(struct gck_ctx *ctx, const char *what, pid_t root,
     const struct gck_ptree *t, const struct gck_proc *cand, size_t ncand,
-    int in_ns, pid_t *holderp, int *fdp)
+    const struct gck_nsview *ns, pid_t *holderp, int *fdp)
 {
 	char	 val[256], first[256], path[64];
-	pid_t	 holder = 0, who = 0;
+	pid_t	 holder = 0, who = 0, host = 0;
 	size_t	 i;
 	int	 fd = -1, nc = 0;
 
@@ -176,19 +177,17 @@ gck_job_setup(struct gck_ctx *ctx, const char *what, pid_t root,
 		(void)unsetenv(GCK_JOB_ENV);
 		return GCK_OK;
 	}
-	if (in_ns)
-		return gck_set_error(ctx, GCK_EINVAL, "cannot %s pid %d: "
-		    "process %d is of a job ('%s'), and a job in a PID "
-		    "namespace of its own is not supported", what, (int)root,
-		    (int)who, first);
+	/* (the PID as the job's processes see it: in their namespace) */
 	if (sscanf(first, "/proc/%d/fd/%d%n", &holder, &fd, &nc) != 2 ||
 	    first[nc] != '\0' || fd < 0)
 		holder = 0;
 	for (i = 0; holder > 0 && i < t->n; i++)
-		if (t->procs[i].pid == holder)
+		if (gck_nsview_local(ns, t->procs[i].pid) == holder) {
+			host = t->procs[i].pid;
 			break;
-	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)holder, fd);
-	if (holder <= 0 || i == t->n || !job_file(path))
+		}
+	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)host, fd);
+	if (host <= 0 || !job_file(path))
 		return gck_set_error(ctx, GCK_EINVAL, "cannot %s pid %d: "
 		    "process %d is of a job whose file '%s' is not one that a "
 		    "process of the tree holds (start the job with gpuckpt "

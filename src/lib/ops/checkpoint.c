@@ -1192,7 +1192,7 @@ static int
 ckpt_job(struct ckpt *c)
 {
 	return gck_job_setup(c->ctx, "checkpoint", c->o->pid, c->pre,
-	    c->cand, c->ncand, c->ns != NULL, &c->job_holder, &c->job_fd);
+	    c->cand, c->ncand, c->ns, &c->job_holder, &c->job_fd);
 }
 
 /*

@@ -67,16 +67,19 @@ static int
 cuda_tree_open(struct gck_ctx *ctx, const char *what, pid_t pid,
     struct cuda_tree *ct)
 {
-	int	r, fd;
+	struct gck_nsview	*ns = NULL;
+	int			 r, fd;
 
 	memset(ct, 0, sizeof *ct);
 	if ((r = gck_ptree_scan(ctx, pid, &ct->t)) != GCK_OK ||
 	    (r = gck_cuda_candidates(ctx, ct->t, &ct->cand, &ct->ncand)) !=
-	    GCK_OK ||
-	    (r = gck_job_setup(ctx, what, pid, ct->t, ct->cand, ct->ncand, 0,
-	    &ct->job_holder, &fd)) != GCK_OK ||
-	    (r = gck_cuda_prepare(ctx, what, pid, ct->cand, ct->ncand,
-	    &ct->cu)) != GCK_OK)
+	    GCK_OK || (r = gck_nsview_of(ctx, pid, &ns)) != GCK_OK)
+		return r;
+	r = gck_job_setup(ctx, what, pid, ct->t, ct->cand, ct->ncand, ns,
+	    &ct->job_holder, &fd);
+	gck_nsview_free(ns);
+	if (r != GCK_OK || (r = gck_cuda_prepare(ctx, what, pid, ct->cand,
+	    ct->ncand, &ct->cu)) != GCK_OK)
 		return r;
 	if (ct->cu != NULL)
 		gck_cuda_set_serial(ct->cu, ct->job_holder > 0);
