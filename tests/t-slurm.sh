@@ -713,4 +713,26 @@ test_expect_success '--watch with no NVML, or no GPU: one line, and the job runs
 	unset SLURM_JOB_ID
 '
 
+test_expect_success '--launch: a job of two CUDA processes, under a job file, checkpointed as one, requeued, restored' '
+	echo "13010 590.44.01" >"$F/driver" &&
+	cat >launch.sh <<-EOF &&
+	#!/bin/sh
+	exec "$GCKSLURM" -d "$TRASH/ckpt/launch" --launch -- "$CUDAWORK" -n 2 -m 8 -f "$TRASH/launch.status"
+	EOF
+	chmod +x launch.sh &&
+	sbatch_job --requeue --open-mode=append -J launch -o "$TRASH/launch.out" \
+	    -D "$TRASH" --gres=gpu:1 --export=ALL,$CUDAENV "$TRASH/launch.sh" &&
+	j=$JOB &&
+	wait_for_line launch.status "^ready " 30 &&
+	inner=$(sed -n "s/^ready pid=\([0-9]*\).*/\1/p" launch.status) &&
+	tr "\0" "\n" </proc/$inner/environ >env &&
+	test_grep "^CUDA_CHECKPOINT_JOB_FILE=/proc/$inner/fd/[0-9]*\$" env &&
+	scancel --signal=USR1 --batch $j &&
+	wait_for_line launch.out "checkpointed to .*; requeueing it" 60 &&
+	"$GCKINSPECT" "$TRASH/ckpt/launch/image.gck" >out &&
+	test_grep "^job         its CUDA processes one job (gpuckpt --launch), its file descriptor [0-9]* of process $inner\$" out &&
+	restored_gpujob launch $j $inner &&
+	rm -f "$F/driver"
+'
+
 test_done
