@@ -197,6 +197,28 @@ test_expect_success 'a job restored in a PID namespace of its own is checkpointe
 	WPID=$root
 '
 
+test_expect_success 'a job'"'"'s image, a driver older than r590 here: one line, nothing restored' '
+	"$GCKPT" -p $WPID -o img5.gck 2>err &&
+	for p in $WPIDS; do wait_gone $p || return 1; done &&
+	echo "13000 580.65.06" >"$F/driver" &&
+	: >"$F/log" &&
+	test_status 1 "$GCKRESTORE" img5.gck >out 2>err &&
+	test_must_be_empty out &&
+	test_line_count err 1 &&
+	test_grep "^gpurestore: cannot restore: the image.s CUDA processes are one job (gpuckpt --launch), which needs NVIDIA driver r590 (CUDA 13.1) or newer; this driver is CUDA 13.0\$" err &&
+	test_must_be_empty "$F/log" &&
+	for p in $WPIDS; do proc_gone $p || return 1; done &&
+	test_status 1 "$GCKINSPECT" --check img5.gck >out 2>err &&
+	test_grep "the image.s CUDA processes are one job (gpuckpt --launch), which needs NVIDIA driver r590 (CUDA 13.1) or newer; the CUDA driver here is CUDA 13.0" err &&
+	echo "13040 595.10.01" >"$F/driver" &&
+	"$GCKRESTORE" --pidns img5.gck >out 2>err &&
+	root=$(cat out) &&
+	WPIDS="$root $(proc_descendants $root)" &&
+	states RUNNING &&
+	verify_workload $root &&
+	WPID=$root
+'
+
 test_expect_success 'part of a job, without the process that holds its file: refused, left running' '
 	kill_tree $WPID &&
 	started= &&

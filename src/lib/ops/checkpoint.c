@@ -1170,6 +1170,14 @@ ckpt_preflight(struct ckpt *c)
 	    (r = gck_cuda_prepare(ctx, "checkpoint", o->pid, c->cand,
 	    c->ncand, &c->cu)) != GCK_OK)
 		return r;
+	/* A driver before job files (r590) knows of no job. */
+	if (c->cu != NULL && c->job_holder > 0 &&
+	    gck_cuda_version(c->cu) < GCK_CUDA_JOB_VERSION) {
+		gck_log(ctx, 1, "the driver predates job files (r590): the "
+		    "tree is no job to it");
+		c->job_holder = 0;
+		(void)unsetenv(GCK_JOB_ENV);
+	}
 	if (c->cu != NULL)
 		gck_cuda_set_serial(c->cu, c->job_holder > 0);
 	/*

@@ -1672,6 +1672,12 @@ check_gpus(struct gck_ctx *ctx, const struct gck_manifest *m, json_t *fl)
 	else if (gck_cuda_version(cu) < mc->driver_version)
 		finding(fl, "fail", "driver", "the CUDA driver here (%s) is "
 		    "older than the image's (%s)", here, img);
+	if (mc->job_holder > 0 && gck_cuda_version(cu) >=
+	    GCK_CUDA_CKPT_VERSION && gck_cuda_version(cu) < GCK_CUDA_JOB_VERSION)
+		finding(fl, "fail", "driver", "the image's CUDA processes are "
+		    "one job (gpuckpt --launch), which needs NVIDIA driver "
+		    "r590 (CUDA 13.1) or newer; the CUDA driver here is %s",
+		    here);
 	if (gck_gpumap_plan(ctx, mc, host, nhost, NULL, dst, &remap) !=
 	    GCK_OK) {
 		finding(fl, "fail", "gpu", "%s", gck_error_string(ctx));

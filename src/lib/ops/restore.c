@@ -179,6 +179,17 @@ gpu_preflight(struct gck_ctx *ctx, const struct gck_manifest *m,
 			    (int)mc->procs[i].pid, mc->procs[i].comm, ver);
 			goto out;
 		}
+	/* A job's processes are of it to a driver that knows job files. */
+	if (mc->job_holder > 0 &&
+	    gck_cuda_version(*cup) < GCK_CUDA_JOB_VERSION) {
+		gck_cuda_version_string(gck_cuda_version(*cup), ver,
+		    sizeof ver);
+		r = gck_set_error(ctx, GCK_ECUDA, "cannot restore: the image's "
+		    "CUDA processes are one job (gpuckpt --launch), which needs "
+		    "NVIDIA driver r590 (CUDA 13.1) or newer; this driver is "
+		    "%s", ver);
+		goto out;
+	}
 	if ((r = gck_gpumap_plan(ctx, mc, host, nhost, map, dst, &remap)) !=
 	    GCK_OK)
 		goto out;
