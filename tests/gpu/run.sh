@@ -13,7 +13,7 @@
 #             13040, CUDA 13.4, has custom storage)
 #   -n        say what the host allows, and run no test
 #   -t LIST   the tests to run, of: health t-gpu steps storage suspend
-#             roundtrip tree torch (default all)
+#             roundtrip tree job torch (default all)
 #   -s LIST   the device memory of the figures, in MiB
 #             (default "1024 4096 16384"; with -f "64 256")
 #   -w DIR    where the images go (default a new directory in $TMPDIR
@@ -33,7 +33,7 @@ if [ -z "${GCK_RUN_REAPER:-}" ]; then
 fi
 report=gpu-report.txt fake='' sizes='' work='' keep='' tests='' probe=''
 fakeapi=13000
-ALL="health t-gpu steps storage suspend roundtrip tree torch"
+ALL="health t-gpu steps storage suspend roundtrip tree job torch"
 usage() {
 	echo "usage: run [-fkn] [-a api] [-o report] [-s \"MiB ...\"] [-t \"test ...\"] [-w dir]" >&2
 	exit 2
@@ -179,13 +179,14 @@ say ""
 
 # --- helpers ---
 # start NAME ARGS...: cudawork ARGS in a session of its own, its status
-# file $work/NAME.status; sets WPID, WST.
+# file $work/NAME.status; sets WPID, WST.  With LAUNCH=1, under a job
+# file of its own (gpuckpt --launch).
 start() {
 	WST=$work/$1.status
 	shift
 	rm -f "$WST"
-	LD_LIBRARY_PATH=$WORKLD setsid "$B/work/cudawork" -f "$WST" "$@" \
-	    </dev/null >/dev/null 2>"$WST.err" &
+	LD_LIBRARY_PATH=$WORKLD setsid ${LAUNCH:+gpuckpt --launch} \
+	    "$B/work/cudawork" -f "$WST" "$@" </dev/null >/dev/null 2>"$WST.err" &
 	WPID=$!
 	disown $WPID
 	started="$started $WPID"
@@ -394,6 +395,37 @@ roundtrip() {
 	stop $WPID
 }
 
+# A job of two processes under a job file of its own (gpuckpt --launch,
+# driver r590): gpuckpt -p PID | gpurestore, the driver told of the job
+# and given its processes one at a time.
+job() {
+	local name="gpuckpt --launch: a job of 2 processes of 256 MiB, gpuckpt | gpurestore" out
+	if [ -z "$criu_ok" ]; then result skip "$name" "criu cannot work here"; return; fi
+	if [ "$ckapi" != yes ]; then
+		result skip "$name" "the driver has no checkpoint API"; return
+	fi
+	if [ "$major" -lt 590 ]; then
+		result skip "$name" "the driver (${release:-release unknown}) has no job files: r590 is needed"; return
+	fi
+	LAUNCH=1 start job -m 256 -n 2 || { result fail "$name" "$WHY"; return; }
+	if ! tr '\0' '\n' </proc/$WPID/environ |
+	    grep -q "^CUDA_CHECKPOINT_JOB_FILE=/proc/$WPID/fd/"; then
+		result fail "$name" "cudawork is not under a job file"; stop $WPID; return
+	fi
+	check $WPID || { result fail "$name" "before: $WHY"; stop $WPID; return; }
+	(cd "$work" && gpuckpt -v -p $WPID 2>"$work/ckpt.err" |
+	    gpurestore >"$work/restore.out" 2>"$work/restore.err")
+	out=$(cat "$work/restore.out")
+	if ! grep -q ": a job: its file is descriptor [0-9]* of process $WPID; its processes one at a time$" "$work/ckpt.err"; then
+		result fail "$name" "gpuckpt did not take it as a job: $(tail -n 1 "$work/ckpt.err")"
+	elif [ "$out" = "$WPID" ] && check $WPID; then
+		result pass "$name: taken as one job, memory checked on the GPU after"
+	else
+		result fail "$name" "$(cat "$work/ckpt.err" "$work/restore.err" | tail -n 2 | tr '\n' ' ') ${WHY:-}"
+	fi
+	stop $WPID
+}
+
 # gpuwatch registers every GPU for NVML's health events and waits 2 s:
 # none should come (exit 3); an event that does is a GPU in trouble.
 health() {
@@ -491,6 +523,7 @@ if want suspend; then for m in $sizes; do suspres "$m"; done; fi
 set -- $sizes
 want roundtrip && roundtrip "${1:-64}" 1
 want tree && roundtrip 256 2
+want job && job
 want torch && torchrun
 
 say ""
