@@ -168,6 +168,16 @@ test_expect_success 'gpuckpt --suspend, gpurestore --resume: one at a time too' 
 	rm -f "$F/delay/checkpoint" "$F/delay/restore"
 '
 
+# restored_ns IMAGE: the job restored from IMAGE in a PID namespace of its
+# own, running, its memory checked; WPID and WPIDS its PIDs here.
+restored_ns() {
+	"$GCKRESTORE" --pidns "$1" >out 2>err &&
+	WPID=$(cat out) &&
+	WPIDS="$WPID $(proc_descendants $WPID)" &&
+	states RUNNING &&
+	verify_workload $WPID
+}
+
 test_expect_success 'a job restored in a PID namespace of its own is checkpointed and restored again' '
 	# (the stand-in logs a process by its PID in its namespace)
 	keys=$WPIDS &&
@@ -189,12 +199,7 @@ test_expect_success 'a job restored in a PID namespace of its own is checkpointe
 	"$GCKINSPECT" img4.gck >out &&
 	test_grep "^job .* its file descriptor $fd of process $WPID\$" out &&
 	rm -f "$F/delay/checkpoint" &&
-	"$GCKRESTORE" --pidns img4.gck >out 2>err &&
-	root=$(cat out) &&
-	WPIDS="$root $(proc_descendants $root)" &&
-	states RUNNING &&
-	verify_workload $root &&
-	WPID=$root
+	restored_ns img4.gck
 '
 
 test_expect_success 'a job'"'"'s image, a driver older than r590 here: one line, nothing restored' '
@@ -211,12 +216,7 @@ test_expect_success 'a job'"'"'s image, a driver older than r590 here: one line,
 	test_status 1 "$GCKINSPECT" --check img5.gck >out 2>err &&
 	test_grep "the image.s CUDA processes are one job (gpuckpt --launch), which needs NVIDIA driver r590 (CUDA 13.1) or newer; the CUDA driver here is CUDA 13.0" err &&
 	echo "13040 595.10.01" >"$F/driver" &&
-	"$GCKRESTORE" --pidns img5.gck >out 2>err &&
-	root=$(cat out) &&
-	WPIDS="$root $(proc_descendants $root)" &&
-	states RUNNING &&
-	verify_workload $root &&
-	WPID=$root
+	restored_ns img5.gck
 '
 
 test_expect_success 'part of a job, without the process that holds its file: refused, left running' '
