@@ -219,6 +219,39 @@ test_expect_success 'a job'"'"'s image, a driver older than r590 here: one line,
 	restored_ns img5.gck
 '
 
+test_expect_success 'a job whose file each process names as its own (/proc/self/fd/N), another memfd: taken as one too' '
+	kill_tree $WPID &&
+	started= &&
+	cat >"$TRASH/selfwork" <<-EOF &&
+	#!/bin/sh
+	exec python3 -c "
+	import os, sys
+	fd = os.memfd_create(\"nvidia-job\", 0)
+	os.environ[\"CUDA_CHECKPOINT_JOB_FILE\"] = \"/proc/self/fd/%d\" % fd
+	os.execv(sys.argv[1], sys.argv[1:])" "$CUDAWORK" "\$@"
+	EOF
+	chmod +x "$TRASH/selfwork" &&
+	_cw=$CUDAWORK &&
+	CUDAWORK=$TRASH/selfwork &&
+	cuda_start j3 -n 2 -m 4 &&
+	CUDAWORK=$_cw &&
+	fd=$(tr "\0" "\n" </proc/$WPID/environ |
+	    sed -n "s|^CUDA_CHECKPOINT_JOB_FILE=/proc/self/fd/||p") &&
+	test -n "$fd" &&
+	echo 300 >"$F/delay/checkpoint" &&
+	: >"$F/log" &&
+	"$GCKPT" -v -p $WPID -o img6.gck 2>err &&
+	for p in $WPIDS; do wait_gone $p || return 1; done &&
+	test_grep "a job: its file is descriptor $fd of process $WPID; its processes one at a time" err &&
+	serial checkpoint $WPIDS &&
+	rm -f "$F/delay/checkpoint" &&
+	: >"$F/log" &&
+	"$GCKRESTORE" img6.gck >out 2>err &&
+	serial restore $WPIDS &&
+	states RUNNING &&
+	verify_workload $WPID
+'
+
 test_expect_success 'part of a job, without the process that holds its file: refused, left running' '
 	kill_tree $WPID &&
 	started= &&

@@ -109,7 +109,8 @@ work_signals(int flags)
  * Closes the descriptors above 2: those inherited from the test harness
  * or the shell (log files, make's jobserver pipes) are not part of the
  * state under test.  A job file that CUDA_CHECKPOINT_JOB_FILE names as
- * this process's own (gpuckpt --launch) stays: it is the job's.
+ * this process's own (gpuckpt --launch; /proc/self/fd/N or /dev/fd/N)
+ * stays: it is the job's.
  */
 static inline void
 work_close_inherited(void)
@@ -119,6 +120,10 @@ work_close_inherited(void)
 	int		 fd, keep = -1, n;
 
 	snprintf(own, sizeof own, "/proc/%d/fd/", (int)getpid());
+	if (jf != NULL && strncmp(jf, "/proc/self/fd/", 14) == 0)
+		snprintf(own, sizeof own, "/proc/self/fd/");
+	else if (jf != NULL && strncmp(jf, "/dev/fd/", 8) == 0)
+		snprintf(own, sizeof own, "/dev/fd/");
 	if (jf != NULL && strncmp(jf, own, strlen(own)) == 0 &&
 	    sscanf(jf + strlen(own), "%d%n", &keep, &n) == 1 &&
 	    jf[strlen(own) + (size_t)n] == '\0' && keep > 2) {

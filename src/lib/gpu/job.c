@@ -34,7 +34,10 @@
 #include "gpu/cuda.h"
 #include "gpu/job.h"
 
-/* Whether path (/proc/PID/fd/N) is a job file gck_job_new() made. */
+/*
+ * Whether path (/proc/PID/fd/N) is a job file: a memfd, as gck_job_new()
+ * and cuda-checkpoint --launch-job make it, whatever its name.
+ */
 static int
 job_file(const char *path)
 {
@@ -44,8 +47,35 @@ job_file(const char *path)
 	if ((n = readlink(path, link, sizeof link - 1)) <= 0)
 		return 0;
 	link[n] = '\0';
-	return strncmp(link, "/memfd:" GCK_JOB_NAME,
-	    strlen("/memfd:" GCK_JOB_NAME)) == 0;
+	return strncmp(link, "/memfd:", strlen("/memfd:")) == 0;
+}
+
+/*
+ * Where the job file that val names is: *pidp, the process that holds
+ * it as its processes see it (0: each process, its own descriptor, as
+ * /proc/self/fd/N and /dev/fd/N say), and *fdp.  Returns 0, or -1 when
+ * val names a file in no such way.
+ */
+static int
+job_where(const char *val, pid_t *pidp, int *fdp)
+{
+	int	pid, fd, n = 0;
+
+	*pidp = 0;
+	if (sscanf(val, "/proc/%d/fd/%d%n", &pid, &fd, &n) == 2 &&
+	    val[n] == '\0' && pid > 0 && fd >= 0) {
+		*pidp = pid;
+		*fdp = fd;
+		return 0;
+	}
+	n = 0;
+	if ((sscanf(val, "/proc/self/fd/%d%n", &fd, &n) == 1 ||
+	    (n = 0, sscanf(val, "/dev/fd/%d%n", &fd, &n) == 1)) &&
+	    val[n] == '\0' && fd >= 0) {
+		*fdp = fd;
+		return 0;
+	}
+	return -1;
 }
 
 /*
@@ -141,9 +171,9 @@ gck_job_of(pid_t pid, char *val, size_t len)
 /*
  * Whether the CUDA processes among cand (ncand of them) of tree t, rooted
  * at root, are of a job: the file their environment names must be one a
- * process of the tree holds (/proc/PID/fd/N, PID as the tree's PID
- * namespace ns sees it, NULL for ours; a memfd of ours), the same for
- * each of them.  The driver is then told of it through this process's
+ * process of the tree holds, a memfd (/proc/PID/fd/N, PID as the tree's
+ * PID namespace ns sees it, NULL for ours; or /proc/self/fd/N or
+ * /dev/fd/N, each process's own), the same for each of them.  The driver is then told of it through this process's
  * environment (GCK_JOB_ENV), by the holder's PID here, and *holderp (the
  * holder's PID in ns, the image's) and *fdp say where the file is;
  * without a job, the variable goes and *holderp is 0.  what is the
@@ -157,7 +187,7 @@ gck_job_setup(struct gck_ctx *ctx, const char *what, pid_t root,
 	char	 val[256], first[256], path[64];
 	pid_t	 holder = 0, who = 0, host = 0;
 	size_t	 i;
-	int	 fd = -1, nc = 0;
+	int	 fd = -1;
 
 	*holderp = 0;
 	*fdp = 0;
@@ -177,15 +207,20 @@ gck_job_setup(struct gck_ctx *ctx, const char *what, pid_t root,
 		(void)unsetenv(GCK_JOB_ENV);
 		return GCK_OK;
 	}
-	/* (the PID as the job's processes see it: in their namespace) */
-	if (sscanf(first, "/proc/%d/fd/%d%n", &holder, &fd, &nc) != 2 ||
-	    first[nc] != '\0' || fd < 0)
-		holder = 0;
-	for (i = 0; holder > 0 && i < t->n; i++)
-		if (gck_nsview_local(ns, t->procs[i].pid) == holder) {
+	/*
+	 * The holder's PID as the job's processes see it (in their
+	 * namespace); or each holds its own, and the first found stands
+	 * for them all.
+	 */
+	if (job_where(first, &holder, &fd) == -1)
+		holder = -1;
+	else if (holder == 0) {
+		host = who;
+		holder = gck_nsview_local(ns, who);
+	}
+	for (i = 0; host == 0 && holder > 0 && i < t->n; i++)
+		if (gck_nsview_local(ns, t->procs[i].pid) == holder)
 			host = t->procs[i].pid;
-			break;
-		}
 	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)host, fd);
 	if (host <= 0 || !job_file(path))
 		return gck_set_error(ctx, GCK_EINVAL, "cannot %s pid %d: "
