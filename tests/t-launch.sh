@@ -168,6 +168,18 @@ test_expect_success 'gpuckpt --suspend, gpurestore --resume: one at a time too' 
 	rm -f "$F/delay/checkpoint" "$F/delay/restore"
 '
 
+# job_checkpoint ROOT IMAGE: gpuckpt -v of the job at ROOT into IMAGE,
+# each checkpoint of the stand-in 300 ms long, its log emptied first; the
+# processes WPIDS gone after, and gpuckpt took a job, its file descriptor
+# $fd of process $WPID, one process at a time.
+job_checkpoint() {
+	echo 300 >"$F/delay/checkpoint" &&
+	: >"$F/log" &&
+	"$GCKPT" -v -p $1 -o "$2" 2>err &&
+	for _p in $WPIDS; do wait_gone $_p || return 1; done &&
+	test_grep "a job: its file is descriptor $fd of process $WPID; its processes one at a time" err
+}
+
 # restored_ns IMAGE: the job restored from IMAGE in a PID namespace of its
 # own, running, its memory checked; WPID and WPIDS its PIDs here.
 restored_ns() {
@@ -190,11 +202,7 @@ test_expect_success 'a job restored in a PID namespace of its own is checkpointe
 	test $(echo $WPIDS | wc -w) -eq 2 &&
 	states RUNNING &&
 	verify_workload $root &&
-	echo 300 >"$F/delay/checkpoint" &&
-	: >"$F/log" &&
-	"$GCKPT" -v -p $root -o img4.gck 2>err &&
-	for p in $WPIDS; do wait_gone $p || return 1; done &&
-	test_grep "a job: its file is descriptor $fd of process $WPID; its processes one at a time" err &&
+	job_checkpoint $root img4.gck &&
 	serial checkpoint $keys &&
 	"$GCKINSPECT" img4.gck >out &&
 	test_grep "^job .* its file descriptor $fd of process $WPID\$" out &&
@@ -238,11 +246,7 @@ test_expect_success 'a job whose file each process names as its own (/proc/self/
 	fd=$(tr "\0" "\n" </proc/$WPID/environ |
 	    sed -n "s|^CUDA_CHECKPOINT_JOB_FILE=/proc/self/fd/||p") &&
 	test -n "$fd" &&
-	echo 300 >"$F/delay/checkpoint" &&
-	: >"$F/log" &&
-	"$GCKPT" -v -p $WPID -o img6.gck 2>err &&
-	for p in $WPIDS; do wait_gone $p || return 1; done &&
-	test_grep "a job: its file is descriptor $fd of process $WPID; its processes one at a time" err &&
+	job_checkpoint $WPID img6.gck &&
 	serial checkpoint $WPIDS &&
 	rm -f "$F/delay/checkpoint" &&
 	: >"$F/log" &&

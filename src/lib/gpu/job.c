@@ -173,11 +173,14 @@ gck_job_of(pid_t pid, char *val, size_t len)
  * at root, are of a job: the file their environment names must be one a
  * process of the tree holds, a memfd (/proc/PID/fd/N, PID as the tree's
  * PID namespace ns sees it, NULL for ours; or /proc/self/fd/N or
- * /dev/fd/N, each process's own), the same for each of them.  The driver is then told of it through this process's
- * environment (GCK_JOB_ENV), by the holder's PID here, and *holderp (the
- * holder's PID in ns, the image's) and *fdp say where the file is;
- * without a job, the variable goes and *holderp is 0.  what is the
- * operation ("checkpoint").  Returns GCK_OK or a code.
+ * /dev/fd/N, each process's own), the same for each of them.  The driver
+ * is then told of it through this process's environment (GCK_JOB_ENV),
+ * by the holder's PID here, and *holderp (the holder's PID in ns, the
+ * image's) and *fdp say where the file is; without a job, the variable
+ * goes and *holderp is 0.  what is the operation ("checkpoint").  The
+ * environment is read whole here: the tree's scan keeps only its first
+ * GCK_ENV_MAX bytes, and a variable set last may lie beyond.  Returns
+ * GCK_OK or a code.
  */
 int
 gck_job_setup(struct gck_ctx *ctx, const char *what, pid_t root,
