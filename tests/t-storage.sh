@@ -102,8 +102,9 @@ test_expect_success 'checkpoint: device memory through custom storage, not the h
 	for p in $WPIDS; do
 		grep "^gpuckpt: process $p: device memory of 1 GPU through custom storage\$" err || exit 1
 	done &&
-	# each chunk as it was compressed during the copy, none again
-	test "$(grep -c "^gpuckpt: image: cuda-[0-9]*-0\.mem: [1-9][0-9]* chunks as the spool compressed them, 0 referred to or patched, 0 from their data\$" err)" = 2 &&
+	# each chunk as it was compressed during the copy, none again, in
+	# segments of 16 MiB: 64 MiB and the page of the counter make 5
+	test "$(grep -c "^gpuckpt: image: cuda-[0-9]*-0\.mem: 65 chunks as the spool compressed them, 0 referred to or patched, 0 from their data, in 5 segments\$" err)" = 2 &&
 	# no process held more than 8 MiB more than before when criu came
 	dump_anon lt 8192 &&
 	test -z "$(ls -A "$TMPDIR")"
@@ -123,12 +124,29 @@ test_expect_success 'the manifest names the files of device memory, after criu'"
 	    assert len(cs) == 1, cs
 	    f = cs[0]
 	    assert f["file"] == "cuda-%d-0.mem" % pid, f
-	    # 64 MiB and the page of the counter
+	    # 64 MiB and the page of the counter, in files of 16 MiB
 	    assert 64 << 20 <= f["size"] < 65 << 20, f
-	    assert files[f["file"]]["memory"] is True
-	    assert files[f["file"]]["cuda"] is True
-	    assert files[f["file"]]["size"] == f["size"]
+	    assert f["segment"] == 16 << 20, f
+	    segs = ["%s.%05d" % (f["file"], s) for s in range(5)]
+	    for s, name in enumerate(segs):
+	        assert files[name]["memory"] is True
+	        assert files[name]["cuda"] is True
+	        assert files[name]["size"] == min(16 << 20,
+	                                          f["size"] - s * (16 << 20))
+	    assert sum(files[n]["size"] for n in segs) == f["size"]
+	    assert f["file"] not in files
+	# the first segment of each GPU, then the second...: in the list
+	# and in the image
+	order = ["cuda-%d-0.mem.%05d" % (pid, s) for s in range(5)
+	         for pid in pids]
+	assert [f["name"] for f in m["files"] if f.get("cuda")] == order
 	names = [l.strip() for l in open("list")]
+	dev = []
+	for n in names:
+	    n = n[len("criu/"):].split(".part")[0]
+	    if n.startswith("cuda-") and (not dev or dev[-1] != n):
+	        dev.append(n)
+	assert dev == order, dev
 	crit = [i for i, n in enumerate(names) if n.startswith("criu/") and
 	        not n.startswith("criu/cuda-")]
 	dev = [i for i, n in enumerate(names) if n.startswith("criu/cuda-")]
@@ -144,13 +162,37 @@ test_expect_success 'the image holds the very chunks the copy compressed into th
 	ls spool.dump/*.mem.idx >idx &&
 	test_line_count idx 2 &&
 	python3 - img.gck spool.dump/*.mem <<-\EOF
-	import sys
+	import struct, sys
 	img = open(sys.argv[1], "rb").read()
+	where = []
 	for path in sys.argv[2:]:
 	    spool = open(path, "rb").read()
 	    # zstd frames, each the entry of a chunk, as the image has them
 	    assert spool[:4] == b"\x28\xb5\x2f\xfd", path
-	    assert img.find(spool) > 0, path
+	    # the index: a header, then each chunk'"'"'s record (its length,
+	    # where its frame is, how long, whether raw, its digest) and its
+	    # pages'"'"' digests (format 3)
+	    idx = open(path + ".idx", "rb").read()
+	    size, nchunks, fmt = struct.unpack_from("=QQi", idx, 8)
+	    assert fmt == 3 and nchunks == 65, (fmt, nchunks)
+	    off, frames = 40, []
+	    for c in range(nchunks):
+	        ln, at, zlen, raw = struct.unpack_from("=QQQQ", idx, off)
+	        assert raw == 0
+	        frames.append(spool[at:at + zlen])
+	        off += 64 + 16 * (ln // 4096)
+	    # each segment of 16 chunks, its frames one after the other
+	    at = []
+	    for s in range(0, nchunks, 16):
+	        i = img.find(b"".join(frames[s:s + 16]))
+	        assert i > 0, (path, s)
+	        at.append(i)
+	    where.append(at)
+	# segment s of the first GPU before that of the second, and that
+	# before segment s + 1 of the first
+	a, b = sorted(where)
+	for s in range(len(a)):
+	    assert a[s] < b[s] and (s + 1 == len(a) or b[s] < a[s + 1]), where
 	EOF
 '
 
@@ -198,14 +240,17 @@ test_expect_success 'cat IMAGE | gpurestore: from a stream, each chunk to its GP
 	import re, tarfile
 	sizes = {}
 	for x in tarfile.open("img2.tar"):
-	    m = re.match(r"criu/(cuda-[0-9]+-[0-9]+\.mem)(\.part([0-9]+))?$",
-	                 x.name)
+	    m = re.match(r"criu/(cuda-[0-9]+-[0-9]+\.mem\.[0-9]{5})"
+	                 r"(\.part([0-9]+))?$", x.name)
 	    if m:
 	        sizes.setdefault(m.group(1), []).append(x.size)
-	assert len(sizes) == 2, sizes
+	# 2 GPUs of 5 segments: 4 of 16 chunks, the last a page
+	assert len(sizes) == 10, sizes
 	for f, s in sizes.items():
-	    assert len(s) > 1 and all(n == 1 << 20 for n in s[:-1]), (f, s)
-	    assert 0 < s[-1] <= 1 << 20, (f, s)
+	    if f.endswith(".00004"):
+	        assert s == [4096], (f, s)
+	    else:
+	        assert s == [1 << 20] * 16, (f, s)
 	EOF
 	rm img2.tar &&
 	: >"$F/copies" &&
@@ -214,6 +259,12 @@ test_expect_success 'cat IMAGE | gpurestore: from a stream, each chunk to its GP
 	test_cmp expect out &&
 	test_grep "device memory of 2 GPUs of 2 processes through custom storage: each chunk to its GPU as it is decompressed\$" err &&
 	given_ok &&
+	# both GPUs fed as the stream comes, not one after the other: the
+	# copies to the one and to the other alternate, a segment or so
+	# at a time (one after the other would make 2 runs)
+	awk "\$1 == \"htod\" { print \$2 }" copies | uniq | wc -l >runs &&
+	echo "$(cat runs) runs of copies to one GPU" &&
+	test $(cat runs) -ge 6 &&
 	running_on
 '
 
@@ -410,7 +461,7 @@ test_expect_success 'a stream whose manifest misplaces the chunks is refused, in
 	cat lying.gck | test_status 1 "$GCKRESTORE" >out 2>err &&
 	test_must_be_empty out &&
 	test_line_count err 1 &&
-	test_grep "^gpurestore: corrupt image: .cuda-$WPID-0\.mem. part 0 holds more than the 524288 bytes its manifest gives; the restored process tree $WPID was killed\$" err &&
+	test_grep "^gpurestore: corrupt image: .cuda-$WPID-0\.mem\.00000. part 0 holds more than the 524288 bytes its manifest gives; the restored process tree $WPID was killed\$" err &&
 	for p in $WPIDS; do proc_gone $p || exit 1; done &&
 	test -z "$(ls -A "$TMPDIR")" &&
 	"$GCKRESTORE" raw.gck >out 2>err &&
@@ -627,7 +678,7 @@ test_expect_success '--parent after one page in 64 rewritten all over: patches o
 	for p in $WPIDS; do wait_gone $p || exit 1; done &&
 	# every chunk of the root'"'"'s a patch (or a reference), none whole
 	# but its last, the page of its counter alone, which changed
-	grep "^gpuckpt: image: cuda-$WPID-0\.mem: 1 chunks as the spool compressed them, 64 referred to or patched, 0 from their data\$" err &&
+	grep "^gpuckpt: image: cuda-$WPID-0\.mem: 1 chunks as the spool compressed them, 64 referred to or patched, 0 from their data, in 5 segments\$" err &&
 	full=$(wc -c <base.gck) && incr=$(wc -c <scat.gck) &&
 	echo "full $full, incremental $incr bytes" &&
 	test $incr -lt $((full / 8)) &&
@@ -682,7 +733,11 @@ test_expect_success 'a GPU the process holds nothing on: an empty file, given ba
 		                                   for k in (0, 1)], cs
 		assert cs[0]["size"] >= 8 << 20 and cs[1]["size"] == 0, cs
 		files = {f["name"]: f for f in m["files"]}
-		assert files["cuda-%d-1.mem" % pid]["size"] == 0
+		# less than 16 MiB: one segment; an empty one
+		for k in (0, 1):
+		    name = "cuda-%d-%d.mem.%05d" % (pid, k, 0)
+		    assert files[name]["size"] == cs[k]["size"], name
+		    assert "cuda-%d-%d.mem.00001" % (pid, k) not in files
 		EOF
 		if test $how = file; then
 			"$GCKRESTORE" -v empty.gck >out 2>err

@@ -207,6 +207,44 @@ test_wrong_size(void **state)
 	free(m);
 }
 
+/*
+ * The segments a GPU's memory is cut in: 16 MiB, doubled until a GPU
+ * has at most 2048; the last the rest; an empty GPU's one empty file;
+ * unsegmented (0), one file.
+ */
+static void
+test_segments(void **state)
+{
+	const uint64_t	mib = 1 << 20, gib = 1 << 30;
+	char		name[64];
+
+	(void)state;
+	assert_int_equal(gck_cuda_segment(0), 16 * mib);
+	assert_int_equal(gck_cuda_segment(64 * mib + 4096), 16 * mib);
+	assert_int_equal(gck_cuda_segment(32 * gib), 16 * mib);
+	assert_int_equal(gck_cuda_segment(32 * gib + 1), 32 * mib);
+	assert_int_equal(gck_cuda_segment(80 * gib), 64 * mib);
+	assert_true(gck_cuda_nsegs(141 * gib, gck_cuda_segment(141 * gib)) <=
+	    2048);
+	assert_int_equal(gck_cuda_nsegs(0, 16 * mib), 1);
+	assert_int_equal(gck_cuda_seg_size(0, 16 * mib, 0), 0);
+	assert_int_equal(gck_cuda_nsegs(16 * mib, 16 * mib), 1);
+	assert_int_equal(gck_cuda_nsegs(16 * mib + 4096, 16 * mib), 2);
+	assert_int_equal(gck_cuda_seg_size(16 * mib + 4096, 16 * mib, 0),
+	    16 * mib);
+	assert_int_equal(gck_cuda_seg_size(16 * mib + 4096, 16 * mib, 1),
+	    4096);
+	assert_int_equal(gck_cuda_seg_size(16 * mib + 4096, 16 * mib, 2), 0);
+	assert_int_equal(gck_cuda_nsegs(64 * mib, 0), 1);
+	assert_int_equal(gck_cuda_seg_size(64 * mib, 0, 0), 64 * mib);
+	gck_cuda_seg_file(name, sizeof name, 42, 1, 16 * mib, 3);
+	assert_string_equal(name, "cuda-42-1.mem.00003");
+	gck_cuda_seg_file(name, sizeof name, 42, 1, 16 * mib, 123456);
+	assert_string_equal(name, "cuda-42-1.mem.123456");
+	gck_cuda_seg_file(name, sizeof name, 42, 1, 0, 0);
+	assert_string_equal(name, "cuda-42-1.mem");
+}
+
 int
 main(void)
 {
@@ -219,6 +257,7 @@ main(void)
 		    unit_teardown),
 		cmocka_unit_test_setup_teardown(test_wrong_size, unit_setup,
 		    unit_teardown),
+		cmocka_unit_test(test_segments),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -764,6 +764,70 @@ test_custom_storage(void **state)
 	check_bad(*state, c, NELEM(c));
 }
 
+#define SG_STORE(chunk, seg)						\
+	",\"custom_storage\":[{\"file\":\"cuda-7-0.mem\","		\
+	"\"size\":33558528,\"chunk\":" chunk ",\"segment\":" seg "}]"
+#define SG_FILE(name, size)						\
+	",{\"name\":\"" name "\",\"size\":" size ",\"memory\":true,"	\
+	"\"cuda\":true}"
+#define SG_FILES							\
+	SG_FILE("cuda-7-0.mem.00000", "16777216")			\
+	SG_FILE("cuda-7-0.mem.00001", "16777216")			\
+	SG_FILE("cuda-7-0.mem.00002", "4096")
+
+/*
+ * Device memory of custom storage in segments: a GPU's memory in files
+ * of the segment's size, the last the rest, each listed as such, and
+ * segments of whole chunks.
+ */
+static void
+test_custom_segments(void **state)
+{
+	const struct gck_mcuda	*mc;
+	struct gck_manifest	*m;
+	static const struct bad_case c[] = {
+		/* a segment missing, of another size, or one too many */
+		{ CS_M(SG_STORE("1048576", "16777216"),
+		    SG_FILE("cuda-7-0.mem.00000", "16777216")
+		    SG_FILE("cuda-7-0.mem.00002", "4096")), GCK_EFORMAT,
+		    "corrupt image: the device memory of process 7, GPU 0, is "
+		    "not in the file list as the manifest gives it" },
+		{ CS_M(SG_STORE("1048576", "16777216"),
+		    SG_FILE("cuda-7-0.mem.00000", "16777216")
+		    SG_FILE("cuda-7-0.mem.00001", "16773120")
+		    SG_FILE("cuda-7-0.mem.00002", "8192")), GCK_EFORMAT,
+		    "is not in the file list as the manifest gives it" },
+		{ CS_M(SG_STORE("1048576", "16777216"), SG_FILES
+		    SG_FILE("cuda-7-0.mem.00003", "0")), GCK_EFORMAT,
+		    "the file list has device memory no CUDA process names" },
+		/* the memory in one file where the manifest says segments */
+		{ CS_M(SG_STORE("1048576", "16777216"),
+		    SG_FILE("cuda-7-0.mem", "33558528")), GCK_EFORMAT,
+		    "is not in the file list as the manifest gives it" },
+		/* segments not of whole chunks, without chunks, negative */
+		{ CS_M(SG_STORE("1048576", "16781312"), SG_FILES), GCK_EFORMAT,
+		    "bad custom storage of CUDA process 7 in the manifest" },
+		{ CS_M(SG_STORE("0", "16777216"), SG_FILES), GCK_EFORMAT,
+		    "bad custom storage" },
+		{ CS_M(SG_STORE("1048576", "-16777216"), SG_FILES),
+		    GCK_EFORMAT, "bad custom storage" },
+		/* more segments than an image lists */
+		{ CS_M(",\"custom_storage\":[{\"file\":\"cuda-7-0.mem\","
+		    "\"size\":268439552,\"chunk\":4096,\"segment\":4096}]",
+		    SG_FILES), GCK_EFORMAT, "bad custom storage" },
+	};
+
+	parse_ok(*state, CS_M(SG_STORE("1048576", "16777216"), SG_FILES), &m);
+	mc = gck_manifest_cuda(m);
+	assert_non_null(mc);
+	assert_int_equal(mc->procs[0].devsize[0], 33558528);
+	assert_int_equal(mc->procs[0].devseg[0], 16777216);
+	assert_int_equal(gck_manifest_file_cuda(m, "cuda-7-0.mem.00002"), 1);
+	assert_int_equal(gck_manifest_file_cuda(m, "cuda-7-0.mem"), 0);
+	gck_manifest_free(m);
+	check_bad(*state, c, NELEM(c));
+}
+
 static void
 test_free_null(void **state)
 {
@@ -799,6 +863,7 @@ main(void)
 		cmocka_unit_test(test_kind),
 		cmocka_unit_test(test_custom_storage),
 		cmocka_unit_test(test_cuda_job),
+		cmocka_unit_test(test_custom_segments),
 		cmocka_unit_test(test_free_null),
 	};
 

@@ -13,6 +13,9 @@ struct gck_ptree;
 #define GCK_CUDA_STORAGE_VERSION 13040	/* custom storage: CUDA 13.4 */
 #define GCK_CUDA_JOB_VERSION	13010	/* job files: r590, CUDA 13.1 */
 #define GCK_GPUS_MAX		64
+/* custom storage's segments of device memory (gck_cuda_segment()) */
+#define GCK_SEG_MIN		(16u << 20)	/* bytes, at least */
+#define GCK_SEG_GPU		2048		/* a GPU's, at most */
 
 struct gck_cuda;
 
@@ -128,6 +131,11 @@ void	gck_cuda_spool_learn(struct gck_cuda *, struct gck_cproc *, size_t,
 int	gck_cuda_spool_path(const char *, pid_t, unsigned int, char *,
 	    size_t);
 void	gck_cuda_dev_file(char *, size_t, pid_t, unsigned int);
+uint64_t gck_cuda_segment(uint64_t);
+uint64_t gck_cuda_nsegs(uint64_t, uint64_t);
+uint64_t gck_cuda_seg_size(uint64_t, uint64_t, uint64_t);
+void	gck_cuda_seg_file(char *, size_t, pid_t, unsigned int, uint64_t,
+	    uint64_t);
 void	gck_cuda_version_string(int, char *, size_t);
 const char *gck_cuda_errname(const struct gck_cuda *, int);
 const char *gck_cuda_state_name(int);
@@ -163,6 +171,8 @@ struct gck_mcproc {
 	uint64_t	 devsize[GCK_GPUS_MAX];
 	uint64_t	 devchunk[GCK_GPUS_MAX];	/* each part's bytes
 						   but the last, or 0 */
+	uint64_t	 devseg[GCK_GPUS_MAX];	/* each file's bytes but
+						   the last, or 0: one file */
 };
 
 struct gck_mcuda {

@@ -90,6 +90,65 @@ gck_cuda_dev_file(char *buf, size_t len, pid_t pid, unsigned int k)
 }
 
 /*
+ * The size of the segments of size bytes of a GPU's memory that go
+ * through custom storage: the memory is cut in files of that many bytes,
+ * the last the rest, which the image lists a segment of each GPU after
+ * the other, so that a reader of the stream has the memory of every GPU
+ * before it at once (gpuckpt-image(5)).  16 MiB, doubled until the GPU's
+ * memory makes at most GCK_SEG_GPU of them.
+ */
+uint64_t
+gck_cuda_segment(uint64_t size)
+{
+	uint64_t	seg = GCK_SEG_MIN;
+
+	while (gck_cuda_nsegs(size, seg) > GCK_SEG_GPU &&
+	    seg < (UINT64_C(1) << 40))
+		seg *= 2;
+	return seg;
+}
+
+/*
+ * The segments of size seg (0: the memory is one file, as images before
+ * segments hold it) that size bytes of a GPU's memory make: at least one,
+ * an empty GPU's empty file.
+ */
+uint64_t
+gck_cuda_nsegs(uint64_t size, uint64_t seg)
+{
+	if (seg == 0 || size <= seg)
+		return 1;
+	return size / seg + (size % seg != 0);
+}
+
+/* The bytes of segment s of those. */
+uint64_t
+gck_cuda_seg_size(uint64_t size, uint64_t seg, uint64_t s)
+{
+	if (seg == 0)
+		return s == 0 ? size : 0;
+	if (s * seg >= size)
+		return 0;
+	return size - s * seg < seg ? size - s * seg : seg;
+}
+
+/*
+ * The name in an image of segment s (of size seg) of the memory of GPU
+ * k of process pid: cuda-PID-K.mem.NNNNN, or, unsegmented (seg 0), its
+ * one file.
+ */
+void
+gck_cuda_seg_file(char *buf, size_t len, pid_t pid, unsigned int k,
+    uint64_t seg, uint64_t s)
+{
+	if (seg == 0)
+		gck_cuda_dev_file(buf, len, pid, k);
+	else
+		snprintf(buf, len, "cuda-%d-%u.mem.%05llu", (int)pid, k,
+		    (unsigned long long)s);
+}
+
+/*
  * Buffers for the copies: pinned through the primary context of the
  * first GPU when the driver gives them, else of our own (the copies
  * then go through the driver's staging).

@@ -72,12 +72,16 @@ struct dfpart {
 	atomic_int		 over;		/* holds more than size */
 };
 
-/* The memory of GPU k of a process: a file of the image. */
+/*
+ * The memory of GPU k of a process, or a segment of it that starts at
+ * base: a file of the image.
+ */
 struct dffile {
-	char		 name[GCK_NAME_MAX + 1];	/* cuda-PID-K.mem */
+	char		 name[GCK_NAME_MAX + 1];	/* cuda-PID-K.mem[.N] */
 	int		 whole;		/* one entry, not in parts */
 	size_t		 proc;		/* its process, in the caller's list */
 	unsigned int	 k;
+	uint64_t	 base;
 	uint64_t	 size;
 	struct dfpart	*part;
 	size_t		 npart, cappart;
@@ -89,6 +93,7 @@ struct gck_devfill {
 	struct gck_cproc	*cp;
 	struct dffile		*file;
 	size_t			 nfile, capfile;
+	struct dffile		**byname;	/* the files, sorted */
 	uint64_t		*at, *zsize;	/* the frames, in order */
 	size_t			 nframes, capat, capzsize;
 	struct gck_taker	 taker;
@@ -100,15 +105,48 @@ struct gck_devfill {
 	uint64_t		 byw, byr;	/* bytes by workers, by reader */
 };
 
+static int
+df_cmp(const void *a, const void *b)
+{
+	return strcmp((*(struct dffile *const *)a)->name,
+	    (*(struct dffile *const *)b)->name);
+}
+
+/* File name, once df_sort() has sorted the files, else NULL. */
 static struct dffile *
 df_file(struct gck_devfill *df, const char *name)
 {
-	size_t	i;
+	struct dffile	 key, *kp = &key, **f;
+
+	if (df->byname == NULL || strlen(name) >= sizeof key.name)
+		return NULL;
+	memcpy(key.name, name, strlen(name) + 1);
+	f = bsearch(&kp, df->byname, df->nfile, sizeof *df->byname, df_cmp);
+	return f != NULL ? *f : NULL;
+}
+
+/*
+ * Once every file is noted: each part knows its file where it now is,
+ * and the files are sorted by name, none twice.  Returns 1, 0 where a
+ * file came twice, or a code.
+ */
+static int
+df_sort(struct gck_devfill *df)
+{
+	size_t	i, j;
 
 	for (i = 0; i < df->nfile; i++)
-		if (strcmp(df->file[i].name, name) == 0)
-			return &df->file[i];
-	return NULL;
+		for (j = 0; j < df->file[i].npart; j++)
+			df->file[i].part[j].file = &df->file[i];
+	if ((df->byname = calloc(df->nfile + 1, sizeof *df->byname)) == NULL)
+		return gck_set_error(df->ctx, GCK_ENOMEM, "out of memory");
+	for (i = 0; i < df->nfile; i++)
+		df->byname[i] = &df->file[i];
+	qsort(df->byname, df->nfile, sizeof *df->byname, df_cmp);
+	for (i = 1; i < df->nfile; i++)
+		if (strcmp(df->byname[i - 1]->name, df->byname[i]->name) == 0)
+			return 0;
+	return 1;
 }
 
 /* The chunk that entry name is, or NULL if none of ours. */
@@ -130,18 +168,21 @@ df_part(struct gck_devfill *df, const char *name)
 }
 
 /*
- * Notes chunk e, part part of the file of a GPU's memory file.  Returns
- * 1, 0 where the parts are not in order, or a code.
+ * Notes chunk e, part part of file, a file of a GPU's memory: the parts
+ * of a file one after the other.  Returns 1, 0 where the parts are not
+ * in order, or a code.
  */
 static int
 df_add(struct gck_devfill *df, const char *file, long part,
     const struct gck_tentry *e)
 {
-	struct dffile	*ff;
+	struct dffile	*ff = NULL;
 	struct dfpart	*p;
 	int		 r;
 
-	if ((ff = df_file(df, file)) == NULL) {
+	if (df->nfile > 0 && strcmp(df->file[df->nfile - 1].name, file) == 0)
+		ff = &df->file[df->nfile - 1];
+	if (ff == NULL) {
 		if (part > 0 || (r = gck_grow(df->ctx, &df->file,
 		    &df->capfile, df->nfile, sizeof *df->file)) != GCK_OK)
 			return part > 0 ? 0 : r;
@@ -191,27 +232,44 @@ df_gpu(const struct gck_mcuda *mc, const struct gck_cproc *cp, size_t n,
 
 /*
  * Binds each file to its process among cp (n of them, in the order of
- * the manifest's CUDA processes) and GPU: every GPU of each process
- * whose memory went through custom storage has its file, of the size
- * the driver will map.  Returns 1 or 0.
+ * the manifest's CUDA processes), GPU and place: every GPU of each
+ * process whose memory went through custom storage has its files, its
+ * segments, of the sizes the manifest gives, and they make the size the
+ * driver will map.  Returns 1, 0, or a code.
  */
 static int
 df_bind(struct gck_devfill *df, const struct gck_mcuda *mc,
     const struct gck_cproc *cp, size_t n)
 {
-	char		 name[64];
-	struct dffile	*ff;
-	size_t		 i, nbound = 0;
-	unsigned int	 k;
+	const struct gck_mcproc	*mp;
+	char			 name[64];
+	struct dffile		*ff;
+	uint64_t		 s, seg, nseg;
+	size_t			 i, nbound = 0;
+	unsigned int		 k;
+	int			 r;
 
+	if ((r = df_sort(df)) != 1)
+		return r;
 	for (i = 0, k = 0; df_gpu(mc, cp, n, &i, &k, name, sizeof name);
 	    k++) {
-		if ((ff = df_file(df, name)) == NULL || ff->proc != SIZE_MAX ||
-		    ff->size != cp[i].devsize[k])
+		mp = &mc->procs[i];
+		seg = mp->devseg[k];
+		if (mp->devsize[k] != cp[i].devsize[k])
 			return 0;
-		ff->proc = i;
-		ff->k = k;
-		nbound++;
+		nseg = gck_cuda_nsegs(mp->devsize[k], seg);
+		for (s = 0; s < nseg; s++) {
+			gck_cuda_seg_file(name, sizeof name, mp->pid, k, seg,
+			    s);
+			if ((ff = df_file(df, name)) == NULL ||
+			    ff->proc != SIZE_MAX || ff->size !=
+			    gck_cuda_seg_size(mp->devsize[k], seg, s))
+				return 0;
+			ff->proc = i;
+			ff->k = k;
+			ff->base = s * seg;
+			nbound++;
+		}
 	}
 	return nbound > 0 && nbound == df->nfile;
 }
@@ -230,7 +288,7 @@ df_plan_manifest(struct gck_devfill *df, const struct gck_mcuda *mc,
 	const struct gck_mcproc	*mp;
 	struct gck_tentry	 e;
 	char			 file[64];
-	uint64_t		 off, c;
+	uint64_t		 off, c, s, nseg, size;
 	size_t			 i;
 	unsigned int		 k;
 	long			 part;
@@ -243,18 +301,25 @@ df_plan_manifest(struct gck_devfill *df, const struct gck_mcuda *mc,
 		for (k = 0; k < mp->ndev; k++) {
 			if ((c = mp->devchunk[k]) == 0)
 				return 0;
-			gck_cuda_dev_file(file, sizeof file, mp->pid, k);
-			memset(&e, 0, sizeof e);
-			e.size = mp->devsize[k];
-			if (mp->devsize[k] <= c &&
-			    (r = df_add(df, file, -1, &e)) != 1)
-				return r;
-			for (off = 0, part = 0; mp->devsize[k] > c &&
-			    off < mp->devsize[k]; off += c, part++) {
-				e.size = mp->devsize[k] - off < c ?
-				    mp->devsize[k] - off : c;
-				if ((r = df_add(df, file, part, &e)) != 1)
+			nseg = gck_cuda_nsegs(mp->devsize[k], mp->devseg[k]);
+			for (s = 0; s < nseg; s++) {
+				gck_cuda_seg_file(file, sizeof file, mp->pid,
+				    k, mp->devseg[k], s);
+				size = gck_cuda_seg_size(mp->devsize[k],
+				    mp->devseg[k], s);
+				memset(&e, 0, sizeof e);
+				e.size = size;
+				if (size <= c &&
+				    (r = df_add(df, file, -1, &e)) != 1)
 					return r;
+				for (off = 0, part = 0; size > c &&
+				    off < size; off += c, part++) {
+					e.size = size - off < c ?
+					    size - off : c;
+					if ((r = df_add(df, file, part,
+					    &e)) != 1)
+						return r;
+				}
 			}
 		}
 	}
@@ -354,7 +419,7 @@ gck_devfill_plan(struct gck_ctx *ctx, const struct gck_manifest *m,
 	df->cu = cu;
 	df->cp = cp;
 	if ((df->stream && (r = df_plan_manifest(df, mc, cp, n)) != 1) ||
-	    !df_bind(df, mc, cp, n))
+	    (r = df_bind(df, mc, cp, n)) != 1)
 		goto none;
 	df->taker.begin = df_begin;
 	df->taker.take = df_take;
@@ -402,15 +467,20 @@ void
 gck_devfill_counts(const struct gck_devfill *df, size_t *ngpup,
     size_t *nprocp)
 {
-	size_t	i, j, np = 0;
+	size_t	i, np = 0, ng = 0, last = SIZE_MAX;
 
+	/*
+	 * A GPU's first segment starts at 0; the first segments come in
+	 * the order of the processes, a process's GPUs together.
+	 */
 	for (i = 0; i < df->nfile; i++) {
-		for (j = 0; j < i; j++)
-			if (df->file[j].proc == df->file[i].proc)
-				break;
-		np += j == i;
+		if (df->file[i].base != 0)
+			continue;
+		ng++;
+		np += df->file[i].proc != last;
+		last = df->file[i].proc;
 	}
-	*ngpup = df->nfile;
+	*ngpup = ng;
 	*nprocp = np;
 }
 
@@ -453,7 +523,7 @@ df_take(void *arg, void *h, uint64_t off, const void *data, size_t len)
 		return -1;
 	}
 	r = gck_cuda_store_write(df->cu, &df->cp[p->file->proc], p->file->k,
-	    p->off + off, data, len);
+	    p->file->base + p->off + off, data, len);
 	if (r == CUDA_SUCCESS) {
 		if (gck_cuda_pinpool_owns(df->pool, data))
 			atomic_fetch_add(&df->pinned, len);
@@ -484,7 +554,7 @@ df_error(struct gck_devfill *df)
 	const struct dfpart	*p = df->failpart;
 
 	return df_write_error(df->ctx, df->cu, &df->cp[p->file->proc],
-	    p->file->k, p->off, atomic_load(&df->fail));
+	    p->file->k, p->file->base + p->off, atomic_load(&df->fail));
 }
 
 /*
@@ -583,6 +653,7 @@ gck_devfill_free(struct gck_devfill *df)
 	for (i = 0; i < df->nfile; i++)
 		free(df->file[i].part);
 	free(df->file);
+	free(df->byname);
 	free(df->at);
 	free(df->zsize);
 	free(df);
@@ -595,20 +666,21 @@ gck_devfill_free(struct gck_devfill *df)
  */
 #define DD_THREADS	64	/* at most */
 
-/* A GPU's file. */
+/* A GPU's file, or a segment of its memory, at base. */
 struct ddjob {
 	size_t		 proc;	/* among the caller's processes */
 	unsigned int	 k;
 	int		 fd;
-	uint64_t	 size;
+	uint64_t	 base, size;
 };
 
 struct ddrun {
 	struct gck_cuda		*cu;
 	struct gck_cproc	*cp;
 	struct gck_pinpool	*pool;
-	struct ddjob		*job;
-	size_t			 njob;
+	struct ddjob		*job;	/* a segment of each GPU after the
+					   other */
+	size_t			 njob, ngpu;
 	atomic_size_t		 next;
 	atomic_int		 stop;
 	atomic_uint_fast64_t	 bytes, pinned;
@@ -663,13 +735,14 @@ dd_thread(void *arg)
 				n = pread(jb->fd, buf, want, (off_t)off);
 			while (n == -1 && errno == EINTR);
 			if (n <= 0) {
-				dd_fail(d, j, off, n == 0 ? EIO : errno, 0);
+				dd_fail(d, j, jb->base + off, n == 0 ? EIO :
+				    errno, 0);
 				break;
 			}
 			r = gck_cuda_store_write(d->cu, &d->cp[jb->proc],
-			    jb->k, off, buf, (size_t)n);
+			    jb->k, jb->base + off, buf, (size_t)n);
 			if (r != CUDA_SUCCESS) {
-				dd_fail(d, j, off, 0, r);
+				dd_fail(d, j, jb->base + off, 0, r);
 				break;
 			}
 			atomic_fetch_add(&d->bytes, (uint64_t)n);
@@ -702,41 +775,62 @@ dd_error(struct gck_ctx *ctx, const struct ddrun *d, const char *dir)
 	    strerror(d->ferrno));
 }
 
-/* The GPUs' files of the processes of cp, opened in d->job. */
+/*
+ * The GPUs' files of the processes of cp, opened in d->job: the first
+ * segment of every GPU, then the second of each that has one, and so on,
+ * for the threads to take them in turn.
+ */
 static int
 dd_jobs(struct gck_ctx *ctx, const struct gck_mcuda *mc,
     struct gck_cproc *cp, size_t n, int dfd, struct ddrun *d)
 {
+	const struct gck_mcproc	*mp;
 	char		 name[64];
 	struct stat	 sb;
 	struct ddjob	*jb;
+	uint64_t	 s, want;
 	size_t		 i, cap = 0;
 	unsigned int	 k;
-	int		 r;
+	int		 r, more;
 
-	for (i = 0, k = 0; df_gpu(mc, cp, n, &i, &k, name, sizeof name);
-	    k++) {
-		if ((r = gck_grow(ctx, &d->job, &cap, d->njob,
-		    sizeof *d->job)) != GCK_OK)
-			return r;
-		jb = &d->job[d->njob];
-		jb->proc = i;
-		jb->k = k;
-		if ((jb->fd = openat(dfd, name, O_RDONLY | O_CLOEXEC |
-		    O_NOFOLLOW)) == -1)
-			return gck_set_syserr(ctx, errno, "cannot open '%s' of "
-			    "the image: %s", name, strerror(errno));
-		d->njob++;
-		if (fstat(jb->fd, &sb) == -1)
-			return gck_set_syserr(ctx, errno, "cannot stat '%s' of "
-			    "the image: %s", name, strerror(errno));
-		jb->size = (uint64_t)sb.st_size;
-		if (!S_ISREG(sb.st_mode) || jb->size != cp[i].devsize[k])
-			return gck_set_error(ctx, GCK_ECORRUPT, "corrupt image: "
-			    "'%s' holds %" PRIu64 " bytes where the memory of "
-			    "its GPU is %" PRIu64, name, jb->size,
-			    cp[i].devsize[k]);
-	}
+	for (s = 0, more = 1; more; s++)
+		for (i = 0, k = 0, more = 0; df_gpu(mc, cp, n, &i, &k, name,
+		    sizeof name); k++) {
+			mp = &mc->procs[i];
+			d->ngpu += s == 0;
+			if (s >= gck_cuda_nsegs(mp->devsize[k],
+			    mp->devseg[k]))
+				continue;
+			more = 1;
+			gck_cuda_seg_file(name, sizeof name, mp->pid, k,
+			    mp->devseg[k], s);
+			want = gck_cuda_seg_size(mp->devsize[k],
+			    mp->devseg[k], s);
+			if ((r = gck_grow(ctx, &d->job, &cap, d->njob,
+			    sizeof *d->job)) != GCK_OK)
+				return r;
+			jb = &d->job[d->njob];
+			jb->proc = i;
+			jb->k = k;
+			jb->base = s * mp->devseg[k];
+			if ((jb->fd = openat(dfd, name, O_RDONLY | O_CLOEXEC |
+			    O_NOFOLLOW)) == -1)
+				return gck_set_syserr(ctx, errno, "cannot open "
+				    "'%s' of the image: %s", name,
+				    strerror(errno));
+			d->njob++;
+			if (fstat(jb->fd, &sb) == -1)
+				return gck_set_syserr(ctx, errno, "cannot stat "
+				    "'%s' of the image: %s", name,
+				    strerror(errno));
+			jb->size = (uint64_t)sb.st_size;
+			if (!S_ISREG(sb.st_mode) || jb->size != want ||
+			    mp->devsize[k] != cp[i].devsize[k])
+				return gck_set_error(ctx, GCK_ECORRUPT,
+				    "corrupt image: '%s' holds %" PRIu64
+				    " bytes where the manifest gives %" PRIu64,
+				    name, jb->size, want);
+		}
 	return GCK_OK;
 }
 
@@ -772,7 +866,8 @@ gck_devfill_dir(struct gck_ctx *ctx, const struct gck_manifest *m,
 	if ((r = dd_jobs(ctx, mc, cp, n, dfd, &d)) != GCK_OK ||
 	    (r = gck_cuda_map_in(ctx, cu, cp, n)) != GCK_OK)
 		goto out;
-	want = d.njob < DD_THREADS ? d.njob : DD_THREADS;
+	/* (a thread a GPU) */
+	want = d.ngpu < DD_THREADS ? d.ngpu : DD_THREADS;
 	d.pool = gck_cuda_pinpool_new(cu, want, GCK_CHUNK_SIZE);
 	for (nt = 0; nt < want; nt++)
 		if (pthread_create(&tid[nt], NULL, dd_thread, &d) != 0)
@@ -788,7 +883,7 @@ gck_devfill_dir(struct gck_ctx *ctx, const struct gck_manifest *m,
 	gck_log(ctx, 1, "device memory given to the GPUs from the extracted "
 	    "image: %" PRIu64 " bytes (%" PRIu64 " from page-locked buffers), "
 	    "%zu GPU%s, %zu at once", (uint64_t)atomic_load(&d.bytes),
-	    (uint64_t)atomic_load(&d.pinned), d.njob, d.njob == 1 ? "" : "s",
+	    (uint64_t)atomic_load(&d.pinned), d.ngpu, d.ngpu == 1 ? "" : "s",
 	    nt > 0 ? nt : (size_t)1);
 	r = gck_cuda_end_in(ctx, cu, cp, n, 1);
 out:

@@ -75,7 +75,9 @@ struct dsw {
 	struct gck_writer	*w;
 	int			 fd;
 	char			 path[PATH_MAX];
-	char			 file[64];	/* its file in the image */
+	pid_t			 lpid;	/* its process, as the image has it */
+	unsigned int		 k;	/* its GPU */
+	uint64_t		 seg;	/* its segments' bytes */
 	uint64_t		 size, got;
 	char			*buf;
 	size_t			 have;
@@ -155,8 +157,9 @@ ds_create(void *arg, const char *path, pid_t pid, unsigned int k,
 	s->format = c->format;
 	s->level = c->level;
 	snprintf(s->path, sizeof s->path, "%s", path);
-	gck_cuda_dev_file(s->file, sizeof s->file, c->local != NULL ?
-	    c->local(c->arg, pid) : pid, k);
+	s->lpid = c->local != NULL ? c->local(c->arg, pid) : pid;
+	s->k = k;
+	s->seg = gck_cuda_segment(size);
 	if ((s->ctx = gck_ctx_new()) == NULL ||
 	    (s->buf = malloc(GCK_CHUNK_SIZE)) == NULL) {
 		e = ENOMEM;
@@ -258,11 +261,16 @@ static int
 ds_cut(struct dsw *s, size_t len)
 {
 	struct gck_digest	d;
-	char			ename[GCK_NAME_MAX + 32];
+	char			file[64], ename[GCK_NAME_MAX + 32];
+	uint64_t		per = s->seg / GCK_CHUNK_SIZE, sg, p;
 	int			e;
 
-	gck_entry_name(ename, sizeof ename, s->file, s->part == 0 &&
-	    len == s->size ? -1 : s->part);
+	/* The entry it will be: a part of its segment, or all of it. */
+	sg = (uint64_t)s->part / per;
+	p = (uint64_t)s->part % per;
+	gck_cuda_seg_file(file, sizeof file, s->lpid, s->k, s->seg, sg);
+	gck_entry_name(ename, sizeof ename, file, p == 0 && len ==
+	    gck_cuda_seg_size(s->size, s->seg, sg) ? -1 : (long)p);
 	if ((e = ds_known(s, s->buf, len, &d)) == -1)
 		return ENOMEM;
 	if (e == 1) {
@@ -688,20 +696,22 @@ ds_fetch(void *arg, const uint32_t *pages, char *const *to, size_t n)
 }
 
 /*
- * Adds to w the device memory spooled at path, as file of size bytes:
- * each chunk's frame as it is where w takes it so, else from its data.
- * Returns GCK_OK or a code.
+ * Adds to w bytes [off, off + len) of the device memory (size bytes)
+ * spooled at path, as file, a segment of it that starts with a chunk:
+ * each chunk's frame as it is where w takes it so, else from its data;
+ * what came how is added to *cnt.  Returns GCK_OK or a code.
  */
 int
 gck_devspool_splice(struct gck_ctx *ctx, struct gck_writer *w,
-    const char *path, const char *file, uint64_t size)
+    const char *path, const char *file, uint64_t size, uint64_t off,
+    uint64_t len, struct gck_splice_counts *cnt)
 {
 	struct dsr		 r;
 	struct gck_digest	 d;
 	unsigned char		*pdig = NULL;
 	char			 ename[GCK_NAME_MAX + 32];
-	uint64_t		 i, got = 0, ref, nwhole = 0, nref = 0,
-				 nagain = 0;
+	uint64_t		 i, c0, got = 0, ref, want;
+	off_t			 at;
 	int			 e, rc, pass, again;
 
 	if ((e = dsr_open(path, &r)) != 0) {
@@ -709,20 +719,35 @@ gck_devspool_splice(struct gck_ctx *ctx, struct gck_writer *w,
 		    path, strerror(e));
 		goto out;
 	}
-	if (r.h.size != size) {
+	if (r.h.size != size || off % GCK_CHUNK_SIZE != 0 || off > size ||
+	    len > size - off) {
 		rc = gck_set_error(ctx, GCK_EFORMAT, "the spool '%s' holds %llu "
 		    "bytes of device memory, not %llu", path,
 		    (unsigned long long)r.h.size, (unsigned long long)size);
 		goto out;
 	}
+	cnt->segs++;
 	/* A GPU the process holds nothing on is a file all the same. */
-	if (r.h.nchunks == 0) {
+	if (r.h.nchunks == 0 || len == 0) {
 		gck_entry_name(ename, sizeof ename, file, -1);
-		rc = size == 0 ? gck_writer_add(w, ename, "", 0) :
+		rc = len == 0 ? gck_writer_add(w, ename, "", 0) :
 		    gck_set_error(ctx, GCK_EFORMAT, "the spool '%s' holds no "
 		    "chunks", path);
 		goto out;
 	}
+	/*
+	 * Every chunk but the last is whole (ds_put()): the records of
+	 * those before the segment's first are as long as each other.
+	 */
+	c0 = off / GCK_CHUNK_SIZE;
+	at = (off_t)(sizeof r.h + c0 * (sizeof r.rec + (r.h.format > 2 ?
+	    DS_PAGES * GCK_PDIG : 0)));
+	if (c0 >= r.h.nchunks || fseeko(r.idx, at, SEEK_SET) != 0) {
+		rc = gck_set_error(ctx, GCK_EFORMAT, "the spool '%s' holds no "
+		    "chunk %llu", path, (unsigned long long)c0);
+		goto out;
+	}
+	r.next = c0;
 	if ((pdig = malloc((GCK_CHUNK_SIZE / GCK_PAGE) * GCK_PDIG)) == NULL) {
 		rc = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
@@ -732,15 +757,18 @@ gck_devspool_splice(struct gck_ctx *ctx, struct gck_writer *w,
 	pass = gck_writer_takes_frames(w, r.h.format, r.h.level);
 	memset(&d, 0, sizeof d);
 	d.kind = GCK_DK_SHA256;
-	for (i = 0; i < r.h.nchunks; i++) {
-		if ((e = dsr_next(&r, pdig)) != 0) {
-			rc = gck_set_syserr(ctx, e, "cannot read the spool "
-			    "'%s': %s", path, strerror(e));
+	for (i = 0; got < len; i++) {
+		want = len - got < GCK_CHUNK_SIZE ? len - got : GCK_CHUNK_SIZE;
+		if (r.next >= r.h.nchunks || (e = dsr_next(&r, pdig)) != 0 ||
+		    r.rec.len != want) {
+			rc = gck_set_syserr(ctx, e != 0 ? e : EIO, "cannot "
+			    "read the spool '%s': %s", path,
+			    strerror(e != 0 ? e : EIO));
 			goto out;
 		}
 		memcpy(d.b, r.rec.digest, sizeof r.rec.digest);
 		gck_entry_name(ename, sizeof ename, file, i == 0 &&
-		    r.rec.len == size ? -1 : (long)i);
+		    r.rec.len == len ? -1 : (long)i);
 		ref = gck_writer_refbytes(w);
 		again = 0;
 		/* (a chunk kept raw has no frame to take) */
@@ -758,7 +786,8 @@ gck_devspool_splice(struct gck_ctx *ctx, struct gck_writer *w,
 				rc = gck_set_error(ctx, GCK_EFORMAT, "the "
 				    "device memory in the spool '%s' is "
 				    "damaged (chunk %llu): %s", path,
-				    (unsigned long long)i, strerror(e));
+				    (unsigned long long)r.next - 1,
+				    strerror(e));
 				goto out;
 			}
 			rc = gck_writer_add_memory(w, ename, r.data,
@@ -768,23 +797,14 @@ gck_devspool_splice(struct gck_ctx *ctx, struct gck_writer *w,
 		if (rc != GCK_OK)
 			goto out;
 		if (gck_writer_refbytes(w) != ref)
-			nref++;
+			cnt->ref++;
 		else if (again)
-			nagain++;
+			cnt->again++;
 		else
-			nwhole++;
+			cnt->whole++;
 		got += r.rec.len;
 	}
-	if (got != size) {
-		rc = gck_set_error(ctx, GCK_EFORMAT, "the spool '%s' holds %llu "
-		    "bytes of device memory, not %llu", path,
-		    (unsigned long long)got, (unsigned long long)size);
-		goto out;
-	}
-	gck_log(ctx, 1, "image: %s: %llu chunks as the spool compressed them, "
-	    "%llu referred to or patched, %llu from their data", file,
-	    (unsigned long long)nwhole, (unsigned long long)nref,
-	    (unsigned long long)nagain);
+	rc = GCK_OK;
 out:
 	free(pdig);
 	dsr_close(&r);

@@ -24,7 +24,16 @@ struct gck_devspool_conf {
 
 void	gck_devspool_ops(const struct gck_devspool_conf *,
 	    struct gck_cuda_spool *);
+/* What gck_devspool_splice() took how: its segments and chunks. */
+struct gck_splice_counts {
+	uint64_t	segs;
+	uint64_t	whole;	/* as the spool compressed them */
+	uint64_t	ref;	/* referred to or patched */
+	uint64_t	again;	/* compressed again from their data */
+};
+
 int	gck_devspool_splice(struct gck_ctx *, struct gck_writer *,
-	    const char *, const char *, uint64_t);
+	    const char *, const char *, uint64_t, uint64_t, uint64_t,
+	    struct gck_splice_counts *);
 
 #endif /* GCK_IMAGE_DEVSPOOL_H */

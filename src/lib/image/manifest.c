@@ -256,9 +256,10 @@ proc_json(const struct gck_proc *p)
  * process holds on each of them.
  */
 /*
- * The device memory of p that went through custom storage: a file a GPU
- * as the driver described them, with its size, and that of its chunks
- * (devspool.c cuts them so).
+ * The device memory of p that went through custom storage: a GPU at a
+ * time as the driver described them, its name, its size, that of its
+ * chunks (devspool.c cuts them so) and of its segments, the files that
+ * hold it (gck_cuda_segment()).
  */
 static json_t *
 custom_json(const struct gck_cproc *p)
@@ -271,9 +272,10 @@ custom_json(const struct gck_cproc *p)
 		return NULL;
 	for (k = 0; k < p->ndev; k++) {
 		gck_cuda_dev_file(name, sizeof name, p->pid, k);
-		if (json_array_append_new(a, json_pack("{s:s, s:I, s:I}",
+		if (json_array_append_new(a, json_pack("{s:s, s:I, s:I, s:I}",
 		    "file", name, "size", (json_int_t)p->devsize[k], "chunk",
-		    (json_int_t)GCK_CHUNK_SIZE)) != 0) {
+		    (json_int_t)GCK_CHUNK_SIZE, "segment", (json_int_t)
+		    gck_cuda_segment(p->devsize[k]))) != 0) {
 			json_decref(a);
 			return NULL;
 		}
@@ -743,7 +745,7 @@ static int
 custom_parse(struct gck_ctx *ctx, struct gck_mcproc *cp, json_t *a)
 {
 	json_t		*d;
-	json_int_t	 size, chunk;
+	json_int_t	 size, chunk, seg;
 	const char	*file;
 	char		 want[64];
 	size_t		 k;
@@ -754,15 +756,22 @@ custom_parse(struct gck_ctx *ctx, struct gck_mcproc *cp, json_t *a)
 		goto bad;
 	json_array_foreach(a, k, d) {
 		gck_cuda_dev_file(want, sizeof want, cp->pid, (unsigned int)k);
-		chunk = 0;
-		/* (no chunk: an older image, its parts of any size) */
-		if (json_unpack(d, "{s:s, s:I, s?I}", "file", &file, "size",
-		    &size, "chunk", &chunk) != 0 || size < 0 ||
-		    strcmp(file, want) != 0 || chunk < 0 ||
-		    chunk % GCK_PAGE != 0 || chunk > GCK_PART_MAX)
+		chunk = seg = 0;
+		/*
+		 * (no chunk: an older image, its parts of any size; no
+		 * segment: the GPU's memory in one file)
+		 */
+		if (json_unpack(d, "{s:s, s:I, s?I, s?I}", "file", &file,
+		    "size", &size, "chunk", &chunk, "segment", &seg) != 0 ||
+		    size < 0 || strcmp(file, want) != 0 || chunk < 0 ||
+		    chunk % GCK_PAGE != 0 || chunk > GCK_PART_MAX || seg < 0 ||
+		    (seg > 0 && (chunk == 0 || seg % chunk != 0 ||
+		    seg > (json_int_t)1 << 40 || gck_cuda_nsegs((uint64_t)size,
+		    (uint64_t)seg) > 65536)))	/* (files an image lists) */
 			goto bad;
 		cp->devsize[k] = (uint64_t)size;
 		cp->devchunk[k] = (uint64_t)chunk;
+		cp->devseg[k] = (uint64_t)seg;
 	}
 	cp->custom = 1;
 	cp->ndev = (unsigned int)json_array_size(a);
@@ -783,22 +792,29 @@ custom_check(struct gck_ctx *ctx, const struct gck_manifest *m)
 	const char		*name;
 	json_t			*v;
 	char			 file[64];
+	uint64_t		 s, nseg;
 	size_t			 i, n = 0, listed = 0;
 	unsigned int		 k;
 
 	for (i = 0; m->cuda != NULL && i < m->cuda->nprocs; i++) {
 		cp = &m->cuda->procs[i];
-		for (k = 0; cp->custom && k < cp->ndev; k++, n++) {
-			gck_cuda_dev_file(file, sizeof file, cp->pid, k);
-			if (m->files == NULL || (v = json_object_get(m->files,
-			    file)) == NULL || !json_is_true(json_object_get(v,
-			    "cuda")) || json_integer_value(json_object_get(v,
-			    "size")) != (json_int_t)cp->devsize[k])
-				return gck_set_error(ctx, GCK_EFORMAT,
-				    "corrupt image: the device memory of "
-				    "process %d, GPU %u, is not in the file "
-				    "list as the manifest gives it",
-				    (int)cp->pid, k);
+		for (k = 0; cp->custom && k < cp->ndev; k++) {
+			nseg = gck_cuda_nsegs(cp->devsize[k], cp->devseg[k]);
+			for (s = 0; s < nseg; s++, n++) {
+				gck_cuda_seg_file(file, sizeof file, cp->pid,
+				    k, cp->devseg[k], s);
+				if (m->files == NULL || (v = json_object_get(
+				    m->files, file)) == NULL ||
+				    !json_is_true(json_object_get(v, "cuda")) ||
+				    json_integer_value(json_object_get(v,
+				    "size")) != (json_int_t)gck_cuda_seg_size(
+				    cp->devsize[k], cp->devseg[k], s))
+					return gck_set_error(ctx, GCK_EFORMAT,
+					    "corrupt image: the device memory "
+					    "of process %d, GPU %u, is not in "
+					    "the file list as the manifest "
+					    "gives it", (int)cp->pid, k);
+			}
 		}
 	}
 	if (m->files != NULL)

@@ -126,14 +126,14 @@ static int	out_open(struct gck_ctx *, const struct gck_ckpt_opts *,
 static int	out_commit(struct gck_ctx *, struct out *);
 static void	out_abort(struct out *);
 static enum gck_after out_after(const struct out *);
-struct devfile;
+struct devmem;
 static int	spooled_files(struct gck_ctx *, const struct gck_cuda_facts *,
-		    const struct gck_nsview *, const char *, struct devfile **,
-		    size_t *);
+		    const struct gck_nsview *, const char *, struct devmem *);
+static void	devmem_free(struct devmem *);
 static int	stream_image(struct gck_ctx *, const struct gck_ckpt_opts *,
 		    const char *, const struct gck_capture *,
 		    const struct gck_nsview *, int,
-		    const struct gck_parents *, const struct devfile *, size_t,
+		    const struct gck_parents *, struct devmem *,
 		    struct gck_writer **);
 static int	tree_restorable(struct gck_ctx *, const struct gck_ptree *,
 		    const struct gck_nsview *, pid_t);
@@ -582,10 +582,29 @@ out:
 }
 
 /* Device memory that custom storage spooled, for the image. */
+/* The memory of a GPU of a process that custom storage spooled, */
 struct devfile {
-	char		 name[64];	/* its file in the image */
+	char		 name[64];	/* as the image names it */
 	char		 path[PATH_MAX];	/* the spool's */
-	uint64_t	 size;
+	pid_t		 lpid;		/* its process, as the image has it */
+	unsigned int	 k;
+	uint64_t	 size, seg;	/* its bytes, its segments' */
+	struct gck_splice_counts cnt;	/* how they went into the image */
+};
+
+/* a segment of it, a file of the image, */
+struct devseg {
+	size_t		 g;		/* of dev[g] */
+	uint64_t	 s;
+	char		 name[64];
+};
+
+/* all of them, the segments in the image's order. */
+struct devmem {
+	struct devfile	*dev;
+	size_t		 ndev;
+	struct devseg	*seg;
+	size_t		 nseg;
 };
 
 /*
@@ -598,7 +617,7 @@ static int
 stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
     const char *manifest, const struct gck_capture *cap,
     const struct gck_nsview *ns, int fd, const struct gck_parents *parents,
-    const struct devfile *dev, size_t ndev, struct gck_writer **wp)
+    struct devmem *dm, struct gck_writer **wp)
 {
 	const struct gck_sfile	*f;
 	struct gck_writer	*w = NULL;
@@ -651,15 +670,30 @@ stream_image(struct gck_ctx *ctx, const struct gck_ckpt_opts *o,
 		}
 	/*
 	 * The device memory last, a restore needs the process first: the
-	 * chunks that wait in the spool, compressed as they will be here.
+	 * chunks that wait in the spool, compressed as they will be here,
+	 * a segment of each GPU after the other.
 	 */
-	for (i = 0; i < ndev; i++) {
-		gck_log(ctx, 2, "adding %s: %llu bytes of device memory",
-		    dev[i].name, (unsigned long long)dev[i].size);
-		if ((r = gck_devspool_splice(ctx, w, dev[i].path, dev[i].name,
-		    dev[i].size)) != GCK_OK)
+	for (i = 0; i < dm->ndev; i++)
+		gck_log(ctx, 2, "adding %s: %llu bytes of device memory in "
+		    "segments of %llu", dm->dev[i].name, (unsigned long long)
+		    dm->dev[i].size, (unsigned long long)dm->dev[i].seg);
+	for (i = 0; i < dm->nseg; i++) {
+		struct devfile	*d = &dm->dev[dm->seg[i].g];
+
+		if ((r = gck_devspool_splice(ctx, w, d->path, dm->seg[i].name,
+		    d->size, dm->seg[i].s * d->seg, gck_cuda_seg_size(d->size,
+		    d->seg, dm->seg[i].s), &d->cnt)) != GCK_OK)
 			goto out;
 	}
+	for (i = 0; i < dm->ndev; i++)
+		gck_log(ctx, 1, "image: %s: %llu chunks as the spool "
+		    "compressed them, %llu referred to or patched, %llu from "
+		    "their data, in %llu segment%s", dm->dev[i].name,
+		    (unsigned long long)dm->dev[i].cnt.whole,
+		    (unsigned long long)dm->dev[i].cnt.ref,
+		    (unsigned long long)dm->dev[i].cnt.again,
+		    (unsigned long long)dm->dev[i].cnt.segs,
+		    dm->dev[i].cnt.segs == 1 ? "" : "s");
 	gck_writer_stats(w, &bytes, &holes);
 	gck_log(ctx, 1, "image: %llu bytes of CRIU data, %llu of them zero "
 	    "pages left as holes", (unsigned long long)bytes,
@@ -737,44 +771,73 @@ cuda_view(struct gck_ctx *ctx, const struct gck_nsview *ns,
 
 /*
  * The device memory of cf's processes that custom storage spooled under
- * spool, into *devp (free it), a file a GPU named as namespace ns sees
- * the process.  Returns GCK_OK or a code.
+ * spool, into *dm: a GPU's named as namespace ns sees the process, and
+ * its segments, the first of every GPU, then the second of each that has
+ * one, and so on.  Returns GCK_OK or a code.
  */
 static int
 spooled_files(struct gck_ctx *ctx, const struct gck_cuda_facts *cf,
-    const struct gck_nsview *ns, const char *spool, struct devfile **devp,
-    size_t *np)
+    const struct gck_nsview *ns, const char *spool, struct devmem *dm)
 {
 	const struct gck_cproc	*p;
-	struct devfile		*dev;
-	size_t			 i, n = 0;
+	struct devfile		*d;
+	size_t			 i, n = 0, g, more;
+	uint64_t		 s, nseg = 0;
 	unsigned int		 k;
 
-	*devp = NULL;
-	*np = 0;
+	memset(dm, 0, sizeof *dm);
 	for (i = 0; cf != NULL && i < cf->nprocs; i++)
-		n += cf->procs[i].custom ? cf->procs[i].ndev : 0;
+		for (k = 0; cf->procs[i].custom && k < cf->procs[i].ndev;
+		    k++, n++)
+			nseg += gck_cuda_nsegs(cf->procs[i].devsize[k],
+			    gck_cuda_segment(cf->procs[i].devsize[k]));
 	if (n == 0)
 		return GCK_OK;
-	if ((dev = calloc(n, sizeof *dev)) == NULL)
-		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
-	for (i = 0, n = 0; i < cf->nprocs; i++) {
+	if ((dm->dev = calloc(n, sizeof *dm->dev)) == NULL ||
+	    (dm->seg = calloc((size_t)nseg, sizeof *dm->seg)) == NULL)
+		goto nomem;
+	for (i = 0; i < cf->nprocs; i++) {
 		p = &cf->procs[i];
-		for (k = 0; p->custom && k < p->ndev; k++, n++) {
-			gck_cuda_dev_file(dev[n].name, sizeof dev[n].name,
-			    gck_nsview_local(ns, p->pid), k);
-			if (gck_cuda_spool_path(spool, p->pid, k, dev[n].path,
-			    sizeof dev[n].path) == -1) {
-				free(dev);
+		for (k = 0; p->custom && k < p->ndev; k++) {
+			d = &dm->dev[dm->ndev++];
+			d->lpid = gck_nsview_local(ns, p->pid);
+			d->k = k;
+			gck_cuda_dev_file(d->name, sizeof d->name, d->lpid, k);
+			if (gck_cuda_spool_path(spool, p->pid, k, d->path,
+			    sizeof d->path) == -1) {
+				devmem_free(dm);
 				return gck_set_error(ctx, GCK_EINVAL, "the "
 				    "spool's name is too long");
 			}
-			dev[n].size = p->devsize[k];
+			d->size = p->devsize[k];
+			d->seg = gck_cuda_segment(d->size);
 		}
 	}
-	*devp = dev;
-	*np = n;
+	for (s = 0, more = 1; more; s++)
+		for (g = 0, more = 0; g < dm->ndev; g++) {
+			d = &dm->dev[g];
+			if (s >= gck_cuda_nsegs(d->size, d->seg))
+				continue;
+			more = 1;
+			dm->seg[dm->nseg].g = g;
+			dm->seg[dm->nseg].s = s;
+			gck_cuda_seg_file(dm->seg[dm->nseg].name,
+			    sizeof dm->seg[dm->nseg].name, d->lpid, d->k,
+			    d->seg, s);
+			dm->nseg++;
+		}
 	return GCK_OK;
+nomem:
+	devmem_free(dm);
+	return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
+}
+
+static void
+devmem_free(struct devmem *dm)
+{
+	free(dm->dev);
+	free(dm->seg);
+	memset(dm, 0, sizeof *dm);
 }
 
 /*
@@ -793,13 +856,14 @@ write_image(void *arg)
 	struct gck_cuda_facts		 cfview;
 	const struct gck_cuda_facts	*cf;
 	struct gck_cproc		*cps = NULL;
-	struct devfile			*dev = NULL;
+	struct devmem			 dm;
 	char				*manifest = NULL;
 	json_t				*parent = NULL, *mounts = NULL;
 	uint64_t			 dropped;
-	size_t				 i, n, nghosts, nnamed, ndev = 0;
+	size_t				 i, n, nghosts, nnamed;
 	int				 r;
 
+	memset(&dm, 0, sizeof dm);
 	if ((r = gck_ptree_scan(ctx, w->o->pid, &t)) != GCK_OK ||
 	    (r = gck_nsview_learn(ctx, w->ns, t)) != GCK_OK)
 		goto out;
@@ -840,10 +904,9 @@ write_image(void *arg)
 		goto out;
 	w->dropped = dropped;
 	n = gck_capture_nfiles(w->cap);
-	if ((r = spooled_files(ctx, w->cf, w->ns, w->spool, &dev, &ndev)) !=
-	    GCK_OK)
+	if ((r = spooled_files(ctx, w->cf, w->ns, w->spool, &dm)) != GCK_OK)
 		goto out;
-	if ((files = calloc(n + ndev + 1, sizeof *files)) == NULL) {
+	if ((files = calloc(n + dm.nseg + 1, sizeof *files)) == NULL) {
 		r = gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -852,13 +915,14 @@ write_image(void *arg)
 		files[i].size = gck_capture_file(w->cap, i)->size;
 		files[i].memory = gck_capture_file(w->cap, i)->pages;
 	}
-	for (i = 0; i < ndev; i++) {
-		files[n + i].name = dev[i].name;
-		files[n + i].size = dev[i].size;
+	for (i = 0; i < dm.nseg; i++) {
+		files[n + i].name = dm.seg[i].name;
+		files[n + i].size = gck_cuda_seg_size(dm.dev[dm.seg[i].g].size,
+		    dm.dev[dm.seg[i].g].seg, dm.seg[i].s);
 		files[n + i].memory = 1;
 		files[n + i].cuda = 1;
 	}
-	n += ndev;
+	n += dm.nseg;
 	gck_nsview_tree(w->ns, t);
 	if (w->parents != NULL && (parent = gck_parents_json(w->parents)) ==
 	    NULL) {
@@ -880,10 +944,10 @@ write_image(void *arg)
 	    "read" : "writing image");
 	gck_meter_stage(ctx, w->so != w->o ? "stopped" : "writing", 0);
 	r = stream_image(ctx, w->so, manifest, w->cap, w->ns, w->out->fd,
-	    w->parents, dev, ndev, &w->w);
+	    w->parents, &dm, &w->w);
 out:
 	gck_ptree_free(t);
-	free(dev);
+	devmem_free(&dm);
 	free(cps);
 	free(files);
 	free(manifest);
