@@ -2,7 +2,7 @@
  * cudawork -- a tree of CUDA processes whose device memory can be
  * checked after a checkpoint and restore.
  *
- * usage: cudawork [-n nproc] [-m MiB] [-d devlist] [-e ordinal]
+ * usage: cudawork [-i] [-n nproc] [-m MiB] [-d devlist] [-e ordinal]
  *	  -f statusfile
  *
  * It forks nproc - 1 children (default 1 process in all) before it
@@ -28,7 +28,14 @@
  * "verify" will give it (a training step's update at its sparsest: the
  * changes scattered, nowhere a run).  With -e the root also holds the
  * primary context of device ordinal, never current and with no memory
- * on it (a GPU it holds nothing on).  A process that cannot start makes the root append "error pid
+ * on it (a GPU it holds nothing on).  With -i the processes share device
+ * memory through CUDA IPC: the root exports a page of its own
+ * (cuIpcGetMemHandle()) and hands the handle to each child, which opens
+ * it before it is ready; at each check the root writes a new word there
+ * and sends it with the request, each child reads it back through its
+ * mapping and writes its answer into its own slot of that page, which
+ * the root reads back, and "verify ok" ends in " ipc=N", N the children
+ * whose words went both ways.  A process that cannot start makes the root append "error pid
  * PID: what" and exit 1.  The status file is opened for each line and
  * written with one write(2).  Descriptors other than 0, 1 and 2 that it
  * inherits are closed first (but a job file of its own, gpuckpt
@@ -76,6 +83,9 @@ struct cuda {
 	CUresult	(*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
 	CUresult	(*MemcpyDtoH)(void *, CUdeviceptr, size_t);
 	CUresult	(*GetErrorName)(CUresult, const char **);
+	CUresult	(*IpcGetMemHandle)(CUipcMemHandle *, CUdeviceptr);
+	CUresult	(*IpcOpenMemHandle)(CUdeviceptr *, CUipcMemHandle,
+			    unsigned int);
 };
 
 static _Noreturn void	 usage(void);
@@ -89,10 +99,14 @@ static void		 step(void);
 static int		 check(char *, size_t);
 static int		 put_line(int, const char *);
 static int		 get_line(int, char *, size_t, int);
-static _Noreturn void	 child_main(int, int, int, unsigned long);
+static _Noreturn void	 child_main(int, int, int, unsigned long, int);
+static int		 ipc_open(int);
+static int		 ipc_export(void);
 static void		 verify(void);
 static void		 rewrite(void);
 static uint64_t			 kids_sum;	/* the children's, xored */
+static int			 ipc;		/* -i */
+static CUdeviceptr		 dshared;	/* the page shared, here */
 
 static struct cuda		 cu;
 static CUdeviceptr		 dbuf, dctr;
@@ -110,7 +124,7 @@ static unsigned long		 vseq;
 static _Noreturn void
 usage(void)
 {
-	fprintf(stderr, "usage: cudawork [-n nproc] [-m MiB] [-d devlist] "
+	fprintf(stderr, "usage: cudawork [-i] [-n nproc] [-m MiB] [-d devlist] "
 	    "[-e ordinal] -f statusfile\n");
 	exit(2);
 }
@@ -157,6 +171,8 @@ cuda_load(void)
 		SYM("cuMemcpyHtoD_v2", MemcpyHtoD),
 		SYM("cuMemcpyDtoH_v2", MemcpyDtoH),
 		SYM("cuGetErrorName", GetErrorName),
+		SYM("cuIpcGetMemHandle", IpcGetMemHandle),
+		SYM("cuIpcOpenMemHandle_v2", IpcOpenMemHandle),
 #undef SYM
 	};
 	size_t	 i;
@@ -361,17 +377,79 @@ get_line(int fd, char *buf, size_t len, int timeout_ms)
 	return 0;
 }
 
+/* A child's: the handle the root sends, "ipc HEX", opened. */
+static int
+ipc_open(int in)
+{
+	CUipcMemHandle	h;
+	char		line[LINELEN], *p;
+	unsigned int	i, b;
+	CUresult	r;
+
+	if (get_line(in, line, sizeof line, 60000) == -1 ||
+	    strncmp(line, "ipc ", 4) != 0 ||
+	    strlen(line + 4) != 2 * sizeof h.reserved) {
+		failed("no IPC handle from the root");
+		return -1;
+	}
+	for (i = 0, p = line + 4; i < sizeof h.reserved; i++, p += 2) {
+		if (sscanf(p, "%2x", &b) != 1) {
+			failed("a bad IPC handle");
+			return -1;
+		}
+		h.reserved[i] = (char)b;
+	}
+	if ((r = cu.IpcOpenMemHandle(&dshared, h,
+	    CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)) != CUDA_SUCCESS) {
+		failed("cuIpcOpenMemHandle: %s", cuname(r));
+		return -1;
+	}
+	return 0;
+}
+
+/* The root's: a page of its own, its handle sent to each child. */
+static int
+ipc_export(void)
+{
+	CUipcMemHandle	h;
+	char		line[LINELEN];
+	uint64_t	zero[512] = { 0 };
+	size_t		i, n;
+	CUresult	r;
+	int		k;
+
+	if ((r = cu.MemAlloc(&dshared, sizeof zero)) != CUDA_SUCCESS ||
+	    (r = cu.MemcpyHtoD(dshared, zero, sizeof zero)) != CUDA_SUCCESS ||
+	    (r = cu.IpcGetMemHandle(&h, dshared)) != CUDA_SUCCESS) {
+		failed("the shared page: %s", cuname(r));
+		return -1;
+	}
+	n = (size_t)snprintf(line, sizeof line, "ipc ");
+	for (i = 0; i < sizeof h.reserved; i++)
+		n += (size_t)snprintf(line + n, sizeof line - n, "%02x",
+		    (unsigned char)h.reserved[i]);
+	for (k = 1; k < nproc; k++)
+		if (put_line(tochild[k], line) == -1) {
+			failed("cannot send the IPC handle");
+			return -1;
+		}
+	return 0;
+}
+
 /*
  * A child: says "ready PID SUM UUID" (or "error what"), then answers
  * each request "SEQ" with "SEQ " and its check, until the root is gone.
  */
 static _Noreturn void
-child_main(int ordinal, int in, int out, unsigned long mib)
+child_main(int ordinal, int in, int out, unsigned long mib, int slot)
 {
 	struct pollfd	pfd;
-	char		line[LINELEN], req[64], uuid[UUIDLEN];
+	char		line[LINELEN], req[64], uuid[UUIDLEN], *w;
+	uint64_t	word, got;
+	CUresult	r;
 
-	if (cuda_start(ordinal, mib) == -1 || device_uuid(uuid) == -1) {
+	if (cuda_start(ordinal, mib) == -1 || device_uuid(uuid) == -1 ||
+	    (ipc && ipc_open(in) == -1)) {
 		snprintf(line, sizeof line, "error pid %ld: %s",
 		    (long)getpid(), failure);
 		put_line(out, line);
@@ -387,6 +465,22 @@ child_main(int ordinal, int in, int out, unsigned long mib)
 		if (poll(&pfd, 1, 10) > 0) {
 			if (get_line(in, req, sizeof req, 1000) == -1)
 				_exit(0);
+			/* "SEQ [WORD]": the word through the shared page */
+			if ((w = strchr(req, ' ')) != NULL) {
+				*w++ = '\0';
+				word = strtoull(w, NULL, 16);
+				if ((r = cu.MemcpyDtoH(&got, dshared,
+				    sizeof got)) != CUDA_SUCCESS)
+					failed("shared page: %s", cuname(r));
+				else if (got != word)
+					failed("shared page holds %016" PRIx64
+					    ", the root wrote %016" PRIx64,
+					    got, word);
+				else if ((r = cu.MemcpyHtoD(dshared + 8 *
+				    (CUdeviceptr)slot, &(uint64_t){ ~word },
+				    8)) != CUDA_SUCCESS)
+					failed("shared page: %s", cuname(r));
+			}
 			snprintf(line, sizeof line, "%s ", req);
 			check(line + strlen(line), sizeof line - strlen(line));
 			if (put_line(out, line) == -1)
@@ -437,10 +531,26 @@ verify(void)
 	size_t		 n;
 	int		 i;
 
+	char		 req[64];
+	uint64_t	 word = 0, back[MAXPROC];
+	int		 nipc = 0;
+	CUresult	 r;
+
 	vseq++;
 	snprintf(seq, sizeof seq, "%lu", vseq);
+	snprintf(req, sizeof req, "%s", seq);
+	if (ipc) {
+		word = ((uint64_t)getpid() << 32 | vseq) ^ WORK_GOLDEN;
+		if ((r = cu.MemcpyHtoD(dshared, &word, sizeof word)) !=
+		    CUDA_SUCCESS) {
+			work_status("verify FAIL pid %ld: shared page: %s",
+			    (long)getpid(), cuname(r));
+			return;
+		}
+		snprintf(req, sizeof req, "%s %016" PRIx64, seq, word);
+	}
 	for (i = 1; i < nproc; i++)
-		put_line(tochild[i], seq);
+		put_line(tochild[i], req);
 	if (check(mine, sizeof mine) == -1) {
 		work_status("verify %s", mine);
 		return;
@@ -470,9 +580,20 @@ verify(void)
 		snprintf(devs + strlen(devs), sizeof devs - strlen(devs), ",%s",
 		    e + 1);
 	}
+	if (ipc) {
+		if ((r = cu.MemcpyDtoH(back, dshared, sizeof back)) !=
+		    CUDA_SUCCESS) {
+			work_status("verify FAIL pid %ld: shared page: %s",
+			    (long)getpid(), cuname(r));
+			return;
+		}
+		for (i = 1; i < nproc; i++)
+			nipc += back[i] == ~word;
+	}
+	snprintf(req, sizeof req, ipc ? " ipc=%d" : "", nipc);
 	work_status("verify ok sum=%016" PRIx64 " counter=%" PRIu64 " thread=%"
-	    PRIu64 " child=%ld devs=%s", total, counter, counter,
-	    (long)(nproc > 1 ? kids[1] : 0), devs);
+	    PRIu64 " child=%ld devs=%s%s", total, counter, counter,
+	    (long)(nproc > 1 ? kids[1] : 0), devs, req);
 }
 
 int
@@ -489,8 +610,11 @@ main(int argc, char *argv[])
 	int			 p1[MAXPROC][2], p2[MAXPROC][2];
 	long			 n;
 
-	while ((ch = getopt(argc, argv, "d:e:f:m:n:")) != -1) {
+	while ((ch = getopt(argc, argv, "d:e:f:im:n:")) != -1) {
 		switch (ch) {
+		case 'i':
+			ipc = 1;
+			break;
 		case 'e':
 			errno = 0;
 			v = strtoul(optarg, &ep, 10);
@@ -564,7 +688,7 @@ main(int argc, char *argv[])
 				close(p1[j][1]);
 				close(p2[j][0]);
 			}
-			child_main(dev[i % ndev], p1[i][0], p2[i][1], mib);
+			child_main(dev[i % ndev], p1[i][0], p2[i][1], mib, i);
 		}
 	}
 	for (i = 1; i < nproc; i++) {
@@ -574,7 +698,8 @@ main(int argc, char *argv[])
 		fromchild[i] = p2[i][0];
 	}
 
-	if (cuda_start(dev[0], mib) == -1 || device_uuid(devs) == -1) {
+	if (cuda_start(dev[0], mib) == -1 || device_uuid(devs) == -1 ||
+	    (ipc && ipc_export() == -1)) {
 		work_status("error pid %ld: %s", (long)getpid(), failure);
 		return 1;
 	}

@@ -131,6 +131,23 @@
  * offer it to a job).  The real driver's codes for these cases are not
  * documented: these are the stand-in's own.
  *
+ * CUDA IPC (cuIpcGetMemHandle(), cuIpcOpenMemHandle(),
+ * cuIpcCloseMemHandle()): a handle names the exporter's KEY and the
+ * allocation's address, "fakeipc KEY VA"; the exporter writes
+ * ipc/KEY-VA, "UUID OFFSET LENGTH", where the allocation is in its memory
+ * file, at the export and after each restore.  An importer maps that part
+ * of the file shared at fresh addresses of its own (its own handle:
+ * CUDA_ERROR_INVALID_CONTEXT; a handle whose ipc/ file is not there:
+ * CUDA_ERROR_INVALID_HANDLE), unmaps it at its own checkpoint, and at
+ * the start of each call maps it again wherever ipc/ says the memory is
+ * now, should that not be the file it mapped, waiting the call timeout
+ * for an exporter not restored yet (then CUDA_ERROR_ILLEGAL_ADDRESS).  A
+ * process that exported or imported memory is locked only when it is of
+ * a job and the driver's release (driver's second word) is 610 or newer,
+ * else the lock fails with CUDA_ERROR_NOT_SUPPORTED (the stand-in's
+ * code: the real one is not documented), and custom storage refuses it
+ * with CUDA_ERROR_NOT_SUPPORTED, as NVIDIA documents.
+ *
  * Custom storage (driver API 13040, CUDA 13.4; the layouts are in
  * src/lib/gpu/custom.h).  From driver version 13040 cuGetProcAddress()
  * finds cuCheckpointOperationComplete(); cuMemcpyDtoHAsync(),
@@ -266,6 +283,10 @@ CUresult CUDAAPI cuCheckpointOperationComplete(void *);
 #define STORAGE_VERSION	13040		/* custom storage */
 #define JOB_VERSION	13010		/* job files (r590) */
 #define JOB_ENV		"CUDA_CHECKPOINT_JOB_FILE"
+#define DEF_RELEASE	580
+#define IPC_RELEASE	610		/* CUDA IPC in a job */
+#define MAXIMP		16
+#define IPC_MAGIC	"fakeipc"
 #define CALL_TIMEOUT_MS	10000
 #define LOCK_SLACK_MS	2000
 #define MS		1000000ULL	/* ns */
@@ -276,6 +297,25 @@ struct alloc {
 	size_t		 req;		/* asked for */
 	off_t		 off;		/* in the memory file */
 	void		*save;		/* the contents while checkpointed */
+	int		 exported;	/* through cuIpcGetMemHandle() */
+};
+
+/*
+ * Memory of another process opened through cuIpcOpenMemHandle(): its
+ * owner KEY and address there, where it is mapped here, and the file
+ * and offset it was mapped from (mapped 0: a reservation, as after a
+ * checkpoint; mapped again at the next call).
+ */
+struct imp {
+	long		 key;
+	uintptr_t	 expva;
+	uintptr_t	 va;
+	size_t		 len;
+	int		 refs;
+	int		 mapped;
+	dev_t		 dev;
+	ino_t		 ino;
+	off_t		 off;
 };
 
 /*
@@ -394,7 +434,7 @@ static CUresult		 vis_remap(const struct pair *, size_t,
 static int		 dev_count(void);
 static int		 dev_gpu(int, struct gpu *);
 static int		 dev_ordinal(const unsigned char *);
-static int		 driver_read(const char *);
+static int		 driver_read(const char *, int, int);
 static const char	*fake_dir(void);
 static int		 driver_version(void);
 static unsigned long long mem_used(const char *, const char *);
@@ -417,6 +457,19 @@ static int		 unmap_to_reserve(uintptr_t, size_t);
 static void		 ctx_unmap(struct CUctx_st *);
 static void		 ctx_destroy(struct CUctx_st *);
 static struct alloc	*alloc_find(uintptr_t, size_t);
+static size_t		 va_room(size_t);
+static int		 ipc_used(void);
+static int		 ipc_path(char *, size_t, long, uintptr_t);
+static int		 ipc_read(long, uintptr_t, char *, size_t, long long *,
+			    unsigned long *);
+static int		 ipc_publish(const struct CUctx_st *,
+			    const struct alloc *);
+static void		 ipc_publish_all(void);
+static CUresult		 imp_map(struct imp *);
+static CUresult		 imp_sync(void);
+static void		 imp_unmap_all(void);
+static struct imp	*imp_find(uintptr_t, size_t);
+static int		 driver_release(void);
 static void		 state_set(CUprocessState);
 static void		 proc_files(void);
 static void		 cond_wait_until(uint64_t);
@@ -493,6 +546,8 @@ static struct {
 	unsigned long long opid;
 	int		 custom;	/* checkpointed to custom storage */
 	char		 job[64];	/* its job's ID, or "" */
+	struct imp	 imp[MAXIMP];	/* memory of others, through IPC */
+	size_t		 nimp;
 	struct gpu	 opgpu[MAXCTX];	/* a pending restore's old GPUs */
 	unsigned char	 opvis[MAXGPUS][16];	/* and visible GPUs */
 } fc = {
@@ -706,21 +761,28 @@ dev_ordinal(const unsigned char *uuid)
 	return -1;
 }
 
-/* The first word of dir/driver, the driver's CUDA version. */
+/*
+ * The number word (0 or 1) of dir/driver starts with: the driver's CUDA
+ * version, or its release's major number; else def.
+ */
 static int
-driver_read(const char *dir)
+driver_read(const char *dir, int word, int def)
 {
-	char	 path[PATH_MAX], buf[256], *p = buf, *v, *e;
+	char	 path[PATH_MAX], buf[256], *p = buf, *v = NULL, *e;
 	long	 n;
+	int	 i;
 
 	if (dir == NULL)
-		return DEF_VERSION;
+		return def;
 	snprintf(path, sizeof path, "%s/driver", dir);
-	if (read_small(path, buf, sizeof buf) == -1 ||
-	    (v = next_word(&p)) == NULL)
-		return DEF_VERSION;
+	if (read_small(path, buf, sizeof buf) == -1)
+		return def;
+	for (i = 0; i <= word; i++)
+		if ((v = next_word(&p)) == NULL)
+			return def;
 	n = strtol(v, &e, 10);
-	return *e == '\0' && n > 0 && n < INT_MAX ? (int)n : DEF_VERSION;
+	return (*e == '\0' || (word == 1 && *e == '.')) && n > 0 &&
+	    n < INT_MAX ? (int)n : def;
 }
 
 static const char *
@@ -737,7 +799,13 @@ fake_dir(void)
 static int
 driver_version(void)
 {
-	return driver_read(fake_dir());
+	return driver_read(fake_dir(), 0, DEF_VERSION);
+}
+
+static int
+driver_release(void)
+{
+	return driver_read(fake_dir(), 1, DEF_RELEASE);
 }
 
 /*
@@ -896,8 +964,11 @@ enter(void)
 	else
 		fc.active++;
 	pthread_mutex_unlock(&fc.mtx);
-	if (r == CUDA_SUCCESS)
-		pthread_mutex_lock(&fc.api);
+	if (r != CUDA_SUCCESS)
+		return r;
+	pthread_mutex_lock(&fc.api);
+	if (fc.nimp > 0 && (r = imp_sync()) != CUDA_SUCCESS)
+		leave();
 	return r;
 }
 
@@ -990,6 +1061,198 @@ alloc_find(uintptr_t p, size_t n)
 				return a;
 		}
 	}
+	return NULL;
+}
+
+/*
+ * The addresses len bytes take at fc.va_next, 2 MiB aligned, or 0 where
+ * the range reserved has no room for them.
+ */
+static size_t
+va_room(size_t len)
+{
+	size_t	span = (len + VA_ALIGN - 1) & ~(VA_ALIGN - 1);
+
+	return span > fc.va_end - fc.va_next ? 0 : span;
+}
+
+/*
+ * CUDA IPC.  An exported allocation is published as ipc/KEY-VA (VA in
+ * hex): "UUID OFFSET LENGTH", where its memory is now, rewritten by a
+ * restore; the handle names KEY and VA.  An importer maps that part of
+ * the owner's memory file shared, and maps it again at its next call
+ * whenever the file is not the one it mapped (the owner was restored)
+ * or it unmapped it (its own checkpoint), waiting for an owner not yet
+ * restored.
+ */
+static int
+ipc_used(void)
+{
+	size_t	i, k;
+
+	if (fc.nimp > 0)
+		return 1;
+	for (k = 0; k < MAXCTX; k++)
+		for (i = 0; fc.ctx[k].used && i < fc.ctx[k].nallocs; i++)
+			if (fc.ctx[k].allocs[i].exported)
+				return 1;
+	return 0;
+}
+
+static int
+ipc_path(char *path, size_t len, long key, uintptr_t va)
+{
+	int	n;
+
+	n = snprintf(path, len, "%s/ipc/%ld-%lx", fc.dir, key,
+	    (unsigned long)va);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+static int
+ipc_publish(const struct CUctx_st *c, const struct alloc *a)
+{
+	char	path[PATH_MAX], text[128];
+
+	snprintf(text, sizeof text, "%s %lld %zu\n", c->gpu.uuidstr,
+	    (long long)a->off, a->req);
+	if (mkdirs("%s/ipc", fc.dir) == -1 ||
+	    ipc_path(path, sizeof path, (long)fc.pid, a->va) == -1)
+		return -1;
+	return write_atomic(path, "", text);
+}
+
+/* After a restore: where each exported allocation is now. */
+static void
+ipc_publish_all(void)
+{
+	size_t	i, k;
+
+	for (k = 0; k < MAXCTX; k++)
+		for (i = 0; fc.ctx[k].used && i < fc.ctx[k].nallocs; i++)
+			if (fc.ctx[k].allocs[i].exported)
+				(void)ipc_publish(&fc.ctx[k],
+				    &fc.ctx[k].allocs[i]);
+}
+
+/*
+ * What ipc/KEY-VA says: the UUID of the GPU, the offset in the owner's
+ * memory file and the length.  Returns 0, -1 where it is not there, or
+ * -2 where it is not such a line.
+ */
+static int
+ipc_read(long key, uintptr_t va, char *uuid, size_t ulen, long long *offp,
+    unsigned long *lenp)
+{
+	char	path[PATH_MAX], buf[256], *p = buf, *u, *w, *e;
+
+	if (ipc_path(path, sizeof path, key, va) == -1 ||
+	    read_small(path, buf, sizeof buf) == -1)
+		return -1;
+	if ((u = next_word(&p)) == NULL || strlen(u) >= ulen ||
+	    (w = next_word(&p)) == NULL ||
+	    (*offp = strtoll(w, &e, 10)) < 0 || *e != '\0' ||
+	    (w = next_word(&p)) == NULL ||
+	    (*lenp = strtoul(w, &e, 10)) == 0 || *e != '\0')
+		return -2;
+	snprintf(uuid, ulen, "%s", u);
+	return 0;
+}
+
+/*
+ * Maps import m where its owner's memory is now, unless it is mapped
+ * there already.  CUDA_ERROR_NOT_FOUND: the owner's memory is not there
+ * (yet).
+ */
+static CUresult
+imp_map(struct imp *m)
+{
+	struct stat	 st;
+	char		 path[PATH_MAX], uuid[64];
+	long long	 off;
+	unsigned long	 len;
+	int		 fd;
+
+	switch (ipc_read(m->key, m->expva, uuid, sizeof uuid, &off, &len)) {
+	case -1:
+		return CUDA_ERROR_NOT_FOUND;
+	case -2:
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	if (len < m->len)
+		return CUDA_ERROR_INVALID_HANDLE;
+	snprintf(path, sizeof path, "%s/mem/%s/%ld", fc.dir, uuid, m->key);
+	if ((fd = open(path, O_RDWR | O_CLOEXEC)) == -1)
+		return CUDA_ERROR_NOT_FOUND;
+	if (fstat(fd, &st) == -1) {
+		close(fd);
+		return CUDA_ERROR_OPERATING_SYSTEM;
+	}
+	if (m->mapped && st.st_dev == m->dev && st.st_ino == m->ino &&
+	    (off_t)off == m->off) {
+		close(fd);
+		return CUDA_SUCCESS;
+	}
+	if (mmap((void *)m->va, m->len, PROT_READ | PROT_WRITE, MAP_SHARED |
+	    MAP_FIXED, fd, (off_t)off) == MAP_FAILED) {
+		close(fd);
+		return CUDA_ERROR_OPERATING_SYSTEM;
+	}
+	close(fd);
+	m->mapped = 1;
+	m->dev = st.st_dev;
+	m->ino = st.st_ino;
+	m->off = (off_t)off;
+	return CUDA_SUCCESS;
+}
+
+/*
+ * Every import where its owner's memory is, at the start of a call;
+ * an owner not back within the call timeout: CUDA_ERROR_ILLEGAL_ADDRESS.
+ */
+static CUresult
+imp_sync(void)
+{
+	unsigned long	waited;
+	CUresult	r;
+	size_t		i;
+
+	for (i = 0; i < fc.nimp; i++) {
+		waited = 0;
+		while ((r = imp_map(&fc.imp[i])) == CUDA_ERROR_NOT_FOUND &&
+		    waited++ < call_timeout())
+			msleep(1);
+		if (r == CUDA_ERROR_NOT_FOUND)
+			return CUDA_ERROR_ILLEGAL_ADDRESS;
+		if (r != CUDA_SUCCESS)
+			return r;
+	}
+	return CUDA_SUCCESS;
+}
+
+/* A checkpoint: the imports become reservations, the owners' files go. */
+static void
+imp_unmap_all(void)
+{
+	size_t	i;
+
+	for (i = 0; i < fc.nimp; i++)
+		if (fc.imp[i].mapped) {
+			unmap_to_reserve(fc.imp[i].va, fc.imp[i].len);
+			fc.imp[i].mapped = 0;
+		}
+}
+
+/* The import that holds [p, p + n). */
+static struct imp *
+imp_find(uintptr_t p, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < fc.nimp; i++)
+		if (p >= fc.imp[i].va && p - fc.imp[i].va <= fc.imp[i].len &&
+		    n <= fc.imp[i].len - (p - fc.imp[i].va))
+			return &fc.imp[i];
 	return NULL;
 }
 
@@ -1148,6 +1411,15 @@ act_lock(unsigned int timeout_ms, uint64_t deadline)
 		r = CUDA_ERROR_ILLEGAL_STATE;
 		goto out;
 	}
+	/*
+	 * Memory shared through CUDA IPC: only in a job, from r610 (the
+	 * real driver's code for this is not documented; this is ours).
+	 */
+	if (ipc_used() && (fc.job[0] == '\0' ||
+	    driver_release() < IPC_RELEASE)) {
+		r = CUDA_ERROR_NOT_SUPPORTED;
+		goto out;
+	}
 	in = inject_read("lock");
 	if (in.r != CUDA_SUCCESS) {
 		if (in.failed)
@@ -1245,6 +1517,7 @@ act_checkpoint(uint64_t deadline)
 		ctx_unmap(c);
 		c->fsize = 0;
 	}
+	imp_unmap_all();
 	state_set(CU_PROCESS_STATE_CHECKPOINTED);
 	r = CUDA_SUCCESS;
 	goto out;
@@ -1366,6 +1639,7 @@ act_restore(const struct pair *pairs, size_t npairs, uint64_t deadline)
 		fd = -1;
 	}
 	memcpy(fc.vis, vis, (size_t)fc.nvis * sizeof vis[0]);
+	ipc_publish_all();
 	state_set(CU_PROCESS_STATE_LOCKED);
 	r = CUDA_SUCCESS;
 	goto out;
@@ -1487,6 +1761,11 @@ act_checkpoint_storage(uint64_t deadline)
 	if (!act_begin("checkpoint", "storage", CU_PROCESS_STATE_LOCKED,
 	    deadline, &r))
 		goto out;
+	/* (NVIDIA: custom storage does not take CUDA IPC) */
+	if (ipc_used()) {
+		r = CUDA_ERROR_NOT_SUPPORTED;
+		goto out;
+	}
 	if (fc.op == OP_CKPT)
 		op_abandon();
 	fc.op = OP_CKPT;
@@ -2404,8 +2683,7 @@ cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 		goto out;
 	}
 	len = (bytesize + pg - 1) / pg * pg;
-	span = (len + VA_ALIGN - 1) & ~(VA_ALIGN - 1);
-	if (span > fc.va_end - fc.va_next) {
+	if ((span = va_room(len)) == 0) {
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 		goto out;
 	}
@@ -2496,6 +2774,9 @@ cuMemFree_v2(CUdeviceptr dptr)
 		goto out;
 	c = &fc.ctx[k - 1];
 	a = &c->allocs[i];
+	if (a->exported && ipc_path(path, sizeof path, (long)fc.pid,
+	    a->va) == 0)
+		unlink(path);
 	unmap_to_reserve(a->va, a->len);
 	if (mem_path(path, sizeof path, &c->gpu) == 0 &&
 	    (fd = open(path, O_RDWR | O_CLOEXEC)) != -1) {
@@ -2528,7 +2809,8 @@ cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
 	if (cur_ctx() == NULL)
 		r = CUDA_ERROR_INVALID_CONTEXT;
 	else if (ByteCount > 0 && (srcHost == NULL ||
-	    alloc_find((uintptr_t)dstDevice, ByteCount) == NULL))
+	    (alloc_find((uintptr_t)dstDevice, ByteCount) == NULL &&
+	    imp_find((uintptr_t)dstDevice, ByteCount) == NULL)))
 		r = CUDA_ERROR_INVALID_VALUE;
 	else if (ByteCount > 0)
 		memcpy((void *)(uintptr_t)dstDevice, srcHost, ByteCount);
@@ -2546,10 +2828,154 @@ cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
 	if (cur_ctx() == NULL)
 		r = CUDA_ERROR_INVALID_CONTEXT;
 	else if (ByteCount > 0 && (dstHost == NULL ||
-	    alloc_find((uintptr_t)srcDevice, ByteCount) == NULL))
+	    (alloc_find((uintptr_t)srcDevice, ByteCount) == NULL &&
+	    imp_find((uintptr_t)srcDevice, ByteCount) == NULL)))
 		r = CUDA_ERROR_INVALID_VALUE;
 	else if (ByteCount > 0)
 		memcpy(dstHost, (void *)(uintptr_t)srcDevice, ByteCount);
+	leave();
+	return r;
+}
+
+/*
+ * CUDA IPC: a handle for the base of an allocation of the caller's
+ * ("fakeipc KEY VA"), published where the allocation's memory is.
+ */
+CUresult CUDAAPI
+cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
+{
+	struct CUctx_st	*c;
+	struct alloc	*a = NULL;
+	CUresult	 r;
+	size_t		 i, k;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if (cur_ctx() == NULL) {
+		r = CUDA_ERROR_INVALID_CONTEXT;
+		goto out;
+	}
+	for (k = 0; k < MAXCTX && a == NULL; k++)
+		for (i = 0; fc.ctx[k].used && i < fc.ctx[k].nallocs; i++)
+			if (fc.ctx[k].allocs[i].va == (uintptr_t)dptr) {
+				a = &fc.ctx[k].allocs[i];
+				c = &fc.ctx[k];
+				break;
+			}
+	if (pHandle == NULL || a == NULL) {
+		r = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	if (ipc_publish(c, a) == -1) {
+		r = CUDA_ERROR_OPERATING_SYSTEM;
+		goto out;
+	}
+	a->exported = 1;
+	memset(pHandle, 0, sizeof *pHandle);
+	snprintf(pHandle->reserved, sizeof pHandle->reserved, "%s %ld %lx",
+	    IPC_MAGIC, (long)fc.pid, (unsigned long)a->va);
+out:
+	leave();
+	return r;
+}
+
+/*
+ * Maps the memory a handle names, of another process, at fresh
+ * addresses; a handle opened again gives the same ones.
+ */
+CUresult CUDAAPI
+cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle,
+    unsigned int Flags)
+{
+	struct imp	*m;
+	char		 h[CU_IPC_HANDLE_SIZE + 1], *p = h, *w, *e, uuid[64];
+	unsigned long	 va, ulen;
+	long long	 off;
+	size_t		 i, len, span, pg = (size_t)sysconf(_SC_PAGESIZE);
+	long		 key;
+	CUresult	 r;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	memcpy(h, handle.reserved, CU_IPC_HANDLE_SIZE);
+	h[CU_IPC_HANDLE_SIZE] = '\0';
+	if (cur_ctx() == NULL) {
+		r = CUDA_ERROR_INVALID_CONTEXT;
+		goto out;
+	}
+	if (pdptr == NULL || (Flags & ~CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) ||
+	    (w = next_word(&p)) == NULL || strcmp(w, IPC_MAGIC) != 0 ||
+	    (w = next_word(&p)) == NULL || (key = strtol(w, &e, 10)) <= 0 ||
+	    *e != '\0' || (w = next_word(&p)) == NULL ||
+	    (va = strtoul(w, &e, 16)) == 0 || *e != '\0') {
+		r = CUDA_ERROR_INVALID_HANDLE;
+		goto out;
+	}
+	/* (a process cannot open its own) */
+	if (key == (long)fc.pid) {
+		r = CUDA_ERROR_INVALID_CONTEXT;
+		goto out;
+	}
+	for (i = 0; i < fc.nimp; i++)
+		if (fc.imp[i].key == key && fc.imp[i].expva == va) {
+			fc.imp[i].refs++;
+			*pdptr = (CUdeviceptr)fc.imp[i].va;
+			goto out;
+		}
+	if (fc.nimp == MAXIMP) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	m = &fc.imp[fc.nimp];
+	memset(m, 0, sizeof *m);
+	m->key = key;
+	m->expva = va;
+	if (ipc_read(key, va, uuid, sizeof uuid, &off, &ulen) != 0) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+		goto out;
+	}
+	len = (ulen + pg - 1) / pg * pg;
+	if ((span = va_room(len)) == 0) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	m->va = fc.va_next;
+	m->len = len;
+	if ((r = imp_map(m)) != CUDA_SUCCESS) {
+		if (r == CUDA_ERROR_NOT_FOUND)
+			r = CUDA_ERROR_INVALID_HANDLE;
+		goto out;
+	}
+	m->refs = 1;
+	fc.va_next += span;
+	fc.nimp++;
+	*pdptr = (CUdeviceptr)m->va;
+out:
+	leave();
+	return r;
+}
+
+/* The last close unmaps; the owner's memory is untouched. */
+CUresult CUDAAPI
+cuIpcCloseMemHandle(CUdeviceptr dptr)
+{
+	CUresult	r;
+	size_t		i;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	r = CUDA_ERROR_INVALID_VALUE;
+	for (i = 0; i < fc.nimp; i++)
+		if (fc.imp[i].va == (uintptr_t)dptr) {
+			r = CUDA_SUCCESS;
+			if (--fc.imp[i].refs > 0)
+				break;
+			unmap_to_reserve(fc.imp[i].va, fc.imp[i].len);
+			memmove(&fc.imp[i], &fc.imp[i + 1],
+			    (fc.nimp - i - 1) * sizeof fc.imp[0]);
+			fc.nimp--;
+			break;
+		}
 	leave();
 	return r;
 }
