@@ -280,4 +280,84 @@ test_expect_success 'part of a job, without the process that holds its file: ref
 	kill_tree $holder
 '
 
+# Jobs whose processes share device memory through CUDA IPC (cudawork
+# -i): ipc_verified ROOT checks the tree, and that the root's word went
+# through the shared page to its child and the child's back.
+printf '#!/bin/sh\nexec "%s" --launch "%s" "$@"\n' "$GCKPT" "$CUDAWORK" \
+    >"$TRASH/launchwork" || exit 1
+ipc_verified() {
+	verify_workload $1 || return 1
+	case $_line in
+	*" ipc=1") ;;
+	*)	echo >&2 "not shared: $_line"; return 1 ;;
+	esac
+}
+# ipc_refused IMAGE WHY: gpuckpt of the tree at WPID into IMAGE fails in
+# one line, the lock refused for WHY (a regex); the driver did nothing,
+# no image, the tree running and sharing on.
+ipc_refused() {
+	: >"$F/log" &&
+	test_status 1 "$GCKPT" -p $WPID -o "$1" >out 2>err &&
+	test_line_count err 1 &&
+	test_grep "^gpuckpt: .*process [0-9]* (.cudawork.): GPU lock failed: CUDA_ERROR_NOT_SUPPORTED (a process that shares device memory through CUDA IPC is checkpointed only $2)" err &&
+	grep -q "^lock " "$F/log" &&
+	! grep -q "^[a-z-]* .* CUDA_SUCCESS " "$F/log" &&
+	test ! -e "$1" &&
+	states RUNNING &&
+	ipc_verified $WPID
+}
+
+test_expect_success 'a job that shares device memory through CUDA IPC, r610: checkpointed, restored, shared still' '
+	started= &&
+	echo "13040 610.10.01" >"$F/driver" &&
+	job_start j4 -i -n 2 -m 4 &&
+	ipc_verified $WPID &&
+	test -n "$(ls "$F/ipc")" &&
+	fd=$(tr "\0" "\n" </proc/$WPID/environ |
+	    sed -n "s|^CUDA_CHECKPOINT_JOB_FILE=/proc/$WPID/fd/||p") &&
+	job_checkpoint $WPID img7.gck &&
+	serial lock $WPIDS &&
+	serial checkpoint $WPIDS &&
+	! grep -q "storage" "$F/log" &&
+	rm -f "$F/delay/checkpoint" &&
+	: >"$F/log" &&
+	"$GCKRESTORE" img7.gck >out 2>err &&
+	serial restore $WPIDS &&
+	states RUNNING &&
+	ipc_verified $WPID
+'
+
+test_expect_success 'the job restored onto another GPU (--gpu-map): shared still, where its memory is now' '
+	G1=GPU-aaaaaaaa-1111-4000-8000-000000000001 &&
+	G2=GPU-aaaaaaaa-1111-4000-8000-000000000002 &&
+	printf "$G2 9.0 1073741824 0000:02:00.0 NVIDIA H100 80GB HBM3\n" \
+	    >>"$F/gpus" &&
+	job_checkpoint $WPID img7b.gck &&
+	rm -f "$F/delay/checkpoint" &&
+	"$GCKRESTORE" --gpu-map $G1=$G2 img7b.gck >out 2>err &&
+	states RUNNING &&
+	ipc_verified $WPID &&
+	case $_line in *" devs=$G2,$G2 "*) ;; *) echo >&2 "$_line"; false ;; esac &&
+	grep "^$G2 " "$F/ipc/$WPID-"* &&
+	test -s "$F/mem/$G2/$WPID" &&
+	test ! -e "$F/mem/$G1/$WPID"
+'
+
+test_expect_success 'the same tree not started as a job: refused in one line naming --launch and r610, nothing locked' '
+	kill_tree $WPID &&
+	started= &&
+	cuda_start j5 -i -n 2 -m 4 &&
+	ipc_verified $WPID &&
+	ipc_refused img8.gck "in a job started with gpuckpt --launch, on NVIDIA driver r610 or newer"
+'
+
+test_expect_success 'a job of that kind on a driver before r610: refused, naming r610 and the driver' '
+	kill_tree $WPID &&
+	started= &&
+	echo "13040 595.10.01" >"$F/driver" &&
+	job_start j6 -i -n 2 -m 4 &&
+	ipc_verified $WPID &&
+	ipc_refused img9.gck "on NVIDIA driver r610 or newer; this driver is 595\.10\.01"
+'
+
 test_done

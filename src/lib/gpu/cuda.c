@@ -790,6 +790,26 @@ run_all(struct gck_cuda *cu, struct gck_cproc *procs, size_t n,
 	free(jobs);
 }
 
+/*
+ * Why the driver may refuse to lock a process: memory it shares
+ * through CUDA IPC, which it checkpoints only in a job (job.c), from
+ * r610.
+ */
+static void
+ipc_why(const struct gck_cuda *cu, char *buf, size_t len)
+{
+	if (!cu->serial)
+		snprintf(buf, len, " (a process that shares device memory "
+		    "through CUDA IPC is checkpointed only in a job started "
+		    "with gpuckpt --launch, on NVIDIA driver r610 or newer)");
+	else if (cu->release[0] == '\0' ||
+	    atoi(cu->release) < GCK_CUDA_IPC_RELEASE)
+		snprintf(buf, len, " (a process that shares device memory "
+		    "through CUDA IPC is checkpointed only on NVIDIA driver "
+		    "r610 or newer; this driver is %s)", cu->release[0] !=
+		    '\0' ? cu->release : "of an unknown release");
+}
+
 /* Describes what went wrong for p into buf. */
 static void
 describe(const struct gck_cuda *cu, const struct gck_cproc *p,
@@ -828,11 +848,14 @@ describe(const struct gck_cuda *cu, const struct gck_cproc *p,
 		    gck_cuda_errname(cu, p->cuerr));
 	else if (p->cuerr != CUDA_SUCCESS)
 	{
-		char	why[128] = "";
+		char	why[256] = "";
 
 		if (p->step == GCK_CS_LOCK && p->cuerr == CUDA_ERROR_NOT_READY)
 			snprintf(why, sizeof why, " (its CUDA work did not "
 			    "finish within the %u ms lock timeout)", lock_ms);
+		else if (p->step == GCK_CS_LOCK &&
+		    p->cuerr == CUDA_ERROR_NOT_SUPPORTED)
+			ipc_why(cu, why, sizeof why);
 		else if (p->cuerr == CUDA_ERROR_TIMEOUT)
 			snprintf(why, sizeof why, " (its CUDA restore thread "
 			    "did not answer)");

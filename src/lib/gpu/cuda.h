@@ -12,6 +12,7 @@ struct gck_ptree;
 #define GCK_CUDA_REMAP_VERSION	13000	/* GPU remapping: r580, CUDA 13.0 */
 #define GCK_CUDA_STORAGE_VERSION 13040	/* custom storage: CUDA 13.4 */
 #define GCK_CUDA_JOB_VERSION	13010	/* job files: r590, CUDA 13.1 */
+#define GCK_CUDA_IPC_RELEASE	610	/* CUDA IPC in a job: r610 */
 #define GCK_GPUS_MAX		64
 /* custom storage's segments of device memory (gck_cuda_segment()) */
 #define GCK_SEG_MIN		(16u << 20)	/* bytes, at least */
