@@ -89,7 +89,8 @@ test_expect_success 'run -f: every test passes on the stand-in driver' '
 	grep "^pass  PyTorch training, checkpointed mid-run (cpu): stopped after step [0-9]*, restored, final weights equal to an uninterrupted run.s$" "$COPY/report" &&
 	grep "^  PyTorch (cpu): *checkpoint [0-9.]* s, image [0-9]* MiB, restore [0-9.]* s$" "$COPY/report" &&
 	grep "^skip  gpuckpt --launch: a job of 2 processes of 256 MiB, gpuckpt | gpurestore: the driver (580.65.06) has no job files: r590 is needed$" "$COPY/report" &&
-	grep "^9 passed, 0 failed, 4 skipped, in [0-9]* s$" "$COPY/report" &&
+	grep "^skip  CUDA IPC, 2 processes of 64 MiB sharing device memory: the driver (580.65.06) checkpoints no CUDA IPC: r610 is needed$" "$COPY/report" &&
+	grep "^9 passed, 0 failed, 5 skipped, in [0-9]* s$" "$COPY/report" &&
 	! test -e "$COPY/w"
 '
 
@@ -105,6 +106,17 @@ test_expect_success 'run -f -a 13040: the tests of custom storage pass on the st
 	grep "^  custom storage, 64 MiB: *checkpoint [0-9.]* s ([0-9.]* GB/s), restore [0-9.]* s ([0-9.]* GB/s)" "$COPY/report5" &&
 	grep "^pass  gpuckpt --launch: a job of 2 processes of 256 MiB, gpuckpt | gpurestore: taken as one job, memory checked on the GPU after$" "$COPY/report5" &&
 	grep "^5 passed, 0 failed, 0 skipped, in [0-9]* s$" "$COPY/report5"
+'
+
+test_expect_success 'run -f -a 13040 -r 610.10.01: CUDA IPC refused outside a job, moved in one' '
+	test_status 0 hidden "$COPY/run" -f -a 13040 -r 610.10.01 -t ipc \
+	    -o "$COPY/report6" -w "$COPY/w6" >/dev/null 2>&1 &&
+	cat "$COPY/report6" &&
+	grep "^driver: 610.10.01 (NVML); GPUs:$" "$COPY/report6" &&
+	grep "^pass  CUDA IPC, 2 processes of 64 MiB sharing device memory, not a job: refused, running and shared on: gpuckpt: .*GPU lock failed: CUDA_ERROR_NOT_SUPPORTED (a process that shares device memory through CUDA IPC is checkpointed only in a job started with gpuckpt --launch, on NVIDIA driver r610 or newer)" "$COPY/report6" &&
+	grep "^pass  CUDA IPC, 2 processes of 64 MiB sharing device memory, a job (--launch), gpuckpt | gpurestore: memory checked, shared still$" "$COPY/report6" &&
+	grep "^3 passed, 0 failed, 0 skipped, in [0-9]* s$" "$COPY/report6" &&
+	! test -e "$COPY/w6"
 '
 
 test_expect_success 'a driver step that fails is a failure, and the runner says so' '
@@ -137,7 +149,8 @@ test_expect_success 'where criu cannot work, what needs no criu still runs' '
 	grep "^skip  PyTorch training, checkpointed mid-run: criu cannot work here$" "$COPY/report4" &&
 	grep "^skip  custom storage, 64 MiB: the driver has no custom storage" "$COPY/report4" &&
 	grep "^skip  gpuckpt --launch: a job of 2 processes of 256 MiB, gpuckpt | gpurestore: criu cannot work here$" "$COPY/report4" &&
-	grep "^4 passed, 0 failed, 6 skipped, in [0-9]* s$" "$COPY/report4"
+	grep "^skip  CUDA IPC, 2 processes of 64 MiB sharing device memory: criu cannot work here$" "$COPY/report4" &&
+	grep "^4 passed, 0 failed, 7 skipped, in [0-9]* s$" "$COPY/report4"
 '
 
 test_expect_success 'a library missing from the bundle is a failure' '

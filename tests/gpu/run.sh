@@ -4,16 +4,18 @@
 # allows, and the figures (the ./run of a bundle made by `make
 # gpu-bundle'; HACKING, "A GPU host").
 #
-# usage: run [-fkn] [-a api] [-o report] [-s "MiB ..."] [-t "test ..."]
-#            [-w dir]
+# usage: run [-fkn] [-a api] [-r release] [-o report] [-s "MiB ..."]
+#            [-t "test ..."] [-w dir]
 #   -o FILE   the report, also printed as it goes (default gpu-report.txt)
 #   -f        use the stand-in driver of the bundle (fake/), as the tests
 #             of a build tree do, on a host without a GPU
 #   -a API    with -f: the stand-in's driver API version (default 13000;
 #             13040, CUDA 13.4, has custom storage)
+#   -r REL    with -f: the stand-in's driver release (default 580.65.06,
+#             595.45.04 with -a; from 610 it checkpoints CUDA IPC in a job)
 #   -n        say what the host allows, and run no test
 #   -t LIST   the tests to run, of: health t-gpu steps storage suspend
-#             roundtrip tree job torch (default all)
+#             roundtrip tree job ipc torch (default all)
 #   -s LIST   the device memory of the figures, in MiB
 #             (default "1024 4096 16384"; with -f "64 256")
 #   -w DIR    where the images go (default a new directory in $TMPDIR
@@ -32,15 +34,16 @@ if [ -z "${GCK_RUN_REAPER:-}" ]; then
 	GCK_RUN_REAPER=1 exec "$B/work/reaper" "$0" "$@"
 fi
 report=gpu-report.txt fake='' sizes='' work='' keep='' tests='' probe=''
-fakeapi=13000
-ALL="health t-gpu steps storage suspend roundtrip tree job torch"
+fakeapi=13000 fakerel=
+ALL="health t-gpu steps storage suspend roundtrip tree job ipc torch"
 usage() {
-	echo "usage: run [-fkn] [-a api] [-o report] [-s \"MiB ...\"] [-t \"test ...\"] [-w dir]" >&2
+	echo "usage: run [-fkn] [-a api] [-r release] [-o report] [-s \"MiB ...\"] [-t \"test ...\"] [-w dir]" >&2
 	exit 2
 }
-while getopts a:fkno:s:t:w: o; do
+while getopts a:fkno:r:s:t:w: o; do
 	case $o in
 	a) case $OPTARG in ''|*[!0-9]*) usage ;; esac; fakeapi=$OPTARG ;;
+	r) case $OPTARG in ''|*[!0-9.]*) usage ;; esac; fakerel=$OPTARG ;;
 	f) fake=1 ;;
 	k) keep=1 ;;
 	n) probe=1 ;;
@@ -102,7 +105,10 @@ if [ -n "$fake" ]; then
 	export GPUCKPT_LIBCUDA=$B/fake/libcuda.so.1
 	export GPUCKPT_LIBNVML=$B/fake/libnvidia-ml.so.1
 	mkdir -p "$FAKECUDA_DIR"
-	[ "$fakeapi" = 13000 ] || echo "$fakeapi 595.45.04" >"$FAKECUDA_DIR/driver"
+	if [ "$fakeapi" != 13000 ] || [ -n "$fakerel" ]; then
+		[ "$fakeapi" = 13000 ] || : "${fakerel:=595.45.04}"
+		echo "$fakeapi ${fakerel:-580.65.06}" >"$FAKECUDA_DIR/driver"
+	fi
 	echo "GPU-6a0f1c2e-0d5b-4c1e-9a7e-3b2f5d8c9e01 9.0 150000000000 0000:01:00.0 stand-in GPU" \
 	    >"$FAKECUDA_DIR/gpus"
 	WORKLD=$B/fake	# for the workloads only, which load libcuda.so.1
@@ -398,15 +404,21 @@ roundtrip() {
 # A job of two processes under a job file of its own (gpuckpt --launch,
 # driver r590): gpuckpt -p PID | gpurestore, the driver told of the job
 # and given its processes one at a time.
+# gate NAME MAJOR WHAT: whether criu works, the driver has the checkpoint
+# API and is r MAJOR or newer; else NAME is skipped, for the driver with
+# WHAT, and it returns 1.
+gate() {
+	if [ -z "$criu_ok" ]; then result skip "$1" "criu cannot work here"; return 1; fi
+	if [ "$ckapi" != yes ]; then
+		result skip "$1" "the driver has no checkpoint API"; return 1
+	fi
+	if [ "$major" -lt "$2" ]; then
+		result skip "$1" "the driver (${release:-release unknown}) $3: r$2 is needed"; return 1
+	fi
+}
 job() {
 	local name="gpuckpt --launch: a job of 2 processes of 256 MiB, gpuckpt | gpurestore" out
-	if [ -z "$criu_ok" ]; then result skip "$name" "criu cannot work here"; return; fi
-	if [ "$ckapi" != yes ]; then
-		result skip "$name" "the driver has no checkpoint API"; return
-	fi
-	if [ "$major" -lt 590 ]; then
-		result skip "$name" "the driver (${release:-release unknown}) has no job files: r590 is needed"; return
-	fi
+	gate "$name" 590 "has no job files" || return
 	LAUNCH=1 start job -m 256 -n 2 || { result fail "$name" "$WHY"; return; }
 	if ! tr '\0' '\n' </proc/$WPID/environ |
 	    grep -q "^CUDA_CHECKPOINT_JOB_FILE=/proc/$WPID/fd/"; then
@@ -422,6 +434,46 @@ job() {
 		result pass "$name: taken as one job, memory checked on the GPU after"
 	else
 		result fail "$name" "$(cat "$work/ckpt.err" "$work/restore.err" | tail -n 2 | tr '\n' ' ') ${WHY:-}"
+	fi
+	stop $WPID
+}
+
+# CUDA IPC (r610): cudawork -i, a root and a child sharing a page of
+# device memory both ways.  Outside a job gpuckpt must refuse it and
+# leave it running; in a job (--launch) it must go through gpuckpt |
+# gpurestore and be shared still.  shared: the last check says so.
+shared() {
+	grep '^verify ' "$WST" | tail -n 1 | grep -q ' ipc=1$' && return 0
+	WHY="not shared: $(grep '^verify ' "$WST" | tail -n 1)"
+	return 1
+}
+ipc() {
+	local name="CUDA IPC, 2 processes of 64 MiB sharing device memory" out
+	gate "$name" 610 "checkpoints no CUDA IPC" || return
+	start ipc1 -m 64 -n 2 -i || { result fail "$name, not a job" "$WHY"; return; }
+	if ! check $WPID || ! shared; then
+		result fail "$name, not a job" "before: $WHY"; stop $WPID; return
+	fi
+	if (cd "$work" && gpuckpt -p $WPID -o "$work/ipc1.gck" 2>"$work/ipc1.err"); then
+		result fail "$name, not a job" "gpuckpt took it, though it is no job"
+	elif ! check $WPID || ! shared; then
+		result fail "$name, not a job" "refused ($(tail -n 1 "$work/ipc1.err")), but after: $WHY"
+	else
+		result pass "$name, not a job: refused, running and shared on: $(tail -n 1 "$work/ipc1.err")"
+	fi
+	stop $WPID
+	rm -f "$work/ipc1.gck"
+	LAUNCH=1 start ipc2 -m 64 -n 2 -i || { result fail "$name, a job" "$WHY"; return; }
+	if ! check $WPID || ! shared; then
+		result fail "$name, a job" "before: $WHY"; stop $WPID; return
+	fi
+	(cd "$work" && gpuckpt -v -p $WPID 2>"$work/ipc2.err" |
+	    gpurestore >"$work/ipc2.out" 2>"$work/ipc2.rerr")
+	out=$(cat "$work/ipc2.out")
+	if [ "$out" = "$WPID" ] && check $WPID && shared; then
+		result pass "$name, a job (--launch), gpuckpt | gpurestore: memory checked, shared still"
+	else
+		result fail "$name, a job" "$(cat "$work/ipc2.err" "$work/ipc2.rerr" | tail -n 2 | tr '\n' ' ') ${WHY:-}"
 	fi
 	stop $WPID
 }
@@ -524,6 +576,7 @@ set -- $sizes
 want roundtrip && roundtrip "${1:-64}" 1
 want tree && roundtrip 256 2
 want job && job
+want ipc && ipc
 want torch && torchrun
 
 say ""
