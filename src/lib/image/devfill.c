@@ -666,11 +666,15 @@ gck_devfill_free(struct gck_devfill *df)
  */
 #define DD_THREADS	64	/* at most */
 
-/* A GPU's file, or a segment of its memory, at base. */
+/*
+ * A GPU's file, or a segment of its memory, at base: opened by the
+ * thread that takes it, for the time it reads it (a GPU of 80 GiB has
+ * 1280 segments, more than a process may hold open).
+ */
 struct ddjob {
 	size_t		 proc;	/* among the caller's processes */
 	unsigned int	 k;
-	int		 fd;
+	char		 name[64];
 	uint64_t	 base, size;
 };
 
@@ -678,6 +682,7 @@ struct ddrun {
 	struct gck_cuda		*cu;
 	struct gck_cproc	*cp;
 	struct gck_pinpool	*pool;
+	int			 dfd;	/* the image's directory */
 	struct ddjob		*job;	/* a segment of each GPU after the
 					   other */
 	size_t			 njob, ngpu;
@@ -717,7 +722,7 @@ dd_thread(void *arg)
 	uint64_t	 off;
 	size_t		 j, want;
 	ssize_t		 n;
-	int		 r;
+	int		 r, fd;
 
 	if ((buf = gck_cuda_pinpool_get(d->pool, GCK_CHUNK_SIZE)) == NULL &&
 	    (buf = own = malloc(GCK_CHUNK_SIZE)) == NULL) {
@@ -727,12 +732,17 @@ dd_thread(void *arg)
 	while (!atomic_load(&d->stop) &&
 	    (j = atomic_fetch_add(&d->next, 1)) < d->njob) {
 		jb = &d->job[j];
+		if ((fd = openat(d->dfd, jb->name, O_RDONLY | O_CLOEXEC |
+		    O_NOFOLLOW)) == -1) {
+			dd_fail(d, j, jb->base, errno, 0);
+			break;
+		}
 		for (off = 0; off < jb->size && !atomic_load(&d->stop);
 		    off += (uint64_t)n) {
 			want = jb->size - off < GCK_CHUNK_SIZE ?
 			    (size_t)(jb->size - off) : GCK_CHUNK_SIZE;
 			do
-				n = pread(jb->fd, buf, want, (off_t)off);
+				n = pread(fd, buf, want, (off_t)off);
 			while (n == -1 && errno == EINTR);
 			if (n <= 0) {
 				dd_fail(d, j, jb->base + off, n == 0 ? EIO :
@@ -749,6 +759,7 @@ dd_thread(void *arg)
 			if (own == NULL)
 				atomic_fetch_add(&d->pinned, (uint64_t)n);
 		}
+		close(fd);
 	}
 	if (own == NULL)
 		gck_cuda_pinpool_put(d->pool, buf);
@@ -776,7 +787,7 @@ dd_error(struct gck_ctx *ctx, const struct ddrun *d, const char *dir)
 }
 
 /*
- * The GPUs' files of the processes of cp, opened in d->job: the first
+ * The GPUs' files of the processes of cp, checked, in d->job: the first
  * segment of every GPU, then the second of each that has one, and so on,
  * for the threads to take them in turn.
  */
@@ -813,16 +824,12 @@ dd_jobs(struct gck_ctx *ctx, const struct gck_mcuda *mc,
 			jb->proc = i;
 			jb->k = k;
 			jb->base = s * mp->devseg[k];
-			if ((jb->fd = openat(dfd, name, O_RDONLY | O_CLOEXEC |
-			    O_NOFOLLOW)) == -1)
+			snprintf(jb->name, sizeof jb->name, "%s", name);
+			if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == -1)
 				return gck_set_syserr(ctx, errno, "cannot open "
 				    "'%s' of the image: %s", name,
 				    strerror(errno));
 			d->njob++;
-			if (fstat(jb->fd, &sb) == -1)
-				return gck_set_syserr(ctx, errno, "cannot stat "
-				    "'%s' of the image: %s", name,
-				    strerror(errno));
 			jb->size = (uint64_t)sb.st_size;
 			if (!S_ISREG(sb.st_mode) || jb->size != want ||
 			    mp->devsize[k] != cp[i].devsize[k])
@@ -858,6 +865,7 @@ gck_devfill_dir(struct gck_ctx *ctx, const struct gck_manifest *m,
 	memset(&d, 0, sizeof d);
 	d.cu = cu;
 	d.cp = cp;
+	d.dfd = dfd;
 	atomic_init(&d.next, 0);
 	atomic_init(&d.stop, 0);
 	atomic_init(&d.bytes, 0);
@@ -888,8 +896,6 @@ gck_devfill_dir(struct gck_ctx *ctx, const struct gck_manifest *m,
 	r = gck_cuda_end_in(ctx, cu, cp, n, 1);
 out:
 	gck_cuda_pinpool_free(d.pool);
-	for (i = 0; i < d.njob; i++)
-		close(d.job[i].fd);
 	free(d.job);
 	pthread_mutex_destroy(&d.mu);
 	return r;

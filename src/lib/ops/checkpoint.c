@@ -581,7 +581,6 @@ out:
 	return r;
 }
 
-/* Device memory that custom storage spooled, for the image. */
 /* The memory of a GPU of a process that custom storage spooled, */
 struct devfile {
 	char		 name[64];	/* as the image names it */
