@@ -148,6 +148,37 @@
  * code: the real one is not documented), and custom storage refuses it
  * with CUDA_ERROR_NOT_SUPPORTED, as NVIDIA documents.
  *
+ * Stream memory operations (cuStreamWriteValue32() and
+ * cuStreamWaitValue32(), exported under their _v2 names too, which
+ * cuGetProcAddress() gives a caller of 11070 or later; the two do the
+ * same) are application calls on a 32-bit word, 4-byte aligned, of the
+ * caller's own device memory (an allocation of any context of its) or of
+ * memory it opened through CUDA IPC, else CUDA_ERROR_INVALID_VALUE; they
+ * need a current context (CUDA_ERROR_INVALID_CONTEXT) and one of the
+ * special streams (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD; any
+ * other: CUDA_ERROR_INVALID_HANDLE).  A write stores the value at once, a
+ * release store (with CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER a relaxed
+ * one; other flags: CUDA_ERROR_INVALID_VALUE).  A wait is done inside the
+ * call, as a GPU kernel spins on a flag that a peer writes (an NCCL
+ * collective): it reads the word (an acquire load) every millisecond
+ * until the condition of its flags holds, with no timeout of its own:
+ * GEQ, (int32_t)(*addr - value) >= 0, the driver's cyclic compare; EQ;
+ * AND, (*addr & value) != 0; NOR, ~(*addr | value) != 0
+ * (CU_STREAM_WAIT_VALUE_FLUSH is taken and does nothing; other bits:
+ * CUDA_ERROR_INVALID_VALUE).  For as long as it waits the call is in
+ * progress: a lock of the process waits for it and fails with
+ * CUDA_ERROR_NOT_READY after its timeout, so that a process waiting for
+ * a peer that is locked, and so cannot write, is not locked either.
+ * Between two reads the wait lets go of the serializer of application
+ * calls, so that the process's other threads go on with theirs (a
+ * stream's wait holds no host thread); each read checks first that the
+ * word is still mapped (freed or closed meanwhile:
+ * CUDA_ERROR_ILLEGAL_ADDRESS), and every 10 ms an import is mapped again
+ * where its owner's memory is now, as at the start of a call, so that
+ * the wait sees the writes of a peer restored meanwhile (an owner not
+ * there keeps the mapping it had).  The FAILED state and the exit of the
+ * process end a wait with CUDA_ERROR_UNKNOWN.
+ *
  * Custom storage (driver API 13040, CUDA 13.4; the layouts are in
  * src/lib/gpu/custom.h).  From driver version 13040 cuGetProcAddress()
  * finds cuCheckpointOperationComplete(); cuMemcpyDtoHAsync(),
@@ -193,7 +224,8 @@
  *     inject/checkpoint, then inject/storage, and sleeps delay/checkpoint
  *     and delay/storage.  inject/storage stands for a process custom
  *     storage does not support (NVIDIA names CUDA IPC, multicast objects
- *     and a job file; the stand-in has none of them), e.g.
+ *     and a job file; the stand-in refuses IPC and jobs itself, see
+ *     above, and has no multicast objects), e.g.
  *     CUDA_ERROR_NOT_SUPPORTED.  The complete call then puts reservations
  *     back at the allocations' addresses and removes the memory files,
  *     keeping no copy: the process is CHECKPOINTED "custom", its memory
@@ -266,8 +298,14 @@
  */
 #undef cuDeviceGetUuid
 #undef cuGetProcAddress
+#undef cuStreamWaitValue32
+#undef cuStreamWriteValue32
 CUresult CUDAAPI cuDeviceGetUuid(CUuuid *, CUdevice);
 CUresult CUDAAPI cuGetProcAddress(const char *, void **, int, cuuint64_t);
+CUresult CUDAAPI cuStreamWaitValue32(CUstream, CUdeviceptr, cuuint32_t,
+    unsigned int);
+CUresult CUDAAPI cuStreamWriteValue32(CUstream, CUdeviceptr, cuuint32_t,
+    unsigned int);
 /* The driver API of 13040 (CUDA 13.4), which cuda.h 13.0 lacks. */
 CUresult CUDAAPI cuCheckpointOperationComplete(void *);
 
@@ -3006,6 +3044,143 @@ cuMemGetInfo_v2(size_t *free, size_t *total)
 	return r;
 }
 
+/*
+ * Stream memory operations, on the special streams only.  The word is
+ * the caller's device memory or memory it opened through CUDA IPC.
+ */
+static CUresult
+memop_check(CUstream stream, CUdeviceptr addr)
+{
+	uintptr_t	p = (uintptr_t)addr;
+
+	if (stream != NULL && stream != CU_STREAM_LEGACY &&
+	    stream != CU_STREAM_PER_THREAD)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (cur_ctx() == NULL)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (p % sizeof(uint32_t) != 0 || (alloc_find(p, sizeof(uint32_t)) ==
+	    NULL && imp_find(p, sizeof(uint32_t)) == NULL))
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
+/* Whether the word v meets a wait's condition (flags checked). */
+static int
+memop_met(uint32_t v, uint32_t value, unsigned int flags)
+{
+	switch (flags & 0x3) {
+	case CU_STREAM_WAIT_VALUE_GEQ:
+		/* cyclic, as the driver compares: the signed difference */
+		return (int32_t)(v - value) >= 0;
+	case CU_STREAM_WAIT_VALUE_EQ:
+		return v == value;
+	case CU_STREAM_WAIT_VALUE_AND:
+		return (v & value) != 0;
+	default:
+		return ~(v | value) != 0;
+	}
+}
+
+/* The write is done at once. */
+CUresult CUDAAPI
+cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+    unsigned int flags)
+{
+	_Atomic uint32_t	*w;
+	CUresult		 r;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if ((r = memop_check(stream, addr)) != CUDA_SUCCESS)
+		goto out;
+	if ((flags & ~(unsigned int)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) !=
+	    0) {
+		r = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	w = (_Atomic uint32_t *)(uintptr_t)addr;
+	atomic_store_explicit(w, (uint32_t)value, flags ?
+	    memory_order_relaxed : memory_order_release);
+out:
+	leave();
+	return r;
+}
+
+/*
+ * The wait is done inside the call, as a kernel spins on a flag that a
+ * peer writes: the call stays in progress, and a lock of this process
+ * waits for it, until the word meets the condition.  Between two reads
+ * it lets go of fc.api, so that the process's other threads go on as a
+ * host thread does while a stream waits; every read checks first that
+ * the word is still mapped, and now and then an import is mapped again
+ * where its owner's memory is, so that the wait sees the writes of a
+ * peer restored meanwhile.  Only the FAILED state and the exit of the
+ * process end it otherwise.
+ */
+CUresult CUDAAPI
+cuStreamWaitValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+    unsigned int flags)
+{
+	_Atomic uint32_t	*w = (_Atomic uint32_t *)(uintptr_t)addr;
+	struct imp		*m;
+	uintptr_t		 p = (uintptr_t)addr;
+	unsigned int		 n;
+	CUresult		 r;
+	int			 gone;
+
+	if ((r = enter()) != CUDA_SUCCESS)
+		return r;
+	if ((r = memop_check(stream, addr)) != CUDA_SUCCESS)
+		goto out;
+	if ((flags & ~(0x3U | (unsigned int)CU_STREAM_WAIT_VALUE_FLUSH)) !=
+	    0) {
+		r = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	for (n = 1; ; n++) {
+		if (memop_met(atomic_load_explicit(w, memory_order_acquire),
+		    (uint32_t)value, flags))
+			break;
+		pthread_mutex_unlock(&fc.api);
+		pthread_mutex_lock(&fc.mtx);
+		gone = fc.exiting || fc.state == CU_PROCESS_STATE_FAILED;
+		pthread_mutex_unlock(&fc.mtx);
+		if (!gone)
+			msleep(1);
+		pthread_mutex_lock(&fc.api);
+		if (gone) {
+			r = CUDA_ERROR_UNKNOWN;
+			break;
+		}
+		if (alloc_find(p, sizeof(uint32_t)) != NULL)
+			continue;
+		if ((m = imp_find(p, sizeof(uint32_t))) == NULL) {
+			r = CUDA_ERROR_ILLEGAL_ADDRESS;
+			break;
+		}
+		/* (an owner not there now keeps the mapping it had) */
+		if (n % 10 == 0)
+			(void)imp_map(m);
+	}
+out:
+	leave();
+	return r;
+}
+
+CUresult CUDAAPI
+cuStreamWriteValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+    unsigned int flags)
+{
+	return cuStreamWriteValue32_v2(stream, addr, value, flags);
+}
+
+CUresult CUDAAPI
+cuStreamWaitValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+    unsigned int flags)
+{
+	return cuStreamWaitValue32_v2(stream, addr, value, flags);
+}
+
 /* The checkpoint API, as a tool calls it for another process. */
 
 /*
@@ -3880,6 +4055,10 @@ static const struct entry {
 	F("cuMemcpyDtoHAsync", 0, cuMemcpyDtoHAsync_v2),
 	F("cuMemcpyHtoDAsync", 0, cuMemcpyHtoDAsync_v2),
 	F("cuStreamSynchronize", 0, cuStreamSynchronize),
+	F("cuStreamWaitValue32", 0, cuStreamWaitValue32),
+	F("cuStreamWaitValue32", 11070, cuStreamWaitValue32_v2),
+	F("cuStreamWriteValue32", 0, cuStreamWriteValue32),
+	F("cuStreamWriteValue32", 11070, cuStreamWriteValue32_v2),
 	F("cuMemHostAlloc", 0, cuMemHostAlloc),
 	F("cuMemFreeHost", 0, cuMemFreeHost),
 	F("cuCheckpointProcessGetState", CKPT_VERSION,
