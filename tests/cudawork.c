@@ -97,8 +97,6 @@ static int		 device_uuid(char *);
 static int		 cuda_start(int, unsigned long);
 static void		 step(void);
 static int		 check(char *, size_t);
-static int		 put_line(int, const char *);
-static int		 get_line(int, char *, size_t, int);
 static _Noreturn void	 child_main(int, int, int, unsigned long, int);
 static int		 ipc_open(int);
 static int		 ipc_export(void);
@@ -335,48 +333,6 @@ check(char *out, size_t len)
 }
 
 /* One line, one write(2). */
-static int
-put_line(int fd, const char *s)
-{
-	char	buf[LINELEN];
-	int	n;
-
-	n = snprintf(buf, sizeof buf, "%s\n", s);
-	if (n < 0 || (size_t)n >= sizeof buf)
-		return -1;
-	return write(fd, buf, (size_t)n) == n ? 0 : -1;
-}
-
-/* Reads one line, a byte at a time, waiting timeout_ms at most. */
-static int
-get_line(int fd, char *buf, size_t len, int timeout_ms)
-{
-	struct pollfd	pfd;
-	size_t		n = 0;
-	ssize_t		r;
-	int		waited = 0;
-
-	while (n + 1 < len) {
-		pfd.fd = fd;
-		pfd.events = POLLIN;
-		if (poll(&pfd, 1, 100) <= 0) {
-			waited += 100;
-			if (waited >= timeout_ms)
-				return -1;
-			continue;
-		}
-		if ((r = read(fd, buf + n, 1)) == -1 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		if (buf[n] == '\n')
-			break;
-		n++;
-	}
-	buf[n] = '\0';
-	return 0;
-}
-
 /* A child's: the handle the root sends, "ipc HEX", opened. */
 static int
 ipc_open(int in)
@@ -386,7 +342,7 @@ ipc_open(int in)
 	unsigned int	i, b;
 	CUresult	r;
 
-	if (get_line(in, line, sizeof line, 60000) == -1 ||
+	if (work_get_line(in, line, sizeof line, 60000) == -1 ||
 	    strncmp(line, "ipc ", 4) != 0 ||
 	    strlen(line + 4) != 2 * sizeof h.reserved) {
 		failed("no IPC handle from the root");
@@ -429,7 +385,7 @@ ipc_export(void)
 		n += (size_t)snprintf(line + n, sizeof line - n, "%02x",
 		    (unsigned char)h.reserved[i]);
 	for (k = 1; k < nproc; k++)
-		if (put_line(tochild[k], line) == -1) {
+		if (work_put_line(tochild[k], line) == -1) {
 			failed("cannot send the IPC handle");
 			return -1;
 		}
@@ -452,18 +408,18 @@ child_main(int ordinal, int in, int out, unsigned long mib, int slot)
 	    (ipc && ipc_open(in) == -1)) {
 		snprintf(line, sizeof line, "error pid %ld: %s",
 		    (long)getpid(), failure);
-		put_line(out, line);
+		work_put_line(out, line);
 		_exit(1);
 	}
 	snprintf(line, sizeof line, "ready %ld %016" PRIx64 " %s",
 	    (long)getpid(), sum, uuid);
-	if (put_line(out, line) == -1)
+	if (work_put_line(out, line) == -1)
 		_exit(1);
 	for (;;) {
 		pfd.fd = in;
 		pfd.events = POLLIN;
 		if (poll(&pfd, 1, 10) > 0) {
-			if (get_line(in, req, sizeof req, 1000) == -1)
+			if (work_get_line(in, req, sizeof req, 1000) == -1)
 				_exit(0);
 			/* "SEQ [WORD]": the word through the shared page */
 			if ((w = strchr(req, ' ')) != NULL) {
@@ -483,7 +439,7 @@ child_main(int ordinal, int in, int out, unsigned long mib, int slot)
 			}
 			snprintf(line, sizeof line, "%s ", req);
 			check(line + strlen(line), sizeof line - strlen(line));
-			if (put_line(out, line) == -1)
+			if (work_put_line(out, line) == -1)
 				_exit(0);
 		}
 		step();
@@ -550,7 +506,7 @@ verify(void)
 		snprintf(req, sizeof req, "%s %016" PRIx64, seq, word);
 	}
 	for (i = 1; i < nproc; i++)
-		put_line(tochild[i], req);
+		work_put_line(tochild[i], req);
 	if (check(mine, sizeof mine) == -1) {
 		work_status("verify %s", mine);
 		return;
@@ -562,7 +518,7 @@ verify(void)
 	for (i = 1; i < nproc; i++) {
 		n = strlen(seq);
 		do {
-			if (get_line(fromchild[i], line, sizeof line,
+			if (work_get_line(fromchild[i], line, sizeof line,
 			    ANSWER_MS) == -1) {
 				work_status("verify FAIL pid %ld: no answer",
 				    (long)kids[i]);
@@ -711,7 +667,7 @@ main(int argc, char *argv[])
 	}
 	total = sum;
 	for (i = 1; i < nproc; i++) {
-		if (get_line(fromchild[i], line, sizeof line, 60000) == -1) {
+		if (work_get_line(fromchild[i], line, sizeof line, 60000) == -1) {
 			work_status("error pid %ld: no word from child %ld",
 			    (long)getpid(), (long)kids[i]);
 			return 1;

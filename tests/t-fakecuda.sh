@@ -798,6 +798,170 @@ test_expect_success 'a failed copy in; a new custom restore starts over' '
 	kill_tree $CS
 '
 
+# NCCL jobs: the ranks of ncclwork on the stand-in libnccl.so.2
+# (fakenccl/), which share their buffers through CUDA IPC and wait for
+# each other's flags inside the driver (cuStreamWaitValue32()).
+NCCLWORK=$GCK_TESTDIR/ncclwork
+
+# nccl_start NAME [ncclwork options]: the ranks of a job meeting in
+# $TRASH/nccl.NAME; sets NPID (the root), NRANKS (every rank's PID, the
+# root first), NR0 and NR1 (ranks 0 and 1) and NSTATUS.
+nccl_start() {
+	NSTATUS=$TRASH/$1.status
+	FAKENCCL_DIR=$TRASH/nccl.$1
+	shift
+	rm -f "$NSTATUS"
+	mkdir -p "$FAKENCCL_DIR" || return 1
+	(FAKENCCL_DIR=$FAKENCCL_DIR \
+	    LD_LIBRARY_PATH=$GCK_TESTDIR/fakecuda:$GCK_TESTDIR/fakenccl \
+	    setsid "$NCCLWORK" -f "$NSTATUS" "$@" </dev/null >/dev/null 2>&1 &)
+	wait_for_line "$NSTATUS" '^ready ' 60 || return 1
+	NPID=$(sed -n 's/^ready pid=\([0-9]*\) .*/\1/p' "$NSTATUS")
+	NRANKS=$(sed -n 's/^ready .* ranks=\([0-9,]*\) .*/\1/p' "$NSTATUS" |
+	    tr , " ")
+	test -n "$NPID" && test -n "$NRANKS" || return 1
+	set -- $NRANKS
+	NR0=$1
+	NR1=${2:-}
+	started="$started $NPID"
+}
+
+# nccl_verify: the root has every rank checked; sets NSTEP, its step.
+nccl_verify() {
+	ask_answer "$NSTATUS" '^verify ' $NPID || return 1
+	case $_line in
+	"verify ok step="*" ranks="*) ;;
+	*)	echo >&2 "ncclwork $NPID: $_line"
+		return 1 ;;
+	esac
+	NSTEP=$(echo "$_line" | sed 's/^verify ok step=\([0-9]*\) .*/\1/')
+}
+
+# nccl_past N: the root has checked a step past N, within 10 s; sets
+# NSTEP.
+nccl_past() {
+	_i=0
+	while nccl_verify; do
+		test "$NSTEP" -gt "$1" && return 0
+		_i=$((_i + 1))
+		if test $_i -gt 50; then
+			echo >&2 "ncclwork $NPID stays at step $NSTEP"
+			return 1
+		fi
+		sleep 0.2
+	done
+	return 1
+}
+
+# nccl_ok: no rank of the job has failed.
+nccl_ok() {
+	if grep "^error " "$NSTATUS" >&2; then
+		return 1
+	fi
+}
+
+test_expect_success 'ncclwork: two ranks sum their steps through the stand-in NCCL' '
+	nccl_start n1 -n 2 &&
+	test $(echo $NRANKS | wc -w) -eq 2 &&
+	test_grep "^ready pid=$NPID ranks=$NPID,$NR1 nranks=2 nccl=22907\$" \
+	    $NSTATUS &&
+	test "$(proc_descendants $NPID)" = $NR1 &&
+	state_is $NR0 RUNNING &&
+	state_is $NR1 RUNNING &&
+	test -s "$F/mem/$A/$NR0" &&
+	test -s "$F/mem/$B/$NR1" &&
+	ls "$FAKENCCL_DIR"/*/ >files &&
+	printf "up.0.0\nup.0.1\n" >expect &&
+	test_cmp expect files &&
+	ls "$F/ipc" | grep -c "^\\($NR0\\|$NR1\\)-" >count &&
+	echo 2 >expect &&
+	test_cmp expect count &&
+	nccl_verify &&
+	test_grep "^verify ok step=$NSTEP ranks=2\$" $NSTATUS &&
+	s1=$NSTEP &&
+	sleep 0.3 &&
+	nccl_verify &&
+	test $NSTEP -gt $s1 &&
+	nccl_ok
+'
+
+test_expect_success 'a rank of it is not locked outside a job: it shares memory through IPC' '
+	fails CUDA_ERROR_NOT_SUPPORTED lock $NR1 &&
+	fails CUDA_ERROR_NOT_SUPPORTED lock $NR0 &&
+	state_is $NR0 RUNNING &&
+	state_is $NR1 RUNNING &&
+	nccl_past $NSTEP &&
+	nccl_ok &&
+	kill_tree $NPID
+'
+
+test_expect_success 'ncclwork -c 5: communicators taken down and rebuilt, the sums right' '
+	nccl_start n2 -n 3 -c 5 &&
+	wait_for_line $NSTATUS "^restored rank=2 pid=[0-9]* step=20\$" 30 &&
+	for r in 0 1 2; do
+		for k in 5 10 15 20; do
+			test_grep "^prepared rank=$r pid=[0-9]* step=$k\$" \
+			    $NSTATUS &&
+			test_grep "^restored rank=$r pid=[0-9]* step=$k\$" \
+			    $NSTATUS || return 1
+		done
+	done &&
+	nccl_past 20 &&
+	test_grep "^verify ok step=$NSTEP ranks=3\$" $NSTATUS &&
+	nccl_ok &&
+	ls "$FAKENCCL_DIR"/*/ >files &&
+	! grep "^up\\.0\\." files &&
+	for r in 0 1 2; do
+		test $(grep -c "\\.$r\$" files) -ge 1 &&
+		test $(grep -c "\\.$r\$" files) -le 2 || return 1
+	done &&
+	kill_tree $NPID
+'
+
+# A rank that waits inside a collective for a peer that is locked cannot
+# be locked: its call is in progress until the peer writes its flag.
+test_expect_success 'a rank waiting in a collective for a locked peer: NOT_READY, then it goes on' '
+	echo "13010 610.10.01" >"$F/driver" &&
+	: >"$TRASH/nccl.job" &&
+	CUDA_CHECKPOINT_JOB_FILE=$TRASH/nccl.job &&
+	export CUDA_CHECKPOINT_JOB_FILE &&
+	nccl_start n3 -n 2 -d 3000 &&
+	nccl_verify &&
+	s1=$NSTEP &&
+	ok lock $NR1 2000 &&
+	state_is $NR1 LOCKED &&
+	sleep 0.2 &&
+	fails CUDA_ERROR_NOT_READY lock $NR0 500 &&
+	tail -n 1 "$F/log" >last &&
+	test_grep "^lock $NR0 [0-9]* [0-9]* CUDA_ERROR_NOT_READY RUNNING\$" last &&
+	awk "{ exit !(\$4 - \$3 >= 500000000) }" last &&
+	state_is $NR0 RUNNING &&
+	state_is $NR1 LOCKED &&
+	ok unlock $NR1 &&
+	nccl_past $s1 &&
+	nccl_ok &&
+	kill_tree $NPID
+'
+unset CUDA_CHECKPOINT_JOB_FILE
+rm -f "$F/driver"
+
+test_expect_success 'after ncclCheckpointPrepare no IPC is left: the ranks are locked outside a job' '
+	nccl_start n4 -n 2 -c 5 -h 3000 &&
+	wait_for_line $NSTATUS "^prepared rank=0 pid=$NR0 step=5\$" 30 &&
+	wait_for_line $NSTATUS "^prepared rank=1 pid=$NR1 step=5\$" 30 &&
+	! ls "$F/ipc" | grep "^\\($NR0\\|$NR1\\)-" &&
+	ok lock $NR0 &&
+	ok lock $NR1 &&
+	state_is $NR0 LOCKED &&
+	state_is $NR1 LOCKED &&
+	ok unlock $NR1 &&
+	ok unlock $NR0 &&
+	wait_for_line $NSTATUS "^restored rank=1 pid=$NR1 step=5\$" 30 &&
+	nccl_past 5 &&
+	nccl_ok &&
+	kill_tree $NPID
+'
+
 # A CUDA process in a PID namespace of its own keeps its files under its
 # PID there; from here it is driven, and NVML names it, by its PID here.
 if test "$(id -u)" -eq 0 || test "$CI" = true; then
@@ -937,10 +1101,39 @@ if test "$(id -u)" -eq 0 && test -n "$CRIU" || test "$CI" = true; then
 		test_grep "^verify ok .* devs=$B\$" last &&
 		kill_tree $R3
 	'
+
+	# An NCCL job taken down by ncclCheckpointPrepare() holds no CUDA
+	# IPC: locked, checkpointed and dumped outside a job; once restored
+	# and unlocked its ranks rebuild their communicator and go on.
+	test_expect_success 'CRIU dumps an NCCL job that ncclCheckpointPrepare took down' '
+		nccl_start n5 -n 2 -c 5 -h 3000 &&
+		wait_for_line $NSTATUS "^prepared rank=0 pid=$NR0 step=5\$" 30 &&
+		wait_for_line $NSTATUS "^prepared rank=1 pid=$NR1 step=5\$" 30 &&
+		ok lock $NR0 &&
+		ok lock $NR1 &&
+		ok checkpoint $NR0 &&
+		ok checkpoint $NR1 &&
+		mkdir img5 &&
+		CRIU_FAULT=130 "$CRIU" dump -t $NPID -D img5 -o dump.log &&
+		wait_gone $NR0 &&
+		wait_gone $NR1 &&
+		CRIU_FAULT=130 "$CRIU" restore -d -D img5 -o restore.log &&
+		state_is $NR0 CHECKPOINTED &&
+		state_is $NR1 CHECKPOINTED &&
+		ok restore $NR0 &&
+		ok restore $NR1 &&
+		ok unlock $NR0 &&
+		ok unlock $NR1 &&
+		wait_for_line $NSTATUS "^restored rank=1 pid=$NR1 step=5\$" 30 &&
+		nccl_past 5 &&
+		nccl_ok &&
+		kill_tree $NPID
+	'
 else
 	for _t in 'CRIU dumps and restores a checkpointed process' \
 	    'CRIU dumps a process checkpointed to custom storage' \
-	    'CUDA_VISIBLE_DEVICES=0, checkpointed, restored onto GPU 1'; do
+	    'CUDA_VISIBLE_DEVICES=0, checkpointed, restored onto GPU 1' \
+	    'CRIU dumps an NCCL job that ncclCheckpointPrepare took down'; do
 		test_count=$((test_count + 1))
 		echo "ok $test_count - $_t # SKIP no root or no criu"
 	done

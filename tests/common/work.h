@@ -13,7 +13,9 @@
 
 #include <sys/types.h>
 
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -151,6 +153,52 @@ work_page_fill(unsigned char *p, int r, size_t n)
 		    WORK_GOLDEN | 1;
 		memcpy(p + i * sizeof w, &w, sizeof w);
 	}
+}
+
+/* Writes s and a newline with one write(2).  Returns 0, or -1. */
+static inline int
+work_put_line(int fd, const char *s)
+{
+	char	buf[4096];
+	int	n;
+
+	n = snprintf(buf, sizeof buf, "%s\n", s);
+	if (n < 0 || (size_t)n >= sizeof buf)
+		return -1;
+	return write(fd, buf, (size_t)n) == n ? 0 : -1;
+}
+
+/*
+ * Reads one line, a byte at a time, waiting timeout_ms at most (-1: for
+ * as long as it takes).  Returns 0, or -1.
+ */
+static inline int
+work_get_line(int fd, char *buf, size_t len, int timeout_ms)
+{
+	struct pollfd	pfd;
+	size_t		n = 0;
+	ssize_t		r;
+	int		waited = 0;
+
+	while (n + 1 < len) {
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, 100) <= 0) {
+			waited += 100;
+			if (timeout_ms >= 0 && waited >= timeout_ms)
+				return -1;
+			continue;
+		}
+		if ((r = read(fd, buf + n, 1)) == -1 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		if (buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = '\0';
+	return 0;
 }
 
 /* Whether page p is page n of region r as work_page_fill() wrote it. */
