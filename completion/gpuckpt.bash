@@ -33,13 +33,14 @@ _gck_opts()
 		    --format --full-every --ghost-limit --gpu-staging --help --keep
 		    --kill --launch
 		    --leave-running
-		    --lock-timeout --now --output --parent --pid --quiet --series
+		    --lock-timeout --nccl-timeout --now --output --parent --pid
+		    --quiet --series
 		    --sign --stats --stop --suspend --tcp-close
 		    --tcp-established --threads
 		    --verbose --version'
 		longarg='--compress --count --every --format --full-every
-		    --ghost-limit --keep --lock-timeout --output --parent --pid
-		    --series
+		    --ghost-limit --keep --lock-timeout --nccl-timeout --output
+		    --parent --pid --series
 		    --sign --threads'
 		longopt=--stats
 		short='c=--compress h=--help k=--kill o=--output p=--pid
@@ -396,7 +397,8 @@ _gck_arg()
 		_gck_sshopt "$3" "$4"
 		;;
 	esac
-	# --lock-timeout, --timeout, --every (seconds), --gpu-map
+	# --lock-timeout, --nccl-timeout, --timeout, --every (seconds),
+	# --gpu-map
 	# (src=dst,...), --count, --keep, --full-every,
 	# --parallel, --port, --remote-path, --threads, --cache-size,
 	# --bwlimit, --max-rounds, gpusend's

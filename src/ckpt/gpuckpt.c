@@ -67,6 +67,7 @@ static const struct option longopts[] = {
 	{ "kill",		no_argument,		NULL,	'k' },
 	{ "launch",		no_argument,		NULL,	'l' },
 	{ "lock-timeout",	required_argument,	NULL,	'L' },
+	{ "nccl-timeout",	required_argument,	NULL,	'Q' },
 	{ "output",		required_argument,	NULL,	'o' },
 	{ "parent",		required_argument,	NULL,	'P' },
 	{ "pid",		required_argument,	NULL,	'p' },
@@ -109,10 +110,10 @@ static const char synopsis[] =
     "usage: gpuckpt [-hkqRsVv] [-c zstd[:LEVEL]|none] [--ext-unix-sk] "
     "[--file-locks]\n"
     "               [--format 1|2|3] [--ghost-limit size] [--gpu-staging]\n"
-    "               [--lock-timeout seconds] [-o file] [--parent image] "
-    "[--sign key]\n"
-    "               [--stats[=text|json]] [--tcp-close | --tcp-established]\n"
-    "               [--threads n] -p pid\n"
+    "               [--lock-timeout seconds] [--nccl-timeout seconds] "
+    "[-o file]\n"
+    "               [--parent image] [--sign key] [--stats[=text|json]]\n"
+    "               [--tcp-close | --tcp-established] [--threads n] -p pid\n"
     "       gpuckpt --series dir [--count n] [--every seconds] "
     "[--full-every n]\n"
     "               [--keep n] [options] -p pid\n"
@@ -129,6 +130,9 @@ static const char help[] =
     "  -p, --pid=PID            the process tree to checkpoint (required)\n"
     "      --lock-timeout=SECS  wait so long for each CUDA process's lock "
     "(10)\n"
+    "      --nccl-timeout=SECS  wait so long for the ranks of an NCCL job "
+    "to quiesce\n"
+    "                           (30)\n"
     "      --gpu-staging        move device memory through the processes' "
     "host\n"
     "                           memory, even where the driver has custom "
@@ -595,6 +599,12 @@ parse_args(struct args *a, int argc, char *argv[])
 				usage(2);
 			o->lock_ms = (unsigned int)ms;
 			break;
+		case 'Q':
+			if ((ms = tool_seconds(optarg, "NCCL timeout",
+			    3600)) == -1 || ms == 0)
+				usage(2);
+			o->nccl_ms = (unsigned int)ms;
+			break;
 		case 'p':
 			o->pid = tool_pid(optarg);
 			break;
@@ -621,7 +631,8 @@ parse_args(struct args *a, int argc, char *argv[])
 			tool_usage_error(synopsis, "--launch: no command given");
 		if (o->pid != 0 || a->sa.dir != NULL || a->sa.set > 0 ||
 		    a->image_opts > 0 || a->suspend || a->quiet ||
-		    o->lock_ms != GCK_LOCK_TIMEOUT_MS || o->gpu_staging)
+		    o->lock_ms != GCK_LOCK_TIMEOUT_MS || o->gpu_staging ||
+		    o->nccl_ms != 0)
 			tool_usage_error(synopsis, "--launch takes no other "
 			    "option but -v: it runs a command");
 		a->cmd = argv + optind;
@@ -635,7 +646,7 @@ parse_args(struct args *a, int argc, char *argv[])
 			tool_usage_error(synopsis, "--now is for --series DIR");
 		if (o->pid != 0 || a->sa.set > 0 || a->image_opts > 1 ||
 		    a->suspend || o->lock_ms != GCK_LOCK_TIMEOUT_MS ||
-		    o->gpu_staging)
+		    o->gpu_staging || o->nccl_ms != 0)
 			tool_usage_error(synopsis, "--series DIR --now takes "
 			    "no other option but -q and -v: it asks the "
 			    "gpuckpt that writes DIR");

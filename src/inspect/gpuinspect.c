@@ -365,6 +365,11 @@ show_source(json_t *d)
 		printf("job         its CUDA processes one job (gpuckpt "
 		    "--launch), its file descriptor %lld of process %lld\n",
 		    (long long)num(p, "fd"), (long long)num(p, "holder"));
+	if (json_is_object(c) && json_is_object(p = json_object_get(c,
+	    "nccl")))
+		printf("nccl        %lld NCCL ranks, quiesced and their "
+		    "communicators torn down (libgpuckpt-nccl.so): rebuilt at "
+		    "the restore\n", (long long)num(p, "ranks"));
 	if (strcmp(str(o, "compress"), "zstd") == 0)
 		printf("options     zstd level %lld", (long long)num(o, "level"));
 	else

@@ -93,6 +93,7 @@ struct gck_ckpt_opts {
 	int		 outfd;		/* used when output is NULL */
 	const char	*tmpdir;	/* staging area, NULL for $TMPDIR */
 	unsigned int	 lock_ms;	/* GPU lock timeout, 0 for none */
+	unsigned int	 nccl_ms;	/* NCCL quiesce timeout, 0: 30 s */
 	unsigned int	 criu_opts;	/* GCK_CRIU_* */
 	uint64_t	 ghost_limit;	/* the largest deleted file the tree
 					   holds open that may travel in the

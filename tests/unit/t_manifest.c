@@ -671,6 +671,34 @@ test_cuda_job(void **state)
 	check_bad(*state, c, NELEM(c));
 }
 
+/*
+ * An NCCL job's ranks quiesced: a count, one at least, no more than the
+ * processes; without the key, none.
+ */
+static void
+test_cuda_nccl(void **state)
+{
+	struct gck_manifest	*m;
+	static const struct bad_case c[] = {
+		{ JOB_M(",\"nccl\":{\"ranks\":3}"), GCK_EFORMAT,
+		    "corrupt image: bad nccl in the manifest" },
+		{ JOB_M(",\"nccl\":{\"ranks\":0}"), GCK_EFORMAT,
+		    "bad nccl" },
+		{ JOB_M(",\"nccl\":{\"ranks\":\"2\"}"), GCK_EFORMAT,
+		    "bad nccl" },
+		{ JOB_M(",\"nccl\":{}"), GCK_EFORMAT, "bad nccl" },
+		{ JOB_M(",\"nccl\":2"), GCK_EFORMAT, "bad nccl" },
+	};
+
+	parse_ok(*state, JOB_M(",\"nccl\":{\"ranks\":2}"), &m);
+	assert_int_equal(gck_manifest_cuda(m)->nccl_ranks, 2);
+	gck_manifest_free(m);
+	parse_ok(*state, JOB_M(""), &m);
+	assert_int_equal(gck_manifest_cuda(m)->nccl_ranks, 0);
+	gck_manifest_free(m);
+	check_bad(*state, c, NELEM(c));
+}
+
 #define CS_M(store, files)						\
 	"{\"format\":2,\"root_pid\":7,\"processes\":[{\"pid\":7}],"	\
 	"\"cuda\":{\"driver_version\":13040,\"gpus\":[{\"index\":0,"	\
@@ -863,6 +891,7 @@ main(void)
 		cmocka_unit_test(test_kind),
 		cmocka_unit_test(test_custom_storage),
 		cmocka_unit_test(test_cuda_job),
+		cmocka_unit_test(test_cuda_nccl),
 		cmocka_unit_test(test_custom_segments),
 		cmocka_unit_test(test_free_null),
 	};

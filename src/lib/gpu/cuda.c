@@ -810,6 +810,30 @@ ipc_why(const struct gck_cuda *cu, char *buf, size_t len)
 		    '\0' ? cu->release : "of an unknown release");
 }
 
+/*
+ * Whether pid has NCCL loaded without libgpuckpt-nccl.so: its ranks
+ * cannot quiesce before the lock.
+ */
+static int
+nccl_alone(pid_t pid)
+{
+	char	 path[64], line[PATH_MAX + 128];
+	FILE	*f;
+	int	 nccl = 0, hook = 0;
+
+	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return 0;
+	while (fgets(line, sizeof line, f) != NULL) {
+		if (strstr(line, "/libnccl.so") != NULL)
+			nccl = 1;
+		else if (strstr(line, "/libgpuckpt-nccl.so") != NULL)
+			hook = 1;
+	}
+	fclose(f);
+	return nccl && !hook;
+}
+
 /* Describes what went wrong for p into buf. */
 static void
 describe(const struct gck_cuda *cu, const struct gck_cproc *p,
@@ -850,7 +874,15 @@ describe(const struct gck_cuda *cu, const struct gck_cproc *p,
 	{
 		char	why[256] = "";
 
-		if (p->step == GCK_CS_LOCK && p->cuerr == CUDA_ERROR_NOT_READY)
+		if (p->step == GCK_CS_LOCK && p->cuerr ==
+		    CUDA_ERROR_NOT_READY && nccl_alone(p->pid))
+			snprintf(why, sizeof why, " (its CUDA work did not "
+			    "finish within the %u ms lock timeout: an NCCL "
+			    "collective waiting for a rank locked already? "
+			    "For the ranks to quiesce first, preload "
+			    "libgpuckpt-nccl.so, see gpuckpt(1))", lock_ms);
+		else if (p->step == GCK_CS_LOCK && p->cuerr ==
+		    CUDA_ERROR_NOT_READY)
 			snprintf(why, sizeof why, " (its CUDA work did not "
 			    "finish within the %u ms lock timeout)", lock_ms);
 		else if (p->step == GCK_CS_LOCK &&

@@ -184,6 +184,7 @@ struct gck_mcuda {
 	size_t		 nprocs;
 	pid_t		 job_holder;	/* of a job: its file's holder */
 	int		 job_fd;	/* and descriptor (holder 0: none) */
+	size_t		 nccl_ranks;	/* NCCL ranks quiesced */
 };
 
 /* What the manifest records of the GPUs at checkpoint time. */
@@ -198,6 +199,7 @@ struct gck_cuda_facts {
 	size_t			 nprocs;
 	pid_t			 job_holder;	/* a job's file: fd job_fd */
 	int			 job_fd;	/* of this process, or 0 */
+	size_t			 nccl_ranks;	/* quiesced (gpu/nccl.c) */
 };
 
 #endif /* GCK_GPU_CUDA_H */

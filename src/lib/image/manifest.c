@@ -348,6 +348,12 @@ cuda_json(const struct gck_cuda_facts *cf)
 		json_decref(c);
 		c = NULL;
 	}
+	/* An NCCL job's ranks, quiesced (libgpuckpt-nccl.so). */
+	if (c != NULL && cf->nccl_ranks > 0 && json_object_set_new(c, "nccl",
+	    json_pack("{s:I}", "ranks", (json_int_t)cf->nccl_ranks)) != 0) {
+		json_decref(c);
+		c = NULL;
+	}
 	return c;
 }
 
@@ -897,7 +903,7 @@ cuda_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *c)
 	struct gck_mcuda	*mc;
 	struct gck_gpu		*g;
 	struct gck_mcproc	*cp;
-	json_t			*gpus, *procs, *e, *pg, *u, *mv;
+	json_t			*gpus, *procs, *e, *pg, *u, *mv, *jn;
 	json_int_t		 ver, idx, mem, pid;
 	const char		*uuid, *name, *cc, *pci, *comm;
 	size_t			 i, j, k;
@@ -1002,6 +1008,15 @@ cuda_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *c)
 		}
 	}
 	mc->nprocs = json_array_size(procs);
+	if ((jn = json_object_get(c, "nccl")) != NULL) {
+		json_int_t	ranks;
+
+		if (json_unpack(jn, "{s:I}", "ranks", &ranks) != 0 ||
+		    ranks <= 0 || (size_t)ranks > m->n)
+			return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
+			    "bad nccl in the manifest");
+		mc->nccl_ranks = (size_t)ranks;
+	}
 	return job_parse(ctx, m, mc, json_object_get(c, "job"));
 }
 

@@ -39,6 +39,7 @@
 #include "criu/zeroscan.h"
 #include "gpu/cuda.h"
 #include "gpu/job.h"
+#include "gpu/nccl.h"
 #include "image/chunker.h"
 #include "image/devspool.h"
 #include "image/digest.h"
@@ -84,6 +85,7 @@ struct ckpt {
 	struct gck_cuda_facts		 cf;
 	pid_t				 job_holder;	/* a job: its file's */
 	int				 job_fd;	/* holder, and fd */
+	struct gck_nccl			*nccl;	/* its NCCL ranks */
 	struct gck_capture		*cap;
 	struct gck_writer		*writer;	/* but its trailer */
 	struct gck_parents		*parents;	/* --parent's image */
@@ -142,6 +144,8 @@ static int	ckpt_job(struct ckpt *);
 static int	ckpt_preflight(struct ckpt *);
 static int	ckpt_stage(struct ckpt *);
 static int	ckpt_quiesce(struct ckpt *);
+static int	ckpt_nccl(struct ckpt *);
+static int	ckpt_nccl_resume(struct ckpt *);
 static void	ckpt_cuda_facts(struct ckpt *);
 static void	ckpt_log_storage(const struct ckpt *);
 static const struct gck_parents *ckpt_parents(const struct ckpt *);
@@ -1304,6 +1308,37 @@ ckpt_stage(struct ckpt *c)
 }
 
 /*
+ * The ranks of an NCCL job that take part (libgpuckpt-nccl.so) park at
+ * one point and tear their communicators down before any GPU is locked:
+ * else a rank locked would leave a peer waiting for it in a collective,
+ * whose lock then never comes.
+ */
+static int
+ckpt_nccl(struct ckpt *c)
+{
+	int	r;
+
+	if ((r = gck_nccl_find_procs(c->ctx, c->cand, c->ncand, &c->nccl)) !=
+	    GCK_OK || c->nccl == NULL)
+		return r;
+	return gck_nccl_quiesce(c->ctx, c->nccl, c->o->nccl_ms != 0 ?
+	    c->o->nccl_ms : GCK_NCCL_TIMEOUT_MS, GCK_NCCL_LEASE_S);
+}
+
+/*
+ * The tree's GPUs given back, its NCCL ranks rebuild their
+ * communicators and run on.  Returns GCK_OK or a code, the message
+ * set.
+ */
+static int
+ckpt_nccl_resume(struct ckpt *c)
+{
+	if (!gck_nccl_quiesced(c->nccl))
+		return GCK_OK;
+	return gck_nccl_resume(c->ctx, c->nccl, GCK_NCCL_RESUME_MS);
+}
+
+/*
  * The GPU first, while the tree runs: the lock lets the CUDA work
  * already submitted finish and blocks any more; the checkpoint moves
  * device memory into each process's host memory, where CRIU finds it,
@@ -1325,7 +1360,8 @@ ckpt_quiesce(struct ckpt *c)
 	}
 	if (c->ncp == 0)
 		return GCK_OK;
-	if ((r = gck_cuda_devices(ctx, c->cu, 0, &c->gpus, &c->ngpus)) !=
+	if ((r = ckpt_nccl(c)) != GCK_OK ||
+	    (r = gck_cuda_devices(ctx, c->cu, 0, &c->gpus, &c->ngpus)) !=
 	    GCK_OK)
 		return r;
 	c->gpu_touched = 1;
@@ -1437,6 +1473,8 @@ ckpt_cuda_facts(struct ckpt *c)
 	cf->nprocs = c->ncp;
 	cf->job_holder = c->job_holder;
 	cf->job_fd = c->job_fd;
+	cf->nccl_ranks = gck_nccl_quiesced(c->nccl) ?
+	    gck_nccl_count(c->nccl) : 0;
 }
 
 /*
@@ -1626,6 +1664,11 @@ ckpt_dispose(struct ckpt *c)
 			    "complete, but a process could not get its GPU "
 			    "back: %s", c->why);
 		}
+		if (ckpt_nccl_resume(c) != GCK_OK) {
+			c->dumped = c->gpu_touched = 0;
+			return gck_error_prefix(ctx, "the image is complete, "
+			    "but ");
+		}
 		break;
 	default:
 		break;
@@ -1652,6 +1695,16 @@ ckpt_rollback(struct ckpt *c, int r)
 	/* Its restore threads running again, the GPU comes back. */
 	nbad = c->gpu_touched ? gck_cuda_settle(c->cu, c->cp, c->ncp, c->why,
 	    sizeof c->why) : (size_t)c->gpu_lost;
+	if (gck_nccl_quiesced(c->nccl)) {
+		struct gck_ctx	tmp;
+
+		memset(&tmp, 0, sizeof tmp);
+		if (gck_nccl_resume(&tmp, c->nccl, GCK_NCCL_RESUME_MS) !=
+		    GCK_OK && nbad == 0) {
+			nbad = 1;
+			snprintf(c->why, sizeof c->why, "%s", tmp.msg);
+		}
+	}
 	if (r != GCK_ENOPROC && c->pre != NULL) {
 		if (nbad > 0)
 			gck_error_fate(ctx, GCK_FATE_RUNNING, "process tree %d "
@@ -1691,6 +1744,7 @@ ckpt_free(struct ckpt *c)
 		gck_rmtree(c->spool);
 	gck_guard_free(c->guard);
 	gck_cuda_close(c->cu);
+	gck_nccl_free(c->nccl);
 	free(c->cp);
 	free(c->gpus);
 	free(c->cand);
@@ -1781,6 +1835,9 @@ snap_commit(struct ckpt *c)
 		c->gpu_lost = gck_cuda_settle(c->cu, c->cp, c->ncp, c->why,
 		    sizeof c->why) > 0;
 	}
+	if ((r = ckpt_nccl_resume(c)) != GCK_OK)
+		return gck_error_prefix(ctx, "the snapshot's tree ran again, "
+		    "but ");
 	gck_log(ctx, 1, "writing image");
 	gck_meter_stage(ctx, "writing", 0);
 	if ((r = gck_snap_write(ctx, c->delta.fd, c->pool, c->memo, c->o,

@@ -137,7 +137,7 @@ struct vmas {
 static const char *const host_keys[] = { "hostname", "kernel", "arch",
 	"boot_id", NULL };
 static const char *const cuda_keys[] = { "driver_version", "cuda_version",
-	"driver", "nvml", "gpus", "job", NULL };
+	"driver", "nvml", "gpus", "job", "nccl", NULL };
 static const char *const proc_keys[] = { "pid", "ppid", "pgid", "sid", "uid",
 	"gid", "comm", "cmdline", "cwd", "threads", NULL };
 

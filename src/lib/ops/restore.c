@@ -38,6 +38,7 @@
 #include "criu/streamer.h"
 #include "gpu/cuda.h"
 #include "gpu/job.h"
+#include "gpu/nccl.h"
 #include "gpu/gpumap.h"
 #include "image/devfill.h"
 #include "image/image.h"
@@ -123,6 +124,7 @@ static int	rst_mounts(struct rst *);
 static int	whole(const struct rst *);
 static int	rst_fill(struct rst *);
 static int	rst_devfill(struct rst *);
+static int	rst_nccl(struct rst *);
 static int	source_stopped(const struct rst *);
 static int	end_source(struct rst *);
 static uint64_t	in_size(int, off_t);
@@ -1370,7 +1372,28 @@ rst_run(struct rst *st)
 	    (r = gck_cuda_step(st->ctx, st->cu, st->cp, st->ncp,
 	    GCK_CS_UNLOCK, 0)) != GCK_OK)
 		return r;
-	return GCK_OK;
+	return rst_nccl(st);
+}
+
+/*
+ * The ranks of an NCCL job were parked, their communicators torn down
+ * (libgpuckpt-nccl.so): their GPUs back, they rebuild and run on.  One
+ * that cannot fails the restore, as a GPU that does not come back.
+ */
+static int
+rst_nccl(struct rst *st)
+{
+	struct gck_nccl	*q;
+	int		 r;
+
+	if ((r = gck_nccl_find(st->ctx, st->pids, st->n, &q)) != GCK_OK ||
+	    q == NULL)
+		return r;
+	gck_log(st->ctx, 1, "%zu NCCL rank%s rebuilding", gck_nccl_count(q),
+	    gck_nccl_count(q) == 1 ? "" : "s");
+	r = gck_nccl_resume(st->ctx, q, GCK_NCCL_RESUME_MS);
+	gck_nccl_free(q);
+	return r;
 }
 
 /* Ends the message on ctx with what became of the job. */

@@ -25,6 +25,7 @@
 #include "core/util.h"
 #include "gpu/cuda.h"
 #include "gpu/job.h"
+#include "gpu/nccl.h"
 #include "gpu/gpumap.h"
 
 struct cuda_tree {
@@ -41,6 +42,7 @@ static int	cuda_tree_open(struct gck_ctx *, const char *, pid_t,
 		    struct cuda_tree *);
 static void	cuda_tree_close(struct cuda_tree *);
 static int	park_dir(struct gck_ctx *, pid_t, char *, size_t);
+static int	suspend_nccl_back(struct gck_nccl *, char *, size_t);
 
 /*
  * Where the device memory of the suspended tree rooted at pid is parked
@@ -108,6 +110,7 @@ gck_suspend(struct gck_ctx *ctx, pid_t pid, unsigned int lock_ms,
     int staging, size_t *np)
 {
 	struct cuda_tree	 ct;
+	struct gck_nccl		*q = NULL;
 	char			 why[GCK_ERRMAX], park[PATH_MAX] = "";
 	size_t			 i, nc = 0;
 	int			 r;
@@ -117,6 +120,16 @@ gck_suspend(struct gck_ctx *ctx, pid_t pid, unsigned int lock_ms,
 	    (r = gck_cuda_all_running(ctx, "suspend", ct.cp, ct.ncp)) !=
 	    GCK_OK)
 		goto out;
+	/*
+	 * An NCCL job's ranks quiesce first, as for a checkpoint
+	 * (checkpoint.c), and wait parked, with no lease, for the resume.
+	 */
+	if ((r = gck_nccl_find_procs(ctx, ct.cand, ct.ncand, &q)) != GCK_OK ||
+	    (r = gck_nccl_quiesce(ctx, q, GCK_NCCL_TIMEOUT_MS, 0)) != GCK_OK) {
+		gck_error_fate(ctx, GCK_FATE_RUNNING, "process tree %d left "
+		    "running on its GPUs", (int)pid);
+		goto out;
+	}
 	/* (the driver offers no custom storage to a job) */
 	if (!staging && ct.job_holder == 0 && gck_cuda_storage(ct.cu)) {
 		if ((r = park_dir(ctx, pid, park, sizeof park)) != GCK_OK)
@@ -137,6 +150,9 @@ gck_suspend(struct gck_ctx *ctx, pid_t pid, unsigned int lock_ms,
 	    0)) != GCK_OK) {
 		if (gck_cuda_settle(ct.cu, ct.cp, ct.ncp, why, sizeof why) > 0)
 			gck_error_fate(ctx, GCK_FATE_RUNNING, "and %s", why);
+		else if (suspend_nccl_back(q, why, sizeof why) != GCK_OK)
+			gck_error_fate(ctx, GCK_FATE_RUNNING, "process tree %d "
+			    "left running on its GPUs, but %s", (int)pid, why);
 		else
 			gck_error_fate(ctx, GCK_FATE_RUNNING, "process tree %d "
 			    "left running on its GPUs", (int)pid);
@@ -152,7 +168,23 @@ out:
 	/* Parked memory stays only for a tree suspended that way. */
 	if (park[0] != '\0' && (r != GCK_OK || nc == 0))
 		gck_rmtree(park);
+	gck_nccl_free(q);
 	cuda_tree_close(&ct);
+	return r;
+}
+
+/* A failed suspend's ranks, quiesced, rebuild: why they could not. */
+static int
+suspend_nccl_back(struct gck_nccl *q, char *why, size_t len)
+{
+	struct gck_ctx	tmp;
+	int		r;
+
+	if (!gck_nccl_quiesced(q))
+		return GCK_OK;
+	memset(&tmp, 0, sizeof tmp);
+	if ((r = gck_nccl_resume(&tmp, q, GCK_NCCL_RESUME_MS)) != GCK_OK)
+		snprintf(why, len, "%s", tmp.msg);
 	return r;
 }
 
@@ -160,6 +192,7 @@ int
 gck_resume(struct gck_ctx *ctx, pid_t pid, const char *map, size_t *np)
 {
 	struct cuda_tree	 ct;
+	struct gck_nccl		*q = NULL;
 	struct gck_gpu		*host = NULL;
 	struct gck_cproc	*todo = NULL;
 	unsigned char		 pairs[GCK_GPUS_MAX][2][16];
@@ -238,6 +271,10 @@ gck_resume(struct gck_ctx *ctx, pid_t pid, const char *map, size_t *np)
 		gck_set_error(ctx, r, "%s", msg);
 	else
 		r = r2;
+	/* An NCCL job's ranks rebuild, their GPUs back. */
+	if (r == GCK_OK && (r = gck_nccl_find_procs(ctx, ct.cand, ct.ncand,
+	    &q)) == GCK_OK)
+		r = gck_nccl_resume(ctx, q, GCK_NCCL_RESUME_MS);
 	if (r == GCK_OK) {
 		*np = ct.ncp;
 		/* Nothing is parked any more. */
@@ -248,6 +285,7 @@ gck_resume(struct gck_ctx *ctx, pid_t pid, const char *map, size_t *np)
 			gck_rmtree(park);
 	}
 out:
+	gck_nccl_free(q);
 	free(todo);
 	free(host);
 	cuda_tree_close(&ct);
