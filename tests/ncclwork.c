@@ -2,8 +2,8 @@
  * ncclwork -- the ranks of an NCCL job, whose collectives can be checked
  * across a lock, a checkpoint and a restore.
  *
- * usage: ncclwork [-n nranks] [-D rank] [-d ms] [-s ms] [-c K [-h ms]]
- *	  -f statusfile
+ * usage: ncclwork [-n nranks] [-N total -R base -u idfile] [-D rank]
+ *	  [-d ms] [-s ms] [-c K [-h ms]] -f statusfile
  *
  * The root, rank 0, takes a unique ID (ncclGetUniqueId()) and forks
  * nranks - 1 children (default 2 ranks in all), ranks 1 and on, before
@@ -23,7 +23,12 @@
  *	restored rank=R pid=PID step=K
  * (the sleeps of -d and -h run their full length whatever signal comes,
  * so that a test knows how long a rank stays there).
- * The step last checked is kept in the process's memory.  Once every
+ * With -N the job has total ranks, of which this tree holds nranks,
+ * ranks base and on (-R): one tree a host, as the ranks of a job across
+ * hosts are; the tree of rank 0 takes the unique ID and writes it into
+ * idfile (a temporary file renamed), the others read it from there,
+ * waiting for it, and the sums are the job's.  The step last checked is
+ * kept in the process's memory.  Once every
  * rank has checked step 1 (each child says so to the root over its
  * pipe) the root appends
  *	ready pid=PID ranks=PID,PID,... nranks=N nccl=VERSION
@@ -119,6 +124,8 @@ static void		 nccl_die(const char *, ncclResult_t);
 static int		 cuda_load(void);
 static int		 nccl_load(void);
 static void		 rank_start(void);
+static void		 id_read(void);
+static void		 id_write(void);
 static void		 hold(unsigned long);
 static void		 step(unsigned long);
 static void		*answer(void *);
@@ -133,6 +140,8 @@ static ncclUniqueId		 id;
 static ncclComm_t		 comm;
 static CUdeviceptr		 dbuf;
 static int			 rank, nranks = 2;
+static int			 total, base;	/* -N, -R */
+static const char		*idfile;	/* -u */
 static unsigned long		 delay_ms, sleep_ms = 20, every, hold_ms;
 static int			 delayed = 1;	/* -D: the rank -d delays */
 static atomic_ulong		 laststep;	/* the step last checked */
@@ -144,8 +153,9 @@ static unsigned long		 vseq;
 static _Noreturn void
 usage(void)
 {
-	fprintf(stderr, "usage: ncclwork [-n nranks] [-D rank] [-d ms] "
-	    "[-s ms] [-c K [-h ms]] -f statusfile\n");
+	fprintf(stderr, "usage: ncclwork [-n nranks] [-N total -R base "
+	    "-u idfile] [-D rank]\n"
+	    "\t[-d ms] [-s ms] [-c K [-h ms]] -f statusfile\n");
 	exit(2);
 }
 
@@ -265,6 +275,36 @@ nccl_load(void)
 }
 
 /* CUDA, a device, the communicator and the device words. */
+/* -u: the unique ID, rank 0's tree writing it, the others waiting. */
+static void
+id_write(void)
+{
+	char	tmp[4096];
+	FILE	*f;
+
+	snprintf(tmp, sizeof tmp, "%s.tmp", idfile);
+	if ((f = fopen(tmp, "w")) == NULL ||
+	    fwrite(&id, sizeof id, 1, f) != 1 || fclose(f) != 0 ||
+	    rename(tmp, idfile) == -1)
+		die("%s: %s", idfile, strerror(errno));
+}
+
+static void
+id_read(void)
+{
+	FILE	*f;
+	int	 i;
+
+	for (i = 0; (f = fopen(idfile, "r")) == NULL; i++) {
+		if (i == 600)
+			die("%s: %s", idfile, strerror(errno));
+		work_msleep(100);
+	}
+	if (fread(&id, sizeof id, 1, f) != 1)
+		die("%s: short", idfile);
+	fclose(f);
+}
+
 static void
 rank_start(void)
 {
@@ -287,7 +327,7 @@ rank_start(void)
 	if ((r = cu.PrimaryCtxRetain(&ctx, dev)) != CUDA_SUCCESS ||
 	    (r = cu.CtxSetCurrent(ctx)) != CUDA_SUCCESS)
 		die("context on device %d: %s", ord, cuname(r));
-	if ((nr = nc.CommInitRank(&comm, nranks, id, rank)) != ncclSuccess)
+	if ((nr = nc.CommInitRank(&comm, total, id, rank)) != ncclSuccess)
 		nccl_die("ncclCommInitRank", nr);
 	if ((r = cu.MemAlloc(&dbuf, COUNT * sizeof(int64_t))) != CUDA_SUCCESS)
 		die("cuMemAlloc: %s", cuname(r));
@@ -335,8 +375,8 @@ step(unsigned long k)
 	if ((r = cu.MemcpyDtoH(v, dbuf, sizeof v)) != CUDA_SUCCESS)
 		die("step %lu: cuMemcpyDtoH: %s", k, cuname(r));
 	for (i = 0; i < COUNT; i++) {
-		want = (int64_t)(k + (unsigned long)i) * nranks *
-		    (nranks + 1) / 2;
+		want = (int64_t)(k + (unsigned long)i) * total *
+		    (total + 1) / 2;
 		if (v[i] != want) {
 			work_status("error rank %d pid %ld: step %lu sum %"
 			    PRId64 " want %" PRId64, rank, (long)getpid(), k,
@@ -471,7 +511,7 @@ main(int argc, char *argv[])
 	int		 ch, i, j, version = 0;
 	int		 p1[MAXRANKS][2], p2[MAXRANKS][2];
 
-	while ((ch = getopt(argc, argv, "c:D:d:f:h:n:s:")) != -1) {
+	while ((ch = getopt(argc, argv, "c:D:d:f:h:N:n:R:s:u:")) != -1) {
 		switch (ch) {
 		case 'c':
 			every = number(optarg, 1000000);
@@ -493,15 +533,27 @@ main(int argc, char *argv[])
 			if (nranks < 1)
 				usage();
 			break;
+		case 'N':
+			total = (int)number(optarg, 64);
+			break;
+		case 'R':
+			base = (int)number(optarg, 63);
+			break;
 		case 's':
 			sleep_ms = number(optarg, 3600000);
+			break;
+		case 'u':
+			idfile = optarg;
 			break;
 		default:
 			usage();
 		}
 	}
+	if (total == 0)
+		total = nranks;
 	if (work_statusfile == NULL || optind != argc ||
-	    (hold_ms > 0 && every == 0))
+	    (hold_ms > 0 && every == 0) || base + nranks > total ||
+	    (total != nranks && idfile == NULL))
 		usage();
 
 	work_close_inherited();
@@ -509,8 +561,12 @@ main(int argc, char *argv[])
 
 	if (nccl_load() == -1)
 		die("%s", loaderr);
-	if ((nr = nc.GetUniqueId(&id)) != ncclSuccess)
+	if (base > 0)
+		id_read();
+	else if ((nr = nc.GetUniqueId(&id)) != ncclSuccess)
 		nccl_die("ncclGetUniqueId", nr);
+	else if (idfile != NULL)
+		id_write();
 	nc.GetVersion(&version);
 	for (i = 1; i < nranks; i++)
 		if (pipe(p1[i]) == -1 || pipe(p2[i]) == -1)
@@ -521,7 +577,7 @@ main(int argc, char *argv[])
 			die("fork: %s", strerror(errno));
 		case 0:
 			signal(SIGUSR1, SIG_IGN);
-			rank = i;
+			rank = base + i;
 			for (j = 1; j < nranks; j++) {
 				if (j != i) {
 					close(p1[j][0]);
@@ -540,6 +596,7 @@ main(int argc, char *argv[])
 		fromchild[i] = p2[i][0];
 	}
 
+	rank = base;
 	rank_start();
 	step(1);
 	snprintf(pids, sizeof pids, "%ld", (long)getpid());
@@ -548,7 +605,7 @@ main(int argc, char *argv[])
 			die("no word from rank %d pid %ld", i, (long)kids[i]);
 		/* "ready RANK PID" */
 		if (strncmp(line, "ready ", 6) != 0 ||
-		    strtol(line + 6, &p, 10) != i)
+		    strtol(line + 6, &p, 10) != base + i)
 			die("rank %d pid %ld says: %s", i, (long)kids[i], line);
 		snprintf(pids + strlen(pids), sizeof pids - strlen(pids),
 		    ",%ld", strtol(p, NULL, 10));

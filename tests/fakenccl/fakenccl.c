@@ -96,6 +96,10 @@
  * writes gone.RANK; the rank that finds every gone.* there (every rank is
  * past the barrier) empties FAKENCCL_DIR/HEX/ and removes it.
  *
+ * ncclCheckpointRestore() meets in the directory that the file named by
+ * NCCL_CHECKPOINT_KVS_PATH holds, where there is one (kvs_move()), as
+ * the contrib shim meets through the key-value store named there.
+ *
  * The process holds no descriptor into FAKENCCL_DIR between calls.  A
  * communicator is used by one thread at a time; the list of live ones
  * is guarded by a mutex, held through a prepare or a restore.  The
@@ -1011,6 +1015,39 @@ ncclCheckpointPrepare(void)
  * A rebuild that fails leaves its communicator down, at the generation
  * it tried: the ranks are no longer at one, and the job must abort.
  */
+/*
+ * Where a rebuild meets: as the contrib shim reads the address of the
+ * key-value store its ranks meet through from the file that
+ * NCCL_CHECKPOINT_KVS_PATH names, once restored, the stand-in reads a
+ * directory from there (its first line) and meets in DIR/HEX/ instead
+ * of FAKENCCL_DIR/HEX/, so that a job restored beside what its original
+ * left after its own rebuild meets afresh.  Without the variable, or
+ * the file, the communicator stays where it met.
+ */
+static void
+kvs_move(struct ncclComm *c)
+{
+	const char	*path = getenv("NCCL_CHECKPOINT_KVS_PATH");
+	char		 top[PATH_MAX], nd[PATH_MAX], *hex;
+	FILE		*f;
+
+	if (path == NULL || *path == '\0' || (f = fopen(path, "r")) == NULL)
+		return;
+	if (fgets(top, sizeof top, f) != NULL) {
+		top[strcspn(top, "\n")] = '\0';
+		hex = strrchr(c->dir, '/');
+		if (top[0] != '\0' && hex != NULL &&
+		    strlen(top) + strlen(hex) < sizeof c->dir - 64) {
+			memcpy(nd, top, strlen(top));
+			memcpy(nd + strlen(top), hex, strlen(hex) + 1);
+			if ((mkdir(top, 0755) == 0 || errno == EEXIST) &&
+			    (mkdir(nd, 0755) == 0 || errno == EEXIST))
+				memcpy(c->dir, nd, strlen(nd) + 1);
+		}
+	}
+	fclose(f);
+}
+
 ncclResult_t
 ncclCheckpointRestore(void)
 {
@@ -1023,6 +1060,7 @@ ncclCheckpointRestore(void)
 			continue;
 		if ((e = push(c)) == ncclSuccess) {
 			c->gen++;
+			kvs_move(c);
 			e = build(c);
 			pop();
 		}
