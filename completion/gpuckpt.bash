@@ -29,7 +29,8 @@ _gck_opts()
 {
 	case $1 in
 	gpuckpt)
-		long='--compress --count --every --ext-unix-sk --file-locks
+		long='--compress --count --cut --cut-name --cut-size --every
+		    --ext-unix-sk --file-locks
 		    --format --full-every --ghost-limit --gpu-staging --help --keep
 		    --kill --launch
 		    --leave-running
@@ -38,7 +39,8 @@ _gck_opts()
 		    --sign --stats --stop --suspend --tcp-close
 		    --tcp-established --threads
 		    --verbose --version'
-		longarg='--compress --count --every --format --full-every
+		longarg='--compress --count --cut --cut-name --cut-size --every
+		    --format --full-every
 		    --ghost-limit --keep --lock-timeout --nccl-timeout --output
 		    --parent --pid --series
 		    --sign --threads'
@@ -377,7 +379,7 @@ _gck_arg()
 		done
 		_gck_reply "$3" "$4" none zstd "${z[@]}"
 		;;
-	gpuinspect--extract|gpurecv--cache|gpuckpt--series)
+	gpuinspect--extract|gpurecv--cache|gpuckpt--series|gpuckpt--cut)
 		_gck_files "$3" "$4" -d
 		;;
 	gpuckpt--format)
@@ -398,6 +400,7 @@ _gck_arg()
 		;;
 	esac
 	# --lock-timeout, --nccl-timeout, --timeout, --every (seconds),
+	# --cut-size, --cut-name,
 	# --gpu-map
 	# (src=dst,...), --count, --keep, --full-every,
 	# --parallel, --port, --remote-path, --threads, --cache-size,

@@ -9,8 +9,17 @@ require_criu
 NCCLWORK=$GCK_TESTDIR/ncclwork
 HOOK=$GCK_BINDIR/nccl/libgpuckpt-nccl.so
 FAKENCCL_DIR=$TRASH/nccl
-export FAKENCCL_DIR
-mkdir -p "$F/delay" "$FAKENCCL_DIR" || exit 1
+# Where a rebuild meets, as a restore's fresh key-value store would be
+# named to the contrib shim (fresh_kvs).
+NCCL_CHECKPOINT_KVS_PATH=$TRASH/kvs
+export FAKENCCL_DIR NCCL_CHECKPOINT_KVS_PATH
+kvs_n=0
+fresh_kvs() {
+	kvs_n=$((kvs_n + 1))
+	echo "$TRASH/kvs.$kvs_n" >"$NCCL_CHECKPOINT_KVS_PATH"
+}
+fresh_kvs
+mkdir -p "$F/delay" "$F/inject" "$FAKENCCL_DIR" || exit 1
 printf 'GPU-aaaaaaaa-1111-4000-8000-000000000001 9.0 1073741824 0000:01:00.0 NVIDIA H100 80GB HBM3\n' >"$F/gpus"
 
 # nccl_start NAME [ncclwork options]: an NCCL job of ranks, preloaded
@@ -109,6 +118,7 @@ sys.exit(c[\"nccl\"] != {\"ranks\": 2})"
 test_expect_success 'restored, the ranks rebuild their communicators and go on' '
 	kill_tree $NPID &&
 	: >"$F/log" &&
+	fresh_kvs &&
 	test_status 0 "$GCKRESTORE" -v img.gck >out 2>err &&
 	echo $NPID >expect &&
 	test_cmp expect out &&
@@ -125,6 +135,7 @@ test_expect_success 'the restored job checkpointed again, killed (-k)' '
 	nccl_moves &&
 	test_status 0 "$GCKPT" -k -p $NPID -o img2.gck >out 2>err &&
 	wait_gone $NPID &&
+	fresh_kvs &&
 	test_status 0 "$GCKRESTORE" img2.gck >out 2>err &&
 	nccl_moves
 '
@@ -205,6 +216,135 @@ test_expect_success 'without the preload: the rank waiting for its locked peer c
 	! test -e img6.gck &&
 	states RUNNING &&
 	nccl_moves 20
+'
+
+# bg NAME COMMAND...: COMMAND in the background, its output in NAME.out
+# and NAME.err, its exit status in NAME.rc once done (bg_wait NAME).
+bg() {
+	_n=$1
+	shift
+	rm -f "$_n.rc"
+	("$@" >"$_n.out" 2>"$_n.err"; echo $? >"$_n.rc") &
+}
+
+# bg_wait NAME STATUS: waits for it, which must have exited STATUS.
+bg_wait() {
+	wait
+	echo "$2" >"$1.expect" &&
+	test_cmp "$1.expect" "$1.rc"
+}
+
+# Two hosts of one job, a tree each: ranks 0 and 1 in tree a, 2 and 3
+# in tree b, one communicator of 4 (the stand-in's ranks meet in the
+# same directory, as a job's hosts would over their network).
+# cut_start NAME [ncclwork options]: sets APID and BPID, their roots,
+# and ARANKS, BRANKS.
+cut_start() {
+	CUT=$1
+	shift
+	rm -f "$TRASH/$CUT.a.status" "$TRASH/$CUT.b.status" "$TRASH/$CUT.id"
+	for _t in a b; do
+		_base=0
+		test $_t = b && _base=2
+		(LD_LIBRARY_PATH=$GCK_TESTDIR/fakecuda:$GCK_TESTDIR/fakenccl \
+		    LD_PRELOAD=$HOOK setsid "$NCCLWORK" -N 4 -R $_base \
+		    -u "$TRASH/$CUT.id" -f "$TRASH/$CUT.$_t.status" "$@" \
+		    </dev/null >/dev/null 2>&1 &)
+	done
+	wait_for_line "$TRASH/$CUT.a.status" '^ready ' 60 &&
+	wait_for_line "$TRASH/$CUT.b.status" '^ready ' 60 || return 1
+	APID=$(sed -n 's/^ready pid=\([0-9]*\).*/\1/p' "$TRASH/$CUT.a.status")
+	BPID=$(sed -n 's/^ready pid=\([0-9]*\).*/\1/p' "$TRASH/$CUT.b.status")
+	ARANKS=$(sed -n 's/^ready .* ranks=\([0-9,]*\).*/\1/p' \
+	    "$TRASH/$CUT.a.status" | tr , ' ')
+	BRANKS=$(sed -n 's/^ready .* ranks=\([0-9,]*\).*/\1/p' \
+	    "$TRASH/$CUT.b.status" | tr , ' ')
+	test -n "$APID" && test -n "$BPID" || return 1
+	started="$started $APID $BPID"
+	WPIDS="$ARANKS $BRANKS"
+}
+
+# cut_moves: both trees go on.
+cut_moves() {
+	NSTATUS=$TRASH/$CUT.a.status NPID=$APID nccl_moves 20 &&
+	NSTATUS=$TRASH/$CUT.b.status NPID=$BPID nccl_moves 20
+}
+
+# Rank 0, of host a, sleeps before each step: host b's ranks wait for it
+# inside a collective that a has not begun.  Cut at a's count alone, a
+# would tear down with b's ranks waiting for it, and b would never
+# park: the cut is at the largest count of both hosts.
+test_expect_success 'one cut across two hosts: every rank quiesces first, both images, the job runs on' '
+	kill_tree $NPID &&
+	rm -f "$F/driver" &&
+	cut_start two -D 0 -d 1500 &&
+	cut_moves &&
+	: >"$F/log" &&
+	bg b "$GCKPT" -v --lock-timeout 1 --cut "$TRASH/cut1" --cut-size 2 \
+	    --cut-name b -R -p $BPID -o b.gck &&
+	test_status 0 "$GCKPT" -v --lock-timeout 1 --cut "$TRASH/cut1" \
+	    --cut-size 2 --cut-name a -R -p $APID -o a.gck >out 2>err &&
+	bg_wait b 0 &&
+	test_grep "quiescing 2 NCCL ranks here, as a of the cut" err &&
+	test_grep "quiescing 2 NCCL ranks here, as b of the cut" b.err &&
+	test -s a.gck && test -s b.gck &&
+	for p in $WPIDS; do
+		grep -q "^lock $p .* CUDA_SUCCESS " "$F/log" || return 1
+	done &&
+	ls "$TRASH/cut1" >files &&
+	printf "a.committed\na.dumped\na.held\na.parked\na.prepared\nb.committed\nb.dumped\nb.held\nb.parked\nb.prepared\n" >expect &&
+	test_cmp expect files &&
+	states RUNNING &&
+	cut_moves
+'
+
+test_expect_success 'both restored at once: the ranks of both rebuild together and go on' '
+	kill_tree $APID $BPID &&
+	fresh_kvs &&
+	bg rb "$GCKRESTORE" -v b.gck &&
+	test_status 0 "$GCKRESTORE" -v a.gck >out 2>err &&
+	bg_wait rb 0 &&
+	states RUNNING &&
+	cut_moves
+'
+
+test_expect_success 'a host that fails rolls both back: nothing killed, no image' '
+	set -- $BRANKS &&
+	echo CUDA_ERROR_UNKNOWN >"$F/inject/lock.$2" &&
+	: >"$F/log" &&
+	bg fb "$GCKPT" --cut "$TRASH/cut2" --cut-size 2 --cut-name b -k \
+	    -p $BPID -o b2.gck &&
+	test_status 1 "$GCKPT" --cut "$TRASH/cut2" --cut-size 2 \
+	    --cut-name a -k -p $APID -o a2.gck >out 2>err &&
+	bg_wait fb 1 &&
+	rm -f "$F/inject/lock.$2" &&
+	test_line_count err 1 &&
+	test_grep "^gpuckpt: b of the cut failed: .*CUDA_ERROR_UNKNOWN.*; process tree $APID left running$" err &&
+	test_grep "CUDA_ERROR_UNKNOWN.*; process tree $BPID left running$" fb.err &&
+	! test -e a2.gck && ! test -e b2.gck &&
+	proc_running $APID && proc_running $BPID &&
+	states RUNNING &&
+	cut_moves
+'
+
+test_expect_success 'a host that does not come: the other gives up, nothing stopped' '
+	: >"$F/log" &&
+	test_status 1 "$GCKPT" --nccl-timeout 2 --cut "$TRASH/cut3" \
+	    --cut-size 2 --cut-name a -p $APID -o a3.gck >out 2>err &&
+	test_line_count err 1 &&
+	test_grep "^gpuckpt: only 1 of the 2 hosts of the cut in .* reached .held. in time; process tree $APID left running$" err &&
+	! test -e a3.gck &&
+	no_lock $WPIDS &&
+	cut_moves
+'
+
+test_expect_success 'usage: --cut goes with --cut-size, and writes a file' '
+	test_status 2 "$GCKPT" --cut d -p 1 -o x 2>err &&
+	test_grep "goes with --cut-size" err &&
+	test_status 2 "$GCKPT" --cut-size 2 -p 1 -o x 2>err &&
+	test_status 2 "$GCKPT" --cut d --cut-size 2 -p 1 2>err &&
+	test_grep "writes one image to a file" err &&
+	test_status 2 "$GCKPT" --cut d --cut-size 1 -p 1 -o x 2>err
 '
 
 test_expect_success 'usage: --nccl-timeout takes 1 to 3600 seconds' '

@@ -55,6 +55,9 @@ static volatile sig_atomic_t	series_now;
 static const struct option longopts[] = {
 	{ "compress",		required_argument,	NULL,	'c' },
 	{ "count",		required_argument,	NULL,	'n' },
+	{ "cut",		required_argument,	NULL,	'X' },
+	{ "cut-name",		required_argument,	NULL,	'I' },
+	{ "cut-size",		required_argument,	NULL,	'Y' },
 	{ "every",		required_argument,	NULL,	'e' },
 	{ "ext-unix-sk",	no_argument,		NULL,	'E' },
 	{ "file-locks",		no_argument,		NULL,	'F' },
@@ -113,7 +116,8 @@ static const char synopsis[] =
     "               [--lock-timeout seconds] [--nccl-timeout seconds] "
     "[-o file]\n"
     "               [--parent image] [--sign key] [--stats[=text|json]]\n"
-    "               [--tcp-close | --tcp-established] [--threads n] -p pid\n"
+    "               [--tcp-close | --tcp-established] [--threads n]\n"
+    "               [--cut dir --cut-size n [--cut-name name]] -p pid\n"
     "       gpuckpt --series dir [--count n] [--every seconds] "
     "[--full-every n]\n"
     "               [--keep n] [options] -p pid\n"
@@ -133,6 +137,13 @@ static const char help[] =
     "      --nccl-timeout=SECS  wait so long for the ranks of an NCCL job "
     "to quiesce\n"
     "                           (30)\n"
+    "      --cut=DIR            one cut of a job across hosts, its "
+    "gpuckpts meeting\n"
+    "                           in DIR, a directory they share\n"
+    "      --cut-size=N         with --cut: the hosts, one gpuckpt "
+    "each\n"
+    "      --cut-name=NAME      with --cut: this one's name (the host "
+    "name)\n"
     "      --gpu-staging        move device memory through the processes' "
     "host\n"
     "                           memory, even where the driver has custom "
@@ -546,6 +557,16 @@ image_option(struct args *a, int ch, const char *arg)
 		if ((a->stats = tool_stats_form(arg)) == -1)
 			usage(2);
 		break;
+	case 'X':
+		o->cut_dir = arg;
+		break;
+	case 'Y':
+		o->cut_size = (unsigned int)tool_number(arg, 2, 4096,
+		    "cut size");
+		break;
+	case 'I':
+		o->cut_name = arg;
+		break;
 	default:
 		return 0;
 	}
@@ -655,6 +676,13 @@ parse_args(struct args *a, int argc, char *argv[])
 	if (o->pid == 0)
 		tool_usage_error(synopsis, "no process given: use -p PID");
 	series_check(o, &a->sa, a->suspend, a->output);
+	if ((o->cut_dir != NULL) != (o->cut_size > 0) ||
+	    (o->cut_name != NULL && o->cut_dir == NULL))
+		tool_usage_error(synopsis, "--cut DIR goes with --cut-size N, "
+		    "--cut-name with both");
+	if (o->cut_dir != NULL && (a->sa.dir != NULL || o->output == NULL))
+		tool_usage_error(synopsis, "--cut writes one image to a file "
+		    "(-o), not to a series or a stream");
 	if (a->suspend && a->image_opts) {
 		warnx("--suspend makes no image: it takes no -c, --format, -k, "
 		    "-o, --parent, -R, -s, --sign, --stats or --threads, nor "

@@ -94,6 +94,10 @@ struct gck_ckpt_opts {
 	const char	*tmpdir;	/* staging area, NULL for $TMPDIR */
 	unsigned int	 lock_ms;	/* GPU lock timeout, 0 for none */
 	unsigned int	 nccl_ms;	/* NCCL quiesce timeout, 0: 30 s */
+	const char	*cut_dir;	/* one cut across hosts, met in this
+					   shared directory, or NULL */
+	unsigned int	 cut_size;	/* its hosts, 2 or more */
+	const char	*cut_name;	/* this one's, NULL: the hostname */
 	unsigned int	 criu_opts;	/* GCK_CRIU_* */
 	uint64_t	 ghost_limit;	/* the largest deleted file the tree
 					   holds open that may travel in the

@@ -31,7 +31,9 @@
 #include <unistd.h>
 
 #include "private.h"
+#include "core/cut.h"
 #include "core/proc.h"
+#include "core/util.h"
 #include "gpu/nccl.h"
 #include "../../nccl/ncclproto.h"
 
@@ -43,6 +45,8 @@ struct ncomm {
 
 struct rank {
 	pid_t		 pid;
+	char		 node[128];	/* of the cut, for another host's */
+	int		 remote;	/* another host's: its counts only */
 	char		 name[108];	/* abstract: no leading NUL here */
 	int		 fd;
 	unsigned long long ops;
@@ -55,7 +59,9 @@ struct rank {
 
 struct gck_nccl {
 	struct rank	*r;
-	size_t		 n;
+	size_t		 n;		/* ranks, the other hosts' after */
+	size_t		 nl;		/* those of this host */
+	size_t		 cap;
 	int		 quiesced;
 };
 
@@ -168,10 +174,7 @@ gck_nccl_find(struct gck_ctx *ctx, const pid_t *pids, size_t n,
 		memcpy(q->r[q->n].name, name, sizeof name);
 		q->n++;
 	}
-	if (q->n == 0) {
-		gck_nccl_free(q);
-		return GCK_OK;
-	}
+	q->nl = q->cap = q->n;
 	*qp = q;
 	return GCK_OK;
 }
@@ -201,7 +204,7 @@ gck_nccl_find_procs(struct gck_ctx *ctx, const struct gck_proc *procs,
 size_t
 gck_nccl_count(const struct gck_nccl *q)
 {
-	return q != NULL ? q->n : 0;
+	return q != NULL ? q->nl : 0;
 }
 
 int
@@ -446,7 +449,7 @@ let_go(struct gck_nccl *q, unsigned int timeout_ms)
 	size_t		 i;
 	int		 any = 0;
 
-	for (i = 0; i < q->n; i++) {
+	for (i = 0; i < q->nl; i++) {
 		rank_close(&q->r[i]);
 		any |= q->r[i].prepared;
 	}
@@ -462,10 +465,10 @@ laggard(const struct gck_nccl *q, int prepare)
 {
 	size_t	i;
 
-	for (i = 0; i < q->n; i++)
+	for (i = 0; i < q->nl; i++)
 		if (prepare ? !q->r[i].prepared : !q->r[i].parked)
 			return &q->r[i];
-	for (i = 0; i < q->n; i++)
+	for (i = 0; i < q->nl; i++)
 		if (q->r[i].fd != -1)
 			return &q->r[i];
 	return &q->r[0];
@@ -481,7 +484,7 @@ gather(struct gck_ctx *ctx, struct gck_nccl *q, int prepare,
 	size_t		 i;
 	int		 rv;
 
-	for (i = 0; i < q->n; i++) {
+	for (i = 0; i < q->nl; i++) {
 		r = &q->r[i];
 		if ((rv = rank_line(ctx, r, deadline, line, sizeof line)) !=
 		    GCK_OK)
@@ -513,9 +516,108 @@ gather(struct gck_ctx *ctx, struct gck_nccl *q, int prepare,
 	return GCK_OK;
 }
 
+/* The other hosts' ranks dropped, this host's left. */
+static void
+drop_remote(struct gck_nccl *q)
+{
+	size_t	i;
+
+	for (i = q->nl; i < q->n; i++)
+		free(q->r[i].comm);
+	q->n = q->nl;
+}
+
+/*
+ * A cut across hosts: this host's counts posted as phase, and the other
+ * hosts' taken in as ranks of theirs ("NODE rank PID OPS NCOMM", then
+ * its "NODE comm ..." lines), for the target and the checks to see the
+ * whole job.
+ */
+static int
+exchange(struct gck_ctx *ctx, struct gck_nccl *q, struct gck_cut *cut,
+    const char *phase, int64_t deadline)
+{
+	char		*text = NULL, *others, *line, *save, node[128];
+	size_t		 len = 0, sz = 0, need, i;
+	struct rank	*r = NULL;
+	struct ncomm	*c;
+	int		 j, rv, off, left = 0;
+
+	for (i = 0; i < q->nl; i++) {
+		r = &q->r[i];
+		need = 64 + (size_t)r->ncomm * 96;
+		while (len + need > sz)
+			if (gck_grow(ctx, &text, &sz, sz, 1) != GCK_OK) {
+				free(text);
+				return ctx->code;
+			}
+		len += (size_t)snprintf(text + len, sz - len, "rank %d %llu "
+		    "%d\n", (int)r->pid, r->ops, r->ncomm);
+		for (j = 0; j < r->ncomm; j++)
+			len += (size_t)snprintf(text + len, sz - len, "comm "
+			    "%016llx %d %d %llu\n", r->comm[j].id,
+			    r->comm[j].nranks, r->comm[j].rank,
+			    r->comm[j].colls);
+	}
+	rv = gck_cut_post(ctx, cut, phase, text != NULL ? text : "");
+	free(text);
+	if (rv != GCK_OK ||
+	    (rv = gck_cut_gather(ctx, cut, phase, deadline, &others)) !=
+	    GCK_OK)
+		return rv;
+	drop_remote(q);
+	r = NULL;
+	for (line = strtok_r(others, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		int	pid, ncomm;
+
+		if (sscanf(line, "%127s %n", node, &off) != 1)
+			goto bad;
+		if (strncmp(line + off, "rank ", 5) == 0) {
+			if (q->n == q->cap && gck_grow(ctx, &q->r, &q->cap,
+			    q->n, sizeof *q->r) != GCK_OK) {
+				free(others);
+				return ctx->code;
+			}
+			r = &q->r[q->n];
+			memset(r, 0, sizeof *r);
+			r->fd = -1;
+			r->remote = 1;
+			snprintf(r->node, sizeof r->node, "%s", node);
+			if (sscanf(line + off, "rank %d %llu %d", &pid,
+			    &r->ops, &ncomm) != 3 || ncomm < 0 ||
+			    ncomm > GCK_NCCL_MAXCOMM)
+				goto bad;
+			r->pid = (pid_t)pid;
+			if (ncomm > 0 && (r->comm = calloc((size_t)ncomm,
+			    sizeof *r->comm)) == NULL) {
+				free(others);
+				return gck_set_error(ctx, GCK_ENOMEM, "out of "
+				    "memory");
+			}
+			q->n++;
+			left = ncomm;
+			continue;
+		}
+		if (r == NULL || strcmp(r->node, node) != 0 || left-- <= 0)
+			goto bad;
+		c = &r->comm[r->ncomm];
+		if (sscanf(line + off, "comm %llx %d %d %llu", &c->id,
+		    &c->nranks, &c->rank, &c->colls) != 4)
+			goto bad;
+		r->ncomm++;
+	}
+	free(others);
+	return GCK_OK;
+bad:
+	free(others);
+	return gck_set_error(ctx, GCK_EFORMAT, "the cut: a bad line from %s "
+	    "in its '%s'", node, phase);
+}
+
 static int
 quiesce(struct gck_ctx *ctx, struct gck_nccl *q, unsigned int timeout_ms,
-    unsigned int lease_s)
+    unsigned int lease_s, struct gck_cut *cut)
 {
 	char			 line[GCK_NCCL_LINE];
 	unsigned long long	 target = 0;
@@ -528,7 +630,7 @@ quiesce(struct gck_ctx *ctx, struct gck_nccl *q, unsigned int timeout_ms,
 	int			 rv, at = 0;
 
 	deadline = gck_clock_us() + (int64_t)timeout_ms * 1000;
-	for (i = 0; i < q->n; i++) {
+	for (i = 0; i < q->nl; i++) {
 		r = &q->r[i];
 		if ((rv = rank_connect(ctx, r)) != GCK_OK ||
 		    (rv = rank_send(ctx, r, "hold")) != GCK_OK)
@@ -546,29 +648,42 @@ quiesce(struct gck_ctx *ctx, struct gck_nccl *q, unsigned int timeout_ms,
 		if (r->ops > target)
 			target = r->ops;
 	}
+	if (cut != NULL) {
+		if ((rv = exchange(ctx, q, cut, "held", deadline)) != GCK_OK)
+			return rv;
+		for (i = q->nl; i < q->n; i++)
+			if (q->r[i].ops > target)
+				target = q->r[i].ops;
+	}
 	if ((rv = cut_check(ctx, q, 0)) != GCK_OK)
 		return rv;
 	at = 1;
-	for (i = 0; i < q->n; i++)
+	for (i = 0; i < q->nl; i++)
 		if ((rv = rank_send(ctx, &q->r[i], "park %llu", target)) !=
 		    GCK_OK)
 			return rv;
 	if ((rv = gather(ctx, q, 0, deadline, target)) != GCK_OK)
 		goto late;
+	if (cut != NULL && (rv = exchange(ctx, q, cut, "parked", deadline)) !=
+	    GCK_OK)
+		return rv;
 	if ((rv = cut_check(ctx, q, 1)) != GCK_OK)
 		return rv;
 	at = 2;
-	for (i = 0; i < q->n; i++)
+	for (i = 0; i < q->nl; i++)
 		if ((rv = rank_send(ctx, &q->r[i], "prepare %u", lease_s)) !=
 		    GCK_OK)
 			return rv;
 	if ((rv = gather(ctx, q, 1, deadline, target)) != GCK_OK)
 		goto late;
+	if (cut != NULL && (rv = exchange(ctx, q, cut, "prepared",
+	    deadline)) != GCK_OK)
+		return rv;
 	/*
 	 * Each rank closes its end first: no connection of ours is left
 	 * in a process criu is about to dump.
 	 */
-	for (i = 0; i < q->n; i++) {
+	for (i = 0; i < q->nl; i++) {
 		r = &q->r[i];
 		struct gck_ctx	tmp;
 
@@ -602,15 +717,23 @@ late:
 
 int
 gck_nccl_quiesce(struct gck_ctx *ctx, struct gck_nccl *q,
-    unsigned int timeout_ms, unsigned int lease_s)
+    unsigned int timeout_ms, unsigned int lease_s, struct gck_cut *cut)
 {
 	int	rv;
 
-	if (q == NULL || q->n == 0)
+	if (q == NULL || (q->nl == 0 && cut == NULL))
 		return GCK_OK;
-	gck_log(ctx, 1, "quiescing %zu NCCL rank%s", q->n, q->n == 1 ? "" :
-	    "s");
-	if ((rv = quiesce(ctx, q, timeout_ms, lease_s)) != GCK_OK) {
+	if (cut != NULL)
+		gck_log(ctx, 1, "quiescing %zu NCCL rank%s here, as %s of the "
+		    "cut", q->nl, q->nl == 1 ? "" : "s", gck_cut_name(cut));
+	else
+		gck_log(ctx, 1, "quiescing %zu NCCL rank%s", q->nl, q->nl == 1 ?
+		    "" : "s");
+	rv = quiesce(ctx, q, timeout_ms, lease_s, cut);
+	drop_remote(q);
+	if (rv != GCK_OK) {
+		/* The other hosts let theirs go too. */
+		gck_cut_fail(cut, ctx->msg);
 		let_go(q, timeout_ms);
 		return rv;
 	}
@@ -629,12 +752,12 @@ gck_nccl_resume(struct gck_ctx *ctx, struct gck_nccl *q,
 	size_t		 i;
 	int		 rv, first = GCK_OK;
 
-	if (q == NULL || q->n == 0)
+	if (q == NULL || q->nl == 0)
 		return GCK_OK;
 	deadline = gck_clock_us() + (int64_t)timeout_ms * 1000;
 	memset(&tmp, 0, sizeof tmp);
 	/* All asked first: the rebuild is collective. */
-	for (i = 0; i < q->n; i++) {
+	for (i = 0; i < q->nl; i++) {
 		r = &q->r[i];
 		rank_close(r);
 		if ((rv = rank_connect(&tmp, r)) != GCK_OK ||
@@ -644,7 +767,7 @@ gck_nccl_resume(struct gck_ctx *ctx, struct gck_nccl *q,
 				first = gck_set_error(ctx, rv, "%s", tmp.msg);
 		}
 	}
-	for (i = 0; i < q->n; i++) {
+	for (i = 0; i < q->nl; i++) {
 		r = &q->r[i];
 		if (r->fd == -1)
 			continue;

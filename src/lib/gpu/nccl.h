@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 struct gck_ctx;
+struct gck_cut;
 struct gck_nccl;
 struct gck_proc;
 
@@ -16,7 +17,12 @@ struct gck_proc;
  * NCCL operations and has them tear their communicators down, within
  * timeout_ms; on a failure none is left held (those torn down already
  * are rebuilt) and the message says why.  A rank torn down that hears
- * nothing more for lease_s seconds rebuilds by itself (0: it waits).  gck_nccl_resume() has every
+ * nothing more for lease_s seconds rebuilds by itself (0: it waits).
+ * With a cut (core/cut.h) the ranks of every host of it are one job:
+ * each host's counts are posted and the others' taken in at each step,
+ * the target and the checks are the whole job's, and a failure here is
+ * posted for the other hosts to let theirs go.  gck_nccl_find() gives
+ * a set with no rank where there is none, gck_nccl_count() 0.  gck_nccl_resume() has every
  * rank rebuild and run on, waiting timeout_ms at most for them: after a
  * checkpoint, its rollback, or a restore.  Both return GCK_OK or a
  * code.
@@ -31,7 +37,7 @@ int	gck_nccl_find_procs(struct gck_ctx *, const struct gck_proc *, size_t,
 	    struct gck_nccl **);
 size_t	gck_nccl_count(const struct gck_nccl *);
 int	gck_nccl_quiesce(struct gck_ctx *, struct gck_nccl *, unsigned int,
-	    unsigned int);
+	    unsigned int, struct gck_cut *);
 int	gck_nccl_resume(struct gck_ctx *, struct gck_nccl *, unsigned int);
 int	gck_nccl_quiesced(const struct gck_nccl *);
 void	gck_nccl_free(struct gck_nccl *);

@@ -27,6 +27,7 @@
 #include <xxhash.h>
 
 #include "private.h"
+#include "core/cut.h"
 #include "core/guard.h"
 #include "core/proc.h"
 #include "core/util.h"
@@ -86,6 +87,7 @@ struct ckpt {
 	pid_t				 job_holder;	/* a job: its file's */
 	int				 job_fd;	/* holder, and fd */
 	struct gck_nccl			*nccl;	/* its NCCL ranks */
+	struct gck_cut			*cut;	/* one across hosts */
 	struct gck_capture		*cap;
 	struct gck_writer		*writer;	/* but its trailer */
 	struct gck_parents		*parents;	/* --parent's image */
@@ -145,6 +147,7 @@ static int	ckpt_preflight(struct ckpt *);
 static int	ckpt_stage(struct ckpt *);
 static int	ckpt_quiesce(struct ckpt *);
 static int	ckpt_nccl(struct ckpt *);
+static int	cut_step(struct ckpt *, const char *, unsigned int);
 static int	ckpt_nccl_resume(struct ckpt *);
 static void	ckpt_cuda_facts(struct ckpt *);
 static void	ckpt_log_storage(const struct ckpt *);
@@ -1181,6 +1184,18 @@ ckpt_preflight(struct ckpt *c)
 	if (o->criu_opts & ~GCK_CRIU_OPTS_ALL)
 		return gck_set_error(ctx, GCK_EINVAL, "unknown criu options "
 		    "%#x", o->criu_opts & ~GCK_CRIU_OPTS_ALL);
+	/*
+	 * A cut across hosts writes a file: it is renamed into place only
+	 * once every host's image is whole, and removed again should one
+	 * host fail to rename its own.
+	 */
+	if (o->cut_dir != NULL && (o->output == NULL ||
+	    strcmp(o->output, "-") == 0))
+		return gck_set_error(ctx, GCK_EINVAL, "a cut across hosts "
+		    "writes its image to a file (-o)");
+	if (o->cut_dir != NULL && (r = gck_cut_open(ctx, o->cut_dir,
+	    o->cut_size, o->cut_name, &c->cut)) != GCK_OK)
+		return r;
 	if ((o->criu_opts & GCK_CRIU_TCP_CLOSE) &&
 	    (o->criu_opts & GCK_CRIU_TCP_ESTABLISHED))
 		return gck_set_error(ctx, GCK_EINVAL, "--tcp-close and "
@@ -1319,10 +1334,10 @@ ckpt_nccl(struct ckpt *c)
 	int	r;
 
 	if ((r = gck_nccl_find_procs(c->ctx, c->cand, c->ncand, &c->nccl)) !=
-	    GCK_OK || c->nccl == NULL)
+	    GCK_OK)
 		return r;
 	return gck_nccl_quiesce(c->ctx, c->nccl, c->o->nccl_ms != 0 ?
-	    c->o->nccl_ms : GCK_NCCL_TIMEOUT_MS, GCK_NCCL_LEASE_S);
+	    c->o->nccl_ms : GCK_NCCL_TIMEOUT_MS, GCK_NCCL_LEASE_S, c->cut);
 }
 
 /*
@@ -1359,7 +1374,7 @@ ckpt_quiesce(struct ckpt *c)
 			return r;
 	}
 	if (c->ncp == 0)
-		return GCK_OK;
+		return c->cut != NULL ? ckpt_nccl(c) : GCK_OK;
 	if ((r = ckpt_nccl(c)) != GCK_OK ||
 	    (r = gck_cuda_devices(ctx, c->cu, 0, &c->gpus, &c->ngpus)) !=
 	    GCK_OK)
@@ -1576,7 +1591,8 @@ ckpt_commit(struct ckpt *c)
 	int		 r;
 
 	if ((r = gck_check_interrupt(ctx)) != GCK_OK ||
-	    (r = gck_writer_finish(c->writer)) != GCK_OK)
+	    (r = gck_writer_finish(c->writer)) != GCK_OK ||
+	    (r = cut_step(c, "dumped", GCK_CUT_DUMP_MS)) != GCK_OK)
 		return r;
 	/*
 	 * The rename makes a file image complete: should we die once it is
@@ -1591,6 +1607,18 @@ ckpt_commit(struct ckpt *c)
 		gck_guard_intent(c->guard, 'R');
 		return r;
 	}
+	/*
+	 * Every host of a cut has its image in place before any tree is
+	 * disposed of; should one not, the images go and the trees run on
+	 * (the job is whole either way).
+	 */
+	if ((r = cut_step(c, "committed", GCK_CUT_COMMIT_MS)) != GCK_OK) {
+		gck_guard_intent(c->guard, 'R');
+		if (c->out.path != NULL && c->out.kind == S_IFREG &&
+		    !c->out.inplace)
+			unlink(c->out.path);
+		return r;
+	}
 	/* Whoever takes the image over may still say no. */
 	if (c->commit != NULL && (r = c->commit(ctx, c->commit_arg, c->guard,
 	    &c->after)) != GCK_OK)
@@ -1599,6 +1627,27 @@ ckpt_commit(struct ckpt *c)
 	    c->ncp, &c->out)) == GCK_OK && c->res != NULL)
 		c->res->ref_bytes = gck_writer_refbytes(c->writer);
 	return r;
+}
+
+/*
+ * A cut across hosts: this host has reached phase; every one of them
+ * must within ms, else the checkpoint fails here too.
+ */
+static int
+cut_step(struct ckpt *c, const char *phase, unsigned int ms)
+{
+	char	*others;
+	int	 r;
+
+	if (c->cut == NULL)
+		return GCK_OK;
+	gck_log(c->ctx, 1, "%s: waiting for the cut's other hosts", phase);
+	if ((r = gck_cut_post(c->ctx, c->cut, phase, "")) != GCK_OK ||
+	    (r = gck_cut_gather(c->ctx, c->cut, phase, gck_clock_us() +
+	    (int64_t)ms * 1000, &others)) != GCK_OK)
+		return r;
+	free(others);
+	return GCK_OK;
 }
 
 /*
@@ -1687,6 +1736,8 @@ ckpt_rollback(struct ckpt *c, int r)
 	size_t		 nbad;
 	int		 pid = (int)c->o->pid;
 
+	/* The other hosts of a cut roll back too. */
+	gck_cut_fail(c->cut, ctx->msg);
 	out_abort(&c->out);
 	if (c->dumped) {
 		/* Roll back: the tree is left as we found it. */
@@ -1745,6 +1796,7 @@ ckpt_free(struct ckpt *c)
 	gck_guard_free(c->guard);
 	gck_cuda_close(c->cu);
 	gck_nccl_free(c->nccl);
+	gck_cut_free(c->cut);
 	free(c->cp);
 	free(c->gpus);
 	free(c->cand);
@@ -1767,6 +1819,7 @@ snap_wanted(const struct ckpt *c)
 	const struct gck_ckpt_opts	*o = c->o;
 
 	return c->after == GCK_AFTER_RUN && c->commit == NULL &&
+	    c->cut == NULL &&
 	    !c->out.null && o->format != 1 && o->level > 0 &&
 	    o->have == NULL && o->memo == NULL &&
 	    !(o->criu_opts & GCK_CRIU_TCP_ESTABLISHED);

@@ -1387,8 +1387,10 @@ rst_nccl(struct rst *st)
 	int		 r;
 
 	if ((r = gck_nccl_find(st->ctx, st->pids, st->n, &q)) != GCK_OK ||
-	    q == NULL)
+	    gck_nccl_count(q) == 0) {
+		gck_nccl_free(q);
 		return r;
+	}
 	gck_log(st->ctx, 1, "%zu NCCL rank%s rebuilding", gck_nccl_count(q),
 	    gck_nccl_count(q) == 1 ? "" : "s");
 	r = gck_nccl_resume(st->ctx, q, GCK_NCCL_RESUME_MS);

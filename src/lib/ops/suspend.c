@@ -125,7 +125,8 @@ gck_suspend(struct gck_ctx *ctx, pid_t pid, unsigned int lock_ms,
 	 * (checkpoint.c), and wait parked, with no lease, for the resume.
 	 */
 	if ((r = gck_nccl_find_procs(ctx, ct.cand, ct.ncand, &q)) != GCK_OK ||
-	    (r = gck_nccl_quiesce(ctx, q, GCK_NCCL_TIMEOUT_MS, 0)) != GCK_OK) {
+	    (r = gck_nccl_quiesce(ctx, q, GCK_NCCL_TIMEOUT_MS, 0, NULL)) !=
+	    GCK_OK) {
 		gck_error_fate(ctx, GCK_FATE_RUNNING, "process tree %d left "
 		    "running on its GPUs", (int)pid);
 		goto out;
