@@ -338,6 +338,28 @@ test_expect_success 'a host that does not come: the other gives up, nothing stop
 	cut_moves
 '
 
+test_expect_success 'a host of the cut with no rank meets the others all the same' '
+	kill_tree $APID $BPID &&
+	nccl_start lone -d 100 &&
+	rm -f lone.pid &&
+	(setsid sh -c "echo \$\$ >lone.pid; exec sleep 300" </dev/null \
+	    >/dev/null 2>&1 &) &&
+	wait_for_line lone.pid "^[0-9]" 10 &&
+	spid=$(cat lone.pid) &&
+	started="$started $spid" &&
+	bg lb "$GCKPT" -v --cut "$TRASH/cut4" --cut-size 2 --cut-name b -R \
+	    -p $spid -o lb.gck &&
+	test_status 0 "$GCKPT" -v --cut "$TRASH/cut4" --cut-size 2 \
+	    --cut-name a -R -p $NPID -o la.gck >out 2>err &&
+	bg_wait lb 0 &&
+	test_grep "quiescing 2 NCCL ranks here, as a of the cut" err &&
+	test_grep "quiescing 0 NCCL ranks here, as b of the cut" lb.err &&
+	test -s la.gck && test -s lb.gck &&
+	test -e "$TRASH/cut4/b.committed" &&
+	nccl_moves &&
+	kill_tree $spid
+'
+
 test_expect_success 'usage: --cut goes with --cut-size, and writes a file' '
 	test_status 2 "$GCKPT" --cut d -p 1 -o x 2>err &&
 	test_grep "goes with --cut-size" err &&

@@ -189,9 +189,8 @@ gck_nccl_find_procs(struct gck_ctx *ctx, const struct gck_proc *procs,
 	int	 r;
 
 	*qp = NULL;
-	if (n == 0)
-		return GCK_OK;
-	if ((pids = calloc(n, sizeof *pids)) == NULL)
+	/* (none: a set of none all the same, for a host of a cut) */
+	if ((pids = calloc(n > 0 ? n : 1, sizeof *pids)) == NULL)
 		return gck_set_error(ctx, GCK_ENOMEM, "out of memory");
 	for (i = 0; i < n; i++)
 		pids[i] = procs[i].host_pid != 0 ? procs[i].host_pid :
