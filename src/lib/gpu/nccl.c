@@ -790,6 +790,21 @@ gck_nccl_resume(struct gck_ctx *ctx, struct gck_nccl *q,
 	return first;
 }
 
+int
+gck_nccl_settle(struct gck_nccl *q, char *why, size_t len)
+{
+	struct gck_ctx	tmp;
+	int		r;
+
+	if (!gck_nccl_quiesced(q))
+		return GCK_OK;
+	memset(&tmp, 0, sizeof tmp);
+	if ((r = gck_nccl_resume(&tmp, q, GCK_NCCL_RESUME_MS)) != GCK_OK &&
+	    why != NULL)
+		snprintf(why, len, "%s", tmp.msg);
+	return r;
+}
+
 void
 gck_nccl_free(struct gck_nccl *q)
 {

@@ -25,7 +25,9 @@ struct gck_proc;
  * a set with no rank where there is none, gck_nccl_count() 0.  gck_nccl_resume() has every
  * rank rebuild and run on, waiting timeout_ms at most for them: after a
  * checkpoint, its rollback, or a restore.  Both return GCK_OK or a
- * code.
+ * code.  gck_nccl_settle() is the resume of a rollback: nothing done
+ * unless the ranks were quiesced, no context to set; why (if not NULL)
+ * gets the message of a failure.
  */
 #define GCK_NCCL_TIMEOUT_MS	30000	/* default quiesce timeout */
 #define GCK_NCCL_RESUME_MS	300000	/* a rebuild, at the most */
@@ -40,6 +42,7 @@ int	gck_nccl_quiesce(struct gck_ctx *, struct gck_nccl *, unsigned int,
 	    unsigned int, struct gck_cut *);
 int	gck_nccl_resume(struct gck_ctx *, struct gck_nccl *, unsigned int);
 int	gck_nccl_quiesced(const struct gck_nccl *);
+int	gck_nccl_settle(struct gck_nccl *, char *, size_t);
 void	gck_nccl_free(struct gck_nccl *);
 
 #endif /* GCK_GPU_NCCL_H */

@@ -893,6 +893,26 @@ job_parse(struct gck_ctx *ctx, const struct gck_manifest *m,
 }
 
 /*
+ * The CUDA section's NCCL ranks quiesced (NULL: none): one at least, no
+ * more than the processes.  Returns GCK_OK or a code.
+ */
+static int
+nccl_parse(struct gck_ctx *ctx, const struct gck_manifest *m,
+    struct gck_mcuda *mc, json_t *j)
+{
+	json_int_t	ranks;
+
+	if (j == NULL)
+		return GCK_OK;
+	if (json_unpack(j, "{s:I}", "ranks", &ranks) != 0 || ranks <= 0 ||
+	    (size_t)ranks > m->n)
+		return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: bad "
+		    "nccl in the manifest");
+	mc->nccl_ranks = (size_t)ranks;
+	return GCK_OK;
+}
+
+/*
  * Parses and checks the GPU section: null (no CUDA process), or GPUs
  * with well-formed, distinct UUIDs and processes of the tree that use
  * only those GPUs.
@@ -903,7 +923,7 @@ cuda_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *c)
 	struct gck_mcuda	*mc;
 	struct gck_gpu		*g;
 	struct gck_mcproc	*cp;
-	json_t			*gpus, *procs, *e, *pg, *u, *mv, *jn;
+	json_t			*gpus, *procs, *e, *pg, *u, *mv;
 	json_int_t		 ver, idx, mem, pid;
 	const char		*uuid, *name, *cc, *pci, *comm;
 	size_t			 i, j, k;
@@ -1008,15 +1028,9 @@ cuda_parse(struct gck_ctx *ctx, struct gck_manifest *m, json_t *c)
 		}
 	}
 	mc->nprocs = json_array_size(procs);
-	if ((jn = json_object_get(c, "nccl")) != NULL) {
-		json_int_t	ranks;
-
-		if (json_unpack(jn, "{s:I}", "ranks", &ranks) != 0 ||
-		    ranks <= 0 || (size_t)ranks > m->n)
-			return gck_set_error(ctx, GCK_EFORMAT, "corrupt image: "
-			    "bad nccl in the manifest");
-		mc->nccl_ranks = (size_t)ranks;
-	}
+	if ((r = nccl_parse(ctx, m, mc, json_object_get(c, "nccl"))) !=
+	    GCK_OK)
+		return r;
 	return job_parse(ctx, m, mc, json_object_get(c, "job"));
 }
 

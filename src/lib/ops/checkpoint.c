@@ -1746,16 +1746,9 @@ ckpt_rollback(struct ckpt *c, int r)
 	/* Its restore threads running again, the GPU comes back. */
 	nbad = c->gpu_touched ? gck_cuda_settle(c->cu, c->cp, c->ncp, c->why,
 	    sizeof c->why) : (size_t)c->gpu_lost;
-	if (gck_nccl_quiesced(c->nccl)) {
-		struct gck_ctx	tmp;
-
-		memset(&tmp, 0, sizeof tmp);
-		if (gck_nccl_resume(&tmp, c->nccl, GCK_NCCL_RESUME_MS) !=
-		    GCK_OK && nbad == 0) {
-			nbad = 1;
-			snprintf(c->why, sizeof c->why, "%s", tmp.msg);
-		}
-	}
+	if (gck_nccl_settle(c->nccl, nbad == 0 ? c->why : NULL,
+	    sizeof c->why) != GCK_OK && nbad == 0)
+		nbad = 1;
 	if (r != GCK_ENOPROC && c->pre != NULL) {
 		if (nbad > 0)
 			gck_error_fate(ctx, GCK_FATE_RUNNING, "process tree %d "

@@ -42,7 +42,6 @@ static int	cuda_tree_open(struct gck_ctx *, const char *, pid_t,
 		    struct cuda_tree *);
 static void	cuda_tree_close(struct cuda_tree *);
 static int	park_dir(struct gck_ctx *, pid_t, char *, size_t);
-static int	suspend_nccl_back(struct gck_nccl *, char *, size_t);
 
 /*
  * Where the device memory of the suspended tree rooted at pid is parked
@@ -151,7 +150,7 @@ gck_suspend(struct gck_ctx *ctx, pid_t pid, unsigned int lock_ms,
 	    0)) != GCK_OK) {
 		if (gck_cuda_settle(ct.cu, ct.cp, ct.ncp, why, sizeof why) > 0)
 			gck_error_fate(ctx, GCK_FATE_RUNNING, "and %s", why);
-		else if (suspend_nccl_back(q, why, sizeof why) != GCK_OK)
+		else if (gck_nccl_settle(q, why, sizeof why) != GCK_OK)
 			gck_error_fate(ctx, GCK_FATE_RUNNING, "process tree %d "
 			    "left running on its GPUs, but %s", (int)pid, why);
 		else
@@ -171,21 +170,6 @@ out:
 		gck_rmtree(park);
 	gck_nccl_free(q);
 	cuda_tree_close(&ct);
-	return r;
-}
-
-/* A failed suspend's ranks, quiesced, rebuild: why they could not. */
-static int
-suspend_nccl_back(struct gck_nccl *q, char *why, size_t len)
-{
-	struct gck_ctx	tmp;
-	int		r;
-
-	if (!gck_nccl_quiesced(q))
-		return GCK_OK;
-	memset(&tmp, 0, sizeof tmp);
-	if ((r = gck_nccl_resume(&tmp, q, GCK_NCCL_RESUME_MS)) != GCK_OK)
-		snprintf(why, len, "%s", tmp.msg);
 	return r;
 }
 
