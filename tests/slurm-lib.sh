@@ -10,7 +10,9 @@
 # host, with two CPUs and two GPUs (gres gpu, device files of their own),
 # in two partitions, urgent preempting gck, the default; ports of their
 # own; state, spool and logs under $TRASH/slurm.  The system's munged and Slurm, if any, are
-# neither used nor touched.  SLURM_CONF points the client commands
+# neither used nor touched.  start_slurm_nodes N starts N nodes instead,
+# gck1 to gckN, each a slurmd of its own on a port of its own, each with
+# two CPUs and two GPUs: a cluster of several nodes on one machine.  SLURM_CONF points the client commands
 # (sbatch, squeue, scontrol, scancel) at it.  stop_slurm, which the
 # script's test_cleanup calls, cancels what is left and stops the
 # daemons.
@@ -44,9 +46,27 @@ free_port() {
 	echo "$_p"
 }
 
-# slurm_conf: writes $SLURM_CONF.
+# slurm_conf: writes $SLURM_CONF, for the node $slurm_node, or the
+# nodes $slurm_nodes on the ports $slurm_ports.
 slurm_conf() {
 	_s=$TRASH/slurm
+	if test -n "$slurm_nodes"; then
+		_spool=$_s/spool/%n
+		_d=$_s/slurmd.%n
+		_nodes=$(echo $slurm_nodes | tr ' ' ,)
+		_lines=
+		set -- $slurm_ports
+		for _n in $slurm_nodes; do
+			_lines="$_lines${_lines:+
+}NodeName=$_n NodeHostname=$_n NodeAddr=127.0.0.1 Port=$1 CPUs=2 Gres=gpu:2 State=UNKNOWN"
+			shift
+		done
+	else
+		_spool=$_s/spool
+		_d=$_s/slurmd
+		_nodes=$slurm_node
+		_lines="NodeName=$slurm_node NodeHostname=$slurm_node NodeAddr=127.0.0.1 CPUs=2 Gres=gpu:2 State=UNKNOWN"
+	fi
 	cat >"$SLURM_CONF" <<-EOF
 	ClusterName=gck
 	SlurmctldHost=$slurm_node(127.0.0.1)
@@ -60,11 +80,11 @@ slurm_conf() {
 	# before it may start again (120 seconds by default).
 	AuthInfo=socket=$_s/munge/socket,cred_expire=$slurm_cred_expire
 	StateSaveLocation=$_s/state
-	SlurmdSpoolDir=$_s/spool
+	SlurmdSpoolDir=$_spool
 	SlurmctldPidFile=$_s/slurmctld.pid
-	SlurmdPidFile=$_s/slurmd.pid
+	SlurmdPidFile=$_d.pid
 	SlurmctldLogFile=$_s/slurmctld.log
-	SlurmdLogFile=$_s/slurmd.log
+	SlurmdLogFile=$_d.log
 	SlurmctldDebug=info
 	SlurmdDebug=info
 	PlugStackConfig=$_s/plugstack.conf
@@ -93,16 +113,16 @@ slurm_conf() {
 	MinJobAge=600
 	InactiveLimit=0
 	GresTypes=gpu
-	NodeName=$slurm_node NodeHostname=$slurm_node NodeAddr=127.0.0.1 CPUs=2 Gres=gpu:2 State=UNKNOWN
-	PartitionName=gck Nodes=$slurm_node Default=YES MaxTime=INFINITE State=UP PriorityTier=1 GraceTime=60
-	PartitionName=urgent Nodes=$slurm_node MaxTime=INFINITE State=UP PriorityTier=2 PreemptMode=OFF
+	$_lines
+	PartitionName=gck Nodes=$_nodes Default=YES MaxTime=INFINITE State=UP PriorityTier=1 GraceTime=60
+	PartitionName=urgent Nodes=$_nodes MaxTime=INFINITE State=UP PriorityTier=2 PreemptMode=OFF
 	EOF
 	# Two GPUs, device files of their own: Slurm gives a job its GPUs
 	# by index (CUDA_VISIBLE_DEVICES, SLURM_JOB_GPUS); what stands for
 	# them is the stand-in driver's FAKECUDA_DIR/gpus.
 	cat >"${SLURM_CONF%/*}/gres.conf" <<-EOF
 	AutoDetect=off
-	NodeName=$slurm_node Name=gpu File=$_s/dev/nvidia[0-1]
+	NodeName=$_nodes Name=gpu File=$_s/dev/nvidia[0-1]
 	EOF
 }
 
@@ -122,9 +142,10 @@ wait_node_idle() {
 	done
 }
 
-start_slurm() {
+# start_munged: munged and the directories of the cluster; sets
+# SLURM_CONF.
+start_munged() {
 	_s=$TRASH/slurm
-	slurm_node=$(hostname -s)
 	: "${slurm_cred_expire:=5}"
 	SLURM_CONF=$_s/slurm.conf
 	export SLURM_CONF
@@ -143,6 +164,13 @@ start_slurm() {
 		cat >&2 "$_s/munged.out"
 		return 1
 	}
+}
+
+start_slurm() {
+	_s=$TRASH/slurm
+	slurm_node=$(hostname -s)
+	slurm_nodes=
+	start_munged || return 1
 	slurmctld_port=$(free_port 0)
 	slurmd_port=$(free_port $slurmctld_port)
 	slurm_conf
@@ -151,6 +179,47 @@ start_slurm() {
 	slurmd -D -N "$slurm_node" >"$_s/slurmd.out" 2>&1 &
 	slurmd_pid=$!
 	wait_node_idle 60
+}
+
+# start_slurm_nodes N: a cluster of N nodes, gck1 to gckN.  slurmctld
+# still runs as this host (SlurmctldHost must be its name).
+start_slurm_nodes() {
+	_s=$TRASH/slurm
+	slurm_node=$(hostname -s)
+	slurm_nodes=$(seq -f 'gck%g' "$1" | tr '\n' ' ')
+	start_munged || return 1
+	slurmctld_port=$(free_port 0)
+	slurmd_port=$(free_port $slurmctld_port)
+	slurm_ports=
+	_used="$slurmctld_port $slurmd_port"
+	for _n in $slurm_nodes; do
+		while _p=$(free_port $slurmctld_port) &&
+		    case " $_used " in *" $_p "*) true ;; *) false ;; esac; do
+			:
+		done
+		_used="$_used $_p"
+		slurm_ports="$slurm_ports $_p"
+		mkdir -p "$_s/spool/$_n" || return 1
+	done
+	slurm_conf
+	slurmctld -D -i >"$_s/slurmctld.out" 2>&1 &
+	slurmctld_pid=$!
+	slurmd_pid=
+	for _n in $slurm_nodes; do
+		slurmd -D -N "$_n" >"$_s/slurmd.$_n.out" 2>&1 &
+		slurmd_pid="$slurmd_pid $!"
+	done
+	_i=0
+	while test "$(sinfo -h -p gck -o '%D %T' 2>/dev/null)" != "$1 idle"; do
+		_i=$((_i + 1))
+		if test $_i -gt 600; then
+			echo >&2 "the nodes are not idle:"
+			sinfo >&2
+			tail -n 20 "$_s/slurmctld.log" "$_s"/slurmd.*.log >&2
+			return 1
+		fi
+		sleep 0.1
+	done
 }
 
 stop_slurm() {

@@ -3,6 +3,7 @@ test_description='NCCL jobs: ranks quiesced through libgpuckpt-nccl.so before th
 . "$GCK_SRCDIR/lib.sh"
 
 . "$GCK_SRCDIR/cuda-lib.sh"
+. "$GCK_SRCDIR/nccl-lib.sh"
 
 require_criu
 
@@ -42,37 +43,6 @@ nccl_start() {
 	test -n "$NPID" && test -n "$NRANKS" || return 1
 	started="$started $NPID"
 	WPIDS=$NRANKS
-}
-
-# nccl_step: the root's last step checked, every rank's sums right so
-# far and every rank within one step of it; sets NSTEP.
-nccl_step() {
-	ask_answer "$NSTATUS" '^verify ' $NPID || return 1
-	case $_line in
-	"verify ok step="*) ;;
-	*)	echo >&2 "job $NPID: $_line"; return 1 ;;
-	esac
-	if grep '^error ' "$NSTATUS" >&2; then
-		return 1
-	fi
-	NSTEP=$(echo "$_line" | sed 's/^verify ok step=\([0-9]*\).*/\1/')
-}
-
-# nccl_moves [SECONDS]: the job goes on, within SECONDS (default 10).
-nccl_moves() {
-	nccl_step || return 1
-	_from=$NSTEP
-	_i=0
-	while :; do
-		sleep 0.2
-		nccl_step || return 1
-		test "$NSTEP" -gt "$_from" && return 0
-		_i=$((_i + 1))
-		if test $_i -gt $((${1:-10} * 5)); then
-			echo >&2 "job $NPID stays at step $NSTEP"
-			return 1
-		fi
-	done
 }
 
 # locked PID...: the stand-in's log has no lock of these that succeeded.
